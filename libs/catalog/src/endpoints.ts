@@ -1,0 +1,446 @@
+import { z } from "zod";
+import {
+  address,
+  blockSelector,
+  decimalAmount,
+  ensInput,
+  hash32,
+  hexData,
+  quantity,
+  queryInt,
+  tokenId,
+  weiHex,
+} from "./formats.ts";
+import { ALL_NETWORKS, CHAIN_NETWORKS, DEFAULT_NETWORK } from "./networks.ts";
+
+/**
+ * One description per endpoint. Routing, validation, 402 prices, /api/pricing,
+ * /api/networks, /openapi.json, /llms.txt and the rpc-proxy's operation table are
+ * all derived from this list; nothing about an endpoint is written anywhere else.
+ */
+export interface Endpoint {
+  /** Operation id, shared with rpc-proxy's operation table. */
+  id: string;
+  method: "GET" | "POST";
+  /** Path template as the spec and `meta.endpoint` show it. */
+  path: string;
+  /** Fixed price in USD, as a decimal string. */
+  price: string;
+  summary: string;
+  description: string;
+  /** Networks the endpoint serves. */
+  networks: readonly string[];
+  params: {
+    path?: z.ZodObject;
+    query: z.ZodObject;
+    body?: z.ZodObject;
+  };
+  /** Schema of the envelope's `data` on success. */
+  data: z.ZodType;
+  /** JSON-RPC methods used, in one upstream round trip. */
+  upstream: string;
+  /** A worked example for docs: path values, query string, body. */
+  example: { path?: Record<string, string>; query?: Record<string, string>; body?: Record<string, string> };
+  /** Error codes this endpoint can answer with besides the common ones. */
+  errors: readonly string[];
+}
+
+const chainNetwork = z
+  .enum(CHAIN_NETWORKS, { error: `expected one of ${CHAIN_NETWORKS.join(", ")}` })
+  .default(DEFAULT_NETWORK)
+  .meta({ description: `Network, one of ${CHAIN_NETWORKS.join(", ")}. Default ${DEFAULT_NETWORK}.` });
+
+const anyNetwork = z
+  .enum(ALL_NETWORKS, { error: `expected one of ${ALL_NETWORKS.join(", ")}` })
+  .default(DEFAULT_NETWORK)
+  .meta({ description: `Network, one of ${ALL_NETWORKS.join(", ")}. Default ${DEFAULT_NETWORK}.` });
+
+/** Query schema with the `network` parameter every endpoint takes. */
+function query<S extends z.ZodRawShape>(shape: S, network = chainNetwork) {
+  return z.strictObject({ ...shape, network });
+}
+
+const logFilter = {
+  from_block: blockSelector
+    .optional()
+    .meta({
+      description: "Start block (block selector). Default: to_block minus the default range (see README).",
+    }),
+  to_block: blockSelector.optional().meta({ description: "End block (block selector). Default: latest." }),
+};
+
+const LOG_ERRORS = ["block_range_too_large", "result_too_large"] as const;
+
+const transfer = z.object({
+  block_number: quantity,
+  from: address,
+  to: address,
+  token: address,
+  tx_hash: hash32,
+  value: decimalAmount,
+});
+
+const log = z.object({
+  address,
+  block_number: quantity,
+  data: hexData,
+  topics: z.array(hash32),
+  tx_hash: hash32,
+});
+
+const callBody = {
+  to: address.meta({ description: "Target contract address." }),
+  data: hexData.meta({ description: "ABI-encoded calldata, hex." }),
+  from: address.optional().meta({ description: "Caller address." }),
+  value: weiHex.optional().meta({ description: "msg.value in wei, hex." }),
+};
+
+export const ENDPOINTS = [
+  {
+    id: "allowance",
+    method: "GET",
+    path: "/api/chain/allowance",
+    price: "0.003",
+    summary: "ERC-20 allowance",
+    description: "Reads the ERC-20 `allowance(owner, spender)` and the token's `decimals()` in one eth_call.",
+    networks: CHAIN_NETWORKS,
+    params: { query: query({ contract: address, owner: address, spender: address }) },
+    data: z.object({
+      allowance: quantity.meta({ description: "Raw allowance, hex." }),
+      contract: address,
+      decimals: z.number().int().nullable().meta({ description: "null when the token has no decimals()." }),
+      owner: address,
+      spender: address,
+    }),
+    upstream: "eth_call (Multicall3 aggregate3: allowance, decimals)",
+    example: {
+      query: {
+        contract: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+        owner: "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045",
+        spender: "0x000000000022D473030F116dDEE9F6B43aC78BA3",
+      },
+    },
+    errors: ["execution_reverted"],
+  },
+  {
+    id: "blockNumber",
+    method: "GET",
+    path: "/api/chain/block-number",
+    price: "0.001",
+    summary: "Latest block number",
+    description: "The latest block height via eth_blockNumber.",
+    networks: CHAIN_NETWORKS,
+    params: { query: query({}) },
+    data: z.object({ block_number: quantity, network: z.string() }),
+    upstream: "eth_blockNumber",
+    example: {},
+    errors: [],
+  },
+  {
+    id: "block",
+    method: "GET",
+    path: "/api/chain/block/{number}",
+    price: "0.003",
+    summary: "Block header and transaction hashes",
+    description: "A block header plus its transaction hashes via eth_getBlockByNumber.",
+    networks: CHAIN_NETWORKS,
+    params: {
+      path: z.strictObject({ number: blockSelector }),
+      query: query({}),
+    },
+    data: z.object({
+      gas_limit: quantity,
+      gas_used: quantity,
+      hash: hash32.nullable().meta({ description: "null for the pending block." }),
+      number: quantity.nullable().meta({ description: "null for the pending block on some nodes." }),
+      parent_hash: hash32,
+      timestamp: quantity,
+      transactions: z.array(hash32).meta({ description: "Hashes of the block's transactions, in order." }),
+    }),
+    upstream: "eth_getBlockByNumber (hashes only)",
+    example: { path: { number: "latest" } },
+    errors: ["block_not_found"],
+  },
+  {
+    id: "call",
+    method: "POST",
+    path: "/api/chain/call",
+    price: "0.005",
+    summary: "Simulated contract call",
+    description:
+      "A simulated read via eth_call. No transaction is submitted. The optional `block` field overrides the block (default latest).",
+    networks: CHAIN_NETWORKS,
+    params: {
+      query: query({}),
+      body: z.strictObject({
+        ...callBody,
+        block: blockSelector.optional().meta({ description: "Block to run the call at. Default latest." }),
+      }),
+    },
+    data: z.object({ result: hexData.meta({ description: "Raw ABI-encoded return data." }) }),
+    upstream: "eth_call",
+    example: {
+      body: { to: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", data: "0x18160ddd" },
+    },
+    errors: ["execution_reverted", "block_not_found"],
+  },
+  {
+    id: "chainId",
+    method: "GET",
+    path: "/api/chain/chain-id",
+    price: "0.001",
+    summary: "EIP-155 chain id",
+    description: "The EIP-155 chain id via eth_chainId. Mainnet returns 0x1, Sepolia 0xaa36a7.",
+    networks: CHAIN_NETWORKS,
+    params: { query: query({}) },
+    data: z.object({ chain_id: quantity, network: z.string() }),
+    upstream: "eth_chainId",
+    example: { query: { network: "sepolia" } },
+    errors: [],
+  },
+  {
+    id: "code",
+    method: "GET",
+    path: "/api/chain/code/{address}",
+    price: "0.003",
+    summary: "Deployed bytecode",
+    description: "Deployed bytecode via eth_getCode. Empty bytecode means a plain wallet account.",
+    networks: CHAIN_NETWORKS,
+    params: { path: z.strictObject({ address }), query: query({}) },
+    data: z.object({
+      address,
+      code: hexData,
+      bytecode_size: z.number().int().min(0),
+      is_contract: z.boolean(),
+    }),
+    upstream: "eth_getCode",
+    example: { path: { address: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48" } },
+    errors: [],
+  },
+  {
+    id: "contract",
+    method: "GET",
+    path: "/api/chain/contract/{address}",
+    price: "0.005",
+    summary: "Contract introspection",
+    description:
+      "Probes name(), symbol(), decimals() and supportsInterface() in one Multicall3 eth_call. Fields the contract does not implement are null.",
+    networks: CHAIN_NETWORKS,
+    params: { path: z.strictObject({ address }), query: query({}) },
+    data: z.object({
+      address,
+      name: z.string().nullable(),
+      symbol: z.string().nullable(),
+      decimals: z.number().int().nullable(),
+      interfaces: z.array(z.enum(["ERC20", "ERC721", "ERC1155"])),
+    }),
+    upstream: "eth_call (Multicall3 aggregate3: name, symbol, decimals, totalSupply, supportsInterface ×3)",
+    example: { path: { address: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48" } },
+    errors: [],
+  },
+  {
+    id: "ens",
+    method: "GET",
+    path: "/api/chain/ens/{input}",
+    price: "0.005",
+    summary: "ENS forward and reverse resolution",
+    description:
+      "A name ending in .eth resolves to an address (mode `forward`); an address resolves to its primary name (mode `reverse`, name in `name`). Both go through the ENS Universal Resolver.",
+    networks: CHAIN_NETWORKS,
+    params: { path: z.strictObject({ input: ensInput }), query: query({}) },
+    data: z.union([
+      z.object({ address, input: z.string(), mode: z.literal("forward") }),
+      z.object({ address, input: z.string(), mode: z.literal("reverse"), name: z.string() }),
+    ]),
+    upstream: "eth_call (Universal Resolver resolveWithGateways / reverseWithGateways)",
+    example: { path: { input: "vitalik.eth" } },
+    errors: ["ens_name_not_found"],
+  },
+  {
+    id: "erc1155Balance",
+    method: "GET",
+    path: "/api/chain/erc1155-balance",
+    price: "0.003",
+    summary: "ERC-1155 balance",
+    description: "Calls balanceOf(address, uint256) on an ERC-1155 contract.",
+    networks: CHAIN_NETWORKS,
+    params: { query: query({ address, contract: address, token_id: tokenId }) },
+    data: z.object({ account: address, balance: decimalAmount, contract: address, token_id: z.string() }),
+    upstream: "eth_call",
+    example: {
+      query: {
+        address: "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045",
+        contract: "0x76BE3b62873462d2142405439777e971754E8E77",
+        token_id: "1",
+      },
+    },
+    errors: ["execution_reverted"],
+  },
+  {
+    id: "erc20Balance",
+    method: "GET",
+    path: "/api/chain/erc20-balance",
+    price: "0.003",
+    summary: "ERC-20 balance",
+    description: "Calls balanceOf(address), decimals() and symbol() in one Multicall3 eth_call.",
+    networks: CHAIN_NETWORKS,
+    params: { query: query({ address, contract: address }) },
+    data: z.object({
+      account: address,
+      balance: decimalAmount.meta({ description: "Raw units, decimal string." }),
+      decimals: z.number().int().nullable(),
+      symbol: z.string().nullable(),
+      token: address,
+    }),
+    upstream: "eth_call (Multicall3 aggregate3: balanceOf, decimals, symbol)",
+    example: {
+      query: {
+        address: "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045",
+        contract: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+      },
+    },
+    errors: ["execution_reverted"],
+  },
+  {
+    id: "erc20Transfers",
+    method: "GET",
+    path: "/api/chain/erc20-transfers",
+    price: "0.005",
+    summary: "ERC-20 Transfer events",
+    description:
+      "eth_getLogs on Transfer(address,address,uint256), decoded. `address` matches the wallet as sender or recipient. ERC-721 transfers, which share the topic, are left out.",
+    networks: CHAIN_NETWORKS,
+    params: {
+      query: query({
+        contract: address.optional().meta({ description: "Narrows to one token contract." }),
+        address: address.optional().meta({ description: "Narrows to a wallet as sender or recipient." }),
+        ...logFilter,
+      }),
+    },
+    data: z.object({ count: z.number().int().min(0), transfers: z.array(transfer) }),
+    upstream: "eth_getLogs (two filters in one batch when `address` is given)",
+    example: { query: { contract: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", from_block: "latest" } },
+    errors: LOG_ERRORS,
+  },
+  {
+    id: "erc721Tokens",
+    method: "GET",
+    path: "/api/chain/erc721-tokens",
+    price: "0.008",
+    summary: "ERC-721 token ids held by an owner",
+    description:
+      "balanceOf(owner) and tokenOfOwnerByIndex(owner, i) for i < max in one Multicall3 eth_call. The contract must implement ERC721Enumerable.",
+    networks: CHAIN_NETWORKS,
+    params: {
+      query: query({
+        contract: address,
+        address: address.meta({ description: "The wallet to enumerate." }),
+        max: queryInt(1, 1000, 50),
+      }),
+    },
+    data: z.object({
+      contract: address,
+      owner: address,
+      count: z.number().int().min(0).meta({ description: "Number of ids in `tokens`." }),
+      balance: decimalAmount.meta({
+        description: "balanceOf(owner): more than `count` when `max` cut the list.",
+      }),
+      tokens: z.array(decimalAmount),
+    }),
+    upstream: "eth_call (Multicall3 aggregate3: balanceOf + up to `max` tokenOfOwnerByIndex)",
+    example: {
+      query: {
+        contract: "0xBC4CA0EdA7647A8aB7C2061c2E118A18a936f13D",
+        address: "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045",
+        max: "10",
+      },
+    },
+    errors: ["execution_reverted"],
+  },
+  {
+    id: "estimateGas",
+    method: "POST",
+    path: "/api/chain/estimate-gas",
+    price: "0.004",
+    summary: "Gas estimate",
+    description: "eth_estimateGas. A failing estimate usually means the transaction would revert (422).",
+    networks: CHAIN_NETWORKS,
+    params: {
+      query: query({}),
+      body: z.strictObject({
+        to: callBody.to.optional(),
+        data: callBody.data.optional(),
+        from: callBody.from,
+        value: callBody.value,
+      }),
+    },
+    data: z.object({ gas_estimate: quantity }),
+    upstream: "eth_estimateGas",
+    example: {
+      body: {
+        from: "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045",
+        to: "0x000000000000000000000000000000000000dEaD",
+        value: "0x1",
+      },
+    },
+    errors: ["execution_reverted"],
+  },
+  {
+    id: "events",
+    method: "GET",
+    path: "/api/chain/events",
+    price: "0.005",
+    summary: "Raw contract logs",
+    description:
+      "Raw logs via eth_getLogs. `topic` filters topic0 (the event signature hash); `topic1` to `topic3` filter the indexed arguments.",
+    networks: CHAIN_NETWORKS,
+    params: {
+      query: query({
+        contract: address.optional().meta({ description: "Contract filter." }),
+        topic: hash32.optional().meta({ description: "Topic0 filter, the event signature hash." }),
+        topic1: hash32.optional().meta({ description: "Topic1 filter (first indexed argument)." }),
+        topic2: hash32.optional().meta({ description: "Topic2 filter." }),
+        topic3: hash32.optional().meta({ description: "Topic3 filter." }),
+        ...logFilter,
+      }),
+    },
+    data: z.object({ count: z.number().int().min(0), logs: z.array(log) }),
+    upstream: "eth_getLogs",
+    example: {
+      query: {
+        topic: "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",
+        from_block: "latest",
+      },
+    },
+    errors: LOG_ERRORS,
+  },
+  {
+    id: "networkInfo",
+    method: "GET",
+    path: "/api/chain/network-info",
+    price: "0.003",
+    summary: "Chain id, head block and gas price",
+    description:
+      "eth_chainId, eth_blockNumber and eth_gasPrice in one JSON-RPC batch. Also serves the third network.",
+    networks: ALL_NETWORKS,
+    params: { query: query({}, anyNetwork) },
+    data: z.object({ chain_id: quantity, block_number: quantity, gas_price: quantity, network: z.string() }),
+    upstream: "eth_chainId + eth_blockNumber + eth_gasPrice (one batch)",
+    example: {},
+    errors: [],
+  },
+] as const satisfies readonly Endpoint[];
+
+export type EndpointId = (typeof ENDPOINTS)[number]["id"];
+
+const byId = new Map<string, Endpoint>(ENDPOINTS.map((e) => [e.id, e]));
+
+export function endpointById(id: string): Endpoint | undefined {
+  return byId.get(id);
+}
+
+/** Price in the settlement token's atomic units (USDC: 6 decimals). */
+export function priceAtomic(price: string, decimals = 6): bigint {
+  const [whole = "0", frac = ""] = price.split(".");
+  return BigInt(whole + frac.padEnd(decimals, "0").slice(0, decimals));
+}

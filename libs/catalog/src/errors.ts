@@ -1,0 +1,81 @@
+/**
+ * Every error code the API answers with, and its HTTP status. The gateway, the
+ * OpenAPI document and the README all read this table; services raise codes, never
+ * statuses.
+ */
+export const ERRORS = {
+  invalid_parameter: {
+    status: 400,
+    description: "A path, query or body parameter is malformed; the message names it.",
+  },
+  unknown_parameter: { status: 400, description: "A parameter the endpoint does not take (often a typo)." },
+  invalid_body: { status: 400, description: "The body is not a JSON object." },
+  block_range_too_large: {
+    status: 400,
+    description: "A log query spans more blocks than the configured maximum.",
+  },
+  invalid_api_key: {
+    status: 401,
+    description: "The Authorization header is missing, malformed, unknown or revoked.",
+  },
+  payment_required: {
+    status: 402,
+    description: "Pay per call with x402 (Payment-Signature) or MPP, or use an API key.",
+  },
+  payment_invalid: {
+    status: 402,
+    description: "The payment was refused; the message says why. Nothing was charged.",
+  },
+  subscription_inactive: {
+    status: 403,
+    description: "The key's subscription is not active. Check it, or pay per call.",
+  },
+  not_found: { status: 404, description: "No such endpoint." },
+  block_not_found: { status: 404, description: "The node does not know that block." },
+  ens_name_not_found: {
+    status: 404,
+    description: "The name has no address, or the address has no primary name.",
+  },
+  method_not_allowed: { status: 405, description: "The endpoint exists but not with this HTTP method." },
+  payload_too_large: { status: 413, description: "The request body exceeds the limit." },
+  unsupported_media_type: { status: 415, description: "POST bodies must be application/json." },
+  execution_reverted: {
+    status: 422,
+    description: "The call or estimate reverted; `revert_data` and, when decodable, `reason` say why.",
+  },
+  result_too_large: {
+    status: 422,
+    description: "The node refused the query as too large; narrow the range or filter.",
+  },
+  internal_error: { status: 500, description: "An unexpected error in the service. Retry with backoff." },
+  upstream_error: {
+    status: 502,
+    description: "The node answered with an error. Retry with backoff and jitter.",
+  },
+  upstream_unavailable: {
+    status: 503,
+    description: "No healthy node for the network. Retry with backoff and jitter.",
+  },
+  service_unavailable: {
+    status: 503,
+    description: "An internal service is unavailable. Retry with backoff and jitter.",
+  },
+  upstream_timeout: { status: 504, description: "The node did not answer in time. Retry with backoff." },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export function isErrorCode(code: string | undefined): code is ErrorCode {
+  return code !== undefined && Object.hasOwn(ERRORS, code);
+}
+
+/** The flat 429 codes of spec 7 (not enveloped). */
+export const LIMIT_ERRORS = {
+  daily_limit_exceeded:
+    "The account's daily volume is spent. It resets at 00:00 UTC; or pay per call with x402 or MPP.",
+  monthly_limit_exceeded:
+    "The account's monthly volume is spent. It resets at 00:00 UTC on the 1st; or pay per call with x402 or MPP.",
+  rate_limited: "Too many requests in a burst. Back off briefly (Retry-After: 1) and retry.",
+} as const;
+
+export type LimitErrorCode = keyof typeof LIMIT_ERRORS;

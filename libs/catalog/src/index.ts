@@ -1,0 +1,5 @@
+export * from "./endpoints.ts";
+export * from "./errors.ts";
+export * from "./formats.ts";
+export * from "./networks.ts";
+export * from "./validate.ts";

@@ -1,0 +1,72 @@
+import type { z } from "zod";
+import type { Endpoint } from "./endpoints.ts";
+
+export interface ValidationFailure {
+  ok: false;
+  code: "invalid_parameter" | "unknown_parameter" | "invalid_body";
+  /** The offending parameter, e.g. "contract" or "body.to". */
+  parameter: string;
+  message: string;
+}
+
+export interface ValidationSuccess {
+  ok: true;
+  /** Path, query and body parameters merged into one object for the operation. */
+  params: Record<string, unknown>;
+}
+
+type Part = "path" | "query" | "body";
+
+function describe(part: Part, issue: z.core.$ZodIssue): ValidationFailure {
+  const prefix = part === "body" ? "body." : "";
+  if (issue.code === "unrecognized_keys") {
+    const name = `${prefix}${issue.keys[0]}`;
+    return {
+      ok: false,
+      code: "unknown_parameter",
+      parameter: name,
+      message: `${name}: unknown ${part === "body" ? "body field" : "parameter"}`,
+    };
+  }
+  const field = issue.path[0];
+  if (field === undefined) {
+    return { ok: false, code: "invalid_body", parameter: "body", message: "body: expected a JSON object" };
+  }
+  const name = `${prefix}${String(field)}`;
+  const missing = issue.code === "invalid_type" && /received undefined/.test(issue.message);
+  let detail = issue.message;
+  if (missing) detail = "required";
+  else if (issue.code === "invalid_type")
+    detail = `expected a ${issue.expected === "string" ? "single string value" : issue.expected}`;
+  return { ok: false, code: "invalid_parameter", parameter: name, message: `${name}: ${detail}` };
+}
+
+/**
+ * Validates a request against its endpoint description. Runs before any
+ * authentication or payment, so bad input is never charged and never reaches a node.
+ */
+export function validateRequest(
+  endpoint: Endpoint,
+  input: { path: Record<string, unknown>; query: Record<string, unknown>; body: unknown },
+): ValidationSuccess | ValidationFailure {
+  const params: Record<string, unknown> = {};
+  const parts: [Part, z.ZodObject | undefined, unknown][] = [
+    ["path", endpoint.params.path, input.path],
+    ["query", endpoint.params.query, input.query],
+    ["body", endpoint.params.body, input.body],
+  ];
+  for (const [part, schema, value] of parts) {
+    if (!schema) continue;
+    if (part === "body" && (value === null || typeof value !== "object" || Array.isArray(value))) {
+      return { ok: false, code: "invalid_body", parameter: "body", message: "body: expected a JSON object" };
+    }
+    const result = schema.safeParse(value ?? {});
+    if (!result.success) {
+      const issue = result.error.issues[0];
+      if (issue) return describe(part, issue);
+    } else {
+      Object.assign(params, result.data);
+    }
+  }
+  return { ok: true, params };
+}

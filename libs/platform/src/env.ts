@@ -1,0 +1,27 @@
+/** Small typed readers for service configuration from the environment. */
+
+export function envString(name: string, fallback: string): string {
+  const value = process.env[name];
+  return value === undefined || value === "" ? fallback : value;
+}
+
+export function envInt(name: string, fallback: number): number {
+  const value = process.env[name];
+  if (value === undefined || value === "") return fallback;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0) {
+    throw new Error(`${name} must be a non-negative integer, got "${value}"`);
+  }
+  return parsed;
+}
+
+export function envBool(name: string, fallback: boolean): boolean {
+  const value = process.env[name];
+  if (value === undefined || value === "") return fallback;
+  return ["1", "true", "yes", "on"].includes(value.toLowerCase());
+}
+
+/** Host every server binds to: loopback unless the operator says otherwise. */
+export function bindHost(): string {
+  return envString("BIND_HOST", "127.0.0.1");
+}

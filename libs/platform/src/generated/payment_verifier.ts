@@ -1,0 +1,49 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { ChallengeRequest as _tollgate_payment_v1_ChallengeRequest, ChallengeRequest__Output as _tollgate_payment_v1_ChallengeRequest__Output } from './tollgate/payment/v1/ChallengeRequest.ts';
+import type { ChallengeResponse as _tollgate_payment_v1_ChallengeResponse, ChallengeResponse__Output as _tollgate_payment_v1_ChallengeResponse__Output } from './tollgate/payment/v1/ChallengeResponse.ts';
+import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate_payment_v1_Header__Output } from './tollgate/payment/v1/Header.ts';
+import type { PaymentMeta as _tollgate_payment_v1_PaymentMeta, PaymentMeta__Output as _tollgate_payment_v1_PaymentMeta__Output } from './tollgate/payment/v1/PaymentMeta.ts';
+import type { PaymentVerifierServiceClient as _tollgate_payment_v1_PaymentVerifierServiceClient, PaymentVerifierServiceDefinition as _tollgate_payment_v1_PaymentVerifierServiceDefinition } from './tollgate/payment/v1/PaymentVerifierService.ts';
+import type { ReleaseRequest as _tollgate_payment_v1_ReleaseRequest, ReleaseRequest__Output as _tollgate_payment_v1_ReleaseRequest__Output } from './tollgate/payment/v1/ReleaseRequest.ts';
+import type { ReleaseResponse as _tollgate_payment_v1_ReleaseResponse, ReleaseResponse__Output as _tollgate_payment_v1_ReleaseResponse__Output } from './tollgate/payment/v1/ReleaseResponse.ts';
+import type { Resource as _tollgate_payment_v1_Resource, Resource__Output as _tollgate_payment_v1_Resource__Output } from './tollgate/payment/v1/Resource.ts';
+import type { SettleRequest as _tollgate_payment_v1_SettleRequest, SettleRequest__Output as _tollgate_payment_v1_SettleRequest__Output } from './tollgate/payment/v1/SettleRequest.ts';
+import type { SettleResponse as _tollgate_payment_v1_SettleResponse, SettleResponse__Output as _tollgate_payment_v1_SettleResponse__Output } from './tollgate/payment/v1/SettleResponse.ts';
+import type { VerifyRequest as _tollgate_payment_v1_VerifyRequest, VerifyRequest__Output as _tollgate_payment_v1_VerifyRequest__Output } from './tollgate/payment/v1/VerifyRequest.ts';
+import type { VerifyResponse as _tollgate_payment_v1_VerifyResponse, VerifyResponse__Output as _tollgate_payment_v1_VerifyResponse__Output } from './tollgate/payment/v1/VerifyResponse.ts';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  tollgate: {
+    payment: {
+      v1: {
+        ChallengeRequest: MessageTypeDefinition<_tollgate_payment_v1_ChallengeRequest, _tollgate_payment_v1_ChallengeRequest__Output>
+        ChallengeResponse: MessageTypeDefinition<_tollgate_payment_v1_ChallengeResponse, _tollgate_payment_v1_ChallengeResponse__Output>
+        Header: MessageTypeDefinition<_tollgate_payment_v1_Header, _tollgate_payment_v1_Header__Output>
+        PaymentMeta: MessageTypeDefinition<_tollgate_payment_v1_PaymentMeta, _tollgate_payment_v1_PaymentMeta__Output>
+        /**
+         * PaymentVerifierService owns every payment scheme (x402 `exact`, x402 `x402-batch`,
+         * MPP `charge` and `session`). The gateway forwards the payment headers untouched and
+         * copies back the headers this service returns; it never interprets a payment.
+         * 
+         * The call order for a paid request is Verify → upstream call → Settle (success) or
+         * Release (failure), so a failed call is never charged.
+         */
+        PaymentVerifierService: SubtypeConstructor<typeof grpc.Client, _tollgate_payment_v1_PaymentVerifierServiceClient> & { service: _tollgate_payment_v1_PaymentVerifierServiceDefinition }
+        ReleaseRequest: MessageTypeDefinition<_tollgate_payment_v1_ReleaseRequest, _tollgate_payment_v1_ReleaseRequest__Output>
+        ReleaseResponse: MessageTypeDefinition<_tollgate_payment_v1_ReleaseResponse, _tollgate_payment_v1_ReleaseResponse__Output>
+        Resource: MessageTypeDefinition<_tollgate_payment_v1_Resource, _tollgate_payment_v1_Resource__Output>
+        SettleRequest: MessageTypeDefinition<_tollgate_payment_v1_SettleRequest, _tollgate_payment_v1_SettleRequest__Output>
+        SettleResponse: MessageTypeDefinition<_tollgate_payment_v1_SettleResponse, _tollgate_payment_v1_SettleResponse__Output>
+        VerifyRequest: MessageTypeDefinition<_tollgate_payment_v1_VerifyRequest, _tollgate_payment_v1_VerifyRequest__Output>
+        VerifyResponse: MessageTypeDefinition<_tollgate_payment_v1_VerifyResponse, _tollgate_payment_v1_VerifyResponse__Output>
+      }
+    }
+  }
+}
+

@@ -1,0 +1,121 @@
+// Original file: ../../proto/tollgate/payment/v1/payment_verifier.proto
+
+import type * as grpc from '@grpc/grpc-js'
+import type { MethodDefinition } from '@grpc/proto-loader'
+import type { ChallengeRequest as _tollgate_payment_v1_ChallengeRequest, ChallengeRequest__Output as _tollgate_payment_v1_ChallengeRequest__Output } from '../../../tollgate/payment/v1/ChallengeRequest.ts';
+import type { ChallengeResponse as _tollgate_payment_v1_ChallengeResponse, ChallengeResponse__Output as _tollgate_payment_v1_ChallengeResponse__Output } from '../../../tollgate/payment/v1/ChallengeResponse.ts';
+import type { ReleaseRequest as _tollgate_payment_v1_ReleaseRequest, ReleaseRequest__Output as _tollgate_payment_v1_ReleaseRequest__Output } from '../../../tollgate/payment/v1/ReleaseRequest.ts';
+import type { ReleaseResponse as _tollgate_payment_v1_ReleaseResponse, ReleaseResponse__Output as _tollgate_payment_v1_ReleaseResponse__Output } from '../../../tollgate/payment/v1/ReleaseResponse.ts';
+import type { SettleRequest as _tollgate_payment_v1_SettleRequest, SettleRequest__Output as _tollgate_payment_v1_SettleRequest__Output } from '../../../tollgate/payment/v1/SettleRequest.ts';
+import type { SettleResponse as _tollgate_payment_v1_SettleResponse, SettleResponse__Output as _tollgate_payment_v1_SettleResponse__Output } from '../../../tollgate/payment/v1/SettleResponse.ts';
+import type { VerifyRequest as _tollgate_payment_v1_VerifyRequest, VerifyRequest__Output as _tollgate_payment_v1_VerifyRequest__Output } from '../../../tollgate/payment/v1/VerifyRequest.ts';
+import type { VerifyResponse as _tollgate_payment_v1_VerifyResponse, VerifyResponse__Output as _tollgate_payment_v1_VerifyResponse__Output } from '../../../tollgate/payment/v1/VerifyResponse.ts';
+
+/**
+ * PaymentVerifierService owns every payment scheme (x402 `exact`, x402 `x402-batch`,
+ * MPP `charge` and `session`). The gateway forwards the payment headers untouched and
+ * copies back the headers this service returns; it never interprets a payment.
+ * 
+ * The call order for a paid request is Verify → upstream call → Settle (success) or
+ * Release (failure), so a failed call is never charged.
+ */
+export interface PaymentVerifierServiceClient extends grpc.Client {
+  /**
+   * Challenge builds the 402 offers (PAYMENT-REQUIRED, WWW-Authenticate) for a resource.
+   */
+  Challenge(argument: _tollgate_payment_v1_ChallengeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
+  Challenge(argument: _tollgate_payment_v1_ChallengeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
+  Challenge(argument: _tollgate_payment_v1_ChallengeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
+  Challenge(argument: _tollgate_payment_v1_ChallengeRequest, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Challenge builds the 402 offers (PAYMENT-REQUIRED, WWW-Authenticate) for a resource.
+   */
+  challenge(argument: _tollgate_payment_v1_ChallengeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
+  challenge(argument: _tollgate_payment_v1_ChallengeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
+  challenge(argument: _tollgate_payment_v1_ChallengeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
+  challenge(argument: _tollgate_payment_v1_ChallengeRequest, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Release frees a verified payment whose call failed, so it can be used again.
+   */
+  Release(argument: _tollgate_payment_v1_ReleaseRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_ReleaseResponse__Output>): grpc.ClientUnaryCall;
+  Release(argument: _tollgate_payment_v1_ReleaseRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_ReleaseResponse__Output>): grpc.ClientUnaryCall;
+  Release(argument: _tollgate_payment_v1_ReleaseRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_ReleaseResponse__Output>): grpc.ClientUnaryCall;
+  Release(argument: _tollgate_payment_v1_ReleaseRequest, callback: grpc.requestCallback<_tollgate_payment_v1_ReleaseResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Release frees a verified payment whose call failed, so it can be used again.
+   */
+  release(argument: _tollgate_payment_v1_ReleaseRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_ReleaseResponse__Output>): grpc.ClientUnaryCall;
+  release(argument: _tollgate_payment_v1_ReleaseRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_ReleaseResponse__Output>): grpc.ClientUnaryCall;
+  release(argument: _tollgate_payment_v1_ReleaseRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_ReleaseResponse__Output>): grpc.ClientUnaryCall;
+  release(argument: _tollgate_payment_v1_ReleaseRequest, callback: grpc.requestCallback<_tollgate_payment_v1_ReleaseResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Settle collects a verified payment after the upstream call succeeded.
+   */
+  Settle(argument: _tollgate_payment_v1_SettleRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_SettleResponse__Output>): grpc.ClientUnaryCall;
+  Settle(argument: _tollgate_payment_v1_SettleRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_SettleResponse__Output>): grpc.ClientUnaryCall;
+  Settle(argument: _tollgate_payment_v1_SettleRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_SettleResponse__Output>): grpc.ClientUnaryCall;
+  Settle(argument: _tollgate_payment_v1_SettleRequest, callback: grpc.requestCallback<_tollgate_payment_v1_SettleResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Settle collects a verified payment after the upstream call succeeded.
+   */
+  settle(argument: _tollgate_payment_v1_SettleRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_SettleResponse__Output>): grpc.ClientUnaryCall;
+  settle(argument: _tollgate_payment_v1_SettleRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_SettleResponse__Output>): grpc.ClientUnaryCall;
+  settle(argument: _tollgate_payment_v1_SettleRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_SettleResponse__Output>): grpc.ClientUnaryCall;
+  settle(argument: _tollgate_payment_v1_SettleRequest, callback: grpc.requestCallback<_tollgate_payment_v1_SettleResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Verify checks a payment credential and reserves it so no replica serves it twice.
+   */
+  Verify(argument: _tollgate_payment_v1_VerifyRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_VerifyResponse__Output>): grpc.ClientUnaryCall;
+  Verify(argument: _tollgate_payment_v1_VerifyRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_VerifyResponse__Output>): grpc.ClientUnaryCall;
+  Verify(argument: _tollgate_payment_v1_VerifyRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_VerifyResponse__Output>): grpc.ClientUnaryCall;
+  Verify(argument: _tollgate_payment_v1_VerifyRequest, callback: grpc.requestCallback<_tollgate_payment_v1_VerifyResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Verify checks a payment credential and reserves it so no replica serves it twice.
+   */
+  verify(argument: _tollgate_payment_v1_VerifyRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_VerifyResponse__Output>): grpc.ClientUnaryCall;
+  verify(argument: _tollgate_payment_v1_VerifyRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_VerifyResponse__Output>): grpc.ClientUnaryCall;
+  verify(argument: _tollgate_payment_v1_VerifyRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_VerifyResponse__Output>): grpc.ClientUnaryCall;
+  verify(argument: _tollgate_payment_v1_VerifyRequest, callback: grpc.requestCallback<_tollgate_payment_v1_VerifyResponse__Output>): grpc.ClientUnaryCall;
+  
+}
+
+/**
+ * PaymentVerifierService owns every payment scheme (x402 `exact`, x402 `x402-batch`,
+ * MPP `charge` and `session`). The gateway forwards the payment headers untouched and
+ * copies back the headers this service returns; it never interprets a payment.
+ * 
+ * The call order for a paid request is Verify → upstream call → Settle (success) or
+ * Release (failure), so a failed call is never charged.
+ */
+export interface PaymentVerifierServiceHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * Challenge builds the 402 offers (PAYMENT-REQUIRED, WWW-Authenticate) for a resource.
+   */
+  Challenge: grpc.handleUnaryCall<_tollgate_payment_v1_ChallengeRequest__Output, _tollgate_payment_v1_ChallengeResponse>;
+  
+  /**
+   * Release frees a verified payment whose call failed, so it can be used again.
+   */
+  Release: grpc.handleUnaryCall<_tollgate_payment_v1_ReleaseRequest__Output, _tollgate_payment_v1_ReleaseResponse>;
+  
+  /**
+   * Settle collects a verified payment after the upstream call succeeded.
+   */
+  Settle: grpc.handleUnaryCall<_tollgate_payment_v1_SettleRequest__Output, _tollgate_payment_v1_SettleResponse>;
+  
+  /**
+   * Verify checks a payment credential and reserves it so no replica serves it twice.
+   */
+  Verify: grpc.handleUnaryCall<_tollgate_payment_v1_VerifyRequest__Output, _tollgate_payment_v1_VerifyResponse>;
+  
+}
+
+export interface PaymentVerifierServiceDefinition extends grpc.ServiceDefinition {
+  Challenge: MethodDefinition<_tollgate_payment_v1_ChallengeRequest, _tollgate_payment_v1_ChallengeResponse, _tollgate_payment_v1_ChallengeRequest__Output, _tollgate_payment_v1_ChallengeResponse__Output>
+  Release: MethodDefinition<_tollgate_payment_v1_ReleaseRequest, _tollgate_payment_v1_ReleaseResponse, _tollgate_payment_v1_ReleaseRequest__Output, _tollgate_payment_v1_ReleaseResponse__Output>
+  Settle: MethodDefinition<_tollgate_payment_v1_SettleRequest, _tollgate_payment_v1_SettleResponse, _tollgate_payment_v1_SettleRequest__Output, _tollgate_payment_v1_SettleResponse__Output>
+  Verify: MethodDefinition<_tollgate_payment_v1_VerifyRequest, _tollgate_payment_v1_VerifyResponse, _tollgate_payment_v1_VerifyRequest__Output, _tollgate_payment_v1_VerifyResponse__Output>
+}

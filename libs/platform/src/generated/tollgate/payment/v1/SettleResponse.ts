@@ -1,0 +1,30 @@
+// Original file: ../../proto/tollgate/payment/v1/payment_verifier.proto
+
+import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate_payment_v1_Header__Output } from '../../../tollgate/payment/v1/Header.ts';
+import type { PaymentMeta as _tollgate_payment_v1_PaymentMeta, PaymentMeta__Output as _tollgate_payment_v1_PaymentMeta__Output } from '../../../tollgate/payment/v1/PaymentMeta.ts';
+
+export interface SettleResponse {
+  'settled'?: (boolean);
+  'errorCode'?: (string);
+  'reason'?: (string);
+  /**
+   * Headers for the client: PAYMENT-RESPONSE or Payment-Receipt on success, a fresh
+   * challenge on failure.
+   */
+  'headers'?: (_tollgate_payment_v1_Header)[];
+  'meta'?: (_tollgate_payment_v1_PaymentMeta | null);
+  'transaction'?: (string);
+}
+
+export interface SettleResponse__Output {
+  'settled': (boolean);
+  'errorCode': (string);
+  'reason': (string);
+  /**
+   * Headers for the client: PAYMENT-RESPONSE or Payment-Receipt on success, a fresh
+   * challenge on failure.
+   */
+  'headers': (_tollgate_payment_v1_Header__Output)[];
+  'meta': (_tollgate_payment_v1_PaymentMeta__Output | null);
+  'transaction': (string);
+}

@@ -1,0 +1,41 @@
+// Original file: ../../proto/tollgate/quota/v1/quota_meter.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface Account {
+  'id'?: (string);
+  'name'?: (string);
+  /**
+   * "active", "past_due", "canceled" or "suspended"; only "active" is served.
+   */
+  'status'?: (string);
+  /**
+   * 0 means uncapped.
+   */
+  'dailyLimit'?: (number | string | Long);
+  'monthlyLimit'?: (number | string | Long);
+  /**
+   * Burst guard: requests per second across all replicas; 0 means the default.
+   */
+  'burstPerSecond'?: (number);
+  'createdAt'?: (string);
+}
+
+export interface Account__Output {
+  'id': (string);
+  'name': (string);
+  /**
+   * "active", "past_due", "canceled" or "suspended"; only "active" is served.
+   */
+  'status': (string);
+  /**
+   * 0 means uncapped.
+   */
+  'dailyLimit': (number);
+  'monthlyLimit': (number);
+  /**
+   * Burst guard: requests per second across all replicas; 0 means the default.
+   */
+  'burstPerSecond': (number);
+  'createdAt': (string);
+}

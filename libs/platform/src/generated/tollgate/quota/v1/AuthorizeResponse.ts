@@ -1,0 +1,44 @@
+// Original file: ../../proto/tollgate/quota/v1/quota_meter.proto
+
+import type { Decision as _tollgate_quota_v1_Decision, Decision__Output as _tollgate_quota_v1_Decision__Output } from '../../../tollgate/quota/v1/Decision.ts';
+import type { Quota as _tollgate_quota_v1_Quota, Quota__Output as _tollgate_quota_v1_Quota__Output } from '../../../tollgate/quota/v1/Quota.ts';
+
+export interface AuthorizeResponse {
+  'decision'?: (_tollgate_quota_v1_Decision);
+  'accountId'?: (string);
+  'keyId'?: (string);
+  /**
+   * Unset when the store was unreachable (served without quota headers).
+   */
+  'quota'?: (_tollgate_quota_v1_Quota | null);
+  /**
+   * True when the call was counted; only counted calls are reported back.
+   */
+  'metered'?: (boolean);
+  /**
+   * The windows the call was counted in ("2026-11-21", "2026-11"), so a refund
+   * lands in the same windows even across midnight.
+   */
+  'dayWindow'?: (string);
+  'monthWindow'?: (string);
+}
+
+export interface AuthorizeResponse__Output {
+  'decision': (_tollgate_quota_v1_Decision__Output);
+  'accountId': (string);
+  'keyId': (string);
+  /**
+   * Unset when the store was unreachable (served without quota headers).
+   */
+  'quota': (_tollgate_quota_v1_Quota__Output | null);
+  /**
+   * True when the call was counted; only counted calls are reported back.
+   */
+  'metered': (boolean);
+  /**
+   * The windows the call was counted in ("2026-11-21", "2026-11"), so a refund
+   * lands in the same windows even across midnight.
+   */
+  'dayWindow': (string);
+  'monthWindow': (string);
+}

@@ -1,0 +1,23 @@
+// Original file: ../../proto/tollgate/quota/v1/quota_meter.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface CreateAccountRequest {
+  'name'?: (string);
+  'dailyLimit'?: (number | string | Long);
+  'monthlyLimit'?: (number | string | Long);
+  'burstPerSecond'?: (number);
+  '_dailyLimit'?: "dailyLimit";
+  '_monthlyLimit'?: "monthlyLimit";
+  '_burstPerSecond'?: "burstPerSecond";
+}
+
+export interface CreateAccountRequest__Output {
+  'name': (string);
+  'dailyLimit'?: (number);
+  'monthlyLimit'?: (number);
+  'burstPerSecond'?: (number);
+  '_dailyLimit'?: "dailyLimit";
+  '_monthlyLimit'?: "monthlyLimit";
+  '_burstPerSecond'?: "burstPerSecond";
+}

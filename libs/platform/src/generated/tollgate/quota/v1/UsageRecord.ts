@@ -1,0 +1,42 @@
+// Original file: ../../proto/tollgate/quota/v1/quota_meter.proto
+
+
+export interface UsageRecord {
+  'requestId'?: (string);
+  'accountId'?: (string);
+  'keyId'?: (string);
+  'endpoint'?: (string);
+  'network'?: (string);
+  'status'?: (number);
+  'latencyMs'?: (number | string);
+  /**
+   * RFC 3339 time the call was received.
+   */
+  'time'?: (string);
+  /**
+   * Give the counted unit back (the call failed, so it is not charged).
+   */
+  'refund'?: (boolean);
+  'dayWindow'?: (string);
+  'monthWindow'?: (string);
+}
+
+export interface UsageRecord__Output {
+  'requestId': (string);
+  'accountId': (string);
+  'keyId': (string);
+  'endpoint': (string);
+  'network': (string);
+  'status': (number);
+  'latencyMs': (number);
+  /**
+   * RFC 3339 time the call was received.
+   */
+  'time': (string);
+  /**
+   * Give the counted unit back (the call failed, so it is not charged).
+   */
+  'refund': (boolean);
+  'dayWindow': (string);
+  'monthWindow': (string);
+}

@@ -1,0 +1,43 @@
+// Original file: ../../proto/tollgate/rpc/v1/rpc_proxy.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface UpstreamStatus {
+  /**
+   * The upstream's label (never its URL, which may hold a key).
+   */
+  'label'?: (string);
+  'healthy'?: (boolean);
+  /**
+   * Circuit breaker state: "closed", "open" or "half_open".
+   */
+  'breaker'?: (string);
+  /**
+   * Last observed head block number.
+   */
+  'headBlock'?: (number | string | Long);
+  /**
+   * Blocks behind the best upstream of the network.
+   */
+  'lagBlocks'?: (number | string | Long);
+}
+
+export interface UpstreamStatus__Output {
+  /**
+   * The upstream's label (never its URL, which may hold a key).
+   */
+  'label': (string);
+  'healthy': (boolean);
+  /**
+   * Circuit breaker state: "closed", "open" or "half_open".
+   */
+  'breaker': (string);
+  /**
+   * Last observed head block number.
+   */
+  'headBlock': (number);
+  /**
+   * Blocks behind the best upstream of the network.
+   */
+  'lagBlocks': (number);
+}

@@ -1,0 +1,263 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: generic glue over generated gRPC client methods
+import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { HealthImplementation } from "grpc-health-check";
+import type { ProtoGrpcType as PaymentProto } from "./generated/payment_verifier.ts";
+import type { ProtoGrpcType as QuotaProto } from "./generated/quota_meter.ts";
+import type { ProtoGrpcType as RpcProxyProto } from "./generated/rpc_proxy.ts";
+import type { Logger } from "./logger.ts";
+import { prom, type Registry } from "./metrics.ts";
+
+export { grpc };
+
+const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
+
+// Must agree with the flags in package.json's `gen` script, which generated the types.
+const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: false,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_ROOT],
+};
+
+function load<T>(file: string): T {
+  return grpc.loadPackageDefinition(protoLoader.loadSync(file, LOADER_OPTIONS)) as unknown as T;
+}
+
+/** The three internal contracts, loaded from proto/ (the only place they are written). */
+export const contracts = {
+  rpcProxy: () => load<RpcProxyProto>("tollgate/rpc/v1/rpc_proxy.proto").tollgate.rpc.v1,
+  quotaMeter: () => load<QuotaProto>("tollgate/quota/v1/quota_meter.proto").tollgate.quota.v1,
+  paymentVerifier: () => load<PaymentProto>("tollgate/payment/v1/payment_verifier.proto").tollgate.payment.v1,
+};
+
+/** Trailing-metadata keys that carry a catalog error across a gRPC hop. */
+export const ERROR_CODE_KEY = "tollgate-error-code";
+export const ERROR_DETAIL_KEY = "tollgate-error-detail";
+
+/**
+ * An error a handler throws on purpose: a gRPC status plus the public catalog error
+ * code the gateway turns into the HTTP status and envelope.
+ */
+export class ServiceError extends Error {
+  readonly grpcCode: grpc.status;
+  readonly code: string;
+  readonly detail: Record<string, unknown> | undefined;
+  constructor(grpcCode: grpc.status, code: string, message: string, detail?: Record<string, unknown>) {
+    super(message);
+    this.grpcCode = grpcCode;
+    this.code = code;
+    this.detail = detail;
+  }
+}
+
+function toStatus(err: unknown, logger: Logger, method: string): Partial<grpc.StatusObject> {
+  const metadata = new grpc.Metadata();
+  if (err instanceof ServiceError) {
+    metadata.set(ERROR_CODE_KEY, err.code);
+    if (err.detail) metadata.set(ERROR_DETAIL_KEY, JSON.stringify(err.detail));
+    return { code: err.grpcCode, details: err.message, metadata };
+  }
+  logger.error({ err, method }, "unhandled error in gRPC handler");
+  metadata.set(ERROR_CODE_KEY, "internal_error");
+  return { code: grpc.status.INTERNAL, details: "internal error", metadata };
+}
+
+/** A unary handler written as an async function of the request. */
+export type UnaryHandler<Req, Res> = (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>;
+
+export interface ServiceBinding {
+  /** Fully qualified name, used for health checking, e.g. "tollgate.rpc.v1.RpcProxyService". */
+  name: string;
+  definition: grpc.ServiceDefinition;
+  handlers: Record<string, UnaryHandler<any, any>>;
+}
+
+export interface GrpcServerHandle {
+  server: grpc.Server;
+  port: number;
+  health: HealthImplementation;
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Starts a gRPC server with standard health checking (grpc.health.v1, what
+ * Kubernetes gRPC probes call) and per-method latency metrics.
+ */
+export async function startGrpcServer(opts: {
+  host: string;
+  port: number;
+  services: ServiceBinding[];
+  registry: Registry;
+  logger: Logger;
+}): Promise<GrpcServerHandle> {
+  const handled = new prom.Histogram({
+    name: "grpc_server_handling_seconds",
+    help: "Latency of gRPC calls served, by method and status code",
+    labelNames: ["grpc_service", "grpc_method", "grpc_code"],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [opts.registry],
+  });
+  const server = new grpc.Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
+  const statusMap: Record<string, "SERVING" | "NOT_SERVING"> = { "": "SERVING" };
+  for (const service of opts.services) {
+    statusMap[service.name] = "SERVING";
+    const impl: grpc.UntypedServiceImplementation = {};
+    for (const [method, handler] of Object.entries(service.handlers)) {
+      impl[method] = (
+        call: grpc.ServerUnaryCall<unknown, unknown>,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
+        const end = handled.startTimer({ grpc_service: service.name, grpc_method: method });
+        handler(call.request, call).then(
+          (response) => {
+            end({ grpc_code: "OK" });
+            callback(null, response);
+          },
+          (err: unknown) => {
+            const status = toStatus(err, opts.logger, method);
+            end({ grpc_code: grpc.status[status.code ?? grpc.status.UNKNOWN] });
+            callback(status);
+          },
+        );
+      };
+    }
+    server.addService(service.definition, impl);
+  }
+  const health = new HealthImplementation(statusMap);
+  health.addToServer(server);
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${opts.host}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
+      err ? reject(err) : resolve(bound),
+    );
+  });
+  return {
+    server,
+    port,
+    health,
+    shutdown: () =>
+      new Promise<void>((resolve) => {
+        for (const name of Object.keys(statusMap)) health.setStatus(name, "NOT_SERVING");
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 5_000);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}
+
+/** What a failed call looks like to the caller, whichever side failed. */
+export interface CallFailure {
+  grpcCode: grpc.status;
+  /** Catalog error code from the server, when it sent one. */
+  code: string | undefined;
+  message: string;
+  detail: Record<string, unknown> | undefined;
+}
+
+export function readCallFailure(err: unknown): CallFailure {
+  const e = err as Partial<grpc.ServiceError>;
+  const code = e.metadata?.get(ERROR_CODE_KEY)[0];
+  const detailRaw = e.metadata?.get(ERROR_DETAIL_KEY)[0];
+  let detail: Record<string, unknown> | undefined;
+  if (typeof detailRaw === "string") {
+    try {
+      detail = JSON.parse(detailRaw);
+    } catch {
+      detail = undefined;
+    }
+  }
+  return {
+    grpcCode: e.code ?? grpc.status.UNKNOWN,
+    code: typeof code === "string" ? code : undefined,
+    message: e.details ?? e.message ?? "call failed",
+    detail,
+  };
+}
+
+export class CallError extends Error {
+  readonly failure: CallFailure;
+  constructor(failure: CallFailure) {
+    super(failure.message);
+    this.failure = failure;
+  }
+}
+
+type Callback<T> = (err: grpc.ServiceError | null, value?: T) => void;
+
+type UnaryMethod = (
+  request: any,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  cb: Callback<any>,
+) => unknown;
+type MethodOf<C> = { [K in keyof C]: C[K] extends UnaryMethod ? K : never }[keyof C];
+type RequestOf<F> = F extends (request: infer R, ...rest: infer _) => unknown ? R : never;
+type ResponseOf<F> = F extends (
+  request: infer _R,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  cb: Callback<infer T>,
+) => unknown
+  ? T
+  : never;
+
+/**
+ * A typed gRPC client for one service at one address, with a deadline on every call
+ * and client-side latency metrics. Each caller wraps this in a small adapter that
+ * speaks its own domain (see services/gateway/src/clients/).
+ */
+export function createClient<C extends grpc.Client>(
+  Ctor: new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => C,
+  address: string,
+  opts: { service: string; registry?: Registry; defaultDeadlineMs: number },
+) {
+  const client = new Ctor(address, grpc.credentials.createInsecure(), {
+    "grpc.keepalive_time_ms": 30_000,
+    "grpc.enable_retries": 1,
+  });
+  const histogram = opts.registry
+    ? ((opts.registry.getSingleMetric("grpc_client_handling_seconds") as prom.Histogram | undefined) ??
+      new prom.Histogram({
+        name: "grpc_client_handling_seconds",
+        help: "Latency of gRPC calls made, by target service, method and status code",
+        labelNames: ["grpc_service", "grpc_method", "grpc_code"],
+        buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+        registers: [opts.registry],
+      }))
+    : undefined;
+
+  return {
+    raw: client,
+    call<M extends MethodOf<C>>(
+      method: M,
+      request: RequestOf<C[M]>,
+      callOpts: { deadlineMs?: number; metadata?: grpc.Metadata } = {},
+    ): Promise<ResponseOf<C[M]>> {
+      const deadline = new Date(Date.now() + (callOpts.deadlineMs ?? opts.defaultDeadlineMs));
+      const end = histogram?.startTimer({ grpc_service: opts.service, grpc_method: String(method) });
+      return new Promise((resolve, reject) => {
+        const fn = client[method] as unknown as UnaryMethod;
+        fn.call(client, request, callOpts.metadata ?? new grpc.Metadata(), { deadline }, (err, value) => {
+          if (err) {
+            end?.({ grpc_code: grpc.status[err.code] ?? "UNKNOWN" });
+            reject(new CallError(readCallFailure(err)));
+          } else {
+            end?.({ grpc_code: "OK" });
+            resolve(value);
+          }
+        });
+      });
+    },
+    close: () => client.close(),
+  };
+}
+
+export type TypedClient<C extends grpc.Client> = ReturnType<typeof createClient<C>>;
