@@ -61,11 +61,9 @@ function query<S extends z.ZodRawShape>(shape: S, network = chainNetwork) {
 }
 
 const logFilter = {
-  from_block: blockSelector
-    .optional()
-    .meta({
-      description: "Start block (block selector). Default: to_block minus the default range (see README).",
-    }),
+  from_block: blockSelector.optional().meta({
+    description: "Start block (block selector). Default: to_block minus the default range (see README).",
+  }),
   to_block: blockSelector.optional().meta({ description: "End block (block selector). Default: latest." }),
 };
 

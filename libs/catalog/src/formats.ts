@@ -24,11 +24,9 @@ export const hexData = z.string().regex(/^0x([a-fA-F0-9]{2})*$/, {
 });
 
 /** msg.value in wei, hex. At most 256 bits. */
-export const weiHex = z
-  .string()
-  .regex(/^0x[a-fA-F0-9]{1,64}$/, {
-    error: "expected a hex quantity in wei (0x followed by 1 to 64 hex digits)",
-  });
+export const weiHex = z.string().regex(/^0x[a-fA-F0-9]{1,64}$/, {
+  error: "expected a hex quantity in wei (0x followed by 1 to 64 hex digits)",
+});
 
 export const BLOCK_TAGS = ["latest", "pending", "earliest", "safe", "finalized"] as const;
 export type BlockTag = (typeof BLOCK_TAGS)[number];

@@ -200,14 +200,8 @@ type UnaryMethod = (
 ) => unknown;
 type MethodOf<C> = { [K in keyof C]: C[K] extends UnaryMethod ? K : never }[keyof C];
 type RequestOf<F> = F extends (request: infer R, ...rest: infer _) => unknown ? R : never;
-type ResponseOf<F> = F extends (
-  request: infer _R,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-  cb: Callback<infer T>,
-) => unknown
-  ? T
-  : never;
+// Generated clients overload each method; inference sees the last, `(request, callback)`.
+type ResponseOf<F> = F extends (request: any, cb: (err: any, value?: infer T) => void) => unknown ? T : never;
 
 /**
  * A typed gRPC client for one service at one address, with a deadline on every call

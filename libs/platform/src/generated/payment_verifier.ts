@@ -3,8 +3,11 @@ import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { ChallengeRequest as _tollgate_payment_v1_ChallengeRequest, ChallengeRequest__Output as _tollgate_payment_v1_ChallengeRequest__Output } from './tollgate/payment/v1/ChallengeRequest.ts';
 import type { ChallengeResponse as _tollgate_payment_v1_ChallengeResponse, ChallengeResponse__Output as _tollgate_payment_v1_ChallengeResponse__Output } from './tollgate/payment/v1/ChallengeResponse.ts';
+import type { DescribeMethodsRequest as _tollgate_payment_v1_DescribeMethodsRequest, DescribeMethodsRequest__Output as _tollgate_payment_v1_DescribeMethodsRequest__Output } from './tollgate/payment/v1/DescribeMethodsRequest.ts';
+import type { DescribeMethodsResponse as _tollgate_payment_v1_DescribeMethodsResponse, DescribeMethodsResponse__Output as _tollgate_payment_v1_DescribeMethodsResponse__Output } from './tollgate/payment/v1/DescribeMethodsResponse.ts';
 import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate_payment_v1_Header__Output } from './tollgate/payment/v1/Header.ts';
 import type { PaymentMeta as _tollgate_payment_v1_PaymentMeta, PaymentMeta__Output as _tollgate_payment_v1_PaymentMeta__Output } from './tollgate/payment/v1/PaymentMeta.ts';
+import type { PaymentMethod as _tollgate_payment_v1_PaymentMethod, PaymentMethod__Output as _tollgate_payment_v1_PaymentMethod__Output } from './tollgate/payment/v1/PaymentMethod.ts';
 import type { PaymentVerifierServiceClient as _tollgate_payment_v1_PaymentVerifierServiceClient, PaymentVerifierServiceDefinition as _tollgate_payment_v1_PaymentVerifierServiceDefinition } from './tollgate/payment/v1/PaymentVerifierService.ts';
 import type { ReleaseRequest as _tollgate_payment_v1_ReleaseRequest, ReleaseRequest__Output as _tollgate_payment_v1_ReleaseRequest__Output } from './tollgate/payment/v1/ReleaseRequest.ts';
 import type { ReleaseResponse as _tollgate_payment_v1_ReleaseResponse, ReleaseResponse__Output as _tollgate_payment_v1_ReleaseResponse__Output } from './tollgate/payment/v1/ReleaseResponse.ts';
@@ -24,8 +27,11 @@ export interface ProtoGrpcType {
       v1: {
         ChallengeRequest: MessageTypeDefinition<_tollgate_payment_v1_ChallengeRequest, _tollgate_payment_v1_ChallengeRequest__Output>
         ChallengeResponse: MessageTypeDefinition<_tollgate_payment_v1_ChallengeResponse, _tollgate_payment_v1_ChallengeResponse__Output>
+        DescribeMethodsRequest: MessageTypeDefinition<_tollgate_payment_v1_DescribeMethodsRequest, _tollgate_payment_v1_DescribeMethodsRequest__Output>
+        DescribeMethodsResponse: MessageTypeDefinition<_tollgate_payment_v1_DescribeMethodsResponse, _tollgate_payment_v1_DescribeMethodsResponse__Output>
         Header: MessageTypeDefinition<_tollgate_payment_v1_Header, _tollgate_payment_v1_Header__Output>
         PaymentMeta: MessageTypeDefinition<_tollgate_payment_v1_PaymentMeta, _tollgate_payment_v1_PaymentMeta__Output>
+        PaymentMethod: MessageTypeDefinition<_tollgate_payment_v1_PaymentMethod, _tollgate_payment_v1_PaymentMethod__Output>
         /**
          * PaymentVerifierService owns every payment scheme (x402 `exact`, x402 `x402-batch`,
          * MPP `charge` and `session`). The gateway forwards the payment headers untouched and

@@ -4,6 +4,8 @@ import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { ChallengeRequest as _tollgate_payment_v1_ChallengeRequest, ChallengeRequest__Output as _tollgate_payment_v1_ChallengeRequest__Output } from '../../../tollgate/payment/v1/ChallengeRequest.ts';
 import type { ChallengeResponse as _tollgate_payment_v1_ChallengeResponse, ChallengeResponse__Output as _tollgate_payment_v1_ChallengeResponse__Output } from '../../../tollgate/payment/v1/ChallengeResponse.ts';
+import type { DescribeMethodsRequest as _tollgate_payment_v1_DescribeMethodsRequest, DescribeMethodsRequest__Output as _tollgate_payment_v1_DescribeMethodsRequest__Output } from '../../../tollgate/payment/v1/DescribeMethodsRequest.ts';
+import type { DescribeMethodsResponse as _tollgate_payment_v1_DescribeMethodsResponse, DescribeMethodsResponse__Output as _tollgate_payment_v1_DescribeMethodsResponse__Output } from '../../../tollgate/payment/v1/DescribeMethodsResponse.ts';
 import type { ReleaseRequest as _tollgate_payment_v1_ReleaseRequest, ReleaseRequest__Output as _tollgate_payment_v1_ReleaseRequest__Output } from '../../../tollgate/payment/v1/ReleaseRequest.ts';
 import type { ReleaseResponse as _tollgate_payment_v1_ReleaseResponse, ReleaseResponse__Output as _tollgate_payment_v1_ReleaseResponse__Output } from '../../../tollgate/payment/v1/ReleaseResponse.ts';
 import type { SettleRequest as _tollgate_payment_v1_SettleRequest, SettleRequest__Output as _tollgate_payment_v1_SettleRequest__Output } from '../../../tollgate/payment/v1/SettleRequest.ts';
@@ -34,6 +36,21 @@ export interface PaymentVerifierServiceClient extends grpc.Client {
   challenge(argument: _tollgate_payment_v1_ChallengeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
   challenge(argument: _tollgate_payment_v1_ChallengeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
   challenge(argument: _tollgate_payment_v1_ChallengeRequest, callback: grpc.requestCallback<_tollgate_payment_v1_ChallengeResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * DescribeMethods lists the accepted payment methods, for /api/pricing and docs.
+   */
+  DescribeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
+  DescribeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
+  DescribeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
+  DescribeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * DescribeMethods lists the accepted payment methods, for /api/pricing and docs.
+   */
+  describeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
+  describeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
+  describeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
+  describeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * Release frees a verified payment whose call failed, so it can be used again.
@@ -97,6 +114,11 @@ export interface PaymentVerifierServiceHandlers extends grpc.UntypedServiceImple
   Challenge: grpc.handleUnaryCall<_tollgate_payment_v1_ChallengeRequest__Output, _tollgate_payment_v1_ChallengeResponse>;
   
   /**
+   * DescribeMethods lists the accepted payment methods, for /api/pricing and docs.
+   */
+  DescribeMethods: grpc.handleUnaryCall<_tollgate_payment_v1_DescribeMethodsRequest__Output, _tollgate_payment_v1_DescribeMethodsResponse>;
+  
+  /**
    * Release frees a verified payment whose call failed, so it can be used again.
    */
   Release: grpc.handleUnaryCall<_tollgate_payment_v1_ReleaseRequest__Output, _tollgate_payment_v1_ReleaseResponse>;
@@ -115,6 +137,7 @@ export interface PaymentVerifierServiceHandlers extends grpc.UntypedServiceImple
 
 export interface PaymentVerifierServiceDefinition extends grpc.ServiceDefinition {
   Challenge: MethodDefinition<_tollgate_payment_v1_ChallengeRequest, _tollgate_payment_v1_ChallengeResponse, _tollgate_payment_v1_ChallengeRequest__Output, _tollgate_payment_v1_ChallengeResponse__Output>
+  DescribeMethods: MethodDefinition<_tollgate_payment_v1_DescribeMethodsRequest, _tollgate_payment_v1_DescribeMethodsResponse, _tollgate_payment_v1_DescribeMethodsRequest__Output, _tollgate_payment_v1_DescribeMethodsResponse__Output>
   Release: MethodDefinition<_tollgate_payment_v1_ReleaseRequest, _tollgate_payment_v1_ReleaseResponse, _tollgate_payment_v1_ReleaseRequest__Output, _tollgate_payment_v1_ReleaseResponse__Output>
   Settle: MethodDefinition<_tollgate_payment_v1_SettleRequest, _tollgate_payment_v1_SettleResponse, _tollgate_payment_v1_SettleRequest__Output, _tollgate_payment_v1_SettleResponse__Output>
   Verify: MethodDefinition<_tollgate_payment_v1_VerifyRequest, _tollgate_payment_v1_VerifyResponse, _tollgate_payment_v1_VerifyRequest__Output, _tollgate_payment_v1_VerifyResponse__Output>

@@ -1,0 +1,3 @@
+export * from "./mesh.ts";
+export * from "./ports.ts";
+export * from "./services.ts";

@@ -1,0 +1,160 @@
+import { join } from "node:path";
+import { type Devnet, startDevnet } from "@tollgate/devnet";
+import { freePort } from "./ports.ts";
+import { localSecret } from "./secrets.ts";
+import { REPO_ROOT, type RunningService, type ServiceName, spawnService } from "./services.ts";
+
+export interface MeshOptions {
+  /** Use the documented default ports (gateway 8080, ...) instead of free ones. */
+  defaultPorts?: boolean;
+  /** Where local state lives (devnet.json, secrets, outbox). Default <repo>/.tollgate. */
+  stateDir?: string;
+  /** Extra environment for every service, and per service. */
+  env?: Record<string, string>;
+  serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
+  /** Called with every log line of every service. */
+  onLine?: (service: ServiceName, line: string) => void;
+  log?: (line: string) => void;
+}
+
+export interface Mesh {
+  gatewayUrl: string;
+  ports: Record<ServiceName, { main: number; metrics: number }>;
+  /** The local chains, when no upstream URLs were configured. */
+  devnet: Devnet | undefined;
+  operatorTokenFile: string;
+  stateDir: string;
+  services: Record<ServiceName, RunningService>;
+  stop(): Promise<void>;
+}
+
+const DEFAULT_PORTS: Record<ServiceName, { main: number; metrics: number }> = {
+  gateway: { main: 8080, metrics: 9460 },
+  "quota-meter": { main: 50051, metrics: 9461 },
+  "payment-verifier": { main: 50052, metrics: 9462 },
+  "rpc-proxy": { main: 50053, metrics: 9463 },
+};
+
+function hasUpstreams(env: Record<string, string | undefined>): boolean {
+  return Object.keys(env).some((k) => k.startsWith("UPSTREAMS_") && env[k]);
+}
+
+/**
+ * The embedded default: starts local devnets (unless upstream URLs are configured)
+ * and the four services on loopback, each its own process talking gRPC.
+ */
+export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
+  const log = opts.log ?? (() => {});
+  const stateDir = opts.stateDir ?? join(REPO_ROOT, ".tollgate");
+  const baseEnv = { ...process.env, ...opts.env };
+
+  const ports = {} as Record<ServiceName, { main: number; metrics: number }>;
+  for (const name of Object.keys(DEFAULT_PORTS) as ServiceName[]) {
+    ports[name] = opts.defaultPorts
+      ? {
+          ...DEFAULT_PORTS[name],
+          main: name === "gateway" ? Number(baseEnv.PORT ?? 8080) : DEFAULT_PORTS[name].main,
+        }
+      : { main: await freePort(), metrics: await freePort() };
+  }
+
+  let devnet: Devnet | undefined;
+  const upstreamEnv: Record<string, string> = {};
+  const paymentEnv: Record<string, string> = {};
+  if (!hasUpstreams(baseEnv)) {
+    devnet = await startDevnet({ stateDir, log });
+    for (const [name, chain] of Object.entries(devnet.chains)) {
+      if (name === "settlement") continue;
+      upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = chain.rpcUrl;
+    }
+    Object.assign(paymentEnv, x402DevnetEnv(devnet));
+  }
+
+  const operatorTokenFile = localSecret(stateDir, "operator-token");
+  const pepperFile = localSecret(stateDir, "api-key-pepper");
+  const addr = (name: ServiceName) => `127.0.0.1:${ports[name].main}`;
+  const common: Record<string, string> = {
+    BIND_HOST: "127.0.0.1",
+    OUTBOX_DIR: join(stateDir, "outbox"),
+    ...opts.env,
+  };
+  const envFor: Record<ServiceName, Record<string, string>> = {
+    "rpc-proxy": { ...upstreamEnv },
+    "quota-meter": { OPERATOR_TOKEN_FILE: operatorTokenFile, API_KEY_PEPPER_FILE: pepperFile },
+    "payment-verifier": { ...paymentEnv },
+    gateway: {
+      PORT: String(ports.gateway.main),
+      RPC_PROXY_ADDR: addr("rpc-proxy"),
+      QUOTA_METER_ADDR: addr("quota-meter"),
+      PAYMENT_VERIFIER_ADDR: addr("payment-verifier"),
+    },
+  };
+
+  const services = {} as Record<ServiceName, RunningService>;
+  const onLine = opts.onLine ?? (() => {});
+  const stopAll = async () => {
+    for (const name of ["gateway", "payment-verifier", "quota-meter", "rpc-proxy"] as const) {
+      await services[name]?.stop();
+    }
+    await devnet?.stop();
+  };
+  try {
+    // Back ends first, so the gateway never serves a request it cannot route.
+    await Promise.all(
+      (["rpc-proxy", "quota-meter", "payment-verifier"] as const).map(async (name) => {
+        services[name] = await spawnService(
+          name,
+          {
+            ...common,
+            GRPC_PORT: String(ports[name].main),
+            METRICS_PORT: String(ports[name].metrics),
+            ...envFor[name],
+            ...opts.serviceEnv?.[name],
+          },
+          onLine,
+        );
+      }),
+    );
+    services.gateway = await spawnService(
+      "gateway",
+      {
+        ...common,
+        METRICS_PORT: String(ports.gateway.metrics),
+        ...envFor.gateway,
+        ...opts.serviceEnv?.gateway,
+      },
+      onLine,
+    );
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+
+  return {
+    gatewayUrl: `http://127.0.0.1:${ports.gateway.main}`,
+    ports,
+    devnet,
+    operatorTokenFile,
+    stateDir,
+    services,
+    stop: stopAll,
+  };
+}
+
+/** payment-verifier's x402 settings for the local settlement chain. */
+function x402DevnetEnv(devnet: Devnet): Record<string, string> {
+  const settlement = devnet.chains.settlement;
+  const facilitator = devnet.accounts.find((a) => a.role === "facilitator");
+  const payTo = devnet.accounts.find((a) => a.role === "payTo");
+  const usdc = settlement?.contracts.usdc;
+  if (!settlement || !facilitator || !payTo || !usdc) throw new Error("devnet has no settlement chain");
+  return {
+    X402_NETWORK: `eip155:${settlement.chainId}`,
+    X402_ASSET: usdc,
+    X402_ASSET_NAME: "USD Coin",
+    X402_ASSET_VERSION: "2",
+    X402_PAY_TO: payTo.address,
+    X402_SETTLEMENT_RPC_URL: settlement.rpcUrl,
+    X402_FACILITATOR_PRIVATE_KEY: facilitator.privateKey,
+  };
+}

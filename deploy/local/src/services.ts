@@ -1,0 +1,68 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+export const SERVICE_NAMES = ["rpc-proxy", "quota-meter", "payment-verifier", "gateway"] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+
+export interface RunningService {
+  name: ServiceName;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts one service the way production runs it: its own process, its own ports,
+ * configured only by environment. Resolves once it logs "ready".
+ */
+export function spawnService(
+  name: ServiceName,
+  env: Record<string, string>,
+  onLine: (service: ServiceName, line: string) => void,
+  readyTimeoutMs = 30_000,
+): Promise<RunningService> {
+  const child = spawn(process.execPath, [`services/${name}/src/main.ts`], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const tail: string[] = [];
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${name} did not become ready in ${readyTimeoutMs} ms:\n${tail.join("\n")}`));
+    }, readyTimeoutMs);
+    const onExit = (code: number | null) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with code ${code} before it was ready:\n${tail.join("\n")}`));
+    };
+    child.once("exit", onExit);
+    for (const stream of [child.stdout, child.stderr]) {
+      if (!stream) continue;
+      createInterface({ input: stream }).on("line", (line) => {
+        tail.push(line);
+        if (tail.length > 40) tail.shift();
+        onLine(name, line);
+        if (line.includes('"msg":"ready"')) {
+          clearTimeout(timer);
+          child.off("exit", onExit);
+          resolve({ name, child, stop: () => stopChild(child) });
+        }
+      });
+    }
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), 8_000);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}

@@ -1,0 +1,27 @@
+import { createLogger } from "@tollgate/platform";
+import { startMesh } from "./mesh.ts";
+
+/**
+ * `pnpm start`: the whole mesh on loopback. Service logs go to stdout, one JSON line
+ * each; the launcher's own lines are plain text. Ctrl-C stops everything it started.
+ */
+const logger = createLogger("launcher");
+const mesh = await startMesh({
+  defaultPorts: true,
+  log: (line) => logger.info(line),
+  onLine: (_service, line) => process.stdout.write(`${line}\n`),
+});
+if (mesh.devnet) logger.info(`devnet: ${mesh.devnet.file}`);
+logger.info(`operator token: ${mesh.operatorTokenFile} (used by \`pnpm tollgate\`)`);
+logger.info(`gateway listening on ${mesh.gatewayUrl}; try ${mesh.gatewayUrl}/llms.txt`);
+
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("stopping the mesh");
+    await mesh.stop();
+    process.exit(0);
+  });
+}

@@ -1,0 +1,24 @@
+import { contracts, createClient, type Registry } from "@tollgate/platform";
+
+/** The gateway's view of rpc-proxy: run one catalog operation, get its `data`. */
+export function createRpcProxyClient(address: string, registry: Registry, deadlineMs: number) {
+  const client = createClient(contracts.rpcProxy().RpcProxyService, address, {
+    service: "rpc-proxy",
+    registry,
+    defaultDeadlineMs: deadlineMs,
+  });
+  return {
+    async execute(req: { requestId: string; operation: string; network: string; params: unknown }) {
+      const res = await client.call("Execute", {
+        requestId: req.requestId,
+        operation: req.operation,
+        network: req.network,
+        paramsJson: JSON.stringify(req.params),
+      });
+      return { data: JSON.parse(res.dataJson) as unknown, roundTrips: res.upstreamRoundTrips };
+    },
+    close: () => client.close(),
+  };
+}
+
+export type RpcProxyClient = ReturnType<typeof createRpcProxyClient>;

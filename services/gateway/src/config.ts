@@ -1,0 +1,44 @@
+import { bindHost, envInt, envString } from "@tollgate/platform";
+
+export interface GatewayConfig {
+  host: string;
+  port: number;
+  metricsPort: number;
+  rpcProxyAddr: string;
+  quotaMeterAddr: string;
+  paymentVerifierAddr: string;
+  /** Base URL clients use (for payment resource URLs and docs); derived from the request when unset. */
+  publicBaseUrl: string | undefined;
+  /** Largest accepted request body. Chain calls need little; calldata is the only large field. */
+  bodyLimitBytes: number;
+  /** Per-hop gRPC deadlines: every call the gateway makes has one. */
+  deadlines: { authorizeMs: number; executeMs: number; verifyMs: number; settleMs: number };
+  /** Usage reports are batched off the hot path: flush at this size or age. */
+  usageBatch: { maxRecords: number; maxDelayMs: number };
+  /** Hops of X-Forwarded-For to trust (0 behind no proxy). */
+  trustProxy: number;
+}
+
+export function loadConfig(): GatewayConfig {
+  return {
+    host: bindHost(),
+    port: envInt("PORT", 8080),
+    metricsPort: envInt("METRICS_PORT", 9460),
+    rpcProxyAddr: envString("RPC_PROXY_ADDR", "127.0.0.1:50053"),
+    quotaMeterAddr: envString("QUOTA_METER_ADDR", "127.0.0.1:50051"),
+    paymentVerifierAddr: envString("PAYMENT_VERIFIER_ADDR", "127.0.0.1:50052"),
+    publicBaseUrl: process.env.PUBLIC_BASE_URL || undefined,
+    bodyLimitBytes: envInt("BODY_LIMIT_BYTES", 128 * 1024),
+    deadlines: {
+      authorizeMs: envInt("AUTHORIZE_DEADLINE_MS", 1_000),
+      executeMs: envInt("EXECUTE_DEADLINE_MS", 10_000),
+      verifyMs: envInt("VERIFY_DEADLINE_MS", 10_000),
+      settleMs: envInt("SETTLE_DEADLINE_MS", 30_000),
+    },
+    usageBatch: {
+      maxRecords: envInt("USAGE_BATCH_MAX", 200),
+      maxDelayMs: envInt("USAGE_BATCH_DELAY_MS", 100),
+    },
+    trustProxy: envInt("TRUST_PROXY_HOPS", 0),
+  };
+}

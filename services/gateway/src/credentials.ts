@@ -1,0 +1,40 @@
+import type { Request } from "express";
+import type { Header } from "./clients/payment-verifier.ts";
+
+/** How a request asks to be served (spec 5). */
+export type Credentials =
+  | { kind: "api_key"; apiKey: string }
+  | { kind: "payment"; headers: Header[] }
+  | { kind: "invalid"; reason: string }
+  | { kind: "none" };
+
+/** Payment headers forwarded untouched to payment-verifier (names are case-insensitive). */
+const PAYMENT_HEADERS = ["payment-signature", "x-payment"] as const;
+
+// Keys are opaque to the gateway; this only rejects what cannot be a key at all.
+const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]{1,256})$/;
+
+/**
+ * Reads the credentials of a request. An API key wins when a request carries both a
+ * key and a payment, so an account holder is never charged by accident.
+ */
+export function readCredentials(req: Request): Credentials {
+  const authorization = req.get("authorization");
+  if (authorization !== undefined) {
+    const bearer = BEARER.exec(authorization.trim());
+    if (bearer?.[1]) return { kind: "api_key", apiKey: bearer[1] };
+    if (/^Payment\s/i.test(authorization)) {
+      return { kind: "payment", headers: [{ name: "authorization", value: authorization }] };
+    }
+    return {
+      kind: "invalid",
+      reason: "Authorization must be `Bearer <API key>` (or an MPP `Payment` credential)",
+    };
+  }
+  const headers: Header[] = [];
+  for (const name of PAYMENT_HEADERS) {
+    const value = req.get(name);
+    if (value !== undefined) headers.push({ name, value });
+  }
+  return headers.length > 0 ? { kind: "payment", headers } : { kind: "none" };
+}

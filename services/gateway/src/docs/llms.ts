@@ -1,0 +1,46 @@
+import { ENDPOINTS, type Endpoint, NETWORKS } from "@tollgate/catalog";
+
+function example(endpoint: Endpoint, base: string): string {
+  let path = endpoint.path;
+  for (const [k, v] of Object.entries(endpoint.example.path ?? {})) path = path.replace(`{${k}}`, v);
+  const query = new URLSearchParams(endpoint.example.query ?? {}).toString();
+  const url = `${base}${path}${query ? `?${query}` : ""}`;
+  if (endpoint.method === "POST") {
+    return `curl -X POST '${url}' -H 'Content-Type: application/json' -H 'Authorization: Bearer $KEY' -d '${JSON.stringify(endpoint.example.body ?? {})}'`;
+  }
+  return `curl '${url}' -H 'Authorization: Bearer $KEY'`;
+}
+
+/** /llms.txt: what the API does, how to pay, every endpoint with its price and an example. */
+export function buildLlmsTxt(base: string): string {
+  const lines = [
+    "# Tollgate Ethereum RPC Gateway",
+    "",
+    "> Pay-per-call HTTP gateway to live Ethereum JSON-RPC. Every response is fetched fresh from the node (nothing cached).",
+    "",
+    "## Authenticate or pay",
+    "- API-key plan: `Authorization: Bearer <API key>`. Daily and monthly quotas per account; X-Quota-* headers on every response.",
+    "- x402 (v2): call without credentials, read the base64 JSON `PAYMENT-REQUIRED` header of the 402 (scheme `exact`, USDC), retry with `Payment-Signature`. Official clients: @x402/fetch, @x402/axios.",
+    "- MPP: `WWW-Authenticate: Payment` challenges on the 402, answer with `Authorization: Payment <credential>` (mppx).",
+    "- A failed call (4xx after validation, 5xx upstream) is never charged.",
+    "",
+    "## Responses",
+    '- Envelope: `{"data": {...} | null, "error": null | {"code","message"}, "meta": {"endpoint","request_id", paid: "cost_usdc","payment_chain","payment_token"}}`.',
+    '- 429 is flat: `{"error": "daily_limit_exceeded" | "monthly_limit_exceeded" | "rate_limited", "message"}`; only rate_limited sets Retry-After: 1.',
+    "- Quantities are 0x hex strings; token balances are decimal strings.",
+    "",
+    `## Networks\n${NETWORKS.map((n) => `- \`${n.name}\` (chain id ${n.chainIdHex})${n.scope === "all" ? "" : ": network-info only"}`).join("\n")}`,
+    "Pass `?network=<name>`; default ethereum.",
+    "",
+    "## Endpoints",
+    ...ENDPOINTS.map(
+      (e) =>
+        `- [${e.method} ${e.path}](${base}/openapi.json): ${e.summary}. ${e.price} USD. Example: \`${example(e, base)}\``,
+    ),
+    "",
+    "## Free",
+    `- [Pricing](${base}/api/pricing), [Networks](${base}/api/networks), [OpenAPI 3.1](${base}/openapi.json), [Usage of your key](${base}/api/account/usage), [Health](${base}/health)`,
+    "",
+  ];
+  return lines.join("\n");
+}

@@ -1,0 +1,284 @@
+import { ENDPOINTS, type Endpoint, ERRORS, LIMIT_ERRORS, NETWORKS } from "@tollgate/catalog";
+import { z } from "zod";
+
+/**
+ * OpenAPI 3.1.0 document derived from the catalog: the same zod schemas that
+ * validate requests describe them here, so the document cannot drift from behaviour.
+ */
+
+type Json = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: "input" | "output"): Json {
+  const out = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" }) as Json;
+  delete out.$schema;
+  return out;
+}
+
+function parameters(schema: z.ZodObject | undefined, where: "path" | "query"): Json[] {
+  if (!schema) return [];
+  return Object.entries(schema.shape).map(([name, field]) => {
+    const s = jsonSchema(field as z.ZodType, "input");
+    const description = typeof s.description === "string" ? s.description : undefined;
+    return {
+      name,
+      in: where,
+      required: where === "path" || !(field as z.ZodType).safeParse(undefined).success,
+      ...(description ? { description } : {}),
+      schema: s,
+    };
+  });
+}
+
+const quotaHeaders = {
+  "X-Quota-Day-Limit": { $ref: "#/components/headers/X-Quota-Day-Limit" },
+  "X-Quota-Day-Used": { $ref: "#/components/headers/X-Quota-Day-Used" },
+  "X-Quota-Month-Limit": { $ref: "#/components/headers/X-Quota-Month-Limit" },
+  "X-Quota-Month-Used": { $ref: "#/components/headers/X-Quota-Month-Used" },
+};
+
+function errorResponse(description: string): Json {
+  return {
+    description,
+    content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } },
+  };
+}
+
+function operation(endpoint: Endpoint): Json {
+  const statuses = new Set<number>([400, 401, 402, 403, 500, 502, 503, 504]);
+  for (const code of endpoint.errors) statuses.add(ERRORS[code as keyof typeof ERRORS].status);
+  const errors: Json = {};
+  for (const status of [...statuses].sort()) {
+    const codes = Object.entries(ERRORS)
+      .filter(([code, e]) => e.status === status && (status !== 404 || endpoint.errors.includes(code)))
+      .map(([code, e]) => `\`${code}\`: ${e.description}`);
+    errors[String(status)] = errorResponse(codes.join(" ") || "Error.");
+  }
+  return {
+    operationId: endpoint.id,
+    summary: endpoint.summary,
+    description: `${endpoint.description}\n\nPrice: ${endpoint.price} USD per call. Upstream: ${endpoint.upstream}.`,
+    tags: ["chain"],
+    "x-price-usd": endpoint.price,
+    parameters: [...parameters(endpoint.params.path, "path"), ...parameters(endpoint.params.query, "query")],
+    ...(endpoint.params.body
+      ? {
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: jsonSchema(endpoint.params.body, "input") } },
+          },
+        }
+      : {}),
+    security: [{ apiKey: [] }, { x402: [] }, { mpp: [] }],
+    responses: {
+      "200": {
+        description: "Success. API-key calls carry the X-Quota-* headers; paid calls carry PAYMENT-RESPONSE.",
+        headers: { ...quotaHeaders, "PAYMENT-RESPONSE": { $ref: "#/components/headers/PAYMENT-RESPONSE" } },
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              required: ["data", "error", "meta"],
+              properties: {
+                data: jsonSchema(endpoint.data, "output"),
+                error: { type: "null" },
+                meta: { $ref: "#/components/schemas/Meta" },
+              },
+            },
+          },
+        },
+      },
+      ...errors,
+      "402": {
+        description: "Payment required or refused. Nothing was charged.",
+        headers: { "PAYMENT-REQUIRED": { $ref: "#/components/headers/PAYMENT-REQUIRED" } },
+        content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } },
+      },
+      "429": {
+        description: "A quota window or the burst guard was hit (flat shape, spec 7).",
+        headers: {
+          ...quotaHeaders,
+          "Retry-After": { schema: { type: "integer" }, description: "rate_limited only." },
+        },
+        content: { "application/json": { schema: { $ref: "#/components/schemas/LimitError" } } },
+      },
+    },
+  };
+}
+
+function freeOperation(id: string, summary: string, contentType: string, schema: Json): Json {
+  return {
+    get: {
+      operationId: id,
+      summary,
+      tags: ["free"],
+      security: [],
+      responses: { "200": { description: "OK", content: { [contentType]: { schema } } } },
+    },
+  };
+}
+
+const envelopeOf = (data: Json): Json => ({
+  type: "object",
+  required: ["data", "error", "meta"],
+  properties: { data, error: { type: "null" }, meta: { $ref: "#/components/schemas/Meta" } },
+});
+
+export function buildOpenApi(serverUrl: string | undefined): Json {
+  const paths: Json = {};
+  for (const endpoint of ENDPOINTS) {
+    paths[endpoint.path] = { [endpoint.method.toLowerCase()]: operation(endpoint) };
+  }
+  paths["/api/pricing"] = freeOperation(
+    "pricing",
+    "Per-endpoint prices and accepted payment methods",
+    "application/json",
+    envelopeOf({ type: "object" }),
+  );
+  paths["/api/networks"] = freeOperation(
+    "networks",
+    "Networks served",
+    "application/json",
+    envelopeOf({ type: "object" }),
+  );
+  paths["/api/account/usage"] = {
+    get: {
+      operationId: "accountUsage",
+      summary: "Daily usage of the key's account (free, not counted)",
+      tags: ["free"],
+      security: [{ apiKey: [] }],
+      parameters: [
+        { name: "days", in: "query", required: false, schema: { type: "string", pattern: "^[0-9]{1,3}$" } },
+      ],
+      responses: {
+        "200": {
+          description: "OK",
+          content: { "application/json": { schema: envelopeOf({ type: "object" }) } },
+        },
+        "401": errorResponse("Missing or invalid key."),
+      },
+    },
+  };
+  paths["/openapi.json"] = freeOperation("openapi", "This document", "application/json", { type: "object" });
+  paths["/.well-known/openapi.json"] = freeOperation(
+    "openapiWellKnown",
+    "This document",
+    "application/json",
+    { type: "object" },
+  );
+  paths["/llms.txt"] = freeOperation("llms", "Index for language-model use", "text/plain", {
+    type: "string",
+  });
+  paths["/health"] = freeOperation(
+    "health",
+    "Front door liveness only: stays green during an upstream outage",
+    "application/json",
+    { type: "object", properties: { status: { type: "string" } } },
+  );
+
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Tollgate Ethereum RPC Gateway",
+      version: "1.0.0",
+      description:
+        "Pay-per-call HTTP gateway to live Ethereum JSON-RPC. Pay per call with x402 (scheme `exact`) or MPP, or use an API-key plan. Every response is fetched fresh from the node.",
+    },
+    ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    tags: [
+      {
+        name: "chain",
+        description: `Paid chain endpoints. Networks: ${NETWORKS.map((n) => n.name).join(", ")}.`,
+      },
+      { name: "free", description: "Unauthenticated, not quota-counted." },
+    ],
+    paths,
+    components: {
+      securitySchemes: {
+        apiKey: {
+          type: "http",
+          scheme: "bearer",
+          description: "API-key plan: `Authorization: Bearer <API key>`.",
+        },
+        x402: {
+          type: "apiKey",
+          in: "header",
+          name: "Payment-Signature",
+          description:
+            "x402 v2 payment payload (base64 JSON), scheme `exact`. Offers come in the 402's PAYMENT-REQUIRED header.",
+        },
+        mpp: {
+          type: "http",
+          scheme: "Payment",
+          description: "MPP credential: `Authorization: Payment <credential>`.",
+        },
+      },
+      headers: {
+        "X-Quota-Day-Limit": {
+          description: "Requests allowed in the current UTC day.",
+          schema: { type: "integer" },
+        },
+        "X-Quota-Day-Used": {
+          description: "Requests used today, including this one.",
+          schema: { type: "integer" },
+        },
+        "X-Quota-Month-Limit": {
+          description: "Requests allowed in the current calendar month.",
+          schema: { type: "integer" },
+        },
+        "X-Quota-Month-Used": {
+          description: "Requests used this month, including this one.",
+          schema: { type: "integer" },
+        },
+        "PAYMENT-REQUIRED": {
+          description: "x402 v2 PaymentRequired, base64 JSON.",
+          schema: { type: "string" },
+        },
+        "PAYMENT-RESPONSE": {
+          description: "x402 v2 SettleResponse, base64 JSON.",
+          schema: { type: "string" },
+        },
+      },
+      schemas: {
+        Meta: {
+          type: "object",
+          required: ["endpoint", "request_id"],
+          properties: {
+            endpoint: { type: "string", description: "Path template served." },
+            request_id: { type: "string" },
+            cost_usdc: { type: "string", description: "Paid calls: decimal price charged." },
+            payment_chain: { type: "string", description: "Paid calls: settlement chain (CAIP-2)." },
+            payment_token: { type: "string", description: "Paid calls: payment token address." },
+          },
+        },
+        ErrorEnvelope: {
+          type: "object",
+          required: ["data", "error", "meta"],
+          properties: {
+            data: { type: "null" },
+            error: {
+              type: "object",
+              required: ["code", "message"],
+              properties: {
+                code: { type: "string", enum: Object.keys(ERRORS) },
+                message: { type: "string" },
+                parameter: { type: "string", description: "The offending parameter, on 400s." },
+                revert_data: { type: "string", description: "execution_reverted: raw revert data." },
+                reason: { type: "string", description: "execution_reverted: decoded reason." },
+              },
+            },
+            meta: { $ref: "#/components/schemas/Meta" },
+          },
+        },
+        LimitError: {
+          type: "object",
+          required: ["error", "message"],
+          properties: {
+            error: { type: "string", enum: Object.keys(LIMIT_ERRORS) },
+            message: { type: "string" },
+            request_id: { type: "string" },
+          },
+        },
+      },
+    },
+  };
+}

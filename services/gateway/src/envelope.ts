@@ -1,0 +1,64 @@
+import { randomUUID } from "node:crypto";
+import { ERRORS, type ErrorCode, LIMIT_ERRORS, type LimitErrorCode } from "@tollgate/catalog";
+import type { NextFunction, Request, Response } from "express";
+
+/** The envelope of spec 2.1, on every /api/* response except the flat 429s. */
+export interface Meta {
+  endpoint: string;
+  request_id: string;
+  cost_usdc?: string;
+  payment_chain?: string;
+  payment_token?: string;
+}
+
+export interface ErrorBody {
+  code: string;
+  message: string;
+  [extra: string]: unknown;
+}
+
+declare global {
+  namespace Express {
+    interface Locals {
+      requestId: string;
+      /** Path template served, for meta.endpoint and metrics labels. */
+      endpoint: string;
+    }
+  }
+}
+
+// A caller's id is kept only when it is safe to echo into headers and logs.
+const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+
+export function requestId(req: Request, res: Response, next: NextFunction): void {
+  const incoming = req.get("x-request-id");
+  const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  res.locals.requestId = id;
+  res.locals.endpoint = req.path;
+  res.setHeader("X-Request-Id", id);
+  next();
+}
+
+export function meta(res: Response, extra?: Omit<Meta, "endpoint" | "request_id">): Meta {
+  return { endpoint: res.locals.endpoint, request_id: res.locals.requestId, ...extra };
+}
+
+export function sendData(res: Response, data: unknown, extra?: Omit<Meta, "endpoint" | "request_id">): void {
+  res.status(200).json({ data, error: null, meta: meta(res, extra) });
+}
+
+export function sendError(
+  res: Response,
+  code: ErrorCode,
+  message: string,
+  extra?: Record<string, unknown>,
+): void {
+  const error: ErrorBody = { code, message, ...extra };
+  res.status(ERRORS[code].status).json({ data: null, error, meta: meta(res) });
+}
+
+/** The flat shape of spec 7 for 429s: `error` is the code itself. */
+export function sendLimit(res: Response, code: LimitErrorCode): void {
+  if (code === "rate_limited") res.setHeader("Retry-After", "1");
+  res.status(429).json({ error: code, message: LIMIT_ERRORS[code], request_id: res.locals.requestId });
+}

@@ -1,0 +1,243 @@
+import { ENDPOINTS, type Endpoint, ERRORS, type ErrorCode, validateRequest } from "@tollgate/catalog";
+import { CallError, type Logger } from "@tollgate/platform";
+import { type Request, type Response, Router } from "express";
+import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
+import type { Authorization, QuotaMeterClient } from "../clients/quota-meter.ts";
+import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
+import { type Credentials, readCredentials } from "../credentials.ts";
+import { sendData, sendError, sendLimit } from "../envelope.ts";
+import { publicError } from "../upstream-errors.ts";
+import type { UsageReporter } from "../usage-reporter.ts";
+
+export interface ChainDeps {
+  rpc: RpcProxyClient;
+  quota: QuotaMeterClient;
+  payments: PaymentVerifierClient;
+  usage: UsageReporter;
+  logger: Logger;
+  publicBaseUrl: string | undefined;
+}
+
+type Outcome =
+  | { ok: true; data: unknown }
+  | { ok: false; code: ErrorCode; message: string; extra?: Record<string, unknown> };
+
+function failureOf(err: unknown): Outcome {
+  if (err instanceof CallError) return { ok: false, ...publicError(err.failure) };
+  throw err;
+}
+
+/**
+ * The paid chain endpoints, one route per catalog entry. Order of work per request:
+ * validate (free, no I/O) → authenticate (key or payment) → one rpc-proxy call →
+ * settle or refund. Bad input is refused before anything is counted or charged.
+ */
+export function chainRouter(deps: ChainDeps): Router {
+  const router = Router();
+  for (const endpoint of ENDPOINTS) {
+    const path = endpoint.path.replace(/\{(\w+)\}/g, ":$1");
+    const method = endpoint.method === "GET" ? "get" : "post";
+    router[method](path, (req, res) => serve(endpoint, req, res, deps));
+    router.all(path, (_req, res) => {
+      res.locals.endpoint = endpoint.path;
+      res.setHeader("Allow", endpoint.method);
+      sendError(res, "method_not_allowed", `${endpoint.path} takes ${endpoint.method}`);
+    });
+  }
+  return router;
+}
+
+async function serve(endpoint: Endpoint, req: Request, res: Response, deps: ChainDeps): Promise<void> {
+  res.locals.endpoint = endpoint.path;
+  const checked = validateRequest(endpoint, { path: req.params, query: req.query, body: req.body });
+  if (!checked.ok) {
+    sendError(res, checked.code, checked.message, { parameter: checked.parameter });
+    return;
+  }
+  const network = checked.params.network as string;
+  const execute = (): Promise<Outcome> =>
+    deps.rpc
+      .execute({ requestId: res.locals.requestId, operation: endpoint.id, network, params: checked.params })
+      .then((r): Outcome => ({ ok: true, data: r.data }), failureOf);
+
+  const credentials: Credentials = readCredentials(req);
+  switch (credentials.kind) {
+    case "api_key":
+      return serveWithKey(endpoint, network, credentials.apiKey, execute, res, deps);
+    case "payment":
+      return serveWithPayment(
+        resourceOf(endpoint, network, req, deps),
+        credentials.headers,
+        execute,
+        res,
+        deps,
+      );
+    case "invalid":
+      sendError(res, "invalid_api_key", credentials.reason);
+      return;
+    case "none":
+      return challenge(resourceOf(endpoint, network, req, deps), res, deps);
+  }
+}
+
+function resourceOf(endpoint: Endpoint, network: string, req: Request, deps: ChainDeps): Resource {
+  const base = deps.publicBaseUrl ?? `${req.protocol}://${req.get("host") ?? "localhost"}`;
+  return { endpoint: endpoint.path, network, url: `${base}${req.originalUrl}` };
+}
+
+function copyHeaders(res: Response, headers: { name: string; value: string }[]): void {
+  for (const h of headers) res.setHeader(h.name, h.value);
+}
+
+function setQuotaHeaders(res: Response, authz: Authorization): void {
+  const q = authz.quota;
+  if (!q) return;
+  if (q.dayLimit != null && q.dayUsed != null) {
+    res.setHeader("X-Quota-Day-Limit", String(q.dayLimit));
+    res.setHeader("X-Quota-Day-Used", String(q.dayUsed));
+  }
+  if (q.monthLimit != null && q.monthUsed != null) {
+    res.setHeader("X-Quota-Month-Limit", String(q.monthLimit));
+    res.setHeader("X-Quota-Month-Used", String(q.monthUsed));
+  }
+}
+
+async function serveWithKey(
+  endpoint: Endpoint,
+  network: string,
+  apiKey: string,
+  execute: () => Promise<Outcome>,
+  res: Response,
+  deps: ChainDeps,
+): Promise<void> {
+  const started = performance.now();
+  const receivedAt = new Date().toISOString();
+  let authz: Authorization;
+  try {
+    authz = await deps.quota.authorize({
+      requestId: res.locals.requestId,
+      apiKey,
+      endpoint: endpoint.path,
+      network,
+    });
+  } catch (err) {
+    const failure = failureOf(err);
+    if (!failure.ok) deps.logger.warn({ code: failure.code }, "quota-meter unreachable");
+    sendError(res, "service_unavailable", "the API-key service is unavailable, retry with backoff");
+    return;
+  }
+  switch (authz.decision) {
+    case "DECISION_ALLOW":
+      break;
+    case "DECISION_SUBSCRIPTION_INACTIVE":
+      sendError(
+        res,
+        "subscription_inactive",
+        "the subscription behind this key is not active: check the subscription, or pay per call with x402 or MPP",
+      );
+      return;
+    case "DECISION_DAILY_LIMIT_EXCEEDED":
+      setQuotaHeaders(res, authz);
+      sendLimit(res, "daily_limit_exceeded");
+      return;
+    case "DECISION_MONTHLY_LIMIT_EXCEEDED":
+      setQuotaHeaders(res, authz);
+      sendLimit(res, "monthly_limit_exceeded");
+      return;
+    case "DECISION_RATE_LIMITED":
+      sendLimit(res, "rate_limited");
+      return;
+    default:
+      sendError(res, "invalid_api_key", "the API key is unknown or revoked");
+      return;
+  }
+  setQuotaHeaders(res, authz);
+  const outcome = await execute();
+  const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
+  if (outcome.ok) sendData(res, outcome.data);
+  else sendError(res, outcome.code, outcome.message, outcome.extra);
+  deps.usage.add({
+    requestId: res.locals.requestId,
+    accountId: authz.accountId,
+    keyId: authz.keyId,
+    endpoint: endpoint.path,
+    network,
+    status,
+    latencyMs: performance.now() - started,
+    time: receivedAt,
+    // A failed call is not charged: its unit goes back to both windows.
+    refund: authz.metered && !outcome.ok,
+    dayWindow: authz.dayWindow,
+    monthWindow: authz.monthWindow,
+  });
+}
+
+async function challenge(resource: Resource, res: Response, deps: ChainDeps, error = ""): Promise<void> {
+  res.setHeader("Cache-Control", "no-store");
+  try {
+    const offer = await deps.payments.challenge(res.locals.requestId, resource, error);
+    copyHeaders(res, offer.headers);
+  } catch (err) {
+    // Still a 402: the caller needs credentials either way; log why no offer is attached.
+    deps.logger.error({ err }, "payment-verifier unreachable while building a challenge");
+  }
+  sendError(
+    res,
+    "payment_required",
+    "payment required: pay per call with x402 (see the PAYMENT-REQUIRED header) or MPP, or send Authorization: Bearer <API key>",
+  );
+}
+
+async function serveWithPayment(
+  resource: Resource,
+  credentials: Header[],
+  execute: () => Promise<Outcome>,
+  res: Response,
+  deps: ChainDeps,
+): Promise<void> {
+  const requestId = res.locals.requestId;
+  res.setHeader("Cache-Control", "no-store");
+  let verified: Awaited<ReturnType<PaymentVerifierClient["verify"]>>;
+  try {
+    verified = await deps.payments.verify(requestId, resource, credentials);
+  } catch (err) {
+    const failure = failureOf(err);
+    if (!failure.ok)
+      sendError(res, "service_unavailable", "payment verification is unavailable, retry with backoff");
+    return;
+  }
+  if (!verified.valid) {
+    copyHeaders(res, verified.headers);
+    sendError(res, "payment_invalid", verified.reason || "the payment was refused");
+    return;
+  }
+  const outcome = await execute();
+  if (!outcome.ok) {
+    // Nothing is charged for a failed call: free the payment so it can be used again.
+    deps.payments.release(requestId, verified.paymentId, outcome.code).catch((err: unknown) => {
+      deps.logger.warn({ err }, "payment release failed");
+    });
+    sendError(res, outcome.code, outcome.message, outcome.extra);
+    return;
+  }
+  let settled: Awaited<ReturnType<PaymentVerifierClient["settle"]>>;
+  try {
+    settled = await deps.payments.settle(requestId, verified.paymentId, resource, credentials);
+  } catch (err) {
+    const failure = failureOf(err);
+    if (!failure.ok)
+      sendError(res, "service_unavailable", "payment settlement is unavailable, retry with backoff");
+    return;
+  }
+  copyHeaders(res, settled.headers);
+  if (!settled.settled) {
+    // The x402 rule: no settlement, no data.
+    sendError(res, "payment_invalid", settled.reason || "the payment could not be settled");
+    return;
+  }
+  sendData(res, outcome.data, {
+    cost_usdc: settled.meta?.costUsdc ?? "",
+    payment_chain: settled.meta?.paymentChain ?? "",
+    payment_token: settled.meta?.paymentToken ?? "",
+  });
+}

@@ -1,0 +1,139 @@
+import { CHAIN_NETWORKS, ENDPOINTS, NETWORKS, priceAtomic } from "@tollgate/catalog";
+import type { Logger } from "@tollgate/platform";
+import { type Request, Router } from "express";
+import type { PaymentVerifierClient } from "../clients/payment-verifier.ts";
+import type { QuotaMeterClient } from "../clients/quota-meter.ts";
+import { readCredentials } from "../credentials.ts";
+import { buildLlmsTxt } from "../docs/llms.ts";
+import { buildOpenApi } from "../docs/openapi.ts";
+import { sendData, sendError } from "../envelope.ts";
+
+export interface FreeDeps {
+  quota: QuotaMeterClient;
+  payments: PaymentVerifierClient;
+  logger: Logger;
+  publicBaseUrl: string | undefined;
+}
+
+const METHODS_TTL_MS = 60_000;
+
+/** The unauthenticated endpoints of spec 4.16 (plus the key owner's usage). */
+export function freeRouter(deps: FreeDeps): Router {
+  const router = Router();
+  const baseOf = (req: Request) =>
+    deps.publicBaseUrl ?? `${req.protocol}://${req.get("host") ?? "localhost"}`;
+
+  // Built once per base URL: the catalog does not change while the process runs.
+  const openApiCache = new Map<string, string>();
+  const openApi = (req: Request) => {
+    const base = baseOf(req);
+    let doc = openApiCache.get(base);
+    if (!doc) {
+      doc = JSON.stringify(buildOpenApi(base));
+      openApiCache.set(base, doc);
+    }
+    return doc;
+  };
+
+  router.get("/health", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  for (const path of ["/openapi.json", "/.well-known/openapi.json"]) {
+    router.get(path, (req, res) => {
+      res.type("application/json").send(openApi(req));
+    });
+  }
+  router.get("/llms.txt", (req, res) => {
+    res.type("text/plain").send(buildLlmsTxt(baseOf(req)));
+  });
+
+  // Payment methods are payment-verifier's configuration; ask it, briefly cached.
+  let methods: { at: number; value: unknown[] } | undefined;
+  async function paymentMethods(): Promise<unknown[]> {
+    if (methods && Date.now() - methods.at < METHODS_TTL_MS) return methods.value;
+    try {
+      const res = await deps.payments.methods();
+      methods = {
+        at: Date.now(),
+        value: res.methods.map((m) => ({
+          protocol: m.protocol,
+          scheme: m.scheme,
+          network: m.network,
+          asset: m.asset,
+          symbol: m.symbol,
+          decimals: m.decimals,
+          pay_to: m.payTo,
+        })),
+      };
+    } catch (err) {
+      deps.logger.warn({ err }, "payment methods unavailable for /api/pricing");
+      return methods?.value ?? [];
+    }
+    return methods.value;
+  }
+
+  router.get("/api/pricing", async (_req, res) => {
+    res.locals.endpoint = "/api/pricing";
+    sendData(res, {
+      currency: "USD",
+      endpoints: ENDPOINTS.map((e) => ({
+        method: e.method,
+        path: e.path,
+        price_usd: e.price,
+        price_usdc_atomic: priceAtomic(e.price).toString(),
+        networks: e.networks,
+      })),
+      payment_methods: await paymentMethods(),
+      api_key_plan: {
+        header: "Authorization: Bearer <API key>",
+        daily_quota: 200_000,
+        monthly_quota: 2_000_000,
+        windows: "UTC day (00:00 UTC) and calendar month (00:00 UTC on the 1st), account-wide",
+      },
+    });
+  });
+
+  router.get("/api/networks", (_req, res) => {
+    res.locals.endpoint = "/api/networks";
+    sendData(res, {
+      default: "ethereum",
+      networks: NETWORKS.map((n) => ({
+        name: n.name,
+        chain_id: n.chainIdHex,
+        testnet: n.testnet,
+        endpoints: ENDPOINTS.filter((e) => (e.networks as readonly string[]).includes(n.name)).map(
+          (e) => e.path,
+        ),
+      })),
+      chain_networks: CHAIN_NETWORKS,
+    });
+  });
+
+  router.get("/api/account/usage", async (req, res) => {
+    res.locals.endpoint = "/api/account/usage";
+    const credentials = readCredentials(req);
+    if (credentials.kind !== "api_key") {
+      sendError(res, "invalid_api_key", "send Authorization: Bearer <API key> to read its account's usage");
+      return;
+    }
+    const daysRaw = typeof req.query.days === "string" ? req.query.days : "30";
+    const days = /^[0-9]{1,3}$/.test(daysRaw) ? Number(daysRaw) : Number.NaN;
+    if (!(days >= 1 && days <= 366)) {
+      sendError(res, "invalid_parameter", "days: expected an integer from 1 to 366", { parameter: "days" });
+      return;
+    }
+    try {
+      const usage = await deps.quota.usage(credentials.apiKey, days);
+      sendData(res, {
+        account_id: usage.accountId,
+        days: usage.days.map((d) => ({ day: d.day, requests: d.requests, errors: d.errors })),
+      });
+    } catch (err) {
+      const failure = (err as { failure?: { code?: string } }).failure;
+      if (failure?.code === "invalid_api_key")
+        sendError(res, "invalid_api_key", "the API key is unknown or revoked");
+      else sendError(res, "service_unavailable", "usage is unavailable, retry with backoff");
+    }
+  });
+  return router;
+}

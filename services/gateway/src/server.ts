@@ -1,0 +1,130 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  createLogger,
+  createRegistry,
+  type Logger,
+  prom,
+  type Registry,
+  serveMetrics,
+} from "@tollgate/platform";
+import express, { type NextFunction, type Request, type Response } from "express";
+import { createPaymentVerifierClient, type PaymentVerifierClient } from "./clients/payment-verifier.ts";
+import { createQuotaMeterClient, type QuotaMeterClient } from "./clients/quota-meter.ts";
+import { createRpcProxyClient, type RpcProxyClient } from "./clients/rpc-proxy.ts";
+import type { GatewayConfig } from "./config.ts";
+import { requestId, sendError } from "./envelope.ts";
+import { chainRouter } from "./routes/chain.ts";
+import { freeRouter } from "./routes/free.ts";
+import { createUsageReporter, type UsageReporter } from "./usage-reporter.ts";
+
+export interface GatewayDeps {
+  rpc: RpcProxyClient;
+  quota: QuotaMeterClient;
+  payments: PaymentVerifierClient;
+  usage: UsageReporter;
+  logger: Logger;
+  registry: Registry;
+}
+
+/** The express app: routing, validation, envelope and the auth decision; no chain logic. */
+export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("trust proxy", config.trustProxy);
+  app.set("query parser", "simple");
+
+  const requests = new prom.Histogram({
+    name: "http_request_duration_seconds",
+    help: "Latency of HTTP requests served, by endpoint template, method and status",
+    labelNames: ["endpoint", "method", "status"],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [deps.registry],
+  });
+  app.use((req, res, next) => {
+    const end = requests.startTimer();
+    res.once("finish", () => {
+      // Unknown paths share one label so scanners cannot blow up metric cardinality.
+      const endpoint = res.locals.matched ? res.locals.endpoint : "unmatched";
+      end({ endpoint, method: req.method, status: String(res.statusCode) });
+    });
+    next();
+  });
+  app.use(requestId);
+  app.use(
+    express.json({
+      limit: config.bodyLimitBytes,
+      strict: false,
+      type: ["application/json", "application/*+json"],
+    }),
+  );
+  app.use((_req, res, next) => {
+    res.locals.matched = true;
+    next();
+  });
+  app.use(freeRouter({ ...deps, publicBaseUrl: config.publicBaseUrl }));
+  app.use(chainRouter({ ...deps, publicBaseUrl: config.publicBaseUrl }));
+  app.use((req, res) => {
+    res.locals.matched = false;
+    sendError(res, "not_found", `no endpoint ${req.method} ${req.path}; see /openapi.json`);
+  });
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const e = err as { type?: string; status?: number };
+    if (e.type === "entity.parse.failed") {
+      sendError(res, "invalid_body", "body: malformed JSON", { parameter: "body" });
+    } else if (e.type === "entity.too.large") {
+      sendError(res, "payload_too_large", `body: larger than ${config.bodyLimitBytes} bytes`, {
+        parameter: "body",
+      });
+    } else if (e.status && e.status >= 400 && e.status < 500) {
+      sendError(res, "invalid_body", "body: unreadable request body", { parameter: "body" });
+    } else {
+      deps.logger.error({ err }, "unhandled error");
+      sendError(res, "internal_error", "internal error, retry with backoff");
+    }
+  });
+  return app;
+}
+
+declare global {
+  namespace Express {
+    interface Locals {
+      matched: boolean;
+    }
+  }
+}
+
+export async function startGateway(config: GatewayConfig, logger = createLogger("gateway")) {
+  const registry = createRegistry("gateway");
+  const rpc = createRpcProxyClient(config.rpcProxyAddr, registry, config.deadlines.executeMs);
+  const quota = createQuotaMeterClient(config.quotaMeterAddr, registry, config.deadlines.authorizeMs);
+  const payments = createPaymentVerifierClient(config.paymentVerifierAddr, registry, config.deadlines);
+  const usage = createUsageReporter(quota, logger, config.usageBatch);
+  const app = createApp(config, { rpc, quota, payments, usage, logger, registry });
+
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(config.port, config.host, () => resolve(s));
+    s.once("error", reject);
+  });
+  // Slow clients must not hold sockets forever; keep-alive stays on for benchmarks and SDKs.
+  server.requestTimeout = 60_000;
+  server.headersTimeout = 15_000;
+  server.keepAliveTimeout = 65_000;
+  const metrics = await serveMetrics(registry, config.metricsPort, config.host);
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ port, metricsPort: metrics.port }, "ready");
+
+  return {
+    port,
+    metricsPort: metrics.port,
+    async stop() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await usage.flush();
+      metrics.server.close();
+      rpc.close();
+      quota.close();
+      payments.close();
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import { readFileSync } from "node:fs";
+import { freePort, type Mesh, startMesh } from "@tollgate/local";
+import request from "supertest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+
+const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
+let mesh: Mesh;
+let apiKey: string;
+
+// Its own mesh: ethereum has one dead and one live upstream; sepolia has only dead ones.
+beforeAll(async () => {
+  const dead = [await freePort(), await freePort(), await freePort()].map((p) => `http://127.0.0.1:${p}`);
+  mesh = await startMesh({
+    stateDir: inject("mesh").stateDir,
+    env: {
+      LOG_LEVEL: "warn",
+      UPSTREAMS_ETHEREUM: `${dead[0]},${devnet.chains.ethereum.rpcUrl}`,
+      UPSTREAMS_SEPOLIA: `${dead[1]},${dead[2]}`,
+    },
+    serviceEnv: { gateway: { EXECUTE_DEADLINE_MS: "4000" } },
+  });
+  const { createClient, contracts, grpc } = await import("@tollgate/platform");
+  const admin = createClient(
+    contracts.quotaMeter().QuotaAdminService,
+    `127.0.0.1:${mesh.ports["quota-meter"].main}`,
+    {
+      service: "admin",
+      defaultDeadlineMs: 5000,
+    },
+  );
+  const md = new grpc.Metadata();
+  md.set("authorization", `Bearer ${readFileSync(mesh.operatorTokenFile, "utf8").trim()}`);
+  const { account } = await admin.call("CreateAccount", { name: "failover" }, { metadata: md });
+  apiKey = (await admin.call("CreateKey", { accountId: account?.id ?? "" }, { metadata: md })).secret;
+  admin.close();
+});
+
+afterAll(async () => {
+  await mesh?.stop();
+});
+
+describe("rpc-proxy failover through the whole mesh", () => {
+  it("serves every request when one of two upstreams is dead", async () => {
+    for (let i = 0; i < 20; i++) {
+      const res = await request(mesh.gatewayUrl)
+        .get("/api/chain/block-number")
+        .set("Authorization", `Bearer ${apiKey}`);
+      expect(res.status).toBe(200);
+      expect(res.body.data.block_number).toMatch(/^0x/);
+    }
+  });
+
+  it("answers an enveloped 502/503/504 within the deadline when every upstream is dead, never a hang", async () => {
+    const started = Date.now();
+    const res = await request(mesh.gatewayUrl)
+      .get("/api/chain/block-number?network=sepolia")
+      .set("Authorization", `Bearer ${apiKey}`);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect([502, 503, 504]).toContain(res.status);
+    expect(res.body).toMatchObject({ data: null, error: { code: expect.stringMatching(/^upstream_/) } });
+    expect(res.body.meta.endpoint).toBe("/api/chain/block-number");
+  });
+});

@@ -1,0 +1,48 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startMesh } from "@tollgate/local";
+import type { TestProject } from "vitest/node";
+
+export interface MeshInfo {
+  gatewayUrl: string;
+  devnetFile: string;
+  operatorToken: string;
+  quotaMeterAddr: string;
+  metricsUrls: Record<string, string>;
+  stateDir: string;
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    mesh: MeshInfo;
+  }
+}
+
+/** Starts the shared mesh once for the whole run and tears it down after. */
+export default async function setup(project: TestProject) {
+  const stateDir = mkdtempSync(join(tmpdir(), "tollgate-test-"));
+  const lines: string[] = [];
+  const mesh = await startMesh({
+    stateDir,
+    env: { LOG_LEVEL: process.env.MESH_LOG_LEVEL ?? "warn" },
+    onLine: (service, line) => {
+      lines.push(`[${service}] ${line}`);
+      if (process.env.MESH_LOGS) process.stderr.write(`[${service}] ${line}\n`);
+    },
+  });
+  if (!mesh.devnet) throw new Error("the test mesh must run on the devnet");
+  project.provide("mesh", {
+    gatewayUrl: mesh.gatewayUrl,
+    devnetFile: mesh.devnet.file,
+    operatorToken: readFileSync(mesh.operatorTokenFile, "utf8").trim(),
+    quotaMeterAddr: `127.0.0.1:${mesh.ports["quota-meter"].main}`,
+    metricsUrls: Object.fromEntries(
+      Object.entries(mesh.ports).map(([name, p]) => [name, `http://127.0.0.1:${p.metrics}/metrics`]),
+    ),
+    stateDir,
+  });
+  return async () => {
+    await mesh.stop();
+  };
+}
