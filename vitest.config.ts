@@ -1,15 +1,31 @@
 import { defineConfig } from "vitest/config";
 
+const shared = { testTimeout: 60_000, hookTimeout: 120_000 };
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    // One mesh (devnets + the four services as separate processes) for the suites
-    // that go through the gateway; suites that need their own topology start their own.
-    globalSetup: ["test/setup/global-mesh.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
     pool: "forks",
     maxWorkers: 2,
-    reporters: ["default"],
+    projects: [
+      {
+        // Suites that go through the gateway share one mesh (devnets + the four
+        // services as separate processes), started once for the run.
+        test: {
+          name: "mesh",
+          include: ["test/gateway/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          globalSetup: ["test/setup/global-mesh.ts"],
+          ...shared,
+        },
+      },
+      {
+        // Component suites start exactly what they test (a service, a devnet, a proxy).
+        test: {
+          name: "components",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/gateway/**", "test/e2e/**", "**/node_modules/**"],
+          ...shared,
+        },
+      },
+    ],
   },
 });

@@ -1,0 +1,610 @@
+// Renders the kustomize trees with the real kubectl (offline), validates every object against the
+// Kubernetes OpenAPI schemas (kubernetes-models), and checks the deployment non-negotiables:
+// locked-down containers, probes on the right ports, Prometheus annotations, env names the code
+// reads, no secrets in the manifests, and a Dockerfile whose entry point exists for each service.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
+import { Deployment, type IDeployment } from "kubernetes-models/apps/v1/Deployment";
+import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import type { IContainer } from "kubernetes-models/v1/Container";
+import { Namespace } from "kubernetes-models/v1/Namespace";
+import { Secret } from "kubernetes-models/v1/Secret";
+import { Service } from "kubernetes-models/v1/Service";
+import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const K8S = join(ROOT, "k8s");
+const NAMESPACE = "tollgate";
+const UID = 65532;
+
+type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } } & Record<
+  string,
+  unknown
+>;
+
+interface ServiceSpec {
+  /** The port probes use: gRPC for the internal services, HTTP for the gateway. */
+  protocol: "grpc" | "http";
+  port: number;
+  metricsPort: number;
+  /** Exactly the env names its Deployment sets (base and production overlay). */
+  env: string[];
+}
+
+const COMMON = ["BIND_HOST", "LOG_LEVEL", "METRICS_PORT"];
+const SERVICES: Record<string, ServiceSpec> = {
+  gateway: {
+    protocol: "http",
+    port: 8080,
+    metricsPort: 9460,
+    env: [
+      ...COMMON,
+      "PORT",
+      "RPC_PROXY_ADDR",
+      "QUOTA_METER_ADDR",
+      "PAYMENT_VERIFIER_ADDR",
+      "TRUST_PROXY_HOPS",
+    ],
+  },
+  "quota-meter": {
+    protocol: "grpc",
+    port: 50051,
+    metricsPort: 9461,
+    env: [
+      ...COMMON,
+      "GRPC_PORT",
+      "REDIS_URL",
+      "REDIS_STANDIN",
+      "NATS_URL",
+      "NATS_STREAM_REPLICAS",
+      "OUTBOX_DIR",
+      "OPERATOR_TOKEN_FILE",
+      "API_KEY_PEPPER_FILE",
+    ],
+  },
+  "payment-verifier": {
+    protocol: "grpc",
+    port: 50052,
+    metricsPort: 9462,
+    env: [
+      ...COMMON,
+      "GRPC_PORT",
+      "REDIS_URL",
+      "NATS_URL",
+      "OUTBOX_DIR",
+      "X402_NETWORK",
+      "X402_ASSET",
+      "X402_PAY_TO",
+      "X402_FACILITATOR_URL",
+    ],
+  },
+  "rpc-proxy": {
+    protocol: "grpc",
+    port: 50053,
+    metricsPort: 9463,
+    env: [...COMMON, "GRPC_PORT", "UPSTREAMS_ETHEREUM", "UPSTREAMS_SEPOLIA", "UPSTREAMS_TOLLNET"],
+  },
+};
+const SERVICE_NAMES = Object.keys(SERVICES);
+
+/** payment-verifier with k8s/components/self-hosted-facilitator: our own key instead of a URL. */
+const SELF_HOSTED_PAYMENT_ENV = [
+  ...SERVICES["payment-verifier"]!.env.filter((name) => name !== "X402_FACILITATOR_URL"),
+  "X402_SETTLEMENT_RPC_URL",
+  "X402_FACILITATOR_PRIVATE_KEY_FILE",
+];
+
+/** Schema-backed models for every built-in kind the manifests may contain. */
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  "v1/Namespace": Namespace,
+  "v1/ServiceAccount": ServiceAccount,
+  "v1/ConfigMap": ConfigMap,
+  "v1/Secret": Secret,
+  "v1/Service": Service,
+  "apps/v1/Deployment": Deployment,
+  "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
+};
+/** Custom resources without a model here; checked field by field below. */
+const CUSTOM_KINDS = new Set(["monitoring.coreos.com/v1/ServiceMonitor"]);
+
+/** YAML → objects, parsed by kubectl itself: an empty merge patch applied locally prints each unchanged. */
+function parseYaml(yaml: string): Obj[] {
+  const json = execFileSync(
+    "kubectl",
+    ["patch", "--local", "--filename=-", "--type=merge", "--patch={}", "--output=json"],
+    { input: yaml, encoding: "utf8" },
+  ).trim();
+  // kubectl prints one pretty-printed object after another; only a top-level object closes at column 0.
+  return JSON.parse(`[${json.replace(/^}\n{/gm, "},{")}]`) as Obj[];
+}
+
+function kustomize(dir: string): Obj[] {
+  return parseYaml(execFileSync("kubectl", ["kustomize", dir], { encoding: "utf8" }));
+}
+
+const key = (o: Obj) => `${o.apiVersion}/${o.kind}`;
+const ofKind = (objs: Obj[], kind: string) => objs.filter((o) => o.kind === kind);
+const deployments = (objs: Obj[]) => ofKind(objs, "Deployment").map((o) => new Deployment(o as IDeployment));
+
+function named<T extends { metadata?: { name?: string } }>(list: T[], name: string): T {
+  const found = list.find((o) => o.metadata?.name === name);
+  if (!found) throw new Error(`no ${name} in ${list.map((o) => o.metadata?.name).join(", ")}`);
+  return found;
+}
+
+function containerOf(d: Deployment): IContainer {
+  const containers = d.spec?.template.spec?.containers ?? [];
+  expect(containers, `${d.metadata?.name} runs one container`).toHaveLength(1);
+  return containers[0]!;
+}
+
+function envValue(c: IContainer, name: string): string | undefined {
+  return c.env?.find((e) => e.name === name)?.value;
+}
+
+function containerPort(c: IContainer, name: string): number | undefined {
+  return c.ports?.find((p) => p.name === name)?.containerPort;
+}
+
+/** Every string anywhere in a value, for the secret scan. */
+function strings(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) return value.flatMap(strings);
+  if (value && typeof value === "object") return Object.values(value).flatMap(strings);
+  return [];
+}
+
+/** Text of a service's sources and of the platform lib (BIND_HOST, LOG_LEVEL and readSecret live there). */
+function sourcesOf(service: string): string {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir)) {
+      const path = join(dir, entry);
+      if (entry === "node_modules" || entry === "generated") continue;
+      if (statSync(path).isDirectory()) walk(path);
+      else if (path.endsWith(".ts")) files.push(readFileSync(path, "utf8"));
+    }
+  };
+  walk(join(ROOT, "services", service, "src"));
+  walk(join(ROOT, "libs", "platform", "src"));
+  return files.join("\n");
+}
+
+/** Whether the code reads an env name: directly, as NAME_FILE through readSecret, or as UPSTREAMS_<network>. */
+function codeReads(source: string, name: string): boolean {
+  if (source.includes(`"${name}"`) || source.includes(`env.${name}`)) return true;
+  if (name.endsWith("_FILE") && source.includes(`readSecret("${name.slice(0, -"_FILE".length)}")`))
+    return true;
+  if (name.startsWith("UPSTREAMS_") && source.includes("UPSTREAMS_")) {
+    const networks = readFileSync(join(ROOT, "libs", "catalog", "src", "networks.ts"), "utf8");
+    return networks.includes(`"${name.slice("UPSTREAMS_".length).toLowerCase()}"`);
+  }
+  return false;
+}
+
+let base: Obj[];
+let production: Obj[];
+let selfHosted: Obj[];
+let secretExamples: Obj[];
+let scratch: string;
+
+beforeAll(() => {
+  base = kustomize(join(K8S, "base"));
+  production = kustomize(join(K8S, "overlays", "production"));
+  // A throwaway overlay: production plus the self-hosted facilitator component. kustomize only
+  // accepts relative paths to other kustomization roots.
+  scratch = mkdtempSync(join(tmpdir(), "tollgate-k8s-"));
+  const rel = (p: string) => relative(scratch, join(K8S, p));
+  writeFileSync(
+    join(scratch, "kustomization.yaml"),
+    [
+      "apiVersion: kustomize.config.k8s.io/v1beta1",
+      "kind: Kustomization",
+      "resources:",
+      `  - ${rel("overlays/production")}`,
+      "components:",
+      `  - ${rel("components/self-hosted-facilitator")}`,
+      "",
+    ].join("\n"),
+  );
+  selfHosted = kustomize(scratch);
+  secretExamples = parseYaml(readFileSync(join(K8S, "base", "secrets.example.yaml"), "utf8"));
+});
+
+afterAll(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+const renders = () => ({ base, production, "production + self-hosted-facilitator": selfHosted });
+
+describe.each(["base", "production", "production + self-hosted-facilitator"] as const)(
+  "render: %s",
+  (which) => {
+    const objects = () => renders()[which];
+
+    it("validates every object against the Kubernetes schemas", () => {
+      expect(objects().length).toBeGreaterThan(0);
+      for (const obj of objects()) {
+        const Model = MODELS[key(obj)];
+        if (!Model) {
+          expect(CUSTOM_KINDS.has(key(obj)), `unexpected kind ${key(obj)} (${obj.metadata.name})`).toBe(true);
+          continue;
+        }
+        expect(() => new Model(obj as never).validate(), `${key(obj)} ${obj.metadata.name}`).not.toThrow();
+      }
+    });
+
+    it("puts everything in the tollgate namespace", () => {
+      for (const obj of objects()) {
+        if (obj.kind === "Namespace") expect(obj.metadata.name).toBe(NAMESPACE);
+        else expect(obj.metadata.namespace, `${obj.kind} ${obj.metadata.name}`).toBe(NAMESPACE);
+      }
+    });
+
+    it("has one Deployment, Service, ServiceAccount and PodDisruptionBudget per service", () => {
+      for (const kind of ["Deployment", "Service", "ServiceAccount", "PodDisruptionBudget"]) {
+        expect(
+          ofKind(objects(), kind)
+            .map((o) => o.metadata.name)
+            .sort(),
+          kind,
+        ).toEqual([...SERVICE_NAMES].sort());
+      }
+      const hpas = ofKind(objects(), "HorizontalPodAutoscaler").map(
+        (o) => new HorizontalPodAutoscaler(o as never),
+      );
+      expect(hpas.map((h) => h.metadata?.name).sort()).toEqual(["gateway", "payment-verifier"]);
+      for (const hpa of hpas) {
+        expect(hpa.spec?.scaleTargetRef).toMatchObject({ apiVersion: "apps/v1", kind: "Deployment" });
+        expect(hpa.spec?.scaleTargetRef.name).toBe(hpa.metadata?.name);
+        // The autoscaler owns the count: a fixed replicas field would fight it on every apply.
+        expect(named(deployments(objects()), hpa.metadata!.name!).spec?.replicas).toBeUndefined();
+      }
+    });
+
+    it("runs every pod and container locked down", () => {
+      for (const d of deployments(objects())) {
+        const name = d.metadata?.name;
+        const pod = d.spec!.template.spec!;
+        expect(pod.automountServiceAccountToken, name).toBe(false);
+        expect(pod.serviceAccountName, name).toBe(name);
+        expect(named(ofKind(objects(), "ServiceAccount"), name!).automountServiceAccountToken, name).toBe(
+          false,
+        );
+        expect(pod.securityContext, name).toMatchObject({
+          runAsNonRoot: true,
+          runAsUser: UID,
+          runAsGroup: UID,
+          seccompProfile: { type: "RuntimeDefault" },
+        });
+        expect(pod.hostNetwork ?? false, name).toBe(false);
+        expect(pod.terminationGracePeriodSeconds, name).toBeGreaterThanOrEqual(30);
+        for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
+          expect(c.securityContext, `${name}/${c.name}`).toMatchObject({
+            runAsNonRoot: true,
+            runAsUser: UID,
+            readOnlyRootFilesystem: true,
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ["ALL"] },
+            seccompProfile: { type: "RuntimeDefault" },
+          });
+          expect(c.securityContext?.privileged ?? false).toBe(false);
+          expect(c.securityContext?.capabilities?.add ?? []).toEqual([]);
+          // Node writes temp files and the outbox writes its journal: both are emptyDirs.
+          const tmp = c.volumeMounts?.find((m) => m.mountPath === "/tmp");
+          expect(tmp, `${name} mounts /tmp`).toBeDefined();
+          expect(
+            pod.volumes?.find((v) => v.name === tmp?.name)?.emptyDir,
+            `${name} /tmp is an emptyDir`,
+          ).toBeDefined();
+          const outbox = envValue(c, "OUTBOX_DIR");
+          if (outbox) {
+            const mount = c.volumeMounts?.find((m) => m.mountPath === outbox);
+            expect(mount, `${name} mounts OUTBOX_DIR`).toBeDefined();
+            expect(pod.volumes?.find((v) => v.name === mount?.name)?.emptyDir).toBeDefined();
+          }
+        }
+      }
+    });
+
+    it("sets requests and limits on every container", () => {
+      for (const d of deployments(objects())) {
+        const { resources } = containerOf(d);
+        expect(resources?.requests, d.metadata?.name).toMatchObject({
+          cpu: expect.anything(),
+          memory: expect.anything(),
+        });
+        expect(resources?.limits, d.metadata?.name).toMatchObject({
+          cpu: expect.anything(),
+          memory: expect.anything(),
+        });
+      }
+    });
+
+    it("uses the service's image from ghcr.io/tollgate", () => {
+      for (const d of deployments(objects())) {
+        expect(containerOf(d).image).toMatch(
+          new RegExp(`^ghcr\\.io/tollgate/${d.metadata?.name}(:[\\w.-]+|@sha256:[0-9a-f]{64})$`),
+        );
+      }
+    });
+
+    it("probes every gRPC service with grpc health on its gRPC port", () => {
+      for (const [name, spec] of Object.entries(SERVICES)) {
+        if (spec.protocol !== "grpc") continue;
+        const c = containerOf(named(deployments(objects()), name));
+        expect(containerPort(c, "grpc"), name).toBe(spec.port);
+        expect(envValue(c, "GRPC_PORT"), name).toBe(String(spec.port));
+        for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) {
+          expect(probe?.grpc?.port, name).toBe(spec.port);
+        }
+      }
+    });
+
+    it("probes the gateway over HTTP on /health and drains before stopping", () => {
+      const d = named(deployments(objects()), "gateway");
+      const c = containerOf(d);
+      expect(containerPort(c, "http")).toBe(SERVICES.gateway!.port);
+      expect(envValue(c, "PORT")).toBe(String(SERVICES.gateway!.port));
+      for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) {
+        expect(probe?.httpGet?.path).toBe("/health");
+        expect([SERVICES.gateway!.port, "http"]).toContain(probe?.httpGet?.port);
+      }
+      const sleep = c.lifecycle?.preStop?.sleep?.seconds ?? 0;
+      expect(sleep).toBeGreaterThan(0);
+      expect(d.spec!.template.spec!.terminationGracePeriodSeconds).toBeGreaterThan(sleep);
+    });
+
+    it("annotates every pod for Prometheus, pointing at its metrics port", () => {
+      for (const [name, spec] of Object.entries(SERVICES)) {
+        const d = named(deployments(objects()), name);
+        const c = containerOf(d);
+        expect(d.spec!.template.metadata?.annotations, name).toMatchObject({
+          "prometheus.io/scrape": "true",
+          "prometheus.io/port": String(spec.metricsPort),
+          "prometheus.io/path": "/metrics",
+        });
+        expect(containerPort(c, "metrics"), name).toBe(spec.metricsPort);
+        expect(envValue(c, "METRICS_PORT"), name).toBe(String(spec.metricsPort));
+      }
+    });
+
+    it("binds 0.0.0.0 and sets exactly the env names each service reads", () => {
+      for (const [name, spec] of Object.entries(SERVICES)) {
+        const c = containerOf(named(deployments(objects()), name));
+        expect(c.envFrom ?? [], `${name}: env names are explicit`).toEqual([]);
+        const expected =
+          which.includes("self-hosted") && name === "payment-verifier" ? SELF_HOSTED_PAYMENT_ENV : spec.env;
+        expect((c.env ?? []).map((e) => e.name).sort(), name).toEqual([...expected].sort());
+        expect(envValue(c, "BIND_HOST"), name).toBe("0.0.0.0");
+      }
+    });
+
+    it("resolves every ConfigMap and Secret reference", () => {
+      const configMaps = ofKind(objects(), "ConfigMap").map((o) => new ConfigMap(o as never));
+      for (const d of deployments(objects())) {
+        const pod = d.spec!.template.spec!;
+        const c = containerOf(d);
+        for (const e of c.env ?? []) {
+          const cm = e.valueFrom?.configMapKeyRef;
+          if (cm)
+            expect(named(configMaps, cm.name!).data?.[cm.key], `${e.name} from ${cm.name}`).toBeDefined();
+          const secret = e.valueFrom?.secretKeyRef;
+          if (secret) {
+            // Secrets are never rendered: the operator creates them as documented in the example.
+            const example = secretExamples.find((s) => s.metadata.name === secret.name);
+            expect(example, `secret ${secret.name} is documented in secrets.example.yaml`).toBeDefined();
+            expect(
+              (example?.stringData as Record<string, string> | undefined)?.[secret.key],
+              `${secret.name}.${secret.key}`,
+            ).toBeDefined();
+          }
+          // NAME_FILE points into a mounted Secret volume holding that key.
+          if (e.name.endsWith("_FILE")) {
+            const mount = c.volumeMounts?.find((m) => e.value?.startsWith(`${m.mountPath}/`));
+            expect(mount?.readOnly, `${e.name} is on a read-only mount`).toBe(true);
+            const volume = pod.volumes?.find((v) => v.name === mount?.name)?.secret;
+            expect(volume?.secretName, `${e.name} comes from a Secret volume`).toBeDefined();
+            const file = e.value!.slice(mount!.mountPath.length + 1);
+            const example = secretExamples.find((s) => s.metadata.name === volume!.secretName);
+            const keys = volume?.items
+              ? volume.items.map((i) => i.path)
+              : Object.keys(example?.stringData ?? {});
+            expect(keys, `${e.name} names a file in ${volume?.secretName}`).toContain(file);
+            expect(Object.keys(example?.stringData ?? {})).toContain(file);
+          }
+        }
+      }
+    });
+
+    it("selects each Deployment's pods from its Service, PDB and network of named ports", () => {
+      for (const d of deployments(objects())) {
+        const name = d.metadata!.name!;
+        const labels = d.spec!.template.metadata?.labels ?? {};
+        expect(d.spec!.selector.matchLabels).toEqual({ "app.kubernetes.io/name": name });
+        expect(labels).toMatchObject({
+          "app.kubernetes.io/name": name,
+          "app.kubernetes.io/part-of": "tollgate",
+        });
+        const svc = new Service(named(ofKind(objects(), "Service"), name) as never);
+        expect(labels).toMatchObject(svc.spec?.selector ?? { missing: true });
+        const c = containerOf(d);
+        for (const port of svc.spec?.ports ?? []) {
+          expect(
+            c.ports?.map((p) => p.name),
+            `${name} Service targets a named container port`,
+          ).toContain(port.targetPort);
+        }
+        expect(svc.spec?.ports?.map((p) => p.name)).toContain("metrics");
+        const pdb = new PodDisruptionBudget(named(ofKind(objects(), "PodDisruptionBudget"), name) as never);
+        expect(labels).toMatchObject(pdb.spec?.selector?.matchLabels ?? { missing: true });
+      }
+    });
+
+    it("renders no Secret and no credential-looking value", () => {
+      expect(ofKind(objects(), "Secret")).toEqual([]);
+      for (const value of strings(objects()).map((v) => v.replace(/sha256:[0-9a-f]{64}/g, "sha256:digest"))) {
+        expect(value, "private key").not.toMatch(/(^|[^0-9a-fA-F])(0x)?[0-9a-fA-F]{64}([^0-9a-fA-F]|$)/);
+        expect(value, "URL with credentials").not.toMatch(/:\/\/[^/\s:@]+:[^/\s@]+@/);
+        expect(value, "node URL with an API key").not.toMatch(/https?:\/\/\S+\/(v\d\/)?[A-Za-z0-9_-]{24,}/);
+      }
+    });
+  },
+);
+
+describe("production overlay", () => {
+  it("applies default-deny network policies and lets only the gateway call the gRPC services", () => {
+    const policies = ofKind(production, "NetworkPolicy").map((o) => new NetworkPolicy(o as never));
+    const deny = named(policies, "default-deny-all");
+    expect(deny.spec?.podSelector).toEqual({});
+    expect(deny.spec?.policyTypes?.sort()).toEqual(["Egress", "Ingress"]);
+    expect(deny.spec?.ingress ?? []).toEqual([]);
+    expect(deny.spec?.egress ?? []).toEqual([]);
+    for (const [name, spec] of Object.entries(SERVICES)) {
+      if (spec.protocol !== "grpc") continue;
+      const policy = named(policies, name);
+      expect(policy.spec?.podSelector?.matchLabels).toEqual({ "app.kubernetes.io/name": name });
+      expect(policy.spec?.ingress).toEqual([
+        {
+          from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": "gateway" } } }],
+          ports: [{ protocol: "TCP", port: "grpc" }],
+        },
+      ]);
+      const gatewayEgress = named(policies, "gateway").spec?.egress ?? [];
+      expect(gatewayEgress).toContainEqual({
+        to: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } }],
+        ports: [{ protocol: "TCP", port: spec.port }],
+      });
+    }
+    const scrape = named(policies, "allow-prometheus-scrape");
+    expect(scrape.spec?.ingress?.[0]?.ports).toEqual([{ protocol: "TCP", port: "metrics" }]);
+  });
+
+  it("has a ServiceMonitor scraping the metrics port of every Tollgate Service", () => {
+    const monitors = ofKind(production, "ServiceMonitor") as Array<
+      Obj & {
+        spec: {
+          selector: { matchLabels: Record<string, string> };
+          endpoints: Array<{ port: string; path: string }>;
+        };
+      }
+    >;
+    expect(monitors).toHaveLength(1);
+    const monitor = monitors[0]!;
+    expect(monitor.apiVersion).toBe("monitoring.coreos.com/v1");
+    expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: "metrics", path: "/metrics" })]);
+    const selected = ofKind(production, "Service")
+      .map((o) => new Service(o as never))
+      .filter((s) =>
+        Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => s.metadata?.labels?.[k] === v),
+      );
+    expect(selected.map((s) => s.metadata?.name).sort()).toEqual([...SERVICE_NAMES].sort());
+  });
+
+  it("fixes replicas for the services without an autoscaler", () => {
+    for (const name of ["quota-meter", "rpc-proxy"]) {
+      expect(named(deployments(production), name).spec?.replicas).toBeGreaterThanOrEqual(2);
+    }
+  });
+});
+
+describe("secrets.example.yaml", () => {
+  it("is not part of any kustomization", () => {
+    for (const dir of ["base", "overlays/production"]) {
+      expect(readFileSync(join(K8S, dir, "kustomization.yaml"), "utf8")).not.toMatch(
+        /^\s*-\s*\S*secrets\.example/m,
+      );
+    }
+  });
+
+  it("holds only placeholders", () => {
+    expect(secretExamples.length).toBeGreaterThan(0);
+    for (const secret of secretExamples) {
+      expect(() => new Secret(secret as never).validate()).not.toThrow();
+      expect(secret.data, "plain stringData placeholders only").toBeUndefined();
+      for (const [k, value] of Object.entries(secret.stringData as Record<string, string>)) {
+        expect(value, `${secret.metadata.name}.${k}`).toContain("REPLACE_ME");
+      }
+    }
+  });
+});
+
+describe("env names", () => {
+  it.each(SERVICE_NAMES)("%s: the manifests set only names its code reads", (name) => {
+    const source = sourcesOf(name);
+    const names =
+      name === "payment-verifier"
+        ? [...SERVICES[name]!.env, ...SELF_HOSTED_PAYMENT_ENV]
+        : SERVICES[name]!.env;
+    const unread = [...new Set(names)].filter((env) => !codeReads(source, env));
+    expect(unread, `set in k8s but not read by services/${name} or libs/platform`).toEqual([]);
+  });
+});
+
+// biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's build argument, literally.
+const SERVICE_ARG = "${SERVICE}";
+
+describe("deploy/docker/Dockerfile", () => {
+  const dockerfile = readFileSync(join(ROOT, "deploy", "docker", "Dockerfile"), "utf8");
+  const stages = dockerfile.split(/^FROM /m).slice(1);
+  const runtime = stages.at(-1) ?? "";
+
+  it("builds on Node 24 with the repo's pnpm and a frozen, production-only, filtered install", () => {
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=(node:24-slim|gcr\.io\/distroless\/nodejs24-debian\d+)$/m);
+    const packageManager = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
+      .packageManager as string;
+    expect(dockerfile).toContain(`npm i -g ${packageManager}`);
+    expect(dockerfile).not.toMatch(/^RUN .*corepack/im);
+    expect(dockerfile).toMatch(
+      /pnpm install --frozen-lockfile --prod .*--filter "@tollgate\/\$\{SERVICE\}\.\.\."/,
+    );
+  });
+
+  it("copies only the workspace manifests, proto/, libs/ and the one service", () => {
+    const sources = [...dockerfile.matchAll(/^COPY (?!--)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(" "));
+    expect(sources.length).toBeGreaterThan(0);
+    for (const src of sources) {
+      expect(src).toMatch(
+        /^(package\.json|pnpm-lock\.yaml|pnpm-workspace\.yaml|proto\/|libs\/|services\/\$\{SERVICE\}\/)/,
+      );
+    }
+    // Every workspace lib a service may depend on is in the install stage.
+    expect(dockerfile).toMatch(/^COPY libs\/ libs\/$/m);
+  });
+
+  it("runs as uid 65532 with node and the service's entry point", () => {
+    expect(runtime).toMatch(/^USER 65532:65532$/m);
+    const cmd = /^CMD (\[.*\])$/m.exec(runtime);
+    expect(JSON.parse(cmd![1]!)).toEqual(["node", "src/main.ts"]);
+  });
+
+  it.each(SERVICE_NAMES)("%s: the CMD's file exists (services/<name>/src/main.ts)", (name) => {
+    const workdir = [...runtime.matchAll(/^WORKDIR (\S+)$/gm)].at(-1)?.[1];
+    expect(workdir).toBe(`/app/services/${SERVICE_ARG}`);
+    const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(runtime)![1]!) as string[];
+    const entry = join(ROOT, workdir!.replace("/app/", "").replace(SERVICE_ARG, name), cmd[1]!);
+    expect(relative(ROOT, entry)).toBe(`services/${name}/src/main.ts`);
+    expect(existsSync(entry), `${relative(ROOT, entry)} exists`).toBe(true);
+  });
+});
+
+describe("deploy/compose", () => {
+  it("builds every service from the one Dockerfile and Prometheus scrapes every metrics port", () => {
+    const compose = readFileSync(join(ROOT, "deploy", "compose", "compose.yaml"), "utf8");
+    const prometheus = readFileSync(join(ROOT, "deploy", "compose", "prometheus.yml"), "utf8");
+    for (const [name, spec] of Object.entries(SERVICES)) {
+      expect(compose).toContain(`SERVICE: ${name}`);
+      expect(prometheus).toContain(`${name}:${spec.metricsPort}`);
+    }
+    expect(compose).toContain("dockerfile: deploy/docker/Dockerfile");
+  });
+});
