@@ -1,0 +1,62 @@
+import { prom, type Registry } from "@tollgate/platform";
+
+/** Breaker states as gauge values (rpc_proxy_upstream_breaker_state). */
+export const BREAKER_GAUGE = { closed: 0, open: 1, half_open: 2 } as const;
+
+/** The service's own metrics; gRPC server metrics come from startGrpcServer. */
+export function createMetrics(registry: Registry) {
+  const upstreamLabels = ["network", "upstream"] as const;
+  return {
+    upstreamLatency: new prom.Histogram({
+      name: "rpc_proxy_upstream_request_duration_seconds",
+      help: "Latency of HTTP requests to upstream nodes, by JSON-RPC method ('batch' for batches) and outcome",
+      labelNames: ["network", "upstream", "method", "outcome"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    upstreamErrors: new prom.Counter({
+      name: "rpc_proxy_upstream_errors_total",
+      help: "Upstream requests that failed (timeout, connect_error, network_error, http_error, bad_response, rate_limited, breaker_open) or were answered with a JSON-RPC error (rpc_error)",
+      labelNames: ["network", "upstream", "method", "outcome"],
+      registers: [registry],
+    }),
+    upstreamHealthy: new prom.Gauge({
+      name: "rpc_proxy_upstream_healthy",
+      help: "1 when the upstream answers head polls, its breaker is closed and it is within the lag limit",
+      labelNames: upstreamLabels,
+      registers: [registry],
+    }),
+    breakerState: new prom.Gauge({
+      name: "rpc_proxy_upstream_breaker_state",
+      help: "Circuit breaker state per upstream: 0 closed, 1 open, 2 half-open",
+      labelNames: upstreamLabels,
+      registers: [registry],
+    }),
+    headBlock: new prom.Gauge({
+      name: "rpc_proxy_upstream_head_block",
+      help: "Last head block number seen on the upstream",
+      labelNames: upstreamLabels,
+      registers: [registry],
+    }),
+    lagBlocks: new prom.Gauge({
+      name: "rpc_proxy_upstream_lag_blocks",
+      help: "Blocks the upstream is behind the network's best upstream",
+      labelNames: upstreamLabels,
+      registers: [registry],
+    }),
+    operations: new prom.Counter({
+      name: "rpc_proxy_operations_total",
+      help: "Operations executed, by operation, network and result code ('ok' or a catalog error code)",
+      labelNames: ["operation", "network", "code"],
+      registers: [registry],
+    }),
+    roundTrips: new prom.Counter({
+      name: "rpc_proxy_operation_round_trips_total",
+      help: "Upstream HTTP round trips spent by operations",
+      labelNames: ["operation", "network"],
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

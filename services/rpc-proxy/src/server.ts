@@ -1,0 +1,186 @@
+import { type Endpoint, endpointById } from "@tollgate/catalog";
+import {
+  contracts,
+  createLogger,
+  createRegistry,
+  grpc,
+  type Logger,
+  type Registry,
+  ServiceError,
+  serveMetrics,
+  startGrpcServer,
+} from "@tollgate/platform";
+import type { ExecuteRequest__Output } from "@tollgate/platform/generated/tollgate/rpc/v1/ExecuteRequest";
+import type { ExecuteResponse } from "@tollgate/platform/generated/tollgate/rpc/v1/ExecuteResponse";
+import type { ListNetworksResponse } from "@tollgate/platform/generated/tollgate/rpc/v1/ListNetworksResponse";
+import type { RpcProxyConfig } from "./config.ts";
+import { invalidParameter } from "./errors.ts";
+import { createMetrics } from "./metrics.ts";
+import { OPERATIONS } from "./operations/index.ts";
+import { HeadTracker } from "./upstream/head-tracker.ts";
+import { NetworkPool } from "./upstream/pool.ts";
+
+export const SERVICE_NAME = "tollgate.rpc.v1.RpcProxyService";
+
+export interface RpcProxyHandle {
+  grpcPort: number;
+  metricsPort: number;
+  registry: Registry;
+  stop(): Promise<void>;
+}
+
+/**
+ * Re-checks the merged parameters against the endpoint's own schemas (the gateway
+ * validated them already; this keeps the service safe on its own). Numbers the gateway
+ * normalised from query strings (`max`) go back to strings for the query schema.
+ */
+export function parseParams(endpoint: Endpoint, json: string): Record<string, unknown> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json || "{}");
+  } catch {
+    throw invalidParameter("params_json", "not valid JSON");
+  }
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) {
+    throw invalidParameter("params_json", "expected a JSON object");
+  }
+  const input = raw as Record<string, unknown>;
+  const params: Record<string, unknown> = {};
+  const known = new Set<string>();
+  for (const schema of [endpoint.params.path, endpoint.params.query, endpoint.params.body]) {
+    if (!schema) continue;
+    const part: Record<string, unknown> = {};
+    for (const key of Object.keys(schema.shape)) {
+      known.add(key);
+      const value = input[key];
+      if (value !== undefined && value !== null)
+        part[key] = typeof value === "number" ? String(value) : value;
+    }
+    const result = schema.safeParse(part);
+    if (!result.success) {
+      const issue = result.error.issues[0];
+      throw invalidParameter(String(issue?.path[0] ?? "params"), issue?.message ?? "invalid value");
+    }
+    Object.assign(params, result.data);
+  }
+  for (const key of Object.keys(input)) {
+    if (!known.has(key)) {
+      throw new ServiceError(grpc.status.INVALID_ARGUMENT, "unknown_parameter", `${key}: unknown parameter`);
+    }
+  }
+  return params;
+}
+
+export async function startRpcProxy(
+  config: RpcProxyConfig,
+  deps: { logger?: Logger; registry?: Registry } = {},
+): Promise<RpcProxyHandle> {
+  const logger = deps.logger ?? createLogger("rpc-proxy");
+  const registry = deps.registry ?? createRegistry("rpc-proxy");
+  const metrics = createMetrics(registry);
+  const pools = new Map(config.networks.map((n) => [n.name, new NetworkPool(n, config.upstream, metrics)]));
+  const tracker = new HeadTracker([...pools.values()], config.upstream, metrics, logger);
+  await tracker.start();
+
+  async function execute(
+    request: ExecuteRequest__Output,
+    call: grpc.ServerUnaryCall<ExecuteRequest__Output, ExecuteResponse>,
+  ): Promise<ExecuteResponse> {
+    const endpoint = endpointById(request.operation);
+    if (!endpoint)
+      throw invalidParameter("operation", `unknown operation "${request.operation.slice(0, 64)}"`);
+    const params = parseParams(endpoint, request.paramsJson);
+    const network = request.network || String(params.network ?? "");
+    const pool = pools.get(network);
+    if (!endpoint.networks.includes(network) || !pool) {
+      throw invalidParameter("network", `expected one of ${endpoint.networks.join(", ")}`);
+    }
+    const deadline = Number(call.getDeadline());
+    const ctx = {
+      deadline: Number.isFinite(deadline) ? deadline : Date.now() + config.upstream.requestTimeoutMs,
+      roundTrips: 0,
+    };
+    const labels = { operation: endpoint.id, network };
+    try {
+      const data = await OPERATIONS[endpoint.id as keyof typeof OPERATIONS](params, {
+        network,
+        pool,
+        call: ctx,
+        config,
+      });
+      const checked = endpoint.data.safeParse(data);
+      if (!checked.success) {
+        logger.error(
+          { requestId: request.requestId, operation: endpoint.id, issues: checked.error.issues.slice(0, 3) },
+          "operation result does not match the catalog schema",
+        );
+        throw new ServiceError(grpc.status.UNKNOWN, "upstream_error", "the node sent an unexpected answer");
+      }
+      const dataJson = JSON.stringify(data);
+      if (dataJson.length > config.maxResultBytes) {
+        throw new ServiceError(
+          grpc.status.FAILED_PRECONDITION,
+          "result_too_large",
+          `the result exceeds ${config.maxResultBytes} bytes; narrow the block range or add filters`,
+        );
+      }
+      metrics.operations.inc({ ...labels, code: "ok" });
+      return { dataJson, upstreamRoundTrips: ctx.roundTrips };
+    } catch (err) {
+      const code = err instanceof ServiceError ? err.code : "internal_error";
+      metrics.operations.inc({ ...labels, code });
+      if (code.startsWith("upstream_")) {
+        logger.warn(
+          { requestId: request.requestId, operation: endpoint.id, network, code },
+          "operation failed",
+        );
+      }
+      throw err;
+    } finally {
+      metrics.roundTrips.inc(labels, ctx.roundTrips);
+    }
+  }
+
+  async function listNetworks(): Promise<ListNetworksResponse> {
+    return {
+      networks: [...pools.values()].map((pool) => ({
+        name: pool.name,
+        chainId: pool.chainId,
+        upstreams: pool.upstreams.map((u) => ({
+          label: u.label,
+          healthy: pool.healthy(u),
+          breaker: u.breaker.state,
+          headBlock: Number(u.head ?? 0n),
+          lagBlocks: Number(pool.lag(u)),
+        })),
+      })),
+    };
+  }
+
+  const grpcServer = await startGrpcServer({
+    host: config.host,
+    port: config.grpcPort,
+    services: [
+      {
+        name: SERVICE_NAME,
+        definition: contracts.rpcProxy().RpcProxyService.service,
+        handlers: { Execute: execute, ListNetworks: listNetworks },
+      },
+    ],
+    registry,
+    logger,
+  });
+  const metricsServer = await serveMetrics(registry, config.metricsPort, config.host);
+
+  return {
+    grpcPort: grpcServer.port,
+    metricsPort: metricsServer.port,
+    registry,
+    async stop() {
+      tracker.stop();
+      await grpcServer.shutdown();
+      await new Promise<void>((resolve) => metricsServer.server.close(() => resolve()));
+      await Promise.all([...pools.values()].map((p) => p.close()));
+    },
+  };
+}

@@ -1,0 +1,189 @@
+import { grpc, ServiceError } from "@tollgate/platform";
+import type { NetworkConfig, UpstreamPolicyConfig } from "../config.ts";
+import type { Metrics } from "../metrics.ts";
+import { type RpcCall, type RpcOutcome, TransportError } from "./jsonrpc.ts";
+import { Upstream } from "./upstream.ts";
+
+/** Per-operation state: the caller's deadline and the round trips spent so far. */
+export interface CallContext {
+  /** Epoch milliseconds by which the answer must be back with the caller. */
+  deadline: number;
+  roundTrips: number;
+}
+
+// Answer this long before the caller's deadline, so our own error reaches it first.
+const DEADLINE_MARGIN_MS = 50;
+// Not worth starting an attempt with less time than this left.
+const MIN_ATTEMPT_MS = 10;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The upstream nodes of one network. Every request picks the best admitted upstream
+ * (healthy and in sync first, round-robin among equals), and on a transport failure
+ * fails over to the next one; an upstream already tried in this request is retried only
+ * after an exponential backoff with full jitter. All of it stays inside the caller's
+ * deadline. Every operation is a read, so retrying is always safe.
+ */
+export class NetworkPool {
+  readonly name: string;
+  readonly chainId: number;
+  readonly upstreams: Upstream[];
+  readonly #policy: UpstreamPolicyConfig;
+  #next = 0;
+
+  constructor(network: NetworkConfig, policy: UpstreamPolicyConfig, metrics: Metrics) {
+    this.name = network.name;
+    this.chainId = network.chainId;
+    this.#policy = policy;
+    this.upstreams = network.upstreams.map(
+      (url, index) =>
+        new Upstream({
+          network: network.name,
+          index,
+          url,
+          connections: policy.connections,
+          breakerThreshold: policy.breakerThreshold,
+          breakerCooldownMs: policy.breakerCooldownMs,
+          metrics,
+        }),
+    );
+  }
+
+  /** Best head among upstreams that answer their polls (undefined before any answer). */
+  head(): bigint | undefined {
+    let best: bigint | undefined;
+    for (const u of this.upstreams) {
+      if (u.lastPollOk && !u.wrongChain && u.head !== undefined && (best === undefined || u.head > best))
+        best = u.head;
+    }
+    return best;
+  }
+
+  lag(u: Upstream): bigint {
+    const best = this.head();
+    return best === undefined || u.head === undefined ? 0n : best - u.head;
+  }
+
+  healthy(u: Upstream): boolean {
+    return (
+      !u.wrongChain &&
+      u.lastPollOk &&
+      u.breaker.state === "closed" &&
+      this.lag(u) <= BigInt(this.#policy.maxLagBlocks)
+    );
+  }
+
+  /** Calls one method; a JSON-RPC error comes back as a rejected RpcError. */
+  async call(call: RpcCall, ctx: CallContext): Promise<unknown> {
+    const [outcome] = (await this.send([call], ctx)) as [RpcOutcome];
+    if (!outcome.ok) throw outcome.error;
+    return outcome.result;
+  }
+
+  /** One HTTP round trip carrying `calls` (batched when several), with failover and retries. */
+  async send(calls: readonly RpcCall[], ctx: CallContext): Promise<RpcOutcome[]> {
+    if (this.upstreams.length === 0) {
+      throw new ServiceError(
+        grpc.status.UNAVAILABLE,
+        "upstream_unavailable",
+        `no upstream node is configured for ${this.name}`,
+      );
+    }
+    const end = ctx.deadline - DEADLINE_MARGIN_MS;
+    const tried = new Set<Upstream>();
+    let last: TransportError | undefined;
+    let sawTimeout = false;
+    let outOfTime = false;
+    for (let attempt = 0; attempt < this.#policy.maxAttempts; attempt++) {
+      let upstream = this.#pick(tried);
+      if (upstream && tried.has(upstream)) {
+        // Every admitted upstream already failed once in this request: back off first.
+        const ceiling = Math.min(this.#policy.backoffMaxMs, this.#policy.backoffBaseMs * 2 ** (attempt - 1));
+        const delay = Math.random() * ceiling;
+        if (Date.now() + delay + MIN_ATTEMPT_MS >= end) {
+          outOfTime = true;
+          break;
+        }
+        await sleep(delay);
+        upstream = this.#pick(tried);
+      }
+      if (!upstream) break;
+      const remaining = end - Date.now();
+      if (remaining < MIN_ATTEMPT_MS) {
+        outOfTime = true;
+        break;
+      }
+      tried.add(upstream);
+      try {
+        const timeout = Math.min(this.#policy.timeoutMs, remaining);
+        const outcomes = await upstream.send(calls, timeout);
+        ctx.roundTrips++;
+        return outcomes;
+      } catch (err) {
+        if (!(err instanceof TransportError)) throw err;
+        if (err.sent) ctx.roundTrips++;
+        if (err.kind === "timeout") sawTimeout = true;
+        last = err;
+      }
+    }
+    // Slowness reads as a timeout (so does a deadline too short for any attempt); refused
+    // connections, throttling and open breakers everywhere read as unavailable.
+    throw failure(this.name, last, sawTimeout || (outOfTime && last === undefined));
+  }
+
+  /**
+   * The upstream to try next: untried before tried; then closed and healthy (rotating,
+   * so load spreads), closed but unhealthy or lagging (least lag first), and last an open
+   * breaker whose cooldown is over (the call becomes its half-open probe).
+   */
+  #pick(tried: Set<Upstream>): Upstream | undefined {
+    const now = Date.now();
+    let best: Upstream | undefined;
+    let bestRank = Number.POSITIVE_INFINITY;
+    let bestLag = 0n;
+    const n = this.upstreams.length;
+    const start = this.#next++ % n;
+    for (let i = 0; i < n; i++) {
+      const u = this.upstreams[(start + i) % n]!;
+      if (u.wrongChain) continue;
+      const admits = u.breaker.admits(now);
+      if (admits === "no") continue;
+      const tier = admits === "probe" ? 2 : this.healthy(u) ? 0 : 1;
+      const rank = (tried.has(u) ? 3 : 0) + tier;
+      const lag = this.lag(u);
+      if (rank < bestRank || (rank === bestRank && tier === 1 && lag < bestLag)) {
+        best = u;
+        bestRank = rank;
+        bestLag = lag;
+      }
+    }
+    return best;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.upstreams.map((u) => u.close()));
+  }
+}
+
+function failure(network: string, last: TransportError | undefined, timedOut: boolean): ServiceError {
+  if (timedOut) {
+    return new ServiceError(
+      grpc.status.DEADLINE_EXCEEDED,
+      "upstream_timeout",
+      `the ${network} node did not answer in time`,
+    );
+  }
+  if (last?.kind === "bad_response") {
+    return new ServiceError(
+      grpc.status.UNKNOWN,
+      "upstream_error",
+      `the ${network} node sent an unreadable answer`,
+    );
+  }
+  return new ServiceError(
+    grpc.status.UNAVAILABLE,
+    "upstream_unavailable",
+    `no healthy ${network} node is reachable right now`,
+  );
+}
