@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { type Devnet, startDevnet } from "@tollgate/devnet";
+import { checkHealth } from "@tollgate/platform";
 import { freePort } from "./ports.ts";
 import { localSecret } from "./secrets.ts";
 import { REPO_ROOT, type RunningService, type ServiceName, spawnService } from "./services.ts";
@@ -112,6 +113,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
             ...opts.serviceEnv?.[name],
           },
           onLine,
+          () => checkHealth(addr(name)),
         );
       }),
     );
@@ -124,6 +126,11 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
         ...opts.serviceEnv?.gateway,
       },
       onLine,
+      () =>
+        fetch(`http://127.0.0.1:${ports.gateway.main}/health`).then(
+          (r) => r.ok,
+          () => false,
+        ),
     );
   } catch (err) {
     await stopAll();

@@ -15,12 +15,14 @@ export interface RunningService {
 
 /**
  * Starts one service the way production runs it: its own process, its own ports,
- * configured only by environment. Resolves once it logs "ready".
+ * configured only by environment. Resolves once `isReady` says so (the same health
+ * checks Kubernetes probes make), whatever the log level hides.
  */
 export function spawnService(
   name: ServiceName,
   env: Record<string, string>,
   onLine: (service: ServiceName, line: string) => void,
+  isReady: () => Promise<boolean>,
   readyTimeoutMs = 30_000,
 ): Promise<RunningService> {
   const child = spawn(process.execPath, [`services/${name}/src/main.ts`], {
@@ -45,13 +47,20 @@ export function spawnService(
         tail.push(line);
         if (tail.length > 40) tail.shift();
         onLine(name, line);
-        if (line.includes('"msg":"ready"')) {
+      });
+    }
+    const poll = async () => {
+      while (child.exitCode === null && child.signalCode === null) {
+        if (await isReady()) {
           clearTimeout(timer);
           child.off("exit", onExit);
           resolve({ name, child, stop: () => stopChild(child) });
+          return;
         }
-      });
-    }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    void poll();
   });
 }
 

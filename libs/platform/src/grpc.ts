@@ -2,7 +2,7 @@
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { HealthImplementation } from "grpc-health-check";
+import { HealthImplementation, service as healthService } from "grpc-health-check";
 import type { ProtoGrpcType as PaymentProto } from "./generated/payment_verifier.ts";
 import type { ProtoGrpcType as QuotaProto } from "./generated/quota_meter.ts";
 import type { ProtoGrpcType as RpcProxyProto } from "./generated/rpc_proxy.ts";
@@ -10,6 +10,10 @@ import type { Logger } from "./logger.ts";
 import { prom, type Registry } from "./metrics.ts";
 
 export { grpc };
+
+const healthMethod = healthService.Check as grpc.MethodDefinition<{ service: string }, { status: string | number }>;
+const healthRequestType = { serialize: healthMethod.requestSerialize };
+const healthResponseType = { deserialize: healthMethod.responseDeserialize };
 
 const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
 
@@ -255,3 +259,26 @@ export function createClient<C extends grpc.Client>(
 }
 
 export type TypedClient<C extends grpc.Client> = ReturnType<typeof createClient<C>>;
+
+/**
+ * Asks a server's standard health service whether it is SERVING (what Kubernetes
+ * gRPC probes ask). Resolves false on any failure or timeout.
+ */
+export function checkHealth(address: string, timeoutMs = 1_000, service = ""): Promise<boolean> {
+  const Client = grpc.makeGenericClientConstructor(healthService, "Health");
+  const client = new Client(address, grpc.credentials.createInsecure());
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(
+      "/grpc.health.v1.Health/Check",
+      (arg: { service: string }) => healthRequestType.serialize(arg),
+      (buf: Buffer) => healthResponseType.deserialize(buf) as { status: string | number },
+      { service },
+      new grpc.Metadata(),
+      { deadline: new Date(Date.now() + timeoutMs) },
+      (err: grpc.ServiceError | null, value?: { status: string | number }) => {
+        client.close();
+        resolve(!err && (value?.status === "SERVING" || value?.status === 1));
+      },
+    );
+  });
+}
