@@ -8,10 +8,19 @@ export interface NatsKeeperOptions {
   logger: Logger;
   /** The one line logged when NATS cannot be reached: what happens meanwhile. */
   unreachableMessage: string;
+  /** Log reachability changes at debug level (another component already tells the story). */
+  quiet?: boolean;
   /** Pause between reconnect attempts. */
   reconnectWaitMs?: number;
   /** Called on every (re)connect, before `current()` reports the connection. */
   onConnect?: (nc: NatsConnection) => Promise<void>;
+  /** Called on every (re)connect, once `current()` reports the connection. */
+  onUp?: () => void;
+}
+
+/** A server URL fit for logs: user and password (or token) replaced. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/g, "//***@");
 }
 
 /** A NATS connection kept open for the life of the process, whenever NATS is reachable. */
@@ -30,6 +39,9 @@ export interface NatsKeeper {
  */
 export function keepNatsConnection(opts: NatsKeeperOptions): NatsKeeper {
   const wait = opts.reconnectWaitMs ?? 1_000;
+  const natsUrl = redactUrl(opts.natsUrl);
+  const warn = (msg: string) => opts.logger[opts.quiet ? "debug" : "warn"]({ natsUrl }, msg);
+  const info = (msg: string) => opts.logger[opts.quiet ? "debug" : "info"]({ natsUrl }, msg);
   let nc: NatsConnection | undefined;
   let up = false;
   let closed = false;
@@ -40,12 +52,15 @@ export function keepNatsConnection(opts: NatsKeeperOptions): NatsKeeper {
     try {
       await opts.onConnect?.(conn);
     } catch (err) {
-      opts.logger.warn({ err }, "NATS setup after connect failed; retrying on the next reconnect");
+      if (closed) return;
+      opts.logger.warn({ err }, "NATS setup after connect failed; it is retried");
     }
+    if (closed || conn.isClosed()) return;
     up = true;
     const ready = waiters;
     waiters = [];
     for (const w of ready) w.resolve(conn);
+    opts.onUp?.();
   };
 
   const sleep = (ms: number) =>
@@ -75,7 +90,7 @@ export function keepNatsConnection(opts: NatsKeeperOptions): NatsKeeper {
       } catch {
         if (!warned) {
           warned = true;
-          opts.logger.warn({ natsUrl: opts.natsUrl }, opts.unreachableMessage);
+          warn(opts.unreachableMessage);
         }
         await sleep(Math.min(wait * 2 ** attempt++, 5_000));
         continue;
@@ -86,18 +101,22 @@ export function keepNatsConnection(opts: NatsKeeperOptions): NatsKeeper {
       }
       attempt = 0;
       nc = conn;
-      if (warned) opts.logger.info({ natsUrl: opts.natsUrl }, "NATS is reachable again");
+      if (warned) info("NATS is reachable again");
       warned = false;
+      // Subscribe to status changes before anything can close the connection, so the
+      // loop below always ends when it closes.
+      const statuses = conn.status();
       await becameUp(conn);
-      for await (const status of conn.status()) {
+      if (closed) break;
+      for await (const status of statuses) {
         if (status.type === "disconnect") {
           up = false;
           if (!warned) {
             warned = true;
-            opts.logger.warn({ natsUrl: opts.natsUrl }, opts.unreachableMessage);
+            warn(opts.unreachableMessage);
           }
         } else if (status.type === "reconnect") {
-          if (warned) opts.logger.info({ natsUrl: opts.natsUrl }, "NATS is reachable again");
+          if (warned) info("NATS is reachable again");
           warned = false;
           await becameUp(conn);
         }

@@ -1,9 +1,8 @@
 import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { Logger, Registry } from "@tollgate/platform";
-import { createRegistry } from "@tollgate/platform";
-import { type EventOf, type EventSubject, EVENTS, natsSubject, parseEvent } from "./catalog.ts";
-import { keepNatsConnection } from "./connection.ts";
+import { type Logger, prom, type Registry } from "@tollgate/platform";
+import { EVENTS, type EventOf, type EventSubject, natsSubject, parseEvent } from "./catalog.ts";
+import { keepNatsConnection, redactUrl } from "./connection.ts";
 import { counter, gauge } from "./metrics.ts";
 import { Outbox, type OutboxEntry } from "./outbox.ts";
 import { ensureStreams } from "./streams.ts";
@@ -54,15 +53,18 @@ export interface EventPublisher {
  */
 export function createEventPublisher(opts: EventPublisherOptions): EventPublisher {
   const logger = opts.logger.child({ component: "event-publisher" });
-  const registry = opts.registry ?? createRegistry(opts.service);
+  const registry = opts.registry ?? new prom.Registry();
   const namespace = opts.namespace ?? "";
   const timeoutMs = opts.publishTimeoutMs ?? 5_000;
   const maxInFlight = opts.maxInFlight ?? 128;
   const subjects = Object.keys(EVENTS);
 
-  const depth = gauge(registry, "events_outbox_depth", "Events waiting in the local outbox for a JetStream ack", [
-    "publisher",
-  ]);
+  const depth = gauge(
+    registry,
+    "events_outbox_depth",
+    "Events waiting in the local outbox for a JetStream ack",
+    ["publisher"],
+  );
   const published = counter(registry, "events_published_total", "Events acknowledged by JetStream", [
     "publisher",
     "subject",
@@ -107,15 +109,15 @@ export function createEventPublisher(opts: EventPublisherOptions): EventPublishe
     name: `${opts.service}-events`,
     logger,
     reconnectWaitMs: opts.reconnectWaitMs ?? 500,
-    unreachableMessage: `NATS is unreachable at ${opts.natsUrl}: events are held locally in ${outbox.dir} until NATS is reachable`,
+    unreachableMessage: `NATS is unreachable at ${redactUrl(opts.natsUrl)}: events are held locally in ${outbox.dir} until NATS is reachable`,
     onConnect: async (nc) => {
       retryAt = 0;
       consecutiveFailures = 0;
       streamsReady = false;
       await ensureStreams(nc, { namespace, replicas: opts.streamReplicas ?? 1, subjects });
       streamsReady = true;
-      kick();
     },
+    onUp: () => kick(),
   });
 
   const noteFailure = (err: unknown, subject: string | undefined) => {
@@ -231,7 +233,10 @@ export function createEventPublisher(opts: EventPublisherOptions): EventPublishe
       await pumping;
       outbox.close();
       if (outbox.size > 0) {
-        logger.info({ pending: outbox.size, dir: outbox.dir }, "events left in the outbox for the next start");
+        logger.info(
+          { pending: outbox.size, dir: outbox.dir },
+          "events left in the outbox for the next start",
+        );
       }
     },
   };

@@ -1,0 +1,28 @@
+export {
+  EVENTS,
+  type EventOf,
+  type EventSubject,
+  isEventSubject,
+  natsSubject,
+  parseEvent,
+  STREAMS,
+  type StreamSpec,
+  streamSpecFor,
+} from "./catalog.ts";
+export {
+  type ConsumeOptions,
+  createEventConsumer,
+  type DeliveryInfo,
+  type EventConsumer,
+  type EventConsumerOptions,
+  type EventHandler,
+} from "./consumer.ts";
+export { createEventPublisher, type EventPublisher, type EventPublisherOptions } from "./publisher.ts";
+export { SETTLEMENT_V1, type SettlementEventV1, settlementEventV1 } from "./settlement.v1.ts";
+export {
+  type DurableConsumerOptions,
+  type EnsureStreamsOptions,
+  ensureDurableConsumer,
+  ensureStreams,
+} from "./streams.ts";
+export { USAGE_V1, type UsageEventV1, usageEventV1 } from "./usage.v1.ts";

@@ -1,0 +1,266 @@
+// The operator CLI: `pnpm tollgate <command>` talks to a running quota-meter's admin gRPC API.
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { CallError, contracts, createClient, grpc, readSecret } from "@tollgate/platform";
+import type { Account__Output } from "@tollgate/platform/generated/tollgate/quota/v1/Account";
+import type { ApiKey__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ApiKey";
+import type { CreateAccountRequest } from "@tollgate/platform/generated/tollgate/quota/v1/CreateAccountRequest";
+import type { UpdateAccountRequest } from "@tollgate/platform/generated/tollgate/quota/v1/UpdateAccountRequest";
+
+const USAGE = `Usage: pnpm tollgate <command>
+
+  account create --name NAME [--daily N] [--monthly N] [--burst N]
+  account show ACCOUNT_ID
+  account update ACCOUNT_ID [--status active|past_due|canceled|suspended] [--daily N] [--monthly N] [--burst N]
+  key create ACCOUNT_ID          prints the key once; it is never shown again
+  key list ACCOUNT_ID
+  key revoke ACCOUNT_ID KEY_ID
+  quickstart [--name NAME] [--daily N] [--monthly N] [--burst N]
+                                 an account and a key in one go
+
+Limits: 0 means uncapped; omitted limits take the service defaults (200000 a day, 2000000 a month).
+Environment: QUOTA_METER_ADDR (default 127.0.0.1:50051), OPERATOR_TOKEN or OPERATOR_TOKEN_FILE
+(default: the file .tollgate/operator-token that \`pnpm start\` writes), GATEWAY_URL (for quickstart's example).
+Output is JSON. Exit codes: 0 ok, 1 failure, 2 usage.`;
+
+const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+
+class UsageError extends Error {}
+class Failure extends Error {}
+
+type Flags = { name?: string; daily?: string; monthly?: string; burst?: string; status?: string };
+type FlagName = keyof Flags;
+
+function parse(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        name: { type: "string" },
+        daily: { type: "string" },
+        monthly: { type: "string" },
+        burst: { type: "string" },
+        status: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+function count(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[0-9]{1,13}$/.test(value)) throw new UsageError(`--${flag} must be a non-negative integer`);
+  return Number(value);
+}
+
+function only(flags: Flags, allowed: FlagName[], command: string): void {
+  for (const [flag, value] of Object.entries(flags)) {
+    if (value !== undefined && !allowed.includes(flag as FlagName)) {
+      throw new UsageError(`${command} does not take --${flag}`);
+    }
+  }
+}
+
+function positionals(args: string[], names: string[], command: string): string[] {
+  if (args.length !== names.length) {
+    throw new UsageError(`${command} takes ${names.length ? names.join(" ") : "no arguments"}`);
+  }
+  return args;
+}
+
+function operatorToken(): string {
+  const token = readSecret("OPERATOR_TOKEN");
+  if (token) return token;
+  const file = `${REPO_ROOT}.tollgate/operator-token`;
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  throw new Failure(
+    "no operator token: set OPERATOR_TOKEN (or OPERATOR_TOKEN_FILE), or start the local stack with `pnpm start`, which writes .tollgate/operator-token",
+  );
+}
+
+function accountJson(a: Account__Output | null | undefined) {
+  if (!a) throw new Failure("quota-meter returned no account");
+  return {
+    id: a.id,
+    name: a.name,
+    status: a.status,
+    daily_limit: a.dailyLimit,
+    monthly_limit: a.monthlyLimit,
+    burst_per_second: a.burstPerSecond,
+    created_at: a.createdAt,
+  };
+}
+
+function keyJson(k: ApiKey__Output | null | undefined) {
+  if (!k) throw new Failure("quota-meter returned no key");
+  return {
+    id: k.id,
+    account_id: k.accountId,
+    prefix: k.prefix,
+    created_at: k.createdAt,
+    revoked_at: k.revokedAt || null,
+  };
+}
+
+function explain(err: unknown, addr: string): Failure {
+  if (!(err instanceof CallError)) return new Failure(err instanceof Error ? err.message : String(err));
+  const { grpcCode, message } = err.failure;
+  switch (grpcCode) {
+    case grpc.status.UNAVAILABLE:
+    case grpc.status.DEADLINE_EXCEEDED:
+      return new Failure(`cannot reach quota-meter at ${addr}: is it running? (set QUOTA_METER_ADDR)`);
+    case grpc.status.UNAUTHENTICATED:
+      return new Failure(
+        "the operator token was refused: check OPERATOR_TOKEN (or .tollgate/operator-token) matches the service's",
+      );
+    default:
+      return new Failure(message);
+  }
+}
+
+async function run(argv: string[]): Promise<unknown> {
+  const { values, positionals: args } = parse(argv);
+  if (values.help || args.length === 0) {
+    if (values.help) return USAGE;
+    throw new UsageError("no command given");
+  }
+  const { help: _help, ...flags } = values;
+  const [group, action, ...rest] = args;
+  const command = group === "quickstart" ? "quickstart" : `${group} ${action ?? ""}`.trim();
+  const limits = {
+    dailyLimit: count(flags.daily, "daily"),
+    monthlyLimit: count(flags.monthly, "monthly"),
+    burstPerSecond: count(flags.burst, "burst"),
+  };
+  const defined = <T extends object>(o: T) =>
+    Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+  // Validate everything before connecting, so usage errors never depend on the server.
+  let call: (admin: Admin) => Promise<unknown>;
+  switch (command) {
+    case "account create": {
+      only(flags, ["name", "daily", "monthly", "burst"], command);
+      positionals(action === undefined ? [] : rest, [], command);
+      if (!flags.name) throw new UsageError("account create needs --name");
+      const name = flags.name;
+      call = async (admin) => ({
+        account: accountJson((await admin.createAccount({ name, ...defined(limits) })).account),
+      });
+      break;
+    }
+    case "account show": {
+      only(flags, [], command);
+      const [accountId = ""] = positionals(rest, ["ACCOUNT_ID"], command);
+      call = async (admin) => ({ account: accountJson((await admin.getAccount(accountId)).account) });
+      break;
+    }
+    case "account update": {
+      only(flags, ["status", "daily", "monthly", "burst"], command);
+      const [accountId = ""] = positionals(rest, ["ACCOUNT_ID"], command);
+      if (flags.status === undefined && Object.values(limits).every((v) => v === undefined)) {
+        throw new UsageError("account update needs at least one of --status, --daily, --monthly, --burst");
+      }
+      const patch = { accountId, ...defined({ status: flags.status, ...limits }) };
+      call = async (admin) => ({ account: accountJson((await admin.updateAccount(patch)).account) });
+      break;
+    }
+    case "key create": {
+      only(flags, [], command);
+      const [accountId = ""] = positionals(rest, ["ACCOUNT_ID"], command);
+      call = async (admin) => {
+        const created = await admin.createKey(accountId);
+        return { key: keyJson(created.key), api_key: created.secret };
+      };
+      break;
+    }
+    case "key list": {
+      only(flags, [], command);
+      const [accountId = ""] = positionals(rest, ["ACCOUNT_ID"], command);
+      call = async (admin) => ({ keys: (await admin.listKeys(accountId)).keys.map(keyJson) });
+      break;
+    }
+    case "key revoke": {
+      only(flags, [], command);
+      const [accountId = "", keyId = ""] = positionals(rest, ["ACCOUNT_ID", "KEY_ID"], command);
+      call = async (admin) => ({ key: keyJson((await admin.revokeKey(accountId, keyId)).key) });
+      break;
+    }
+    case "quickstart": {
+      only(flags, ["name", "daily", "monthly", "burst"], command);
+      positionals(action === undefined ? [] : [action, ...rest], [], command);
+      const name = flags.name ?? "quickstart";
+      call = async (admin) => {
+        const account = accountJson((await admin.createAccount({ name, ...defined(limits) })).account);
+        const created = await admin.createKey(account.id);
+        const gateway = (process.env.GATEWAY_URL ?? "http://127.0.0.1:8080").replace(/\/$/, "");
+        return {
+          account,
+          key: keyJson(created.key),
+          api_key: created.secret,
+          example: `curl -H "Authorization: Bearer ${created.secret}" ${gateway}/api/chain/block-number`,
+        };
+      };
+      break;
+    }
+    default:
+      throw new UsageError(`unknown command "${args.join(" ")}"`);
+  }
+
+  const addr = process.env.QUOTA_METER_ADDR || "127.0.0.1:50051";
+  const token = operatorToken();
+  const client = createClient(contracts.quotaMeter().QuotaAdminService, addr, {
+    service: "quota-admin",
+    defaultDeadlineMs: 5_000,
+  });
+  try {
+    return await call(adminApi(client, token));
+  } catch (err) {
+    throw explain(err, addr);
+  } finally {
+    client.close();
+  }
+}
+
+type AdminClient = ReturnType<
+  typeof createClient<InstanceType<ReturnType<typeof contracts.quotaMeter>["QuotaAdminService"]>>
+>;
+
+/** The admin calls, each carrying the operator token. */
+function adminApi(client: AdminClient, token: string) {
+  const options = () => {
+    const metadata = new grpc.Metadata();
+    metadata.set("authorization", `Bearer ${token}`);
+    return { metadata };
+  };
+  return {
+    createAccount: (req: CreateAccountRequest) => client.call("CreateAccount", req, options()),
+    getAccount: (accountId: string) => client.call("GetAccount", { accountId }, options()),
+    updateAccount: (req: UpdateAccountRequest) => client.call("UpdateAccount", req, options()),
+    createKey: (accountId: string) => client.call("CreateKey", { accountId }, options()),
+    listKeys: (accountId: string) => client.call("ListKeys", { accountId }, options()),
+    revokeKey: (accountId: string, keyId: string) =>
+      client.call("RevokeKey", { accountId, keyId }, options()),
+  };
+}
+
+type Admin = ReturnType<typeof adminApi>;
+
+run(process.argv.slice(2)).then(
+  (result) => {
+    process.stdout.write(typeof result === "string" ? `${result}\n` : `${JSON.stringify(result, null, 2)}\n`);
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError) {
+      process.stderr.write(`tollgate: ${err.message}\n\n${USAGE}\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`tollgate: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

@@ -1,0 +1,66 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import type { Logger } from "@tollgate/platform";
+
+/**
+ * API keys: `tg_live_` + 32 random bytes (base64url, 256 bits of entropy). Only an
+ * HMAC-SHA256 of the key under a server pepper is stored, so a leaked database does not
+ * leak usable keys, and the pepper (a secret kept apart from the data) is needed to test
+ * guesses offline.
+ */
+export const API_KEY_PREFIX = "tg_live_";
+const API_KEY_RE = /^tg_live_[A-Za-z0-9_-]{43}$/;
+/** Characters shown in listings: enough to recognise a key, never enough to use it. */
+export const DISPLAY_PREFIX_LENGTH = 12;
+
+/** Used only when API_KEY_PEPPER is unset (local development); it is public, so never in production. */
+const DEV_PEPPER = "tollgate-development-pepper-not-for-production";
+
+export function generateApiKey(): string {
+  return API_KEY_PREFIX + randomBytes(32).toString("base64url");
+}
+
+/** Rejects what cannot be a key before any hashing or store work. */
+export function isWellFormedKey(key: string): boolean {
+  return API_KEY_RE.test(key);
+}
+
+export function displayPrefix(key: string): string {
+  return key.slice(0, DISPLAY_PREFIX_LENGTH);
+}
+
+export type KeyHasher = (key: string) => Buffer;
+
+export function createKeyHasher(pepper: string): KeyHasher {
+  return (key) => createHmac("sha256", pepper).update(key).digest();
+}
+
+export function resolvePepper(configured: string | undefined, logger: Logger): string {
+  if (configured) return configured;
+  logger.warn(
+    "API_KEY_PEPPER IS NOT SET: API keys are hashed with the public development pepper. " +
+      "Set API_KEY_PEPPER (or API_KEY_PEPPER_FILE) in any shared or production deployment; " +
+      "changing it later invalidates every existing key.",
+  );
+  return DEV_PEPPER;
+}
+
+/** Constant-time equality of two key hashes. */
+export function sameHash(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Constant-time comparison of a presented operator token with the configured one. */
+export function tokenMatches(presented: string, expected: string): boolean {
+  // Hashing first gives equal lengths, so neither the content nor the length leaks.
+  const a = createHash("sha256").update(presented).digest();
+  const b = createHash("sha256").update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+export function newAccountId(): string {
+  return `acct_${randomBytes(10).toString("hex")}`;
+}
+
+export function newKeyId(): string {
+  return `key_${randomBytes(8).toString("hex")}`;
+}

@@ -1,0 +1,27 @@
+import { createLogger } from "@tollgate/platform";
+import { loadConfig, SERVICE } from "./config.ts";
+import { startQuotaMeter } from "./server.ts";
+
+const logger = createLogger(SERVICE);
+const config = loadConfig();
+const service = await startQuotaMeter(config, { logger });
+logger.info(
+  { grpcPort: service.grpcPort, metricsPort: service.metricsPort, store: service.storeKind },
+  "ready",
+);
+
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    service.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  });
+}

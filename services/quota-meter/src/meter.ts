@@ -1,0 +1,193 @@
+import type { Logger } from "@tollgate/platform";
+import type { AuthorizeRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeRequest";
+import type { AuthorizeResponse } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeResponse";
+import type { Decision as ProtoDecision } from "@tollgate/platform/generated/tollgate/quota/v1/Decision";
+import type { Quota } from "@tollgate/platform/generated/tollgate/quota/v1/Quota";
+import type { KeySnapshot } from "./key-snapshot.ts";
+import { isWellFormedKey, type KeyHasher, sameHash } from "./keys.ts";
+import type { QuotaMetrics } from "./metrics.ts";
+import type { AuthorizeOutcome, Decision, QuotaStore } from "./store/types.ts";
+import { windowsAt } from "./windows.ts";
+
+const PROTO_DECISION: Record<Decision, ProtoDecision> = {
+  allow: "DECISION_ALLOW",
+  invalid_key: "DECISION_INVALID_KEY",
+  subscription_inactive: "DECISION_SUBSCRIPTION_INACTIVE",
+  daily_limit_exceeded: "DECISION_DAILY_LIMIT_EXCEEDED",
+  monthly_limit_exceeded: "DECISION_MONTHLY_LIMIT_EXCEEDED",
+  rate_limited: "DECISION_RATE_LIMITED",
+};
+
+/** The X-Quota-* values: a window's pair only when that window is capped. */
+export function quotaOf(o: {
+  dayLimit: number;
+  dayUsed: number;
+  monthLimit: number;
+  monthUsed: number;
+}): Quota {
+  return {
+    ...(o.dayLimit > 0 ? { dayLimit: o.dayLimit, dayUsed: o.dayUsed } : {}),
+    ...(o.monthLimit > 0 ? { monthLimit: o.monthLimit, monthUsed: o.monthUsed } : {}),
+  };
+}
+
+class BudgetExceeded extends Error {}
+
+/** Consecutive timeouts that open the breaker (skip Redis for the cooldown). */
+const TIMEOUTS_TO_TRIP = 3;
+/** Above this event-loop utilization the wait is our own queue, not Redis. */
+const BUSY_LOOP = 0.8;
+
+/**
+ * Waits for the store's reply within the Redis budget. Past `budgetMs` the call fails
+ * open if this process was mostly idle meanwhile (Redis is slow or gone). If the event
+ * loop was busy instead (a burst of calls queued on our side), failing open would serve
+ * calls past their quota for no Redis trouble at all, so it waits on, up to `maxMs`.
+ * Each check first lets pending I/O run: timers run before I/O in Node's loop, so a reply
+ * may already be waiting, unread.
+ */
+function awaitReply<T>(p: Promise<T>, budgetMs: number, maxMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const started = Date.now();
+    const loopAtStart = performance.eventLoopUtilization();
+    let settled = false;
+    let timer: NodeJS.Timeout;
+    const check = () =>
+      setImmediate(() => {
+        if (settled) return;
+        const waited = Date.now() - started;
+        const busy = performance.eventLoopUtilization(loopAtStart).utilization > BUSY_LOOP;
+        if (waited >= maxMs || !busy) {
+          settled = true;
+          reject(new BudgetExceeded());
+          return;
+        }
+        timer = setTimeout(check, Math.min(budgetMs, maxMs - waited));
+      });
+    timer = setTimeout(check, budgetMs);
+    p.then(
+      (value) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}
+
+export interface MeterDeps {
+  store: QuotaStore;
+  hasher: KeyHasher;
+  snapshot: KeySnapshot;
+  now: () => number;
+  logger: Logger;
+  metrics: QuotaMetrics;
+  budgetMs: number;
+  /** Longest wait while this process is busy (a burst queued on our side). */
+  maxWaitMs: number;
+  cooldownMs: number;
+  defaultBurst: number;
+}
+
+/**
+ * The Authorize hot path: format check, one HMAC, one Redis round trip. When Redis is
+ * unreachable or over budget it fails open: keys in the snapshot are served unmetered
+ * (no quota values), unknown keys are refused.
+ */
+export function createMeter(deps: MeterDeps) {
+  const { store, snapshot, metrics, logger } = deps;
+  // Wall-clock, not the injected clock: the breaker is about real elapsed time.
+  let skipUntil = 0;
+  // Timeouts since Redis last answered in time: one slow answer (a scheduling hiccup on a
+  // busy machine) must not turn the next second of traffic unmetered.
+  let timeoutsInARow = 0;
+
+  let lastLog = 0;
+  let unlogged = 0;
+
+  function answer(
+    decision: Decision,
+    metered: boolean,
+    body: Omit<AuthorizeResponse, "decision" | "metered">,
+  ) {
+    metrics.decisions.inc({ decision, metered: String(metered) });
+    return { decision: PROTO_DECISION[decision], metered, ...body } satisfies AuthorizeResponse;
+  }
+
+  function failOpen(hash: Buffer, reason: string, err?: unknown): AuthorizeResponse {
+    metrics.failOpen.inc({ reason });
+    const t = Date.now();
+    if (t - lastLog > 10_000) {
+      logger.warn(
+        { reason, err: err instanceof Error ? err.message : undefined, since_last_line: unlogged },
+        "Redis unavailable: Authorize fails open (known keys served unmetered, without quota values)",
+      );
+      lastLog = t;
+      unlogged = 0;
+    } else {
+      unlogged++;
+    }
+    const known = snapshot.lookup(hash);
+    if (!known) return answer("invalid_key", false, { quota: null });
+    const ids = { accountId: known.accountId, keyId: known.keyId, quota: null };
+    if (known.status !== "active") return answer("subscription_inactive", false, ids);
+    return answer("allow", false, ids);
+  }
+
+  return {
+    async authorize(req: AuthorizeRequest__Output): Promise<AuthorizeResponse> {
+      // Never touch the store for what cannot be a key.
+      if (!isWellFormedKey(req.apiKey)) return answer("invalid_key", false, { quota: null });
+      const hash = deps.hasher(req.apiKey);
+      if (!store.isReady()) return failOpen(hash, "unavailable");
+      if (Date.now() < skipUntil) return failOpen(hash, "cooldown");
+
+      const nowMs = deps.now();
+      const windows = windowsAt(nowMs);
+      let o: AuthorizeOutcome;
+      try {
+        o = await awaitReply(
+          store.authorize({ keyHash: hash, nowMs, windows, defaultBurst: deps.defaultBurst }),
+          deps.budgetMs,
+          Math.max(deps.budgetMs, deps.maxWaitMs),
+        );
+      } catch (err) {
+        if (err instanceof BudgetExceeded) {
+          if (++timeoutsInARow >= TIMEOUTS_TO_TRIP) skipUntil = Date.now() + deps.cooldownMs;
+          return failOpen(hash, "timeout");
+        }
+        return failOpen(hash, "error", err);
+      }
+
+      timeoutsInARow = 0;
+      if (o.decision === "invalid_key" || !o.storedHash || !sameHash(o.storedHash, hash)) {
+        snapshot.forget(hash);
+        return answer("invalid_key", false, { quota: null });
+      }
+      snapshot.remember({ hash, keyId: o.keyId, accountId: o.accountId, status: o.status });
+      const ids = { accountId: o.accountId, keyId: o.keyId };
+      switch (o.decision) {
+        case "allow":
+          return answer("allow", true, {
+            ...ids,
+            quota: quotaOf(o),
+            dayWindow: windows.day,
+            monthWindow: windows.month,
+          });
+        case "subscription_inactive":
+          return answer(o.decision, false, { ...ids, quota: null });
+        default:
+          // Refused by a window or the burst guard: not counted; the current values still
+          // go back (spec 7: a volume 429 carries the X-Quota-* headers).
+          return answer(o.decision, false, { ...ids, quota: quotaOf(o) });
+      }
+    },
+  };
+}

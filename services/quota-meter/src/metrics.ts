@@ -1,0 +1,51 @@
+import { prom, type Registry } from "@tollgate/platform";
+
+export interface QuotaMetrics {
+  decisions: prom.Counter<"decision" | "metered">;
+  failOpen: prom.Counter<"reason">;
+  redisLatency: prom.Histogram<"op">;
+  snapshotKeys: prom.Gauge;
+  refunds: prom.Counter<"result">;
+  usageCounted: prom.Counter<"result">;
+}
+
+export function createQuotaMetrics(registry: Registry): QuotaMetrics {
+  return {
+    decisions: new prom.Counter({
+      name: "quota_authorize_total",
+      help: "Authorize decisions, by outcome and whether the call was counted",
+      labelNames: ["decision", "metered"],
+      registers: [registry],
+    }),
+    failOpen: new prom.Counter({
+      name: "quota_fail_open_total",
+      help: "Authorize calls answered without Redis (unreachable or over budget), by reason",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
+    redisLatency: new prom.Histogram({
+      name: "quota_redis_seconds",
+      help: "Redis round-trip latency of quota-meter's scripts",
+      labelNames: ["op"],
+      buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    snapshotKeys: new prom.Gauge({
+      name: "quota_key_snapshot_keys",
+      help: "Keys in the fail-open snapshot",
+      registers: [registry],
+    }),
+    refunds: new prom.Counter({
+      name: "quota_refunds_total",
+      help: "Refunds of failed calls, by result (applied, duplicate, failed)",
+      labelNames: ["result"],
+      registers: [registry],
+    }),
+    usageCounted: new prom.Counter({
+      name: "quota_usage_events_total",
+      help: "Usage events counted into per-day usage, by result (counted, duplicate)",
+      labelNames: ["result"],
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,207 @@
+import { createEventConsumer, createEventPublisher } from "@tollgate/events";
+import {
+  contracts,
+  createLogger,
+  createRegistry,
+  type Logger,
+  type Registry,
+  serveMetrics,
+  startGrpcServer,
+} from "@tollgate/platform";
+import { createAdminHandlers } from "./admin.ts";
+import { type QuotaMeterConfig, SERVICE } from "./config.ts";
+import { KeySnapshot } from "./key-snapshot.ts";
+import { createKeyHasher, resolvePepper } from "./keys.ts";
+import { createMeter } from "./meter.ts";
+import { createQuotaMetrics, type QuotaMetrics } from "./metrics.ts";
+import { MemoryStore } from "./store/memory-store.ts";
+import { openRedisStore } from "./store/redis-store.ts";
+import type { QuotaStore } from "./store/types.ts";
+import { createUsage } from "./usage.ts";
+
+export interface QuotaMeterDeps {
+  /** The clock (ms since epoch); tests inject one to cross day and month boundaries. */
+  now?: () => number;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+export interface QuotaMeterHandle {
+  grpcPort: number;
+  metricsPort: number;
+  /** "redis", or "memory" when the stand-in is in use. */
+  storeKind: "redis" | "memory";
+  stop(): Promise<void>;
+}
+
+async function openStore(
+  config: QuotaMeterConfig,
+  logger: Logger,
+  metrics: QuotaMetrics,
+  now: () => number,
+): Promise<QuotaStore> {
+  const redis = await openRedisStore({
+    url: config.redisUrl,
+    prefix: config.redisPrefix,
+    logger,
+    latency: metrics.redisLatency,
+    connectTimeoutMs: config.redisConnectTimeoutMs,
+    giveUp: config.redisStandIn,
+  });
+  if (redis) return redis;
+  logger.warn(
+    `Redis is unreachable at ${config.redisUrl.replace(/\/\/[^@/]*@/, "//***@")}: using the in-memory ` +
+      "single-node store (accounts, keys and counters live in this process only and are lost on restart)",
+  );
+  return new MemoryStore(now);
+}
+
+/** Keeps the fail-open snapshot of valid keys fresh (only the Redis store can be unreachable). */
+function startSnapshotRefresh(
+  store: QuotaStore,
+  snapshot: KeySnapshot,
+  metrics: QuotaMetrics,
+  everyMs: number,
+  logger: Logger,
+) {
+  let running = false;
+  const refresh = async () => {
+    if (running || !store.isReady()) return;
+    running = true;
+    const since = snapshot.mark();
+    try {
+      snapshot.replace(await store.knownKeys(), since);
+      metrics.snapshotKeys.set(snapshot.size);
+    } catch (err) {
+      logger.warn({ err }, "could not refresh the key snapshot; keeping the previous one");
+    } finally {
+      running = false;
+    }
+  };
+  void refresh();
+  const timer = setInterval(() => void refresh(), everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** Starts quota-meter: gRPC (meter + admin), /metrics, the usage consumer and the event outbox. */
+export async function startQuotaMeter(
+  config: QuotaMeterConfig,
+  deps: QuotaMeterDeps = {},
+): Promise<QuotaMeterHandle> {
+  const logger = deps.logger ?? createLogger(SERVICE);
+  const registry = deps.registry ?? createRegistry(SERVICE);
+  const now = deps.now ?? Date.now;
+  const metrics = createQuotaMetrics(registry);
+  const hasher = createKeyHasher(resolvePepper(config.apiKeyPepper, logger));
+  if (!config.operatorToken) logger.warn("OPERATOR_TOKEN is not set: the admin API refuses every call");
+
+  const store = await openStore(config, logger, metrics, now);
+  const snapshot = new KeySnapshot();
+  const stopRefresh =
+    store.kind === "redis"
+      ? startSnapshotRefresh(store, snapshot, metrics, config.keySnapshotRefreshMs, logger)
+      : () => {};
+
+  const events = {
+    natsUrl: config.natsUrl,
+    service: SERVICE,
+    logger,
+    registry,
+    namespace: config.eventsNamespace,
+    streamReplicas: config.streamReplicas,
+  };
+  const publisher = createEventPublisher({ ...events, outboxDir: config.outboxDir });
+  const consumer = createEventConsumer({ ...events, quiet: true });
+
+  const meter = createMeter({
+    store,
+    hasher,
+    snapshot,
+    now,
+    logger,
+    metrics,
+    budgetMs: config.redisBudgetMs,
+    maxWaitMs: config.redisMaxWaitMs,
+    cooldownMs: config.failOpenCooldownMs,
+    defaultBurst: config.defaultBurstPerSecond,
+  });
+  const usage = createUsage({
+    store,
+    publisher,
+    hasher,
+    now,
+    logger,
+    metrics,
+    dedupeTtlMs: config.usageDedupeTtlMs,
+  });
+  usage.startConsumer(consumer);
+
+  const closeBackground = async () => {
+    stopRefresh();
+    await consumer.close();
+    await publisher.close();
+    await store.close();
+  };
+
+  const proto = contracts.quotaMeter();
+  let grpcServer: Awaited<ReturnType<typeof startGrpcServer>>;
+  let metricsServer: Awaited<ReturnType<typeof serveMetrics>>;
+  try {
+    grpcServer = await startGrpcServer({
+      host: config.host,
+      port: config.grpcPort,
+      registry,
+      logger,
+      services: [
+        {
+          name: "tollgate.quota.v1.QuotaMeterService",
+          definition: proto.QuotaMeterService.service,
+          handlers: {
+            Authorize: (req) => meter.authorize(req),
+            ReportUsage: (req) => usage.reportUsage(req),
+            GetUsage: (req) => usage.getUsage(req),
+          },
+        },
+        {
+          name: "tollgate.quota.v1.QuotaAdminService",
+          definition: proto.QuotaAdminService.service,
+          handlers: createAdminHandlers({
+            store,
+            hasher,
+            snapshot,
+            now,
+            logger,
+            operatorToken: config.operatorToken,
+            defaults: { dailyLimit: config.defaultDailyLimit, monthlyLimit: config.defaultMonthlyLimit },
+          }),
+        },
+      ],
+    });
+  } catch (err) {
+    await closeBackground();
+    throw err;
+  }
+  try {
+    metricsServer = await serveMetrics(registry, config.metricsPort, config.host);
+  } catch (err) {
+    await grpcServer.shutdown();
+    await closeBackground();
+    throw err;
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    grpcPort: grpcServer.port,
+    metricsPort: metricsServer.port,
+    storeKind: store.kind,
+    stop: () => {
+      stopping ??= (async () => {
+        await grpcServer.shutdown();
+        await closeBackground();
+        await new Promise<void>((resolve) => metricsServer.server.close(() => resolve()));
+      })();
+      return stopping;
+    },
+  };
+}

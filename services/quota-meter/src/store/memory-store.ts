@@ -1,0 +1,227 @@
+import { sameHash } from "../keys.ts";
+import type { Windows } from "../windows.ts";
+import type {
+  AccountPatch,
+  AccountRecord,
+  AuthorizeOutcome,
+  AuthorizeQuery,
+  DailyUsage,
+  KeyRecord,
+  KnownKey,
+  QuotaStore,
+  Refund,
+  UsageCount,
+} from "./types.ts";
+
+interface Counter {
+  value: number;
+  expiresAt: number;
+}
+
+/**
+ * The single-node stand-in used when Redis is unreachable at startup (the embedded
+ * default on a machine without Redis). Same semantics as the Redis store, decided in
+ * one synchronous step, so it is atomic too; nothing is shared between processes and
+ * nothing survives a restart.
+ */
+export class MemoryStore implements QuotaStore {
+  readonly kind = "memory";
+  readonly #accounts = new Map<string, AccountRecord>();
+  readonly #keys = new Map<string, KeyRecord & { hash: Buffer }>();
+  /** Live keys by hash (hex). */
+  readonly #byHash = new Map<string, string>();
+  readonly #counters = new Map<string, Counter>();
+  /** Burst guard state (GCRA theoretical arrival time) per account. */
+  readonly #tat = new Map<string, number>();
+  readonly #seen = new Map<string, number>();
+  readonly #usage = new Map<string, DailyUsage>();
+  #sweeps = 0;
+  readonly #clock: () => number;
+
+  constructor(clock: () => number = Date.now) {
+    this.#clock = clock;
+  }
+
+  isReady(): boolean {
+    return true;
+  }
+
+  #get(key: string, now: number): number {
+    const c = this.#counters.get(key);
+    if (!c) return 0;
+    if (c.expiresAt <= now) {
+      this.#counters.delete(key);
+      return 0;
+    }
+    return c.value;
+  }
+
+  #incr(key: string, now: number, ttlMs: number): number {
+    const value = this.#get(key, now) + 1;
+    const existing = this.#counters.get(key);
+    this.#counters.set(key, { value, expiresAt: existing && value > 1 ? existing.expiresAt : now + ttlMs });
+    return value;
+  }
+
+  /** Once-only marks (refunds, usage events) with a lifetime; swept now and then. */
+  #firstTime(id: string, ttlMs: number): boolean {
+    const now = this.#clock();
+    if ((this.#seen.get(id) ?? 0) > now) return false;
+    this.#seen.set(id, now + ttlMs);
+    if (++this.#sweeps % 10_000 === 0) {
+      for (const [k, exp] of this.#seen) if (exp <= now) this.#seen.delete(k);
+      for (const [k, c] of this.#counters) if (c.expiresAt <= now) this.#counters.delete(k);
+    }
+    return true;
+  }
+
+  async authorize(q: AuthorizeQuery): Promise<AuthorizeOutcome> {
+    const none: AuthorizeOutcome = {
+      decision: "invalid_key",
+      keyId: "",
+      accountId: "",
+      status: "",
+      storedHash: undefined,
+      dayUsed: 0,
+      monthUsed: 0,
+      dayLimit: 0,
+      monthLimit: 0,
+    };
+    const keyId = this.#byHash.get(q.keyHash.toString("hex"));
+    const key = keyId ? this.#keys.get(keyId) : undefined;
+    const account = key ? this.#accounts.get(key.accountId) : undefined;
+    if (!key || !account || key.revokedAt || !sameHash(key.hash, q.keyHash)) return none;
+    const base = { keyId: key.id, accountId: account.id, status: account.status, storedHash: key.hash };
+    if (account.status !== "active") return { ...none, ...base, decision: "subscription_inactive" };
+
+    const now = q.nowMs;
+    const dk = `d:${account.id}:${q.windows.day}`;
+    const mk = `m:${account.id}:${q.windows.month}`;
+    const counts = {
+      dayUsed: this.#get(dk, now),
+      monthUsed: this.#get(mk, now),
+      dayLimit: account.dailyLimit,
+      monthLimit: account.monthlyLimit,
+    };
+    const burst = account.burstPerSecond > 0 ? account.burstPerSecond : q.defaultBurst;
+    if (burst > 0) {
+      const tat = Math.max(this.#tat.get(account.id) ?? now, now);
+      const next = tat + 1000 / burst;
+      if (next - now > 1000) return { ...base, ...counts, decision: "rate_limited" };
+      this.#tat.set(account.id, next);
+    }
+    if (counts.monthLimit > 0 && counts.monthUsed >= counts.monthLimit) {
+      return { ...base, ...counts, decision: "monthly_limit_exceeded" };
+    }
+    if (counts.dayLimit > 0 && counts.dayUsed >= counts.dayLimit) {
+      return { ...base, ...counts, decision: "daily_limit_exceeded" };
+    }
+    counts.dayUsed = this.#incr(dk, now, q.windows.dayTtlMs);
+    counts.monthUsed = this.#incr(mk, now, q.windows.monthTtlMs);
+    return { ...base, ...counts, decision: "allow" };
+  }
+
+  async refund(r: Refund, dedupeTtlMs: number): Promise<boolean> {
+    if (!this.#firstTime(`rf:${r.requestId}`, dedupeTtlMs)) return false;
+    for (const key of [`d:${r.accountId}:${r.day}`, `m:${r.accountId}:${r.month}`]) {
+      const c = this.#counters.get(key);
+      if (c && c.value > 0) c.value--;
+    }
+    return true;
+  }
+
+  async createAccount(a: AccountRecord): Promise<void> {
+    this.#accounts.set(a.id, { ...a });
+  }
+
+  async getAccount(id: string): Promise<AccountRecord | undefined> {
+    const a = this.#accounts.get(id);
+    return a ? { ...a } : undefined;
+  }
+
+  async updateAccount(id: string, patch: AccountPatch): Promise<AccountRecord | undefined> {
+    const a = this.#accounts.get(id);
+    if (!a) return undefined;
+    const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+    Object.assign(a, defined);
+    return { ...a };
+  }
+
+  async createKey(k: KeyRecord, hash: Buffer): Promise<boolean> {
+    if (!this.#accounts.has(k.accountId)) return false;
+    this.#keys.set(k.id, { ...k, hash });
+    this.#byHash.set(hash.toString("hex"), k.id);
+    return true;
+  }
+
+  async listKeys(accountId: string): Promise<KeyRecord[]> {
+    return [...this.#keys.values()]
+      .filter((k) => k.accountId === accountId)
+      .map(({ hash: _hash, ...k }) => k);
+  }
+
+  async revokeKey(accountId: string, keyId: string, at: string): Promise<KeyRecord | undefined> {
+    const key = this.#keys.get(keyId);
+    if (!key || key.accountId !== accountId) return undefined;
+    if (!key.revokedAt) {
+      key.revokedAt = at;
+      this.#byHash.delete(key.hash.toString("hex"));
+    }
+    const { hash: _hash, ...record } = key;
+    return record;
+  }
+
+  async findKey(hash: Buffer): Promise<KnownKey | undefined> {
+    const keyId = this.#byHash.get(hash.toString("hex"));
+    const key = keyId ? this.#keys.get(keyId) : undefined;
+    if (!key || !sameHash(key.hash, hash)) return undefined;
+    return {
+      hash: key.hash,
+      keyId: key.id,
+      accountId: key.accountId,
+      status: this.#accounts.get(key.accountId)?.status ?? "",
+    };
+  }
+
+  async knownKeys(): Promise<KnownKey[]> {
+    const out: KnownKey[] = [];
+    for (const keyId of this.#byHash.values()) {
+      const key = this.#keys.get(keyId);
+      if (key)
+        out.push({
+          hash: key.hash,
+          keyId,
+          accountId: key.accountId,
+          status: this.#accounts.get(key.accountId)?.status ?? "",
+        });
+    }
+    return out;
+  }
+
+  async countUsage(u: UsageCount, dedupeTtlMs: number): Promise<boolean> {
+    if (!this.#firstTime(`ue:${u.eventId}`, dedupeTtlMs)) return false;
+    const k = `${u.accountId}:${u.day}`;
+    const day = this.#usage.get(k) ?? { day: u.day, requests: 0, errors: 0 };
+    day.requests++;
+    if (u.error) day.errors++;
+    this.#usage.set(k, day);
+    return true;
+  }
+
+  async readUsage(
+    accountId: string,
+    days: string[],
+    windows: Windows,
+  ): Promise<{ days: DailyUsage[]; dayUsed: number; monthUsed: number }> {
+    const now = this.#clock();
+    return {
+      days: days.map((day) => ({
+        ...(this.#usage.get(`${accountId}:${day}`) ?? { day, requests: 0, errors: 0 }),
+      })),
+      dayUsed: this.#get(`d:${accountId}:${windows.day}`, now),
+      monthUsed: this.#get(`m:${accountId}:${windows.month}`, now),
+    };
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,335 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { Logger, prom } from "@tollgate/platform";
+import { createClient } from "redis";
+import type { Windows } from "../windows.ts";
+import {
+  type AccountPatch,
+  type AccountRecord,
+  type AuthorizeOutcome,
+  type AuthorizeQuery,
+  type DailyUsage,
+  type Decision,
+  isAccountStatus,
+  type KeyRecord,
+  type KnownKey,
+  type QuotaStore,
+  type Refund,
+  USAGE_RETENTION_MS,
+  type UsageCount,
+} from "./types.ts";
+
+interface Script {
+  name: string;
+  source: string;
+  sha: string;
+}
+
+function script(name: string): Script {
+  const source = readFileSync(new URL(`./${name}.lua`, import.meta.url), "utf8");
+  return { name, source, sha: createHash("sha1").update(source).digest("hex") };
+}
+
+const AUTHORIZE = script("authorize");
+const REFUND = script("refund");
+const USAGE = script("usage");
+
+const DECISIONS: Decision[] = [
+  "allow",
+  "invalid_key",
+  "subscription_inactive",
+  "daily_limit_exceeded",
+  "monthly_limit_exceeded",
+  "rate_limited",
+];
+
+type Client = ReturnType<typeof createClient>;
+
+export interface RedisStoreOptions {
+  url: string;
+  /** Prefix of every key (e.g. "tg:qm:"). */
+  prefix: string;
+  logger: Logger;
+  /** Redis round-trip latency, by script. */
+  latency?: prom.Histogram<string>;
+}
+
+/**
+ * Opens the Redis store. Commands never queue while disconnected (they fail at once, so
+ * the hot path never waits on a reconnect) and the client reconnects on its own.
+ * Resolves undefined when Redis cannot be reached within `connectTimeoutMs` and
+ * `giveUp` is set (the caller then uses the stand-in).
+ */
+export async function openRedisStore(
+  opts: RedisStoreOptions & { connectTimeoutMs: number; giveUp: boolean },
+): Promise<RedisStore | undefined> {
+  let lastErrorLog = 0;
+  let connectedOnce = false;
+  const client: Client = createClient({
+    url: opts.url,
+    disableOfflineQueue: true,
+    pingInterval: 5_000,
+    socket: {
+      connectTimeout: Math.max(200, Math.min(opts.connectTimeoutMs, 2_000)),
+      reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1_000),
+    },
+  });
+  client.on("error", (err: Error) => {
+    // Reconnect errors repeat every second while Redis is away; one line per minute.
+    if (!connectedOnce || Date.now() - lastErrorLog < 60_000) return;
+    lastErrorLog = Date.now();
+    opts.logger.warn({ err: err.message }, "Redis connection error; reconnecting");
+  });
+  client.on("ready", () => {
+    connectedOnce = true;
+    // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
+    for (const s of [AUTHORIZE, REFUND, USAGE]) client.scriptLoad(s.source).catch(() => undefined);
+  });
+  const connecting = client.connect().then(
+    () => true,
+    () => false,
+  );
+  const connected = await Promise.race([
+    connecting,
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), opts.connectTimeoutMs).unref()),
+  ]);
+  if (!connected && opts.giveUp) {
+    client.destroy();
+    return undefined;
+  }
+  if (!connected) {
+    opts.logger.warn(
+      { url: redactUrl(opts.url) },
+      "Redis is unreachable; failing open until it is reachable",
+    );
+  }
+  return new RedisStore(client, opts);
+}
+
+function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, "//***@");
+}
+
+const num = (v: unknown): number => (v === null || v === undefined || v === "" ? 0 : Number(v));
+const str = (v: unknown): string => (v === null || v === undefined ? "" : String(v));
+
+export class RedisStore implements QuotaStore {
+  readonly kind = "redis";
+  readonly #client: Client;
+  readonly #p: string;
+  readonly #latency: prom.Histogram<string> | undefined;
+
+  constructor(client: Client, opts: RedisStoreOptions) {
+    this.#client = client;
+    this.#p = opts.prefix;
+    this.#latency = opts.latency;
+  }
+
+  /** Whether a command can be sent now (connected, not reconnecting). */
+  isReady(): boolean {
+    return this.#client.isReady;
+  }
+
+  async #eval(s: Script, args: string[]): Promise<unknown> {
+    const end = this.#latency?.startTimer({ op: s.name });
+    try {
+      return await this.#client.evalSha(s.sha, { arguments: args });
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
+      return await this.#client.eval(s.source, { arguments: args });
+    } finally {
+      end?.();
+    }
+  }
+
+  async authorize(q: AuthorizeQuery): Promise<AuthorizeOutcome> {
+    const reply = (await this.#eval(AUTHORIZE, [
+      this.#p,
+      q.keyHash.toString("hex"),
+      String(q.nowMs),
+      q.windows.day,
+      q.windows.month,
+      String(q.windows.dayTtlMs),
+      String(q.windows.monthTtlMs),
+      String(q.defaultBurst),
+    ])) as unknown[];
+    const stored = str(reply[4]);
+    return {
+      decision: DECISIONS[num(reply[0])] ?? "invalid_key",
+      keyId: str(reply[1]),
+      accountId: str(reply[2]),
+      status: str(reply[3]),
+      storedHash: stored ? Buffer.from(stored, "hex") : undefined,
+      dayUsed: num(reply[5]),
+      monthUsed: num(reply[6]),
+      dayLimit: num(reply[7]),
+      monthLimit: num(reply[8]),
+    };
+  }
+
+  async refund(r: Refund, dedupeTtlMs: number): Promise<boolean> {
+    const reply = await this.#eval(REFUND, [
+      this.#p,
+      r.requestId,
+      r.accountId,
+      r.day,
+      r.month,
+      String(dedupeTtlMs),
+    ]);
+    return num(reply) === 1;
+  }
+
+  async createAccount(a: AccountRecord): Promise<void> {
+    await this.#client.hSet(`${this.#p}acct:${a.id}`, {
+      id: a.id,
+      name: a.name,
+      status: a.status,
+      daily: String(a.dailyLimit),
+      monthly: String(a.monthlyLimit),
+      burst: String(a.burstPerSecond),
+      created: a.createdAt,
+    });
+  }
+
+  async getAccount(id: string): Promise<AccountRecord | undefined> {
+    const h = (await this.#client.hGetAll(`${this.#p}acct:${id}`)) as Record<string, string>;
+    if (!h.id) return undefined;
+    return {
+      id: h.id,
+      name: str(h.name),
+      status: isAccountStatus(str(h.status)) ? (h.status as AccountRecord["status"]) : "suspended",
+      dailyLimit: num(h.daily),
+      monthlyLimit: num(h.monthly),
+      burstPerSecond: num(h.burst),
+      createdAt: str(h.created),
+    };
+  }
+
+  async updateAccount(id: string, patch: AccountPatch): Promise<AccountRecord | undefined> {
+    if (!(await this.#client.exists(`${this.#p}acct:${id}`))) return undefined;
+    const fields: Record<string, string> = {};
+    if (patch.status !== undefined) fields.status = patch.status;
+    if (patch.dailyLimit !== undefined) fields.daily = String(patch.dailyLimit);
+    if (patch.monthlyLimit !== undefined) fields.monthly = String(patch.monthlyLimit);
+    if (patch.burstPerSecond !== undefined) fields.burst = String(patch.burstPerSecond);
+    if (Object.keys(fields).length > 0) await this.#client.hSet(`${this.#p}acct:${id}`, fields);
+    return this.getAccount(id);
+  }
+
+  async createKey(k: KeyRecord, hash: Buffer): Promise<boolean> {
+    if (!(await this.#client.exists(`${this.#p}acct:${k.accountId}`))) return false;
+    const hex = hash.toString("hex");
+    await this.#client
+      .multi()
+      .hSet(`${this.#p}key:${k.id}`, {
+        id: k.id,
+        account: k.accountId,
+        prefix: k.prefix,
+        created: k.createdAt,
+        revoked: "",
+        hash: hex,
+      })
+      .hSet(`${this.#p}keys`, hex, `${k.id}:${k.accountId}`)
+      .zAdd(`${this.#p}acct:${k.accountId}:keys`, { score: Date.parse(k.createdAt) || 0, value: k.id })
+      .exec();
+    return true;
+  }
+
+  async #key(keyId: string): Promise<(KeyRecord & { hash: string }) | undefined> {
+    const h = (await this.#client.hGetAll(`${this.#p}key:${keyId}`)) as Record<string, string>;
+    if (!h.id) return undefined;
+    return {
+      id: h.id,
+      accountId: str(h.account),
+      prefix: str(h.prefix),
+      createdAt: str(h.created),
+      revokedAt: str(h.revoked),
+      hash: str(h.hash),
+    };
+  }
+
+  async listKeys(accountId: string): Promise<KeyRecord[]> {
+    const ids = await this.#client.zRange(`${this.#p}acct:${accountId}:keys`, 0, -1);
+    const keys = await Promise.all(ids.map((id) => this.#key(String(id))));
+    return keys.filter((k) => k !== undefined).map(({ hash: _hash, ...k }) => k);
+  }
+
+  async revokeKey(accountId: string, keyId: string, at: string): Promise<KeyRecord | undefined> {
+    const key = await this.#key(keyId);
+    if (!key || key.accountId !== accountId) return undefined;
+    const { hash, ...record } = key;
+    if (record.revokedAt) return record;
+    await this.#client
+      .multi()
+      .hSet(`${this.#p}key:${keyId}`, "revoked", at)
+      .hDel(`${this.#p}keys`, hash)
+      .exec();
+    return { ...record, revokedAt: at };
+  }
+
+  async findKey(hash: Buffer): Promise<KnownKey | undefined> {
+    const ref = await this.#client.hGet(`${this.#p}keys`, hash.toString("hex"));
+    if (!ref) return undefined;
+    const [keyId = "", accountId = ""] = String(ref).split(":");
+    const status = await this.#client.hGet(`${this.#p}acct:${accountId}`, "status");
+    return { hash, keyId, accountId, status: str(status) };
+  }
+
+  async knownKeys(): Promise<KnownKey[]> {
+    const entries: Array<{ hash: string; keyId: string; accountId: string }> = [];
+    for await (const batch of this.#client.hScanIterator(`${this.#p}keys`, { COUNT: 1_000 })) {
+      for (const { field, value } of batch) {
+        const [keyId = "", accountId = ""] = String(value).split(":");
+        entries.push({ hash: String(field), keyId, accountId });
+      }
+    }
+    const accounts = [...new Set(entries.map((e) => e.accountId))];
+    const statuses = await Promise.all(
+      accounts.map((id) => this.#client.hGet(`${this.#p}acct:${id}`, "status")),
+    );
+    const statusOf = new Map(accounts.map((id, i) => [id, str(statuses[i])]));
+    return entries.map((e) => ({
+      hash: Buffer.from(e.hash, "hex"),
+      keyId: e.keyId,
+      accountId: e.accountId,
+      status: statusOf.get(e.accountId) ?? "",
+    }));
+  }
+
+  async countUsage(u: UsageCount, dedupeTtlMs: number): Promise<boolean> {
+    const reply = await this.#eval(USAGE, [
+      this.#p,
+      u.eventId,
+      u.accountId,
+      u.day,
+      u.error ? "1" : "0",
+      String(dedupeTtlMs),
+      String(USAGE_RETENTION_MS),
+    ]);
+    return num(reply) === 1;
+  }
+
+  async readUsage(
+    accountId: string,
+    days: string[],
+    windows: Windows,
+  ): Promise<{ days: DailyUsage[]; dayUsed: number; monthUsed: number }> {
+    const [perDay, dayUsed, monthUsed] = await Promise.all([
+      Promise.all(
+        days.map((day) => this.#client.hmGet(`${this.#p}u:${accountId}:${day}`, ["requests", "errors"])),
+      ),
+      this.#client.get(`${this.#p}d:${accountId}:${windows.day}`),
+      this.#client.get(`${this.#p}m:${accountId}:${windows.month}`),
+    ]);
+    return {
+      days: days.map((day, i) => ({ day, requests: num(perDay[i]?.[0]), errors: num(perDay[i]?.[1]) })),
+      dayUsed: num(dayUsed),
+      monthUsed: num(monthUsed),
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.#client.isReady) await this.#client.close().catch(() => this.#client.destroy());
+    else if (this.#client.isOpen) this.#client.destroy();
+  }
+}

@@ -1,0 +1,136 @@
+import type { Windows } from "../windows.ts";
+
+export const ACCOUNT_STATUSES = ["active", "past_due", "canceled", "suspended"] as const;
+export type AccountStatus = (typeof ACCOUNT_STATUSES)[number];
+
+export function isAccountStatus(s: string): s is AccountStatus {
+  return (ACCOUNT_STATUSES as readonly string[]).includes(s);
+}
+
+export interface AccountRecord {
+  id: string;
+  name: string;
+  status: AccountStatus;
+  /** 0 = uncapped. */
+  dailyLimit: number;
+  monthlyLimit: number;
+  /** 0 = the service default. */
+  burstPerSecond: number;
+  createdAt: string;
+}
+
+export type AccountPatch = Partial<
+  Pick<AccountRecord, "status" | "dailyLimit" | "monthlyLimit" | "burstPerSecond">
+>;
+
+export interface KeyRecord {
+  id: string;
+  accountId: string;
+  prefix: string;
+  createdAt: string;
+  /** "" while the key is live. */
+  revokedAt: string;
+}
+
+export type Decision =
+  | "allow"
+  | "invalid_key"
+  | "subscription_inactive"
+  | "daily_limit_exceeded"
+  | "monthly_limit_exceeded"
+  | "rate_limited";
+
+export interface AuthorizeQuery {
+  keyHash: Buffer;
+  nowMs: number;
+  windows: Windows;
+  /** Burst rate for accounts without their own (0 = no guard). */
+  defaultBurst: number;
+}
+
+/**
+ * What the store decided. Counts are "used including this request" when it was allowed,
+ * and the current counts (not incremented) when it was refused.
+ */
+export interface AuthorizeOutcome {
+  decision: Decision;
+  keyId: string;
+  accountId: string;
+  status: string;
+  /** The stored hash of the key that matched, for a constant-time check by the caller. */
+  storedHash: Buffer | undefined;
+  dayUsed: number;
+  monthUsed: number;
+  dayLimit: number;
+  monthLimit: number;
+}
+
+/** A key as the fail-open snapshot knows it. */
+export interface KnownKey {
+  hash: Buffer;
+  keyId: string;
+  accountId: string;
+  status: string;
+}
+
+export interface Refund {
+  requestId: string;
+  accountId: string;
+  day: string;
+  month: string;
+}
+
+export interface UsageCount {
+  eventId: string;
+  accountId: string;
+  day: string;
+  error: boolean;
+}
+
+export interface DailyUsage {
+  day: string;
+  requests: number;
+  errors: number;
+}
+
+/**
+ * Everything quota-meter keeps. Two implementations: Redis (shared by all replicas) and
+ * memory (the single-node stand-in when Redis is unreachable at startup).
+ */
+export interface QuotaStore {
+  readonly kind: "redis" | "memory";
+  /** Whether a command can be sent right now (false while Redis is reconnecting). */
+  isReady(): boolean;
+  /** Key lookup → account → status → burst guard → both windows, atomically, in one round trip. */
+  authorize(query: AuthorizeQuery): Promise<AuthorizeOutcome>;
+  /** Gives a failed call's unit back to both windows; once per request id. */
+  refund(refund: Refund, dedupeTtlMs: number): Promise<boolean>;
+
+  createAccount(account: AccountRecord): Promise<void>;
+  getAccount(id: string): Promise<AccountRecord | undefined>;
+  updateAccount(id: string, patch: AccountPatch): Promise<AccountRecord | undefined>;
+  /** False when the account does not exist. */
+  createKey(key: KeyRecord, hash: Buffer): Promise<boolean>;
+  listKeys(accountId: string): Promise<KeyRecord[]>;
+  revokeKey(accountId: string, keyId: string, at: string): Promise<KeyRecord | undefined>;
+  findKey(hash: Buffer): Promise<KnownKey | undefined>;
+  /** Every live key with its account's status (for the fail-open snapshot). */
+  knownKeys(): Promise<KnownKey[]>;
+
+  /** Counts one usage event into its account's day; false when the event was already counted. */
+  countUsage(usage: UsageCount, dedupeTtlMs: number): Promise<boolean>;
+  readUsage(
+    accountId: string,
+    days: string[],
+    windows: Windows,
+  ): Promise<{
+    days: DailyUsage[];
+    dayUsed: number;
+    monthUsed: number;
+  }>;
+
+  close(): Promise<void>;
+}
+
+/** How long per-day usage is kept (GetUsage serves up to a year). */
+export const USAGE_RETENTION_MS = 400 * 24 * 60 * 60 * 1000;

@@ -1,0 +1,136 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OPERATOR_TOKEN, startTestMeter, type TestMeter } from "./helpers.ts";
+
+const REPO = fileURLToPath(new URL("../..", import.meta.url));
+const CLI = join(REPO, "services/quota-meter/src/cli.ts");
+let qm: TestMeter;
+let tmp: string;
+
+beforeAll(async () => {
+  qm = await startTestMeter();
+  tmp = mkdtempSync(join(tmpdir(), "qm-cli-"));
+});
+
+afterAll(async () => {
+  await qm?.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+/** Runs `pnpm tollgate …` the way the root script does (node services/quota-meter/src/cli.ts). */
+function tollgate(args: string[], env: Record<string, string | undefined> = {}) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: REPO,
+      env: {
+        ...process.env,
+        QUOTA_METER_ADDR: `127.0.0.1:${qm.handle.grpcPort}`,
+        OPERATOR_TOKEN,
+        OPERATOR_TOKEN_FILE: undefined,
+        ...env,
+      },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("pnpm tollgate (operator CLI)", () => {
+  it("quickstart creates an account and a key and prints JSON with the key once", async () => {
+    const out = await tollgate(["quickstart", "--name", "cli test", "--daily", "1000"]);
+    expect(out.code).toBe(0);
+    const json = JSON.parse(out.stdout);
+    expect(json.account).toMatchObject({
+      name: "cli test",
+      status: "active",
+      daily_limit: 1000,
+      monthly_limit: 2_000_000,
+    });
+    expect(json.api_key).toMatch(/^tg_live_[A-Za-z0-9_-]{43}$/);
+    expect(json.key.prefix).toBe(json.api_key.slice(0, 12));
+    // The key works.
+    expect((await qm.meter.authorize(json.api_key)).decision).toBe("DECISION_ALLOW");
+
+    const listed = await tollgate(["key", "list", json.account.id]);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout).keys).toEqual([json.key]);
+    expect(listed.stdout).not.toContain(json.api_key);
+  });
+
+  it("manages accounts and keys: create, show, update, key create, revoke", async () => {
+    const created = JSON.parse(
+      (await tollgate(["account", "create", "--name", "Acme", "--monthly", "0"])).stdout,
+    );
+    const id = created.account.id;
+    expect(created.account).toMatchObject({ name: "Acme", monthly_limit: 0, daily_limit: 200_000 });
+
+    const shown = await tollgate(["account", "show", id]);
+    expect(JSON.parse(shown.stdout)).toEqual(created);
+
+    const updated = await tollgate(["account", "update", id, "--status", "suspended", "--burst", "10"]);
+    expect(JSON.parse(updated.stdout).account).toMatchObject({ status: "suspended", burst_per_second: 10 });
+
+    const key = JSON.parse((await tollgate(["key", "create", id])).stdout);
+    expect(key.api_key).toMatch(/^tg_live_/);
+    expect((await qm.meter.authorize(key.api_key)).decision).toBe("DECISION_SUBSCRIPTION_INACTIVE");
+
+    const revoked = await tollgate(["key", "revoke", id, key.key.id]);
+    expect(revoked.code).toBe(0);
+    expect(JSON.parse(revoked.stdout).key.revoked_at).toMatch(/^\d{4}-/);
+    expect(revoked.stdout).not.toContain(key.api_key);
+    expect((await qm.meter.authorize(key.api_key)).decision).toBe("DECISION_INVALID_KEY");
+  });
+
+  it("reads the operator token from a file", async () => {
+    const file = join(tmp, "operator-token");
+    writeFileSync(file, `${OPERATOR_TOKEN}\n`);
+    const out = await tollgate(["account", "create", "--name", "from-file"], {
+      OPERATOR_TOKEN: undefined,
+      OPERATOR_TOKEN_FILE: file,
+    });
+    expect(out.code).toBe(0);
+  });
+
+  it("exits 2 on usage errors and 1 on failures, with a clear message", async () => {
+    for (const args of [
+      [],
+      ["account"],
+      ["account", "create"],
+      ["key", "create"],
+      ["account", "create", "--name", "x", "--daily", "-1"],
+      ["bogus"],
+      ["account", "show", "a", "--daily", "3"],
+    ]) {
+      const out = await tollgate(args);
+      expect(out.code, args.join(" ")).toBe(2);
+      expect(out.stderr).toContain("Usage: pnpm tollgate");
+      expect(out.stdout).toBe("");
+    }
+    const missing = await tollgate(["account", "show", "acct_nope"]);
+    expect(missing).toMatchObject({ code: 1, stdout: "" });
+    expect(missing.stderr).toContain("no account acct_nope");
+
+    const badToken = await tollgate(["key", "list", "acct_nope"], { OPERATOR_TOKEN: "wrong" });
+    expect(badToken.code).toBe(1);
+    expect(badToken.stderr).toContain("operator token was refused");
+
+    const down = await tollgate(["key", "list", "acct_nope"], { QUOTA_METER_ADDR: "127.0.0.1:1" });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain("cannot reach quota-meter at 127.0.0.1:1");
+
+    const help = await tollgate(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("quickstart");
+  });
+});

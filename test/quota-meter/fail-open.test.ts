@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  capturingLogger,
+  metric,
+  REDIS_PORT,
+  startTestMeter,
+  type TestMeter,
+  tcpProxy,
+  waitFor,
+} from "./helpers.ts";
+
+// quota-meter reaches the machine's real Redis through a TCP proxy this file controls, so
+// the link can be cut or stalled without touching the Redis server other suites use.
+let proxy: Awaited<ReturnType<typeof tcpProxy>>;
+let qm: TestMeter;
+let direct: TestMeter;
+const log = capturingLogger();
+
+beforeAll(async () => {
+  proxy = await tcpProxy(REDIS_PORT);
+  qm = await startTestMeter(
+    { redisUrl: proxy.url("redis"), keySnapshotRefreshMs: 200, redisBudgetMs: 50, failOpenCooldownMs: 500 },
+    { logger: log.logger },
+  );
+  // A second replica on a direct link, sharing the same data (prefix).
+  direct = await startTestMeter({ redisPrefix: qm.config.redisPrefix });
+});
+
+afterAll(async () => {
+  await direct?.stop();
+  await qm?.stop();
+  await proxy?.close();
+});
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  const value = await fn();
+  return { value, ms: performance.now() - started };
+}
+
+describe("fail-open when Redis is unreachable", () => {
+  it("serves known keys unmetered and quickly when the link is cut, then meters again when it returns", async () => {
+    const good = await qm.admin.accountWithKey({ daily: 1_000, burst: 1_000_000 });
+    const inactive = await qm.admin.accountWithKey({});
+    await qm.admin.update(inactive.accountId, { status: "past_due" });
+    // Created on the other replica: this one learns it from the periodic snapshot refresh.
+    const elsewhere = await direct.admin.accountWithKey({ burst: 1_000_000 });
+    const revokedElsewhere = await direct.admin.accountWithKey({ burst: 1_000_000 });
+    await direct.admin.revoke(revokedElsewhere.accountId, revokedElsewhere.keyId);
+    expect(await qm.meter.authorize(good.apiKey)).toMatchObject({
+      decision: "DECISION_ALLOW",
+      metered: true,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 600));
+
+    await proxy.cut();
+    try {
+      const served = [];
+      for (let i = 0; i < 20; i++) served.push(await timed(() => qm.meter.authorize(good.apiKey)));
+      for (const { value } of served) {
+        expect(value).toMatchObject({
+          decision: "DECISION_ALLOW",
+          metered: false,
+          accountId: good.accountId,
+        });
+        expect(value.quota).toBeNull();
+      }
+      // Quick: no call waits on the reconnect. (The first may still try the dead socket and
+      // spend the 50 ms budget; a busy shared machine can add scheduling delay, hence the
+      // median for "quick" and a loose bound for every call.)
+      const ms = served.map((s) => s.ms).sort((a, b) => a - b);
+      expect(ms[Math.floor(ms.length / 2)]).toBeLessThan(20);
+      expect(ms.at(-1)).toBeLessThan(1_000);
+      expect((await qm.meter.authorize(elsewhere.apiKey)).decision).toBe("DECISION_ALLOW");
+      expect((await qm.meter.authorize(inactive.apiKey)).decision).toBe("DECISION_SUBSCRIPTION_INACTIVE");
+      expect((await qm.meter.authorize(revokedElsewhere.apiKey)).decision).toBe("DECISION_INVALID_KEY");
+      expect((await qm.meter.authorize(`tg_live_${"B".repeat(43)}`)).decision).toBe("DECISION_INVALID_KEY");
+      expect(await metric(qm.handle.metricsPort, "quota_fail_open_total")).toBeGreaterThanOrEqual(24);
+      // One log line for the whole burst of fail-open answers, not one per call.
+      expect(log.lines().filter((l) => String(l.msg).includes("fails open"))).toHaveLength(1);
+    } finally {
+      await proxy.restore();
+    }
+    const resumed = await waitFor(async () => {
+      const res = await qm.meter.authorize(good.apiKey);
+      return res.metered ? res : undefined;
+    }, 10_000);
+    // Calls served during the outage were not counted: 1 before + this one.
+    expect(resumed.quota).toMatchObject({ dayUsed: 2 });
+  });
+
+  it("answers within the budget when Redis is slow, then meters again when it speeds up", async () => {
+    const { apiKey } = await qm.admin.accountWithKey({ daily: 1_000, burst: 1_000_000 });
+    expect((await qm.meter.authorize(apiKey)).metered).toBe(true);
+
+    proxy.stall();
+    const slow = await timed(() => qm.meter.authorize(apiKey));
+    expect(slow.value).toMatchObject({ decision: "DECISION_ALLOW", metered: false });
+    // The 50 ms budget (loosely bounded: a busy shared machine adds scheduling delay).
+    expect(slow.ms).toBeGreaterThanOrEqual(45);
+    expect(slow.ms).toBeLessThan(600);
+    // A few timeouts in a row open the breaker: while it cools down, calls do not even
+    // wait for the budget.
+    await Promise.all([qm.meter.authorize(apiKey), qm.meter.authorize(apiKey)]);
+    const next = await timed(() => qm.meter.authorize(apiKey));
+    expect(next.value.metered).toBe(false);
+    expect(next.ms).toBeLessThan(45);
+    expect(
+      await metric(qm.handle.metricsPort, "quota_fail_open_total", { reason: "timeout" }),
+    ).toBeGreaterThan(0);
+
+    await proxy.restore();
+    await waitFor(async () => (await qm.meter.authorize(apiKey)).metered, 10_000);
+  });
+});

@@ -1,0 +1,311 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { createServer, connect as netConnect, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { contracts, createClient, grpc, type Logger } from "@tollgate/platform";
+import type { UsageRecord } from "@tollgate/platform/generated/tollgate/quota/v1/UsageRecord";
+import { createClient as createRedisClient } from "redis";
+import { loadConfig, type QuotaMeterConfig } from "../../services/quota-meter/src/config.ts";
+import { type QuotaMeterHandle, startQuotaMeter } from "../../services/quota-meter/src/server.ts";
+
+export const REDIS_PORT = 6379;
+export const NATS_PORT = 4222;
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of a real server, so a test can cut or stall the
+ * link (the server keeps running for everyone else). While cut it keeps its port (so no
+ * other process can take it) and drops every connection at once: the server is
+ * unreachable.
+ */
+export async function tcpProxy(targetPort: number) {
+  const sockets = new Set<Socket>();
+  let cut = false;
+  let stalled = false;
+  const held: Array<() => void> = [];
+
+  const server: Server = createServer((client) => {
+    if (cut) {
+      client.destroy();
+      return;
+    }
+    const upstream = netConnect(targetPort, "127.0.0.1");
+    sockets.add(client);
+    sockets.add(upstream);
+    const forward = (from: Socket, to: Socket) => {
+      from.on("data", (chunk: Buffer) => {
+        // Stalled: hold the bytes (a slow link, not a dead one) until it flows again.
+        if (stalled) held.push(() => to.write(chunk));
+        else to.write(chunk);
+      });
+    };
+    forward(client, upstream);
+    forward(upstream, client);
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    for (const s of [client, upstream]) {
+      s.on("close", close);
+      s.on("error", close);
+    }
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      resolve(typeof address === "object" && address ? address.port : 0);
+    });
+  });
+  const dropAll = () => {
+    for (const s of sockets) s.destroy();
+    sockets.clear();
+    held.length = 0;
+  };
+
+  return {
+    port,
+    url: (scheme: string) => `${scheme}://127.0.0.1:${port}`,
+    /** Drops every connection and every new one: the server is unreachable. */
+    async cut() {
+      cut = true;
+      stalled = false;
+      dropAll();
+    },
+    /** Keeps connections open but holds all bytes: the server is slow, not gone. */
+    stall() {
+      stalled = true;
+    },
+    async restore() {
+      cut = false;
+      stalled = false;
+      for (const flush of held.splice(0)) flush();
+    },
+    async close() {
+      cut = true;
+      dropAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+// pino is the platform's logger; the test package reaches it through the platform's own
+// dependencies rather than declaring a second copy.
+const pino = createRequire(new URL("../../libs/platform/package.json", import.meta.url))("pino").pino as (
+  options: object,
+  stream?: Writable,
+) => Logger;
+
+export function silentLogger(): Logger {
+  return pino({ level: process.env.QM_TEST_LOG ?? "silent" });
+}
+
+/** A logger whose lines the test can read (and that stays quiet on the console). */
+export function capturingLogger(service = "quota-meter"): {
+  logger: Logger;
+  lines: () => Array<Record<string, unknown>>;
+} {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const line of chunk.toString("utf8").split("\n")) if (line) lines.push(JSON.parse(line));
+      cb();
+    },
+  });
+  return { logger: pino({ level: "info", base: { service } }, sink), lines: () => lines };
+}
+
+export function uniqueId(label: string): string {
+  return `${label}${randomBytes(4).toString("hex")}`;
+}
+
+export interface TestMeter {
+  handle: QuotaMeterHandle;
+  config: QuotaMeterConfig;
+  meter: ReturnType<typeof meterClient>;
+  admin: ReturnType<typeof adminClient>;
+  stop(): Promise<void>;
+}
+
+export const OPERATOR_TOKEN = "test-operator-token";
+
+/**
+ * Starts quota-meter in-process on free ports with its own Redis prefix, NATS namespace
+ * and outbox directory, so test files can run side by side on the shared servers.
+ */
+export async function startTestMeter(
+  overrides: Partial<QuotaMeterConfig> = {},
+  deps: { now?: () => number; logger?: Logger } = {},
+): Promise<TestMeter> {
+  const id = uniqueId("qmt");
+  const outboxRoot = mkdtempSync(join(tmpdir(), "qm-outbox-"));
+  const config: QuotaMeterConfig = {
+    ...loadConfig(),
+    grpcPort: 0,
+    metricsPort: 0,
+    host: "127.0.0.1",
+    redisUrl: `redis://127.0.0.1:${REDIS_PORT}`,
+    natsUrl: `nats://127.0.0.1:${NATS_PORT}`,
+    redisPrefix: `test:${id}:`,
+    eventsNamespace: id,
+    outboxDir: join(outboxRoot, "quota-meter"),
+    operatorToken: OPERATOR_TOKEN,
+    apiKeyPepper: "test-pepper",
+    ...overrides,
+  };
+  const handle = await startQuotaMeter(config, {
+    logger: deps.logger ?? silentLogger(),
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+  const addr = `127.0.0.1:${handle.grpcPort}`;
+  const meter = meterClient(addr);
+  const admin = adminClient(addr, OPERATOR_TOKEN);
+  return {
+    handle,
+    config,
+    meter,
+    admin,
+    async stop() {
+      meter.close();
+      admin.close();
+      await handle.stop();
+      await cleanRedis(config.redisPrefix);
+      await deleteStreams(config.eventsNamespace);
+      rmSync(outboxRoot, { recursive: true, force: true });
+    },
+  };
+}
+
+export function meterClient(addr: string) {
+  const client = createClient(contracts.quotaMeter().QuotaMeterService, addr, {
+    service: "quota-meter",
+    defaultDeadlineMs: 10_000,
+  });
+  return {
+    authorize: (apiKey: string, requestId = uniqueId("req")) =>
+      client.call("Authorize", {
+        requestId,
+        apiKey,
+        endpoint: "/api/chain/block-number",
+        network: "ethereum",
+      }),
+    report: (records: UsageRecord[]) => client.call("ReportUsage", { records }),
+    usage: (apiKey: string, days = 7) => client.call("GetUsage", { apiKey, days }),
+    raw: client,
+    close: () => client.close(),
+  };
+}
+
+export function adminClient(addr: string, token: string | undefined) {
+  const client = createClient(contracts.quotaMeter().QuotaAdminService, addr, {
+    service: "quota-admin",
+    defaultDeadlineMs: 10_000,
+  });
+  const options = () => {
+    const metadata = new grpc.Metadata();
+    if (token !== undefined) metadata.set("authorization", `Bearer ${token}`);
+    return { metadata };
+  };
+  return {
+    async account(plan: { daily?: number; monthly?: number; burst?: number } = {}) {
+      const { account } = await client.call(
+        "CreateAccount",
+        {
+          name: uniqueId("acct-"),
+          ...(plan.daily !== undefined ? { dailyLimit: plan.daily } : {}),
+          ...(plan.monthly !== undefined ? { monthlyLimit: plan.monthly } : {}),
+          ...(plan.burst !== undefined ? { burstPerSecond: plan.burst } : {}),
+        },
+        options(),
+      );
+      if (!account) throw new Error("no account");
+      return account;
+    },
+    async key(accountId: string) {
+      const created = await client.call("CreateKey", { accountId }, options());
+      if (!created.key) throw new Error("no key");
+      return { keyId: created.key.id, apiKey: created.secret, key: created.key };
+    },
+    async accountWithKey(plan: { daily?: number; monthly?: number; burst?: number } = {}) {
+      const account = await this.account(plan);
+      const key = await this.key(account.id);
+      return { accountId: account.id, ...key };
+    },
+    update: (
+      accountId: string,
+      patch: { status?: string; dailyLimit?: number; monthlyLimit?: number; burstPerSecond?: number },
+    ) => client.call("UpdateAccount", { accountId, ...patch }, options()),
+    get: (accountId: string) => client.call("GetAccount", { accountId }, options()),
+    list: (accountId: string) => client.call("ListKeys", { accountId }, options()),
+    revoke: (accountId: string, keyId: string) => client.call("RevokeKey", { accountId, keyId }, options()),
+    raw: client,
+    close: () => client.close(),
+  };
+}
+
+export async function redis() {
+  const client = createRedisClient({ url: `redis://127.0.0.1:${REDIS_PORT}` });
+  await client.connect();
+  return client;
+}
+
+export async function cleanRedis(prefix: string): Promise<void> {
+  const client = await redis();
+  try {
+    for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) {
+      if (keys.length > 0) await client.del(keys);
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+/** Deletes the streams of a test namespace. */
+export async function deleteStreams(namespace: string): Promise<void> {
+  const nc = await connect({ servers: `nats://127.0.0.1:${NATS_PORT}` });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const suffix = `_${namespace.toUpperCase().replace(/[^A-Z0-9_-]/g, "_")}`;
+    for await (const name of jsm.streams.names()) {
+      if (name.endsWith(suffix)) await jsm.streams.delete(name);
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Metric samples from a /metrics page, summed over the series matching `labels`. */
+export async function metric(
+  port: number,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)))
+      sum += Number(line.split(" ").pop());
+  }
+  return sum;
+}
+
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+  everyMs = 50,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}

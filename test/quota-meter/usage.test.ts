@@ -1,0 +1,175 @@
+import { randomUUID } from "node:crypto";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { grpc } from "@tollgate/platform";
+import type { UsageRecord } from "@tollgate/platform/generated/tollgate/quota/v1/UsageRecord";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { natsSubject, streamSpecFor, USAGE_V1, type UsageEventV1 } from "../../libs/events/src/index.ts";
+import { metric, NATS_PORT, startTestMeter, type TestMeter, tcpProxy, waitFor } from "./helpers.ts";
+
+// quota-meter reaches the machine's real NATS through a TCP proxy this file controls, so
+// the link can be cut without stopping the server other suites use.
+let proxy: Awaited<ReturnType<typeof tcpProxy>>;
+let qm: TestMeter;
+let nc: NatsConnection;
+const t = Date.UTC(2026, 5, 10, 12, 0, 0);
+const now = () => t;
+
+beforeAll(async () => {
+  proxy = await tcpProxy(NATS_PORT);
+  qm = await startTestMeter({ natsUrl: proxy.url("nats") }, { now });
+  nc = await connect({ servers: `nats://127.0.0.1:${NATS_PORT}` });
+});
+
+afterAll(async () => {
+  await nc?.close();
+  await qm?.stop();
+  await proxy?.close();
+});
+
+const stream = () => streamSpecFor(USAGE_V1, qm.config.eventsNamespace).name;
+
+/** The usage events stored in the stream for one account. */
+async function storedEvents(accountId: string): Promise<UsageEventV1[]> {
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.streams.info(stream());
+  const consumer = await jetstream(nc).consumers.get(stream());
+  const events: UsageEventV1[] = [];
+  if (info.state.messages === 0) return events;
+  const batch = await consumer.fetch({ max_messages: info.state.messages, expires: 2_000 });
+  let read = 0;
+  for await (const m of batch) {
+    const e = m.json<UsageEventV1>();
+    if (e.account_id === accountId) events.push(e);
+    if (++read >= info.state.messages) break;
+  }
+  return events;
+}
+
+function record(
+  auth: { accountId: string; keyId: string; dayWindow: string; monthWindow: string },
+  status = 200,
+  refund = false,
+): UsageRecord {
+  return {
+    requestId: randomUUID(),
+    accountId: auth.accountId,
+    keyId: auth.keyId,
+    endpoint: "/api/chain/block-number",
+    network: "ethereum",
+    status,
+    latencyMs: 4.5,
+    time: new Date(t).toISOString(),
+    refund,
+    dayWindow: auth.dayWindow,
+    monthWindow: auth.monthWindow,
+  };
+}
+
+describe("usage events and GetUsage", () => {
+  it("publishes one usage event per reported call (never the key) and counts them per day", async () => {
+    const { apiKey, accountId, keyId } = await qm.admin.accountWithKey({ daily: 100, burst: 1_000_000 });
+    const auth = await qm.meter.authorize(apiKey);
+    const records = [record(auth), record(auth), record(auth, 502, true)];
+    expect((await qm.meter.report(records)).accepted).toBe(3);
+
+    const events = await waitFor(async () => {
+      const stored = await storedEvents(accountId);
+      return stored.length === 3 ? stored : undefined;
+    });
+    expect(events.map((e) => e.id).sort()).toEqual(records.map((r) => r.requestId).sort());
+    expect(events[0]).toMatchObject({
+      account_id: accountId,
+      key_id: keyId,
+      endpoint: "/api/chain/block-number",
+    });
+    expect(JSON.stringify(events)).not.toContain(apiKey);
+    const jsm = await jetstreamManager(nc);
+    expect((await jsm.streams.info(stream())).config.subjects).toEqual([
+      natsSubject(USAGE_V1, qm.config.eventsNamespace),
+    ]);
+
+    const usage = await waitFor(async () => {
+      const u = await qm.meter.usage(apiKey, 3);
+      return u.days.at(-1)?.requests === 3 ? u : undefined;
+    });
+    expect(usage.accountId).toBe(accountId);
+    expect(usage.days).toEqual([
+      { day: "2026-06-08", requests: 0, errors: 0 },
+      { day: "2026-06-09", requests: 0, errors: 0 },
+      { day: "2026-06-10", requests: 3, errors: 1 },
+    ]);
+    // The refunded call gave its unit back: 1 counted, 1 refunded → 0 used.
+    expect(usage.quota).toMatchObject({ dayLimit: 100, dayUsed: 0 });
+  });
+
+  it("counts each event once, even when it is delivered again", async () => {
+    const { apiKey, accountId, keyId } = await qm.admin.accountWithKey({ burst: 1_000_000 });
+    const e = {
+      id: randomUUID(),
+      request_id: "r",
+      account_id: accountId,
+      key_id: keyId,
+      endpoint: "/api/chain/chain-id",
+      network: "sepolia",
+      status: 200,
+      latency_ms: 1,
+      time: new Date(t).toISOString(),
+    } satisfies UsageEventV1;
+    const js = jetstream(nc);
+    const subject = natsSubject(USAGE_V1, qm.config.eventsNamespace);
+    // Two stored copies (different message ids, as after the stream's duplicate window).
+    await js.publish(subject, JSON.stringify(e), { msgID: `${e.id}-a` });
+    await js.publish(subject, JSON.stringify(e), { msgID: `${e.id}-b` });
+    await waitFor(
+      async () =>
+        (await metric(qm.handle.metricsPort, "quota_usage_events_total", { result: "duplicate" })) > 0,
+    );
+    expect((await qm.meter.usage(apiKey, 1)).days).toEqual([{ day: "2026-06-10", requests: 1, errors: 0 }]);
+  });
+
+  it("NATS cut mid-test: every usage event of the run arrives in the stream exactly once after it returns", async () => {
+    const { apiKey, accountId } = await qm.admin.accountWithKey({ daily: 0, monthly: 0, burst: 1_000_000 });
+    const sent: string[] = [];
+    const reportBatch = async (n: number) => {
+      const recs: UsageRecord[] = [];
+      for (let i = 0; i < n; i++) recs.push(record(await qm.meter.authorize(apiKey)));
+      expect((await qm.meter.report(recs)).accepted).toBe(n);
+      sent.push(...recs.map((r) => r.requestId ?? ""));
+    };
+    await reportBatch(50);
+    await proxy.cut();
+    // The hot path is untouched by the outage, and reports are still accepted.
+    for (let i = 0; i < 5; i++) await reportBatch(20);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await metric(qm.handle.metricsPort, "events_outbox_depth")).toBeGreaterThan(0);
+    await proxy.restore();
+    await reportBatch(50);
+
+    const events = await waitFor(async () => {
+      const stored = await storedEvents(accountId);
+      return stored.length >= sent.length ? stored : undefined;
+    }, 30_000);
+    const ids = events.map((e) => e.id);
+    expect(ids).toHaveLength(200);
+    expect(new Set(ids).size).toBe(200);
+    expect(new Set(ids)).toEqual(new Set(sent));
+    await waitFor(async () => (await metric(qm.handle.metricsPort, "events_outbox_depth")) === 0, 10_000);
+
+    // And the consumer (also behind the cut link) counted each one exactly once.
+    const usage = await waitFor(async () => {
+      const u = await qm.meter.usage(apiKey, 1);
+      return u.days[0]?.requests === 200 ? u : undefined;
+    }, 20_000);
+    expect(usage.days).toEqual([{ day: "2026-06-10", requests: 200, errors: 0 }]);
+  });
+
+  it("GetUsage refuses unknown keys with invalid_api_key", async () => {
+    await expect(qm.meter.usage(`tg_live_${"C".repeat(43)}`)).rejects.toSatisfy(
+      (err) =>
+        (err as { failure?: { grpcCode: number; code?: string } }).failure?.grpcCode ===
+          grpc.status.UNAUTHENTICATED &&
+        (err as { failure?: { code?: string } }).failure?.code === "invalid_api_key",
+    );
+  });
+});
