@@ -1,0 +1,154 @@
+// Typed configuration of the payment verifier, read once from the environment.
+import { resolve } from "node:path";
+import { bindHost, envInt, envString, readSecret } from "@tollgate/platform";
+import { getAddress, isAddress, isHex } from "viem";
+
+export type Address = `0x${string}`;
+export type Caip2 = `${string}:${string}`;
+
+/** What the x402 `exact` offer asks for: where the money goes, in which token, on which chain. */
+export interface X402ExactConfig {
+  /** Settlement chain, CAIP-2 (`eip155:<chainId>`). */
+  network: Caip2;
+  /** Token contract (EIP-3009), checksummed. */
+  asset: Address;
+  /** The token's EIP-712 domain, sent as `extra` so clients can sign. */
+  assetName: string;
+  assetVersion: string;
+  assetSymbol: string;
+  assetDecimals: number;
+  /** Receiver of every payment, checksummed. */
+  payTo: Address;
+  maxTimeoutSeconds: number;
+}
+
+export type FacilitatorConfig =
+  | {
+      /** A facilitator service speaking the standard /verify, /settle, /supported API. */
+      mode: "remote";
+      url: string;
+      timeoutMs: number;
+    }
+  | {
+      /** x402Facilitator in-process, submitting settlements with our own key. */
+      mode: "local";
+      privateKey: `0x${string}`;
+      rpcUrl: string;
+      /** Bound on a settlement's receipt wait; past it the settle reports settlement_pending. */
+      confirmationTimeoutMs: number;
+      /** How often a pending transaction's receipt is polled. */
+      pollingIntervalMs: number;
+      /** Per-RPC-call timeout. */
+      rpcTimeoutMs: number;
+    };
+
+export interface PaymentVerifierConfig {
+  host: string;
+  grpcPort: number;
+  metricsPort: number;
+  redisUrl: string;
+  natsUrl: string;
+  /** Prefix of every Redis key this service writes (tests use their own). */
+  redisPrefix: string;
+  /** How long a verified payment stays reserved waiting for Settle or Release. */
+  reservationTtlSeconds: number;
+  /** Where settlement events wait (on disk) until JetStream acknowledged them: OUTBOX_DIR/payment-verifier. */
+  outboxDir: string;
+  x402: X402ExactConfig;
+  facilitator: FacilitatorConfig;
+}
+
+/** Base mainnet USDC and its EIP-712 domain. */
+export const BASE_USDC: Address = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+
+/**
+ * The devnet's payTo (anvil dev mnemonic, index 6: a PUBLIC test key). Only a default outside
+ * production, so `start` works offline; real money must never be sent to it.
+ */
+export const DEVNET_PAY_TO: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
+
+export class ConfigError extends Error {}
+
+function address(name: string, value: string): Address {
+  if (!isAddress(value, { strict: false }))
+    throw new ConfigError(`${name} must be an address, got "${value}"`);
+  return getAddress(value);
+}
+
+function caip2(name: string, value: string): Caip2 {
+  if (!/^eip155:[1-9][0-9]*$/.test(value)) {
+    throw new ConfigError(`${name} must be an EVM CAIP-2 network id like eip155:8453, got "${value}"`);
+  }
+  return value as Caip2;
+}
+
+function facilitatorFromEnv(production: boolean): FacilitatorConfig {
+  const url = envString("X402_FACILITATOR_URL", "");
+  const privateKey = readSecret("X402_FACILITATOR_PRIVATE_KEY");
+  if (url && privateKey) {
+    throw new ConfigError(
+      "set either X402_FACILITATOR_URL (remote) or X402_FACILITATOR_PRIVATE_KEY (self-hosted)",
+    );
+  }
+  if (url) {
+    if (production && !url.startsWith("https://")) {
+      throw new ConfigError("X402_FACILITATOR_URL must be https in production");
+    }
+    return { mode: "remote", url, timeoutMs: envInt("X402_FACILITATOR_TIMEOUT_MS", 10_000) };
+  }
+  if (privateKey) {
+    const key = privateKey.startsWith("0x") ? privateKey : `0x${privateKey}`;
+    if (!isHex(key) || key.length !== 66) {
+      throw new ConfigError("X402_FACILITATOR_PRIVATE_KEY must be a 32-byte hex private key");
+    }
+    const rpcUrl = envString("X402_SETTLEMENT_RPC_URL", "");
+    if (!rpcUrl)
+      throw new ConfigError("X402_SETTLEMENT_RPC_URL is required with X402_FACILITATOR_PRIVATE_KEY");
+    return {
+      mode: "local",
+      privateKey: key,
+      rpcUrl,
+      confirmationTimeoutMs: envInt("X402_CONFIRMATION_TIMEOUT_MS", 20_000),
+      pollingIntervalMs: envInt("X402_RECEIPT_POLL_MS", 250),
+      rpcTimeoutMs: envInt("X402_SETTLEMENT_RPC_TIMEOUT_MS", 10_000),
+    };
+  }
+  throw new ConfigError(
+    "no x402 facilitator: set X402_FACILITATOR_URL, or X402_FACILITATOR_PRIVATE_KEY with X402_SETTLEMENT_RPC_URL",
+  );
+}
+
+export function loadConfig(): PaymentVerifierConfig {
+  const production = process.env.NODE_ENV === "production";
+  const payTo = envString("X402_PAY_TO", "");
+  if (!payTo && production) throw new ConfigError("X402_PAY_TO is required in production");
+  const maxTimeoutSeconds = envInt("X402_MAX_TIMEOUT_SECONDS", 60);
+  // The exact scheme's facilitator refuses authorizations that expire within 6 s.
+  if (maxTimeoutSeconds < 10) throw new ConfigError("X402_MAX_TIMEOUT_SECONDS must be at least 10");
+  return {
+    host: bindHost(),
+    grpcPort: envInt("GRPC_PORT", 50052),
+    metricsPort: envInt("METRICS_PORT", 9462),
+    redisUrl: envString("REDIS_URL", "redis://127.0.0.1:6379"),
+    natsUrl: envString("NATS_URL", "nats://127.0.0.1:4222"),
+    redisPrefix: envString("PAYMENT_REDIS_PREFIX", "tollgate:payment:"),
+    reservationTtlSeconds: envInt("PAYMENT_RESERVATION_TTL_SECONDS", 120),
+    outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), "payment-verifier"),
+    x402: {
+      network: caip2("X402_NETWORK", envString("X402_NETWORK", "eip155:8453")),
+      asset: address("X402_ASSET", envString("X402_ASSET", BASE_USDC)),
+      assetName: envString("X402_ASSET_NAME", "USD Coin"),
+      assetVersion: envString("X402_ASSET_VERSION", "2"),
+      assetSymbol: envString("X402_ASSET_SYMBOL", "USDC"),
+      assetDecimals: envInt("X402_ASSET_DECIMALS", 6),
+      payTo: payTo ? address("X402_PAY_TO", payTo) : DEVNET_PAY_TO,
+      maxTimeoutSeconds,
+    },
+    facilitator: facilitatorFromEnv(production),
+  };
+}
+
+/** The chain id of an `eip155:<id>` network. */
+export function chainIdOf(network: Caip2): number {
+  return Number(network.slice("eip155:".length));
+}

@@ -1,0 +1,259 @@
+// The x402 facilitator behind the resource server, in one of two modes:
+//   remote: a facilitator service (standard /verify, /settle, /supported) via HTTPFacilitatorClient;
+//   local:  x402Facilitator in-process with the exact EVM scheme and our own settlement key.
+// Either way the resource server sees a FacilitatorClient. A facilitator or chain that cannot be
+// reached surfaces as FacilitatorUnavailableError, never as an invalid payment.
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { Logger } from "@tollgate/platform";
+import { type PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
+import { type FacilitatorClient, HTTPFacilitatorClient } from "@x402/core/server";
+import type {
+  PaymentPayload,
+  PaymentRequirements,
+  SettleResponse,
+  SupportedResponse,
+  VerifyResponse,
+} from "@x402/core/types";
+import { toFacilitatorEvmSigner } from "@x402/evm";
+import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import {
+  type Abi,
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  type Hex,
+  http,
+  type PublicClient,
+  type WalletClient,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { type Caip2, chainIdOf, type FacilitatorConfig } from "./config.ts";
+
+/** The facilitator or the settlement chain could not be reached; the payment itself may be fine. */
+export class FacilitatorUnavailableError extends Error {}
+
+export interface Facilitator {
+  readonly mode: "remote" | "local";
+  readonly client: FacilitatorClient;
+  /** The settlement account (local mode). */
+  readonly address?: `0x${string}`;
+  close(): Promise<void>;
+}
+
+export function createFacilitator(
+  cfg: FacilitatorConfig,
+  network: Caip2,
+  logger: Logger,
+  pendingSettlementStore?: PendingSettlementStore,
+): Facilitator {
+  if (cfg.mode === "remote") {
+    return {
+      mode: "remote",
+      client: new HTTPFacilitatorClient({ url: cfg.url, timeoutMs: cfg.timeoutMs }),
+      close: async () => {},
+    };
+  }
+  return createLocalFacilitator(cfg, network, logger, pendingSettlementStore);
+}
+
+// ---- local mode ----
+
+type LocalConfig = Extract<FacilitatorConfig, { mode: "local" }>;
+
+/** viem errors that mean "could not talk to the node", as opposed to the node answering. */
+const TRANSPORT_ERRORS = new Set([
+  "HttpRequestError",
+  "TimeoutError",
+  "WebSocketRequestError",
+  "SocketClosedError",
+]);
+
+function isTransportError(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 8; depth++) {
+    const { name, cause } = e as { name?: string; cause?: unknown };
+    if (name && TRANSPORT_ERRORS.has(name)) return true;
+    e = cause;
+  }
+  return false;
+}
+
+/**
+ * Notes RPC transport failures during one verify/settle. The exact scheme turns some of them into
+ * ordinary refusals (a failed getCode reads as "invalid signature", a failed simulation as
+ * "simulation failed"); with this we can tell an outage from a bad payment.
+ */
+const rpcFailures = new AsyncLocalStorage<CallScope>();
+
+/** One facilitator verify or settle: whether the node was unreachable, and code read so far. */
+interface CallScope {
+  failed: boolean;
+  /** The exact scheme reads the payer's code twice per verify; once is enough. */
+  code: Map<string, Promise<Hex | undefined>>;
+}
+
+const newScope = (): CallScope => ({ failed: false, code: new Map() });
+
+async function tracked<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (isTransportError(err)) {
+      const scope = rpcFailures.getStore();
+      if (scope) scope.failed = true;
+    }
+    throw err;
+  }
+}
+
+function swallowTransportError(err: unknown): undefined {
+  if (isTransportError(err)) return undefined;
+  throw err;
+}
+
+/**
+ * One settlement key, many concurrent settlements: submissions go out one at a time with nonces
+ * we count ourselves, so concurrent settles never race for a nonce. A nonce is consumed only when
+ * the node accepted the transaction; after any failure the next submission re-reads the pending
+ * count from the node. Receipt waits happen outside the queue. The key must not be shared with
+ * another process (one key per replica, or use a remote facilitator).
+ */
+export class SerialSubmitter {
+  readonly #publicClient: PublicClient;
+  readonly #address: `0x${string}`;
+  #tail: Promise<unknown> = Promise.resolve();
+  #nonce: number | undefined;
+
+  constructor(publicClient: PublicClient, address: `0x${string}`) {
+    this.#publicClient = publicClient;
+    this.#address = address;
+  }
+
+  submit(send: (nonce: number) => Promise<Hex>): Promise<Hex> {
+    const run = async (): Promise<Hex> => {
+      this.#nonce ??= await this.#publicClient.getTransactionCount({
+        address: this.#address,
+        blockTag: "pending",
+      });
+      try {
+        const hash = await send(this.#nonce);
+        this.#nonce += 1;
+        return hash;
+      } catch (err) {
+        this.#nonce = undefined;
+        throw err;
+      }
+    };
+    const result = this.#tail.then(run, run);
+    this.#tail = result.catch(() => {});
+    return result;
+  }
+}
+
+function createLocalFacilitator(
+  cfg: LocalConfig,
+  network: Caip2,
+  logger: Logger,
+  pendingSettlementStore: PendingSettlementStore | undefined,
+): Facilitator {
+  const chain = defineChain({
+    id: chainIdOf(network),
+    name: `x402 settlement ${network}`,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [cfg.rpcUrl] } },
+  });
+  // retryCount 0: viem would otherwise retry reverted simulations, turning a clear refusal into
+  // a slow one. Outages are reported as such instead (see rpcFailures).
+  const transport = http(cfg.rpcUrl, { retryCount: 0, timeout: cfg.rpcTimeoutMs });
+  const publicClient = createPublicClient({ chain, transport, pollingInterval: cfg.pollingIntervalMs });
+  const account = privateKeyToAccount(cfg.privateKey);
+  const wallet: WalletClient = createWalletClient({ account, chain, transport });
+  const submitter = new SerialSubmitter(publicClient, account.address);
+
+  const signer = toFacilitatorEvmSigner(
+    {
+      address: account.address,
+      readContract: (args) =>
+        tracked(() => publicClient.readContract({ ...args, abi: args.abi as Abi, args: args.args ?? [] })),
+      verifyTypedData: (args) => tracked(() => publicClient.verifyTypedData(args as never)),
+      // A failed getCode must not throw: the exact scheme starts an asset check with it that it
+      // may never await (an unhandled rejection). The outage is noted and reported instead.
+      getCode: (args) => {
+        const memo = rpcFailures.getStore()?.code;
+        const key = args.address.toLowerCase();
+        const cached = memo?.get(key);
+        if (cached) return cached;
+        const read = tracked(() => publicClient.getCode(args)).catch(swallowTransportError);
+        memo?.set(key, read);
+        return read;
+      },
+      waitForTransactionReceipt: (args) => tracked(() => publicClient.waitForTransactionReceipt(args)),
+      writeContract: (args) =>
+        tracked(() =>
+          submitter.submit((nonce) =>
+            wallet.writeContract({
+              address: args.address,
+              abi: args.abi as Abi,
+              functionName: args.functionName,
+              args: args.args,
+              ...(args.gas !== undefined && { gas: args.gas }),
+              ...(args.dataSuffix !== undefined && { dataSuffix: args.dataSuffix }),
+              account,
+              chain,
+              nonce,
+            }),
+          ),
+        ),
+      sendTransaction: (args) =>
+        tracked(() =>
+          submitter.submit((nonce) =>
+            wallet.sendTransaction({ to: args.to, data: args.data, account, chain, nonce }),
+          ),
+        ),
+    },
+    { confirmationTimeoutMs: cfg.confirmationTimeoutMs },
+  );
+
+  const facilitator = new x402Facilitator().register(
+    network,
+    new ExactEvmScheme(signer, pendingSettlementStore ? { pendingSettlementStore } : {}),
+  );
+
+  const client: FacilitatorClient = {
+    async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
+      const scope = newScope();
+      const result = await rpcFailures
+        .run(scope, () => facilitator.verify(payload, requirements))
+        .catch((err) => {
+          if (scope.failed || isTransportError(err)) {
+            throw new FacilitatorUnavailableError("settlement chain unreachable during verify");
+          }
+          throw err;
+        });
+      if (!result.isValid && scope.failed) {
+        throw new FacilitatorUnavailableError("settlement chain unreachable during verify");
+      }
+      return result;
+    },
+    async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+      const scope = newScope();
+      const result = await rpcFailures
+        .run(scope, () => facilitator.settle(payload, requirements))
+        .catch((err) => {
+          if (scope.failed || isTransportError(err)) {
+            throw new FacilitatorUnavailableError("settlement chain unreachable during settle");
+          }
+          throw err;
+        });
+      // A broadcast transaction (settlement_pending) is reported as is: money may still move.
+      if (!result.success && scope.failed && !result.transaction) {
+        throw new FacilitatorUnavailableError("settlement chain unreachable during settle");
+      }
+      return result;
+    },
+    // The facilitator lists the networks it was registered with, all CAIP-2.
+    getSupported: async () => facilitator.getSupported() as SupportedResponse,
+  };
+
+  logger.debug({ address: account.address, network }, "in-process x402 facilitator");
+  return { mode: "local", client, address: account.address, close: async () => {} };
+}

@@ -1,0 +1,225 @@
+// Shared setup for the payment-verifier suites: a devnet (its settlement chain), the service
+// in-process on free ports, a gRPC client, and official x402 clients (@x402/core client +
+// @x402/evm exact client scheme) for the devnet's funded payers.
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { ENDPOINTS, priceAtomic } from "@tollgate/catalog";
+import { type Devnet, startDevnet } from "@tollgate/devnet";
+import { contracts, createClient, createLogger, type Logger } from "@tollgate/platform";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { createClient as createRedis } from "redis";
+import { createPublicClient, erc20Abi, http, type PublicClient } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { PaymentVerifierConfig } from "../../services/payment-verifier/src/config.ts";
+import {
+  type PaymentVerifierDeps,
+  type PaymentVerifierHandle,
+  startPaymentVerifier,
+} from "../../services/payment-verifier/src/server.ts";
+
+export type Address = `0x${string}`;
+export type Header = { name: string; value: string };
+
+export const BLOCK_NUMBER = "/api/chain/block-number"; // 0.001
+export const CALL = "/api/chain/call"; // 0.005
+export const ERC721_TOKENS = "/api/chain/erc721-tokens"; // 0.008
+
+export function uniqueId(prefix: string): string {
+  return `${prefix}${randomBytes(4).toString("hex")}`;
+}
+
+export function startSettlementDevnet(): Promise<Devnet> {
+  const dir = mkdtempSync(join(tmpdir(), "pv-devnet-"));
+  return startDevnet({ stateDir: dir, file: join(dir, "devnet.json") });
+}
+
+function account(devnet: Devnet, role: string) {
+  const a = devnet.accounts.find((x) => x.role === role);
+  if (!a) throw new Error(`no devnet account ${role}`);
+  return a;
+}
+
+/** The service's configuration for the devnet's settlement chain (what deploy/local passes as env). */
+export function devnetConfig(
+  devnet: Devnet,
+  overrides: Partial<PaymentVerifierConfig> = {},
+): PaymentVerifierConfig {
+  const settlement = devnet.demo.settlement;
+  return {
+    host: "127.0.0.1",
+    grpcPort: 0,
+    metricsPort: 0,
+    redisUrl: "redis://127.0.0.1:6379",
+    natsUrl: "nats://127.0.0.1:4222",
+    redisPrefix: `${uniqueId("test:pv:")}:`,
+    reservationTtlSeconds: 120,
+    outboxDir: mkdtempSync(join(tmpdir(), "pv-outbox-")),
+    x402: {
+      network: settlement.network as `${string}:${string}`,
+      asset: settlement.usdc.address,
+      assetName: settlement.usdc.domain.name,
+      assetVersion: settlement.usdc.domain.version,
+      assetSymbol: "USDC",
+      assetDecimals: settlement.usdc.decimals,
+      payTo: settlement.payTo,
+      maxTimeoutSeconds: 60,
+    },
+    facilitator: {
+      mode: "local",
+      privateKey: account(devnet, "facilitator").privateKey,
+      rpcUrl: devnet.chains.settlement?.rpcUrl ?? "",
+      confirmationTimeoutMs: 20_000,
+      pollingIntervalMs: 50,
+      rpcTimeoutMs: 10_000,
+    },
+    ...overrides,
+  };
+}
+
+export function quietLogger(): Logger {
+  const logger = createLogger("payment-verifier");
+  logger.level = process.env.LOG_LEVEL ?? "error";
+  return logger;
+}
+
+export function verifierClient(port: number) {
+  return createClient(contracts.paymentVerifier().PaymentVerifierService, `127.0.0.1:${port}`, {
+    service: "payment-verifier",
+    defaultDeadlineMs: 60_000,
+  });
+}
+export type VerifierClient = ReturnType<typeof verifierClient>;
+
+/** A payer paying with the official client libraries. */
+export interface Payer {
+  address: Address;
+  http: x402HTTPClient;
+}
+
+export function payer(devnet: Devnet, role: string): Payer {
+  const acct = account(devnet, role);
+  const settlement = devnet.demo.settlement;
+  const client = new x402Client()
+    .register("eip155:*", new ExactEvmScheme(privateKeyToAccount(acct.privateKey)))
+    // The devnet token is not a library default asset; a client must opt in to it.
+    .setSpendControls({
+      allowedAssets: [
+        { network: settlement.network as `${string}:${string}`, asset: settlement.usdc.address },
+        // For the wrong-network case: the same token address offered on Base mainnet.
+        { network: "eip155:8453", asset: settlement.usdc.address },
+      ],
+    });
+  return { address: acct.address, http: new x402HTTPClient(client) };
+}
+
+export function headerGetter(headers: readonly Header[]) {
+  return (name: string) => headers.find((h) => h.name.toLowerCase() === name.toLowerCase())?.value;
+}
+
+export async function challenge(client: VerifierClient, endpoint: string, requestId = uniqueId("req-")) {
+  const res = await client.call("Challenge", {
+    requestId,
+    resource: { endpoint, network: "ethereum", url: `http://127.0.0.1/x${endpoint}` },
+  });
+  return res.headers ?? [];
+}
+
+/** PaymentRequired as the official client reads it from the 402's headers. */
+export async function paymentRequired(
+  client: VerifierClient,
+  p: Payer,
+  endpoint: string,
+): Promise<PaymentRequired> {
+  return p.http.getPaymentRequiredResponse(headerGetter(await challenge(client, endpoint)));
+}
+
+/** The official client pays for `endpoint` (optionally with a tampered offer); returns the request headers. */
+export async function pay(
+  client: VerifierClient,
+  p: Payer,
+  endpoint: string,
+  tamper?: (pr: PaymentRequired) => void,
+): Promise<{ payload: PaymentPayload; credentials: Header[] }> {
+  const pr = await paymentRequired(client, p, endpoint);
+  tamper?.(pr);
+  const payload = await p.http.createPaymentPayload(pr);
+  const headers = p.http.encodePaymentSignatureHeader(payload);
+  return { payload, credentials: Object.entries(headers).map(([name, value]) => ({ name, value })) };
+}
+
+export function resource(endpoint: string) {
+  return { endpoint, network: "ethereum", url: `http://127.0.0.1/x${endpoint}` };
+}
+
+export async function verify(
+  client: VerifierClient,
+  endpoint: string,
+  credentials: Header[],
+  requestId = uniqueId("req-"),
+) {
+  const res = await client.call("Verify", { requestId, resource: resource(endpoint), credentials });
+  return { ...res, requestId };
+}
+
+export async function settle(
+  client: VerifierClient,
+  endpoint: string,
+  credentials: Header[],
+  paymentId: string,
+  requestId: string,
+) {
+  return client.call("Settle", { requestId, paymentId, resource: resource(endpoint), credentials });
+}
+
+export function settlementReader(devnet: Devnet): PublicClient {
+  return createPublicClient({ transport: http(devnet.chains.settlement?.rpcUrl) });
+}
+
+export async function usdcBalance(chain: PublicClient, devnet: Devnet, who: Address): Promise<bigint> {
+  return chain.readContract({
+    address: devnet.demo.settlement.usdc.address,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [who],
+  });
+}
+
+/** The catalog price of `endpoint`, in USDC atomic units. */
+export function priceOf(endpoint: string): bigint {
+  const e = ENDPOINTS.find((x) => x.path === endpoint);
+  if (!e) throw new Error(`no endpoint ${endpoint}`);
+  return priceAtomic(e.price);
+}
+
+export async function startVerifier(
+  config: PaymentVerifierConfig,
+  deps: PaymentVerifierDeps = {},
+): Promise<{ handle: PaymentVerifierHandle; client: VerifierClient }> {
+  const handle = await startPaymentVerifier(config, { logger: quietLogger(), ...deps });
+  return { handle, client: verifierClient(handle.grpcPort) };
+}
+
+/** Removes what a suite left behind: its Redis keys, its namespaced JetStream streams, outbox dirs. */
+export async function cleanUp(opts: { redisPrefixes: string[]; namespace: string; outboxDirs: string[] }) {
+  const redis = createRedis({ url: "redis://127.0.0.1:6379" });
+  await redis.connect();
+  for (const prefix of opts.redisPrefixes) {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length) await redis.del(keys);
+  }
+  await redis.close();
+  const nc = await connect({ servers: "nats://127.0.0.1:4222" });
+  const jsm = await jetstreamManager(nc);
+  const suffix = `_${opts.namespace.toUpperCase()}`;
+  for await (const stream of jsm.streams.list()) {
+    if (stream.config.name.endsWith(suffix)) await jsm.streams.delete(stream.config.name);
+  }
+  await nc.close();
+  for (const dir of opts.outboxDirs) rmSync(dir, { recursive: true, force: true });
+}
