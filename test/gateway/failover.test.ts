@@ -12,12 +12,25 @@ beforeAll(async () => {
   const dead = [await freePort(), await freePort(), await freePort()].map((p) => `http://127.0.0.1:${p}`);
   mesh = await startMesh({
     stateDir: inject("mesh").stateDir,
+    namespace: `failover${process.pid}`,
     env: {
       LOG_LEVEL: "warn",
+      REDIS_BUDGET_MS: "2000",
       UPSTREAMS_ETHEREUM: `${dead[0]},${devnet.chains.ethereum.rpcUrl}`,
       UPSTREAMS_SEPOLIA: `${dead[1]},${dead[2]}`,
     },
-    serviceEnv: { gateway: { EXECUTE_DEADLINE_MS: "4000" } },
+    serviceEnv: {
+      gateway: { EXECUTE_DEADLINE_MS: "4000" },
+      // No devnet in this mesh, so payments settle on the shared devnet's chain.
+      "payment-verifier": {
+        X402_NETWORK: devnet.demo.settlement.network,
+        X402_ASSET: devnet.chains.settlement.contracts.usdc,
+        X402_PAY_TO: devnet.demo.settlement.payTo,
+        X402_SETTLEMENT_RPC_URL: devnet.chains.settlement.rpcUrl,
+        X402_FACILITATOR_PRIVATE_KEY: devnet.accounts.find((a: { role: string }) => a.role === "facilitator")
+          .privateKey,
+      },
+    },
   });
   const { createClient, contracts, grpc } = await import("@tollgate/platform");
   const admin = createClient(

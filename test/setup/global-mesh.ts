@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startMesh } from "@tollgate/local";
@@ -11,6 +11,8 @@ export interface MeshInfo {
   quotaMeterAddr: string;
   metricsUrls: Record<string, string>;
   stateDir: string;
+  /** Prefix of this mesh's NATS subjects and streams (see startMesh's namespace). */
+  eventsNamespace: string;
 }
 
 declare module "vitest" {
@@ -22,10 +24,14 @@ declare module "vitest" {
 /** Starts the shared mesh once for the whole run and tears it down after. */
 export default async function setup(project: TestProject) {
   const stateDir = mkdtempSync(join(tmpdir(), "tollgate-test-"));
+  const namespace = `t${process.pid}`;
   const lines: string[] = [];
   const mesh = await startMesh({
     stateDir,
-    env: { LOG_LEVEL: process.env.MESH_LOG_LEVEL ?? "warn" },
+    namespace,
+    // The whole suite shares two cores with Redis, NATS and anvil: give the metering
+    // round trip room, so tests see metering rather than the fail-open path.
+    env: { LOG_LEVEL: process.env.MESH_LOG_LEVEL ?? "warn", REDIS_BUDGET_MS: "2000" },
     onLine: (service, line) => {
       lines.push(`[${service}] ${line}`);
       if (process.env.MESH_LOGS) process.stderr.write(`[${service}] ${line}\n`);
@@ -41,8 +47,10 @@ export default async function setup(project: TestProject) {
       Object.entries(mesh.ports).map(([name, p]) => [name, `http://127.0.0.1:${p.metrics}/metrics`]),
     ),
     stateDir,
+    eventsNamespace: namespace,
   });
   return async () => {
     await mesh.stop();
+    rmSync(stateDir, { recursive: true, force: true });
   };
 }

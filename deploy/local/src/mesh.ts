@@ -13,6 +13,11 @@ export interface MeshOptions {
   /** Extra environment for every service, and per service. */
   env?: Record<string, string>;
   serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
+  /**
+   * Isolates this mesh's Redis keys and NATS streams on shared servers (tests run
+   * several meshes at once). Unset for `pnpm start`.
+   */
+  namespace?: string;
   /** Called with every log line of every service. */
   onLine?: (service: ServiceName, line: string) => void;
   log?: (line: string) => void;
@@ -76,7 +81,14 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   const addr = (name: ServiceName) => `127.0.0.1:${ports[name].main}`;
   const common: Record<string, string> = {
     BIND_HOST: "127.0.0.1",
-    OUTBOX_DIR: join(stateDir, "outbox"),
+    OUTBOX_DIR: join(stateDir, "outbox", opts.namespace ?? ""),
+    ...(opts.namespace
+      ? {
+          EVENTS_NAMESPACE: opts.namespace,
+          REDIS_PREFIX: `${opts.namespace}:qm:`,
+          PAYMENT_REDIS_PREFIX: `${opts.namespace}:pay:`,
+        }
+      : {}),
     ...opts.env,
   };
   const envFor: Record<ServiceName, Record<string, string>> = {

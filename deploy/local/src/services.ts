@@ -30,6 +30,10 @@ export function spawnService(
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  // A launcher that dies unexpectedly must not leave services running on its ports.
+  const reap = () => child.kill("SIGKILL");
+  process.once("exit", reap);
+  child.once("exit", () => process.off("exit", reap));
   const tail: string[] = [];
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -67,6 +67,21 @@ const logFilter = {
   to_block: blockSelector.optional().meta({ description: "End block (block selector). Default: latest." }),
 };
 
+/**
+ * from_block after to_block, when both are known numbers (`earliest` is 0; other tags
+ * move with the head and are left to rpc-proxy). Fields that failed their own check
+ * still hold the raw string here, hence the hex test.
+ */
+function blockOrder(value: { from_block?: string; to_block?: string }, ctx: z.RefinementCtx): void {
+  const numberOf = (s: string | undefined) =>
+    s === "earliest" ? 0n : s !== undefined && /^0x[0-9a-f]+$/.test(s) ? BigInt(s) : undefined;
+  const from = numberOf(value.from_block);
+  const to = numberOf(value.to_block);
+  if (from !== undefined && to !== undefined && from > to) {
+    ctx.addIssue({ code: "custom", path: ["from_block"], message: "must not be after to_block" });
+  }
+}
+
 const LOG_ERRORS = ["block_range_too_large", "result_too_large"] as const;
 
 const transfer = z.object({
@@ -313,7 +328,7 @@ export const ENDPOINTS = [
         contract: address.optional().meta({ description: "Narrows to one token contract." }),
         address: address.optional().meta({ description: "Narrows to a wallet as sender or recipient." }),
         ...logFilter,
-      }),
+      }).superRefine(blockOrder),
     },
     data: z.object({ count: z.number().int().min(0), transfers: z.array(transfer) }),
     upstream: "eth_getLogs (two filters in one batch when `address` is given)",
@@ -400,7 +415,7 @@ export const ENDPOINTS = [
         topic2: hash32.optional().meta({ description: "Topic2 filter." }),
         topic3: hash32.optional().meta({ description: "Topic3 filter." }),
         ...logFilter,
-      }),
+      }).superRefine(blockOrder),
     },
     data: z.object({ count: z.number().int().min(0), logs: z.array(log) }),
     upstream: "eth_getLogs",

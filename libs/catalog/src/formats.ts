@@ -1,3 +1,4 @@
+import { ens_normalize } from "@adraffy/ens-normalize";
 import { z } from "zod";
 
 /**
@@ -59,18 +60,30 @@ export const blockSelector = z
 /** token_id: a decimal digit string, at most uint256. */
 export const tokenId = z
   .string()
-  .regex(/^[0-9]{1,78}$/, { error: "expected a token id (decimal digits)" })
+  // abort: the bound check below must never see a non-digit string (BigInt would throw).
+  .regex(/^[0-9]{1,78}$/, { error: "expected a token id (decimal digits)", abort: true })
   .refine((v) => BigInt(v) < 2n ** 256n, { error: "token id exceeds uint256" });
 
 /** Raw integer amounts (token balances) as decimal strings. */
 export const decimalAmount = z.string().regex(/^[0-9]+$/);
 
-/** ENS input: an address (reverse lookup) or a name ending in .eth (forward lookup). */
+function isEnsName(value: string): boolean {
+  if (!/^[^\s/?#]+\.eth$/i.test(value)) return false;
+  try {
+    // ENSIP-15, the normaliser viem uses: a name it refuses can never resolve.
+    ens_normalize(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** ENS input: an address (reverse lookup) or a normalisable name ending in .eth (forward lookup). */
 export const ensInput = z
   .string()
   .max(255)
-  .refine((v) => /^0x[a-fA-F0-9]{40}$/.test(v) || /^[^\s/?#]+\.eth$/i.test(v), {
-    error: "expected an address (reverse lookup) or a name ending in .eth (forward lookup)",
+  .refine((v) => /^0x[a-fA-F0-9]{40}$/.test(v) || isEnsName(v), {
+    error: "expected an address (reverse lookup) or a valid ENS name ending in .eth (forward lookup)",
   });
 
 /** Integer given as a query string, with bounds in the message. */

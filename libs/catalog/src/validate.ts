@@ -17,7 +17,24 @@ export interface ValidationSuccess {
 
 type Part = "path" | "query" | "body";
 
-function describe(part: Part, issue: z.core.$ZodIssue): ValidationFailure {
+/** The format message a field's schema gives for a wrong string, e.g. "expected an address (…)". */
+function formatOf(schema: z.ZodObject, field: string): string | undefined {
+  const issue = (schema.shape[field] as z.ZodType | undefined)?.safeParse("").error?.issues[0];
+  return issue && issue.code !== "invalid_type" ? issue.message : undefined;
+}
+
+function received(value: unknown): string {
+  if (Array.isArray(value)) return "several values";
+  if (value === null) return "null";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+function describe(
+  part: Part,
+  schema: z.ZodObject,
+  input: unknown,
+  issue: z.core.$ZodIssue,
+): ValidationFailure {
   const prefix = part === "body" ? "body." : "";
   if (issue.code === "unrecognized_keys") {
     const name = `${prefix}${issue.keys[0]}`;
@@ -33,11 +50,13 @@ function describe(part: Part, issue: z.core.$ZodIssue): ValidationFailure {
     return { ok: false, code: "invalid_body", parameter: "body", message: "body: expected a JSON object" };
   }
   const name = `${prefix}${String(field)}`;
-  const missing = issue.code === "invalid_type" && /received undefined/.test(issue.message);
+  const value = (input as Record<string, unknown>)[String(field)];
+  // Type errors (a missing value, a repeated query parameter, a JSON number) still name the format.
+  const format =
+    issue.code === "invalid_type" ? (formatOf(schema, String(field)) ?? "expected a string") : "";
   let detail = issue.message;
-  if (missing) detail = "required";
-  else if (issue.code === "invalid_type")
-    detail = `expected a ${issue.expected === "string" ? "single string value" : issue.expected}`;
+  if (issue.code === "invalid_type" && value === undefined) detail = `required; ${format}`;
+  else if (issue.code === "invalid_type") detail = `${format}, got ${received(value)}`;
   return { ok: false, code: "invalid_parameter", parameter: name, message: `${name}: ${detail}` };
 }
 
@@ -63,7 +82,7 @@ export function validateRequest(
     const result = schema.safeParse(value ?? {});
     if (!result.success) {
       const issue = result.error.issues[0];
-      if (issue) return describe(part, issue);
+      if (issue) return describe(part, schema, value ?? {}, issue);
     } else {
       Object.assign(params, result.data);
     }

@@ -8,6 +8,7 @@ import {
   type Registry,
   serveMetrics,
 } from "@tollgate/platform";
+import cors from "cors";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { createPaymentVerifierClient, type PaymentVerifierClient } from "./clients/payment-verifier.ts";
 import { createQuotaMeterClient, type QuotaMeterClient } from "./clients/quota-meter.ts";
@@ -51,6 +52,27 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
     next();
   });
   app.use(requestId);
+  // A public API called by agents and browsers: any origin, no cookies, and the
+  // payment and quota headers readable by scripts.
+  app.use(
+    cors({
+      origin: "*",
+      allowedHeaders: ["Authorization", "Content-Type", "Payment-Signature", "X-Payment", "X-Request-Id"],
+      exposedHeaders: [
+        "PAYMENT-REQUIRED",
+        "PAYMENT-RESPONSE",
+        "WWW-Authenticate",
+        "Payment-Receipt",
+        "X-Request-Id",
+        "X-Quota-Day-Limit",
+        "X-Quota-Day-Used",
+        "X-Quota-Month-Limit",
+        "X-Quota-Month-Used",
+        "Retry-After",
+      ],
+      maxAge: 600,
+    }),
+  );
   app.use(
     express.json({
       limit: config.bodyLimitBytes,
@@ -70,10 +92,19 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
   });
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const e = err as { type?: string; status?: number };
-    if (e.type === "entity.parse.failed") {
+    if (err instanceof URIError) {
+      // The router could not percent-decode a path segment.
+      sendError(res, "invalid_parameter", "path: malformed percent-encoding in the URL path", {
+        parameter: "path",
+      });
+    } else if (e.type === "entity.parse.failed") {
       sendError(res, "invalid_body", "body: malformed JSON", { parameter: "body" });
     } else if (e.type === "entity.too.large") {
       sendError(res, "payload_too_large", `body: larger than ${config.bodyLimitBytes} bytes`, {
+        parameter: "body",
+      });
+    } else if (e.status === 415) {
+      sendError(res, "unsupported_media_type", "body: unsupported charset or content encoding", {
         parameter: "body",
       });
     } else if (e.status && e.status >= 400 && e.status < 500) {

@@ -1,9 +1,13 @@
 import type { Logger } from "@tollgate/platform";
 import type { QuotaMeterClient, UsageRecord } from "./clients/quota-meter.ts";
 
+const MAX_ATTEMPTS = 5;
+
 /**
  * Collects finished API-key calls and reports them to quota-meter in batches, after
- * the responses have gone out: the hot path never waits on usage bookkeeping.
+ * the responses have gone out: the hot path never waits on usage bookkeeping. A
+ * failed batch is sent again with backoff (quota-meter applies refunds and events
+ * once per request id, so resending is safe).
  */
 export function createUsageReporter(
   quota: QuotaMeterClient,
@@ -14,21 +18,29 @@ export function createUsageReporter(
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
 
+  async function send(records: UsageRecord[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await quota.report(records);
+        return;
+      } catch (err) {
+        if (attempt >= MAX_ATTEMPTS) {
+          // Losing a report loses usage events or refunds, never a response; say so.
+          logger.error({ err, records: records.length }, "usage report dropped after retries");
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt * Math.random()));
+      }
+    }
+  }
+
   function flush(): Promise<void> {
     if (timer) clearTimeout(timer);
     timer = undefined;
     if (buffer.length === 0) return inFlight;
     const records = buffer;
     buffer = [];
-    inFlight = inFlight.then(() =>
-      quota.report(records).then(
-        () => undefined,
-        (err: unknown) => {
-          // Losing a report loses a usage event or a refund, never a response; say so.
-          logger.warn({ err, records: records.length }, "usage report failed");
-        },
-      ),
-    );
+    inFlight = inFlight.then(() => send(records));
     return inFlight;
   }
 

@@ -6,9 +6,9 @@ function example(endpoint: Endpoint, base: string): string {
   const query = new URLSearchParams(endpoint.example.query ?? {}).toString();
   const url = `${base}${path}${query ? `?${query}` : ""}`;
   if (endpoint.method === "POST") {
-    return `curl -X POST '${url}' -H 'Content-Type: application/json' -H 'Authorization: Bearer $KEY' -d '${JSON.stringify(endpoint.example.body ?? {})}'`;
+    return `curl -X POST '${url}' -H 'Content-Type: application/json' -H "Authorization: Bearer $KEY" -d '${JSON.stringify(endpoint.example.body ?? {})}'`;
   }
-  return `curl '${url}' -H 'Authorization: Bearer $KEY'`;
+  return `curl '${url}' -H "Authorization: Bearer $KEY"`;
 }
 
 /** /llms.txt: what the API does, how to pay, every endpoint with its price and an example. */

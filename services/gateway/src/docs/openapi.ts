@@ -46,6 +46,9 @@ function errorResponse(description: string): Json {
 function operation(endpoint: Endpoint): Json {
   const statuses = new Set<number>([400, 401, 402, 403, 500, 502, 503, 504]);
   for (const code of endpoint.errors) statuses.add(ERRORS[code as keyof typeof ERRORS].status);
+  // The JSON body parser runs before routing, so any request can meet its size limit and media types.
+  statuses.add(ERRORS.payload_too_large.status);
+  statuses.add(ERRORS.unsupported_media_type.status);
   const errors: Json = {};
   for (const status of [...statuses].sort()) {
     const codes = Object.entries(ERRORS)

@@ -49,6 +49,13 @@ export function chainRouter(deps: ChainDeps): Router {
 
 async function serve(endpoint: Endpoint, req: Request, res: Response, deps: ChainDeps): Promise<void> {
   res.locals.endpoint = endpoint.path;
+  // A body the JSON parser skipped for its media type would otherwise read as "not an object".
+  if (endpoint.params.body && req.is(["application/json", "application/*+json"]) === false) {
+    sendError(res, "unsupported_media_type", "body: expected Content-Type: application/json", {
+      parameter: "body",
+    });
+    return;
+  }
   const checked = validateRequest(endpoint, { path: req.params, query: req.query, body: req.body });
   if (!checked.ok) {
     sendError(res, checked.code, checked.message, { parameter: checked.parameter });
@@ -145,6 +152,7 @@ async function serveWithKey(
       sendLimit(res, "monthly_limit_exceeded");
       return;
     case "DECISION_RATE_LIMITED":
+      setQuotaHeaders(res, authz);
       sendLimit(res, "rate_limited");
       return;
     default:
@@ -170,6 +178,12 @@ async function serveWithKey(
     dayWindow: authz.dayWindow,
     monthWindow: authz.monthWindow,
   });
+}
+
+/** payment-verifier names why; an outage is a 503 to retry, anything else a 402. */
+function paymentErrorCode(code: string): ErrorCode {
+  if (code === "service_unavailable") return "service_unavailable";
+  return code === "payment_required" ? "payment_required" : "payment_invalid";
 }
 
 async function challenge(resource: Resource, res: Response, deps: ChainDeps, error = ""): Promise<void> {
@@ -208,7 +222,7 @@ async function serveWithPayment(
   }
   if (!verified.valid) {
     copyHeaders(res, verified.headers);
-    sendError(res, "payment_invalid", verified.reason || "the payment was refused");
+    sendError(res, paymentErrorCode(verified.errorCode), verified.reason || "the payment was refused");
     return;
   }
   const outcome = await execute();
@@ -232,7 +246,7 @@ async function serveWithPayment(
   copyHeaders(res, settled.headers);
   if (!settled.settled) {
     // The x402 rule: no settlement, no data.
-    sendError(res, "payment_invalid", settled.reason || "the payment could not be settled");
+    sendError(res, paymentErrorCode(settled.errorCode), settled.reason || "the payment could not be settled");
     return;
   }
   sendData(res, outcome.data, {

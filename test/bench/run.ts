@@ -1,0 +1,114 @@
+/**
+ * The benchmark: load on loopback, the gateway against the node called directly, in
+ * one run, reported as ratios. `pnpm bench` (add `-- --duration 20` for longer runs).
+ *
+ * 1. Throughput and latency of block-number through the whole mesh with an API key
+ *    versus eth_blockNumber sent straight to the same anvil node.
+ * 2. The latency that x402 verify + settle add to a paid call on the local chain,
+ *    versus the same call with an API key.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { startMesh } from "@tollgate/local";
+import { contracts, createClient, grpc } from "@tollgate/platform";
+import autocannon from "autocannon";
+import { measurePaidCalls } from "./paid.ts";
+
+// `pnpm bench -- --duration 5`: pnpm passes the `--` separator through; it is not an argument.
+const argv = process.argv.slice(2);
+const { values } = parseArgs({
+  args: argv[0] === "--" ? argv.slice(1) : argv,
+  options: {
+    duration: { type: "string", default: "10" },
+    connections: { type: "string", default: "32" },
+    paid: { type: "string", default: "30" },
+    out: { type: "string" },
+  },
+});
+const duration = Number(values.duration);
+const connections = Number(values.connections);
+
+const stateDir = mkdtempSync(join(tmpdir(), "tollgate-bench-"));
+const mesh = await startMesh({ stateDir, env: { LOG_LEVEL: "error" } });
+try {
+  const devnet = mesh.devnet;
+  if (!devnet) throw new Error("bench needs the devnet");
+  const nodeUrl = devnet.chains.ethereum?.rpcUrl ?? "";
+
+  const admin = createClient(
+    contracts.quotaMeter().QuotaAdminService,
+    `127.0.0.1:${mesh.ports["quota-meter"].main}`,
+    {
+      service: "admin",
+      defaultDeadlineMs: 5000,
+    },
+  );
+  const md = new grpc.Metadata();
+  md.set("authorization", `Bearer ${readFileSync(mesh.operatorTokenFile, "utf8").trim()}`);
+  // Uncapped windows and a burst guard above the load, so the bench measures serving, not refusing.
+  const { account } = await admin.call(
+    "CreateAccount",
+    { name: "bench", dailyLimit: 0, monthlyLimit: 0, burstPerSecond: 1_000_000 },
+    { metadata: md },
+  );
+  const { secret } = await admin.call("CreateKey", { accountId: account?.id ?? "" }, { metadata: md });
+  admin.close();
+
+  const run = (opts: autocannon.Options) =>
+    new Promise<autocannon.Result>((resolve, reject) =>
+      autocannon({ duration, connections, ...opts }, (err, result) => (err ? reject(err) : resolve(result))),
+    );
+
+  // Warm both paths (JIT, keep-alive pools, Lua script cache) before measuring.
+  await run({
+    url: `${mesh.gatewayUrl}/api/chain/block-number`,
+    headers: { authorization: `Bearer ${secret}` },
+    duration: 2,
+  });
+
+  const direct = await run({
+    url: nodeUrl,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+  });
+  const gateway = await run({
+    url: `${mesh.gatewayUrl}/api/chain/block-number`,
+    headers: { authorization: `Bearer ${secret}` },
+  });
+  const non2xx = gateway.non2xx + direct.non2xx;
+
+  const row = (name: string, r: autocannon.Result) => ({
+    path: name,
+    "req/s": Math.round(r.requests.average),
+    "p50 ms": r.latency.p50,
+    "p99 ms": r.latency.p99,
+    errors: r.errors + r.non2xx,
+  });
+  const report: Record<string, unknown> = {
+    machine: `${(await import("node:os")).cpus().length} cores, Node ${process.version}`,
+    load: `${connections} connections, ${duration} s each, loopback`,
+    throughput: [
+      row("node direct (eth_blockNumber)", direct),
+      row("gateway + API key (block-number)", gateway),
+    ],
+    ratio: {
+      throughput: +(gateway.requests.average / direct.requests.average).toFixed(3),
+      p50_latency: +(gateway.latency.p50 / Math.max(direct.latency.p50, 0.001)).toFixed(2),
+      p99_latency: +(gateway.latency.p99 / Math.max(direct.latency.p99, 0.001)).toFixed(2),
+    },
+  };
+
+  report.paid = await measurePaidCalls(mesh, devnet, secret, Number(values.paid));
+  console.table(report.throughput as object[]);
+  console.log(JSON.stringify(report, null, 2));
+  if (values.out) writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
+  if (non2xx > 0) {
+    console.error(`bench: ${non2xx} non-2xx responses`);
+    process.exitCode = 1;
+  }
+} finally {
+  await mesh.stop();
+}

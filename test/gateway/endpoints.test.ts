@@ -1,0 +1,398 @@
+import { ENDPOINTS, type EndpointId, endpointById, NETWORKS } from "@tollgate/catalog";
+import type { ChainDemo } from "@tollgate/devnet";
+import type request from "supertest";
+import { formatUnits, getAddress, numberToHex, pad } from "viem";
+import { beforeAll, describe, expect, it } from "vitest";
+import { createAccountWithKey } from "../support/accounts.ts";
+import {
+  A,
+  B,
+  C,
+  CHAIN_NETWORKS,
+  type ChainRequest,
+  calldata,
+  D,
+  devnet,
+  TRANSFER_TOPIC,
+  urlOf,
+  validRequests,
+} from "../support/devnet.ts";
+import { get, post } from "../support/gateway.ts";
+import { SUITE_BURST } from "../support/quota.ts";
+
+// Every endpoint, on both chain networks, reads the devnet's seeded state through the
+// whole mesh with an API key; every answer is also checked against /openapi.json.
+
+let apiKey: string;
+const served = new Set<string>();
+let metered = 0;
+
+beforeAll(async () => {
+  ({ apiKey } = await createAccountWithKey({ burst: SUITE_BURST }));
+});
+
+/** Calls one catalog endpoint with the key; checks the envelope and the key's quota headers. */
+async function call(id: EndpointId, req: ChainRequest): Promise<request.Response> {
+  const endpoint = endpointById(id);
+  if (!endpoint) throw new Error(`no endpoint ${id}`);
+  const url = urlOf(endpoint.path, req);
+  const headers = { Authorization: `Bearer ${apiKey}` };
+  const res = endpoint.method === "GET" ? await get(url, headers) : await post(url, req.body ?? {}, headers);
+  expect(res.body.meta).toMatchObject({ endpoint: endpoint.path, request_id: expect.any(String) });
+  // The quota headers come in pairs; a pair is absent only while the metering store is
+  // briefly out of reach (spec 8.3), which a loaded machine can cause.
+  expect(res.headers["x-quota-day-limit"] === undefined).toBe(res.headers["x-quota-day-used"] === undefined);
+  if (res.headers["x-quota-day-used"] !== undefined) {
+    expect(res.headers["x-quota-day-limit"]).toBe("200000");
+    expect(res.headers["x-quota-day-used"]).toMatch(/^[1-9][0-9]*$/);
+    metered++;
+  }
+  if (res.status === 200) {
+    expect(res.body.error).toBeNull();
+    served.add(endpoint.path);
+  } else {
+    expect(res.body.data).toBeNull();
+  }
+  return res;
+}
+
+const ok = async (id: EndpointId, req: ChainRequest) => {
+  const res = await call(id, req);
+  expect(res.status, JSON.stringify(res.body.error)).toBe(200);
+  return res.body.data;
+};
+
+describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known state", (network) => {
+  const demo: ChainDemo = devnet.demo[network];
+  const q = (query: Record<string, string> = {}) => ({ query: { ...query, network } });
+  const base = validRequests(network);
+
+  it("erc20-balance: balances after the seeded transfers, as decimal strings with decimals and symbol", async () => {
+    // Mint 1,000,000 to A; A→B 1000, A→C 250, B→C 100, A→B 42.5, C→D 10.
+    const expected = { [A]: "998707.5", [B]: "942.5", [C]: "340", [D]: "10" };
+    for (const [holder, amount] of Object.entries(expected)) {
+      const data = await ok("erc20Balance", q({ address: holder, contract: demo.erc20.address }));
+      expect(data).toEqual({
+        account: holder,
+        balance: demo.erc20.balances[holder as `0x${string}`],
+        decimals: 18,
+        symbol: "DEMO",
+        token: demo.erc20.address,
+      });
+      expect(formatUnits(BigInt(data.balance), 18)).toBe(amount);
+    }
+  });
+
+  it("allowance: hex amount with the token's decimals", async () => {
+    for (const { owner, spender, amount } of demo.erc20.allowances) {
+      const data = await ok("allowance", q({ contract: demo.erc20.address, owner, spender }));
+      expect(data).toEqual({
+        allowance: numberToHex(BigInt(amount)),
+        contract: demo.erc20.address,
+        decimals: 18,
+        owner,
+        spender,
+      });
+    }
+    expect(demo.erc20.allowances.find((a) => a.spender === D)?.amount).toBe("123456000000000000000");
+    const none = await ok("allowance", q({ contract: demo.erc20.address, owner: D, spender: A }));
+    expect(none.allowance).toBe("0x0");
+  });
+
+  it("erc721-tokens: the ids held in index order; max cuts the list and balance keeps the total", async () => {
+    const all = await ok("erc721Tokens", q({ contract: demo.erc721.address, address: A }));
+    expect(all).toEqual({
+      contract: demo.erc721.address,
+      owner: A,
+      count: 5,
+      balance: "5",
+      tokens: ["1", "2", "3", "4", "5"],
+    });
+    const b = await ok("erc721Tokens", q({ contract: demo.erc721.address, address: B, max: "1000" }));
+    expect(b).toMatchObject({ count: 3, balance: "3", tokens: demo.erc721.owners[B] });
+    const cut = await ok("erc721Tokens", q({ contract: demo.erc721.address, address: A, max: "2" }));
+    expect(cut).toMatchObject({ count: 2, balance: "5", tokens: ["1", "2"] });
+    const empty = await ok("erc721Tokens", q({ contract: demo.erc721.address, address: D, max: "1" }));
+    expect(empty).toMatchObject({ count: 0, balance: "0", tokens: [] });
+  });
+
+  it("erc1155-balance: seeded balances per id, zero where nothing is held", async () => {
+    const cases: [string, string, string][] = [
+      [A, "1", "70"],
+      [A, "2", "50"],
+      [A, "3", "0"],
+      [B, "1", "30"],
+      [B, "3", "1"],
+    ];
+    for (const [holder, id, balance] of cases) {
+      const data = await ok(
+        "erc1155Balance",
+        q({ address: holder, contract: demo.erc1155.address, token_id: id }),
+      );
+      expect(data).toEqual({ account: holder, balance, contract: demo.erc1155.address, token_id: id });
+    }
+  });
+
+  it("ens: forward demo.eth → A, reverse A → demo.eth, an unknown name is 404 ens_name_not_found", async () => {
+    for (const { name, address } of demo.ens.names) {
+      expect(await ok("ens", { path: { input: name }, ...q() })).toEqual({
+        address,
+        input: name,
+        mode: "forward",
+      });
+      expect(await ok("ens", { path: { input: address }, ...q() })).toEqual({
+        address,
+        input: address,
+        mode: "reverse",
+        name,
+      });
+    }
+    expect(demo.ens.names[0]).toMatchObject({ name: "demo.eth", address: A });
+
+    const unknown = await call("ens", { path: { input: demo.ens.unknownName }, ...q() });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.code).toBe("ens_name_not_found");
+    const noName = await call("ens", { path: { input: D }, ...q() });
+    expect(noName.status).toBe(404);
+    expect(noName.body.error.code).toBe("ens_name_not_found");
+  });
+
+  it("erc20-transfers: the seeded transfers decoded; `address` matches sender or recipient; no ERC-721 transfers", async () => {
+    const expected = demo.erc20.transfers.map((t) => ({
+      block_number: numberToHex(t.blockNumber),
+      from: t.from,
+      to: t.to,
+      token: demo.erc20.address,
+      tx_hash: t.txHash,
+      value: t.value,
+    }));
+    const range = { from_block: "0", to_block: String(demo.seededBlock) };
+    const byContract = await ok("erc20Transfers", q({ contract: demo.erc20.address, ...range }));
+    expect(byContract).toEqual({ count: 6, transfers: expected });
+
+    // B received twice from A and sent once to C: both directions, in block order.
+    const forB = await ok("erc20Transfers", q({ address: B, ...range }));
+    expect(forB.transfers).toEqual(expected.filter((t) => t.from === B || t.to === B));
+    expect(forB.transfers.map((t: { block_number: string }) => t.block_number)).toEqual([
+      "0x3",
+      "0x5",
+      "0x6",
+    ]);
+    expect(forB.count).toBe(3);
+
+    // DNFT Transfer logs share topic0 (and B received some) but are not ERC-20 transfers.
+    const everything = await ok("erc20Transfers", q(range));
+    const tokens = new Set(everything.transfers.map((t: { token: string }) => t.token));
+    expect(tokens.has(demo.erc721.address)).toBe(false);
+    expect(everything.transfers).toEqual(expect.arrayContaining(expected));
+
+    const oneBlock = await ok("erc20Transfers", q({ from_block: "0x4", to_block: "0x4" }));
+    expect(oneBlock.transfers).toEqual([expected[2]]);
+  });
+
+  it("events: the raw log of a known transfer by topic and contract", async () => {
+    const transfer = demo.erc20.transfers[1]!;
+    const block = numberToHex(transfer.blockNumber);
+    const data = await ok(
+      "events",
+      q({ contract: demo.erc20.address, topic: TRANSFER_TOPIC, from_block: block, to_block: block }),
+    );
+    expect(data.count).toBe(1);
+    const [log] = data.logs;
+    expect(getAddress(log.address)).toBe(demo.erc20.address);
+    expect(log).toMatchObject({
+      block_number: block,
+      data: pad(numberToHex(BigInt(transfer.value))),
+      topics: [TRANSFER_TOPIC, pad(transfer.from).toLowerCase(), pad(transfer.to).toLowerCase()],
+      tx_hash: transfer.txHash,
+    });
+
+    // topic1 narrows to the indexed sender: every transfer A sent, nothing else.
+    const fromA = await ok(
+      "events",
+      q({
+        contract: demo.erc20.address,
+        topic: TRANSFER_TOPIC,
+        topic1: pad(A).toLowerCase(),
+        from_block: "0",
+        to_block: String(demo.seededBlock),
+      }),
+    );
+    expect(fromA.logs.map((l: { tx_hash: string }) => l.tx_hash)).toEqual(
+      demo.erc20.transfers.filter((t) => t.from === A).map((t) => t.txHash),
+    );
+  });
+
+  it("contract: each demo contract's interfaces; a wallet claims none", async () => {
+    expect(await ok("contract", { path: { address: demo.erc20.address }, ...q() })).toEqual({
+      address: demo.erc20.address,
+      name: "Demo Dollar",
+      symbol: "DEMO",
+      decimals: 18,
+      interfaces: ["ERC20"],
+    });
+    expect(await ok("contract", { path: { address: demo.erc721.address }, ...q() })).toEqual({
+      address: demo.erc721.address,
+      name: "Demo Tokens",
+      symbol: "DNFT",
+      decimals: null,
+      interfaces: ["ERC721"],
+    });
+    const items = await ok("contract", { path: { address: demo.erc1155.address }, ...q() });
+    expect(items).toMatchObject({ address: demo.erc1155.address, decimals: null, interfaces: ["ERC1155"] });
+    const wallet = await ok("contract", { path: { address: A }, ...q() });
+    expect(wallet).toEqual({ address: A, name: null, symbol: null, decimals: null, interfaces: [] });
+  });
+
+  it("code: bytecode of a contract, empty for a wallet", async () => {
+    const contract = await ok("code", { path: { address: demo.erc20.address }, ...q() });
+    expect(contract.address).toBe(demo.erc20.address);
+    expect(contract.is_contract).toBe(true);
+    expect(contract.code).toMatch(/^0x([0-9a-f]{2})+$/);
+    expect(contract.bytecode_size).toBe((contract.code.length - 2) / 2);
+    expect(contract.bytecode_size).toBeGreaterThan(100);
+    const wallet = await ok("code", { path: { address: A }, ...q() });
+    expect(wallet).toEqual({ address: A, code: "0x", bytecode_size: 0, is_contract: false });
+  });
+
+  it("block: by number, hex and tag, with transaction hashes; an unknown block is 404 block_not_found", async () => {
+    const transfer = demo.erc20.transfers[1]!;
+    const byNumber = await ok("block", { path: { number: String(transfer.blockNumber) }, ...q() });
+    expect(byNumber.number).toBe(numberToHex(transfer.blockNumber));
+    expect(byNumber.transactions).toEqual([transfer.txHash]);
+    for (const key of ["gas_limit", "gas_used", "timestamp"]) expect(byNumber[key]).toMatch(/^0x[0-9a-f]+$/);
+    expect(byNumber.hash).toMatch(/^0x[0-9a-f]{64}$/);
+
+    const byHex = await ok("block", { path: { number: numberToHex(transfer.blockNumber) }, ...q() });
+    expect(byHex).toEqual(byNumber);
+    const parent = await ok("block", { path: { number: String(transfer.blockNumber - 1) }, ...q() });
+    expect(byNumber.parent_hash).toBe(parent.hash);
+    expect(parent.transactions).toEqual([demo.erc20.transfers[0]!.txHash]);
+
+    const latest = await ok("block", { path: { number: "latest" }, ...q() });
+    expect(Number(BigInt(latest.number))).toBeGreaterThanOrEqual(demo.seededBlock);
+    const earliest = await ok("block", { path: { number: "earliest" }, ...q() });
+    expect(earliest).toMatchObject({ number: "0x0", transactions: [] });
+
+    for (const tag of ["pending", "safe", "finalized"]) {
+      const block = await ok("block", { path: { number: tag }, ...q() });
+      expect(Number(BigInt(block.number ?? "0x0"))).toBeLessThanOrEqual(Number(BigInt(latest.number)) + 1);
+    }
+
+    const unknown = await call("block", { path: { number: "99999999" }, ...q() });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.code).toBe("block_not_found");
+  });
+
+  it("call: a view returns its value, `block` reads history, a revert is 422 with revert_data and reason", async () => {
+    const okResult = await ok("call", { ...q(), body: { to: demo.reverter.address, data: calldata.ok } });
+    expect(BigInt(okResult.result)).toBe(42n);
+
+    // B held nothing at the mint block and 1000 DEMO one block later.
+    const balanceOfB = { to: demo.erc20.address, data: calldata.balanceOf(B) };
+    const mint = demo.erc20.transfers[0]!.blockNumber;
+    const atMint = await ok("call", { ...q(), body: { ...balanceOfB, block: String(mint) } });
+    expect(BigInt(atMint.result)).toBe(0n);
+    const after = await ok("call", { ...q(), body: { ...balanceOfB, block: numberToHex(mint + 1) } });
+    expect(BigInt(after.result)).toBe(10n ** 21n);
+    const now = await ok("call", { ...q(), body: balanceOfB });
+    expect(BigInt(now.result).toString()).toBe(demo.erc20.balances[B]);
+
+    const reverted = await call("call", {
+      ...q(),
+      body: { to: demo.reverter.address, data: calldata.alwaysReverts },
+    });
+    expect(reverted.status).toBe(422);
+    expect(reverted.body.error).toMatchObject({
+      code: "execution_reverted",
+      reason: demo.reverter.reason,
+      revert_data: expect.stringMatching(/^0x08c379a0/),
+    });
+    expect(reverted.body.error.message).toContain(demo.reverter.reason);
+
+    const custom = await call("call", {
+      ...q(),
+      body: { to: demo.reverter.address, data: calldata.customError },
+    });
+    expect(custom.status).toBe(422);
+    expect(custom.body.error.revert_data.startsWith(demo.reverter.customError.selector)).toBe(true);
+    const panic = await call("call", { ...q(), body: { to: demo.reverter.address, data: calldata.panics } });
+    expect(panic.status).toBe(422);
+    expect(panic.body.error.reason).toContain("0x12");
+
+    const future = await call("call", { ...q(), body: { ...balanceOfB, block: "99999999" } });
+    expect(future.status).toBe(404);
+    expect(future.body.error.code).toBe("block_not_found");
+  });
+
+  it("estimate-gas: 21000 for the plain transfer; a reverting call is 422", async () => {
+    expect(await ok("estimateGas", base.estimateGas)).toEqual({ gas_estimate: numberToHex(21000) });
+    const reverting = await call("estimateGas", {
+      ...q(),
+      body: { from: A, to: demo.reverter.address, data: calldata.alwaysReverts },
+    });
+    expect(reverting.status).toBe(422);
+    expect(reverting.body.error).toMatchObject({ code: "execution_reverted", reason: demo.reverter.reason });
+  });
+
+  it("token reads against a wallet or the wrong standard are 422 execution_reverted naming the function", async () => {
+    const cases: [EndpointId, ChainRequest, string][] = [
+      ["erc20Balance", q({ address: A, contract: B }), "balanceOf(address)"],
+      ["allowance", q({ contract: B, owner: A, spender: C }), "allowance(address,address)"],
+      ["erc1155Balance", q({ address: A, contract: B, token_id: "1" }), "balanceOf(address,uint256)"],
+      // DEMO is an ERC-20: A's balance is not a list of ids it could enumerate.
+      ["erc721Tokens", q({ contract: demo.erc20.address, address: A }), "tokenOfOwnerByIndex"],
+    ];
+    for (const [id, req, fn] of cases) {
+      const res = await call(id, req);
+      expect(res.status, `${id}: ${JSON.stringify(res.body)}`).toBe(422);
+      expect(res.body.error).toMatchObject({ code: "execution_reverted", revert_data: "0x" });
+      expect(res.body.error.reason).toContain(fn);
+    }
+  });
+
+  it("chain-id, block-number and network-info name the chain and its head", async () => {
+    const chainId = numberToHex(demo.chainId);
+    expect(await ok("chainId", q())).toEqual({ chain_id: chainId, network });
+    const head = await ok("blockNumber", q());
+    expect(head.network).toBe(network);
+    expect(Number(BigInt(head.block_number))).toBeGreaterThanOrEqual(demo.seededBlock);
+    const info = await ok("networkInfo", q());
+    expect(info).toEqual({
+      chain_id: chainId,
+      block_number: expect.stringMatching(/^0x[0-9a-f]+$/),
+      gas_price: expect.stringMatching(/^0x[0-9a-f]+$/),
+      network,
+    });
+    expect(BigInt(info.block_number)).toBeGreaterThanOrEqual(BigInt(head.block_number));
+  });
+});
+
+describe("defaults and the third network", () => {
+  it("answers for ethereum when no network is given", async () => {
+    const { network: _omit, ...query } = validRequests("ethereum").erc20Balance.query as Record<
+      string,
+      string
+    >;
+    const data = await ok("erc20Balance", { query });
+    expect(data.balance).toBe(devnet.demo.ethereum.erc20.balances[A]);
+    expect(await ok("chainId", {})).toEqual({ chain_id: "0x1", network: "ethereum" });
+  });
+
+  it("network-info serves the third network (0x1237)", async () => {
+    const third = NETWORKS.find((n) => n.scope === "network-info");
+    if (!third) throw new Error("the catalog has no third network");
+    const info = await ok("networkInfo", { query: { network: third.name } });
+    expect(info).toEqual({
+      chain_id: "0x1237",
+      block_number: expect.stringMatching(/^0x[0-9a-f]+$/),
+      gas_price: expect.stringMatching(/^0x[0-9a-f]+$/),
+      network: third.name,
+    });
+  });
+});
+
+it("covered every catalog endpoint with a 200 above, metered against the key", () => {
+  expect([...served].sort()).toEqual(ENDPOINTS.map((e) => e.path).sort());
+  expect(metered).toBeGreaterThan(0);
+});

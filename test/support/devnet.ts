@@ -1,0 +1,96 @@
+import { readFileSync } from "node:fs";
+import type { EndpointId } from "@tollgate/catalog";
+import type { Address, ChainDemo, DevnetFile } from "@tollgate/devnet";
+import { encodeFunctionData, type Hex, numberToHex, parseAbi, toFunctionSelector } from "viem";
+import { inject } from "vitest";
+
+/** The shared mesh's devnet.json: the known, seeded state every read is checked against. */
+export const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8")) as DevnetFile;
+
+/** The two networks every chain endpoint serves, seeded identically. */
+export const CHAIN_NETWORKS = ["ethereum", "sepolia"] as const;
+export type ChainNetwork = (typeof CHAIN_NETWORKS)[number];
+
+export function role(name: string): Address {
+  const account = devnet.accounts.find((a) => a.role === name);
+  if (!account) throw new Error(`no devnet account with role ${name}`);
+  return account.address;
+}
+
+export const A = role("A");
+export const B = role("B");
+export const C = role("C");
+export const D = role("D");
+
+export const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+
+const erc20Abi = parseAbi(["function balanceOf(address owner) view returns (uint256)"]);
+
+/** Calldata of the demo contracts' functions. */
+export const calldata = {
+  balanceOf: (owner: Address): Hex =>
+    encodeFunctionData({ abi: erc20Abi, functionName: "balanceOf", args: [owner] }),
+  ok: toFunctionSelector("ok()"),
+  alwaysReverts: toFunctionSelector("alwaysReverts()"),
+  customError: toFunctionSelector("revertsWithCustomError()"),
+  panics: toFunctionSelector("panics()"),
+};
+
+/** One gateway request: path values, query string and (POST) JSON body. */
+export interface ChainRequest {
+  path?: Record<string, string>;
+  query?: Record<string, string | string[]>;
+  body?: unknown;
+}
+
+/** The concrete URL path of a request to a catalog path template. */
+export function urlOf(template: string, req: ChainRequest): string {
+  const path = template.replace(/\{(\w+)\}/g, (_m, name: string) => {
+    const value = req.path?.[name];
+    if (value === undefined) throw new Error(`no value for {${name}} in ${template}`);
+    return encodeURIComponent(value);
+  });
+  const search = new URLSearchParams();
+  for (const [k, v] of Object.entries(req.query ?? {})) {
+    for (const one of Array.isArray(v) ? v : [v]) search.append(k, one);
+  }
+  const qs = search.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
+/**
+ * A request per endpoint that succeeds against the devnet's seeded state on `network`;
+ * the compiler checks every catalog endpoint has one.
+ */
+export function validRequests(network: ChainNetwork | string = "ethereum"): Record<EndpointId, ChainRequest> {
+  const demo: ChainDemo = devnet.demo[network === "sepolia" ? "sepolia" : "ethereum"];
+  const q = (query: Record<string, string> = {}) => ({ ...query, network });
+  return {
+    allowance: { query: q({ contract: demo.erc20.address, owner: A, spender: B }) },
+    blockNumber: { query: q() },
+    block: { path: { number: "3" }, query: q() },
+    call: { query: q(), body: { to: demo.reverter.address, data: calldata.ok } },
+    chainId: { query: q() },
+    code: { path: { address: demo.erc20.address }, query: q() },
+    contract: { path: { address: demo.erc20.address }, query: q() },
+    ens: { path: { input: "demo.eth" }, query: q() },
+    erc1155Balance: { query: q({ address: A, contract: demo.erc1155.address, token_id: "1" }) },
+    erc20Balance: { query: q({ address: A, contract: demo.erc20.address }) },
+    erc20Transfers: {
+      query: q({ contract: demo.erc20.address, address: B, from_block: "0", to_block: "latest" }),
+    },
+    erc721Tokens: { query: q({ contract: demo.erc721.address, address: A, max: "10" }) },
+    estimateGas: {
+      query: q(),
+      body: {
+        from: demo.estimateGas.from,
+        to: demo.estimateGas.to,
+        value: numberToHex(BigInt(demo.estimateGas.value)),
+      },
+    },
+    events: {
+      query: q({ contract: demo.erc20.address, topic: TRANSFER_TOPIC, from_block: "0", to_block: "latest" }),
+    },
+    networkInfo: { query: q() },
+  };
+}

@@ -1,0 +1,103 @@
+// Paying Tollgate for real with the official x402 client libraries (@x402/fetch + the @x402/evm
+// `exact` client scheme), as a devnet payer. Shared by the e2e suite and the benchmark, so it
+// must not depend on vitest.
+import type { DevnetAccount, DevnetChain, DevnetFile } from "@tollgate/devnet";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { type Network, wrapFetchWithPayment, x402Client, x402HTTPClient } from "@x402/fetch";
+import { createPublicClient, erc20Abi, http, type PublicClient } from "viem";
+import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
+
+export type Address = `0x${string}`;
+
+/** What a payer needs from a devnet: a live `Devnet` or its devnet.json both fit. */
+export type DevnetInfo = Pick<DevnetFile, "accounts" | "demo"> & { chains: Record<string, DevnetChain> };
+
+/** One request that carried a payment, as the client library sent it. */
+export interface PaidRequest {
+  url: string;
+  /** The PAYMENT-SIGNATURE header the client sent. */
+  signature: string;
+  status: number;
+  /** Request sent → response headers received. */
+  ms: number;
+}
+
+export interface X402Payer {
+  role: string;
+  address: Address;
+  account: PrivateKeyAccount;
+  /** fetch that answers 402s by paying (official @x402/fetch wrapper). */
+  fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+  /** The same client, for signing payments by hand (e.g. against a tampered offer). */
+  http: x402HTTPClient;
+  /** Every request `fetch` sent with a payment, in order. */
+  paid: PaidRequest[];
+}
+
+export interface PayerOptions {
+  /**
+   * Networks (besides the settlement chain) the client may sign for, with the devnet token
+   * opted in there too. Only for tests that make the client pay on the wrong network.
+   */
+  extraNetworks?: Network[];
+}
+
+function account(devnet: DevnetInfo, role: string): DevnetAccount {
+  const found = devnet.accounts.find((a) => a.role === role);
+  if (!found) throw new Error(`the devnet has no account "${role}"`);
+  return found;
+}
+
+export function settlementNetwork(devnet: DevnetInfo): Network {
+  return devnet.demo.settlement.network as Network;
+}
+
+/** A devnet payer (payer1..payer8) paying with the official client libraries. */
+export function x402Payer(devnet: DevnetInfo, role: string, opts: PayerOptions = {}): X402Payer {
+  const acct = account(devnet, role);
+  const signer = privateKeyToAccount(acct.privateKey);
+  const network = settlementNetwork(devnet);
+  const asset = devnet.demo.settlement.usdc.address;
+  const networks = [network, ...(opts.extraNetworks ?? [])];
+  const client = new x402Client()
+    // The devnet token is not one of the library's default assets: a client opts in to it.
+    .setSpendControls({ allowedAssets: networks.map((n) => ({ network: n, asset })) });
+  for (const n of networks) client.register(n, new ExactEvmScheme(signer));
+
+  const paid: PaidRequest[] = [];
+  // Sits under the wrapper: sees exactly what the library puts on the wire.
+  const recording = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const request = new Request(input, init);
+    const signature = request.headers.get("payment-signature");
+    const started = performance.now();
+    const response = await fetch(request);
+    if (signature) {
+      paid.push({ url: request.url, signature, status: response.status, ms: performance.now() - started });
+    }
+    return response;
+  };
+  return {
+    role,
+    address: signer.address,
+    account: signer,
+    fetch: wrapFetchWithPayment(recording, client),
+    http: new x402HTTPClient(client),
+    paid,
+  };
+}
+
+export function settlementClient(devnet: DevnetInfo): PublicClient {
+  const rpcUrl = devnet.chains.settlement?.rpcUrl;
+  if (!rpcUrl) throw new Error("the devnet has no settlement chain");
+  return createPublicClient({ transport: http(rpcUrl, { retryCount: 0 }) });
+}
+
+/** The devnet USDC balance of `owner`, in atomic units. */
+export function usdcBalance(client: PublicClient, devnet: DevnetInfo, owner: Address): Promise<bigint> {
+  return client.readContract({
+    address: devnet.demo.settlement.usdc.address,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [owner],
+  });
+}
