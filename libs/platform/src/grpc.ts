@@ -11,7 +11,10 @@ import { prom, type Registry } from "./metrics.ts";
 
 export { grpc };
 
-const healthMethod = healthService.Check as grpc.MethodDefinition<{ service: string }, { status: string | number }>;
+const healthMethod = healthService.Check as grpc.MethodDefinition<
+  { service: string },
+  { status: string | number }
+>;
 const healthRequestType = { serialize: healthMethod.requestSerialize };
 const healthResponseType = { deserialize: healthMethod.responseDeserialize };
 

@@ -105,7 +105,9 @@ export function mapRpcError(err: RpcError, method: string): ServiceError {
 }
 
 export function invalidParameter(name: string, message: string): ServiceError {
-  return new ServiceError(grpc.status.INVALID_ARGUMENT, "invalid_parameter", `${name}: ${message}`);
+  return new ServiceError(grpc.status.INVALID_ARGUMENT, "invalid_parameter", `${name}: ${message}`, {
+    parameter: name,
+  });
 }
 
 /** The node answered with something that does not fit the method's result. */

@@ -65,7 +65,9 @@ export function parseParams(endpoint: Endpoint, json: string): Record<string, un
   }
   for (const key of Object.keys(input)) {
     if (!known.has(key)) {
-      throw new ServiceError(grpc.status.INVALID_ARGUMENT, "unknown_parameter", `${key}: unknown parameter`);
+      throw new ServiceError(grpc.status.INVALID_ARGUMENT, "unknown_parameter", `${key}: unknown parameter`, {
+        parameter: key,
+      });
     }
   }
   return params;
