@@ -14,6 +14,9 @@ export default defineConfig({
           name: "mesh",
           include: ["test/gateway/**/*.test.ts", "test/e2e/**/*.test.ts"],
           globalSetup: ["test/setup/global-mesh.ts"],
+          // One file at a time: suites assert on the mesh's own counters (no call
+          // reached the node, no unit was counted), which a neighbour's traffic would blur.
+          fileParallelism: false,
           ...shared,
         },
       },
