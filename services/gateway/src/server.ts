@@ -32,6 +32,9 @@ export interface GatewayDeps {
 export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Express {
   const app = express();
   app.disable("x-powered-by");
+  // Chain answers are fresh per call (spec 1.1): no validators, so a conditional
+  // request can never turn a paid call into a bodiless 304.
+  app.set("etag", false);
   app.set("trust proxy", config.trustProxy);
   app.set("query parser", "simple");
 

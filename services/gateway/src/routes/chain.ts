@@ -49,6 +49,7 @@ export function chainRouter(deps: ChainDeps): Router {
 
 async function serve(endpoint: Endpoint, req: Request, res: Response, deps: ChainDeps): Promise<void> {
   res.locals.endpoint = endpoint.path;
+  res.setHeader("Cache-Control", "no-store");
   // A body the JSON parser skipped for its media type would otherwise read as "not an object".
   if (endpoint.params.body && req.is(["application/json", "application/*+json"]) === false) {
     sendError(res, "unsupported_media_type", "body: expected Content-Type: application/json", {
@@ -187,7 +188,6 @@ function paymentErrorCode(code: string): ErrorCode {
 }
 
 async function challenge(resource: Resource, res: Response, deps: ChainDeps, error = ""): Promise<void> {
-  res.setHeader("Cache-Control", "no-store");
   try {
     const offer = await deps.payments.challenge(res.locals.requestId, resource, error);
     copyHeaders(res, offer.headers);
@@ -210,7 +210,6 @@ async function serveWithPayment(
   deps: ChainDeps,
 ): Promise<void> {
   const requestId = res.locals.requestId;
-  res.setHeader("Cache-Control", "no-store");
   let verified: Awaited<ReturnType<PaymentVerifierClient["verify"]>>;
   try {
     verified = await deps.payments.verify(requestId, resource, credentials);
