@@ -1,0 +1,93 @@
+import { readFileSync } from "node:fs";
+import { freePort, type Mesh, startMesh } from "@tollgate/local";
+import { contracts, createClient, grpc } from "@tollgate/platform";
+import request from "supertest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type DevnetInfo, settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
+
+const shared = inject("mesh");
+const devnet = JSON.parse(readFileSync(shared.devnetFile, "utf8")) as DevnetInfo & {
+  accounts: { role: string; privateKey: string }[];
+};
+let mesh: Mesh;
+const lines: string[] = [];
+
+// The embedded default on a machine without Redis and NATS: both URLs point at closed
+// ports, so every service must fall back to its stand-in and still serve.
+beforeAll(async () => {
+  const [redisPort, natsPort] = [await freePort(), await freePort()];
+  mesh = await startMesh({
+    stateDir: shared.stateDir,
+    namespace: `standin${process.pid}`,
+    env: { REDIS_URL: `redis://127.0.0.1:${redisPort}`, NATS_URL: `nats://127.0.0.1:${natsPort}` },
+    serviceEnv: {
+      "rpc-proxy": {
+        UPSTREAMS_ETHEREUM: devnet.chains.ethereum?.rpcUrl ?? "",
+        UPSTREAMS_SEPOLIA: devnet.chains.sepolia?.rpcUrl ?? "",
+      },
+      "payment-verifier": {
+        X402_NETWORK: devnet.demo.settlement.network,
+        X402_ASSET: devnet.demo.settlement.usdc.address,
+        X402_PAY_TO: devnet.demo.settlement.payTo,
+        X402_SETTLEMENT_RPC_URL: devnet.chains.settlement?.rpcUrl ?? "",
+        // A facilitator account of its own, so its nonces never race the shared mesh's.
+        X402_FACILITATOR_PRIVATE_KEY: devnet.accounts.find((a) => a.role === "spare4")?.privateKey ?? "",
+      },
+    },
+    onLine: (service, line) => lines.push(`[${service}] ${line}`),
+  });
+});
+
+afterAll(async () => {
+  await mesh?.stop();
+});
+
+describe("embedded default without Redis and NATS (stand-ins)", () => {
+  it("says so in one line per stand-in", () => {
+    const said = (service: string, what: RegExp) =>
+      lines.filter((l) => l.startsWith(`[${service}]`) && what.test(l)).length;
+    expect(said("quota-meter", /Redis is unreachable.*in-memory/)).toBe(1);
+    expect(said("payment-verifier", /Redis is unreachable.*in memory/)).toBe(1);
+    expect(said("quota-meter", /NATS is unreachable.*held locally/)).toBe(1);
+    expect(said("payment-verifier", /NATS is unreachable.*held locally/)).toBe(1);
+  });
+
+  it("meters API-key calls on the in-memory store", async () => {
+    const admin = createClient(
+      contracts.quotaMeter().QuotaAdminService,
+      `127.0.0.1:${mesh.ports["quota-meter"].main}`,
+      { service: "admin", defaultDeadlineMs: 5000 },
+    );
+    const md = new grpc.Metadata();
+    md.set("authorization", `Bearer ${readFileSync(mesh.operatorTokenFile, "utf8").trim()}`);
+    const { account } = await admin.call(
+      "CreateAccount",
+      { name: "standin", dailyLimit: 2 },
+      { metadata: md },
+    );
+    const { secret } = await admin.call("CreateKey", { accountId: account?.id ?? "" }, { metadata: md });
+    admin.close();
+    const call = () =>
+      request(mesh.gatewayUrl).get("/api/chain/block-number").set("Authorization", `Bearer ${secret}`);
+    const first = await call();
+    expect(first.status).toBe(200);
+    expect(first.headers["x-quota-day-used"]).toBe("1");
+    await call();
+    const third = await call();
+    expect(third.status).toBe(429);
+    expect(third.body.error).toBe("daily_limit_exceeded");
+  });
+
+  it("takes an x402 payment with the official client and settles it", async () => {
+    const payer = x402Payer(devnet, "payer8");
+    const chain = settlementClient(devnet);
+    const before = await usdcBalance(chain, devnet, devnet.demo.settlement.payTo);
+    const res = await payer.fetch(`${mesh.gatewayUrl}/api/chain/chain-id?network=sepolia`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: unknown }).data).toEqual({
+      chain_id: "0xaa36a7",
+      network: "sepolia",
+    });
+    expect(await usdcBalance(chain, devnet, devnet.demo.settlement.payTo)).toBe(before + 1000n);
+  });
+});
