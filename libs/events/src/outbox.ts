@@ -42,10 +42,12 @@ const openDirs = new Set<string>();
 
 /**
  * A durable local outbox: an append-only journal of puts and acks. An event is in the
- * journal before `append` returns (one small synchronous write, no fsync on the
- * caller's path), so a crashed or restarted process replays everything it had not yet
- * delivered. Data reaches the disk within SYNC_EVERY_MS (a machine crash can lose that
- * much; a process crash loses nothing). One directory belongs to one process.
+ * journal before `append` returns (one small synchronous write per batch, no fsync on
+ * the caller's path), so a crashed or restarted process replays everything it had not
+ * yet delivered. Data reaches the disk within SYNC_EVERY_MS (a machine crash can lose
+ * that much; a process crash loses nothing). Acks are buffered and written with the
+ * next sync: a lost ack only means a republish, which JetStream drops as a duplicate
+ * of the same message id. One directory belongs to one process.
  */
 export class Outbox {
   readonly dir: string;
@@ -59,6 +61,8 @@ export class Outbox {
   #syncTimer: NodeJS.Timeout | undefined;
   #writeFailed = false;
   #closed = false;
+  /** Ack lines not yet written (see the class comment). */
+  #acks: string[] = [];
 
   constructor(dir: string, logger: Logger) {
     this.dir = dir;
@@ -90,19 +94,30 @@ export class Outbox {
   }
 
   append(subject: string, id: string, payload: string): OutboxEntry {
-    const entry: OutboxEntry = { seq: this.#nextSeq++, subject, id, payload };
-    this.#pending.set(entry.seq, entry);
-    this.#write({ s: entry.seq, t: subject, i: id, p: payload });
-    return entry;
+    return this.appendMany([{ subject, id, payload }])[0] as OutboxEntry;
+  }
+
+  /** Journals several events with one write. */
+  appendMany(items: readonly { subject: string; id: string; payload: string }[]): OutboxEntry[] {
+    const entries = items.map((item): OutboxEntry => ({ seq: this.#nextSeq++, ...item }));
+    let text = "";
+    for (const e of entries) {
+      this.#pending.set(e.seq, e);
+      text += `${JSON.stringify({ s: e.seq, t: e.subject, i: e.id, p: e.payload } satisfies JournalLine)}\n`;
+    }
+    this.#write(text);
+    return entries;
   }
 
   ack(seq: number): void {
     if (!this.#pending.delete(seq)) return;
-    this.#write({ a: seq });
+    this.#acks.push(`${JSON.stringify({ a: seq } satisfies JournalLine)}\n`);
     if (this.#pending.size === 0 && this.#bytes > TRUNCATE_AT_BYTES) {
+      this.#acks = [];
       ftruncateSync(this.#fd, 0);
       this.#bytes = 0;
     } else if (this.#bytes > REWRITE_AT_BYTES && this.#pending.size < 10_000) {
+      this.#acks = [];
       closeSync(this.#fd);
       this.#rewrite();
       this.#fd = openSync(this.#path, "a");
@@ -114,6 +129,7 @@ export class Outbox {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#syncTimer);
+    this.#writeAcks();
     try {
       fsyncSync(this.#fd);
     } catch {
@@ -124,8 +140,14 @@ export class Outbox {
     openDirs.delete(this.dir);
   }
 
-  #write(line: JournalLine): void {
-    const text = `${JSON.stringify(line)}\n`;
+  #writeAcks(): void {
+    if (this.#acks.length === 0) return;
+    const text = this.#acks.join("");
+    this.#acks = [];
+    this.#write(text);
+  }
+
+  #write(text: string): void {
     try {
       this.#bytes += writeSync(this.#fd, text);
       this.#dirty = true;
@@ -143,7 +165,9 @@ export class Outbox {
   }
 
   #sync(): void {
-    if (!this.#dirty || this.#closed) return;
+    if (this.#closed) return;
+    this.#writeAcks();
+    if (!this.#dirty) return;
     this.#dirty = false;
     fdatasync(this.#fd, (err) => {
       if (err && !this.#closed) this.#dirty = true;

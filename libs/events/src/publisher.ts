@@ -38,6 +38,8 @@ export interface EventPublisher {
    * as the Nats-Msg-Id, so retries and replays are deduplicated by the stream.
    */
   publish<S extends EventSubject>(subject: S, event: EventOf<S>): void;
+  /** `publish` for a batch: all are validated first, then journaled with one write. */
+  publishMany<S extends EventSubject>(subject: S, events: readonly EventOf<S>[]): void;
   /** Resolves true once every event so far is acknowledged by JetStream, false on timeout. */
   flush(timeoutMs?: number): Promise<boolean>;
   /** Events not yet acknowledged by JetStream (the outbox depth). */
@@ -215,9 +217,15 @@ export function createEventPublisher(opts: EventPublisherOptions): EventPublishe
 
   return {
     publish(subject, event) {
+      this.publishMany(subject, [event]);
+    },
+    publishMany(subject, events) {
       if (closing) throw new Error("event publisher is closed");
-      const parsed = parseEvent(subject, event);
-      outbox.append(subject, parsed.id, JSON.stringify(parsed));
+      const items = events.map((event) => {
+        const parsed = parseEvent(subject, event);
+        return { subject, id: parsed.id, payload: JSON.stringify(parsed) };
+      });
+      outbox.appendMany(items);
       updateDepth();
       kick();
     },

@@ -46,12 +46,12 @@ export function createUsage(deps: UsageDeps) {
      * the batch: refunds are once per request id and events dedupe on their id.
      */
     async reportUsage(req: ReportUsageRequest__Output): Promise<ReportUsageResponse> {
-      let accepted = 0;
       const refunds: Refund[] = [];
+      const events: UsageEventV1[] = [];
       for (const r of req.records) {
         const received = Date.parse(r.time);
         const time = new Date(Number.isNaN(received) ? deps.now() : received).toISOString();
-        const event: UsageEventV1 = {
+        events.push({
           id: r.requestId,
           request_id: r.requestId,
           account_id: r.accountId,
@@ -61,17 +61,7 @@ export function createUsage(deps: UsageDeps) {
           status: r.status,
           latency_ms: Math.max(0, Number.isFinite(r.latencyMs) ? r.latencyMs : 0),
           time,
-        };
-        try {
-          deps.publisher.publish(USAGE_V1, event);
-        } catch (err) {
-          logger.warn(
-            { err, requestId: r.requestId },
-            "usage record rejected: it does not fit the usage event",
-          );
-          continue;
-        }
-        accepted++;
+        });
         if (r.refund) {
           const at = Date.parse(time);
           refunds.push({
@@ -80,6 +70,25 @@ export function createUsage(deps: UsageDeps) {
             day: isDayId(r.dayWindow) ? r.dayWindow : dayId(at),
             month: isMonthId(r.monthWindow) ? r.monthWindow : monthId(at),
           });
+        }
+      }
+      let accepted = events.length;
+      try {
+        // The whole batch in one journal write: the common case.
+        deps.publisher.publishMany(USAGE_V1, events);
+      } catch {
+        // Some record does not fit the event: publish one by one to keep the rest.
+        accepted = 0;
+        for (const event of events) {
+          try {
+            deps.publisher.publish(USAGE_V1, event);
+            accepted++;
+          } catch (err) {
+            logger.warn(
+              { err, requestId: event.request_id },
+              "usage record rejected: it does not fit the usage event",
+            );
+          }
         }
       }
       const results = await Promise.allSettled(refunds.map((f) => store.refund(f, deps.dedupeTtlMs)));
