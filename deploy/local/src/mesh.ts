@@ -67,8 +67,11 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   let devnet: Devnet | undefined;
   const upstreamEnv: Record<string, string> = {};
   const paymentEnv: Record<string, string> = {};
-  if (!hasUpstreams(baseEnv)) {
-    devnet = await startDevnet({ stateDir, log });
+  if (!hasUpstreams({ ...baseEnv, ...opts.serviceEnv?.["rpc-proxy"] })) {
+    // A namespaced mesh keeps its own devnet.json, so meshes sharing a state dir never
+    // overwrite each other's chain addresses.
+    const file = join(stateDir, opts.namespace ? `devnet-${opts.namespace}.json` : "devnet.json");
+    devnet = await startDevnet({ stateDir, file, log });
     for (const [name, chain] of Object.entries(devnet.chains)) {
       if (name === "settlement") continue;
       upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = chain.rpcUrl;

@@ -21,7 +21,7 @@ export async function serveMetrics(
   registry: client.Registry,
   port: number,
   host: string,
-): Promise<{ server: Server; port: number }> {
+): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server = createServer(async (req, res) => {
     if (req.url === "/metrics") {
       res.setHeader("Content-Type", registry.contentType);
@@ -39,5 +39,9 @@ export async function serveMetrics(
     server.once("error", reject);
     server.listen(port, host, () => resolve());
   });
-  return { server, port: (server.address() as AddressInfo).port };
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

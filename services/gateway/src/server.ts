@@ -155,7 +155,7 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await usage.flush();
-      metrics.server.close();
+      await metrics.close();
       rpc.close();
       quota.close();
       payments.close();

@@ -127,7 +127,7 @@ export async function startPaymentVerifier(
     pendingEvents: () => events.pending(),
     async stop() {
       await grpcServer.shutdown();
-      await new Promise<void>((resolve) => metricsServer.server.close(() => resolve()));
+      await metricsServer.close();
       await events.close();
       await reservations.close();
       await exact.close();

@@ -199,7 +199,7 @@ export async function startQuotaMeter(
       stopping ??= (async () => {
         await grpcServer.shutdown();
         await closeBackground();
-        await new Promise<void>((resolve) => metricsServer.server.close(() => resolve()));
+        await metricsServer.close();
       })();
       return stopping;
     },

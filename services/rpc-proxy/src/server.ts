@@ -181,7 +181,7 @@ export async function startRpcProxy(
     async stop() {
       tracker.stop();
       await grpcServer.shutdown();
-      await new Promise<void>((resolve) => metricsServer.server.close(() => resolve()));
+      await metricsServer.close();
       await Promise.all([...pools.values()].map((p) => p.close()));
     },
   };
