@@ -2,7 +2,7 @@
 // the facilitator or the settlement chain, the single-node Redis stand-in, two replicas sharing
 // Redis, and the official @x402/fetch client paying through a minimal stand-in for the gateway.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, createServer as createTcpServer, connect as netConnect } from "node:net";
 import { dirname } from "node:path";
 import type { Devnet } from "@tollgate/devnet";
 import { CallError, grpc } from "@tollgate/platform";
@@ -246,6 +246,38 @@ describe("Redis stand-in", () => {
     );
     expect(s.settled).toBe(true);
     expect((await verify(client, BLOCK_NUMBER, credentials)).reason).toMatch(/already used/);
+  });
+});
+
+describe("Redis required (REDIS_STANDIN=false, production)", () => {
+  it("does not start serving while Redis is unreachable, then starts on the shared store", async () => {
+    // A port with nothing behind it yet; later a plain forwarder to the real Redis opens on it.
+    const probe = createTcpServer();
+    const port = await new Promise<number>((r) =>
+      probe.listen(0, "127.0.0.1", () => r((probe.address() as AddressInfo).port)),
+    );
+    await new Promise<void>((r) => probe.close(() => r()));
+    let started = false;
+    const starting = start(cfg({ redisUrl: `redis://127.0.0.1:${port}`, redisStandin: false })).then((s) => {
+      started = true;
+      return s;
+    });
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(started).toBe(false);
+
+    const forwarder = createTcpServer((client) => {
+      const upstream = netConnect(6379, "127.0.0.1");
+      client.pipe(upstream).pipe(client);
+      client.on("error", () => upstream.destroy());
+      upstream.on("error", () => client.destroy());
+    });
+    await new Promise<void>((r) => forwarder.listen(port, "127.0.0.1", () => r()));
+    try {
+      const { handle } = await starting;
+      expect(handle.reservationStore).toBe("redis");
+    } finally {
+      forwarder.close();
+    }
   });
 });
 

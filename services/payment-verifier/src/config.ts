@@ -1,6 +1,6 @@
 // Typed configuration of the payment verifier, read once from the environment.
 import { resolve } from "node:path";
-import { bindHost, envInt, envString, readSecret } from "@tollgate/platform";
+import { bindHost, envBool, envInt, envString, readSecret } from "@tollgate/platform";
 import { getAddress, isAddress, isHex } from "viem";
 
 export type Address = `0x${string}`;
@@ -50,6 +50,12 @@ export interface PaymentVerifierConfig {
   natsUrl: string;
   /** Prefix of every Redis key this service writes (tests use their own). */
   redisPrefix: string;
+  /**
+   * Redis unreachable at startup: true (embedded default) uses the in-memory single-node
+   * store; false (production, several replicas) waits for Redis, so no replica ever
+   * serves payments without the shared replay guard.
+   */
+  redisStandin: boolean;
   /** How long a verified payment stays reserved waiting for Settle or Release. */
   reservationTtlSeconds: number;
   /** Where settlement events wait (on disk) until JetStream acknowledged them: OUTBOX_DIR/payment-verifier. */
@@ -132,6 +138,7 @@ export function loadConfig(): PaymentVerifierConfig {
     redisUrl: envString("REDIS_URL", "redis://127.0.0.1:6379"),
     natsUrl: envString("NATS_URL", "nats://127.0.0.1:4222"),
     redisPrefix: envString("PAYMENT_REDIS_PREFIX", "tollgate:payment:"),
+    redisStandin: envBool("REDIS_STANDIN", true),
     reservationTtlSeconds: envInt("PAYMENT_RESERVATION_TTL_SECONDS", 120),
     outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), "payment-verifier"),
     x402: {

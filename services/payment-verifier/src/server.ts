@@ -44,11 +44,19 @@ export interface PaymentVerifierHandle {
 }
 
 async function openRedis(config: PaymentVerifierConfig, logger: Logger): Promise<Redis | undefined> {
-  const redis = await connectRedis(config.redisUrl, logger);
-  if (!redis) {
+  let redis = await connectRedis(config.redisUrl, logger);
+  if (!redis && config.redisStandin) {
     logger.warn(
       `Redis is unreachable at ${config.redisUrl}: payment reservations are kept in memory (single node only)`,
     );
+  } else if (!redis) {
+    // Not serving (no gRPC server yet, so probes fail) beats serving without the replay guard.
+    logger.warn(`Redis is unreachable at ${config.redisUrl}: waiting for it (REDIS_STANDIN=false)`);
+    for (let attempt = 1; !redis; attempt++) {
+      await new Promise((r) => setTimeout(r, Math.min(250 * attempt, 5_000)));
+      redis = await connectRedis(config.redisUrl, logger);
+    }
+    logger.info("Redis reachable: payment reservations are shared");
   }
   return redis;
 }
