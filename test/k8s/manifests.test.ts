@@ -76,6 +76,7 @@ const SERVICES: Record<string, ServiceSpec> = {
       ...COMMON,
       "GRPC_PORT",
       "REDIS_URL",
+      "REDIS_STANDIN",
       "NATS_URL",
       "OUTBOX_DIR",
       "X402_NETWORK",
