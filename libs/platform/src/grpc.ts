@@ -108,7 +108,13 @@ export async function startGrpcServer(opts: {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [opts.registry],
   });
-  const server = new grpc.Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
+  const server = new grpc.Server({
+    "grpc.max_receive_message_length": 4 * 1024 * 1024,
+    // Clients reconnect (and re-resolve DNS) every few minutes, so pods added by a
+    // scale-up receive traffic instead of every caller staying pinned to the old ones.
+    "grpc.max_connection_age_ms": 5 * 60_000,
+    "grpc.max_connection_age_grace_ms": 30_000,
+  });
   const statusMap: Record<string, "SERVING" | "NOT_SERVING"> = { "": "SERVING" };
   for (const service of opts.services) {
     statusMap[service.name] = "SERVING";
@@ -223,6 +229,8 @@ export function createClient<C extends grpc.Client>(
   const client = new Ctor(address, grpc.credentials.createInsecure(), {
     "grpc.keepalive_time_ms": 30_000,
     "grpc.enable_retries": 1,
+    // With a `dns:///` target on a headless Service, spread calls over every pod.
+    "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
   });
   const histogram = opts.registry
     ? ((opts.registry.getSingleMetric("grpc_client_handling_seconds") as prom.Histogram | undefined) ??
