@@ -1,3 +1,4 @@
+import { PAYMENT_HEADERS } from "@tollgate/catalog";
 import type { Request } from "express";
 import type { Header } from "./clients/payment-verifier.ts";
 
@@ -9,7 +10,9 @@ export type Credentials =
   | { kind: "none" };
 
 /** Payment headers forwarded untouched to payment-verifier (names are case-insensitive). */
-const PAYMENT_HEADERS = ["payment-signature", "x-payment"] as const;
+const PAYMENT_CREDENTIALS = [PAYMENT_HEADERS.signature.name, PAYMENT_HEADERS.signatureV1.name].map((n) =>
+  n.toLowerCase(),
+);
 
 // Keys are opaque to the gateway; this only rejects what cannot be a key at all.
 const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]{1,256})$/;
@@ -32,7 +35,7 @@ export function readCredentials(req: Request): Credentials {
     };
   }
   const headers: Header[] = [];
-  for (const name of PAYMENT_HEADERS) {
+  for (const name of PAYMENT_CREDENTIALS) {
     const value = req.get(name);
     if (value !== undefined) headers.push({ name, value });
   }

@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { PAYMENT_HEADERS, QUOTA_HEADERS, REQUEST_ID_HEADER } from "@tollgate/catalog";
 import {
   createLogger,
   createRegistry,
@@ -60,17 +61,20 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
   app.use(
     cors({
       origin: "*",
-      allowedHeaders: ["Authorization", "Content-Type", "Payment-Signature", "X-Payment", "X-Request-Id"],
+      allowedHeaders: [
+        "Authorization",
+        "Content-Type",
+        PAYMENT_HEADERS.signature.name,
+        PAYMENT_HEADERS.signatureV1.name,
+        REQUEST_ID_HEADER,
+      ],
       exposedHeaders: [
-        "PAYMENT-REQUIRED",
-        "PAYMENT-RESPONSE",
-        "WWW-Authenticate",
-        "Payment-Receipt",
-        "X-Request-Id",
-        "X-Quota-Day-Limit",
-        "X-Quota-Day-Used",
-        "X-Quota-Month-Limit",
-        "X-Quota-Month-Used",
+        PAYMENT_HEADERS.required.name,
+        PAYMENT_HEADERS.response.name,
+        PAYMENT_HEADERS.mppChallenge.name,
+        PAYMENT_HEADERS.mppReceipt.name,
+        REQUEST_ID_HEADER,
+        ...Object.values(QUOTA_HEADERS).map((h) => h.name),
         "Retry-After",
       ],
       maxAge: 600,

@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { PLAN_DEFAULTS } from "@tollgate/catalog";
 import { bindHost, envBool, envInt, envString, readSecret } from "@tollgate/platform";
 
 /** quota-meter's configuration, from the environment. Defaults suit the embedded local run. */
@@ -67,8 +68,8 @@ export function loadConfig(): QuotaMeterConfig {
     outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), SERVICE),
     streamReplicas: envInt("NATS_STREAM_REPLICAS", 1),
     usageDedupeTtlMs: envInt("USAGE_DEDUPE_TTL_HOURS", 48) * 3_600_000,
-    defaultDailyLimit: envInt("DAILY_LIMIT", 200_000),
-    defaultMonthlyLimit: envInt("MONTHLY_LIMIT", 2_000_000),
+    defaultDailyLimit: envInt("DAILY_LIMIT", PLAN_DEFAULTS.dailyLimit),
+    defaultMonthlyLimit: envInt("MONTHLY_LIMIT", PLAN_DEFAULTS.monthlyLimit),
     defaultBurstPerSecond: envInt("BURST_PER_SECOND", 50),
     operatorToken: readSecret("OPERATOR_TOKEN"),
     apiKeyPepper: readSecret("API_KEY_PEPPER"),

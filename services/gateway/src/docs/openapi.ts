@@ -1,4 +1,12 @@
-import { ENDPOINTS, type Endpoint, ERRORS, LIMIT_ERRORS, NETWORKS } from "@tollgate/catalog";
+import {
+  ENDPOINTS,
+  type Endpoint,
+  ERRORS,
+  LIMIT_ERRORS,
+  NETWORKS,
+  PAYMENT_HEADERS,
+  QUOTA_HEADERS,
+} from "@tollgate/catalog";
 import { z } from "zod";
 
 /**
@@ -29,12 +37,13 @@ function parameters(schema: z.ZodObject | undefined, where: "path" | "query"): J
   });
 }
 
-const quotaHeaders = {
-  "X-Quota-Day-Limit": { $ref: "#/components/headers/X-Quota-Day-Limit" },
-  "X-Quota-Day-Used": { $ref: "#/components/headers/X-Quota-Day-Used" },
-  "X-Quota-Month-Limit": { $ref: "#/components/headers/X-Quota-Month-Limit" },
-  "X-Quota-Month-Used": { $ref: "#/components/headers/X-Quota-Month-Used" },
-};
+const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
+const quotaHeaders = Object.fromEntries(Object.values(QUOTA_HEADERS).map((h) => [h.name, ref(h.name)]));
+const {
+  required: PAYMENT_REQUIRED,
+  response: PAYMENT_RESPONSE,
+  signature: PAYMENT_SIGNATURE,
+} = PAYMENT_HEADERS;
 
 function errorResponse(description: string): Json {
   return {
@@ -75,7 +84,7 @@ function operation(endpoint: Endpoint): Json {
     responses: {
       "200": {
         description: "Success. API-key calls carry the X-Quota-* headers; paid calls carry PAYMENT-RESPONSE.",
-        headers: { ...quotaHeaders, "PAYMENT-RESPONSE": { $ref: "#/components/headers/PAYMENT-RESPONSE" } },
+        headers: { ...quotaHeaders, [PAYMENT_RESPONSE.name]: ref(PAYMENT_RESPONSE.name) },
         content: {
           "application/json": {
             schema: {
@@ -93,7 +102,7 @@ function operation(endpoint: Endpoint): Json {
       ...errors,
       "402": {
         description: "Payment required or refused. Nothing was charged.",
-        headers: { "PAYMENT-REQUIRED": { $ref: "#/components/headers/PAYMENT-REQUIRED" } },
+        headers: { [PAYMENT_REQUIRED.name]: ref(PAYMENT_REQUIRED.name) },
         content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } },
       },
       "429": {
@@ -205,7 +214,7 @@ export function buildOpenApi(serverUrl: string | undefined): Json {
         x402: {
           type: "apiKey",
           in: "header",
-          name: "Payment-Signature",
+          name: PAYMENT_SIGNATURE.name,
           description:
             "x402 v2 payment payload (base64 JSON), scheme `exact`. Offers come in the 402's PAYMENT-REQUIRED header.",
         },
@@ -215,32 +224,16 @@ export function buildOpenApi(serverUrl: string | undefined): Json {
           description: "MPP credential: `Authorization: Payment <credential>`.",
         },
       },
-      headers: {
-        "X-Quota-Day-Limit": {
-          description: "Requests allowed in the current UTC day.",
-          schema: { type: "integer" },
-        },
-        "X-Quota-Day-Used": {
-          description: "Requests used today, including this one.",
-          schema: { type: "integer" },
-        },
-        "X-Quota-Month-Limit": {
-          description: "Requests allowed in the current calendar month.",
-          schema: { type: "integer" },
-        },
-        "X-Quota-Month-Used": {
-          description: "Requests used this month, including this one.",
-          schema: { type: "integer" },
-        },
-        "PAYMENT-REQUIRED": {
-          description: "x402 v2 PaymentRequired, base64 JSON.",
-          schema: { type: "string" },
-        },
-        "PAYMENT-RESPONSE": {
-          description: "x402 v2 SettleResponse, base64 JSON.",
-          schema: { type: "string" },
-        },
-      },
+      headers: Object.fromEntries([
+        ...Object.values(QUOTA_HEADERS).map((h) => [
+          h.name,
+          { description: h.description, schema: { type: "integer" } },
+        ]),
+        ...[PAYMENT_REQUIRED, PAYMENT_RESPONSE].map((h) => [
+          h.name,
+          { description: h.description, schema: { type: "string" } },
+        ]),
+      ]),
       schemas: {
         Meta: {
           type: "object",

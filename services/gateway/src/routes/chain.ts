@@ -1,4 +1,11 @@
-import { ENDPOINTS, type Endpoint, ERRORS, type ErrorCode, validateRequest } from "@tollgate/catalog";
+import {
+  ENDPOINTS,
+  type Endpoint,
+  ERRORS,
+  type ErrorCode,
+  QUOTA_HEADERS,
+  validateRequest,
+} from "@tollgate/catalog";
 import { CallError, type Logger } from "@tollgate/platform";
 import { type Request, type Response, Router } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
@@ -101,12 +108,12 @@ function setQuotaHeaders(res: Response, authz: Authorization): void {
   const q = authz.quota;
   if (!q) return;
   if (q.dayLimit != null && q.dayUsed != null) {
-    res.setHeader("X-Quota-Day-Limit", String(q.dayLimit));
-    res.setHeader("X-Quota-Day-Used", String(q.dayUsed));
+    res.setHeader(QUOTA_HEADERS.dayLimit.name, String(q.dayLimit));
+    res.setHeader(QUOTA_HEADERS.dayUsed.name, String(q.dayUsed));
   }
   if (q.monthLimit != null && q.monthUsed != null) {
-    res.setHeader("X-Quota-Month-Limit", String(q.monthLimit));
-    res.setHeader("X-Quota-Month-Used", String(q.monthUsed));
+    res.setHeader(QUOTA_HEADERS.monthLimit.name, String(q.monthLimit));
+    res.setHeader(QUOTA_HEADERS.monthUsed.name, String(q.monthUsed));
   }
 }
 

@@ -1,4 +1,4 @@
-import { CHAIN_NETWORKS, ENDPOINTS, NETWORKS, priceAtomic } from "@tollgate/catalog";
+import { CHAIN_NETWORKS, ENDPOINTS, NETWORKS, PLAN_DEFAULTS, priceAtomic } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import { type Request, Router } from "express";
 import type { PaymentVerifierClient } from "../clients/payment-verifier.ts";
@@ -86,8 +86,8 @@ export function freeRouter(deps: FreeDeps): Router {
       payment_methods: await paymentMethods(),
       api_key_plan: {
         header: "Authorization: Bearer <API key>",
-        daily_quota: 200_000,
-        monthly_quota: 2_000_000,
+        daily_quota: PLAN_DEFAULTS.dailyLimit,
+        monthly_quota: PLAN_DEFAULTS.monthlyLimit,
         windows: "UTC day (00:00 UTC) and calendar month (00:00 UTC on the 1st), account-wide",
       },
     });
