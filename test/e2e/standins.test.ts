@@ -3,6 +3,7 @@ import { freePort, type Mesh, startMesh } from "@tollgate/local";
 import { contracts, createClient, grpc } from "@tollgate/platform";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { assertConforms } from "../support/openapi.ts";
 import { type DevnetInfo, settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 
 const shared = inject("mesh");
@@ -71,11 +72,13 @@ describe("embedded default without Redis and NATS (stand-ins)", () => {
       request(mesh.gatewayUrl).get("/api/chain/block-number").set("Authorization", `Bearer ${secret}`);
     const first = await call();
     expect(first.status).toBe(200);
+    await assertConforms("get", "/api/chain/block-number", first);
     expect(first.headers["x-quota-day-used"]).toBe("1");
     await call();
     const third = await call();
     expect(third.status).toBe(429);
     expect(third.body.error).toBe("daily_limit_exceeded");
+    await assertConforms("get", "/api/chain/block-number", third);
   });
 
   it("takes an x402 payment with the official client and settles it", async () => {

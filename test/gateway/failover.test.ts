@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { freePort, type Mesh, startMesh } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { assertConforms } from "../support/openapi.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 let mesh: Mesh;
@@ -60,6 +61,7 @@ describe("rpc-proxy failover through the whole mesh", () => {
         .set("Authorization", `Bearer ${apiKey}`);
       expect(res.status).toBe(200);
       expect(res.body.data.block_number).toMatch(/^0x/);
+      await assertConforms("get", "/api/chain/block-number", res);
     }
   });
 
@@ -72,5 +74,6 @@ describe("rpc-proxy failover through the whole mesh", () => {
     expect([502, 503, 504]).toContain(res.status);
     expect(res.body).toMatchObject({ data: null, error: { code: expect.stringMatching(/^upstream_/) } });
     expect(res.body.meta.endpoint).toBe("/api/chain/block-number");
+    await assertConforms("get", "/api/chain/block-number", res);
   });
 });
