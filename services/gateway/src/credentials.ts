@@ -31,7 +31,7 @@ export function readCredentials(req: Request): Credentials {
     }
     return {
       kind: "invalid",
-      reason: "Authorization must be `Bearer <API key>` (or an MPP `Payment` credential)",
+      reason: "Authorization must be `Bearer <API key>`",
     };
   }
   const headers: Header[] = [];

@@ -21,7 +21,7 @@ export function buildLlmsTxt(base: string): string {
     "## Authenticate or pay",
     "- API-key plan: `Authorization: Bearer <API key>`. Daily and monthly quotas per account; X-Quota-* headers on every response.",
     "- x402 (v2): call without credentials, read the base64 JSON `PAYMENT-REQUIRED` header of the 402 (scheme `exact`, USDC), retry with `Payment-Signature`. Official clients: @x402/fetch, @x402/axios.",
-    "- MPP: `WWW-Authenticate: Payment` challenges on the 402, answer with `Authorization: Payment <credential>` (mppx).",
+    "- MPP (Machine Payments Protocol) is not accepted yet: pay with x402 or use an API key.",
     "- A failed call (4xx after validation, 5xx upstream) is never charged.",
     "",
     "## Responses",

@@ -80,7 +80,7 @@ function operation(endpoint: Endpoint): Json {
           },
         }
       : {}),
-    security: [{ apiKey: [] }, { x402: [] }, { mpp: [] }],
+    security: [{ apiKey: [] }, { x402: [] }],
     responses: {
       "200": {
         description: "Success. API-key calls carry the X-Quota-* headers; paid calls carry PAYMENT-RESPONSE.",
@@ -193,7 +193,7 @@ export function buildOpenApi(serverUrl: string | undefined): Json {
       title: "Tollgate Ethereum RPC Gateway",
       version: "1.0.0",
       description:
-        "Pay-per-call HTTP gateway to live Ethereum JSON-RPC. Pay per call with x402 (scheme `exact`) or MPP, or use an API-key plan. Every response is fetched fresh from the node.",
+        "Pay-per-call HTTP gateway to live Ethereum JSON-RPC. Pay per call with x402 (scheme `exact`), or use an API-key plan. Every response is fetched fresh from the node.",
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
     tags: [
@@ -217,11 +217,6 @@ export function buildOpenApi(serverUrl: string | undefined): Json {
           name: PAYMENT_SIGNATURE.name,
           description:
             "x402 v2 payment payload (base64 JSON), scheme `exact`. Offers come in the 402's PAYMENT-REQUIRED header.",
-        },
-        mpp: {
-          type: "http",
-          scheme: "Payment",
-          description: "MPP credential: `Authorization: Payment <credential>`.",
         },
       },
       headers: Object.fromEntries([

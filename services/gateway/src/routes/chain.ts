@@ -148,7 +148,7 @@ async function serveWithKey(
       sendError(
         res,
         "subscription_inactive",
-        "the subscription behind this key is not active: check the subscription, or pay per call with x402 or MPP",
+        "the subscription behind this key is not active: check the subscription, or pay per call with x402",
       );
       return;
     case "DECISION_DAILY_LIMIT_EXCEEDED":
@@ -205,7 +205,7 @@ async function challenge(resource: Resource, res: Response, deps: ChainDeps, err
   sendError(
     res,
     "payment_required",
-    "payment required: pay per call with x402 (see the PAYMENT-REQUIRED header) or MPP, or send Authorization: Bearer <API key>",
+    "payment required: pay per call with x402 (see the PAYMENT-REQUIRED header), or send Authorization: Bearer <API key>",
   );
 }
 
