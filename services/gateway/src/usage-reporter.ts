@@ -2,6 +2,8 @@ import type { Logger } from "@tollgate/platform";
 import type { QuotaMeterClient, UsageRecord } from "./clients/quota-meter.ts";
 
 const MAX_ATTEMPTS = 5;
+/** Batches waiting to be sent; past this a long quota-meter outage drops the oldest. */
+const MAX_QUEUED_BATCHES = 500;
 
 /**
  * Collects finished API-key calls and reports them to quota-meter in batches, after
@@ -17,6 +19,7 @@ export function createUsageReporter(
   let buffer: UsageRecord[] = [];
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
+  let queued = 0;
 
   async function send(records: UsageRecord[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
@@ -40,7 +43,17 @@ export function createUsageReporter(
     if (buffer.length === 0) return inFlight;
     const records = buffer;
     buffer = [];
-    inFlight = inFlight.then(() => send(records));
+    if (queued >= MAX_QUEUED_BATCHES) {
+      // Memory stays bounded; what is lost is usage events and refunds, never responses.
+      logger.error({ records: records.length }, "usage report dropped: quota-meter backlog is full");
+      return inFlight;
+    }
+    queued++;
+    inFlight = inFlight
+      .then(() => send(records))
+      .finally(() => {
+        queued--;
+      });
     return inFlight;
   }
 
