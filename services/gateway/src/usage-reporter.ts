@@ -2,7 +2,7 @@ import type { Logger } from "@tollgate/platform";
 import type { QuotaMeterClient, UsageRecord } from "./clients/quota-meter.ts";
 
 const MAX_ATTEMPTS = 5;
-/** Batches waiting to be sent; past this a long quota-meter outage drops the oldest. */
+/** Batches waiting to be sent; past this, during a long quota-meter outage, new ones are dropped (logged). */
 const MAX_QUEUED_BATCHES = 500;
 
 /**
