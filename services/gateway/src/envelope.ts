@@ -23,6 +23,10 @@ declare global {
       requestId: string;
       /** Path template served, for meta.endpoint and metrics labels. */
       endpoint: string;
+      /** How the call was authenticated, for the access log: "api_key", "x402", "none". */
+      auth?: string;
+      /** The key's account or the payer, for the access log (never the key itself). */
+      principal?: string;
     }
   }
 }

@@ -48,10 +48,26 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
   });
   app.use((req, res, next) => {
     const end = requests.startTimer();
+    const started = performance.now();
     res.once("finish", () => {
       // Unknown paths share one label so scanners cannot blow up metric cardinality.
       const endpoint = res.locals.matched ? res.locals.endpoint : "unmatched";
       end({ endpoint, method: req.method, status: String(res.statusCode) });
+      // One access line per API call, keyed by the id the client sees in meta.request_id.
+      if (req.path.startsWith("/api/")) {
+        deps.logger.info(
+          {
+            request_id: res.locals.requestId,
+            method: req.method,
+            endpoint,
+            status: res.statusCode,
+            ms: Math.round((performance.now() - started) * 10) / 10,
+            auth: res.locals.auth ?? "none",
+            principal: res.locals.principal,
+          },
+          "request",
+        );
+      }
     });
     next();
   });

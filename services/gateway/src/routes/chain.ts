@@ -76,6 +76,7 @@ async function serve(endpoint: Endpoint, req: Request, res: Response, deps: Chai
       .then((r): Outcome => ({ ok: true, data: r.data }), failureOf);
 
   const credentials: Credentials = readCredentials(req);
+  res.locals.auth = credentials.kind;
   switch (credentials.kind) {
     case "api_key":
       return serveWithKey(endpoint, network, credentials.apiKey, execute, res, deps);
@@ -168,6 +169,7 @@ async function serveWithKey(
       return;
   }
   setQuotaHeaders(res, authz);
+  res.locals.principal = authz.accountId;
   const outcome = await execute();
   const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
   if (outcome.ok) sendData(res, outcome.data);
@@ -226,6 +228,8 @@ async function serveWithPayment(
       sendError(res, "service_unavailable", "payment verification is unavailable, retry with backoff");
     return;
   }
+  res.locals.auth = verified.scheme || "payment";
+  res.locals.principal = verified.payer;
   if (!verified.valid) {
     copyHeaders(res, verified.headers);
     sendError(res, paymentErrorCode(verified.errorCode), verified.reason || "the payment was refused");
