@@ -67,7 +67,7 @@ beforeAll(async () => {
     if (!target) throw new Error(`the devnet has no ${network} chain`);
     const proxy = await new CountingProxy(target).listen();
     proxies.set(network, proxy);
-    env[upstreamsEnvName(network)] = proxy.url;
+    env[upstreamsEnvName(network)] = proxy.url();
   }
   stateDir = mkdtempSync(join(tmpdir(), "tollgate-round-trips-"));
   mesh = await startMesh({

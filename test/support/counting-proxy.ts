@@ -1,20 +1,25 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
-/** One HTTP request an upstream node received: the JSON-RPC calls it carried. */
-export interface UpstreamRequest {
-  /** JSON-RPC methods, in order (several for a batch). */
+export interface Recorded {
+  /** JSON-RPC methods in the HTTP request (several for a batch). */
   methods: string[];
+  /** Whether the HTTP request carried a JSON-RPC batch. */
   batch: boolean;
   body: unknown;
+  path: string;
 }
 
 /**
- * A loopback HTTP proxy in front of a real node that records every request it forwards,
- * so a test can count the upstream round trips a gateway call costs.
+ * An HTTP server in front of a real node that records every request it forwards, so a
+ * test can count upstream round trips. `mode = "hang"` accepts requests and never
+ * answers (a hung node), `mode = "throttle"` answers like a rate-limiting provider; `close()` makes its port refuse connections, `reopen()` brings
+ * it back on the same port.
  */
 export class CountingProxy {
-  readonly requests: UpstreamRequest[] = [];
+  readonly requests: Recorded[] = [];
+  mode: "forward" | "hang" | "throttle" = "forward";
+  port = 0;
   readonly #target: string;
   #server: Server | undefined;
 
@@ -22,36 +27,49 @@ export class CountingProxy {
     this.#target = target;
   }
 
-  get url(): string {
-    if (!this.#server) throw new Error("the proxy is not listening");
-    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+  /** URL with a path that stands in for an API key, which must never leak. */
+  url(path = "/v3/SECRET-KEY-abc123"): string {
+    return `http://127.0.0.1:${this.port}${path}`;
   }
 
-  async listen(): Promise<this> {
-    const server = createServer((req, res) => {
-      this.#forward(req, res).catch((err: unknown) => {
-        res.writeHead(502).end(String(err));
-      });
-    });
+  async listen(port = 0): Promise<this> {
+    const server = createServer((req, res) => void this.#handle(req, res));
+    server.keepAliveTimeout = 60_000;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => resolve());
+      server.listen(port, "127.0.0.1", () => resolve());
     });
     this.#server = server;
+    this.port = (server.address() as AddressInfo).port;
     return this;
   }
 
-  async #forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString("utf8");
-    const body: unknown = JSON.parse(text);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
     const items = Array.isArray(body) ? body : [body];
     this.requests.push({
-      methods: items.map((i) => String((i as { method?: unknown }).method)),
+      methods: items.map((i) => String((i as { method?: unknown })?.method)),
       batch: Array.isArray(body),
       body,
+      path: req.url ?? "",
     });
+    if (this.mode === "hang") return; // never answer; the socket stays open
+    if (this.mode === "throttle") {
+      // What hosted providers send when throttling: HTTP 200 and a JSON-RPC error per call.
+      const error = { code: -32005, message: "rate limit exceeded, too many requests" };
+      const answers = items.map((i) => ({ jsonrpc: "2.0", id: (i as { id?: unknown })?.id ?? null, error }));
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
+      return;
+    }
     const upstream = await fetch(this.#target, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -61,11 +79,21 @@ export class CountingProxy {
     res.end(await upstream.text());
   }
 
+  /** Requests recorded after `mark`, without the background head polls. */
+  since(mark: number): Recorded[] {
+    return this.requests.slice(mark);
+  }
+
   async close(): Promise<void> {
     const server = this.#server;
     if (!server) return;
     this.#server = undefined;
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** Listens again on the same port after close(). */
+  async reopen(): Promise<void> {
+    await this.listen(this.port);
   }
 }
