@@ -7,12 +7,11 @@
  * 2. The latency that x402 verify + settle add to a paid call on the local chain,
  *    versus the same call with an API key.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startMesh } from "@tollgate/local";
-import { contracts, createClient, grpc } from "@tollgate/platform";
+import { meshAdmin, startMesh } from "@tollgate/local";
 import autocannon from "autocannon";
 import { measurePaidCalls } from "./paid.ts";
 
@@ -37,23 +36,9 @@ try {
   if (!devnet) throw new Error("bench needs the devnet");
   const nodeUrl = devnet.chains.ethereum?.rpcUrl ?? "";
 
-  const admin = createClient(
-    contracts.quotaMeter().QuotaAdminService,
-    `127.0.0.1:${mesh.ports["quota-meter"].main}`,
-    {
-      service: "admin",
-      defaultDeadlineMs: 5000,
-    },
-  );
-  const md = new grpc.Metadata();
-  md.set("authorization", `Bearer ${readFileSync(mesh.operatorTokenFile, "utf8").trim()}`);
   // Uncapped windows and a burst guard above the load, so the bench measures serving, not refusing.
-  const { account } = await admin.call(
-    "CreateAccount",
-    { name: "bench", dailyLimit: 0, monthlyLimit: 0, burstPerSecond: 1_000_000 },
-    { metadata: md },
-  );
-  const { secret } = await admin.call("CreateKey", { accountId: account?.id ?? "" }, { metadata: md });
+  const admin = meshAdmin(mesh);
+  const { secret } = await admin.quickstart("bench", { daily: 0, monthly: 0, burst: 1_000_000 });
   admin.close();
 
   const run = (opts: autocannon.Options) =>

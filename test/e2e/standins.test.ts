@@ -1,6 +1,5 @@
 import { readFileSync } from "node:fs";
-import { freePort, type Mesh, startMesh } from "@tollgate/local";
-import { contracts, createClient, grpc } from "@tollgate/platform";
+import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { assertConforms } from "../support/openapi.ts";
@@ -54,19 +53,8 @@ describe("embedded default without Redis and NATS (stand-ins)", () => {
   });
 
   it("meters API-key calls on the in-memory store", async () => {
-    const admin = createClient(
-      contracts.quotaMeter().QuotaAdminService,
-      `127.0.0.1:${mesh.ports["quota-meter"].main}`,
-      { service: "admin", defaultDeadlineMs: 5000 },
-    );
-    const md = new grpc.Metadata();
-    md.set("authorization", `Bearer ${readFileSync(mesh.operatorTokenFile, "utf8").trim()}`);
-    const { account } = await admin.call(
-      "CreateAccount",
-      { name: "standin", dailyLimit: 2 },
-      { metadata: md },
-    );
-    const { secret } = await admin.call("CreateKey", { accountId: account?.id ?? "" }, { metadata: md });
+    const admin = meshAdmin(mesh);
+    const { secret } = await admin.quickstart("standin", { daily: 2 });
     admin.close();
     const call = () =>
       request(mesh.gatewayUrl).get("/api/chain/block-number").set("Authorization", `Bearer ${secret}`);

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { toFunctionSelector } from "viem";
 import { describe, expect, inject, it } from "vitest";
-import { createAccountWithKey, revokeKey, updateAccount } from "../support/accounts.ts";
+import { createAccountWithKey, createKey, revokeKey, updateAccount } from "../support/accounts.ts";
 import { get, post } from "../support/gateway.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
@@ -79,15 +79,7 @@ describe("API-key plan through the gateway (spec 5, 7, 8)", () => {
 
   it("shares the volume across every key of the account", async () => {
     const { accountId, apiKey } = await createAccountWithKey({ daily: 3, monthly: 100 });
-    const { contracts, createClient, grpc } = await import("@tollgate/platform");
-    const admin = createClient(contracts.quotaMeter().QuotaAdminService, inject("mesh").quotaMeterAddr, {
-      service: "admin",
-      defaultDeadlineMs: 5000,
-    });
-    const md = new grpc.Metadata();
-    md.set("authorization", `Bearer ${inject("mesh").operatorToken}`);
-    const second = (await admin.call("CreateKey", { accountId }, { metadata: md })).secret;
-    admin.close();
+    const second = await createKey(accountId);
     expect((await get("/api/chain/block-number", bearer(apiKey))).status).toBe(200);
     expect((await get("/api/chain/block-number", bearer(second))).headers["x-quota-day-used"]).toBe("2");
     expect((await get("/api/chain/block-number", bearer(apiKey))).status).toBe(200);

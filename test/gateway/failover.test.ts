@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { freePort, type Mesh, startMesh } from "@tollgate/local";
+import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { assertConforms } from "../support/openapi.ts";
@@ -33,19 +33,8 @@ beforeAll(async () => {
       },
     },
   });
-  const { createClient, contracts, grpc } = await import("@tollgate/platform");
-  const admin = createClient(
-    contracts.quotaMeter().QuotaAdminService,
-    `127.0.0.1:${mesh.ports["quota-meter"].main}`,
-    {
-      service: "admin",
-      defaultDeadlineMs: 5000,
-    },
-  );
-  const md = new grpc.Metadata();
-  md.set("authorization", `Bearer ${readFileSync(mesh.operatorTokenFile, "utf8").trim()}`);
-  const { account } = await admin.call("CreateAccount", { name: "failover" }, { metadata: md });
-  apiKey = (await admin.call("CreateKey", { accountId: account?.id ?? "" }, { metadata: md })).secret;
+  const admin = meshAdmin(mesh);
+  apiKey = (await admin.quickstart("failover")).secret;
   admin.close();
 });
 

@@ -1,9 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ENDPOINTS, type EndpointId, endpointById, NETWORKS } from "@tollgate/catalog";
-import { type Mesh, startMesh } from "@tollgate/local";
-import { contracts, createClient, grpc } from "@tollgate/platform";
+import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import { upstreamsEnvName } from "@tollgate/rpc-proxy";
 import request from "supertest";
 import { decodeFunctionData, type Hex, multicall3Abi } from "viem";
@@ -84,20 +83,9 @@ beforeAll(async () => {
   });
   startupRequests = total();
 
-  const admin = createClient(
-    contracts.quotaMeter().QuotaAdminService,
-    `127.0.0.1:${mesh.ports["quota-meter"].main}`,
-    { service: "admin", defaultDeadlineMs: 5_000 },
-  );
+  const admin = meshAdmin(mesh);
   try {
-    const md = new grpc.Metadata();
-    md.set("authorization", `Bearer ${readFileSync(mesh.operatorTokenFile, "utf8").trim()}`);
-    const { account } = await admin.call(
-      "CreateAccount",
-      { name: "round-trips", burstPerSecond: SUITE_BURST },
-      { metadata: md },
-    );
-    apiKey = (await admin.call("CreateKey", { accountId: account?.id ?? "" }, { metadata: md })).secret;
+    apiKey = (await admin.quickstart("round-trips", { burst: SUITE_BURST })).secret;
   } finally {
     admin.close();
   }

@@ -7,9 +7,10 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { contracts, createClient, grpc, type Logger } from "@tollgate/platform";
+import { contracts, createClient, type Logger } from "@tollgate/platform";
 import type { UsageRecord } from "@tollgate/platform/generated/tollgate/quota/v1/UsageRecord";
 import { createClient as createRedisClient } from "redis";
+import { createAdminClient, type Plan } from "../../services/quota-meter/src/admin-client.ts";
 import { loadConfig, type QuotaMeterConfig } from "../../services/quota-meter/src/config.ts";
 import { type QuotaMeterHandle, startQuotaMeter } from "../../services/quota-meter/src/server.ts";
 
@@ -202,50 +203,37 @@ export function meterClient(addr: string) {
   };
 }
 
+/** quota-meter's own admin adapter, with the shorthands these suites use. */
 export function adminClient(addr: string, token: string | undefined) {
-  const client = createClient(contracts.quotaMeter().QuotaAdminService, addr, {
-    service: "quota-admin",
-    defaultDeadlineMs: 10_000,
-  });
-  const options = () => {
-    const metadata = new grpc.Metadata();
-    if (token !== undefined) metadata.set("authorization", `Bearer ${token}`);
-    return { metadata };
-  };
+  const admin = createAdminClient(addr, token);
   return {
-    async account(plan: { daily?: number; monthly?: number; burst?: number } = {}) {
-      const { account } = await client.call(
-        "CreateAccount",
-        {
-          name: uniqueId("acct-"),
-          ...(plan.daily !== undefined ? { dailyLimit: plan.daily } : {}),
-          ...(plan.monthly !== undefined ? { monthlyLimit: plan.monthly } : {}),
-          ...(plan.burst !== undefined ? { burstPerSecond: plan.burst } : {}),
-        },
-        options(),
-      );
+    async account(plan: Plan = {}) {
+      const { account } = await admin.createAccount({
+        name: uniqueId("acct-"),
+        ...(plan.daily !== undefined ? { dailyLimit: plan.daily } : {}),
+        ...(plan.monthly !== undefined ? { monthlyLimit: plan.monthly } : {}),
+        ...(plan.burst !== undefined ? { burstPerSecond: plan.burst } : {}),
+      });
       if (!account) throw new Error("no account");
       return account;
     },
     async key(accountId: string) {
-      const created = await client.call("CreateKey", { accountId }, options());
+      const created = await admin.createKey(accountId);
       if (!created.key) throw new Error("no key");
       return { keyId: created.key.id, apiKey: created.secret, key: created.key };
     },
-    async accountWithKey(plan: { daily?: number; monthly?: number; burst?: number } = {}) {
-      const account = await this.account(plan);
-      const key = await this.key(account.id);
-      return { accountId: account.id, ...key };
+    async accountWithKey(plan: Plan = {}) {
+      const { account, key, secret } = await admin.quickstart(uniqueId("acct-"), plan);
+      return { accountId: account.id, keyId: key.id, apiKey: secret, key };
     },
     update: (
       accountId: string,
       patch: { status?: string; dailyLimit?: number; monthlyLimit?: number; burstPerSecond?: number },
-    ) => client.call("UpdateAccount", { accountId, ...patch }, options()),
-    get: (accountId: string) => client.call("GetAccount", { accountId }, options()),
-    list: (accountId: string) => client.call("ListKeys", { accountId }, options()),
-    revoke: (accountId: string, keyId: string) => client.call("RevokeKey", { accountId, keyId }, options()),
-    raw: client,
-    close: () => client.close(),
+    ) => admin.updateAccount({ accountId, ...patch }),
+    get: (accountId: string) => admin.getAccount(accountId),
+    list: (accountId: string) => admin.listKeys(accountId),
+    revoke: (accountId: string, keyId: string) => admin.revokeKey(accountId, keyId),
+    close: () => admin.close(),
   };
 }
 

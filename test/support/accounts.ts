@@ -1,38 +1,18 @@
-import { contracts, createClient, grpc } from "@tollgate/platform";
+import { createAdminClient, type Plan } from "@tollgate/quota-meter/admin-client";
 import { inject } from "vitest";
 
 const mesh = inject("mesh");
+const admin = () => createAdminClient(mesh.quotaMeterAddr, mesh.operatorToken);
 
-function admin() {
-  return createClient(contracts.quotaMeter().QuotaAdminService, mesh.quotaMeterAddr, {
-    service: "quota-admin",
-    defaultDeadlineMs: 5_000,
-  });
-}
-
-function auth(): grpc.Metadata {
-  const md = new grpc.Metadata();
-  md.set("authorization", `Bearer ${mesh.operatorToken}`);
-  return md;
-}
-
-/** Creates an account with the given plan and one key for it, through the admin API. */
-export async function createAccountWithKey(plan: { daily?: number; monthly?: number; burst?: number } = {}) {
+/** Creates an account with the given plan and one key for it, through the shared mesh's admin API. */
+export async function createAccountWithKey(plan: Plan = {}) {
   const client = admin();
   try {
-    const { account } = await client.call(
-      "CreateAccount",
-      {
-        name: `test-${Math.random().toString(36).slice(2)}`,
-        ...(plan.daily !== undefined ? { dailyLimit: plan.daily } : {}),
-        ...(plan.monthly !== undefined ? { monthlyLimit: plan.monthly } : {}),
-        ...(plan.burst !== undefined ? { burstPerSecond: plan.burst } : {}),
-      },
-      { metadata: auth() },
+    const { account, key, secret } = await client.quickstart(
+      `test-${Math.random().toString(36).slice(2)}`,
+      plan,
     );
-    if (!account) throw new Error("no account returned");
-    const key = await client.call("CreateKey", { accountId: account.id }, { metadata: auth() });
-    return { accountId: account.id, keyId: key.key?.id ?? "", apiKey: key.secret };
+    return { accountId: account.id, keyId: key.id, apiKey: secret };
   } finally {
     client.close();
   }
@@ -44,16 +24,12 @@ export async function updateAccount(
 ) {
   const client = admin();
   try {
-    await client.call(
-      "UpdateAccount",
-      {
-        accountId,
-        ...(patch.status !== undefined ? { status: patch.status } : {}),
-        ...(patch.daily !== undefined ? { dailyLimit: patch.daily } : {}),
-        ...(patch.monthly !== undefined ? { monthlyLimit: patch.monthly } : {}),
-      },
-      { metadata: auth() },
-    );
+    await client.updateAccount({
+      accountId,
+      ...(patch.status !== undefined ? { status: patch.status } : {}),
+      ...(patch.daily !== undefined ? { dailyLimit: patch.daily } : {}),
+      ...(patch.monthly !== undefined ? { monthlyLimit: patch.monthly } : {}),
+    });
   } finally {
     client.close();
   }
@@ -62,7 +38,17 @@ export async function updateAccount(
 export async function revokeKey(accountId: string, keyId: string) {
   const client = admin();
   try {
-    await client.call("RevokeKey", { accountId, keyId }, { metadata: auth() });
+    await client.revokeKey(accountId, keyId);
+  } finally {
+    client.close();
+  }
+}
+
+/** A second key for an existing account (volume stays account-wide). */
+export async function createKey(accountId: string) {
+  const client = admin();
+  try {
+    return (await client.createKey(accountId)).secret;
   } finally {
     client.close();
   }

@@ -1,3 +1,4 @@
+export * from "./admin.ts";
 export * from "./mesh.ts";
 export * from "./ports.ts";
 export * from "./services.ts";

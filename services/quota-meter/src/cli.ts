@@ -2,11 +2,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { CallError, contracts, createClient, grpc, readSecret } from "@tollgate/platform";
+import { CallError, grpc, readSecret } from "@tollgate/platform";
 import type { Account__Output } from "@tollgate/platform/generated/tollgate/quota/v1/Account";
 import type { ApiKey__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ApiKey";
-import type { CreateAccountRequest } from "@tollgate/platform/generated/tollgate/quota/v1/CreateAccountRequest";
-import type { UpdateAccountRequest } from "@tollgate/platform/generated/tollgate/quota/v1/UpdateAccountRequest";
+import { type AdminClient, createAdminClient } from "./admin-client.ts";
 
 const USAGE = `Usage: pnpm tollgate <command>
 
@@ -141,7 +140,7 @@ async function run(argv: string[]): Promise<unknown> {
     Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
   // Validate everything before connecting, so usage errors never depend on the server.
-  let call: (admin: Admin) => Promise<unknown>;
+  let call: (admin: AdminClient) => Promise<unknown>;
   switch (command) {
     case "account create": {
       only(flags, ["name", "daily", "monthly", "burst"], command);
@@ -195,8 +194,14 @@ async function run(argv: string[]): Promise<unknown> {
       positionals(action === undefined ? [] : [action, ...rest], [], command);
       const name = flags.name ?? "quickstart";
       call = async (admin) => {
-        const account = accountJson((await admin.createAccount({ name, ...defined(limits) })).account);
-        const created = await admin.createKey(account.id);
+        const created = await admin.quickstart(name, {
+          ...defined({
+            daily: limits.dailyLimit,
+            monthly: limits.monthlyLimit,
+            burst: limits.burstPerSecond,
+          }),
+        });
+        const account = accountJson(created.account);
         const gateway = (process.env.GATEWAY_URL ?? "http://127.0.0.1:8080").replace(/\/$/, "");
         return {
           account,
@@ -213,42 +218,15 @@ async function run(argv: string[]): Promise<unknown> {
 
   const addr = process.env.QUOTA_METER_ADDR || "127.0.0.1:50051";
   const token = operatorToken();
-  const client = createClient(contracts.quotaMeter().QuotaAdminService, addr, {
-    service: "quota-admin",
-    defaultDeadlineMs: 5_000,
-  });
+  const admin = createAdminClient(addr, token, 5_000);
   try {
-    return await call(adminApi(client, token));
+    return await call(admin);
   } catch (err) {
     throw explain(err, addr);
   } finally {
-    client.close();
+    admin.close();
   }
 }
-
-type AdminClient = ReturnType<
-  typeof createClient<InstanceType<ReturnType<typeof contracts.quotaMeter>["QuotaAdminService"]>>
->;
-
-/** The admin calls, each carrying the operator token. */
-function adminApi(client: AdminClient, token: string) {
-  const options = () => {
-    const metadata = new grpc.Metadata();
-    metadata.set("authorization", `Bearer ${token}`);
-    return { metadata };
-  };
-  return {
-    createAccount: (req: CreateAccountRequest) => client.call("CreateAccount", req, options()),
-    getAccount: (accountId: string) => client.call("GetAccount", { accountId }, options()),
-    updateAccount: (req: UpdateAccountRequest) => client.call("UpdateAccount", req, options()),
-    createKey: (accountId: string) => client.call("CreateKey", { accountId }, options()),
-    listKeys: (accountId: string) => client.call("ListKeys", { accountId }, options()),
-    revokeKey: (accountId: string, keyId: string) =>
-      client.call("RevokeKey", { accountId, keyId }, options()),
-  };
-}
-
-type Admin = ReturnType<typeof adminApi>;
 
 run(process.argv.slice(2)).then(
   (result) => {
