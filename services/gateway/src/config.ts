@@ -1,4 +1,4 @@
-import { bindHost, envInt, envString } from "@tollgate/platform";
+import { bindHost, envBool, envInt, envString } from "@tollgate/platform";
 
 export interface GatewayConfig {
   host: string;
@@ -17,6 +17,8 @@ export interface GatewayConfig {
   usageBatch: { maxRecords: number; maxDelayMs: number };
   /** Hops of X-Forwarded-For to trust (0 behind no proxy). */
   trustProxy: number;
+  /** One JSON access line per API call (a stdout write per request; off for raw throughput). */
+  accessLog: boolean;
 }
 
 export function loadConfig(): GatewayConfig {
@@ -40,5 +42,6 @@ export function loadConfig(): GatewayConfig {
       maxDelayMs: envInt("USAGE_BATCH_DELAY_MS", 100),
     },
     trustProxy: envInt("TRUST_PROXY_HOPS", 0),
+    accessLog: envBool("ACCESS_LOG", true),
   };
 }

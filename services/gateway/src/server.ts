@@ -54,7 +54,7 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
       const endpoint = res.locals.matched ? res.locals.endpoint : "unmatched";
       end({ endpoint, method: req.method, status: String(res.statusCode) });
       // One access line per API call, keyed by the id the client sees in meta.request_id.
-      if (req.path.startsWith("/api/")) {
+      if (config.accessLog && req.path.startsWith("/api/")) {
         deps.logger.info(
           {
             request_id: res.locals.requestId,
