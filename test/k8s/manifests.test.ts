@@ -43,14 +43,7 @@ const SERVICES: Record<string, ServiceSpec> = {
     protocol: "http",
     port: 8080,
     metricsPort: 9460,
-    env: [
-      ...COMMON,
-      "PORT",
-      "RPC_PROXY_ADDR",
-      "QUOTA_METER_ADDR",
-      "PAYMENT_VERIFIER_ADDR",
-      "TRUST_PROXY_HOPS",
-    ],
+    env: [...COMMON, "PORT", "RPC_PROXY_ADDR", "QUOTA_METER_ADDR", "PAYMENT_VERIFIER_ADDR", "TRUST_PROXY"],
   },
   "quota-meter": {
     protocol: "grpc",

@@ -16,7 +16,7 @@ import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { createClient as createRedis } from "redis";
 import { createPublicClient, erc20Abi, http, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import type { PaymentVerifierConfig } from "../../services/payment-verifier/src/config.ts";
+import type { PaymentVerifierConfig, X402Config } from "../../services/payment-verifier/src/config.ts";
 import {
   type PaymentVerifierDeps,
   type PaymentVerifierHandle,
@@ -49,8 +49,10 @@ function account(devnet: Devnet, role: string) {
 export function devnetConfig(
   devnet: Devnet,
   overrides: Partial<PaymentVerifierConfig> = {},
+  x402: Partial<X402Config> = {},
 ): PaymentVerifierConfig {
   const settlement = devnet.demo.settlement;
+  const rpcUrl = devnet.chains.settlement?.rpcUrl ?? "";
   return {
     host: "127.0.0.1",
     grpcPort: 0,
@@ -61,6 +63,12 @@ export function devnetConfig(
     redisStandin: true,
     reservationTtlSeconds: 120,
     outboxDir: mkdtempSync(join(tmpdir(), "pv-outbox-")),
+    limits: {
+      perClient: { perSecond: 50, burst: 100 },
+      perPayer: { perSecond: 50, burst: 100 },
+      refusalMemorySeconds: 30,
+    },
+    schemes: ["exact"],
     x402: {
       network: settlement.network as `${string}:${string}`,
       asset: settlement.usdc.address,
@@ -70,14 +78,17 @@ export function devnetConfig(
       assetDecimals: settlement.usdc.decimals,
       payTo: settlement.payTo,
       maxTimeoutSeconds: 60,
-    },
-    facilitator: {
-      mode: "local",
-      privateKey: account(devnet, "facilitator").privateKey,
-      rpcUrl: devnet.chains.settlement?.rpcUrl ?? "",
-      confirmationTimeoutMs: 20_000,
-      pollingIntervalMs: 50,
-      rpcTimeoutMs: 10_000,
+      facilitator: {
+        mode: "local",
+        privateKey: account(devnet, "facilitator").privateKey,
+        rpcUrl,
+        confirmationTimeoutMs: 20_000,
+        pollingIntervalMs: 50,
+        rpcTimeoutMs: 10_000,
+      },
+      settlementRpcUrl: rpcUrl,
+      lookbackBlocks: 5_000,
+      ...x402,
     },
     ...overrides,
   };

@@ -21,6 +21,8 @@ declare global {
   namespace Express {
     interface Locals {
       requestId: string;
+      /** The client's own X-Request-Id, for the access log only. */
+      clientRequestId?: string;
       /** Path template served, for meta.endpoint and metrics labels. */
       endpoint: string;
       /** How the call was authenticated, for the access log: "api_key", "x402", "none". */
@@ -31,12 +33,19 @@ declare global {
   }
 }
 
-// A caller's id is kept only when it is safe to echo into headers and logs.
-const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+// A caller's id is logged for correlation only when it is safe to echo into logs.
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
+/**
+ * Every request gets an id generated here, unique per request: `meta.request_id`, the
+ * `X-Request-Id` response header, and the key of everything that happens once for it inside the
+ * mesh (usage, refunds, payments, events). A client's own `X-Request-Id` is only written to the
+ * access log (`client_request_id`), never used as a key: clients retry with the same id.
+ */
 export function requestId(req: Request, res: Response, next: NextFunction): void {
+  const id = randomUUID();
   const incoming = req.get("x-request-id");
-  const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  if (incoming && CLIENT_REQUEST_ID.test(incoming)) res.locals.clientRequestId = incoming;
   res.locals.requestId = id;
   res.locals.endpoint = req.path;
   res.setHeader("X-Request-Id", id);
@@ -56,9 +65,11 @@ export function sendError(
   code: ErrorCode,
   message: string,
   extra?: Record<string, unknown>,
+  /** A charged failure (a revert, a not-found from the node) carries the payment's meta like a success. */
+  paid?: Omit<Meta, "endpoint" | "request_id">,
 ): void {
   const error: ErrorBody = { code, message, ...extra };
-  res.status(ERRORS[code].status).json({ data: null, error, meta: meta(res) });
+  res.status(ERRORS[code].status).json({ data: null, error, meta: meta(res, paid) });
 }
 
 /** The flat shape of spec 7 for 429s: `error` is the code itself. */

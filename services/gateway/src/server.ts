@@ -58,6 +58,7 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
         deps.logger.info(
           {
             request_id: res.locals.requestId,
+            client_request_id: res.locals.clientRequestId,
             method: req.method,
             endpoint,
             status: res.statusCode,

@@ -6,8 +6,8 @@ import { getAddress, isAddress, isHex } from "viem";
 export type Address = `0x${string}`;
 export type Caip2 = `${string}:${string}`;
 
-/** What the x402 `exact` offer asks for: where the money goes, in which token, on which chain. */
-export interface X402ExactConfig {
+/** Where x402 money goes, in which token, on which chain: shared by every x402 scheme. */
+export interface X402Config {
   /** Settlement chain, CAIP-2 (`eip155:<chainId>`). */
   network: Caip2;
   /** Token contract (EIP-3009), checksummed. */
@@ -20,6 +20,23 @@ export interface X402ExactConfig {
   /** Receiver of every payment, checksummed. */
   payTo: Address;
   maxTimeoutSeconds: number;
+  facilitator: FacilitatorConfig;
+  /**
+   * The settlement chain's RPC, read by the exact scheme itself (smart-wallet signatures, payments
+   * whose settlement landed after its answer was lost). The self-hosted facilitator's by default.
+   */
+  settlementRpcUrl: string | undefined;
+  /** How many recent blocks are searched for a used authorization. */
+  lookbackBlocks: number;
+}
+
+/** The payment schemes this build can offer, by the name used in metrics, events and PAYMENT_SCHEMES. */
+export const SCHEME_NAMES = ["exact"] as const;
+export type SchemeName = (typeof SCHEME_NAMES)[number];
+
+export interface AttemptLimit {
+  perSecond: number;
+  burst: number;
 }
 
 export type FacilitatorConfig =
@@ -60,8 +77,11 @@ export interface PaymentVerifierConfig {
   reservationTtlSeconds: number;
   /** Where settlement events wait (on disk) until JetStream acknowledged them: OUTBOX_DIR/payment-verifier. */
   outboxDir: string;
-  x402: X402ExactConfig;
-  facilitator: FacilitatorConfig;
+  /** Payment attempts per client address and per payer (0 turns a limit off), and the refusal memory. */
+  limits: { perClient: AttemptLimit; perPayer: AttemptLimit; refusalMemorySeconds: number };
+  /** The schemes offered, in the order a 402 lists them. */
+  schemes: SchemeName[];
+  x402: X402Config;
 }
 
 /** Base mainnet USDC and its EIP-712 domain. */
@@ -124,11 +144,33 @@ function facilitatorFromEnv(production: boolean): FacilitatorConfig {
   );
 }
 
+function schemesFromEnv(): SchemeName[] {
+  const names = envString("PAYMENT_SCHEMES", SCHEME_NAMES.join(","))
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const name of names) {
+    if (!(SCHEME_NAMES as readonly string[]).includes(name)) {
+      throw new ConfigError(`PAYMENT_SCHEMES: unknown scheme "${name}"; known: ${SCHEME_NAMES.join(", ")}`);
+    }
+  }
+  if (names.length === 0) throw new ConfigError("PAYMENT_SCHEMES must name at least one scheme");
+  return [...new Set(names)] as SchemeName[];
+}
+
+function limitFromEnv(scope: string, perSecond: number, burst: number): AttemptLimit {
+  return {
+    perSecond: envInt(`PAYMENT_ATTEMPTS_PER_${scope}_PER_SECOND`, perSecond),
+    burst: envInt(`PAYMENT_ATTEMPTS_PER_${scope}_BURST`, burst),
+  };
+}
+
 export function loadConfig(): PaymentVerifierConfig {
   const production = process.env.NODE_ENV === "production";
   const payTo = envString("X402_PAY_TO", "");
   if (!payTo && production) throw new ConfigError("X402_PAY_TO is required in production");
   const maxTimeoutSeconds = envInt("X402_MAX_TIMEOUT_SECONDS", 60);
+  const facilitator = facilitatorFromEnv(production);
   // The exact scheme's facilitator refuses authorizations that expire within 6 s.
   if (maxTimeoutSeconds < 10) throw new ConfigError("X402_MAX_TIMEOUT_SECONDS must be at least 10");
   return {
@@ -141,6 +183,12 @@ export function loadConfig(): PaymentVerifierConfig {
     redisStandin: envBool("REDIS_STANDIN", true),
     reservationTtlSeconds: envInt("PAYMENT_RESERVATION_TTL_SECONDS", 120),
     outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), "payment-verifier"),
+    limits: {
+      perClient: limitFromEnv("CLIENT", 50, 100),
+      perPayer: limitFromEnv("PAYER", 50, 100),
+      refusalMemorySeconds: envInt("PAYMENT_REFUSAL_MEMORY_SECONDS", 30),
+    },
+    schemes: schemesFromEnv(),
     x402: {
       network: caip2("X402_NETWORK", envString("X402_NETWORK", "eip155:8453")),
       asset: address("X402_ASSET", envString("X402_ASSET", BASE_USDC)),
@@ -150,8 +198,12 @@ export function loadConfig(): PaymentVerifierConfig {
       assetDecimals: envInt("X402_ASSET_DECIMALS", 6),
       payTo: payTo ? address("X402_PAY_TO", payTo) : DEVNET_PAY_TO,
       maxTimeoutSeconds,
+      facilitator,
+      settlementRpcUrl:
+        envString("X402_SETTLEMENT_RPC_URL", "") ||
+        (facilitator.mode === "local" ? facilitator.rpcUrl : undefined),
+      lookbackBlocks: envInt("X402_AUTHORIZATION_LOOKBACK_BLOCKS", 5_000),
     },
-    facilitator: facilitatorFromEnv(production),
   };
 }
 
