@@ -3,6 +3,8 @@
 // @x402/evm exact client scheme) for the devnet's funded payers.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -11,10 +13,20 @@ import { ENDPOINTS, priceAtomic } from "@tollgate/catalog";
 import { type Devnet, startDevnet } from "@tollgate/devnet";
 import { contracts, createClient, createLogger, type Logger } from "@tollgate/platform";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { ExactEvmScheme as ExactEvmFacilitatorScheme } from "@x402/evm/exact/facilitator";
 import { createClient as createRedis } from "redis";
-import { createPublicClient, erc20Abi, http, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  erc20Abi,
+  http,
+  type PublicClient,
+  publicActions,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentVerifierConfig, X402Config } from "../../services/payment-verifier/src/config.ts";
 import {
@@ -234,4 +246,66 @@ export async function cleanUp(opts: { redisPrefixes: string[]; namespace: string
   }
   await nc.close();
   for (const dir of opts.outboxDirs) rmSync(dir, { recursive: true, force: true });
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => {
+      body += chunk.toString("utf8");
+    });
+    req.on("end", () => resolve(body));
+    req.on("error", reject);
+  });
+}
+
+/** Listens on a free loopback port; the returned close() is idempotent. */
+export async function listen(server: Server): Promise<{ port: number; close: () => Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve())),
+  };
+}
+
+/**
+ * The official x402Facilitator (exact EVM scheme, settling with the devnet account `role`) served
+ * over the standard facilitator HTTP API: GET /supported, POST /verify, POST /settle. Every request
+ * is recorded in `calls` ("POST /verify"), so a test can tell what reached the facilitator.
+ */
+export function facilitatorHandler(devnet: Devnet, calls: string[], role = "spare4") {
+  const key = devnet.accounts.find((a) => a.role === role)?.privateKey ?? "0x";
+  const network = devnet.demo.settlement.network as `${string}:${string}`;
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(key),
+    transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }),
+  }).extend(publicActions);
+  const facilitator = new x402Facilitator().register(
+    network,
+    new ExactEvmFacilitatorScheme(
+      toFacilitatorEvmSigner({
+        address: wallet.account.address,
+        readContract: (a) => wallet.readContract(a as never),
+        verifyTypedData: (a) => wallet.verifyTypedData(a as never),
+        writeContract: (a) => wallet.writeContract({ ...a, chain: null } as never),
+        sendTransaction: (a) => wallet.sendTransaction({ ...a, chain: null }),
+        waitForTransactionReceipt: (a) => wallet.waitForTransactionReceipt(a),
+        getCode: (a) => wallet.getCode(a),
+      }),
+    ),
+  );
+  return async (req: IncomingMessage, res: ServerResponse) => {
+    calls.push(`${req.method} ${req.url}`);
+    const reply = (body: unknown) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method === "GET" && req.url === "/supported") return reply(facilitator.getSupported());
+    const { paymentPayload, paymentRequirements } = JSON.parse(await readBody(req));
+    if (req.url === "/verify") return reply(await facilitator.verify(paymentPayload, paymentRequirements));
+    if (req.url === "/settle") return reply(await facilitator.settle(paymentPayload, paymentRequirements));
+    res.writeHead(404).end();
+  };
 }

@@ -1,17 +1,14 @@
 // payment-verifier deployment modes: a remote facilitator over the standard HTTP API, outages of
 // the facilitator or the settlement chain, the single-node Redis stand-in, two replicas sharing
 // Redis, and the official @x402/fetch client paying through a minimal stand-in for the gateway.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server } from "node:http";
 import { type AddressInfo, createServer as createTcpServer, connect as netConnect } from "node:net";
 import { dirname } from "node:path";
 import type { Devnet } from "@tollgate/devnet";
-import { x402Facilitator } from "@x402/core/facilitator";
 import { decodePaymentResponseHeader } from "@x402/core/http";
-import { toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
-import { ExactEvmScheme as ExactEvmFacilitatorScheme } from "@x402/evm/exact/facilitator";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
-import { createWalletClient, http, type PublicClient, publicActions } from "viem";
+import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { PaymentVerifierConfig, X402Config } from "../../services/payment-verifier/src/config.ts";
@@ -20,7 +17,9 @@ import {
   CALL,
   cleanUp,
   devnetConfig,
+  facilitatorHandler,
   type Header,
+  listen as listenOn,
   pay,
   payer,
   priceOf,
@@ -52,6 +51,12 @@ function cfg(
   return c;
 }
 
+async function listen(server: Server): Promise<number> {
+  const { port, close } = await listenOn(server);
+  cleanups.push(close);
+  return port;
+}
+
 async function start(config: PaymentVerifierConfig, deps: Parameters<typeof startVerifier>[1] = {}) {
   const v = await startVerifier(config, { eventsNamespace: namespace, ...deps });
   cleanups.push(async () => {
@@ -73,66 +78,10 @@ afterAll(async () => {
   await cleanUp({ redisPrefixes: prefixes, namespace, outboxDirs });
 });
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let body = "";
-    req.on("data", (chunk: Buffer) => {
-      body += chunk.toString("utf8");
-    });
-    req.on("end", () => resolve(body));
-    req.on("error", reject);
-  });
-}
-
-async function listen(server: Server): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return (server.address() as AddressInfo).port;
-}
-
-/**
- * The official x402Facilitator (exact EVM scheme, its own settlement key) served over the standard
- * facilitator HTTP API: GET /supported, POST /verify, POST /settle.
- */
-function facilitatorHandler(calls: string[]) {
-  const key = devnet.accounts.find((a) => a.role === "spare4")?.privateKey ?? "0x";
-  const network = devnet.demo.settlement.network as `${string}:${string}`;
-  const wallet = createWalletClient({
-    account: privateKeyToAccount(key),
-    transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }),
-  }).extend(publicActions);
-  const facilitator = new x402Facilitator().register(
-    network,
-    new ExactEvmFacilitatorScheme(
-      toFacilitatorEvmSigner({
-        address: wallet.account.address,
-        readContract: (a) => wallet.readContract(a as never),
-        verifyTypedData: (a) => wallet.verifyTypedData(a as never),
-        writeContract: (a) => wallet.writeContract({ ...a, chain: null } as never),
-        sendTransaction: (a) => wallet.sendTransaction({ ...a, chain: null }),
-        waitForTransactionReceipt: (a) => wallet.waitForTransactionReceipt(a),
-        getCode: (a) => wallet.getCode(a),
-      }),
-    ),
-  );
-  return async (req: IncomingMessage, res: ServerResponse) => {
-    calls.push(`${req.method} ${req.url}`);
-    const reply = (body: unknown) => {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(body));
-    };
-    if (req.method === "GET" && req.url === "/supported") return reply(facilitator.getSupported());
-    const { paymentPayload, paymentRequirements } = JSON.parse(await readBody(req));
-    if (req.url === "/verify") return reply(await facilitator.verify(paymentPayload, paymentRequirements));
-    if (req.url === "/settle") return reply(await facilitator.settle(paymentPayload, paymentRequirements));
-    res.writeHead(404).end();
-  };
-}
-
 describe("remote facilitator (the official x402Facilitator served over the standard HTTP API)", () => {
   it("verifies and settles through HTTPFacilitatorClient", async () => {
     const calls: string[] = [];
-    const server = createServer(facilitatorHandler(calls));
+    const server = createServer(facilitatorHandler(devnet, calls));
     const port = await listen(server);
 
     const { client } = await start(
@@ -200,7 +149,7 @@ describe("outages", () => {
   it("answers service_unavailable while a remote facilitator is unreachable, and recovers when it is back", async () => {
     const good = await start(cfg());
     const { credentials } = await pay(good.client, payer(devnet, "payer6"), CALL);
-    const server = createServer(facilitatorHandler([]));
+    const server = createServer(facilitatorHandler(devnet, []));
     const port = await listen(server);
     await new Promise<void>((resolve) => server.close(() => resolve())); // nothing listens there now
     const { client } = await start(
