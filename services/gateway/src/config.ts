@@ -1,4 +1,4 @@
-import { bindHost, envBool, envInt, envString } from "@tollgate/platform";
+import { bindHost, envBool, envInt, envString, readMeshToken } from "@tollgate/platform";
 
 export interface GatewayConfig {
   host: string;
@@ -19,6 +19,8 @@ export interface GatewayConfig {
   trustProxy: number;
   /** One JSON access line per API call (a stdout write per request; off for raw throughput). */
   accessLog: boolean;
+  /** The gateway's mesh token, sent on every gRPC call (the services accept it by its digest). */
+  meshToken: string;
 }
 
 export function loadConfig(): GatewayConfig {
@@ -43,5 +45,6 @@ export function loadConfig(): GatewayConfig {
     },
     trustProxy: envInt("TRUST_PROXY_HOPS", 0),
     accessLog: envBool("ACCESS_LOG", true),
+    meshToken: readMeshToken(),
   };
 }

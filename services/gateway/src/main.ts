@@ -1,9 +1,9 @@
-import { createLogger } from "@tollgate/platform";
+import { configOrExit, createLogger } from "@tollgate/platform";
 import { loadConfig } from "./config.ts";
 import { startGateway } from "./server.ts";
 
 const logger = createLogger("gateway");
-const gateway = await startGateway(loadConfig(), logger);
+const gateway = await startGateway(configOrExit(logger, loadConfig), logger);
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, async () => {

@@ -1,9 +1,9 @@
-import { createLogger } from "@tollgate/platform";
+import { configOrExit, createLogger } from "@tollgate/platform";
 import { loadConfig } from "./config.ts";
 import { startRpcProxy } from "./server.ts";
 
 const logger = createLogger("rpc-proxy");
-const config = loadConfig();
+const config = configOrExit(logger, loadConfig);
 for (const network of config.networks) {
   if (network.upstreams.length === 0) logger.warn({ network: network.name }, "no upstream configured");
 }
