@@ -1,3 +1,4 @@
+import { format } from "node:util";
 import { pino } from "pino";
 import { scrubSecrets } from "./redact.ts";
 
@@ -34,4 +35,26 @@ export function createLogger(service: string): Logger {
       censor: "[redacted]",
     },
   });
+}
+
+let consoleScrubbed = false;
+
+/**
+ * Libraries print to the console on their own (the x402 client warns with a facilitator's
+ * URL inside the error text): a service's entry point routes those lines through the same
+ * scrub as its log lines. Once per process; in-process test services leave the console alone.
+ */
+export function scrubConsole(): void {
+  if (consoleScrubbed) return;
+  consoleScrubbed = true;
+  const to =
+    (stream: NodeJS.WriteStream) =>
+    (...args: unknown[]): void => {
+      stream.write(`${scrubSecrets(format(...args))}\n`);
+    };
+  console.log = to(process.stdout);
+  console.info = to(process.stdout);
+  console.debug = to(process.stdout);
+  console.warn = to(process.stderr);
+  console.error = to(process.stderr);
 }

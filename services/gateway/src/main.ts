@@ -1,8 +1,9 @@
-import { configOrExit, createLogger } from "@tollgate/platform";
+import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
 import { loadConfig } from "./config.ts";
 import { startGateway } from "./server.ts";
 
 const logger = createLogger("gateway");
+scrubConsole();
 const gateway = await startGateway(configOrExit(logger, loadConfig), logger);
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -137,6 +137,12 @@ function facilitatorFromEnv(): FacilitatorConfig {
     if (!url.startsWith("https://") && !isLoopback(url)) {
       throw new ConfigError("X402_FACILITATOR_URL must be https (plain http only on this machine)");
     }
+    // fetch refuses such URLs, and the client would print the refusal (with them) on every try.
+    const parsed = URL.parse(url);
+    if (!parsed) throw new ConfigError("X402_FACILITATOR_URL is not a URL");
+    if (parsed.username || parsed.password) {
+      throw new ConfigError("X402_FACILITATOR_URL must not carry user:password (put a key in the path)");
+    }
     return { mode: "remote", url, timeoutMs: envInt("X402_FACILITATOR_TIMEOUT_MS", 10_000) };
   }
   if (privateKey) {

@@ -1,8 +1,9 @@
-import { configOrExit, createLogger } from "@tollgate/platform";
+import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
 import { loadConfig } from "./config.ts";
 import { startPaymentVerifier } from "./server.ts";
 
 const logger = createLogger("payment-verifier");
+scrubConsole();
 const config = configOrExit(logger, loadConfig);
 // A library promise nobody awaited must not take every in-flight payment down with the process.
 process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled promise rejection"));

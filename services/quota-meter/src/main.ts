@@ -1,8 +1,9 @@
-import { configOrExit, createLogger } from "@tollgate/platform";
+import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
 import { loadConfig, SERVICE } from "./config.ts";
 import { startQuotaMeter } from "./server.ts";
 
 const logger = createLogger(SERVICE);
+scrubConsole();
 const config = configOrExit(logger, loadConfig);
 const service = await startQuotaMeter(config, { logger });
 logger.info(

@@ -1,8 +1,9 @@
-import { configOrExit, createLogger } from "@tollgate/platform";
+import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
 import { loadConfig } from "./config.ts";
 import { startRpcProxy } from "./server.ts";
 
 const logger = createLogger("rpc-proxy");
+scrubConsole();
 const config = configOrExit(logger, loadConfig);
 for (const network of config.networks) {
   if (network.upstreams.length === 0) logger.warn({ network: network.name }, "no upstream configured");
