@@ -23,7 +23,7 @@ import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
-import { CHAIN_NETWORKS, devnet } from "../support/devnet.ts";
+import { CHAIN_NETWORKS, devnet, sharedSettlementEnv } from "../support/devnet.ts";
 import { SUITE_BURST } from "../support/quota.ts";
 import { x402Payer } from "../support/x402.ts";
 
@@ -41,23 +41,6 @@ const ATTACKERS = [
   { who: "a wrong token", token: generateMeshToken() },
   { who: "the dashboard's token", token: dashboardToken },
 ] as const;
-
-/** The x402 settings of the shared devnet, with a facilitator account no other suite settles with. */
-function x402Env(): Record<string, string> {
-  const { settlement } = devnet.demo;
-  const facilitator = devnet.accounts.find((a) => a.role === "spare3");
-  const rpcUrl = devnet.chains.settlement?.rpcUrl;
-  if (!facilitator || !rpcUrl) throw new Error("the devnet has no settlement chain or spare account");
-  return {
-    X402_NETWORK: settlement.network,
-    X402_ASSET: settlement.usdc.address,
-    X402_ASSET_NAME: settlement.usdc.domain.name,
-    X402_ASSET_VERSION: settlement.usdc.domain.version,
-    X402_PAY_TO: settlement.payTo,
-    X402_SETTLEMENT_RPC_URL: rpcUrl,
-    X402_FACILITATOR_PRIVATE_KEY: facilitator.privateKey,
-  };
-}
 
 beforeAll(async () => {
   const env: Record<string, string> = { LOG_LEVEL: "warn", REDIS_BUDGET_MS: "2000" };
@@ -77,7 +60,7 @@ beforeAll(async () => {
       // No background head polls: every request at the proxy is a call's.
       "rpc-proxy": { UPSTREAM_HEAD_POLL_MS: "600000" },
       "quota-meter": { [meshCallerEnv("dashboard")]: meshTokenDigest(dashboardToken) },
-      "payment-verifier": x402Env(),
+      "payment-verifier": sharedSettlementEnv("spare3"),
     },
   });
   gatewayToken = readFileSync(mesh.gatewayTokenFile, "utf8").trim();
