@@ -310,9 +310,9 @@ export interface MeshClientOptions {
 }
 
 /**
- * A typed gRPC client for one service at one address, with a deadline on every call,
- * the caller's mesh token on every call, and client-side latency metrics. Each caller wraps this in a small adapter that
- * speaks its own domain (see services/gateway/src/clients/).
+ * A typed gRPC client for one service at one address, with a deadline and the caller's
+ * mesh token on every call, and client-side latency metrics. Each caller wraps this in a
+ * small adapter that speaks its own domain (see services/gateway/src/clients/).
  */
 export function createClient<C extends grpc.Client>(
   Ctor: new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => C,
