@@ -33,6 +33,7 @@ let stateDir: string;
 let gatewayToken: string;
 let apiKey: string;
 let accountId: string;
+let keyId: string;
 const dashboardToken = generateMeshToken();
 
 /** What an attacker may present: nothing, a guess, or a token that is real but not for this. */
@@ -69,6 +70,7 @@ beforeAll(async () => {
     const created = await admin.quickstart("mesh-auth", { burst: SUITE_BURST });
     apiKey = created.secret;
     accountId = created.account.id;
+    keyId = created.key.id;
   } finally {
     admin.close();
   }
@@ -169,7 +171,7 @@ describe("internal gRPC refuses callers without the token for the method (findin
       Array.from({ length: n }, (_, i) => ({
         requestId: `refund-${generateMeshToken().slice(0, 12)}-${i}`,
         accountId,
-        keyId: "",
+        keyId,
         endpoint: "/api/chain/block-number",
         network: "ethereum",
         status: 502,
