@@ -34,6 +34,7 @@ import {
   type PaymentVerifierHandle,
   startPaymentVerifier,
 } from "../../services/payment-verifier/src/server.ts";
+import { GATEWAY_TOKEN, MESH_CALLERS } from "../support/mesh.ts";
 
 export type Address = `0x${string}`;
 export type Header = { name: string; value: string };
@@ -102,6 +103,7 @@ export function devnetConfig(
       lookbackBlocks: 5_000,
       ...x402,
     },
+    meshCallers: MESH_CALLERS,
     ...overrides,
   };
 }
@@ -112,10 +114,12 @@ export function quietLogger(): Logger {
   return logger;
 }
 
-export function verifierClient(port: number) {
+/** payment-verifier's gRPC API as the gateway calls it (with the gateway's mesh token, unless `token` says otherwise). */
+export function verifierClient(port: number, token: string | undefined = GATEWAY_TOKEN) {
   return createClient(contracts.paymentVerifier().PaymentVerifierService, `127.0.0.1:${port}`, {
     service: "payment-verifier",
     defaultDeadlineMs: 60_000,
+    token,
   });
 }
 export type VerifierClient = ReturnType<typeof verifierClient>;

@@ -1,4 +1,4 @@
-import { bindHost, envBool, envInt, envString } from "@tollgate/platform";
+import { bindHost, envBool, envInt, envString, readMeshToken } from "@tollgate/platform";
 
 export interface GatewayConfig {
   host: string;
@@ -22,6 +22,8 @@ export interface GatewayConfig {
   trustProxy: number | string[];
   /** One JSON access line per API call (a stdout write per request; off for raw throughput). */
   accessLog: boolean;
+  /** The gateway's mesh token, sent on every gRPC call (the services accept it by its digest). */
+  meshToken: string;
 }
 
 export function loadConfig(): GatewayConfig {
@@ -46,6 +48,7 @@ export function loadConfig(): GatewayConfig {
     },
     trustProxy: trustProxyFromEnv(),
     accessLog: envBool("ACCESS_LOG", true),
+    meshToken: readMeshToken(),
   };
 }
 

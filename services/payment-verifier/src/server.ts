@@ -6,6 +6,7 @@ import {
   createRegistry,
   type Logger,
   type Registry,
+  redactUrl,
   serveMetrics,
   startGrpcServer,
 } from "@tollgate/platform";
@@ -56,11 +57,13 @@ async function openRedis(config: PaymentVerifierConfig, logger: Logger): Promise
   let redis = await connectRedis(config.redisUrl, logger);
   if (!redis && config.redisStandin) {
     logger.warn(
-      `Redis is unreachable at ${config.redisUrl}: payment reservations are kept in memory (single node only)`,
+      `Redis is unreachable at ${redactUrl(config.redisUrl)}: payment reservations are kept in memory (single node only)`,
     );
   } else if (!redis) {
     // Not serving (no gRPC server yet, so probes fail) beats serving without the replay guard.
-    logger.warn(`Redis is unreachable at ${config.redisUrl}: waiting for it (REDIS_STANDIN=false)`);
+    logger.warn(
+      `Redis is unreachable at ${redactUrl(config.redisUrl)}: waiting for it (REDIS_STANDIN=false)`,
+    );
     for (let attempt = 1; !redis; attempt++) {
       await new Promise((r) => setTimeout(r, Math.min(250 * attempt, 5_000)));
       redis = await connectRedis(config.redisUrl, logger);
@@ -151,8 +154,10 @@ export async function startPaymentVerifier(
         name: SERVICE_NAME,
         definition: contracts.paymentVerifier().PaymentVerifierService.service,
         handlers: grpcHandlers(payments),
+        callers: { gateway: ["Challenge", "Verify", "Settle", "Release", "DescribeMethods"] },
       },
     ],
+    meshCallers: config.meshCallers,
     registry,
     logger,
   });

@@ -1,4 +1,4 @@
-import { contracts, createClient, type Registry } from "@tollgate/platform";
+import { contracts, createClient, type MeshClientOptions } from "@tollgate/platform";
 import type { Header } from "@tollgate/platform/generated/tollgate/payment/v1/Header";
 import type { Resource } from "@tollgate/platform/generated/tollgate/payment/v1/Resource";
 
@@ -10,12 +10,12 @@ export type { Header, Resource };
  */
 export function createPaymentVerifierClient(
   address: string,
-  registry: Registry,
+  mesh: MeshClientOptions,
   deadlines: { verifyMs: number; settleMs: number },
 ) {
   const rpc = createClient(contracts.paymentVerifier().PaymentVerifierService, address, {
     service: "payment-verifier",
-    registry,
+    ...mesh,
     defaultDeadlineMs: deadlines.verifyMs,
   });
   return {
