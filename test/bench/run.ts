@@ -1,21 +1,29 @@
 /**
- * The benchmark: load on loopback, the gateway against the node called directly, in
- * one run, reported as ratios. `pnpm bench` (add `-- --duration 20` for longer runs).
+ * The benchmark (`pnpm bench`): load on loopback from a process of its own, and for every row
+ * req/s, p50/p99 and the CPU each process spent per request (from /proc), in one run:
  *
- * 1. Throughput and latency of block-number through the whole mesh with an API key
- *    versus eth_blockNumber sent straight to the same anvil node.
- * 2. The latency that x402 verify + settle add to a paid call on the local chain,
- *    versus the same call with an API key.
+ *   floor        one Node process serving block-number from its own silent anvil (envelope, no auth)
+ *   node         eth_blockNumber sent straight to the mesh's ethereum node
+ *   edge         the gateway alone (/api/networks: no hop, no node)
+ *   mesh         block-number through the whole mesh with an API key
+ *
+ * then the ratios the performance issue sets goals on (mesh CPU per request ÷ floor's, throughput
+ * and p99 against the floor's), and the latency each way to pay adds over an API-key call.
+ * Options: --duration s, --connections n, --paid n (sequential paid calls), --out file.json,
+ * --profile dir (CPU profiles of every service, written when the mesh stops).
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { meshAdmin, startMesh } from "@tollgate/local";
-import autocannon from "autocannon";
+import { freePort, meshAdmin, startMesh } from "@tollgate/local";
+import type autocannon from "autocannon";
 import { measurePaidCalls } from "./paid.ts";
+import { cpuMeter, pidListeningOn, pidsNamed } from "./proc.ts";
 
-// `pnpm bench -- --duration 5`: pnpm passes the `--` separator through; it is not an argument.
 const argv = process.argv.slice(2);
 const { values } = parseArgs({
   args: argv[0] === "--" ? argv.slice(1) : argv,
@@ -24,81 +32,199 @@ const { values } = parseArgs({
     connections: { type: "string", default: "32" },
     paid: { type: "string", default: "30" },
     out: { type: "string" },
+    profile: { type: "string" },
   },
 });
 const duration = Number(values.duration);
 const connections = Number(values.connections);
+const here = fileURLToPath(new URL(".", import.meta.url));
+const children: ChildProcess[] = [];
+process.once("exit", () => {
+  for (const c of children) c.kill("SIGKILL");
+});
+
+/** Runs autocannon in its own process; resolves with its result. */
+function load(opts: autocannon.Options): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [join(here, "load.ts"), JSON.stringify({ duration, connections, ...opts })],
+      { maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) =>
+        err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout)),
+    );
+  });
+}
+
+/** A silent anvil of the floor's own (no per-request log lines for anyone to read). */
+async function quietAnvil(): Promise<{ url: string; pid: number }> {
+  const { anvilBinary } = await import("@tollgate/devnet/anvil");
+  const port = await freePort();
+  const child = spawn(anvilBinary(), ["-q", "--port", String(port), "--host", "127.0.0.1"], {
+    stdio: "ignore",
+  });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    const ok = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+    }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return { url, pid: child.pid ?? -1 };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("the floor's anvil did not start");
+}
+
+async function startFloor(nodeUrl: string): Promise<{ url: string; pid: number }> {
+  const child = spawn(process.execPath, [join(here, "floor.ts"), nodeUrl], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  children.push(child);
+  const line = await new Promise<string>((resolve) =>
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", resolve),
+  );
+  return { url: `http://127.0.0.1:${line.trim()}`, pid: child.pid ?? -1 };
+}
+
+interface Row {
+  path: string;
+  "req/s": number;
+  "p50 ms": number;
+  "p99 ms": number;
+  non2xx: number;
+  /** CPU µs per request, per process, and their total. */
+  cpu_us_per_request: Record<string, number>;
+}
+
+async function measure(
+  name: string,
+  opts: autocannon.Options,
+  processes: Record<string, number[]>,
+): Promise<Row> {
+  const meter = cpuMeter(processes);
+  const r = await load(opts);
+  const used = meter.stop();
+  const requests = Math.max(1, r.requests.total);
+  const perRequest = Object.fromEntries(
+    Object.entries(used).map(([k, us]) => [k, Math.round(us / requests)]),
+  );
+  perRequest.total = Object.values(perRequest).reduce((a, b) => a + b, 0);
+  return {
+    path: name,
+    "req/s": Math.round(r.requests.average),
+    "p50 ms": r.latency.p50,
+    "p99 ms": r.latency.p99,
+    non2xx: r.non2xx + r.errors,
+    cpu_us_per_request: perRequest,
+  };
+}
 
 const stateDir = mkdtempSync(join(tmpdir(), "tollgate-bench-"));
-const mesh = await startMesh({ stateDir, env: { LOG_LEVEL: "error" } });
+const profileDir = values.profile ? resolve(values.profile) : undefined;
+if (profileDir) mkdirSync(profileDir, { recursive: true });
+const mesh = await startMesh({
+  stateDir,
+  // Errors only (the bench runs with logs at error level), so a failed row can be explained.
+  onLine: (service, line) => process.stderr.write(`[${service}] ${line}\n`),
+  env: {
+    LOG_LEVEL: "warn",
+    ACCESS_LOG: "false",
+    ...(profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
+  },
+});
 try {
   const devnet = mesh.devnet;
   if (!devnet) throw new Error("bench needs the devnet");
   const nodeUrl = devnet.chains.ethereum?.rpcUrl ?? "";
-
-  // Uncapped windows and a burst guard above the load, so the bench measures serving, not refusing.
   const admin = meshAdmin(mesh);
+  // Uncapped windows and a burst guard above the load: the bench measures serving, not refusing.
   const { secret } = await admin.quickstart("bench", { daily: 0, monthly: 0, burst: 1_000_000 });
   admin.close();
 
-  const run = (opts: autocannon.Options) =>
-    new Promise<autocannon.Result>((resolve, reject) =>
-      autocannon({ duration, connections, ...opts }, (err, result) => (err ? reject(err) : resolve(result))),
-    );
-
-  // Warm both paths (JIT, keep-alive pools, Lua script cache) before measuring.
-  await run({
+  const floorNode = await quietAnvil();
+  const floor = await startFloor(floorNode.url);
+  const pid = (port: number) => [pidListeningOn(port) ?? -1];
+  const services = {
+    gateway: pid(mesh.ports.gateway.main),
+    "quota-meter": pid(mesh.ports["quota-meter"].main),
+    "rpc-proxy": pid(mesh.ports["rpc-proxy"].main),
+    "payment-verifier": pid(mesh.ports["payment-verifier"].main),
+    anvil: pid(devnet.chains.ethereum?.port ?? 0),
+    "redis-server": pidsNamed("redis-server"),
+    "nats-server": pidsNamed("nats-server"),
+  };
+  const blockNumber = {
     url: `${mesh.gatewayUrl}/api/chain/block-number`,
     headers: { authorization: `Bearer ${secret}` },
-    duration: 2,
-  });
-
-  const direct = await run({
+  };
+  const nodeCall = {
     url: nodeUrl,
-    method: "POST",
+    method: "POST" as const,
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
-  });
-  const gateway = await run({
-    url: `${mesh.gatewayUrl}/api/chain/block-number`,
-    headers: { authorization: `Bearer ${secret}` },
-  });
-  // The edge alone (no gRPC hop, no node): separates the gateway's own cost from the mesh's.
-  const edge = await run({ url: `${mesh.gatewayUrl}/api/networks` });
-  const non2xx = gateway.non2xx + direct.non2xx + edge.non2xx;
-
-  const row = (name: string, r: autocannon.Result) => ({
-    path: name,
-    "req/s": Math.round(r.requests.average),
-    "mean ms": r.latency.average,
-    "p50 ms": r.latency.p50,
-    "p99 ms": r.latency.p99,
-    errors: r.errors + r.non2xx,
-  });
-  const report: Record<string, unknown> = {
-    machine: `${(await import("node:os")).cpus().length} cores, Node ${process.version}`,
-    load: `${connections} connections, ${duration} s each, loopback`,
-    throughput: [
-      row("node direct (eth_blockNumber)", direct),
-      row("gateway + API key (block-number)", gateway),
-      row("gateway edge only (/api/networks)", edge),
-    ],
-    ratio: {
-      throughput: +(gateway.requests.average / direct.requests.average).toFixed(3),
-      // autocannon's percentiles are whole milliseconds (the node's p50 reads 0), so the
-      // latency ratio uses the means, which it measures finer.
-      mean_latency: +(gateway.latency.average / Math.max(direct.latency.average, 0.001)).toFixed(1),
-    },
   };
 
+  // Warm every path (JIT, keep-alive pools, the Lua script cache) before measuring.
+  await Promise.all([
+    load({ ...blockNumber, duration: 2 }),
+    load({ url: `${floor.url}/api/chain/block-number`, duration: 2 }),
+  ]);
+
+  const rows = [
+    await measure(
+      "floor: one Node process + its own anvil",
+      { url: `${floor.url}/api/chain/block-number` },
+      {
+        floor: [floor.pid],
+        anvil: [floorNode.pid],
+      },
+    ),
+    await measure("node directly (eth_blockNumber)", nodeCall, { anvil: services.anvil }),
+    await measure(
+      "gateway edge only (/api/networks)",
+      { url: `${mesh.gatewayUrl}/api/networks` },
+      { gateway: services.gateway },
+    ),
+    await measure("mesh + API key (block-number)", blockNumber, services),
+  ];
+  const [floorRow, , , meshRow] = rows as [Row, Row, Row, Row];
+  const ratio = (a: number, b: number) => +(a / Math.max(b, 1e-9)).toFixed(2);
+  const report: Record<string, unknown> = {
+    machine: `${cpus().length} cores, Node ${process.version}`,
+    load: `${connections} connections, ${duration} s per row, loopback, load generator in its own process`,
+    rows,
+    against_floor: {
+      cpu_per_request: ratio(meshRow.cpu_us_per_request.total ?? 0, floorRow.cpu_us_per_request.total ?? 0),
+      throughput: ratio(meshRow["req/s"], floorRow["req/s"]),
+      p99: ratio(meshRow["p99 ms"], floorRow["p99 ms"]),
+    },
+  };
   report.paid = await measurePaidCalls(mesh, devnet, secret, Number(values.paid));
-  console.table(report.throughput as object[]);
+
+  console.table(
+    rows.map((r) => ({
+      path: r.path,
+      "req/s": r["req/s"],
+      "p50 ms": r["p50 ms"],
+      "p99 ms": r["p99 ms"],
+      non2xx: r.non2xx,
+      "CPU µs/req": r.cpu_us_per_request.total,
+    })),
+  );
   console.log(JSON.stringify(report, null, 2));
   if (values.out) writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
+  const non2xx = rows.reduce((sum, r) => sum + r.non2xx, 0);
   if (non2xx > 0) {
     console.error(`bench: ${non2xx} non-2xx responses`);
     process.exitCode = 1;
   }
 } finally {
+  for (const c of children) c.kill("SIGTERM");
   await mesh.stop();
+  if (profileDir) console.log(`CPU profiles in ${profileDir}`);
 }

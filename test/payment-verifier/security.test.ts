@@ -231,6 +231,28 @@ describe("one settlement key in two replicas (finding 6)", () => {
   });
 });
 
+describe("the signer lock keeps a key's nonce per chain", () => {
+  it("settles on a restarted devnet (same chain id, new genesis) although Redis still holds the old chain's nonce", async () => {
+    const config = cfg();
+    const first = await start(config);
+    for (const role of ["payer7", "payer8"]) {
+      const { credentials } = await pay(first.client, payer(devnet, role), BLOCK_NUMBER);
+      const v = await verify(first.client, BLOCK_NUMBER, credentials);
+      expect((await settle(first.client, BLOCK_NUMBER, credentials, v.paymentId, v.requestId)).settled).toBe(
+        true,
+      );
+    }
+    const restarted = await startSettlementDevnet();
+    cleanups.push(() => restarted.stop());
+    const second = await start(devnetConfig(restarted, { redisPrefix: config.redisPrefix }));
+    const { credentials } = await pay(second.client, payer(restarted, "payer1"), BLOCK_NUMBER);
+    const v = await verify(second.client, BLOCK_NUMBER, credentials);
+    expect(v.valid, v.reason).toBe(true);
+    const s = await settle(second.client, BLOCK_NUMBER, credentials, v.paymentId, v.requestId);
+    expect(s.settled, s.reason).toBe(true);
+  });
+});
+
 describe("a settlement that lands after its answer was lost (finding 9)", () => {
   it("answers 503 while the transfer is unconfirmed, then serves the payer's retry once it landed, collecting nothing twice", async () => {
     const { client } = await start(

@@ -264,6 +264,8 @@ async function serveWithPayment(
     settled = await deps.payments.settle(requestId, verified.paymentId, resource, credentials);
   } catch (err) {
     const failure = failureOf(err);
+    // The node answered but nothing was collected: say why in the log, the client gets a 503 to retry.
+    deps.logger.warn({ err: err instanceof Error ? err.message : err }, "payment settlement call failed");
     if (!failure.ok)
       sendError(res, "service_unavailable", "payment settlement is unavailable, retry with backoff");
     return;

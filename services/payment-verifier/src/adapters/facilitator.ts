@@ -133,6 +133,7 @@ export class SerialSubmitter {
   readonly #address: `0x${string}`;
   readonly #lock: SignerLock;
   #tail: Promise<unknown> = Promise.resolve();
+  #scope: string | undefined;
 
   constructor(publicClient: PublicClient, address: `0x${string}`, lock: SignerLock) {
     this.#publicClient = publicClient;
@@ -140,10 +141,22 @@ export class SerialSubmitter {
     this.#lock = lock;
   }
 
+  /** The key on this chain: address, chain id and genesis hash (read once). */
+  async #signer(): Promise<string> {
+    if (!this.#scope) {
+      const [chainId, genesis] = await Promise.all([
+        this.#publicClient.getChainId(),
+        this.#publicClient.getBlock({ blockNumber: 0n }),
+      ]);
+      this.#scope = `${chainId}:${genesis.hash}:${this.#address}`;
+    }
+    return this.#scope;
+  }
+
   submit(send: (nonce: number) => Promise<Hex>): Promise<Hex> {
     const pending = () =>
       this.#publicClient.getTransactionCount({ address: this.#address, blockTag: "pending" });
-    const attempt = () => this.#lock.withNonce(this.#address, pending, send);
+    const attempt = async () => this.#lock.withNonce(await this.#signer(), pending, send);
     const run = () =>
       attempt().catch((err: unknown) => {
         if (!NONCE_CONFLICT.test(err instanceof Error ? err.message : String(err))) throw err;

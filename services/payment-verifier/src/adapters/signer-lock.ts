@@ -22,13 +22,13 @@ export interface SignerLock {
 
 /** The process's own queue (SerialSubmitter) already orders sends: read the nonce, send. */
 export function localSignerLock(): SignerLock {
-  let next: { address: string; nonce: number } | undefined;
+  let next: { signer: string; nonce: number } | undefined;
   return {
-    async withNonce(address, pending, send) {
-      const nonce = next?.address === address ? next.nonce : await pending();
+    async withNonce(signer, pending, send) {
+      const nonce = next?.signer === signer ? next.nonce : await pending();
       try {
         const hash = await send(nonce);
-        next = { address, nonce: nonce + 1 };
+        next = { signer, nonce: nonce + 1 };
         return hash;
       } catch (err) {
         next = undefined;
@@ -54,8 +54,8 @@ export function redisSignerLock(redis: Redis, prefix: string, opts: RedisSignerL
   const holdMs = opts.holdMs ?? 60_000;
   const waitMs = opts.waitMs ?? 15_000;
   return {
-    async withNonce(address, pending, send) {
-      const base = `${prefix}signer:${address.toLowerCase()}:`;
+    async withNonce(signer, pending, send) {
+      const base = `${prefix}signer:${signer.toLowerCase()}:`;
       const lockKey = `${base}lock`;
       const nonceKey = `${base}nonce`;
       const token = randomUUID();
