@@ -134,6 +134,7 @@ export async function startQuotaMeter(
     logger,
     metrics,
     dedupeTtlMs: config.usageDedupeTtlMs,
+    defaultBurst: config.defaultBurstPerSecond,
   });
   usage.startConsumer(consumer);
 
