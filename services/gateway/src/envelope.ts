@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ERRORS, type ErrorCode, LIMIT_ERRORS, type LimitErrorCode } from "@tollgate/catalog";
 import type { NextFunction, Request, Response } from "express";
+import { endpointOf } from "./routes/table.ts";
 
 /** The envelope of spec 2.1, on every /api/* response except the flat 429s. */
 export interface Meta {
@@ -20,9 +21,12 @@ export interface ErrorBody {
 declare global {
   namespace Express {
     interface Locals {
+      /** The mesh's id of this request (never the caller's): meta.request_id and every idempotency key. */
       requestId: string;
-      /** Path template served, for meta.endpoint and metrics labels. */
-      endpoint: string;
+      /** A well-formed X-Request-Id the caller sent: written to the access log, used for nothing else. */
+      clientRequestId?: string;
+      /** Path template served, for meta.endpoint and metrics labels; unset on unknown paths. */
+      endpoint?: string;
       /** How the call was authenticated, for the access log: "api_key", "x402", "none". */
       auth?: string;
       /** The key's account or the payer, for the access log (never the key itself). */
@@ -31,20 +35,27 @@ declare global {
   }
 }
 
-// A caller's id is kept only when it is safe to echo into headers and logs.
-const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+// A caller's id goes to the access log only when it is safe to write there.
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
+/**
+ * Every request gets its own id, generated here: the mesh keys refunds, usage, payments
+ * and events on it, so a caller can never choose (or reuse) one. A caller's X-Request-Id
+ * is only kept for log correlation.
+ */
 export function requestId(req: Request, res: Response, next: NextFunction): void {
-  const incoming = req.get("x-request-id");
-  const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  const id = randomUUID();
   res.locals.requestId = id;
-  res.locals.endpoint = req.path;
+  const incoming = req.get("x-request-id");
+  if (incoming !== undefined && CLIENT_REQUEST_ID.test(incoming)) res.locals.clientRequestId = incoming;
   res.setHeader("X-Request-Id", id);
   next();
 }
 
 export function meta(res: Response, extra?: Omit<Meta, "endpoint" | "request_id">): Meta {
-  return { endpoint: res.locals.endpoint, request_id: res.locals.requestId, ...extra };
+  // Routes set their template; answers given before routing look it up (never the raw path of a known route).
+  const endpoint = res.locals.endpoint ?? endpointOf(res.req.path);
+  return { endpoint, request_id: res.locals.requestId, ...extra };
 }
 
 export function sendData(res: Response, data: unknown, extra?: Omit<Meta, "endpoint" | "request_id">): void {
