@@ -9,6 +9,7 @@ import { byRole, type ChainDemo, type Devnet, startDevnet } from "@tollgate/devn
 import { grpc } from "@tollgate/platform";
 import { encodeFunctionData, type Hex, parseAbi, toFunctionSelector, toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { lower } from "../support/addresses.ts";
 import { CountingProxy, type Recorded, type Service, startService } from "./helpers.ts";
 
 const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
@@ -79,17 +80,6 @@ async function failing(operation: string, params: Record<string, unknown>, netwo
 }
 
 const quantity = (n: bigint | number | string) => `0x${BigInt(n).toString(16)}`;
-
-/** An expected answer as the API gives it: every address lower-case, whatever casing was sent. */
-function lower<T>(value: T): T {
-  if (typeof value === "string")
-    return (/^0x[0-9a-fA-F]{40}$/.test(value) ? value.toLowerCase() : value) as T;
-  if (Array.isArray(value)) return value.map(lower) as T;
-  if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, lower(v)])) as T;
-  }
-  return value;
-}
 
 describe("rpc-proxy operations on the devnet", () => {
   it("blockNumber, chainId and networkInfo (one batch), on every network they serve", async () => {

@@ -172,7 +172,12 @@ function methodEdges() {
     if (req.method !== "OPTIONS" && req.method !== "HEAD") return simple(req, res, next);
     if (req.method === "HEAD" && !req.path.startsWith("/api/")) return simple(req, res, next);
     const route = routeOf(req.path);
-    if (!route) return simple(req, res, next); // the 404 handler answers
+    if (!route) {
+      // The 404 handler answers (cors would answer any OPTIONS as a preflight).
+      if (req.method === "HEAD") return simple(req, res, next);
+      res.setHeader("Access-Control-Allow-Origin", "*");
+      return next();
+    }
     res.locals.endpoint = route.template;
     res.setHeader("Allow", route.method);
     if (req.method === "OPTIONS") return preflight[route.method](req, res, next);
