@@ -5,8 +5,8 @@ import { readDevnetFile } from "@tollgate/devnet";
 import {
   ensureStreams,
   natsSubject,
-  SETTLEMENT_V1,
-  type SettlementEventV1,
+  SETTLEMENT_V2,
+  type SettlementEventV2,
   streamSpecFor,
 } from "@tollgate/events";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
@@ -75,11 +75,11 @@ let subject = "";
 
 beforeAll(async () => {
   const namespace = mesh.eventsNamespace;
-  stream = streamSpecFor(SETTLEMENT_V1, namespace).name;
-  subject = natsSubject(SETTLEMENT_V1, namespace);
+  stream = streamSpecFor(SETTLEMENT_V2, namespace).name;
+  subject = natsSubject(SETTLEMENT_V2, namespace);
   nc = await connect({ servers: "nats://127.0.0.1:4222" });
   const jsm = await jetstreamManager(nc);
-  await ensureStreams(jsm, { namespace, subjects: [SETTLEMENT_V1] });
+  await ensureStreams(jsm, { namespace, subjects: [SETTLEMENT_V2] });
   firstSeq = (await jsm.streams.info(stream)).state.last_seq + 1;
 });
 
@@ -371,7 +371,7 @@ describe("x402 exact through the gateway, paid with the official client librarie
     expect(receipts.every((r) => r.status === "success")).toBe(true);
   });
 
-  it("charges nothing when the upstream call fails: the status passes through and the payment is released", async () => {
+  it("charges a revert and a not-found from the node like data: receipt, cost in meta, and the payment is spent", async () => {
     const payer = x402Payer(devnet, "payer8");
     const before = await balances(payer.address);
 
@@ -387,36 +387,35 @@ describe("x402 exact through the gateway, paid with the official client librarie
     expect(missing.status, JSON.stringify(missing.body)).toBe(404);
     expect(missing.body.error?.code).toBe("block_not_found");
 
-    for (const res of [reverted, missing]) {
+    for (const [res, id] of [
+      [reverted, "call"],
+      [missing, "block"],
+    ] as const) {
       expect(res.body.data).toBeNull();
-      expect(res.body.meta.cost_usdc).toBeUndefined();
-      const receipt = res.headers.get("payment-response");
-      if (receipt) expect(decodePaymentResponseHeader(receipt).success).toBe(false);
-      releasedHere.add(res.body.meta.request_id);
+      expect(res.body.meta).toMatchObject({
+        cost_usdc: endpoint(id).price,
+        payment_chain: NETWORK,
+        payment_token: USDC,
+      });
+      const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
+      expect(receipt).toMatchObject({ success: true, network: NETWORK, payer: payer.address });
+      settledHere.set(res.body.meta.request_id, receipt.transaction);
     }
-    // The client did pay (sign) both times; nothing was collected.
     expect(payer.paid.map((p) => p.status)).toEqual([422, 404]);
-    expect(await balances(payer.address)).toEqual(before);
-
-    // A released payment was never collected: the same signature still buys the call it was made for.
-    const signature = payer.paid[0]?.signature ?? "";
-    let again: request.Response | undefined;
-    for (let i = 0; i < 20; i++) {
-      again = await post(
-        "/api/chain/call",
-        { to: demo.reverter.address, data: toFunctionSelector("ok()") },
-        { "PAYMENT-SIGNATURE": signature },
-      );
-      // The gateway releases in the background; until then the payment reads as in use.
-      if (again.status !== 402 || !/in use/.test(again.body.error?.message)) break;
-      await sleep(100);
-    }
-    expect(again?.status, JSON.stringify(again?.body)).toBe(200);
-    const tx = decodePaymentResponseHeader(again?.headers["payment-response"] ?? "").transaction;
-    settledHere.set(String(again?.body.meta.request_id), tx);
     const after = await balances(payer.address);
-    expect(after.payTo - before.payTo).toBe(atomic("call"));
-    expect(before.payer - after.payer).toBe(atomic("call"));
+    expect(after.payTo - before.payTo).toBe(atomic("call") + atomic("block"));
+    expect(before.payer - after.payer).toBe(atomic("call") + atomic("block"));
+
+    // A revert is no free read: the same signature does not buy the call again.
+    const signature = payer.paid[0]?.signature ?? "";
+    const again = await post(
+      "/api/chain/call",
+      { to: demo.reverter.address, data: toFunctionSelector("alwaysReverts()") },
+      { "PAYMENT-SIGNATURE": signature },
+    );
+    expectRefused(again, /already used/);
+    expect(again.body.error).not.toHaveProperty("revert_data");
+    expect(await balances(payer.address)).toEqual(after);
   });
 
   it("refuses bad input with 400 before any payment is verified, and the payment stays unspent", async () => {
@@ -552,22 +551,23 @@ describe("x402 exact through the gateway, paid with the official client librarie
     expect(after.payTo - before.payTo).toBe(price);
   });
 
-  it("records every settlement of this run exactly once in JetStream (tollgate.settlement.v1, the mesh's namespace)", async () => {
+  it("records every settlement of this run exactly once in JetStream (tollgate.settlement.v2, the mesh's namespace)", async () => {
     expect(settledHere.size).toBeGreaterThanOrEqual(6 + 1 + 50 + 2);
-    const wanted = (events: SettlementEventV1[]) =>
+    const wanted = (events: SettlementEventV2[]) =>
       [...settledHere.keys()].every((id) =>
         events.some((e) => e.request_id === id && e.outcome === "settled"),
       ) &&
       [...releasedHere].every((id) => events.some((e) => e.request_id === id && e.outcome === "released")) &&
       [...failedHere].every((id) => events.some((e) => e.request_id === id && e.outcome === "failed"));
-    let events: SettlementEventV1[] = [];
+    let events: SettlementEventV2[] = [];
     for (let i = 0; i < 50 && !wanted(events); i++) {
       if (i > 0) await sleep(200);
       events = await readSettlements(firstSeq);
     }
-    const ours = events.filter(
-      (e) => settledHere.has(e.request_id) || releasedHere.has(e.request_id) || failedHere.has(e.request_id),
-    );
+    const ours = events.filter((e) => {
+      const id = e.request_id ?? "";
+      return settledHere.has(id) || releasedHere.has(id) || failedHere.has(id);
+    });
 
     for (const [requestId, tx] of settledHere) {
       const settledEvents = ours.filter((e) => e.request_id === requestId && e.outcome === "settled");
@@ -606,7 +606,7 @@ describe("x402 exact through the gateway, paid with the official client librarie
 });
 
 /** The settlement events stored from stream sequence `from` on, read with an ordered consumer. */
-async function readSettlements(from: number): Promise<SettlementEventV1[]> {
+async function readSettlements(from: number): Promise<SettlementEventV2[]> {
   const jsm = await jetstreamManager(nc);
   const last = (await jsm.streams.info(stream)).state.last_seq;
   if (last < from) return [];
@@ -615,12 +615,12 @@ async function readSettlements(from: number): Promise<SettlementEventV1[]> {
     deliver_policy: DeliverPolicy.StartSequence,
     opt_start_seq: from,
   });
-  const events: SettlementEventV1[] = [];
+  const events: SettlementEventV2[] = [];
   try {
     for (;;) {
       const msg = await consumer.next({ expires: 2_000 });
       if (!msg) break;
-      events.push(msg.json<SettlementEventV1>());
+      events.push(msg.json<SettlementEventV2>());
       if (msg.seq >= last) break;
     }
   } finally {

@@ -117,7 +117,7 @@ describe("API-key plan through the gateway (spec 5, 7, 8)", () => {
     expect(revoked.body.error.code).toBe("invalid_api_key");
   });
 
-  it("does not charge a failed call: a revert's unit goes back to both windows", async () => {
+  it("counts a revert and a not-found like any answer from the node (the charging rule)", async () => {
     const { apiKey } = await createAccountWithKey({ daily: 100, monthly: 1000 });
     expect((await get("/api/chain/block-number", bearer(apiKey))).headers["x-quota-day-used"]).toBe("1");
     const reverted = await post(
@@ -126,10 +126,14 @@ describe("API-key plan through the gateway (spec 5, 7, 8)", () => {
       bearer(apiKey),
     );
     expect(reverted.status).toBe(422);
-    await sleep(400); // the refund is reported in a batch after the response
+    expect(reverted.headers["x-quota-day-used"]).toBe("2");
+    const missing = await get("/api/chain/block/0xffffffff", bearer(apiKey));
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe("block_not_found");
+    await sleep(400); // a refund would be reported in a batch after the response
     const after = await get("/api/chain/block-number", bearer(apiKey));
-    expect(after.headers["x-quota-day-used"]).toBe("2");
-    expect(after.headers["x-quota-month-used"]).toBe("2");
+    expect(after.headers["x-quota-day-used"]).toBe("4");
+    expect(after.headers["x-quota-month-used"]).toBe("4");
   });
 
   it("refuses bad input before counting it", async () => {

@@ -15,6 +15,7 @@ import {
   type ChainRequest,
   calldata,
   devnet,
+  sharedSettlementEnv,
   urlOf,
   validRequests,
 } from "../support/devnet.ts";
@@ -34,27 +35,6 @@ let apiKey: string;
 let startupRequests = 0;
 /** Upstream requests the calls below are expected to cost, for the final tally. */
 let expectedRequests = 0;
-
-/**
- * startMesh configures x402 only for a devnet it starts itself; this mesh settles on the
- * shared devnet's chain, with a facilitator account of its own so it can never race the
- * shared mesh for a nonce (no call here pays anyway).
- */
-function x402Env(): Record<string, string> {
-  const { settlement } = devnet.demo;
-  const facilitator = devnet.accounts.find((a) => a.role === "spare5");
-  const rpcUrl = devnet.chains.settlement?.rpcUrl;
-  if (!facilitator || !rpcUrl) throw new Error("the devnet has no settlement chain or spare account");
-  return {
-    X402_NETWORK: settlement.network,
-    X402_ASSET: settlement.usdc.address,
-    X402_ASSET_NAME: settlement.usdc.domain.name,
-    X402_ASSET_VERSION: settlement.usdc.domain.version,
-    X402_PAY_TO: settlement.payTo,
-    X402_SETTLEMENT_RPC_URL: rpcUrl,
-    X402_FACILITATOR_PRIVATE_KEY: facilitator.privateKey,
-  };
-}
 
 const total = () => [...proxies.values()].reduce((n, p) => n + p.requests.length, 0);
 
@@ -78,7 +58,8 @@ beforeAll(async () => {
       // No background head polls while the file counts (rpc-proxy's UPSTREAM_HEAD_POLL_MS);
       // the startup poll still runs, before the mesh is ready.
       "rpc-proxy": { UPSTREAM_HEAD_POLL_MS: "600000" },
-      "payment-verifier": x402Env(),
+      // No call here pays; its facilitator account is its own anyway.
+      "payment-verifier": sharedSettlementEnv("spare5"),
     },
   });
   startupRequests = total();

@@ -49,7 +49,8 @@ const SERVICES: Record<string, ServiceSpec> = {
       "RPC_PROXY_ADDR",
       "QUOTA_METER_ADDR",
       "PAYMENT_VERIFIER_ADDR",
-      "TRUST_PROXY_HOPS",
+      "TRUST_PROXY",
+      "MESH_TOKEN_FILE",
     ],
   },
   "quota-meter": {
@@ -66,6 +67,7 @@ const SERVICES: Record<string, ServiceSpec> = {
       "OUTBOX_DIR",
       "OPERATOR_TOKEN_FILE",
       "API_KEY_PEPPER_FILE",
+      "MESH_CALLER_GATEWAY_SHA256",
     ],
   },
   "payment-verifier": {
@@ -83,13 +85,21 @@ const SERVICES: Record<string, ServiceSpec> = {
       "X402_ASSET",
       "X402_PAY_TO",
       "X402_FACILITATOR_URL",
+      "MESH_CALLER_GATEWAY_SHA256",
     ],
   },
   "rpc-proxy": {
     protocol: "grpc",
     port: 50053,
     metricsPort: 9463,
-    env: [...COMMON, "GRPC_PORT", "UPSTREAMS_ETHEREUM", "UPSTREAMS_SEPOLIA", "UPSTREAMS_TOLLNET"],
+    env: [
+      ...COMMON,
+      "GRPC_PORT",
+      "UPSTREAMS_ETHEREUM",
+      "UPSTREAMS_SEPOLIA",
+      "UPSTREAMS_TOLLNET",
+      "MESH_CALLER_GATEWAY_SHA256",
+    ],
   },
 };
 const SERVICE_NAMES = Object.keys(SERVICES);
@@ -180,9 +190,14 @@ function sourcesOf(service: string): string {
   return files.join("\n");
 }
 
-/** Whether the code reads an env name: directly, as NAME_FILE through readSecret, or as UPSTREAMS_<network>. */
+/**
+ * Whether the code reads an env name: directly, as NAME_FILE through readSecret, as UPSTREAMS_<network>,
+ * or as MESH_CALLER_<caller>_SHA256 through readMeshCallers.
+ */
 function codeReads(source: string, name: string): boolean {
   if (source.includes(`"${name}"`) || source.includes(`env.${name}`)) return true;
+  const caller = /^MESH_CALLER_(\w+)_SHA256$/.exec(name)?.[1];
+  if (caller) return new RegExp(`readMeshCallers\\(\\[[^\\]]*"${caller.toLowerCase()}"`).test(source);
   if (name.endsWith("_FILE") && source.includes(`readSecret("${name.slice(0, -"_FILE".length)}")`))
     return true;
   if (name.startsWith("UPSTREAMS_") && source.includes("UPSTREAMS_")) {
@@ -509,6 +524,31 @@ describe("production overlay", () => {
         Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => s.metadata?.labels?.[k] === v),
       );
     expect(selected.map((s) => s.metadata?.name).sort()).toEqual([...SERVICE_NAMES].sort());
+  });
+
+  it("mounts the gateway's mesh token from a Secret and gives the gRPC services only its digest", () => {
+    const gateway = named(deployments(production), "gateway");
+    expect(envValue(containerOf(gateway), "MESH_TOKEN_FILE")).toBe("/var/run/secrets/tollgate/MESH_TOKEN");
+    expect(gateway.spec!.template.spec!.volumes?.map((v) => v.secret?.secretName)).toContain(
+      "gateway-mesh-token",
+    );
+    const config = new ConfigMap(ofKind(production, "ConfigMap")[0] as never);
+    // Left invalid on purpose: the services refuse to start until the operator sets the digest.
+    expect(config.data?.MESH_CALLER_GATEWAY_SHA256).toBe("SET-ME");
+    for (const [name, spec] of Object.entries(SERVICES)) {
+      if (spec.protocol !== "grpc") continue;
+      const c = containerOf(named(deployments(production), name));
+      expect(
+        c.env?.find((e) => e.name === "MESH_CALLER_GATEWAY_SHA256")?.valueFrom?.configMapKeyRef,
+        name,
+      ).toMatchObject({
+        key: "MESH_CALLER_GATEWAY_SHA256",
+      });
+      expect(
+        c.env?.some((e) => e.name.startsWith("MESH_TOKEN")),
+        `${name} holds no mesh token`,
+      ).toBe(false);
+    }
   });
 
   it("fixes replicas for the services without an autoscaler", () => {

@@ -3,6 +3,8 @@
 // @x402/evm exact client scheme) for the devnet's funded payers.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -11,17 +13,28 @@ import { ENDPOINTS, priceAtomic } from "@tollgate/catalog";
 import { type Devnet, startDevnet } from "@tollgate/devnet";
 import { contracts, createClient, createLogger, type Logger } from "@tollgate/platform";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { ExactEvmScheme as ExactEvmFacilitatorScheme } from "@x402/evm/exact/facilitator";
 import { createClient as createRedis } from "redis";
-import { createPublicClient, erc20Abi, http, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  erc20Abi,
+  http,
+  type PublicClient,
+  publicActions,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import type { PaymentVerifierConfig } from "../../services/payment-verifier/src/config.ts";
+import type { PaymentVerifierConfig, X402Config } from "../../services/payment-verifier/src/config.ts";
 import {
   type PaymentVerifierDeps,
   type PaymentVerifierHandle,
   startPaymentVerifier,
 } from "../../services/payment-verifier/src/server.ts";
+import { GATEWAY_TOKEN, MESH_CALLERS } from "../support/mesh.ts";
 
 export type Address = `0x${string}`;
 export type Header = { name: string; value: string };
@@ -49,8 +62,10 @@ function account(devnet: Devnet, role: string) {
 export function devnetConfig(
   devnet: Devnet,
   overrides: Partial<PaymentVerifierConfig> = {},
+  x402: Partial<X402Config> = {},
 ): PaymentVerifierConfig {
   const settlement = devnet.demo.settlement;
+  const rpcUrl = devnet.chains.settlement?.rpcUrl ?? "";
   return {
     host: "127.0.0.1",
     grpcPort: 0,
@@ -61,6 +76,12 @@ export function devnetConfig(
     redisStandin: true,
     reservationTtlSeconds: 120,
     outboxDir: mkdtempSync(join(tmpdir(), "pv-outbox-")),
+    limits: {
+      perClient: { perSecond: 50, burst: 100 },
+      perPayer: { perSecond: 50, burst: 100 },
+      refusalMemorySeconds: 30,
+    },
+    schemes: ["exact"],
     x402: {
       network: settlement.network as `${string}:${string}`,
       asset: settlement.usdc.address,
@@ -70,15 +91,19 @@ export function devnetConfig(
       assetDecimals: settlement.usdc.decimals,
       payTo: settlement.payTo,
       maxTimeoutSeconds: 60,
+      facilitator: {
+        mode: "local",
+        privateKey: account(devnet, "facilitator").privateKey,
+        rpcUrl,
+        confirmationTimeoutMs: 20_000,
+        pollingIntervalMs: 50,
+        rpcTimeoutMs: 10_000,
+      },
+      settlementRpcUrl: rpcUrl,
+      lookbackBlocks: 5_000,
+      ...x402,
     },
-    facilitator: {
-      mode: "local",
-      privateKey: account(devnet, "facilitator").privateKey,
-      rpcUrl: devnet.chains.settlement?.rpcUrl ?? "",
-      confirmationTimeoutMs: 20_000,
-      pollingIntervalMs: 50,
-      rpcTimeoutMs: 10_000,
-    },
+    meshCallers: MESH_CALLERS,
     ...overrides,
   };
 }
@@ -89,10 +114,12 @@ export function quietLogger(): Logger {
   return logger;
 }
 
-export function verifierClient(port: number) {
+/** payment-verifier's gRPC API as the gateway calls it (with the gateway's mesh token, unless `token` says otherwise). */
+export function verifierClient(port: number, token: string | undefined = GATEWAY_TOKEN) {
   return createClient(contracts.paymentVerifier().PaymentVerifierService, `127.0.0.1:${port}`, {
     service: "payment-verifier",
     defaultDeadlineMs: 60_000,
+    token,
   });
 }
 export type VerifierClient = ReturnType<typeof verifierClient>;
@@ -223,4 +250,66 @@ export async function cleanUp(opts: { redisPrefixes: string[]; namespace: string
   }
   await nc.close();
   for (const dir of opts.outboxDirs) rmSync(dir, { recursive: true, force: true });
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => {
+      body += chunk.toString("utf8");
+    });
+    req.on("end", () => resolve(body));
+    req.on("error", reject);
+  });
+}
+
+/** Listens on a free loopback port; the returned close() is idempotent. */
+export async function listen(server: Server): Promise<{ port: number; close: () => Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve())),
+  };
+}
+
+/**
+ * The official x402Facilitator (exact EVM scheme, settling with the devnet account `role`) served
+ * over the standard facilitator HTTP API: GET /supported, POST /verify, POST /settle. Every request
+ * is recorded in `calls` ("POST /verify"), so a test can tell what reached the facilitator.
+ */
+export function facilitatorHandler(devnet: Devnet, calls: string[], role = "spare4") {
+  const key = devnet.accounts.find((a) => a.role === role)?.privateKey ?? "0x";
+  const network = devnet.demo.settlement.network as `${string}:${string}`;
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(key),
+    transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }),
+  }).extend(publicActions);
+  const facilitator = new x402Facilitator().register(
+    network,
+    new ExactEvmFacilitatorScheme(
+      toFacilitatorEvmSigner({
+        address: wallet.account.address,
+        readContract: (a) => wallet.readContract(a as never),
+        verifyTypedData: (a) => wallet.verifyTypedData(a as never),
+        writeContract: (a) => wallet.writeContract({ ...a, chain: null } as never),
+        sendTransaction: (a) => wallet.sendTransaction({ ...a, chain: null }),
+        waitForTransactionReceipt: (a) => wallet.waitForTransactionReceipt(a),
+        getCode: (a) => wallet.getCode(a),
+      }),
+    ),
+  );
+  return async (req: IncomingMessage, res: ServerResponse) => {
+    calls.push(`${req.method} ${req.url}`);
+    const reply = (body: unknown) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method === "GET" && req.url === "/supported") return reply(facilitator.getSupported());
+    const { paymentPayload, paymentRequirements } = JSON.parse(await readBody(req));
+    if (req.url === "/verify") return reply(await facilitator.verify(paymentPayload, paymentRequirements));
+    if (req.url === "/settle") return reply(await facilitator.settle(paymentPayload, paymentRequirements));
+    res.writeHead(404).end();
+  };
 }

@@ -13,6 +13,7 @@ import { createClient as createRedisClient } from "redis";
 import { createAdminClient, type Plan } from "../../services/quota-meter/src/admin-client.ts";
 import { loadConfig, type QuotaMeterConfig } from "../../services/quota-meter/src/config.ts";
 import { type QuotaMeterHandle, startQuotaMeter } from "../../services/quota-meter/src/server.ts";
+import { GATEWAY_TOKEN, MESH_CALLERS, MESH_CALLERS_ENV, withEnv } from "../support/mesh.ts";
 
 export const REDIS_PORT = 6379;
 export const NATS_PORT = 4222;
@@ -146,8 +147,10 @@ export async function startTestMeter(
 ): Promise<TestMeter> {
   const id = uniqueId("qmt");
   const outboxRoot = mkdtempSync(join(tmpdir(), "qm-outbox-"));
+  // The defaults of the real reader; the required secrets are set below.
+  const defaults = withEnv({ ...MESH_CALLERS_ENV, API_KEY_PEPPER: "unused-pepper-for-defaults" }, loadConfig);
   const config: QuotaMeterConfig = {
-    ...loadConfig(),
+    ...defaults,
     grpcPort: 0,
     metricsPort: 0,
     host: "127.0.0.1",
@@ -158,6 +161,9 @@ export async function startTestMeter(
     outboxDir: join(outboxRoot, "quota-meter"),
     operatorToken: OPERATOR_TOKEN,
     apiKeyPepper: "test-pepper",
+    // One process per suite: the stand-in may replace an unreachable Redis, as in `pnpm start`.
+    redisStandIn: true,
+    meshCallers: MESH_CALLERS,
     ...overrides,
   };
   const handle = await startQuotaMeter(config, {
@@ -183,10 +189,12 @@ export async function startTestMeter(
   };
 }
 
-export function meterClient(addr: string) {
+/** quota-meter's gRPC API as the gateway calls it (with the gateway's mesh token, unless `token` says otherwise). */
+export function meterClient(addr: string, token: string | undefined = GATEWAY_TOKEN) {
   const client = createClient(contracts.quotaMeter().QuotaMeterService, addr, {
     service: "quota-meter",
     defaultDeadlineMs: 10_000,
+    token,
   });
   return {
     authorize: (apiKey: string, requestId = uniqueId("req")) =>

@@ -11,6 +11,8 @@ import {
   startRpcProxy,
 } from "../../services/rpc-proxy/src/index.ts";
 
+import { GATEWAY_TOKEN, MESH_CALLERS, MESH_CALLERS_ENV, withEnv } from "../support/mesh.ts";
+
 export { CountingProxy, type Recorded } from "../support/counting-proxy.ts";
 
 /** A port nothing listens on (bound, then released). */
@@ -83,9 +85,10 @@ export interface NetworksView {
 
 /** Starts rpc-proxy on free ports and returns a client for its real gRPC interface. */
 export async function startService(patch: ConfigPatch, logger?: Logger): Promise<Service> {
-  const base = loadConfig();
+  const base = withEnv(MESH_CALLERS_ENV, loadConfig);
   const config: RpcProxyConfig = {
     ...base,
+    meshCallers: MESH_CALLERS,
     host: "127.0.0.1",
     grpcPort: 0,
     metricsPort: 0,
@@ -99,6 +102,7 @@ export async function startService(patch: ConfigPatch, logger?: Logger): Promise
   const client = createClient(contracts.rpcProxy().RpcProxyService, `127.0.0.1:${handle.grpcPort}`, {
     service: "rpc-proxy",
     defaultDeadlineMs: 10_000,
+    token: GATEWAY_TOKEN,
   });
   const execute: Service["execute"] = async (operation, params, opts = {}) => {
     const res = await client.call(

@@ -22,6 +22,28 @@ export const B = role("B");
 export const C = role("C");
 export const D = role("D");
 
+/**
+ * payment-verifier's x402 settings for a suite's own mesh that settles on the shared devnet's chain
+ * (startMesh configures x402 only for a devnet it starts itself), with a facilitator account of its
+ * own (`facilitatorRole`) so it never races the shared mesh for a nonce.
+ */
+export function sharedSettlementEnv(facilitatorRole: string): Record<string, string> {
+  const { settlement } = devnet.demo;
+  const facilitator = devnet.accounts.find((a) => a.role === facilitatorRole);
+  const rpcUrl = devnet.chains.settlement?.rpcUrl;
+  if (!facilitator || !rpcUrl)
+    throw new Error(`the devnet has no settlement chain or account ${facilitatorRole}`);
+  return {
+    X402_NETWORK: settlement.network,
+    X402_ASSET: settlement.usdc.address,
+    X402_ASSET_NAME: settlement.usdc.domain.name,
+    X402_ASSET_VERSION: settlement.usdc.domain.version,
+    X402_PAY_TO: settlement.payTo,
+    X402_SETTLEMENT_RPC_URL: rpcUrl,
+    X402_FACILITATOR_PRIVATE_KEY: facilitator.privateKey,
+  };
+}
+
 export const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 
 const erc20Abi = parseAbi(["function balanceOf(address owner) view returns (uint256)"]);

@@ -1,6 +1,7 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Devnet, startDevnet } from "@tollgate/devnet";
-import { checkHealth } from "@tollgate/platform";
+import { checkHealth, meshCallerEnv, meshTokenDigest } from "@tollgate/platform";
 import { freePort } from "./ports.ts";
 import { localSecret } from "./secrets.ts";
 import { REPO_ROOT, type RunningService, type ServiceName, spawnService } from "./services.ts";
@@ -29,6 +30,8 @@ export interface Mesh {
   /** The local chains, when no upstream URLs were configured. */
   devnet: Devnet | undefined;
   operatorTokenFile: string;
+  /** The gateway's mesh token (what it presents to the other three services). */
+  gatewayTokenFile: string;
   stateDir: string;
   services: Record<ServiceName, RunningService>;
   stop(): Promise<void>;
@@ -81,9 +84,15 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
 
   const operatorTokenFile = localSecret(stateDir, "operator-token");
   const pepperFile = localSecret(stateDir, "api-key-pepper");
+  // The gateway holds its token; the services it calls hold only the token's digest.
+  const gatewayTokenFile = localSecret(stateDir, "mesh-token-gateway");
+  const gatewayDigest = meshTokenDigest(readFileSync(gatewayTokenFile, "utf8").trim());
   const addr = (name: ServiceName) => `127.0.0.1:${ports[name].main}`;
   const common: Record<string, string> = {
     BIND_HOST: "127.0.0.1",
+    // One node of each service: the in-memory stand-ins may replace an unreachable Redis.
+    REDIS_STANDIN: "true",
+    [meshCallerEnv("gateway")]: gatewayDigest,
     OUTBOX_DIR: join(stateDir, "outbox", opts.namespace ?? ""),
     ...(opts.namespace
       ? {
@@ -102,6 +111,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       PORT: String(ports.gateway.main),
       // The address the docs (OpenAPI servers, llms.txt) and payment offers name.
       PUBLIC_BASE_URL: baseEnv.PUBLIC_BASE_URL || `http://127.0.0.1:${ports.gateway.main}`,
+      MESH_TOKEN_FILE: gatewayTokenFile,
       RPC_PROXY_ADDR: addr("rpc-proxy"),
       QUOTA_METER_ADDR: addr("quota-meter"),
       PAYMENT_VERIFIER_ADDR: addr("payment-verifier"),
@@ -159,6 +169,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     ports,
     devnet,
     operatorTokenFile,
+    gatewayTokenFile,
     stateDir,
     services,
     stop: stopAll,

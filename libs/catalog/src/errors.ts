@@ -2,6 +2,11 @@
  * Every error code the API answers with, and its HTTP status. The gateway, the
  * OpenAPI document and the README all read this table; services raise codes, never
  * statuses.
+ *
+ * `charged: true` marks the failures that are answers from the node (a revert, a
+ * block or name the node looked up and did not find): the call was served, so it is
+ * charged like a success, on every way to pay. Every other failure got no answer (or
+ * never reached a node) and costs nothing.
  */
 export const ERRORS = {
   invalid_parameter: {
@@ -36,10 +41,11 @@ export const ERRORS = {
     description: "The key's subscription is not active. Check it, or pay per call.",
   },
   not_found: { status: 404, description: "No such endpoint." },
-  block_not_found: { status: 404, description: "The node does not know that block." },
+  block_not_found: { status: 404, description: "The node does not know that block.", charged: true },
   ens_name_not_found: {
     status: 404,
     description: "The name has no address, or the address has no primary name.",
+    charged: true,
   },
   method_not_allowed: { status: 405, description: "The endpoint exists but not with this HTTP method." },
   request_timeout: { status: 408, description: "The request did not arrive in time; nothing was read." },
@@ -48,6 +54,7 @@ export const ERRORS = {
   execution_reverted: {
     status: 422,
     description: "The call or estimate reverted; `revert_data` and, when decodable, `reason` say why.",
+    charged: true,
   },
   result_too_large: {
     status: 422,
@@ -69,9 +76,14 @@ export const ERRORS = {
     description: "An internal service is unavailable. Retry with backoff and jitter.",
   },
   upstream_timeout: { status: 504, description: "The node did not answer in time. Retry with backoff." },
-} as const satisfies Record<string, { status: number; description: string }>;
+} as const satisfies Record<string, { status: number; description: string; charged?: true }>;
 
 export type ErrorCode = keyof typeof ERRORS;
+
+/** Whether a call that ended with `code` was answered by the node, and so is charged. */
+export function isCharged(code: ErrorCode): boolean {
+  return (ERRORS[code] as { charged?: true }).charged === true;
+}
 
 export function isErrorCode(code: string | undefined): code is ErrorCode {
   return code !== undefined && Object.hasOwn(ERRORS, code);

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { SETTLEMENT_V1, settlementEventV1 } from "./settlement.v1.ts";
+import { SETTLEMENT_V2, settlementEventV2 } from "./settlement.v2.ts";
 import { USAGE_V1, usageEventV1 } from "./usage.v1.ts";
 
 const HOUR_MS = 3_600_000;
@@ -20,7 +21,7 @@ export const STREAMS: readonly StreamSpec[] = [
   { name: "TOLLGATE_USAGE", subjects: [USAGE_V1], maxAgeMs: 30 * DAY_MS, duplicateWindowMs: 2 * HOUR_MS },
   {
     name: "TOLLGATE_SETTLEMENT",
-    subjects: [SETTLEMENT_V1],
+    subjects: [SETTLEMENT_V1, SETTLEMENT_V2],
     maxAgeMs: 90 * DAY_MS,
     duplicateWindowMs: 2 * HOUR_MS,
   },
@@ -30,6 +31,7 @@ export const STREAMS: readonly StreamSpec[] = [
 export const EVENTS = {
   [USAGE_V1]: usageEventV1,
   [SETTLEMENT_V1]: settlementEventV1,
+  [SETTLEMENT_V2]: settlementEventV2,
 } as const;
 
 export type EventSubject = keyof typeof EVENTS;

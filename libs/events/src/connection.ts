@@ -1,5 +1,5 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "@tollgate/platform";
+import { type Logger, redactUrl } from "@tollgate/platform";
 
 export interface NatsKeeperOptions {
   natsUrl: string;
@@ -16,11 +16,6 @@ export interface NatsKeeperOptions {
   onConnect?: (nc: NatsConnection) => Promise<void>;
   /** Called on every (re)connect, once `current()` reports the connection. */
   onUp?: () => void;
-}
-
-/** A server URL fit for logs: user and password (or token) replaced. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/g, "//***@");
 }
 
 /** A NATS connection kept open for the life of the process, whenever NATS is reachable. */

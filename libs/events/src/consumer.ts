@@ -1,7 +1,7 @@
 import { type ConsumerMessages, type JsMsg, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { type Logger, prom, type Registry } from "@tollgate/platform";
+import { type Logger, prom, type Registry, redactUrl } from "@tollgate/platform";
 import { type EventOf, type EventSubject, parseEvent } from "./catalog.ts";
-import { keepNatsConnection, redactUrl } from "./connection.ts";
+import { keepNatsConnection } from "./connection.ts";
 import { counter } from "./metrics.ts";
 import { ensureDurableConsumer, ensureStreams } from "./streams.ts";
 

@@ -19,6 +19,7 @@ export {
 } from "./consumer.ts";
 export { createEventPublisher, type EventPublisher, type EventPublisherOptions } from "./publisher.ts";
 export { SETTLEMENT_V1, type SettlementEventV1, settlementEventV1 } from "./settlement.v1.ts";
+export { SETTLEMENT_V2, type SettlementEventV2, settlementEventV2 } from "./settlement.v2.ts";
 export {
   type DurableConsumerOptions,
   type EnsureStreamsOptions,

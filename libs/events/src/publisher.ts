@@ -1,8 +1,8 @@
 import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { type Logger, prom, type Registry } from "@tollgate/platform";
+import { type Logger, prom, type Registry, redactUrl } from "@tollgate/platform";
 import { EVENTS, type EventOf, type EventSubject, natsSubject, parseEvent } from "./catalog.ts";
-import { keepNatsConnection, redactUrl } from "./connection.ts";
+import { keepNatsConnection } from "./connection.ts";
 import { counter, gauge } from "./metrics.ts";
 import { Outbox, type OutboxEntry } from "./outbox.ts";
 import { ensureStreams } from "./streams.ts";

@@ -7,6 +7,13 @@ import type { ProtoGrpcType as PaymentProto } from "./generated/payment_verifier
 import type { ProtoGrpcType as QuotaProto } from "./generated/quota_meter.ts";
 import type { ProtoGrpcType as RpcProxyProto } from "./generated/rpc_proxy.ts";
 import type { Logger } from "./logger.ts";
+import {
+  type CallerPolicy,
+  MESH_TOKEN_KEY,
+  type MeshCallers,
+  meshIdentifier,
+  type Refusal,
+} from "./mesh-auth.ts";
 import { prom, type Registry } from "./metrics.ts";
 
 export { grpc };
@@ -81,6 +88,12 @@ export interface ServiceBinding {
   name: string;
   definition: grpc.ServiceDefinition;
   handlers: Record<string, UnaryHandler<any, any>>;
+  /**
+   * Which mesh callers may call which methods (checked before any handler runs), or `null`
+   * for a service whose handlers check a credential of their own on every method (the
+   * admin API's operator token).
+   */
+  callers: CallerPolicy | null;
 }
 
 export interface GrpcServerHandle {
@@ -90,14 +103,50 @@ export interface GrpcServerHandle {
   shutdown(): Promise<void>;
 }
 
+const REFUSED: Record<Refusal, { code: grpc.status; name: string; message: string }> = {
+  missing_token: {
+    code: grpc.status.UNAUTHENTICATED,
+    name: "mesh_unauthenticated",
+    message: "a mesh token is required",
+  },
+  unknown_token: {
+    code: grpc.status.UNAUTHENTICATED,
+    name: "mesh_unauthenticated",
+    message: "the mesh token is not accepted",
+  },
+  not_allowed: {
+    code: grpc.status.PERMISSION_DENIED,
+    name: "mesh_permission_denied",
+    message: "this caller may not call this method",
+  },
+};
+
+/** The methods each caller may call, checked against the handlers so a typo cannot open or close a door silently. */
+function allowedCallers(service: ServiceBinding, policy: CallerPolicy): Map<string, Set<string>> {
+  const allowed = new Map<string, Set<string>>(Object.keys(service.handlers).map((m) => [m, new Set()]));
+  for (const [caller, methods] of Object.entries(policy)) {
+    for (const method of methods) {
+      const set = allowed.get(method);
+      if (!set) throw new Error(`${service.name}: the caller policy names an unknown method ${method}`);
+      set.add(caller);
+    }
+  }
+  return allowed;
+}
+
 /**
  * Starts a gRPC server with standard health checking (grpc.health.v1, what
- * Kubernetes gRPC probes call) and per-method latency metrics.
+ * Kubernetes gRPC probes call, open to all), per-method latency metrics, and the mesh
+ * check: a call to a service with a caller policy runs its handler only when it carries
+ * the token of a caller the policy allows for that method; otherwise UNAUTHENTICATED /
+ * PERMISSION_DENIED, counted in `grpc_server_refused_total`.
  */
 export async function startGrpcServer(opts: {
   host: string;
   port: number;
   services: ServiceBinding[];
+  /** The callers this service accepts and the digests of their tokens (readMeshCallers). */
+  meshCallers: MeshCallers;
   registry: Registry;
   logger: Logger;
 }): Promise<GrpcServerHandle> {
@@ -108,6 +157,30 @@ export async function startGrpcServer(opts: {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [opts.registry],
   });
+  const refused = new prom.Counter({
+    name: "grpc_server_refused_total",
+    help: "gRPC calls refused before their handler ran: no mesh token, an unknown one, or a caller not allowed the method",
+    labelNames: ["grpc_service", "grpc_method", "reason"],
+    registers: [opts.registry],
+  });
+  const identify = meshIdentifier(opts.meshCallers);
+  // One line per minute at most: an attacker must not be able to flood the log.
+  let lastRefusalLog = 0;
+  const refuse = (service: string, method: string, reason: Refusal, caller: string | undefined) => {
+    refused.inc({ grpc_service: service, grpc_method: method, reason });
+    const now = Date.now();
+    if (now - lastRefusalLog >= 60_000) {
+      lastRefusalLog = now;
+      opts.logger.warn(
+        { grpc_service: service, grpc_method: method, reason, caller },
+        "refused a gRPC call without a valid mesh token for it (counted in grpc_server_refused_total)",
+      );
+    }
+    const r = REFUSED[reason];
+    const metadata = new grpc.Metadata();
+    metadata.set(ERROR_CODE_KEY, r.name);
+    return { code: r.code, details: r.message, metadata };
+  };
   const server = new grpc.Server({
     "grpc.max_receive_message_length": 4 * 1024 * 1024,
     // Clients reconnect (and re-resolve DNS) every few minutes, so pods added by a
@@ -118,13 +191,26 @@ export async function startGrpcServer(opts: {
   const statusMap: Record<string, "SERVING" | "NOT_SERVING"> = { "": "SERVING" };
   for (const service of opts.services) {
     statusMap[service.name] = "SERVING";
+    const allowed = service.callers ? allowedCallers(service, service.callers) : undefined;
     const impl: grpc.UntypedServiceImplementation = {};
     for (const [method, handler] of Object.entries(service.handlers)) {
+      const callers = allowed?.get(method);
       impl[method] = (
         call: grpc.ServerUnaryCall<unknown, unknown>,
         callback: grpc.sendUnaryData<unknown>,
       ) => {
         const end = handled.startTimer({ grpc_service: service.name, grpc_method: method });
+        if (callers) {
+          const token = call.metadata.get(MESH_TOKEN_KEY)[0];
+          const caller = typeof token === "string" && token !== "" ? identify(token) : undefined;
+          if (!caller || !callers.has(caller)) {
+            const reason: Refusal = !token ? "missing_token" : !caller ? "unknown_token" : "not_allowed";
+            const status = refuse(service.name, method, reason, caller);
+            end({ grpc_code: grpc.status[status.code] });
+            callback(status);
+            return;
+          }
+        }
         handler(call.request, call).then(
           (response) => {
             end({ grpc_code: "OK" });
@@ -216,15 +302,22 @@ type RequestOf<F> = F extends (request: infer R, ...rest: infer _) => unknown ? 
 // Generated clients overload each method; inference sees the last, `(request, callback)`.
 type ResponseOf<F> = F extends (request: any, cb: (err: any, value?: infer T) => void) => unknown ? T : never;
 
+/** What every client of one mesh caller shares: its metrics registry and its mesh token. */
+export interface MeshClientOptions {
+  registry?: Registry;
+  /** The caller's mesh token, sent on every call; undefined only for the operator's admin client. */
+  token: string | undefined;
+}
+
 /**
- * A typed gRPC client for one service at one address, with a deadline on every call
- * and client-side latency metrics. Each caller wraps this in a small adapter that
- * speaks its own domain (see services/gateway/src/clients/).
+ * A typed gRPC client for one service at one address, with a deadline and the caller's
+ * mesh token on every call, and client-side latency metrics. Each caller wraps this in a
+ * small adapter that speaks its own domain (see services/gateway/src/clients/).
  */
 export function createClient<C extends grpc.Client>(
   Ctor: new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => C,
   address: string,
-  opts: { service: string; registry?: Registry; defaultDeadlineMs: number },
+  opts: MeshClientOptions & { service: string; defaultDeadlineMs: number },
 ) {
   const client = new Ctor(address, grpc.credentials.createInsecure(), {
     "grpc.keepalive_time_ms": 30_000,
@@ -254,7 +347,9 @@ export function createClient<C extends grpc.Client>(
       const end = histogram?.startTimer({ grpc_service: opts.service, grpc_method: String(method) });
       return new Promise((resolve, reject) => {
         const fn = client[method] as unknown as UnaryMethod;
-        fn.call(client, request, callOpts.metadata ?? new grpc.Metadata(), { deadline }, (err, value) => {
+        const metadata = callOpts.metadata ?? new grpc.Metadata();
+        if (opts.token !== undefined) metadata.set(MESH_TOKEN_KEY, opts.token);
+        fn.call(client, request, metadata, { deadline }, (err, value) => {
           if (err) {
             end?.({ grpc_code: grpc.status[err.code] ?? "UNKNOWN" });
             reject(new CallError(readCallFailure(err)));

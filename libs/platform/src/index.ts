@@ -1,5 +1,7 @@
 export * from "./env.ts";
 export * from "./grpc.ts";
 export * from "./logger.ts";
+export * from "./mesh-auth.ts";
 export * from "./metrics.ts";
+export * from "./redact.ts";
 export * from "./secrets.ts";

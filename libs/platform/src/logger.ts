@@ -1,17 +1,21 @@
+import { format } from "node:util";
 import { pino } from "pino";
+import { scrubSecrets } from "./redact.ts";
 
 export type Logger = pino.Logger;
 
 /**
  * One JSON logger per service. Credentials can reach a log line through request
  * headers or error objects, so the usual places they hide are redacted here once
- * rather than remembered at every call site.
+ * rather than remembered at every call site; and every line written is scrubbed of
+ * the secrets the process read (readSecret), wherever they appear in it.
  */
 export function createLogger(service: string): Logger {
   return pino({
     name: service,
     level: process.env.LOG_LEVEL ?? "info",
     base: { service },
+    hooks: { streamWrite: scrubSecrets },
     redact: {
       paths: [
         "apiKey",
@@ -31,4 +35,26 @@ export function createLogger(service: string): Logger {
       censor: "[redacted]",
     },
   });
+}
+
+let consoleScrubbed = false;
+
+/**
+ * Libraries print to the console on their own (the x402 client warns with a facilitator's
+ * URL inside the error text): a service's entry point routes those lines through the same
+ * scrub as its log lines. Once per process; in-process test services leave the console alone.
+ */
+export function scrubConsole(): void {
+  if (consoleScrubbed) return;
+  consoleScrubbed = true;
+  const to =
+    (stream: NodeJS.WriteStream) =>
+    (...args: unknown[]): void => {
+      stream.write(`${scrubSecrets(format(...args))}\n`);
+    };
+  console.log = to(process.stdout);
+  console.info = to(process.stdout);
+  console.debug = to(process.stdout);
+  console.warn = to(process.stderr);
+  console.error = to(process.stderr);
 }

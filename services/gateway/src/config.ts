@@ -1,4 +1,4 @@
-import { bindHost, envBool, envInt, envString } from "@tollgate/platform";
+import { bindHost, envBool, envInt, envString, readMeshToken } from "@tollgate/platform";
 
 export interface GatewayConfig {
   host: string;
@@ -18,10 +18,15 @@ export interface GatewayConfig {
   deadlines: { authorizeMs: number; executeMs: number; verifyMs: number; settleMs: number };
   /** Usage reports are batched off the hot path: flush at this size or age. */
   usageBatch: { maxRecords: number; maxDelayMs: number };
-  /** Hops of X-Forwarded-For to trust (0 behind no proxy). */
-  trustProxy: number;
+  /**
+   * Which X-Forwarded-For entries to believe for the client's address (used by the payment attempt
+   * limits): a hop count, or the addresses/CIDRs of the trusted proxies. 0 behind no proxy.
+   */
+  trustProxy: number | string[];
   /** One JSON access line per API call (a stdout write per request; off for raw throughput). */
   accessLog: boolean;
+  /** The gateway's mesh token, sent on every gRPC call (the services accept it by its digest). */
+  meshToken: string;
 }
 
 export function loadConfig(): GatewayConfig {
@@ -44,8 +49,9 @@ export function loadConfig(): GatewayConfig {
       maxRecords: envInt("USAGE_BATCH_MAX", 200),
       maxDelayMs: envInt("USAGE_BATCH_DELAY_MS", 100),
     },
-    trustProxy: envInt("TRUST_PROXY_HOPS", 0),
+    trustProxy: trustProxyFromEnv(),
     accessLog: envBool("ACCESS_LOG", true),
+    meshToken: readMeshToken(),
   };
 }
 
@@ -57,4 +63,20 @@ function publicBaseUrl(value: string | undefined): string | undefined {
     throw new Error("PUBLIC_BASE_URL must be an http(s) URL without query or fragment");
   }
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+}
+
+/** TRUST_PROXY: a number of hops (e.g. `1` behind one load balancer), or a comma-separated list of proxy addresses or CIDRs. */
+function trustProxyFromEnv(): number | string[] {
+  const raw = envString("TRUST_PROXY", "0").trim();
+  if (/^[0-9]+$/.test(raw)) return Number(raw);
+  const list = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const entry of list) {
+    if (!/^[0-9a-fA-F.:]+(\/[0-9]{1,3})?$/.test(entry)) {
+      throw new Error(`TRUST_PROXY must be a hop count or a list of addresses/CIDRs, got "${entry}"`);
+    }
+  }
+  return list;
 }

@@ -35,19 +35,20 @@ declare global {
   }
 }
 
-// A caller's id goes to the access log only when it is safe to write there.
+// A caller's id is logged for correlation only when it is safe to echo into logs.
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
 /**
- * Every request gets its own id, generated here: the mesh keys refunds, usage, payments
- * and events on it, so a caller can never choose (or reuse) one. A caller's X-Request-Id
- * is only kept for log correlation.
+ * Every request gets an id generated here, unique per request: `meta.request_id`, the
+ * `X-Request-Id` response header, and the key of everything that happens once for it inside the
+ * mesh (usage, refunds, payments, events). A client's own `X-Request-Id` is only written to the
+ * access log (`client_request_id`), never used as a key: clients retry with the same id.
  */
 export function requestId(req: Request, res: Response, next: NextFunction): void {
   const id = randomUUID();
-  res.locals.requestId = id;
   const incoming = req.get("x-request-id");
-  if (incoming !== undefined && CLIENT_REQUEST_ID.test(incoming)) res.locals.clientRequestId = incoming;
+  if (incoming && CLIENT_REQUEST_ID.test(incoming)) res.locals.clientRequestId = incoming;
+  res.locals.requestId = id;
   res.setHeader("X-Request-Id", id);
   next();
 }
@@ -67,9 +68,11 @@ export function sendError(
   code: ErrorCode,
   message: string,
   extra?: Record<string, unknown>,
+  /** A charged failure (a revert, a not-found from the node) carries the payment's meta like a success. */
+  paid?: Omit<Meta, "endpoint" | "request_id">,
 ): void {
   const error: ErrorBody = { code, message, ...extra };
-  res.status(ERRORS[code].status).json({ data: null, error, meta: meta(res) });
+  res.status(ERRORS[code].status).json({ data: null, error, meta: meta(res, paid) });
 }
 
 /** The flat shape of spec 7 for 429s: `error` is the code itself. */

@@ -1,9 +1,10 @@
-import { createLogger } from "@tollgate/platform";
+import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
 import { loadConfig } from "./config.ts";
 import { startGateway } from "./server.ts";
 
 const logger = createLogger("gateway");
-const gateway = await startGateway(loadConfig(), logger);
+scrubConsole();
+const gateway = await startGateway(configOrExit(logger, loadConfig), logger);
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, async () => {

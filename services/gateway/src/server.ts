@@ -224,9 +224,10 @@ function answerClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, 
 
 export async function startGateway(config: GatewayConfig, logger = createLogger("gateway")) {
   const registry = createRegistry("gateway");
-  const rpc = createRpcProxyClient(config.rpcProxyAddr, registry, config.deadlines.executeMs);
-  const quota = createQuotaMeterClient(config.quotaMeterAddr, registry, config.deadlines.authorizeMs);
-  const payments = createPaymentVerifierClient(config.paymentVerifierAddr, registry, config.deadlines);
+  const mesh = { registry, token: config.meshToken };
+  const rpc = createRpcProxyClient(config.rpcProxyAddr, mesh, config.deadlines.executeMs);
+  const quota = createQuotaMeterClient(config.quotaMeterAddr, mesh, config.deadlines.authorizeMs);
+  const payments = createPaymentVerifierClient(config.paymentVerifierAddr, mesh, config.deadlines);
   const usage = createUsageReporter(quota, logger, config.usageBatch);
   const app = createApp(config, { rpc, quota, payments, usage, logger, registry });
 

@@ -1,13 +1,26 @@
 // Typed configuration of the payment verifier, read once from the environment.
+import { pbkdf2Sync } from "node:crypto";
 import { resolve } from "node:path";
-import { bindHost, envBool, envInt, envString, readSecret } from "@tollgate/platform";
-import { getAddress, isAddress, isHex } from "viem";
+import {
+  bindHost,
+  ConfigError,
+  envBool,
+  envInt,
+  envString,
+  type MeshCallers,
+  readMeshCallers,
+  readSecret,
+} from "@tollgate/platform";
+import { bytesToHex, getAddress, isAddress, isHex } from "viem";
+import { HDKey, privateKeyToAddress } from "viem/accounts";
+
+export { ConfigError };
 
 export type Address = `0x${string}`;
 export type Caip2 = `${string}:${string}`;
 
-/** What the x402 `exact` offer asks for: where the money goes, in which token, on which chain. */
-export interface X402ExactConfig {
+/** Where x402 money goes, in which token, on which chain: shared by every x402 scheme. */
+export interface X402Config {
   /** Settlement chain, CAIP-2 (`eip155:<chainId>`). */
   network: Caip2;
   /** Token contract (EIP-3009), checksummed. */
@@ -20,6 +33,23 @@ export interface X402ExactConfig {
   /** Receiver of every payment, checksummed. */
   payTo: Address;
   maxTimeoutSeconds: number;
+  facilitator: FacilitatorConfig;
+  /**
+   * The settlement chain's RPC, read by the exact scheme itself (smart-wallet signatures, payments
+   * whose settlement landed after its answer was lost). The self-hosted facilitator's by default.
+   */
+  settlementRpcUrl: string | undefined;
+  /** How many recent blocks are searched for a used authorization. */
+  lookbackBlocks: number;
+}
+
+/** The payment schemes this build can offer, by the name used in metrics, events and PAYMENT_SCHEMES. */
+export const SCHEME_NAMES = ["exact"] as const;
+export type SchemeName = (typeof SCHEME_NAMES)[number];
+
+export interface AttemptLimit {
+  perSecond: number;
+  burst: number;
 }
 
 export type FacilitatorConfig =
@@ -51,29 +81,55 @@ export interface PaymentVerifierConfig {
   /** Prefix of every Redis key this service writes (tests use their own). */
   redisPrefix: string;
   /**
-   * Redis unreachable at startup: true (embedded default) uses the in-memory single-node
-   * store; false (production, several replicas) waits for Redis, so no replica ever
-   * serves payments without the shared replay guard.
+   * Redis unreachable at startup: false (the default; several replicas) waits for Redis, so
+   * no replica ever serves payments without the shared replay guard; true (the embedded
+   * default, one node) uses the in-memory single-node store.
    */
   redisStandin: boolean;
   /** How long a verified payment stays reserved waiting for Settle or Release. */
   reservationTtlSeconds: number;
   /** Where settlement events wait (on disk) until JetStream acknowledged them: OUTBOX_DIR/payment-verifier. */
   outboxDir: string;
-  x402: X402ExactConfig;
-  facilitator: FacilitatorConfig;
+  /** Payment attempts per client address and per payer (0 turns a limit off), and the refusal memory. */
+  limits: { perClient: AttemptLimit; perPayer: AttemptLimit; refusalMemorySeconds: number };
+  /** The schemes offered, in the order a 402 lists them. */
+  schemes: SchemeName[];
+  x402: X402Config;
+  /** Mesh callers accepted (the gateway) and their token digests. */
+  meshCallers: MeshCallers;
 }
 
-/** Base mainnet USDC and its EIP-712 domain. */
+/** The default settlement: Base mainnet USDC (its EIP-712 domain is the X402_ASSET_* defaults). */
+export const BASE_NETWORK: Caip2 = "eip155:8453";
 export const BASE_USDC: Address = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 
 /**
- * The devnet's payTo (anvil dev mnemonic, index 6: a PUBLIC test key). Only a default outside
- * production, so `start` works offline; real money must never be sent to it.
+ * anvil's and Hardhat's default mnemonic. Every key it derives is public: whatever an address of
+ * it receives on a real chain, anyone can take; its keys pay no real gas safely either.
  */
-export const DEVNET_PAY_TO: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
+const PUBLIC_DEV_MNEMONIC = "test test test test test test test test test test test junk";
+/** The devnet funds 20 of them (deploy/devnet/src/accounts.ts); a margin on top. */
+const PUBLIC_DEV_ACCOUNTS = 30;
 
-export class ConfigError extends Error {}
+function publicDevAccounts(): { addresses: Set<string>; keys: Set<string> } {
+  const seed = pbkdf2Sync(PUBLIC_DEV_MNEMONIC.normalize("NFKD"), "mnemonic", 2048, 64, "sha512");
+  const master = HDKey.fromMasterSeed(seed);
+  const addresses = new Set<string>();
+  const keys = new Set<string>();
+  for (let i = 0; i < PUBLIC_DEV_ACCOUNTS; i++) {
+    const key = master.derive(`m/44'/60'/0'/0/${i}`).privateKey;
+    if (!key) continue;
+    keys.add(bytesToHex(key));
+    addresses.add(privateKeyToAddress(bytesToHex(key)));
+  }
+  return { addresses, keys };
+}
+
+/** A URL on this machine: the only place a devnet chain or a test facilitator can be. */
+function isLoopback(url: string): boolean {
+  const host = URL.parse(url)?.hostname ?? "";
+  return host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
 
 function address(name: string, value: string): Address {
   if (!isAddress(value, { strict: false }))
@@ -88,8 +144,9 @@ function caip2(name: string, value: string): Caip2 {
   return value as Caip2;
 }
 
-function facilitatorFromEnv(production: boolean): FacilitatorConfig {
-  const url = envString("X402_FACILITATOR_URL", "");
+function facilitatorFromEnv(): FacilitatorConfig {
+  // Either may carry a provider key: read as secrets (never logged).
+  const url = readSecret("X402_FACILITATOR_URL") ?? "";
   const privateKey = readSecret("X402_FACILITATOR_PRIVATE_KEY");
   if (url && privateKey) {
     throw new ConfigError(
@@ -97,8 +154,14 @@ function facilitatorFromEnv(production: boolean): FacilitatorConfig {
     );
   }
   if (url) {
-    if (production && !url.startsWith("https://")) {
-      throw new ConfigError("X402_FACILITATOR_URL must be https in production");
+    if (!url.startsWith("https://") && !isLoopback(url)) {
+      throw new ConfigError("X402_FACILITATOR_URL must be https (plain http only on this machine)");
+    }
+    // fetch refuses such URLs, and the client would print the refusal (with them) on every try.
+    const parsed = URL.parse(url);
+    if (!parsed) throw new ConfigError("X402_FACILITATOR_URL is not a URL");
+    if (parsed.username || parsed.password) {
+      throw new ConfigError("X402_FACILITATOR_URL must not carry user:password (put a key in the path)");
     }
     return { mode: "remote", url, timeoutMs: envInt("X402_FACILITATOR_TIMEOUT_MS", 10_000) };
   }
@@ -107,7 +170,7 @@ function facilitatorFromEnv(production: boolean): FacilitatorConfig {
     if (!isHex(key) || key.length !== 66) {
       throw new ConfigError("X402_FACILITATOR_PRIVATE_KEY must be a 32-byte hex private key");
     }
-    const rpcUrl = envString("X402_SETTLEMENT_RPC_URL", "");
+    const rpcUrl = readSecret("X402_SETTLEMENT_RPC_URL") ?? "";
     if (!rpcUrl)
       throw new ConfigError("X402_SETTLEMENT_RPC_URL is required with X402_FACILITATOR_PRIVATE_KEY");
     return {
@@ -124,10 +187,71 @@ function facilitatorFromEnv(production: boolean): FacilitatorConfig {
   );
 }
 
+function schemesFromEnv(): SchemeName[] {
+  const names = envString("PAYMENT_SCHEMES", SCHEME_NAMES.join(","))
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const name of names) {
+    if (!(SCHEME_NAMES as readonly string[]).includes(name)) {
+      throw new ConfigError(`PAYMENT_SCHEMES: unknown scheme "${name}"; known: ${SCHEME_NAMES.join(", ")}`);
+    }
+  }
+  if (names.length === 0) throw new ConfigError("PAYMENT_SCHEMES must name at least one scheme");
+  return [...new Set(names)] as SchemeName[];
+}
+
+function limitFromEnv(scope: string, perSecond: number, burst: number): AttemptLimit {
+  return {
+    perSecond: envInt(`PAYMENT_ATTEMPTS_PER_${scope}_PER_SECOND`, perSecond),
+    burst: envInt(`PAYMENT_ATTEMPTS_PER_${scope}_BURST`, burst),
+  };
+}
+
+/** Where payments settle: Base mainnet USDC, or an explicit network and asset together. */
+function settlementAsset(): { network: Caip2; asset: Address } {
+  const network = envString("X402_NETWORK", "");
+  const asset = envString("X402_ASSET", "");
+  if (!network && !asset) return { network: BASE_NETWORK, asset: BASE_USDC };
+  // One without the other would offer a token address on a chain where it is something else.
+  if (!network || !asset) {
+    throw new ConfigError(
+      `${network ? "X402_ASSET" : "X402_NETWORK"} is not set: X402_NETWORK and X402_ASSET are set together (both unset = Base mainnet USDC)`,
+    );
+  }
+  return { network: caip2("X402_NETWORK", network), asset: address("X402_ASSET", asset) };
+}
+
+/**
+ * The public development accounts are refused outside a chain on this machine: paid to one on a
+ * real chain, the money is anyone's; settling with one, so is its gas.
+ */
+function refusePublicDevAccounts(payTo: Address, facilitator: FacilitatorConfig): void {
+  const local = facilitator.mode === "local" ? isLoopback(facilitator.rpcUrl) : isLoopback(facilitator.url);
+  if (local) return;
+  const dev = publicDevAccounts();
+  if (dev.addresses.has(payTo)) {
+    throw new ConfigError(
+      "X402_PAY_TO is a public development account (the anvil/Hardhat test mnemonic): anyone could take what it receives; set your own address",
+    );
+  }
+  if (facilitator.mode === "local" && dev.keys.has(facilitator.privateKey.toLowerCase())) {
+    throw new ConfigError(
+      "X402_FACILITATOR_PRIVATE_KEY is a public development key (the anvil/Hardhat test mnemonic): use a key of your own",
+    );
+  }
+}
+
 export function loadConfig(): PaymentVerifierConfig {
-  const production = process.env.NODE_ENV === "production";
-  const payTo = envString("X402_PAY_TO", "");
-  if (!payTo && production) throw new ConfigError("X402_PAY_TO is required in production");
+  // No default: a default receiver would be someone else's address (or a public test account).
+  const payToValue = envString("X402_PAY_TO", "");
+  if (!payToValue) {
+    throw new ConfigError("X402_PAY_TO is not set: the address that receives every payment");
+  }
+  const payTo = address("X402_PAY_TO", payToValue);
+  const { network, asset } = settlementAsset();
+  const facilitator = facilitatorFromEnv();
+  refusePublicDevAccounts(payTo, facilitator);
   const maxTimeoutSeconds = envInt("X402_MAX_TIMEOUT_SECONDS", 60);
   // The exact scheme's facilitator refuses authorizations that expire within 6 s.
   if (maxTimeoutSeconds < 10) throw new ConfigError("X402_MAX_TIMEOUT_SECONDS must be at least 10");
@@ -135,23 +259,34 @@ export function loadConfig(): PaymentVerifierConfig {
     host: bindHost(),
     grpcPort: envInt("GRPC_PORT", 50052),
     metricsPort: envInt("METRICS_PORT", 9462),
-    redisUrl: envString("REDIS_URL", "redis://127.0.0.1:6379"),
-    natsUrl: envString("NATS_URL", "nats://127.0.0.1:4222"),
+    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
+    natsUrl: readSecret("NATS_URL") ?? "nats://127.0.0.1:4222",
     redisPrefix: envString("PAYMENT_REDIS_PREFIX", "tollgate:payment:"),
-    redisStandin: envBool("REDIS_STANDIN", true),
+    redisStandin: envBool("REDIS_STANDIN", false),
     reservationTtlSeconds: envInt("PAYMENT_RESERVATION_TTL_SECONDS", 120),
     outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), "payment-verifier"),
+    limits: {
+      perClient: limitFromEnv("CLIENT", 50, 100),
+      perPayer: limitFromEnv("PAYER", 50, 100),
+      refusalMemorySeconds: envInt("PAYMENT_REFUSAL_MEMORY_SECONDS", 30),
+    },
+    schemes: schemesFromEnv(),
     x402: {
-      network: caip2("X402_NETWORK", envString("X402_NETWORK", "eip155:8453")),
-      asset: address("X402_ASSET", envString("X402_ASSET", BASE_USDC)),
+      network,
+      asset,
       assetName: envString("X402_ASSET_NAME", "USD Coin"),
       assetVersion: envString("X402_ASSET_VERSION", "2"),
       assetSymbol: envString("X402_ASSET_SYMBOL", "USDC"),
       assetDecimals: envInt("X402_ASSET_DECIMALS", 6),
-      payTo: payTo ? address("X402_PAY_TO", payTo) : DEVNET_PAY_TO,
+      payTo,
       maxTimeoutSeconds,
+      facilitator,
+      settlementRpcUrl:
+        envString("X402_SETTLEMENT_RPC_URL", "") ||
+        (facilitator.mode === "local" ? facilitator.rpcUrl : undefined),
+      lookbackBlocks: envInt("X402_AUTHORIZATION_LOOKBACK_BLOCKS", 5_000),
     },
-    facilitator: facilitatorFromEnv(production),
+    meshCallers: readMeshCallers(["gateway"]),
   };
 }
 

@@ -3,14 +3,8 @@ export {
   ConfigError,
   loadConfig,
   type PaymentVerifierConfig,
-  type X402ExactConfig,
+  type X402Config,
 } from "./config.ts";
-export {
-  LEGACY_PAYMENT_HEADER,
-  PAYMENT_REQUIRED_HEADER,
-  PAYMENT_RESPONSE_HEADER,
-  PAYMENT_SIGNATURE_HEADER,
-} from "./schemes/x402-exact.ts";
 export {
   type PaymentVerifierDeps,
   type PaymentVerifierHandle,

@@ -1,25 +1,34 @@
+// Wiring: stores (Redis, or single-node stand-ins), the settlement chain reader, facilitators, the
+// configured schemes, the scheme-neutral core, and its gRPC face. Nothing here decides a payment.
 import {
   contracts,
   createLogger,
   createRegistry,
   type Logger,
   type Registry,
+  redactUrl,
   serveMetrics,
   startGrpcServer,
 } from "@tollgate/platform";
-import { createSettlementEvents, type SettlementEvents } from "./adapters/events.ts";
+import { createSettlementEvents } from "./adapters/events.ts";
+import { createFacilitator } from "./adapters/facilitator.ts";
 import { connectRedis, type Redis } from "./adapters/redis.ts";
-import type { PaymentVerifierConfig } from "./config.ts";
-import { createFacilitator, FacilitatorUnavailableError } from "./facilitator.ts";
-import { createPaymentMetrics } from "./metrics.ts";
-import { Payments } from "./payments.ts";
+import { createSettlementChain } from "./adapters/settlement-chain.ts";
+import { localSignerLock, redisSignerLock } from "./adapters/signer-lock.ts";
+import { chainIdOf, type PaymentVerifierConfig } from "./config.ts";
+import { createSettlementRecorder, type SettlementSink } from "./core/events.ts";
+import { createPaymentMetrics } from "./core/metrics.ts";
+import { Payments } from "./core/payments.ts";
+import { FacilitatorUnavailableError } from "./core/types.ts";
+import { buildSchemes } from "./schemes/registry.ts";
+import { MemoryAttemptLimiter, RedisAttemptLimiter, RefusalMemory } from "./stores/attempt-limits.ts";
+import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
 import {
   MemoryReservationStore,
-  RedisPendingSettlementStore,
   RedisReservationStore,
   type ReservationStore,
-} from "./reservations.ts";
-import { X402ExactScheme } from "./schemes/x402-exact.ts";
+} from "./stores/reservations.ts";
+import { grpcHandlers } from "./transport.ts";
 
 export const SERVICE_NAME = "tollgate.payment.v1.PaymentVerifierService";
 
@@ -28,7 +37,8 @@ export interface PaymentVerifierDeps {
   registry?: Registry;
   /** Isolates the settlement event subjects and streams on a shared NATS server (tests). */
   eventsNamespace?: string;
-  events?: SettlementEvents;
+  /** Where settlement events go instead of the outbox (tests). */
+  events?: SettlementSink & { pending?(): number; close?(): Promise<void> };
   reservations?: ReservationStore;
 }
 
@@ -47,11 +57,13 @@ async function openRedis(config: PaymentVerifierConfig, logger: Logger): Promise
   let redis = await connectRedis(config.redisUrl, logger);
   if (!redis && config.redisStandin) {
     logger.warn(
-      `Redis is unreachable at ${config.redisUrl}: payment reservations are kept in memory (single node only)`,
+      `Redis is unreachable at ${redactUrl(config.redisUrl)}: payment reservations are kept in memory (single node only)`,
     );
   } else if (!redis) {
     // Not serving (no gRPC server yet, so probes fail) beats serving without the replay guard.
-    logger.warn(`Redis is unreachable at ${config.redisUrl}: waiting for it (REDIS_STANDIN=false)`);
+    logger.warn(
+      `Redis is unreachable at ${redactUrl(config.redisUrl)}: waiting for it (REDIS_STANDIN=false)`,
+    );
     for (let attempt = 1; !redis; attempt++) {
       await new Promise((r) => setTimeout(r, Math.min(250 * attempt, 5_000)));
       redis = await connectRedis(config.redisUrl, logger);
@@ -67,25 +79,50 @@ export async function startPaymentVerifier(
 ): Promise<PaymentVerifierHandle> {
   const logger = deps.logger ?? createLogger("payment-verifier");
   const registry = deps.registry ?? createRegistry("payment-verifier");
+  const metrics = createPaymentMetrics(registry);
 
-  // Redis is decided once, at startup: reachable, or a single-node stand-in for the process's life.
+  // Redis is decided once, at startup: reachable, or single-node stand-ins for the process's life.
   const redis = deps.reservations ? undefined : await openRedis(config, logger);
   const reservations =
     deps.reservations ??
     (redis ? new RedisReservationStore(redis, config.redisPrefix) : new MemoryReservationStore());
-  const pendingSettlements = redis ? new RedisPendingSettlementStore(redis, config.redisPrefix) : undefined;
+  const limiter = redis ? new RedisAttemptLimiter(redis, config.redisPrefix) : new MemoryAttemptLimiter();
 
-  const facilitator = createFacilitator(config.facilitator, config.x402.network, logger, pendingSettlements);
-  const exact = new X402ExactScheme(config.x402, facilitator.client, logger, registry);
-  try {
-    await exact.init();
-  } catch (err) {
-    // An unreachable facilitator is retried on demand; a facilitator without our network is fatal.
-    if (!(err instanceof FacilitatorUnavailableError)) {
-      await reservations.close();
-      throw err;
+  const { x402 } = config;
+  const facilitator = createFacilitator(x402.facilitator, x402.network, {
+    logger,
+    ...(redis ? { pendingSettlementStore: new RedisPendingSettlementStore(redis, config.redisPrefix) } : {}),
+    signerLock: redis ? redisSignerLock(redis, config.redisPrefix) : localSignerLock(),
+  });
+  const settlementChain = x402.settlementRpcUrl
+    ? createSettlementChain({
+        rpcUrl: x402.settlementRpcUrl,
+        chainId: chainIdOf(x402.network),
+        timeoutMs: 10_000,
+        lookbackBlocks: x402.lookbackBlocks,
+      })
+    : undefined;
+  const schemes = buildSchemes(config, { logger, metrics, x402Facilitators: [facilitator], settlementChain });
+  const closeAll = async () => {
+    for (const s of schemes) await s.close();
+    await facilitator.close();
+    await limiter.close();
+    await reservations.close();
+  };
+  for (const scheme of schemes) {
+    try {
+      await scheme.init();
+    } catch (err) {
+      // An unreachable facilitator is retried on demand; a facilitator without our network is fatal.
+      if (!(err instanceof FacilitatorUnavailableError)) {
+        await closeAll();
+        throw err;
+      }
+      logger.warn(
+        { scheme: scheme.name, err: err.message },
+        "payment facilitator unreachable at startup; retrying on demand",
+      );
     }
-    logger.warn({ err: err.message }, "x402 facilitator unreachable at startup; retrying on demand");
   }
 
   const events =
@@ -98,10 +135,13 @@ export async function startPaymentVerifier(
       ...(deps.eventsNamespace ? { namespace: deps.eventsNamespace } : {}),
     });
   const payments = new Payments({
-    schemes: [exact],
+    schemes,
     reservations,
-    events,
-    metrics: createPaymentMetrics(registry),
+    limiter,
+    refusals: new RefusalMemory({ max: 10_000, ttlMs: config.limits.refusalMemorySeconds * 1000 }),
+    limits: config.limits,
+    events: createSettlementRecorder(events, logger),
+    metrics,
     logger,
     reservationTtlMs: config.reservationTtlSeconds * 1000,
   });
@@ -113,15 +153,11 @@ export async function startPaymentVerifier(
       {
         name: SERVICE_NAME,
         definition: contracts.paymentVerifier().PaymentVerifierService.service,
-        handlers: {
-          Challenge: (req) => payments.challenge(req),
-          Verify: (req) => payments.verify(req),
-          Settle: (req) => payments.settle(req),
-          Release: (req) => payments.release(req),
-          DescribeMethods: async () => payments.describeMethods(),
-        },
+        handlers: grpcHandlers(payments),
+        callers: { gateway: ["Challenge", "Verify", "Settle", "Release", "DescribeMethods"] },
       },
     ],
+    meshCallers: config.meshCallers,
     registry,
     logger,
   });
@@ -132,14 +168,12 @@ export async function startPaymentVerifier(
     metricsPort: metricsServer.port,
     registry,
     reservationStore: reservations.kind,
-    pendingEvents: () => events.pending(),
+    pendingEvents: () => events.pending?.() ?? 0,
     async stop() {
       await grpcServer.shutdown();
       await metricsServer.close();
-      await events.close();
-      await reservations.close();
-      await exact.close();
-      await facilitator.close();
+      await events.close?.();
+      await closeAll();
     },
   };
 }

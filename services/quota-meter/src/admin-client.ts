@@ -24,6 +24,8 @@ export function createAdminClient(address: string, token: string | undefined, de
   const client = createClient(contracts.quotaMeter().QuotaAdminService, address, {
     service: "quota-admin",
     defaultDeadlineMs: deadlineMs,
+    // The operator is not a mesh caller: the admin API checks the operator token instead.
+    token: undefined,
   });
   const options = () => {
     const metadata = new grpc.Metadata();

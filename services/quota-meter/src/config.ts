@@ -1,6 +1,15 @@
 import { resolve } from "node:path";
 import { PLAN_DEFAULTS } from "@tollgate/catalog";
-import { bindHost, envBool, envInt, envString, readSecret } from "@tollgate/platform";
+import {
+  bindHost,
+  ConfigError,
+  envBool,
+  envInt,
+  envString,
+  type MeshCallers,
+  readMeshCallers,
+  readSecret,
+} from "@tollgate/platform";
 
 /** quota-meter's configuration, from the environment. Defaults suit the embedded local run. */
 export interface QuotaMeterConfig {
@@ -23,7 +32,11 @@ export interface QuotaMeterConfig {
   failOpenCooldownMs: number;
   /** How long startup waits for Redis before deciding it is unreachable. */
   redisConnectTimeoutMs: number;
-  /** Use the in-memory single-node store when Redis is unreachable at startup. */
+  /**
+   * Use the in-memory single-node store when Redis is unreachable at startup. Off by default:
+   * replicas with private counters would each grant the whole plan (the embedded default
+   * turns it on).
+   */
   redisStandIn: boolean;
   /** How often the fail-open snapshot of valid keys is reloaded from Redis. */
   keySnapshotRefreshMs: number;
@@ -44,8 +57,28 @@ export interface QuotaMeterConfig {
 
   /** Guards the admin API; admin is refused when unset. */
   operatorToken: string | undefined;
-  /** Server pepper for key hashing; a development default is used (loudly) when unset. */
-  apiKeyPepper: string | undefined;
+  /** Server pepper for key hashing; required (there is no public default). */
+  apiKeyPepper: string;
+  /** Mesh callers accepted (the gateway; the dashboard for user-scoped reads) and their token digests. */
+  meshCallers: MeshCallers;
+}
+
+/** A pepper an attacker could guess would let a leaked key table be tested offline. */
+const MIN_PEPPER_LENGTH = 16;
+
+function pepper(): string {
+  const value = readSecret("API_KEY_PEPPER");
+  if (!value) {
+    throw new ConfigError(
+      "API_KEY_PEPPER (or API_KEY_PEPPER_FILE) is not set: the secret pepper API keys are hashed with (32 random bytes; keep it stable)",
+    );
+  }
+  if (value.length < MIN_PEPPER_LENGTH) {
+    throw new ConfigError(
+      `API_KEY_PEPPER is shorter than ${MIN_PEPPER_LENGTH} characters: use 32 random bytes`,
+    );
+  }
+  return value;
 }
 
 export const SERVICE = "quota-meter";
@@ -55,15 +88,15 @@ export function loadConfig(): QuotaMeterConfig {
     host: bindHost(),
     grpcPort: envInt("GRPC_PORT", 50051),
     metricsPort: envInt("METRICS_PORT", 9461),
-    redisUrl: envString("REDIS_URL", "redis://127.0.0.1:6379"),
+    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
     redisPrefix: envString("REDIS_PREFIX", "tg:qm:"),
     redisBudgetMs: envInt("REDIS_BUDGET_MS", 50),
     redisMaxWaitMs: envInt("REDIS_MAX_WAIT_MS", 500),
     failOpenCooldownMs: envInt("FAIL_OPEN_COOLDOWN_MS", 1_000),
     redisConnectTimeoutMs: envInt("REDIS_CONNECT_TIMEOUT_MS", 1_500),
-    redisStandIn: envBool("REDIS_STANDIN", true),
+    redisStandIn: envBool("REDIS_STANDIN", false),
     keySnapshotRefreshMs: envInt("KEY_SNAPSHOT_REFRESH_MS", 30_000),
-    natsUrl: envString("NATS_URL", "nats://127.0.0.1:4222"),
+    natsUrl: readSecret("NATS_URL") ?? "nats://127.0.0.1:4222",
     eventsNamespace: envString("EVENTS_NAMESPACE", ""),
     outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), SERVICE),
     streamReplicas: envInt("NATS_STREAM_REPLICAS", 1),
@@ -72,6 +105,7 @@ export function loadConfig(): QuotaMeterConfig {
     defaultMonthlyLimit: envInt("MONTHLY_LIMIT", PLAN_DEFAULTS.monthlyLimit),
     defaultBurstPerSecond: envInt("BURST_PER_SECOND", 50),
     operatorToken: readSecret("OPERATOR_TOKEN"),
-    apiKeyPepper: readSecret("API_KEY_PEPPER"),
+    apiKeyPepper: pepper(),
+    meshCallers: readMeshCallers(["gateway"], ["dashboard"]),
   };
 }

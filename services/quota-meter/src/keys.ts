@@ -1,5 +1,4 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import type { Logger } from "@tollgate/platform";
 
 /**
  * API keys: `tg_live_` + 32 random bytes (base64url, 256 bits of entropy). Only an
@@ -11,9 +10,6 @@ export const API_KEY_PREFIX = "tg_live_";
 const API_KEY_RE = /^tg_live_[A-Za-z0-9_-]{43}$/;
 /** Characters shown in listings: enough to recognise a key, never enough to use it. */
 export const DISPLAY_PREFIX_LENGTH = 12;
-
-/** Used only when API_KEY_PEPPER is unset (local development); it is public, so never in production. */
-const DEV_PEPPER = "tollgate-development-pepper-not-for-production";
 
 export function generateApiKey(): string {
   return API_KEY_PREFIX + randomBytes(32).toString("base64url");
@@ -32,16 +28,6 @@ export type KeyHasher = (key: string) => Buffer;
 
 export function createKeyHasher(pepper: string): KeyHasher {
   return (key) => createHmac("sha256", pepper).update(key).digest();
-}
-
-export function resolvePepper(configured: string | undefined, logger: Logger): string {
-  if (configured) return configured;
-  logger.warn(
-    "API_KEY_PEPPER IS NOT SET: API keys are hashed with the public development pepper. " +
-      "Set API_KEY_PEPPER (or API_KEY_PEPPER_FILE) in any shared or production deployment; " +
-      "changing it later invalidates every existing key.",
-  );
-  return DEV_PEPPER;
 }
 
 /** Constant-time equality of two key hashes. */

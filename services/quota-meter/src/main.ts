@@ -1,9 +1,10 @@
-import { createLogger } from "@tollgate/platform";
+import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
 import { loadConfig, SERVICE } from "./config.ts";
 import { startQuotaMeter } from "./server.ts";
 
 const logger = createLogger(SERVICE);
-const config = loadConfig();
+scrubConsole();
+const config = configOrExit(logger, loadConfig);
 const service = await startQuotaMeter(config, { logger });
 logger.info(
   { grpcPort: service.grpcPort, metricsPort: service.metricsPort, store: service.storeKind },

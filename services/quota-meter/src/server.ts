@@ -5,13 +5,14 @@ import {
   createRegistry,
   type Logger,
   type Registry,
+  redactUrl,
   serveMetrics,
   startGrpcServer,
 } from "@tollgate/platform";
 import { createAdminHandlers } from "./admin.ts";
 import { type QuotaMeterConfig, SERVICE } from "./config.ts";
 import { KeySnapshot } from "./key-snapshot.ts";
-import { createKeyHasher, resolvePepper } from "./keys.ts";
+import { createKeyHasher } from "./keys.ts";
 import { createMeter } from "./meter.ts";
 import { createQuotaMetrics, type QuotaMetrics } from "./metrics.ts";
 import { MemoryStore } from "./store/memory-store.ts";
@@ -50,7 +51,7 @@ async function openStore(
   });
   if (redis) return redis;
   logger.warn(
-    `Redis is unreachable at ${config.redisUrl.replace(/\/\/[^@/]*@/, "//***@")}: using the in-memory ` +
+    `Redis is unreachable at ${redactUrl(config.redisUrl)}: using the in-memory ` +
       "single-node store (accounts, keys and counters live in this process only and are lost on restart)",
   );
   return new MemoryStore(now);
@@ -93,7 +94,7 @@ export async function startQuotaMeter(
   const registry = deps.registry ?? createRegistry(SERVICE);
   const now = deps.now ?? Date.now;
   const metrics = createQuotaMetrics(registry);
-  const hasher = createKeyHasher(resolvePepper(config.apiKeyPepper, logger));
+  const hasher = createKeyHasher(config.apiKeyPepper);
   if (!config.operatorToken) logger.warn("OPERATOR_TOKEN is not set: the admin API refuses every call");
 
   const store = await openStore(config, logger, metrics, now);
@@ -154,10 +155,13 @@ export async function startQuotaMeter(
       port: config.grpcPort,
       registry,
       logger,
+      meshCallers: config.meshCallers,
       services: [
         {
           name: "tollgate.quota.v1.QuotaMeterService",
           definition: proto.QuotaMeterService.service,
+          // The dashboard reads a user's own usage (by their key); only the gateway meters.
+          callers: { gateway: ["Authorize", "ReportUsage", "GetUsage"], dashboard: ["GetUsage"] },
           handlers: {
             Authorize: (req) => meter.authorize(req),
             ReportUsage: (req) => usage.reportUsage(req),
@@ -167,6 +171,8 @@ export async function startQuotaMeter(
         {
           name: "tollgate.quota.v1.QuotaAdminService",
           definition: proto.QuotaAdminService.service,
+          // Every admin method checks the operator's token itself (admin.ts).
+          callers: null,
           handlers: createAdminHandlers({
             store,
             hasher,

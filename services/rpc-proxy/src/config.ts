@@ -1,5 +1,14 @@
 import { NETWORKS } from "@tollgate/catalog";
-import { bindHost, envBool, envInt, envString } from "@tollgate/platform";
+import {
+  bindHost,
+  ConfigError,
+  envBool,
+  envInt,
+  envString,
+  type MeshCallers,
+  readMeshCallers,
+  readSecret,
+} from "@tollgate/platform";
 import { getAddress } from "viem";
 
 /** One network's upstream node URLs, in the operator's order of preference. */
@@ -20,6 +29,8 @@ export interface RpcProxyConfig {
   maxResultBytes: number;
   /** ENS Universal Resolver (same address on mainnet and Sepolia). */
   ensUniversalResolver: `0x${string}`;
+  /** Mesh callers accepted (the gateway) and their token digests. */
+  meshCallers: MeshCallers;
 }
 
 export interface UpstreamPolicyConfig {
@@ -63,7 +74,7 @@ function parseUrls(value: string | undefined, name: string): string[] {
       const parsed = URL.parse(url);
       // Never echo the value: node URLs often carry an API key.
       if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
-        throw new Error(`${name} holds an entry that is not an http(s) URL`);
+        throw new ConfigError(`${name} holds an entry that is not an http(s) URL`);
       }
       return url;
     });
@@ -77,7 +88,8 @@ export function loadConfig(): RpcProxyConfig {
     networks: NETWORKS.map((n) => ({
       name: n.name,
       chainId: n.chainId,
-      upstreams: parseUrls(process.env[upstreamsEnvName(n.name)], upstreamsEnvName(n.name)),
+      // Node URLs often carry a provider key: read as secrets (also from UPSTREAMS_<NETWORK>_FILE).
+      upstreams: parseUrls(readSecret(upstreamsEnvName(n.name)), upstreamsEnvName(n.name)),
     })),
     upstream: {
       timeoutMs: envInt("UPSTREAM_TIMEOUT_MS", 2_500),
@@ -102,5 +114,6 @@ export function loadConfig(): RpcProxyConfig {
     ensUniversalResolver: getAddress(
       envString("ENS_UNIVERSAL_RESOLVER", "0xeeeeeeee14d718c2b47d9923deab1335e144eeee"),
     ),
+    meshCallers: readMeshCallers(["gateway"]),
   };
 }

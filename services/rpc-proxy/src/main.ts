@@ -1,9 +1,10 @@
-import { createLogger } from "@tollgate/platform";
+import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
 import { loadConfig } from "./config.ts";
 import { startRpcProxy } from "./server.ts";
 
 const logger = createLogger("rpc-proxy");
-const config = loadConfig();
+scrubConsole();
+const config = configOrExit(logger, loadConfig);
 for (const network of config.networks) {
   if (network.upstreams.length === 0) logger.warn({ network: network.name }, "no upstream configured");
 }

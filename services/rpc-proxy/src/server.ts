@@ -167,8 +167,10 @@ export async function startRpcProxy(
         name: SERVICE_NAME,
         definition: contracts.rpcProxy().RpcProxyService.service,
         handlers: { Execute: execute, ListNetworks: listNetworks },
+        callers: { gateway: ["Execute", "ListNetworks"] },
       },
     ],
+    meshCallers: config.meshCallers,
     registry,
     logger,
   });

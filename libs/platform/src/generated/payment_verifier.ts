@@ -1,6 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
+import type { Accrual as _tollgate_payment_v1_Accrual, Accrual__Output as _tollgate_payment_v1_Accrual__Output } from './tollgate/payment/v1/Accrual.ts';
 import type { ChallengeRequest as _tollgate_payment_v1_ChallengeRequest, ChallengeRequest__Output as _tollgate_payment_v1_ChallengeRequest__Output } from './tollgate/payment/v1/ChallengeRequest.ts';
 import type { ChallengeResponse as _tollgate_payment_v1_ChallengeResponse, ChallengeResponse__Output as _tollgate_payment_v1_ChallengeResponse__Output } from './tollgate/payment/v1/ChallengeResponse.ts';
 import type { DescribeMethodsRequest as _tollgate_payment_v1_DescribeMethodsRequest, DescribeMethodsRequest__Output as _tollgate_payment_v1_DescribeMethodsRequest__Output } from './tollgate/payment/v1/DescribeMethodsRequest.ts';
@@ -25,6 +26,7 @@ export interface ProtoGrpcType {
   tollgate: {
     payment: {
       v1: {
+        Accrual: MessageTypeDefinition<_tollgate_payment_v1_Accrual, _tollgate_payment_v1_Accrual__Output>
         ChallengeRequest: MessageTypeDefinition<_tollgate_payment_v1_ChallengeRequest, _tollgate_payment_v1_ChallengeRequest__Output>
         ChallengeResponse: MessageTypeDefinition<_tollgate_payment_v1_ChallengeResponse, _tollgate_payment_v1_ChallengeResponse__Output>
         DescribeMethodsRequest: MessageTypeDefinition<_tollgate_payment_v1_DescribeMethodsRequest, _tollgate_payment_v1_DescribeMethodsRequest__Output>
@@ -37,8 +39,10 @@ export interface ProtoGrpcType {
          * MPP `charge` and `session`). The gateway forwards the payment headers untouched and
          * copies back the headers this service returns; it never interprets a payment.
          * 
-         * The call order for a paid request is Verify → upstream call → Settle (success) or
-         * Release (failure), so a failed call is never charged.
+         * The call order for a paid request is Verify → upstream call → Settle (the node answered:
+         * data, a revert, a not-found) or Release (no answer: 5xx, timeout, result too large), so a
+         * call that got no answer is never charged. Every id that makes something happen once
+         * (request_id, payment_id) is generated inside the mesh, never taken from a client.
          */
         PaymentVerifierService: SubtypeConstructor<typeof grpc.Client, _tollgate_payment_v1_PaymentVerifierServiceClient> & { service: _tollgate_payment_v1_PaymentVerifierServiceDefinition }
         ReleaseRequest: MessageTypeDefinition<_tollgate_payment_v1_ReleaseRequest, _tollgate_payment_v1_ReleaseRequest__Output>

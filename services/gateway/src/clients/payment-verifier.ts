@@ -1,4 +1,4 @@
-import { contracts, createClient, type Registry } from "@tollgate/platform";
+import { contracts, createClient, type MeshClientOptions } from "@tollgate/platform";
 import type { Header } from "@tollgate/platform/generated/tollgate/payment/v1/Header";
 import type { Resource } from "@tollgate/platform/generated/tollgate/payment/v1/Resource";
 
@@ -10,35 +10,35 @@ export type { Header, Resource };
  */
 export function createPaymentVerifierClient(
   address: string,
-  registry: Registry,
+  mesh: MeshClientOptions,
   deadlines: { verifyMs: number; settleMs: number },
 ) {
-  const client = createClient(contracts.paymentVerifier().PaymentVerifierService, address, {
+  const rpc = createClient(contracts.paymentVerifier().PaymentVerifierService, address, {
     service: "payment-verifier",
-    registry,
+    ...mesh,
     defaultDeadlineMs: deadlines.verifyMs,
   });
   return {
     challenge(requestId: string, resource: Resource, error = "") {
-      return client.call("Challenge", { requestId, resource, error });
+      return rpc.call("Challenge", { requestId, resource, error });
     },
-    verify(requestId: string, resource: Resource, credentials: Header[]) {
-      return client.call("Verify", { requestId, resource, credentials });
+    verify(requestId: string, resource: Resource, credentials: Header[], client = "") {
+      return rpc.call("Verify", { requestId, resource, credentials, client });
     },
     settle(requestId: string, paymentId: string, resource: Resource, credentials: Header[]) {
-      return client.call(
+      return rpc.call(
         "Settle",
         { requestId, paymentId, resource, credentials },
         { deadlineMs: deadlines.settleMs },
       );
     },
-    release(requestId: string, paymentId: string, reason: string) {
-      return client.call("Release", { requestId, paymentId, reason });
+    release(requestId: string, paymentId: string, reason: string, resource: Resource, credentials: Header[]) {
+      return rpc.call("Release", { requestId, paymentId, reason, resource, credentials });
     },
     methods() {
-      return client.call("DescribeMethods", {});
+      return rpc.call("DescribeMethods", {});
     },
-    close: () => client.close(),
+    close: () => rpc.close(),
   };
 }
 

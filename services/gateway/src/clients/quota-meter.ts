@@ -1,4 +1,4 @@
-import { contracts, createClient, type Registry } from "@tollgate/platform";
+import { contracts, createClient, type MeshClientOptions } from "@tollgate/platform";
 import type { AuthorizeResponse__Output } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeResponse";
 import type { UsageRecord } from "@tollgate/platform/generated/tollgate/quota/v1/UsageRecord";
 
@@ -6,10 +6,10 @@ export type Authorization = AuthorizeResponse__Output;
 export type { UsageRecord };
 
 /** The gateway's view of quota-meter: authorize a key, report finished calls, read usage. */
-export function createQuotaMeterClient(address: string, registry: Registry, deadlineMs: number) {
+export function createQuotaMeterClient(address: string, mesh: MeshClientOptions, deadlineMs: number) {
   const client = createClient(contracts.quotaMeter().QuotaMeterService, address, {
     service: "quota-meter",
-    registry,
+    ...mesh,
     defaultDeadlineMs: deadlineMs,
   });
   return {

@@ -1,10 +1,10 @@
-import { contracts, createClient, type Registry } from "@tollgate/platform";
+import { contracts, createClient, type MeshClientOptions } from "@tollgate/platform";
 
 /** The gateway's view of rpc-proxy: run one catalog operation, get its `data`. */
-export function createRpcProxyClient(address: string, registry: Registry, deadlineMs: number) {
+export function createRpcProxyClient(address: string, mesh: MeshClientOptions, deadlineMs: number) {
   const client = createClient(contracts.rpcProxy().RpcProxyService, address, {
     service: "rpc-proxy",
-    registry,
+    ...mesh,
     defaultDeadlineMs: deadlineMs,
   });
   return {

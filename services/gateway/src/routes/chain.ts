@@ -3,6 +3,7 @@ import {
   type Endpoint,
   ERRORS,
   type ErrorCode,
+  isCharged,
   QUOTA_HEADERS,
   validateRequest,
 } from "@tollgate/catalog";
@@ -28,6 +29,11 @@ export interface ChainDeps {
 type Outcome =
   | { ok: true; data: unknown }
   | { ok: false; code: ErrorCode; message: string; extra?: Record<string, unknown> };
+
+/** The charging rule, for every way to pay: the node answered (data, a revert, a not-found). */
+function charged(outcome: Outcome): boolean {
+  return outcome.ok || isCharged(outcome.code);
+}
 
 function failureOf(err: unknown): Outcome {
   if (err instanceof CallError) return { ok: false, ...publicError(err.failure) };
@@ -80,6 +86,7 @@ async function serve(endpoint: Endpoint, req: Request, res: Response, deps: Chai
       return serveWithPayment(
         resourceOf(endpoint, network, req, deps),
         credentials.headers,
+        req.ip ?? "",
         execute,
         res,
         deps,
@@ -97,8 +104,9 @@ function resourceOf(endpoint: Endpoint, network: string, req: Request, deps: Cha
   return { endpoint: endpoint.path, network, url: `${base}${req.originalUrl}` };
 }
 
+/** Appends, never overwrites: several MPP challenges share WWW-Authenticate. */
 function copyHeaders(res: Response, headers: { name: string; value: string }[]): void {
-  for (const h of headers) res.setHeader(h.name, h.value);
+  for (const h of headers) res.append(h.name, h.value);
 }
 
 function setQuotaHeaders(res: Response, authz: Authorization): void {
@@ -179,8 +187,8 @@ async function serveWithKey(
     status,
     latencyMs: performance.now() - started,
     time: receivedAt,
-    // A failed call is not charged: its unit goes back to both windows.
-    refund: authz.metered && !outcome.ok,
+    // A call that got no answer is not charged: its unit goes back to both windows.
+    refund: authz.metered && !charged(outcome),
     dayWindow: authz.dayWindow,
     monthWindow: authz.monthWindow,
   });
@@ -210,6 +218,7 @@ async function challenge(resource: Resource, res: Response, deps: ChainDeps, err
 async function serveWithPayment(
   resource: Resource,
   credentials: Header[],
+  client: string,
   execute: () => Promise<Outcome>,
   res: Response,
   deps: ChainDeps,
@@ -217,7 +226,7 @@ async function serveWithPayment(
   const requestId = res.locals.requestId;
   let verified: Awaited<ReturnType<PaymentVerifierClient["verify"]>>;
   try {
-    verified = await deps.payments.verify(requestId, resource, credentials);
+    verified = await deps.payments.verify(requestId, resource, credentials, client);
   } catch (err) {
     const failure = failureOf(err);
     if (!failure.ok)
@@ -227,17 +236,23 @@ async function serveWithPayment(
   res.locals.auth = verified.scheme || "payment";
   res.locals.principal = verified.payer;
   if (!verified.valid) {
+    if (verified.errorCode === "rate_limited") {
+      sendLimit(res, "rate_limited");
+      return;
+    }
     copyHeaders(res, verified.headers);
     sendError(res, paymentErrorCode(verified.errorCode), verified.reason || "the payment was refused");
     return;
   }
   const outcome = await execute();
-  if (!outcome.ok) {
-    // Nothing is charged for a failed call: free the payment so it can be used again.
-    deps.payments.release(requestId, verified.paymentId, outcome.code).catch((err: unknown) => {
-      deps.logger.warn({ err }, "payment release failed");
-    });
-    sendError(res, outcome.code, outcome.message, outcome.extra);
+  if (!charged(outcome)) {
+    // No answer from the node, so nothing is charged: free the payment so it can be used again.
+    deps.payments
+      .release(requestId, verified.paymentId, outcome.ok ? "" : outcome.code, resource, credentials)
+      .catch((err: unknown) => {
+        deps.logger.warn({ err }, "payment release failed");
+      });
+    if (!outcome.ok) sendError(res, outcome.code, outcome.message, outcome.extra);
     return;
   }
   let settled: Awaited<ReturnType<PaymentVerifierClient["settle"]>>;
@@ -251,13 +266,15 @@ async function serveWithPayment(
   }
   copyHeaders(res, settled.headers);
   if (!settled.settled) {
-    // The x402 rule: no settlement, no data.
+    // The x402 rule: no settlement, no data (a revert's data included).
     sendError(res, paymentErrorCode(settled.errorCode), settled.reason || "the payment could not be settled");
     return;
   }
-  sendData(res, outcome.data, {
+  const paid = {
     cost_usdc: settled.meta?.costUsdc ?? "",
     payment_chain: settled.meta?.paymentChain ?? "",
     payment_token: settled.meta?.paymentToken ?? "",
-  });
+  };
+  if (outcome.ok) sendData(res, outcome.data, paid);
+  else sendError(res, outcome.code, outcome.message, outcome.extra, paid);
 }

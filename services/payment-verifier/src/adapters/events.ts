@@ -1,20 +1,11 @@
-// Settlement events (tollgate.settlement.v1) through the shared durable publisher: the event is in
+// Settlement events (tollgate.settlement.v2) through the shared durable publisher: the event is in
 // the local outbox journal when publish returns, and reaches JetStream in the background (deduped
 // by its id), so a NATS outage delays events but never loses them or slows a settlement.
-import {
-  createEventPublisher,
-  type EventPublisher,
-  SETTLEMENT_V1,
-  type SettlementEventV1,
-} from "@tollgate/events";
+import { createEventPublisher, type EventPublisher, SETTLEMENT_V2 } from "@tollgate/events";
 import type { Logger, Registry } from "@tollgate/platform";
+import type { SettlementSink } from "../core/events.ts";
 
-export type SettlementEvent = SettlementEventV1;
-export type SettlementOutcome = SettlementEvent["outcome"];
-
-export interface SettlementEvents {
-  /** Records the event durably (local outbox); never throws because NATS is down. */
-  publish(event: SettlementEvent): void;
+export interface SettlementEvents extends SettlementSink {
   /** Events not yet acknowledged by JetStream. */
   pending(): number;
   flush(timeoutMs?: number): Promise<boolean>;
@@ -40,7 +31,7 @@ export function createSettlementEvents(opts: SettlementEventsOptions): Settlemen
     ...(opts.namespace ? { namespace: opts.namespace } : {}),
   });
   return {
-    publish: (event) => publisher.publish(SETTLEMENT_V1, event),
+    publish: (event) => publisher.publish(SETTLEMENT_V2, event),
     pending: () => publisher.pending(),
     flush: (timeoutMs) => publisher.flush(timeoutMs),
     close: () => publisher.close(),

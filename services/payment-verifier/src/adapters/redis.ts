@@ -1,7 +1,7 @@
 // Redis connection for the reservation store. Reachability is decided once at startup; after that
 // commands fail fast while the connection is down (no offline queue), so a payment is refused with
 // service_unavailable instead of waiting or being served without replay protection.
-import type { Logger } from "@tollgate/platform";
+import { type Logger, redactUrl } from "@tollgate/platform";
 import { createClient } from "redis";
 
 function newClient(url: string, timeoutMs: number, isConnected: () => boolean) {
@@ -33,7 +33,9 @@ export async function connectRedis(
   let lastError = "";
   client.on("error", (err: Error) => {
     // The client emits an error per failed reconnect attempt; log each distinct one once.
-    if (connected && err.message !== lastError) logger.warn({ err: err.message }, "redis connection error");
+    if (connected && err.message !== lastError) {
+      logger.warn({ url: redactUrl(url), err: err.message }, "redis connection error");
+    }
     lastError = err.message;
   });
   client.on("ready", () => {

@@ -1,43 +1,40 @@
 // x402 v2, scheme `exact` on EVM (EIP-3009 transferWithAuthorization), through the official
-// x402ResourceServer: it builds the requirements, matches payloads to them and drives the
-// facilitator's verify and settle. What this module adds: decoding credentials without ever
-// throwing, the payment's identity for replay protection, and refusals that say exactly why.
+// ExactEvmScheme registered on the x402 protocol's shared resource server. What this module adds:
+// the payment's identity for replay protection, refusals that say exactly why, a signature check of
+// our own before any facilitator or chain call (a forged payload costs us one recovery, not a
+// facilitator round trip), and payments whose settlement landed after its answer was lost.
 import { createHash } from "node:crypto";
 import { priceAtomic } from "@tollgate/catalog";
-import { type Logger, prom, type Registry } from "@tollgate/platform";
-import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
-import { PaymentPayloadV2Schema } from "@x402/core/schemas";
-import { type FacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
+import { authorizationTypes } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { type Hex, recoverTypedDataAddress } from "viem";
 import { z } from "zod";
-import { chainIdOf, type X402ExactConfig } from "../config.ts";
-import { FacilitatorUnavailableError } from "../facilitator.ts";
+import type { SettlementChain } from "../adapters/settlement-chain.ts";
+import { chainIdOf, type X402Config } from "../config.ts";
 import {
-  findHeader,
+  type Claim,
+  FacilitatorUnavailableError,
   type Header,
   type ParsedPayment,
-  type ParseResult,
+  type PaymentMeta,
   type PaymentMethodInfo,
   type PaymentScheme,
   type PricedCall,
   type SettleResult,
-  type VerifyResult,
-} from "./scheme.ts";
+  type Verdict,
+} from "../core/types.ts";
+import type { X402Protocol } from "../protocols/x402.ts";
 
-export const PAYMENT_REQUIRED_HEADER = "PAYMENT-REQUIRED";
-export const PAYMENT_SIGNATURE_HEADER = "PAYMENT-SIGNATURE";
-export const PAYMENT_RESPONSE_HEADER = "PAYMENT-RESPONSE";
-/** The x402 v1 header name, accepted for clients that still send it (the payload must be v2). */
-export const LEGACY_PAYMENT_HEADER = "X-PAYMENT";
-
-/** Far above any real payload (~1 KB); refuse before decoding anything larger. */
-const MAX_HEADER_CHARS = 16_384;
 /** The exact scheme's facilitator refuses authorizations expiring within this many seconds. */
 const EXPIRY_MARGIN_SECONDS = 6;
-/** How often a failed facilitator initialisation is retried, at most. */
-const INIT_RETRY_MS = 1_000;
+/** A settled payment is remembered until it could no longer be collected, plus this margin. */
+const SETTLED_MARGIN_MS = 10 * 60_000;
+const SETTLED_MAX_MS = 7 * 24 * 3_600_000;
+/** ERC-6492 wraps the signature of a wallet not deployed yet; it ends with this magic suffix. */
+const ERC6492_SUFFIX = "6492649264926492649264926492649264926492649264926492649264926492";
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "expected a 20-byte hex address");
 const uint256 = z.string().regex(/^[0-9]{1,78}$/, "expected a decimal integer string");
@@ -59,6 +56,7 @@ export type Eip3009Authorization = z.infer<typeof eip3009Payload>["authorization
 
 export interface ExactPayment {
   payload: PaymentPayload;
+  signature: Hex;
   authorization: Eip3009Authorization;
 }
 
@@ -79,6 +77,18 @@ const REASONS: Record<string, string> = {
   settlement_pending: "the settlement transaction was sent but not confirmed in time",
 };
 
+/** Refusals that cannot change for the same payload: remembered briefly by the core. */
+const FINAL = new Set([
+  "invalid_exact_evm_signature",
+  "invalid_exact_evm_recipient_mismatch",
+  "invalid_exact_evm_payload_authorization_value_mismatch",
+  "invalid_exact_evm_token_name_mismatch",
+  "invalid_exact_evm_token_version_mismatch",
+  "invalid_exact_evm_network_mismatch",
+]);
+
+const NONCE_USED = "invalid_exact_evm_nonce_already_used";
+
 function describe(code: string | undefined, message?: string): string {
   if (!code) return message || "the facilitator refused the payment";
   const text = REASONS[code];
@@ -94,71 +104,52 @@ function sameAddress(a: string, b: string): boolean {
   return a.toLowerCase() === b.toLowerCase();
 }
 
-export class X402ExactScheme implements PaymentScheme<ExactPayment> {
+export interface X402ExactDeps {
+  protocol: X402Protocol;
+  /** Reads the settlement chain; without it smart-wallet payers and lost settlements go to the facilitator alone. */
+  chain: SettlementChain | undefined;
+  logger: Logger;
+  onInitFailure: () => void;
+}
+
+export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentRequirements, ExactPayment> {
   readonly name = "exact";
-  readonly #cfg: X402ExactConfig;
-  readonly #server: x402ResourceServer;
-  readonly #logger: Logger;
+  readonly protocol: X402Protocol;
+  readonly #cfg: X402Config;
+  readonly #deps: X402ExactDeps;
   /** Requirements per price: they depend only on it and the configuration. */
   readonly #requirements = new Map<string, PaymentRequirements[]>();
-  readonly #initFailures: prom.Counter;
-  #ready = false;
-  #initializing: Promise<void> | undefined;
-  #lastInitAttempt = 0;
 
-  constructor(cfg: X402ExactConfig, facilitator: FacilitatorClient, logger: Logger, registry: Registry) {
+  constructor(cfg: X402Config, deps: X402ExactDeps) {
     this.#cfg = cfg;
-    this.#logger = logger;
-    this.#server = new x402ResourceServer(facilitator).register(cfg.network, new ExactEvmScheme());
-    this.#initFailures = new prom.Counter({
-      name: "payment_facilitator_init_failures_total",
-      help: "Failed attempts to learn what the x402 facilitator supports",
-      registers: [registry],
-    });
+    this.#deps = deps;
+    this.protocol = deps.protocol;
+    deps.protocol.register({ network: cfg.network, server: new ExactEvmScheme() });
   }
 
   /**
-   * Learns the facilitator's supported kinds. Unreachable facilitator: rejects with
-   * FacilitatorUnavailableError (retried on later calls). Facilitator without our network: a
-   * configuration error, rejected as such.
+   * Learns the facilitator's supported kinds. Unreachable facilitator: FacilitatorUnavailableError
+   * (retried on later calls). A reachable facilitator without our network: a configuration error.
    */
   async init(): Promise<void> {
-    if (this.#ready) return;
-    this.#initializing ??= (async () => {
-      this.#lastInitAttempt = Date.now();
-      try {
-        await this.#server.initialize();
-      } catch (err) {
-        this.#initFailures.inc();
-        throw new FacilitatorUnavailableError(
-          `x402 facilitator unreachable: ${err instanceof Error ? (err.cause ?? err.message) : err}`,
-        );
-      }
-      if (!this.#server.getSupportedKind(2, this.#cfg.network, "exact")) {
+    try {
+      await this.protocol.ready(this.name, this.#cfg.network);
+    } catch (err) {
+      if (this.protocol.unsupported(this.name, this.#cfg.network)) {
         throw new Error(`the x402 facilitator does not support scheme exact on ${this.#cfg.network}`);
       }
-      this.#ready = true;
-    })().finally(() => {
-      this.#initializing = undefined;
-    });
-    return this.#initializing;
-  }
-
-  async #ensureReady(): Promise<void> {
-    if (this.#ready) return;
-    if (!this.#initializing && Date.now() - this.#lastInitAttempt < INIT_RETRY_MS) {
-      throw new FacilitatorUnavailableError("x402 facilitator unreachable (retrying)");
+      this.#deps.onInitFailure();
+      throw err;
     }
-    await this.init();
   }
 
   async #requirementsFor(price: string): Promise<PaymentRequirements[]> {
     const cached = this.#requirements.get(price);
     if (cached) return cached;
-    await this.#ensureReady();
+    const server = await this.protocol.ready(this.name, this.#cfg.network);
     const { network, asset, assetName, assetVersion, assetDecimals, payTo, maxTimeoutSeconds } = this.#cfg;
-    const built = await this.#server.buildPaymentRequirements({
-      scheme: "exact",
+    const built = await server.buildPaymentRequirements({
+      scheme: this.name,
       network,
       payTo,
       // An explicit asset amount: the token is configuration, not the library's default per network.
@@ -173,69 +164,12 @@ export class X402ExactScheme implements PaymentScheme<ExactPayment> {
     return built;
   }
 
-  async challenge(call: PricedCall, error: string): Promise<Header[]> {
-    const requirements = await this.#requirementsFor(call.endpoint.price);
-    const paymentRequired = await this.#server.createPaymentRequiredResponse(
-      requirements,
-      {
-        url: call.url || call.endpoint.path,
-        description: call.endpoint.summary,
-        mimeType: "application/json",
-      },
-      error || "Payment required",
-    );
-    return [{ name: PAYMENT_REQUIRED_HEADER, value: encodePaymentRequiredHeader(paymentRequired) }];
+  offers(call: PricedCall): Promise<PaymentRequirements[]> {
+    return this.#requirementsFor(call.endpoint.price);
   }
 
-  parse(credentials: readonly Header[]): ParseResult<ExactPayment> {
-    const header =
-      findHeader(credentials, PAYMENT_SIGNATURE_HEADER) ?? findHeader(credentials, LEGACY_PAYMENT_HEADER);
-    if (!header) return { kind: "absent" };
-    const name = header.name.toUpperCase();
-    const value = header.value.trim();
-    if (!value) return { kind: "invalid", reason: `${name} is empty` };
-    if (value.length > MAX_HEADER_CHARS) return { kind: "invalid", reason: `${name} is too large` };
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value)) {
-      return { kind: "invalid", reason: `${name} is not base64 (expected base64 of a JSON PaymentPayload)` };
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(Buffer.from(value, "base64").toString("utf8"));
-    } catch {
-      return {
-        kind: "invalid",
-        reason: `${name} does not decode to JSON (expected base64 of a JSON PaymentPayload)`,
-      };
-    }
-    const version = (json as { x402Version?: unknown } | null)?.x402Version;
-    if (version === 1) {
-      return {
-        kind: "invalid",
-        reason: "x402 v1 payment payloads are not accepted; pay with x402 v2 (PAYMENT-SIGNATURE)",
-      };
-    }
-    const outer = PaymentPayloadV2Schema.safeParse(json);
-    if (!outer.success) {
-      const issue = outer.error.issues[0];
-      const where = issue?.path.length ? issue.path.join(".") : "payload";
-      return {
-        kind: "invalid",
-        reason: `${name} is not an x402 v2 PaymentPayload: ${where}: ${issue?.message}`,
-      };
-    }
-    const payload = json as PaymentPayload;
-    if (!/^[0-9]{1,78}$/.test(payload.accepted.amount)) {
-      return {
-        kind: "invalid",
-        reason: `${name} is not an x402 v2 PaymentPayload: accepted.amount: expected an integer string`,
-      };
-    }
-    if (payload.accepted.scheme !== "exact") {
-      return {
-        kind: "invalid",
-        reason: `scheme "${payload.accepted.scheme}" is not offered here; pay with scheme exact`,
-      };
-    }
+  claim(payload: PaymentPayload): Claim<ExactPayment> {
+    if (payload.accepted.scheme !== this.name) return { kind: "not-mine" };
     const inner = eip3009Payload.safeParse(payload.payload);
     if (!inner.success) {
       const issue = inner.error.issues[0];
@@ -244,25 +178,21 @@ export class X402ExactScheme implements PaymentScheme<ExactPayment> {
         reason: `the exact payload must be an EIP-3009 authorization: payload.${issue?.path.join(".")}: ${issue?.message}`,
       };
     }
-    const authorization = inner.data.authorization;
+    const { authorization, signature } = inner.data;
     return {
       kind: "payment",
-      parsed: {
-        id: paymentId(payload.accepted.network, payload.accepted.asset, authorization),
-        payment: { payload, authorization },
-        facts: {
-          scheme: this.name,
-          payer: authorization.from,
-          amount: authorization.value,
-          asset: payload.accepted.asset,
-          paymentNetwork: payload.accepted.network,
-          validBefore: Number(authorization.validBefore),
-        },
+      payment: {
+        key: paymentKey(payload.accepted.network, payload.accepted.asset, authorization),
+        payer: authorization.from,
+        amount: authorization.value,
+        asset: payload.accepted.asset,
+        paymentNetwork: payload.accepted.network,
+        payload: { payload, signature: signature as Hex, authorization },
       },
     };
   }
 
-  /** Our own checks first, each with a precise reason; then the facilitator's (signature, simulation). */
+  /** Our own checks first, each with a precise reason; then the signature; then the facilitator's. */
   #refusal(call: PricedCall, payment: ExactPayment): string | undefined {
     const { accepted } = payment.payload;
     const { authorization } = payment;
@@ -278,9 +208,7 @@ export class X402ExactScheme implements PaymentScheme<ExactPayment> {
     }
     const price = priceAtomic(call.endpoint.price, cfg.assetDecimals);
     const paid = BigInt(authorization.value);
-    if (BigInt(accepted.amount) !== paid) {
-      return "the signed amount does not equal the accepted amount";
-    }
+    if (BigInt(accepted.amount) !== paid) return "the signed amount does not equal the accepted amount";
     if (paid < price) {
       return `underpaid: the payment is ${paid} atomic units, ${call.endpoint.path} costs ${price} (${call.endpoint.price} USD)`;
     }
@@ -297,62 +225,147 @@ export class X402ExactScheme implements PaymentScheme<ExactPayment> {
     return undefined;
   }
 
-  async verify(call: PricedCall, parsed: ParsedPayment<ExactPayment>): Promise<VerifyResult> {
-    const refusal = this.#refusal(call, parsed.payment);
+  /**
+   * Does the signature belong to the payer? A plain (65-byte) ECDSA signature must recover to
+   * `from`; anything else is only plausible from a smart wallet (ERC-1271 code at `from`, or an
+   * ERC-6492 wrapper for one not deployed yet), which the facilitator then checks on chain.
+   */
+  async #signatureRefusal(payment: ExactPayment): Promise<string | undefined> {
+    const { authorization, signature } = payment;
+    const from = authorization.from as Hex;
+    if (signature.toLowerCase().endsWith(ERC6492_SUFFIX)) return undefined;
+    if (signature.length === 132) {
+      try {
+        const signer = await recoverTypedDataAddress({
+          domain: {
+            name: this.#cfg.assetName,
+            version: this.#cfg.assetVersion,
+            chainId: chainIdOf(this.#cfg.network),
+            verifyingContract: this.#cfg.asset,
+          },
+          types: authorizationTypes,
+          primaryType: "TransferWithAuthorization",
+          message: {
+            from,
+            to: authorization.to as Hex,
+            value: BigInt(authorization.value),
+            validAfter: BigInt(authorization.validAfter),
+            validBefore: BigInt(authorization.validBefore),
+            nonce: authorization.nonce as Hex,
+          },
+          signature,
+        });
+        if (sameAddress(signer, from)) return undefined;
+      } catch {
+        // Not a valid secp256k1 signature at all: only a smart wallet could mean something by it.
+      }
+    }
+    const chain = this.#deps.chain;
+    if (!chain) return undefined; // cannot tell a smart wallet without reading the chain: the facilitator decides
+    try {
+      if (await chain.hasCode(from)) return undefined;
+    } catch {
+      throw new FacilitatorUnavailableError(
+        "the settlement chain is unreachable (checking the payer's wallet)",
+      );
+    }
+    return "the signature does not match the authorization (invalid_exact_evm_signature)";
+  }
+
+  async verify(call: PricedCall, parsed: ParsedPayment<ExactPayment>): Promise<Verdict> {
+    const payment = parsed.payload;
+    const refusal = this.#refusal(call, payment);
     if (refusal) return { ok: false, code: "payment_invalid", reason: refusal };
-    const requirements = await this.#matching(call, parsed.payment);
+    const forged = await this.#signatureRefusal(payment);
+    if (forged) return { ok: false, code: "payment_invalid", reason: forged, final: true };
+    const requirements = await this.#matching(call, payment);
     if (!requirements) {
       return {
         ok: false,
         code: "payment_invalid",
         reason: "the payment's accepted terms do not match this endpoint's offer (see PAYMENT-REQUIRED)",
+        final: true,
       };
     }
     let result: VerifyResponse;
     try {
-      result = await this.#server.verifyPayment(parsed.payment.payload, requirements);
+      result = await this.protocol.verify(this.name, payment.payload, requirements);
     } catch (err) {
       if (err instanceof VerifyError) {
-        return {
-          ok: false,
-          code: "payment_invalid",
-          reason: describe(err.invalidReason, err.invalidMessage),
-        };
+        result = { isValid: false, invalidReason: err.invalidReason, invalidMessage: err.invalidMessage };
+      } else {
+        return this.#unavailable("verify", err);
       }
-      return this.#unavailable("verify", err);
     }
     if (!result.isValid) {
+      if (result.invalidReason === NONCE_USED) return this.#alreadyCollected(payment);
       return {
         ok: false,
         code: "payment_invalid",
         reason: describe(result.invalidReason, result.invalidMessage),
+        final: FINAL.has(result.invalidReason ?? ""),
       };
     }
-    if (result.payer && !sameAddress(result.payer, parsed.payment.authorization.from)) {
-      return { ok: false, code: "payment_invalid", reason: "the facilitator verified a different payer" };
+    if (result.payer && !sameAddress(result.payer, payment.authorization.from)) {
+      return {
+        ok: false,
+        code: "payment_invalid",
+        reason: "the facilitator verified a different payer",
+        final: true,
+      };
     }
     return { ok: true };
   }
 
+  /**
+   * The authorization was used on chain. It pays exactly this price to our payTo and is still within
+   * its validity (checked above), and the core found no settled record of it: an earlier settlement
+   * of it landed after its answer was lost. The money is ours, so the call it paid for is served now
+   * (once: the core records it as settled). A canceled authorization leaves no AuthorizationUsed
+   * log, so it is refused.
+   */
+  async #alreadyCollected(payment: ExactPayment): Promise<Verdict> {
+    const used = describe(NONCE_USED);
+    const chain = this.#deps.chain;
+    if (!chain) return { ok: false, code: "payment_invalid", reason: used };
+    let found: { transaction: string } | undefined;
+    try {
+      found = await chain.authorizationUse(
+        this.#cfg.asset,
+        payment.authorization.from as Hex,
+        payment.authorization.nonce as Hex,
+      );
+    } catch {
+      throw new FacilitatorUnavailableError(
+        "the settlement chain is unreachable (looking up a used payment)",
+      );
+    }
+    if (!found) return { ok: false, code: "payment_invalid", reason: used };
+    this.#deps.logger.info(
+      { transaction: found.transaction },
+      "serving a payment whose settlement landed earlier",
+    );
+    return { ok: true, collected: found };
+  }
+
   async settle(call: PricedCall, parsed: ParsedPayment<ExactPayment>): Promise<SettleResult> {
-    const requirements = await this.#matching(call, parsed.payment);
+    const payment = parsed.payload;
+    const requirements = await this.#matching(call, payment);
     if (!requirements) {
       return {
         ok: false,
         code: "payment_invalid",
         reason: "the payment's accepted terms do not match this endpoint's offer",
         transaction: "",
-        headers: [],
+        receipt: [],
       };
     }
     let result: SettleResponse;
     try {
-      result = await this.#server.settlePayment(parsed.payment.payload, requirements);
+      result = await this.protocol.settle(this.name, payment.payload, requirements);
     } catch (err) {
-      if (!(err instanceof SettleError)) {
-        const unavailable = this.#unavailable("settle", err);
-        return { ...unavailable, transaction: "", headers: [] };
-      }
+      if (!(err instanceof SettleError))
+        return { ...this.#unavailable("settle", err), transaction: "", receipt: [] };
       result = {
         success: false,
         errorReason: err.errorReason,
@@ -366,33 +379,57 @@ export class X402ExactScheme implements PaymentScheme<ExactPayment> {
       const reason = `settlement failed: ${describe(result.errorReason, result.errorMessage)}`;
       // The facilitator's raw message (node error text with the contract call, sender and library
       // version) is not for clients: the receipt carries the code and the same reason as the body.
-      const receipt: SettleResponse = { ...result, errorMessage: reason };
-      this.#logger.info(
+      this.#deps.logger.info(
         { errorReason: result.errorReason, detail: result.errorMessage },
         "settlement failed",
       );
-      const headers: Header[] = [
-        { name: PAYMENT_RESPONSE_HEADER, value: encodePaymentResponseHeader(receipt) },
-      ];
-      return { ok: false, code: "payment_invalid", reason, transaction: result.transaction ?? "", headers };
+      const pending = result.errorReason === "settlement_pending";
+      return {
+        ok: false,
+        // A broadcast transfer that was not confirmed in time may still land: a retry with the same
+        // payment is served once it did (see #alreadyCollected), so this is "retry", not "refused".
+        code: pending ? "service_unavailable" : "payment_invalid",
+        reason: pending ? `${reason}; retry the same request with the same payment in a few seconds` : reason,
+        transaction: result.transaction ?? "",
+        receipt: [this.protocol.receipt({ ...result, errorMessage: reason })],
+      };
     }
-    const headers: Header[] = [{ name: PAYMENT_RESPONSE_HEADER, value: encodePaymentResponseHeader(result) }];
     return {
       ok: true,
-      transaction: result.transaction,
-      headers,
-      meta: { costUsdc: call.endpoint.price, paymentChain: this.#cfg.network, paymentToken: this.#cfg.asset },
+      collection: { kind: "transaction", transaction: result.transaction },
+      receipt: [this.protocol.receipt(result)],
     };
+  }
+
+  receiptFor(_call: PricedCall, parsed: ParsedPayment<ExactPayment>, transaction: string): Header[] {
+    return [
+      this.protocol.receipt({
+        success: true,
+        transaction,
+        network: this.#cfg.network,
+        payer: parsed.payload.authorization.from,
+      }),
+    ];
+  }
+
+  retentionMs(parsed: ParsedPayment<ExactPayment>): number {
+    const untilExpiry = Math.max(0, Number(parsed.payload.authorization.validBefore) * 1000 - Date.now());
+    return Math.min(untilExpiry + SETTLED_MARGIN_MS, SETTLED_MAX_MS);
+  }
+
+  meta(call: PricedCall): PaymentMeta {
+    return { costUsdc: call.endpoint.price, paymentChain: this.#cfg.network, paymentToken: this.#cfg.asset };
   }
 
   async #matching(call: PricedCall, payment: ExactPayment): Promise<PaymentRequirements | undefined> {
     const requirements = await this.#requirementsFor(call.endpoint.price);
-    return this.#server.findMatchingRequirements(requirements, payment.payload);
+    const server = await this.protocol.ready(this.name, this.#cfg.network);
+    return server.findMatchingRequirements(requirements, payment.payload);
   }
 
   #unavailable(operation: string, err: unknown): { ok: false; code: "service_unavailable"; reason: string } {
     const message = err instanceof Error ? err.message : String(err);
-    this.#logger.warn({ err: message, operation }, "x402 facilitator unavailable");
+    this.#deps.logger.warn({ err: message, operation }, "x402 facilitator unavailable");
     // Our own outage messages are safe to show; anything else may carry internals.
     const detail = err instanceof FacilitatorUnavailableError ? err.message : `${operation} failed`;
     return {
@@ -407,7 +444,7 @@ export class X402ExactScheme implements PaymentScheme<ExactPayment> {
     return [
       {
         protocol: "x402",
-        scheme: "exact",
+        scheme: this.name,
         network,
         asset,
         symbol: assetSymbol,
@@ -425,8 +462,8 @@ export class X402ExactScheme implements PaymentScheme<ExactPayment> {
  * payer-chosen nonce. Signature bytes are not part of it, so a re-encoded or re-signed copy of the
  * same authorization is the same payment.
  */
-export function paymentId(network: string, asset: string, authorization: Eip3009Authorization): string {
-  const chain = network.startsWith("eip155:") ? String(chainIdOf(network as `eip155:${string}`)) : network;
+export function paymentKey(network: string, asset: string, authorization: Eip3009Authorization): string {
+  const chain = network.startsWith("eip155:") ? network.slice("eip155:".length) : network;
   const digest = createHash("sha256")
     .update(
       `${chain}|${asset.toLowerCase()}|${authorization.from.toLowerCase()}|${authorization.nonce.toLowerCase()}`,

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Logger, prom } from "@tollgate/platform";
+import { type Logger, type prom, redactUrl } from "@tollgate/platform";
 import { createClient } from "redis";
 import {
   type AccountPatch,
@@ -117,10 +117,6 @@ export async function openRedisStore(
     );
   }
   return new RedisStore(client, opts);
-}
-
-function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, "//***@");
 }
 
 const num = (v: unknown): number => (v === null || v === undefined || v === "" ? 0 : Number(v));

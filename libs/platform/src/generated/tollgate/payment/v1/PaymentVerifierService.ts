@@ -18,8 +18,10 @@ import type { VerifyResponse as _tollgate_payment_v1_VerifyResponse, VerifyRespo
  * MPP `charge` and `session`). The gateway forwards the payment headers untouched and
  * copies back the headers this service returns; it never interprets a payment.
  * 
- * The call order for a paid request is Verify → upstream call → Settle (success) or
- * Release (failure), so a failed call is never charged.
+ * The call order for a paid request is Verify → upstream call → Settle (the node answered:
+ * data, a revert, a not-found) or Release (no answer: 5xx, timeout, result too large), so a
+ * call that got no answer is never charged. Every id that makes something happen once
+ * (request_id, payment_id) is generated inside the mesh, never taken from a client.
  */
 export interface PaymentVerifierServiceClient extends grpc.Client {
   /**
@@ -104,8 +106,10 @@ export interface PaymentVerifierServiceClient extends grpc.Client {
  * MPP `charge` and `session`). The gateway forwards the payment headers untouched and
  * copies back the headers this service returns; it never interprets a payment.
  * 
- * The call order for a paid request is Verify → upstream call → Settle (success) or
- * Release (failure), so a failed call is never charged.
+ * The call order for a paid request is Verify → upstream call → Settle (the node answered:
+ * data, a revert, a not-found) or Release (no answer: 5xx, timeout, result too large), so a
+ * call that got no answer is never charged. Every id that makes something happen once
+ * (request_id, payment_id) is generated inside the mesh, never taken from a client.
  */
 export interface PaymentVerifierServiceHandlers extends grpc.UntypedServiceImplementation {
   /**

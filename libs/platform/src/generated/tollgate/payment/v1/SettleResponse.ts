@@ -2,6 +2,7 @@
 
 import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate_payment_v1_Header__Output } from '../../../tollgate/payment/v1/Header.ts';
 import type { PaymentMeta as _tollgate_payment_v1_PaymentMeta, PaymentMeta__Output as _tollgate_payment_v1_PaymentMeta__Output } from '../../../tollgate/payment/v1/PaymentMeta.ts';
+import type { Accrual as _tollgate_payment_v1_Accrual, Accrual__Output as _tollgate_payment_v1_Accrual__Output } from '../../../tollgate/payment/v1/Accrual.ts';
 
 export interface SettleResponse {
   'settled'?: (boolean);
@@ -13,7 +14,14 @@ export interface SettleResponse {
    */
   'headers'?: (_tollgate_payment_v1_Header)[];
   'meta'?: (_tollgate_payment_v1_PaymentMeta | null);
+  /**
+   * The transaction that moved the money, when it moved now.
+   */
   'transaction'?: (string);
+  /**
+   * The channel the call was charged to, when the scheme accrues and settles later.
+   */
+  'accrual'?: (_tollgate_payment_v1_Accrual | null);
 }
 
 export interface SettleResponse__Output {
@@ -26,5 +34,12 @@ export interface SettleResponse__Output {
    */
   'headers': (_tollgate_payment_v1_Header__Output)[];
   'meta': (_tollgate_payment_v1_PaymentMeta__Output | null);
+  /**
+   * The transaction that moved the money, when it moved now.
+   */
   'transaction': (string);
+  /**
+   * The channel the call was charged to, when the scheme accrues and settles later.
+   */
+  'accrual': (_tollgate_payment_v1_Accrual__Output | null);
 }

@@ -27,10 +27,9 @@ import {
   type WalletClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { type Caip2, chainIdOf, type FacilitatorConfig } from "./config.ts";
-
-/** The facilitator or the settlement chain could not be reached; the payment itself may be fine. */
-export class FacilitatorUnavailableError extends Error {}
+import { type Caip2, chainIdOf, type FacilitatorConfig } from "../config.ts";
+import { FacilitatorUnavailableError } from "../core/types.ts";
+import type { SignerLock } from "./signer-lock.ts";
 
 export interface Facilitator {
   readonly mode: "remote" | "local";
@@ -40,11 +39,18 @@ export interface Facilitator {
   close(): Promise<void>;
 }
 
+export interface FacilitatorDeps {
+  logger: Logger;
+  /** Shares broadcast-but-unconfirmed settlements across replicas (Redis). */
+  pendingSettlementStore?: PendingSettlementStore;
+  /** Serialises the settlement key's transactions across every replica that holds it. */
+  signerLock: SignerLock;
+}
+
 export function createFacilitator(
   cfg: FacilitatorConfig,
   network: Caip2,
-  logger: Logger,
-  pendingSettlementStore?: PendingSettlementStore,
+  deps: FacilitatorDeps,
 ): Facilitator {
   if (cfg.mode === "remote") {
     return {
@@ -53,7 +59,7 @@ export function createFacilitator(
       close: async () => {},
     };
   }
-  return createLocalFacilitator(cfg, network, logger, pendingSettlementStore);
+  return createLocalFacilitator(cfg, network, deps);
 }
 
 // ---- local mode ----
@@ -110,51 +116,47 @@ function swallowTransportError(err: unknown): undefined {
   throw err;
 }
 
+/** The node refused a nonce another submission already used (a replica, or a crashed run). */
+const NONCE_CONFLICT =
+  /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
+
 /**
- * One settlement key, many concurrent settlements: submissions go out one at a time with nonces
- * we count ourselves, so concurrent settles never race for a nonce. A nonce is consumed only when
- * the node accepted the transaction; after any failure the next submission re-reads the pending
- * count from the node. Receipt waits happen outside the queue. The key must not be shared with
- * another process (one key per replica, or use a remote facilitator).
+ * One settlement key, many concurrent settlements: submissions go out one at a time with nonces we
+ * count ourselves, so concurrent settles never race for a nonce. Within a process a queue orders
+ * them; across replicas holding the same key, the signer lock (Redis) does, and it keeps the next
+ * nonce. A nonce is consumed only when the node accepted the transaction; after a failure the next
+ * submission re-reads the pending count from the node, and a nonce conflict is retried once with it.
+ * Receipt waits happen outside the queue and the lock.
  */
 export class SerialSubmitter {
   readonly #publicClient: PublicClient;
   readonly #address: `0x${string}`;
+  readonly #lock: SignerLock;
   #tail: Promise<unknown> = Promise.resolve();
-  #nonce: number | undefined;
 
-  constructor(publicClient: PublicClient, address: `0x${string}`) {
+  constructor(publicClient: PublicClient, address: `0x${string}`, lock: SignerLock) {
     this.#publicClient = publicClient;
     this.#address = address;
+    this.#lock = lock;
   }
 
   submit(send: (nonce: number) => Promise<Hex>): Promise<Hex> {
-    const run = async (): Promise<Hex> => {
-      this.#nonce ??= await this.#publicClient.getTransactionCount({
-        address: this.#address,
-        blockTag: "pending",
+    const pending = () =>
+      this.#publicClient.getTransactionCount({ address: this.#address, blockTag: "pending" });
+    const attempt = () => this.#lock.withNonce(this.#address, pending, send);
+    const run = () =>
+      attempt().catch((err: unknown) => {
+        if (!NONCE_CONFLICT.test(err instanceof Error ? err.message : String(err))) throw err;
+        return attempt();
       });
-      try {
-        const hash = await send(this.#nonce);
-        this.#nonce += 1;
-        return hash;
-      } catch (err) {
-        this.#nonce = undefined;
-        throw err;
-      }
-    };
     const result = this.#tail.then(run, run);
     this.#tail = result.catch(() => {});
     return result;
   }
 }
 
-function createLocalFacilitator(
-  cfg: LocalConfig,
-  network: Caip2,
-  logger: Logger,
-  pendingSettlementStore: PendingSettlementStore | undefined,
-): Facilitator {
+function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: FacilitatorDeps): Facilitator {
+  const { logger, pendingSettlementStore } = deps;
   const chain = defineChain({
     id: chainIdOf(network),
     name: `x402 settlement ${network}`,
@@ -167,7 +169,7 @@ function createLocalFacilitator(
   const publicClient = createPublicClient({ chain, transport, pollingInterval: cfg.pollingIntervalMs });
   const account = privateKeyToAccount(cfg.privateKey);
   const wallet: WalletClient = createWalletClient({ account, chain, transport });
-  const submitter = new SerialSubmitter(publicClient, account.address);
+  const submitter = new SerialSubmitter(publicClient, account.address, deps.signerLock);
 
   const signer = toFacilitatorEvmSigner(
     {

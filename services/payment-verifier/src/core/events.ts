@@ -1,0 +1,58 @@
+// Every settlement outcome of a paid call becomes one tollgate.settlement.v2 event. Its id is the
+// reservation's mesh-generated token plus the outcome, so an outbox retry or a stream replay is
+// stored once, and no caller can choose or collide with it.
+import type { SettlementEventV2 } from "@tollgate/events";
+import type { Logger } from "@tollgate/platform";
+import type { Reservation } from "../stores/reservations.ts";
+import type { Collection } from "./types.ts";
+
+export type CallOutcome = "settled" | "accrued" | "failed" | "released";
+
+/** Where events go: the durable outbox in front of JetStream (adapters/events.ts), or a test's list. */
+export interface SettlementSink {
+  /** Records the event durably; never throws because NATS is down. */
+  publish(event: SettlementEventV2): void;
+}
+
+export interface SettlementRecorder {
+  record(
+    reservation: Reservation,
+    outcome: CallOutcome,
+    collection: Collection | null,
+    reason: string | null,
+  ): void;
+}
+
+export function createSettlementRecorder(
+  sink: SettlementSink,
+  logger: Logger,
+  now = Date.now,
+): SettlementRecorder {
+  return {
+    record(r, outcome, collection, reason) {
+      const event: SettlementEventV2 = {
+        id: `${r.token}:${outcome}`,
+        request_id: r.requestId || null,
+        endpoint: r.endpoint || null,
+        network: r.network || null,
+        scheme: r.scheme,
+        payer: r.payer,
+        amount: collection?.kind === "accrual" ? collection.amount : r.amount,
+        asset: r.asset,
+        payment_network: r.paymentNetwork,
+        outcome,
+        transaction:
+          collection?.kind === "transaction" && collection.transaction ? collection.transaction : null,
+        channel: collection?.kind === "accrual" ? collection.channel : null,
+        cumulative: collection?.kind === "accrual" ? collection.cumulative : null,
+        reason: reason === null ? null : reason.slice(0, 1000),
+        time: new Date(now()).toISOString(),
+      };
+      try {
+        sink.publish(event);
+      } catch (err) {
+        logger.error({ err, event }, "settlement event rejected");
+      }
+    },
+  };
+}

@@ -1,0 +1,67 @@
+// Payment metrics, registered once for every scheme (the `scheme` label tells them apart): latency
+// and outcome of verify and settle, reservation conflicts (replays, concurrent uses of one payment),
+// releases, refusals answered from memory, attempts over the limits, facilitator start-up failures.
+import { prom, type Registry } from "@tollgate/platform";
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export interface PaymentMetrics {
+  verifySeconds: prom.Histogram<"scheme" | "outcome">;
+  settleSeconds: prom.Histogram<"scheme" | "outcome">;
+  reservationConflicts: prom.Counter<"scheme" | "operation">;
+  releases: prom.Counter<"scheme">;
+  /** Credentials refused again from memory, without a facilitator round trip. */
+  refusalsRemembered: prom.Counter<"scheme">;
+  /** Payment attempts refused by the per-client or per-payer limit. */
+  attemptsLimited: prom.Counter<"scope">;
+  facilitatorInitFailures: prom.Counter<"scheme">;
+}
+
+export function createPaymentMetrics(registry: Registry): PaymentMetrics {
+  return {
+    verifySeconds: new prom.Histogram({
+      name: "payment_verify_seconds",
+      help: "Payment verification latency by scheme and outcome (valid, payment_invalid, payment_required, service_unavailable, rate_limited)",
+      labelNames: ["scheme", "outcome"],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    settleSeconds: new prom.Histogram({
+      name: "payment_settle_seconds",
+      help: "Payment settlement latency by scheme and outcome (settled, accrued, payment_invalid, service_unavailable)",
+      labelNames: ["scheme", "outcome"],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    reservationConflicts: new prom.Counter({
+      name: "payment_reservation_conflicts_total",
+      help: "Payments refused because they were already reserved or used (replays, concurrent use)",
+      labelNames: ["scheme", "operation"],
+      registers: [registry],
+    }),
+    releases: new prom.Counter({
+      name: "payment_releases_total",
+      help: "Verified payments released unused because the call got no answer",
+      labelNames: ["scheme"],
+      registers: [registry],
+    }),
+    refusalsRemembered: new prom.Counter({
+      name: "payment_refusals_remembered_total",
+      help: "Credentials refused again from the short refusal memory, without a facilitator call",
+      labelNames: ["scheme"],
+      registers: [registry],
+    }),
+    attemptsLimited: new prom.Counter({
+      name: "payment_attempts_limited_total",
+      help: "Payment attempts refused with 429 by the per-client or per-payer attempt limit",
+      labelNames: ["scope"],
+      registers: [registry],
+    }),
+    facilitatorInitFailures: new prom.Counter({
+      name: "payment_facilitator_init_failures_total",
+      help: "Failed attempts to learn what a payment scheme's facilitator supports",
+      labelNames: ["scheme"],
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,489 @@
+// The payment core, the same for every protocol and scheme: find the scheme a credential belongs
+// to, limit attempts, reserve the payment at most once across replicas under a token only this
+// service generates, verify, then settle after the node answered or release after it did not, and
+// record every outcome as an event. It knows nothing of x402 or MPP: protocols decode credentials
+// and render offers, schemes check and collect payments. Driven by plain objects (see transport.ts
+// for the gRPC mapping); payment problems are answers, never exceptions.
+import { createHash, randomUUID } from "node:crypto";
+import type { Logger } from "@tollgate/platform";
+import type { AttemptLimiter, Limit, RefusalMemory } from "../stores/attempt-limits.ts";
+import type { PaymentFacts, Reservation, ReservationStore } from "../stores/reservations.ts";
+import type { SettlementRecorder } from "./events.ts";
+import type { PaymentMetrics } from "./metrics.ts";
+import {
+  type Collection,
+  FacilitatorUnavailableError,
+  type Header,
+  type ParsedPayment,
+  type PaymentErrorCode,
+  type PaymentMeta,
+  type PaymentMethodInfo,
+  type PaymentProtocol,
+  type PaymentScheme,
+  type PricedCall,
+} from "./types.ts";
+
+/** A settling payment is held this long if the process dies mid-settlement. */
+const SETTLING_TTL_MS = 5 * 60_000;
+
+export interface PaymentsOptions {
+  /** In the order offers are listed; the first scheme of a protocol that claims a credential takes it. */
+  schemes: readonly PaymentScheme[];
+  reservations: ReservationStore;
+  limiter: AttemptLimiter;
+  refusals: RefusalMemory;
+  limits: { perClient: Limit; perPayer: Limit };
+  events: SettlementRecorder;
+  metrics: PaymentMetrics;
+  logger: Logger;
+  reservationTtlMs: number;
+  now?: () => number;
+}
+
+export type VerifyOutcome =
+  | { valid: true; paymentId: string; payer: string; scheme: string }
+  | { valid: false; code: PaymentErrorCode; reason: string; headers: Header[]; scheme: string };
+
+export type SettleOutcome =
+  | { settled: true; headers: Header[]; meta: PaymentMeta; collection: Collection }
+  | { settled: false; code: PaymentErrorCode; reason: string; headers: Header[]; transaction: string };
+
+type Detected =
+  | { kind: "absent" }
+  | { kind: "invalid"; scheme: string; reason: string }
+  | { kind: "payment"; scheme: PaymentScheme; payment: ParsedPayment };
+
+/** The reservation store could not be reached: refuse rather than risk serving a payment twice. */
+class StoreUnavailableError extends Error {}
+
+/** `payment_id` = the payment's key and the token that holds its reservation (opaque to callers). */
+function paymentIdOf(key: string, token: string): string {
+  return `${key}#${token}`;
+}
+
+function splitPaymentId(paymentId: string): { key: string; token: string } | undefined {
+  const at = paymentId.lastIndexOf("#");
+  if (at <= 0 || at === paymentId.length - 1) return undefined;
+  return { key: paymentId.slice(0, at), token: paymentId.slice(at + 1) };
+}
+
+function fingerprint(credentials: readonly Header[]): string {
+  const hash = createHash("sha256");
+  for (const h of credentials) hash.update(`${h.name.toLowerCase()}\n${h.value}\n`);
+  return hash.digest("base64url");
+}
+
+export class Payments {
+  readonly #schemes: readonly PaymentScheme[];
+  readonly #protocols: readonly { protocol: PaymentProtocol; schemes: PaymentScheme[] }[];
+  readonly #o: PaymentsOptions;
+  readonly #now: () => number;
+
+  constructor(opts: PaymentsOptions) {
+    this.#o = opts;
+    this.#schemes = opts.schemes;
+    this.#now = opts.now ?? Date.now;
+    const byProtocol = new Map<PaymentProtocol, PaymentScheme[]>();
+    for (const scheme of opts.schemes) {
+      const list = byProtocol.get(scheme.protocol) ?? [];
+      list.push(scheme);
+      byProtocol.set(scheme.protocol, list);
+    }
+    this.#protocols = [...byProtocol].map(([protocol, schemes]) => ({ protocol, schemes }));
+  }
+
+  /**
+   * Every protocol's one rendering of its schemes' offers. A scheme that cannot take payments now
+   * drops out alone; the 402 still answers with the others.
+   */
+  async challenge(call: PricedCall, error = ""): Promise<Header[]> {
+    const rendered = await Promise.all(
+      this.#protocols.map(async ({ protocol, schemes }) => {
+        const offers = await Promise.allSettled(schemes.map((s) => s.offers(call, error)));
+        const up = offers.flatMap((o, i) => {
+          if (o.status === "fulfilled") return o.value;
+          const scheme = schemes[i]?.name;
+          const reason = o.reason instanceof Error ? o.reason.message : String(o.reason);
+          this.#o.logger.warn(
+            { scheme, reason },
+            "payment scheme left out of the 402: it cannot take payments now",
+          );
+          return [];
+        });
+        return up.length > 0 ? protocol.render(call, up, error) : [];
+      }),
+    );
+    return rendered.flat();
+  }
+
+  async verify(call: PricedCall, credentials: readonly Header[]): Promise<VerifyOutcome> {
+    const started = performance.now();
+    const detected = this.#detect(credentials);
+    const scheme =
+      detected.kind === "payment"
+        ? detected.scheme.name
+        : detected.kind === "invalid"
+          ? detected.scheme
+          : "none";
+    const outcome = await this.#verify(call, credentials, detected);
+    this.#o.metrics.verifySeconds.observe(
+      { scheme, outcome: outcome.valid ? "valid" : outcome.code },
+      (performance.now() - started) / 1000,
+    );
+    return outcome;
+  }
+
+  async #verify(
+    call: PricedCall,
+    credentials: readonly Header[],
+    detected: Detected,
+  ): Promise<VerifyOutcome> {
+    if (detected.kind === "absent") {
+      return this.#refuse(call, "none", "payment_required", "no payment credential in the request");
+    }
+    if (detected.kind === "invalid")
+      return this.#refuse(call, detected.scheme, "payment_invalid", detected.reason);
+    const { scheme, payment } = detected;
+    const now = this.#now();
+    const print = fingerprint(credentials);
+    const remembered = this.#o.refusals.recall(print, now);
+    if (remembered !== undefined) {
+      this.#o.metrics.refusalsRemembered.inc({ scheme: scheme.name });
+      return this.#refuse(call, scheme.name, "payment_invalid", remembered);
+    }
+    const facts = this.#facts(call, scheme, payment);
+    try {
+      const limited = await this.#store(() =>
+        this.#o.limiter.take(
+          [
+            { scope: "client", id: call.client, limit: this.#o.limits.perClient },
+            { scope: "payer", id: payment.payer, limit: this.#o.limits.perPayer },
+          ],
+          now,
+        ),
+      );
+      if (limited) {
+        this.#o.metrics.attemptsLimited.inc({ scope: limited });
+        return {
+          valid: false,
+          code: "rate_limited",
+          reason: `too many payment attempts from this ${limited}; back off briefly (Retry-After: 1) and retry`,
+          headers: [],
+          scheme: scheme.name,
+        };
+      }
+      // The reservation comes first, so concurrent copies of one payment cost one verification.
+      const token = randomUUID();
+      const reserved = await this.#store(() =>
+        this.#o.reservations.reserve(payment.key, token, facts, this.#o.reservationTtlMs),
+      );
+      if (!reserved.ok) return this.#conflict(call, scheme, reserved.current, "verify");
+      // Whatever stops the verification frees the reservation again (unless a retry holds it).
+      const free = () =>
+        reserved.retried
+          ? undefined
+          : this.#o.reservations.release(payment.key, token, call.requestId).catch(() => undefined);
+      const verdict = await scheme.verify(call, payment).catch(async (err: unknown) => {
+        await free();
+        throw err;
+      });
+      if (!verdict.ok) {
+        await free();
+        if (verdict.final) this.#o.refusals.remember(print, verdict.reason, this.#now());
+        return this.#refuse(call, scheme.name, verdict.code, verdict.reason);
+      }
+      if (verdict.collected) {
+        await this.#store(() =>
+          this.#o.reservations.markCollected(
+            payment.key,
+            reserved.token,
+            verdict.collected?.transaction ?? "",
+          ),
+        );
+      }
+      return {
+        valid: true,
+        paymentId: paymentIdOf(payment.key, reserved.token),
+        payer: payment.payer,
+        scheme: scheme.name,
+      };
+    } catch (err) {
+      if (err instanceof StoreUnavailableError || err instanceof FacilitatorUnavailableError) {
+        return {
+          valid: false,
+          code: "service_unavailable",
+          reason: err.message,
+          headers: [],
+          scheme: scheme.name,
+        };
+      }
+      throw err;
+    }
+  }
+
+  async settle(call: PricedCall, paymentId: string, credentials: readonly Header[]): Promise<SettleOutcome> {
+    const started = performance.now();
+    const detected = this.#detect(credentials);
+    const scheme = detected.kind === "payment" ? detected.scheme.name : "none";
+    const outcome = await this.#settle(call, paymentId, detected);
+    const label = outcome.settled
+      ? outcome.collection.kind === "accrual"
+        ? "accrued"
+        : "settled"
+      : outcome.code;
+    this.#o.metrics.settleSeconds.observe({ scheme, outcome: label }, (performance.now() - started) / 1000);
+    return outcome;
+  }
+
+  async #settle(call: PricedCall, paymentId: string, detected: Detected): Promise<SettleOutcome> {
+    const id = splitPaymentId(paymentId);
+    if (detected.kind !== "payment" || !id || id.key !== detected.payment.key) {
+      return this.#settleRefusal(
+        call,
+        "payment_invalid",
+        "the credentials are not the payment verified as payment_id",
+      );
+    }
+    const { scheme, payment } = detected;
+    let begun: Awaited<ReturnType<ReservationStore["beginSettle"]>>;
+    try {
+      begun = await this.#store(() =>
+        this.#o.reservations.beginSettle(payment.key, id.token, call.requestId, SETTLING_TTL_MS),
+      );
+    } catch (err) {
+      return this.#settleUnavailable((err as Error).message);
+    }
+    if (!begun.ok) {
+      const current = begun.current;
+      // A repeated Settle of the same call (a retry after a lost answer) gets the same answer.
+      if (
+        current?.state === "settled" &&
+        current.token === id.token &&
+        current.requestId === call.requestId &&
+        current.receipt
+      ) {
+        return {
+          settled: true,
+          headers: JSON.parse(current.receipt) as Header[],
+          meta: scheme.meta(call, payment),
+          collection: { kind: "transaction", transaction: current.transaction },
+        };
+      }
+      this.#o.metrics.reservationConflicts.inc({ scheme: scheme.name, operation: "settle" });
+      return this.#settleRefusal(call, "payment_invalid", conflictReason(current));
+    }
+    const reservation = begun.reservation;
+    if (reservation.endpoint !== call.endpoint.path || reservation.network !== call.network) {
+      await this.#o.reservations.drop(payment.key, id.token).catch(() => undefined);
+      return this.#settleRefusal(call, "payment_invalid", "the payment was verified for another call");
+    }
+
+    if (reservation.collected) {
+      // The money moved before the call: record it as this call's settlement, collect nothing.
+      const receipt = scheme.receiptFor(call, payment, reservation.collected);
+      const collection: Collection = { kind: "transaction", transaction: reservation.collected };
+      await this.#markSettled(scheme, payment, id.token, collection, receipt);
+      this.#o.events.record(reservation, "settled", collection, null);
+      return { settled: true, headers: receipt, meta: scheme.meta(call, payment), collection };
+    }
+
+    let result: Awaited<ReturnType<PaymentScheme["settle"]>>;
+    try {
+      result = await scheme.settle(call, payment);
+    } catch (err) {
+      if (!(err instanceof FacilitatorUnavailableError))
+        this.#o.logger.error({ err }, "settlement failed unexpectedly");
+      const reason =
+        err instanceof FacilitatorUnavailableError ? err.message : "settlement failed unexpectedly";
+      result = { ok: false, code: "service_unavailable", reason, transaction: "", receipt: [] };
+    }
+    if (result.ok) {
+      await this.#markSettled(scheme, payment, id.token, result.collection, result.receipt);
+      this.#o.events.record(
+        reservation,
+        result.collection.kind === "accrual" ? "accrued" : "settled",
+        result.collection,
+        null,
+      );
+      return {
+        settled: true,
+        headers: result.receipt,
+        meta: scheme.meta(call, payment),
+        collection: result.collection,
+      };
+    }
+
+    // Nothing was collected (or a broadcast transfer is still pending, which the scheme reconciles
+    // when the client retries): forget the reservation; the client was not served and may pay again.
+    await this.#o.reservations.drop(payment.key, id.token).catch((err: unknown) => {
+      this.#o.logger.warn({ err, scheme: scheme.name }, "could not drop a failed payment's reservation");
+    });
+    const transaction = result.transaction
+      ? { kind: "transaction" as const, transaction: result.transaction }
+      : null;
+    this.#o.events.record(reservation, "failed", transaction, result.reason);
+    const offer =
+      result.code === "service_unavailable" ? [] : await this.#challengeOrNone(call, result.reason);
+    return {
+      settled: false,
+      code: result.code,
+      reason: result.reason,
+      headers: [...result.receipt, ...offer],
+      transaction: result.transaction,
+    };
+  }
+
+  async #markSettled(
+    scheme: PaymentScheme,
+    payment: ParsedPayment,
+    token: string,
+    collection: Collection,
+    receipt: Header[],
+  ): Promise<void> {
+    const transaction = collection.kind === "transaction" ? collection.transaction : collection.channel;
+    try {
+      await this.#o.reservations.markSettled(
+        payment.key,
+        token,
+        transaction,
+        JSON.stringify(receipt),
+        scheme.retentionMs(payment),
+      );
+    } catch (err) {
+      // The money moved; the settling marker (SETTLING_TTL_MS) and the scheme's own guard still refuse replays.
+      this.#o.logger.error({ err, scheme: scheme.name }, "could not record a settled payment");
+    }
+  }
+
+  /** Frees a verified payment whose call got no answer. Only the holder of the token can. */
+  async release(
+    requestId: string,
+    call: PricedCall | undefined,
+    paymentId: string,
+    credentials: readonly Header[],
+    reason: string,
+  ): Promise<void> {
+    const id = splitPaymentId(paymentId);
+    if (!id) return;
+    let freed: Reservation | undefined;
+    try {
+      freed = await this.#o.reservations.release(id.key, id.token, requestId);
+    } catch (err) {
+      // The reservation lapses on its own after its TTL.
+      this.#o.logger.warn({ err }, "could not release a payment reservation");
+      return;
+    }
+    if (!freed) return;
+    this.#o.metrics.releases.inc({ scheme: freed.scheme });
+    this.#o.events.record(freed, "released", null, reason || "call_failed");
+    const detected = this.#detect(credentials);
+    if (call && detected.kind === "payment" && detected.payment.key === id.key && detected.scheme.release) {
+      await detected.scheme.release(call, detected.payment).catch((err: unknown) => {
+        this.#o.logger.warn(
+          { err, scheme: freed.scheme },
+          "scheme could not undo its hold on a released payment",
+        );
+      });
+    }
+  }
+
+  methods(): PaymentMethodInfo[] {
+    return this.#schemes.flatMap((s) => s.methods());
+  }
+
+  // ---- helpers ----
+
+  #detect(credentials: readonly Header[]): Detected {
+    for (const { protocol, schemes } of this.#protocols) {
+      const decoded = protocol.decode(credentials);
+      if (decoded.kind === "absent") continue;
+      if (decoded.kind === "invalid")
+        return { kind: "invalid", scheme: protocol.name, reason: decoded.reason };
+      for (const scheme of schemes) {
+        const claim = scheme.claim(decoded.credential);
+        if (claim.kind === "invalid") return { kind: "invalid", scheme: scheme.name, reason: claim.reason };
+        if (claim.kind === "payment") return { kind: "payment", scheme, payment: claim.payment };
+      }
+      const offered = schemes.map((s) => s.name).join(", ");
+      return {
+        kind: "invalid",
+        scheme: protocol.name,
+        reason: `this ${protocol.name} payment is for a scheme not offered here; offered: ${offered}`,
+      };
+    }
+    return { kind: "absent" };
+  }
+
+  #facts(call: PricedCall, scheme: PaymentScheme, payment: ParsedPayment): PaymentFacts {
+    return {
+      scheme: scheme.name,
+      requestId: call.requestId,
+      endpoint: call.endpoint.path,
+      network: call.network,
+      payer: payment.payer,
+      amount: payment.amount,
+      asset: payment.asset,
+      paymentNetwork: payment.paymentNetwork,
+    };
+  }
+
+  async #store<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      this.#o.logger.warn({ err: err instanceof Error ? err.message : err }, "payment store unavailable");
+      throw new StoreUnavailableError("payment replay protection is unavailable");
+    }
+  }
+
+  async #challengeOrNone(call: PricedCall, error: string): Promise<Header[]> {
+    try {
+      return await this.challenge(call, error);
+    } catch {
+      return []; // no offer can be built now: the refusal itself still stands
+    }
+  }
+
+  async #refuse(
+    call: PricedCall,
+    scheme: string,
+    code: PaymentErrorCode,
+    reason: string,
+  ): Promise<VerifyOutcome> {
+    const headers = code === "service_unavailable" ? [] : await this.#challengeOrNone(call, reason);
+    return { valid: false, code, reason, headers, scheme };
+  }
+
+  async #conflict(
+    call: PricedCall,
+    scheme: PaymentScheme,
+    current: Reservation | undefined,
+    operation: string,
+  ): Promise<VerifyOutcome> {
+    this.#o.metrics.reservationConflicts.inc({ scheme: scheme.name, operation });
+    return this.#refuse(call, scheme.name, "payment_invalid", conflictReason(current));
+  }
+
+  #settleUnavailable(reason: string): SettleOutcome {
+    return { settled: false, code: "service_unavailable", reason, headers: [], transaction: "" };
+  }
+
+  async #settleRefusal(call: PricedCall, code: PaymentErrorCode, reason: string): Promise<SettleOutcome> {
+    return {
+      settled: false,
+      code,
+      reason,
+      headers: await this.#challengeOrNone(call, reason),
+      transaction: "",
+    };
+  }
+}
+
+function conflictReason(current: Reservation | undefined): string {
+  if (current?.state === "settled") {
+    return `this payment was already used${current.transaction ? ` (settled in ${current.transaction})` : ""}; sign a new payment`;
+  }
+  if (current?.state === "settling")
+    return "this payment is being settled for another request; sign a new payment";
+  return "this payment is already in use by another request; sign a new payment";
+}

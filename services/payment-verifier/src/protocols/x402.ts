@@ -1,0 +1,203 @@
+// The x402 v2 protocol, once for every x402 scheme: the header codec (PAYMENT-SIGNATURE in,
+// PAYMENT-REQUIRED and PAYMENT-RESPONSE out, each base64 JSON), and ONE official x402ResourceServer
+// that every x402 scheme registers its server implementation on, with the facilitators behind it.
+// A 402 lists every scheme's offers in one PAYMENT-REQUIRED header.
+//
+// Facilitators are learned at start-up (`initialize`, their /supported kinds). One that is down
+// leaves only its schemes out; it is asked again at most once a second, and a fresh resource server
+// replaces the old one only once it initialised, so serving schemes never see a half-built registry.
+import { PAYMENT_HEADERS } from "@tollgate/catalog";
+import {
+  decodePaymentSignatureHeader,
+  encodePaymentRequiredHeader,
+  encodePaymentResponseHeader,
+} from "@x402/core/http";
+import { PaymentPayloadV2Schema } from "@x402/core/schemas";
+import { type FacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import type {
+  Network,
+  PaymentPayload,
+  PaymentRequirements,
+  SchemeNetworkServer,
+  SettleResponse,
+  VerifyResponse,
+} from "@x402/core/types";
+import {
+  FacilitatorUnavailableError,
+  findHeader,
+  type Header,
+  type PaymentProtocol,
+  type PricedCall,
+} from "../core/types.ts";
+
+/** Far above any real payload (a few KB); refuse before decoding anything larger. */
+const MAX_HEADER_CHARS = 16_384;
+/** How often a facilitator that could not be reached is asked again, at most. */
+const INIT_RETRY_MS = 1_000;
+
+const SIGNATURE = PAYMENT_HEADERS.signature.name;
+const SIGNATURE_V1 = PAYMENT_HEADERS.signatureV1.name;
+
+export interface X402Registration {
+  network: Network;
+  server: SchemeNetworkServer;
+}
+
+export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequirements> {
+  readonly name = "x402";
+  readonly #facilitators: readonly FacilitatorClient[];
+  readonly #registrations: X402Registration[] = [];
+  #server: x402ResourceServer | undefined;
+  #initializing: Promise<void> | undefined;
+  #lastAttempt = 0;
+  #lastError = "";
+
+  constructor(facilitators: readonly FacilitatorClient[]) {
+    this.#facilitators = facilitators;
+  }
+
+  /** A scheme registers its official server implementation for a network (before `ready`). */
+  register(registration: X402Registration): void {
+    this.#registrations.push(registration);
+    this.#server?.register(registration.network, registration.server);
+  }
+
+  /**
+   * The resource server, once some facilitator told us what it supports and `scheme` on `network`
+   * is among it. Otherwise FacilitatorUnavailableError (the scheme is left out for now), or an
+   * Error when a reachable facilitator does not support it (a configuration mistake).
+   */
+  async ready(scheme: string, network: Network): Promise<x402ResourceServer> {
+    const current = this.#server;
+    if (current?.getSupportedKind(2, network, scheme)) return current;
+    if (!this.#initializing && Date.now() - this.#lastAttempt < INIT_RETRY_MS) {
+      throw new FacilitatorUnavailableError(
+        `x402 facilitator for ${scheme} unreachable (retrying): ${this.#lastError}`,
+      );
+    }
+    this.#initializing ??= this.#initialize().finally(() => {
+      this.#initializing = undefined;
+    });
+    await this.#initializing;
+    const server = this.#server as x402ResourceServer | undefined;
+    if (server?.getSupportedKind(2, network, scheme)) return server;
+    throw new FacilitatorUnavailableError(
+      `no x402 facilitator supports ${scheme} on ${network} right now: ${this.#lastError}`,
+    );
+  }
+
+  /** True when a facilitator answered and none of them supports `scheme` on `network`. */
+  unsupported(scheme: string, network: Network): boolean {
+    return (
+      this.#lastError === "" &&
+      this.#server !== undefined &&
+      !this.#server.getSupportedKind(2, network, scheme)
+    );
+  }
+
+  async #initialize(): Promise<void> {
+    this.#lastAttempt = Date.now();
+    const failures: string[] = [];
+    // Only facilitators that answer go into the new server: initialize() would log and skip the
+    // others itself, and we want to say which one failed and why.
+    const answered = await Promise.all(
+      this.#facilitators.map((f) =>
+        f.getSupported().then(
+          (supported) => ({ client: f, supported }),
+          (err: unknown) => {
+            failures.push(err instanceof Error ? String(err.cause ?? err.message) : String(err));
+            return undefined;
+          },
+        ),
+      ),
+    );
+    this.#lastError = failures.join("; ");
+    const up = answered.filter((a) => a !== undefined);
+    if (up.length === 0) return;
+    // Each facilitator answers /supported once per initialisation.
+    const next = new x402ResourceServer(
+      up.map(({ client, supported }) => ({
+        verify: (payload, requirements) => client.verify(payload, requirements),
+        settle: (payload, requirements) => client.settle(payload, requirements),
+        getSupported: async () => supported,
+      })),
+    );
+    for (const r of this.#registrations) next.register(r.network, r.server);
+    try {
+      await next.initialize();
+    } catch (err) {
+      this.#lastError = err instanceof Error ? err.message : String(err);
+      return;
+    }
+    this.#server = next;
+  }
+
+  decode(credentials: readonly Header[]) {
+    const header = findHeader(credentials, SIGNATURE) ?? findHeader(credentials, SIGNATURE_V1);
+    if (!header) return { kind: "absent" as const };
+    const name = header.name.toUpperCase();
+    const value = header.value.trim();
+    const invalid = (reason: string) => ({ kind: "invalid" as const, reason });
+    if (!value) return invalid(`${name} is empty`);
+    if (value.length > MAX_HEADER_CHARS) return invalid(`${name} is too large`);
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value)) {
+      return invalid(`${name} is not base64 (expected base64 of a JSON PaymentPayload)`);
+    }
+    let json: unknown;
+    try {
+      json = decodePaymentSignatureHeader(value);
+    } catch {
+      return invalid(`${name} does not decode to JSON (expected base64 of a JSON PaymentPayload)`);
+    }
+    if ((json as { x402Version?: unknown } | null)?.x402Version === 1) {
+      return invalid("x402 v1 payment payloads are not accepted; pay with x402 v2 (PAYMENT-SIGNATURE)");
+    }
+    const parsed = PaymentPayloadV2Schema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue?.path.length ? issue.path.join(".") : "payload";
+      return invalid(`${name} is not an x402 v2 PaymentPayload: ${where}: ${issue?.message}`);
+    }
+    const payload = json as PaymentPayload;
+    if (!/^[0-9]{1,78}$/.test(payload.accepted.amount)) {
+      return invalid(`${name} is not an x402 v2 PaymentPayload: accepted.amount: expected an integer string`);
+    }
+    return { kind: "credential" as const, credential: payload };
+  }
+
+  /** One PAYMENT-REQUIRED listing every offer of every x402 scheme that is up. */
+  async render(call: PricedCall, offers: readonly PaymentRequirements[], error: string): Promise<Header[]> {
+    const server = this.#server;
+    if (!server) return [];
+    const paymentRequired = await server.createPaymentRequiredResponse(
+      [...offers],
+      {
+        url: call.url || call.endpoint.path,
+        description: call.endpoint.summary,
+        mimeType: "application/json",
+      },
+      error || "Payment required",
+    );
+    return [{ name: PAYMENT_HEADERS.required.name, value: encodePaymentRequiredHeader(paymentRequired) }];
+  }
+
+  receipt(response: SettleResponse): Header {
+    return { name: PAYMENT_HEADERS.response.name, value: encodePaymentResponseHeader(response) };
+  }
+
+  async verify(
+    scheme: string,
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<VerifyResponse> {
+    return (await this.ready(scheme, requirements.network)).verifyPayment(payload, requirements);
+  }
+
+  async settle(
+    scheme: string,
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<SettleResponse> {
+    return (await this.ready(scheme, requirements.network)).settlePayment(payload, requirements);
+  }
+}

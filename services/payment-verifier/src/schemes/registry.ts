@@ -1,0 +1,33 @@
+// Builds the configured schemes and the protocols they speak. Adding a scheme: implement
+// PaymentScheme (core/types.ts) in this folder, give it a name in config.ts's SCHEME_NAMES, and a
+// line below.
+import type { Logger } from "@tollgate/platform";
+import type { Facilitator } from "../adapters/facilitator.ts";
+import type { SettlementChain } from "../adapters/settlement-chain.ts";
+import type { PaymentVerifierConfig, SchemeName } from "../config.ts";
+import type { PaymentMetrics } from "../core/metrics.ts";
+import type { PaymentScheme } from "../core/types.ts";
+import { X402Protocol } from "../protocols/x402.ts";
+import { X402ExactScheme } from "./x402-exact.ts";
+
+export interface SchemeDeps {
+  logger: Logger;
+  metrics: PaymentMetrics;
+  /** The x402 facilitators, in the order they are asked. */
+  x402Facilitators: readonly Facilitator[];
+  settlementChain: SettlementChain | undefined;
+}
+
+export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): PaymentScheme[] {
+  const x402 = new X402Protocol(deps.x402Facilitators.map((f) => f.client));
+  const factories: Record<SchemeName, () => PaymentScheme> = {
+    exact: () =>
+      new X402ExactScheme(config.x402, {
+        protocol: x402,
+        chain: deps.settlementChain,
+        logger: deps.logger,
+        onInitFailure: () => deps.metrics.facilitatorInitFailures.inc({ scheme: "exact" }),
+      }) as PaymentScheme,
+  };
+  return config.schemes.map((name) => factories[name]());
+}

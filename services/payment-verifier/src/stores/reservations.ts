@@ -1,0 +1,365 @@
+// At-most-once use of a payment across all replicas. A verified payment is reserved under its key
+// (what makes it unique where it is collected) by one mesh-generated token, the `payment_id` the
+// gateway hands back to Settle or Release; nothing a caller sends can name or take over a
+// reservation. reserved → settling → settled (kept while the payment could still be collected);
+// Release, or a settlement that moved nothing, deletes it so the client may pay again.
+//
+// The Redis store (Lua, atomic per key) and the in-memory stand-in implement the same state machine;
+// test/payment-verifier/reservations.contract.test.ts runs one suite against both.
+import type { Redis } from "../adapters/redis.ts";
+
+export type ReservationState = "reserved" | "settling" | "settled";
+
+/** What the core records about a verified payment. */
+export interface PaymentFacts {
+  scheme: string;
+  /** The gateway's id of the request the payment was verified for. */
+  requestId: string;
+  /** Catalog path template. */
+  endpoint: string;
+  /** The API network the call was for. */
+  network: string;
+  payer: string;
+  /** Atomic units of `asset`. */
+  amount: string;
+  asset: string;
+  paymentNetwork: string;
+}
+
+export interface Reservation extends PaymentFacts {
+  state: ReservationState;
+  /** The mesh-generated payment id that holds the reservation. */
+  token: string;
+  /** Set when the money already moved before the call (nothing to collect at Settle). */
+  collected: string;
+  transaction: string;
+  /** The receipt headers of a settled payment (JSON), so a repeated Settle answers the same. */
+  receipt: string;
+}
+
+export type ReserveResult =
+  | { ok: true; token: string; retried: boolean }
+  | { ok: false; current: Reservation | undefined };
+
+export type BeginSettle =
+  | { ok: true; reservation: Reservation }
+  | { ok: false; current: Reservation | undefined };
+
+export interface ReservationStore {
+  readonly kind: "redis" | "memory";
+  get(key: string): Promise<Reservation | undefined>;
+  /**
+   * Takes the payment for one request. A Verify retried for the same request (same mesh request id,
+   * same endpoint, network, amount and payer) gets the token it already holds; anything else that
+   * finds the key held or used is refused.
+   */
+  reserve(key: string, token: string, facts: PaymentFacts, ttlMs: number): Promise<ReserveResult>;
+  /** Notes that the money for a reservation held by `token` already moved (nothing to collect). */
+  markCollected(key: string, token: string, transaction: string): Promise<void>;
+  /** reserved (by `token`, for `requestId`) → settling. */
+  beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle>;
+  /** settling (by `token`) → settled, remembered for `retentionMs`. */
+  markSettled(
+    key: string,
+    token: string,
+    transaction: string,
+    receipt: string,
+    retentionMs: number,
+  ): Promise<void>;
+  /** Forgets a payment whose settlement moved nothing (held by `token`). */
+  drop(key: string, token: string): Promise<void>;
+  /** Frees a reservation still `reserved` by `token` for `requestId`; returns what it freed. */
+  release(key: string, token: string, requestId: string): Promise<Reservation | undefined>;
+  close(): Promise<void>;
+}
+
+function toFields(token: string, f: PaymentFacts): string[] {
+  return [
+    "state",
+    "reserved",
+    "token",
+    token,
+    "scheme",
+    f.scheme,
+    "request_id",
+    f.requestId,
+    "endpoint",
+    f.endpoint,
+    "network",
+    f.network,
+    "payer",
+    f.payer,
+    "amount",
+    f.amount,
+    "asset",
+    f.asset,
+    "payment_network",
+    f.paymentNetwork,
+    "collected",
+    "",
+    "transaction",
+    "",
+    "receipt",
+    "",
+  ];
+}
+
+function fromHash(h: Record<string, string>): Reservation | undefined {
+  if (!h.state) return undefined;
+  return {
+    state: h.state as ReservationState,
+    token: h.token ?? "",
+    scheme: h.scheme ?? "",
+    requestId: h.request_id ?? "",
+    endpoint: h.endpoint ?? "",
+    network: h.network ?? "",
+    payer: h.payer ?? "",
+    amount: h.amount ?? "",
+    asset: h.asset ?? "",
+    paymentNetwork: h.payment_network ?? "",
+    collected: h.collected ?? "",
+    transaction: h.transaction ?? "",
+    receipt: h.receipt ?? "",
+  };
+}
+
+/** A Verify retried for the same request: same mesh request id and the same call and payment. */
+function isRetryOf(current: Reservation, facts: PaymentFacts): boolean {
+  return (
+    current.state === "reserved" &&
+    facts.requestId !== "" &&
+    current.requestId === facts.requestId &&
+    current.endpoint === facts.endpoint &&
+    current.network === facts.network &&
+    current.amount === facts.amount &&
+    current.payer.toLowerCase() === facts.payer.toLowerCase()
+  );
+}
+
+// KEYS[1] reservation; ARGV[1] ttl ms; ARGV[2..] field/value pairs (state reserved).
+// Reply: {1, token} taken | {2, token} retried by the same request | {0} held or used.
+const RESERVE = `
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then
+  redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return {1, ARGV[5]}
+end
+if state == 'reserved' then
+  local cur = redis.call('HMGET', KEYS[1], 'request_id', 'endpoint', 'network', 'amount', 'payer', 'token')
+  local want = {}
+  for i = 2, #ARGV, 2 do want[ARGV[i]] = ARGV[i + 1] end
+  if want['request_id'] ~= '' and cur[1] == want['request_id'] and cur[2] == want['endpoint']
+    and cur[3] == want['network'] and cur[4] == want['amount'] and string.lower(cur[5]) == string.lower(want['payer']) then
+    return {2, cur[6]}
+  end
+end
+return {0}`;
+
+// KEYS[1] reservation; ARGV[1] token; ARGV[2] transaction.
+const MARK_COLLECTED = `
+if redis.call('HGET', KEYS[1], 'state') ~= 'reserved' then return 0 end
+if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'collected', ARGV[2], 'transaction', ARGV[2])
+return 1`;
+
+// KEYS[1] reservation; ARGV[1] token; ARGV[2] request id; ARGV[3] ttl ms.
+const BEGIN_SETTLE = `
+local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
+if cur[1] ~= 'reserved' or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'settling')
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`;
+
+// KEYS[1] reservation; ARGV[1] token; ARGV[2] transaction; ARGV[3] receipt; ARGV[4] retention ms.
+const MARK_SETTLED = `
+if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'settled', 'transaction', ARGV[2], 'receipt', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1`;
+
+// KEYS[1] reservation; ARGV[1] token; ARGV[2] the state it must be in; ARGV[3] request id, if any.
+const DELETE_IF = `
+local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
+if cur[1] ~= ARGV[2] or cur[2] ~= ARGV[1] then return false end
+if ARGV[3] ~= '' and cur[3] ~= ARGV[3] then return false end
+local all = redis.call('HGETALL', KEYS[1])
+redis.call('DEL', KEYS[1])
+return all`;
+
+function pairsToHash(pairs: unknown): Record<string, string> {
+  const hash: Record<string, string> = {};
+  if (!Array.isArray(pairs)) return hash;
+  for (let i = 0; i + 1 < pairs.length; i += 2) hash[String(pairs[i])] = String(pairs[i + 1]);
+  return hash;
+}
+
+export class RedisReservationStore implements ReservationStore {
+  readonly kind = "redis" as const;
+  readonly #redis: Redis;
+  readonly #prefix: string;
+
+  constructor(redis: Redis, prefix: string) {
+    this.#redis = redis;
+    this.#prefix = `${prefix}reservation:`;
+  }
+
+  async get(key: string): Promise<Reservation | undefined> {
+    return fromHash(await this.#redis.hGetAll(this.#prefix + key));
+  }
+
+  async reserve(key: string, token: string, facts: PaymentFacts, ttlMs: number): Promise<ReserveResult> {
+    const reply = (await this.#redis.eval(RESERVE, {
+      keys: [this.#prefix + key],
+      arguments: [String(ttlMs), ...toFields(token, facts)],
+    })) as [number, string?];
+    if (reply[0] === 1 || reply[0] === 2)
+      return { ok: true, token: String(reply[1]), retried: reply[0] === 2 };
+    return { ok: false, current: await this.get(key) };
+  }
+
+  async markCollected(key: string, token: string, transaction: string): Promise<void> {
+    await this.#redis.eval(MARK_COLLECTED, { keys: [this.#prefix + key], arguments: [token, transaction] });
+  }
+
+  async beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle> {
+    const reply = await this.#redis.eval(BEGIN_SETTLE, {
+      keys: [this.#prefix + key],
+      arguments: [token, requestId, String(ttlMs)],
+    });
+    const current = await this.get(key);
+    if (reply === 1 && current) return { ok: true, reservation: current };
+    return { ok: false, current };
+  }
+
+  async markSettled(
+    key: string,
+    token: string,
+    transaction: string,
+    receipt: string,
+    retentionMs: number,
+  ): Promise<void> {
+    await this.#redis.eval(MARK_SETTLED, {
+      keys: [this.#prefix + key],
+      arguments: [token, transaction, receipt, String(Math.max(1, Math.round(retentionMs)))],
+    });
+  }
+
+  async drop(key: string, token: string): Promise<void> {
+    await this.#redis.eval(DELETE_IF, { keys: [this.#prefix + key], arguments: [token, "settling", ""] });
+  }
+
+  async release(key: string, token: string, requestId: string): Promise<Reservation | undefined> {
+    const reply = await this.#redis.eval(DELETE_IF, {
+      keys: [this.#prefix + key],
+      arguments: [token, "reserved", requestId],
+    });
+    return reply ? fromHash(pairsToHash(reply)) : undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.#redis.close();
+  }
+}
+
+/** Single-node stand-in used when Redis is unreachable at startup: the same state machine, one process. */
+export class MemoryReservationStore implements ReservationStore {
+  readonly kind = "memory" as const;
+  readonly #entries = new Map<string, { reservation: Reservation; expiresAt: number }>();
+  readonly #sweeper: NodeJS.Timeout;
+
+  constructor() {
+    this.#sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const [key, entry] of this.#entries) if (entry.expiresAt <= now) this.#entries.delete(key);
+    }, 30_000);
+    this.#sweeper.unref();
+  }
+
+  #live(key: string): Reservation | undefined {
+    const entry = this.#entries.get(key);
+    if (!entry) return undefined;
+    if (entry.expiresAt <= Date.now()) {
+      this.#entries.delete(key);
+      return undefined;
+    }
+    return entry.reservation;
+  }
+
+  #put(key: string, reservation: Reservation, ttlMs: number): void {
+    this.#entries.set(key, { reservation, expiresAt: Date.now() + ttlMs });
+  }
+
+  async get(key: string): Promise<Reservation | undefined> {
+    const r = this.#live(key);
+    return r && { ...r };
+  }
+
+  async reserve(key: string, token: string, facts: PaymentFacts, ttlMs: number): Promise<ReserveResult> {
+    const current = this.#live(key);
+    if (!current) {
+      const reservation: Reservation = {
+        ...facts,
+        state: "reserved",
+        token,
+        collected: "",
+        transaction: "",
+        receipt: "",
+      };
+      this.#put(key, reservation, ttlMs);
+      return { ok: true, token, retried: false };
+    }
+    if (isRetryOf(current, facts)) return { ok: true, token: current.token, retried: true };
+    return { ok: false, current: { ...current } };
+  }
+
+  async markCollected(key: string, token: string, transaction: string): Promise<void> {
+    const current = this.#live(key);
+    if (current?.state !== "reserved" || current.token !== token) return;
+    current.collected = transaction;
+    current.transaction = transaction;
+  }
+
+  async beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle> {
+    const current = this.#live(key);
+    if (current?.state !== "reserved" || current.token !== token || current.requestId !== requestId) {
+      return { ok: false, current: current && { ...current } };
+    }
+    const settling = { ...current, state: "settling" as const };
+    this.#put(key, settling, ttlMs);
+    return { ok: true, reservation: { ...settling } };
+  }
+
+  async markSettled(
+    key: string,
+    token: string,
+    transaction: string,
+    receipt: string,
+    retentionMs: number,
+  ): Promise<void> {
+    const current = this.#live(key);
+    if (current?.token !== token) return;
+    this.#put(key, { ...current, state: "settled", transaction, receipt }, Math.max(1, retentionMs));
+  }
+
+  #deleteIf(key: string, token: string, state: ReservationState, requestId = ""): Reservation | undefined {
+    const current = this.#live(key);
+    if (current?.state !== state || current.token !== token) return undefined;
+    if (requestId !== "" && current.requestId !== requestId) return undefined;
+    this.#entries.delete(key);
+    return current;
+  }
+
+  async drop(key: string, token: string): Promise<void> {
+    this.#deleteIf(key, token, "settling");
+  }
+
+  async release(key: string, token: string, requestId: string): Promise<Reservation | undefined> {
+    return this.#deleteIf(key, token, "reserved", requestId);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#sweeper);
+    this.#entries.clear();
+  }
+}

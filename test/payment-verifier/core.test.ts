@@ -1,0 +1,351 @@
+// The scheme-neutral payment core, driven with plain objects: a protocol and two schemes made for
+// this test (they speak an invented header, `X-Test-Pay: <scheme> <key> <payer> <amount>`), the
+// real in-memory stores, no gRPC. What it proves holds for every real scheme: the core routes each
+// credential to its own scheme, leaves a broken scheme out of the 402, holds a payment under a
+// token only it generates, frees what it could not use, and records each outcome once.
+import { ENDPOINTS, type Endpoint } from "@tollgate/catalog";
+import { createLogger, createRegistry } from "@tollgate/platform";
+import { beforeEach, describe, expect, it } from "vitest";
+import type { CallOutcome } from "../../services/payment-verifier/src/core/events.ts";
+import { createPaymentMetrics } from "../../services/payment-verifier/src/core/metrics.ts";
+import { Payments } from "../../services/payment-verifier/src/core/payments.ts";
+import {
+  type Claim,
+  FacilitatorUnavailableError,
+  findHeader,
+  type Header,
+  type ParsedPayment,
+  type PaymentProtocol,
+  type PaymentScheme,
+  type PricedCall,
+  type SettleResult,
+  type Verdict,
+} from "../../services/payment-verifier/src/core/types.ts";
+import {
+  MemoryAttemptLimiter,
+  RefusalMemory,
+} from "../../services/payment-verifier/src/stores/attempt-limits.ts";
+import {
+  MemoryReservationStore,
+  type Reservation,
+} from "../../services/payment-verifier/src/stores/reservations.ts";
+
+type Credential = { scheme: string; key: string; payer: string; amount: string };
+
+const testProtocol: PaymentProtocol<Credential, string> = {
+  name: "test",
+  decode(credentials) {
+    const h = findHeader(credentials, "X-Test-Pay");
+    if (!h) return { kind: "absent" };
+    const [scheme, key, payer, amount] = h.value.split(" ");
+    if (!scheme || !key || !payer || !amount) return { kind: "invalid", reason: "X-Test-Pay is malformed" };
+    return { kind: "credential", credential: { scheme, key, payer, amount } };
+  },
+  async render(_call, offers, error) {
+    return [{ name: "X-Test-Offer", value: `${offers.join(",")}${error ? `;${error}` : ""}` }];
+  },
+};
+
+/** A scheme made for this test: its behaviour is set per test through its fields. */
+class TestScheme implements PaymentScheme<Credential, string, Credential> {
+  readonly protocol = testProtocol;
+  verdict: Verdict = { ok: true };
+  settleResult: SettleResult | undefined;
+  down = false;
+  verifies = 0;
+  settles = 0;
+  releases = 0;
+  readonly name: string;
+  constructor(name: string) {
+    this.name = name;
+  }
+  async init() {}
+  async offers(call: PricedCall) {
+    if (this.down) throw new FacilitatorUnavailableError(`${this.name} is down`);
+    return [`${this.name}@${call.endpoint.price}`];
+  }
+  claim(c: Credential): Claim<Credential> {
+    if (c.scheme !== this.name) return { kind: "not-mine" };
+    if (c.amount === "bad") return { kind: "invalid", reason: "amount is not a number" };
+    return {
+      kind: "payment",
+      payment: {
+        key: `${this.name}:${c.key}`,
+        payer: c.payer,
+        amount: c.amount,
+        asset: "T",
+        paymentNetwork: "test:1",
+        payload: c,
+      },
+    };
+  }
+  async verify(): Promise<Verdict> {
+    this.verifies++;
+    if (this.down) throw new FacilitatorUnavailableError(`${this.name} is down`);
+    return this.verdict;
+  }
+  async settle(_call: PricedCall, p: ParsedPayment<Credential>): Promise<SettleResult> {
+    this.settles++;
+    return (
+      this.settleResult ?? {
+        ok: true,
+        collection: { kind: "transaction", transaction: `tx-${p.key}` },
+        receipt: [{ name: "X-Test-Receipt", value: p.key }],
+      }
+    );
+  }
+  async release() {
+    this.releases++;
+  }
+  receiptFor(_c: PricedCall, p: ParsedPayment<Credential>, tx: string): Header[] {
+    return [{ name: "X-Test-Receipt", value: `${p.key}@${tx}` }];
+  }
+  retentionMs() {
+    return 60_000;
+  }
+  meta(call: PricedCall) {
+    return { costUsdc: call.endpoint.price, paymentChain: "test:1", paymentToken: "T" };
+  }
+  methods() {
+    return [
+      {
+        protocol: "test",
+        scheme: this.name,
+        network: "test:1",
+        asset: "T",
+        symbol: "T",
+        decimals: 6,
+        payTo: "me",
+      },
+    ];
+  }
+  async close() {}
+}
+
+const endpoint = (path: string) => ENDPOINTS.find((e) => e.path === path) as Endpoint;
+let n = 0;
+const call = (path = "/api/chain/call", client = "10.0.0.1"): PricedCall => ({
+  requestId: `req-${++n}`,
+  endpoint: endpoint(path),
+  network: "ethereum",
+  url: `http://x${path}`,
+  client,
+});
+const pay = (scheme: string, key: string, payer = "0xpayer", amount = "5000"): Header[] => [
+  { name: "X-Test-Pay", value: `${scheme} ${key} ${payer} ${amount}` },
+];
+
+let alpha: TestScheme;
+let beta: TestScheme;
+let events: { reservation: Reservation; outcome: CallOutcome }[];
+let payments: Payments;
+
+function build(limits = { perSecond: 1000, burst: 1000 }) {
+  const logger = createLogger("payment-verifier");
+  logger.level = "silent";
+  payments = new Payments({
+    schemes: [alpha, beta],
+    reservations: new MemoryReservationStore(),
+    limiter: new MemoryAttemptLimiter(),
+    refusals: new RefusalMemory({ max: 100, ttlMs: 60_000 }),
+    limits: { perClient: limits, perPayer: limits },
+    events: { record: (reservation, outcome) => events.push({ reservation, outcome }) },
+    metrics: createPaymentMetrics(createRegistry("test")),
+    logger,
+    reservationTtlMs: 60_000,
+  });
+}
+
+beforeEach(() => {
+  alpha = new TestScheme("alpha");
+  beta = new TestScheme("beta");
+  events = [];
+  build();
+});
+
+describe("payment core (with a protocol and schemes made for this test)", () => {
+  it("renders one offer header per protocol listing every scheme, and leaves a scheme that is down out alone", async () => {
+    expect(await payments.challenge(call(), "")).toEqual([
+      { name: "X-Test-Offer", value: "alpha@0.005,beta@0.005" },
+    ]);
+    beta.down = true;
+    expect(await payments.challenge(call(), "why")).toEqual([
+      { name: "X-Test-Offer", value: "alpha@0.005;why" },
+    ]);
+    alpha.down = true;
+    expect(await payments.challenge(call(), "")).toEqual([]);
+  });
+
+  it("hands each credential to the scheme it belongs to, and names what is offered for an unknown one", async () => {
+    const a = await payments.verify(call(), pay("alpha", "k1"));
+    const b = await payments.verify(call(), pay("beta", "k1"));
+    expect([a.valid, b.valid]).toEqual([true, true]);
+    expect([a.valid && a.scheme, b.valid && b.scheme]).toEqual(["alpha", "beta"]);
+    expect([alpha.verifies, beta.verifies]).toEqual([1, 1]);
+    const unknown = await payments.verify(call(), pay("gamma", "k1"));
+    expect(unknown).toMatchObject({ valid: false, code: "payment_invalid" });
+    expect(!unknown.valid && unknown.reason).toContain("offered: alpha, beta");
+    const malformed = await payments.verify(call(), pay("alpha", "k2", "0xp", "bad"));
+    expect(!malformed.valid && malformed.reason).toBe("amount is not a number");
+    expect(await payments.verify(call(), [])).toMatchObject({ valid: false, code: "payment_required" });
+  });
+
+  it("serves a payment once: the winner's payment id is mesh-generated, a replay is refused after settlement", async () => {
+    const calls = [call(), call(), call()];
+    const results = await Promise.all(calls.map((c) => payments.verify(c, pay("alpha", "once"))));
+    const index = results.findIndex((r) => r.valid);
+    expect(results.filter((r) => r.valid)).toHaveLength(1);
+    const winner = results[index] as Extract<(typeof results)[number], { valid: true }>;
+    expect(winner.paymentId).toMatch(/^alpha:once#[0-9a-f-]{36}$/);
+    expect(alpha.verifies).toBe(1); // the losers never reached the scheme
+    const winnerCall = calls[index] as PricedCall;
+    const settled = await payments.settle(winnerCall, winner.paymentId, pay("alpha", "once"));
+    expect(settled).toMatchObject({
+      settled: true,
+      headers: [{ name: "X-Test-Receipt", value: "alpha:once" }],
+    });
+    const replay = await payments.verify(call(), pay("alpha", "once"));
+    expect(!replay.valid && replay.reason).toMatch(/already used \(settled in tx-alpha:once\)/);
+    expect(events.map((e) => e.outcome)).toEqual(["settled"]);
+  });
+
+  it("settles only with the payment id it issued, for the request and call it was verified for", async () => {
+    const c = call();
+    const v = await payments.verify(c, pay("alpha", "owned"));
+    if (!v.valid) throw new Error(v.reason);
+    const [key] = v.paymentId.split("#");
+    for (const [who, paymentId] of [
+      [c, `${key}#forged-token`],
+      [{ ...c, requestId: "another-request" }, v.paymentId],
+      [c, "no-hash-here"],
+    ] as const) {
+      const s = await payments.settle(who, paymentId, pay("alpha", "owned"));
+      expect(s.settled).toBe(false);
+    }
+    const otherCall = { ...call("/api/chain/erc721-tokens"), requestId: c.requestId };
+    const wrongCall = await payments.settle(otherCall, v.paymentId, pay("alpha", "owned"));
+    expect(!wrongCall.settled && wrongCall.reason).toBe("the payment was verified for another call");
+    expect(alpha.settles).toBe(0);
+  });
+
+  it("a repeated Settle of the same request gets the same answer without collecting twice", async () => {
+    const c = call();
+    const v = await payments.verify(c, pay("alpha", "twice"));
+    if (!v.valid) throw new Error(v.reason);
+    const first = await payments.settle(c, v.paymentId, pay("alpha", "twice"));
+    const again = await payments.settle(c, v.paymentId, pay("alpha", "twice"));
+    expect(again).toEqual(first);
+    expect(alpha.settles).toBe(1);
+  });
+
+  it("frees the payment when verification fails or its facilitator is down, so it can be paid again", async () => {
+    alpha.verdict = { ok: false, code: "payment_invalid", reason: "balance too low" };
+    expect(await payments.verify(call(), pay("alpha", "retry"))).toMatchObject({
+      valid: false,
+      reason: "balance too low",
+    });
+    alpha.down = true;
+    expect(await payments.verify(call(), pay("alpha", "retry"))).toMatchObject({
+      valid: false,
+      code: "service_unavailable",
+    });
+    alpha.down = false;
+    alpha.verdict = { ok: true };
+    expect((await payments.verify(call(), pay("alpha", "retry"))).valid).toBe(true);
+  });
+
+  it("answers a refusal that cannot change from memory, without asking the scheme again", async () => {
+    alpha.verdict = { ok: false, code: "payment_invalid", reason: "bad signature", final: true };
+    for (let i = 0; i < 5; i++) {
+      expect(await payments.verify(call(), pay("alpha", "forged"))).toMatchObject({
+        valid: false,
+        reason: "bad signature",
+      });
+    }
+    expect(alpha.verifies).toBe(1);
+    alpha.verdict = { ok: false, code: "payment_invalid", reason: "balance too low" };
+    for (let i = 0; i < 3; i++) await payments.verify(call(), pay("alpha", "poor"));
+    expect(alpha.verifies).toBe(4); // not final: asked each time
+  });
+
+  it("limits payment attempts per client and per payer with rate_limited", async () => {
+    build({ perSecond: 1, burst: 3 });
+    const outcomes = [];
+    for (let i = 0; i < 5; i++)
+      outcomes.push(await payments.verify(call(undefined, "10.9.9.9"), pay("alpha", `c${i}`, `0xp${i}`)));
+    expect(outcomes.map((o) => (o.valid ? "ok" : o.code))).toEqual([
+      "ok",
+      "ok",
+      "ok",
+      "rate_limited",
+      "rate_limited",
+    ]);
+    const samePayer = [];
+    for (let i = 0; i < 4; i++)
+      samePayer.push(await payments.verify(call(undefined, `10.1.1.${i}`), pay("alpha", `p${i}`, "0xsame")));
+    expect(samePayer.map((o) => (o.valid ? "ok" : o.code))).toEqual(["ok", "ok", "ok", "rate_limited"]);
+    expect(alpha.verifies).toBe(6);
+  });
+
+  it("releases only for the holder, tells the scheme to undo its hold, and records it once", async () => {
+    const c = call();
+    const v = await payments.verify(c, pay("beta", "rel"));
+    if (!v.valid) throw new Error(v.reason);
+    await payments.release("another-request", c, v.paymentId, pay("beta", "rel"), "upstream_timeout");
+    expect(events).toEqual([]);
+    await payments.release(c.requestId, c, v.paymentId, pay("beta", "rel"), "upstream_timeout");
+    await payments.release(c.requestId, c, v.paymentId, pay("beta", "rel"), "upstream_timeout");
+    expect(events.map((e) => e.outcome)).toEqual(["released"]);
+    expect(beta.releases).toBe(1);
+    expect((await payments.verify(call(), pay("beta", "rel"))).valid).toBe(true);
+  });
+
+  it("serves a payment whose money already moved without collecting it again", async () => {
+    alpha.verdict = { ok: true, collected: { transaction: "0xlanded" } };
+    const c = call();
+    const v = await payments.verify(c, pay("alpha", "landed"));
+    if (!v.valid) throw new Error(v.reason);
+    const s = await payments.settle(c, v.paymentId, pay("alpha", "landed"));
+    expect(s).toMatchObject({
+      settled: true,
+      collection: { kind: "transaction", transaction: "0xlanded" },
+      headers: [{ name: "X-Test-Receipt", value: "alpha:landed@0xlanded" }],
+    });
+    expect(alpha.settles).toBe(0);
+    alpha.verdict = { ok: true };
+    expect((await payments.verify(call(), pay("alpha", "landed"))).valid).toBe(false);
+  });
+
+  it("forgets a payment whose settlement moved nothing, and records the failure", async () => {
+    alpha.settleResult = {
+      ok: false,
+      code: "payment_invalid",
+      reason: "transfer reverted",
+      transaction: "",
+      receipt: [],
+    };
+    const c = call();
+    const v = await payments.verify(c, pay("alpha", "failing"));
+    if (!v.valid) throw new Error(v.reason);
+    const s = await payments.settle(c, v.paymentId, pay("alpha", "failing"));
+    expect(s).toMatchObject({ settled: false, code: "payment_invalid", reason: "transfer reverted" });
+    expect(events.map((e) => e.outcome)).toEqual(["failed"]);
+    expect(events[0]?.reservation.token).not.toBe(c.requestId);
+    alpha.settleResult = undefined;
+    expect((await payments.verify(call(), pay("alpha", "failing"))).valid).toBe(true);
+  });
+
+  it("records an accrual to a channel as such", async () => {
+    beta.settleResult = {
+      ok: true,
+      collection: { kind: "accrual", channel: "0xchan", amount: "5000", cumulative: "15000" },
+      receipt: [],
+    };
+    const c = call();
+    const v = await payments.verify(c, pay("beta", "voucher"));
+    if (!v.valid) throw new Error(v.reason);
+    const s = await payments.settle(c, v.paymentId, pay("beta", "voucher"));
+    expect(s).toMatchObject({ settled: true, collection: { kind: "accrual", channel: "0xchan" } });
+    expect(events.map((e) => e.outcome)).toEqual(["accrued"]);
+  });
+});

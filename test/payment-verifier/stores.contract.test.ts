@@ -1,0 +1,225 @@
+// One contract suite for the payment stores that are written twice — a Redis Lua script and its
+// in-memory stand-in: the reservation state machine and the attempt limits must behave the same,
+// or the embedded default would not show what production does.
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Redis } from "../../services/payment-verifier/src/adapters/redis.ts";
+import {
+  type AttemptLimiter,
+  MemoryAttemptLimiter,
+  RedisAttemptLimiter,
+  RefusalMemory,
+} from "../../services/payment-verifier/src/stores/attempt-limits.ts";
+import {
+  MemoryReservationStore,
+  type PaymentFacts,
+  RedisReservationStore,
+  type ReservationStore,
+} from "../../services/payment-verifier/src/stores/reservations.ts";
+import { uniqueId } from "./support.ts";
+
+let redis: Redis;
+const prefix = `${uniqueId("test:pvstores:")}:`;
+
+beforeAll(async () => {
+  redis = createClient({ url: "redis://127.0.0.1:6379" }) as unknown as Redis;
+  await redis.connect();
+});
+
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length) await redis.del(keys);
+  await redis.close();
+});
+
+const facts = (over: Partial<PaymentFacts> = {}): PaymentFacts => ({
+  scheme: "exact",
+  requestId: uniqueId("req-"),
+  endpoint: "/api/chain/call",
+  network: "ethereum",
+  payer: "0xAbC0000000000000000000000000000000000001",
+  amount: "5000",
+  asset: "0xusdc",
+  paymentNetwork: "eip155:84532",
+  ...over,
+});
+
+const stores: [string, () => ReservationStore][] = [
+  ["Redis (Lua)", () => new RedisReservationStore(redis, prefix)],
+  ["in-memory stand-in", () => new MemoryReservationStore()],
+];
+
+describe.each(stores)("reservation store contract: %s", (_name, make) => {
+  let store: ReservationStore;
+  beforeAll(() => {
+    store = make();
+  });
+
+  it("lets one of many concurrent reserves of a payment take it", async () => {
+    const key = uniqueId("k-");
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => store.reserve(key, `t${i}`, facts(), 60_000)),
+    );
+    const won = results.filter((r) => r.ok);
+    expect(won).toHaveLength(1);
+    const current = await store.get(key);
+    expect(current?.state).toBe("reserved");
+    expect(current?.token).toBe(won[0]?.ok ? won[0].token : "");
+  });
+
+  it("gives a retried Verify of the same request its token, and nothing to another request or another call", async () => {
+    const key = uniqueId("k-");
+    const f = facts();
+    expect(await store.reserve(key, "first", f, 60_000)).toEqual({
+      ok: true,
+      token: "first",
+      retried: false,
+    });
+    expect(await store.reserve(key, "second", f, 60_000)).toEqual({
+      ok: true,
+      token: "first",
+      retried: true,
+    });
+    // Same request id, but a pricier endpoint or another amount: not a retry.
+    for (const other of [
+      { ...f, endpoint: "/api/chain/erc721-tokens" },
+      { ...f, amount: "8000" },
+      { ...f, network: "sepolia" },
+      { ...f, payer: "0x0000000000000000000000000000000000000002" },
+      { ...f, requestId: uniqueId("req-") },
+      { ...f, requestId: "" },
+    ]) {
+      expect((await store.reserve(key, "third", other, 60_000)).ok).toBe(false);
+    }
+  });
+
+  it("settles only for the token and request that hold the payment, and remembers the receipt", async () => {
+    const key = uniqueId("k-");
+    const f = facts();
+    await store.reserve(key, "tok", f, 60_000);
+    expect((await store.beginSettle(key, "other", f.requestId, 60_000)).ok).toBe(false);
+    expect((await store.beginSettle(key, "tok", uniqueId("req-"), 60_000)).ok).toBe(false);
+    const begun = await store.beginSettle(key, "tok", f.requestId, 60_000);
+    expect(begun.ok).toBe(true);
+    expect((await store.beginSettle(key, "tok", f.requestId, 60_000)).ok).toBe(false);
+    await store.markSettled(key, "tok", "0xtx", '[{"name":"PAYMENT-RESPONSE","value":"r"}]', 60_000);
+    expect(await store.get(key)).toMatchObject({ state: "settled", transaction: "0xtx", token: "tok" });
+    // Used: nobody reserves it again.
+    expect((await store.reserve(key, "again", facts(), 60_000)).ok).toBe(false);
+  });
+
+  it("releases only for the holder, and a released payment can be reserved again", async () => {
+    const key = uniqueId("k-");
+    const f = facts();
+    await store.reserve(key, "tok", f, 60_000);
+    expect(await store.release(key, "wrong", f.requestId)).toBeUndefined();
+    expect(await store.release(key, "tok", uniqueId("req-"))).toBeUndefined();
+    expect(await store.release(key, "tok", f.requestId)).toMatchObject({ token: "tok", scheme: "exact" });
+    expect((await store.reserve(key, "next", facts(), 60_000)).ok).toBe(true);
+  });
+
+  it("drops a settling payment whose settlement moved nothing, for its holder only", async () => {
+    const key = uniqueId("k-");
+    const f = facts();
+    await store.reserve(key, "tok", f, 60_000);
+    await store.beginSettle(key, "tok", f.requestId, 60_000);
+    await store.drop(key, "someone-else");
+    expect((await store.get(key))?.state).toBe("settling");
+    await store.drop(key, "tok");
+    expect(await store.get(key)).toBeUndefined();
+  });
+
+  it("notes money that already moved on the holder's reservation only", async () => {
+    const key = uniqueId("k-");
+    const f = facts();
+    await store.reserve(key, "tok", f, 60_000);
+    await store.markCollected(key, "wrong", "0xbad");
+    expect((await store.get(key))?.collected).toBe("");
+    await store.markCollected(key, "tok", "0xlanded");
+    expect(await store.get(key)).toMatchObject({ collected: "0xlanded", state: "reserved" });
+  });
+
+  it("forgets a reservation after its time to live", async () => {
+    const key = uniqueId("k-");
+    await store.reserve(key, "tok", facts(), 50);
+    await new Promise((r) => setTimeout(r, 120));
+    expect(await store.get(key)).toBeUndefined();
+    expect((await store.reserve(key, "tok2", facts(), 60_000)).ok).toBe(true);
+  });
+});
+
+const limiters: [string, () => AttemptLimiter][] = [
+  ["Redis (Lua)", () => new RedisAttemptLimiter(redis, prefix)],
+  ["in-memory stand-in", () => new MemoryAttemptLimiter()],
+];
+
+describe.each(limiters)("attempt limit contract: %s", (_name, make) => {
+  let limiter: AttemptLimiter;
+  beforeAll(() => {
+    limiter = make();
+  });
+  const limit = { perSecond: 10, burst: 5 };
+
+  it("allows a burst, then refuses, then allows again at the sustained rate", async () => {
+    const client = uniqueId("ip-");
+    const now = 1_000_000;
+    const at = (ms: number) => limiter.take([{ scope: "client", id: client, limit }], ms);
+    for (let i = 0; i < 5; i++) expect(await at(now)).toBeUndefined();
+    expect(await at(now)).toBe("client");
+    expect(await at(now + 50)).toBe("client");
+    // One attempt's worth (100 ms at 10/s) later, one more is allowed, and only one.
+    expect(await at(now + 100)).toBeUndefined();
+    expect(await at(now + 100)).toBe("client");
+  });
+
+  it("counts the client and the payer apart, names the limit that tripped, and skips empty ids", async () => {
+    const payer = uniqueId("payer-");
+    const now = 2_000_000;
+    for (let i = 0; i < 5; i++) {
+      const checks = [
+        { scope: "client", id: uniqueId("ip-"), limit },
+        { scope: "payer", id: payer, limit },
+      ];
+      expect(await limiter.take(checks, now)).toBeUndefined();
+    }
+    expect(
+      await limiter.take(
+        [
+          { scope: "client", id: uniqueId("ip-"), limit },
+          { scope: "payer", id: payer, limit },
+        ],
+        now,
+      ),
+    ).toBe("payer");
+    // An unknown client (no address) is not limited by address; a zero limit is off.
+    for (let i = 0; i < 20; i++) {
+      expect(await limiter.take([{ scope: "client", id: "", limit }], now)).toBeUndefined();
+      expect(
+        await limiter.take([{ scope: "client", id: "1.2.3.4", limit: { perSecond: 0, burst: 0 } }], now),
+      ).toBeUndefined();
+    }
+  });
+
+  it("treats payer addresses in any casing as one payer", async () => {
+    const payer = "0xAbCdEf0000000000000000000000000000000000".replace("0000", uniqueId("").slice(0, 4));
+    const now = 3_000_000;
+    for (let i = 0; i < 5; i++) {
+      const id = i % 2 ? payer.toLowerCase() : payer.toUpperCase();
+      expect(await limiter.take([{ scope: "payer", id, limit }], now)).toBeUndefined();
+    }
+    expect(await limiter.take([{ scope: "payer", id: payer, limit }], now)).toBe("payer");
+  });
+});
+
+describe("refusal memory", () => {
+  it("recalls a refusal until it expires, and stays within its bound", () => {
+    const memory = new RefusalMemory({ max: 3, ttlMs: 1_000 });
+    memory.remember("a", "bad signature", 0);
+    expect(memory.recall("a", 999)).toBe("bad signature");
+    expect(memory.recall("a", 1_000)).toBeUndefined();
+    for (const k of ["b", "c", "d", "e"]) memory.remember(k, k, 0);
+    expect(memory.size).toBe(3);
+    expect(memory.recall("b", 1)).toBeUndefined(); // the oldest went first
+    expect(memory.recall("e", 1)).toBe("e");
+  });
+});

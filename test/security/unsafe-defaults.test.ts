@@ -1,0 +1,203 @@
+// Issue 18, finding 8: no service falls back to a value only safe on a devnet. A missing secret or
+// receiver stops the process at startup with one plain line naming the variable (checked on the
+// real entry points), and the combinations that would send money to a public key, offer a token on
+// the wrong chain, or run replicas without the shared replay guard are refused or off by default
+// (checked on each service's configuration reader).
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { devAccounts } from "@tollgate/devnet/accounts";
+import { REPO_ROOT } from "@tollgate/local";
+import { ConfigError, meshCallerEnv } from "@tollgate/platform";
+import { describe, expect, it } from "vitest";
+import { loadConfig as gatewayConfig } from "../../services/gateway/src/config.ts";
+import { loadConfig as paymentConfig } from "../../services/payment-verifier/src/config.ts";
+import { loadConfig as quotaConfig } from "../../services/quota-meter/src/config.ts";
+import { loadConfig as rpcConfig } from "../../services/rpc-proxy/src/config.ts";
+import { MESH_CALLERS_ENV, withEnv } from "../support/mesh.ts";
+
+const role = (name: string) => {
+  const account = devAccounts().find((a) => a.role === name);
+  if (!account) throw new Error(`no devnet account ${name}`);
+  return account;
+};
+const OWN_ADDRESS = `0x${randomBytes(20).toString("hex")}`;
+const OWN_KEY = `0x${randomBytes(32).toString("hex")}`;
+const LOCAL_RPC = "http://127.0.0.1:8545";
+const PUBLIC_RPC = "https://base.node.example/rpc";
+
+/** Every variable these readers look at, unset: a test states exactly what is set. */
+const CLEAN: Record<string, undefined> = Object.fromEntries(
+  [
+    "X402_PAY_TO",
+    "X402_NETWORK",
+    "X402_ASSET",
+    "X402_FACILITATOR_URL",
+    "X402_FACILITATOR_PRIVATE_KEY",
+    "X402_FACILITATOR_PRIVATE_KEY_FILE",
+    "X402_SETTLEMENT_RPC_URL",
+    "API_KEY_PEPPER",
+    "API_KEY_PEPPER_FILE",
+    "MESH_TOKEN",
+    "MESH_TOKEN_FILE",
+    "REDIS_STANDIN",
+    "NODE_ENV",
+    meshCallerEnv("gateway"),
+    meshCallerEnv("dashboard"),
+  ].map((k) => [k, undefined]),
+);
+
+/** The refusal a reader throws (or undefined when it accepts the environment). */
+function refusal(load: () => unknown, env: Record<string, string>): string | undefined {
+  try {
+    withEnv({ ...CLEAN, ...env }, load);
+    return undefined;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return err.message;
+  }
+}
+
+/** Starts a service's entry point with only `env` (and PATH) and collects what it printed before it exited. */
+function run(service: string, env: Record<string, string>) {
+  return new Promise<{ code: number | null; lines: string[] }>((resolve, reject) => {
+    const child = spawn(process.execPath, [`services/${service}/src/main.ts`], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? "", BIND_HOST: "127.0.0.1", GRPC_PORT: "0", PORT: "0", ...env },
+    });
+    let output = "";
+    child.stdout.on("data", (d) => {
+      output += d;
+    });
+    child.stderr.on("data", (d) => {
+      output += d;
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${service} kept running:\n${output}`));
+    }, 20_000);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, lines: output.split("\n").filter((l) => l.trim() !== "") });
+    });
+  });
+}
+
+const PAYMENT_ENV = {
+  ...MESH_CALLERS_ENV,
+  X402_FACILITATOR_PRIVATE_KEY: OWN_KEY,
+  X402_SETTLEMENT_RPC_URL: PUBLIC_RPC,
+};
+
+describe("a service refuses to start without what has no safe default (one line naming it, exit 1)", () => {
+  it.each([
+    ["payment-verifier", "X402_PAY_TO", PAYMENT_ENV],
+    ["quota-meter", "API_KEY_PEPPER", { ...MESH_CALLERS_ENV }],
+    ["quota-meter", meshCallerEnv("gateway"), { API_KEY_PEPPER: randomBytes(32).toString("hex") }],
+    ["rpc-proxy", meshCallerEnv("gateway"), {}],
+    ["gateway", "MESH_TOKEN", {}],
+  ] as const)("%s without %s", async (service, variable, env) => {
+    const { code, lines } = await run(service, env);
+    expect(code).toBe(1);
+    expect(lines, lines.join("\n")).toHaveLength(1);
+    const line = JSON.parse(lines[0] ?? "{}") as { level: number; msg: string };
+    expect(line.level).toBe(60);
+    expect(line.msg).toMatch(new RegExp(`^configuration error: ${variable} `));
+    expect(line.msg).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe("payment-verifier: receiver and settlement", () => {
+  it("has no default receiver (X402_PAY_TO) and no NODE_ENV switch around that", () => {
+    expect(refusal(paymentConfig, PAYMENT_ENV)).toMatch(/^X402_PAY_TO is not set/);
+    expect(refusal(paymentConfig, { ...PAYMENT_ENV, NODE_ENV: "development" })).toMatch(/^X402_PAY_TO/);
+    expect(refusal(paymentConfig, { ...PAYMENT_ENV, X402_PAY_TO: OWN_ADDRESS })).toBeUndefined();
+  });
+
+  it("refuses a public development account as receiver unless the settlement chain is on this machine", () => {
+    const devPayTo = role("payTo").address;
+    const remote = {
+      ...MESH_CALLERS_ENV,
+      X402_PAY_TO: devPayTo,
+      X402_FACILITATOR_URL: "https://x402.example",
+    };
+    expect(refusal(paymentConfig, remote)).toMatch(/^X402_PAY_TO is a public development account/);
+    expect(refusal(paymentConfig, { ...PAYMENT_ENV, X402_PAY_TO: devPayTo })).toMatch(
+      /^X402_PAY_TO is a public/,
+    );
+    // The embedded default: a devnet settlement chain on loopback.
+    expect(
+      refusal(paymentConfig, { ...PAYMENT_ENV, X402_PAY_TO: devPayTo, X402_SETTLEMENT_RPC_URL: LOCAL_RPC }),
+    ).toBeUndefined();
+  });
+
+  it("refuses a public development key as settlement signer off this machine", () => {
+    const env = {
+      ...PAYMENT_ENV,
+      X402_PAY_TO: OWN_ADDRESS,
+      X402_FACILITATOR_PRIVATE_KEY: role("facilitator").privateKey,
+    };
+    expect(refusal(paymentConfig, env)).toMatch(/^X402_FACILITATOR_PRIVATE_KEY is a public development key/);
+    expect(refusal(paymentConfig, { ...env, X402_SETTLEMENT_RPC_URL: LOCAL_RPC })).toBeUndefined();
+  });
+
+  it("takes X402_NETWORK and X402_ASSET together: both unset is Base mainnet USDC, one alone is refused", () => {
+    const env = { ...PAYMENT_ENV, X402_PAY_TO: OWN_ADDRESS };
+    const base = withEnv({ ...CLEAN, ...env }, paymentConfig).x402;
+    expect([base.network, base.asset]).toEqual(["eip155:8453", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"]);
+    expect(refusal(paymentConfig, { ...env, X402_NETWORK: "eip155:84532" })).toMatch(
+      /^X402_ASSET is not set/,
+    );
+    expect(refusal(paymentConfig, { ...env, X402_ASSET: OWN_ADDRESS })).toMatch(/^X402_NETWORK is not set/);
+    expect(
+      refusal(paymentConfig, { ...env, X402_NETWORK: "eip155:84532", X402_ASSET: OWN_ADDRESS }),
+    ).toBeUndefined();
+  });
+
+  it("talks to a remote facilitator over https only, and never with user:password in its URL", () => {
+    const env = { ...MESH_CALLERS_ENV, X402_PAY_TO: OWN_ADDRESS };
+    expect(refusal(paymentConfig, { ...env, X402_FACILITATOR_URL: "http://x402.example" })).toMatch(
+      /must be https/,
+    );
+    expect(refusal(paymentConfig, { ...env, X402_FACILITATOR_URL: "https://u:p@x402.example" })).toMatch(
+      /must not carry user:password/,
+    );
+    expect(refusal(paymentConfig, { ...env, X402_FACILITATOR_URL: "http://127.0.0.1:4021" })).toBeUndefined();
+  });
+
+  it("waits for Redis by default instead of serving payments without the shared replay guard", () => {
+    expect(withEnv({ ...CLEAN, ...PAYMENT_ENV, X402_PAY_TO: OWN_ADDRESS }, paymentConfig).redisStandin).toBe(
+      false,
+    );
+  });
+});
+
+describe("quota-meter, gateway, rpc-proxy", () => {
+  const pepper = randomBytes(32).toString("hex");
+
+  it("quota-meter has no public pepper: unset or short is refused", () => {
+    expect(refusal(quotaConfig, { ...MESH_CALLERS_ENV })).toMatch(
+      /^API_KEY_PEPPER \(or API_KEY_PEPPER_FILE\) is not set/,
+    );
+    expect(refusal(quotaConfig, { ...MESH_CALLERS_ENV, API_KEY_PEPPER: "short" })).toMatch(
+      /^API_KEY_PEPPER is shorter/,
+    );
+    expect(refusal(quotaConfig, { ...MESH_CALLERS_ENV, API_KEY_PEPPER: pepper })).toBeUndefined();
+  });
+
+  it("quota-meter keeps private in-memory counters off by default (replicas would each grant the plan)", () => {
+    expect(withEnv({ ...CLEAN, ...MESH_CALLERS_ENV, API_KEY_PEPPER: pepper }, quotaConfig).redisStandIn).toBe(
+      false,
+    );
+  });
+
+  it("every service needs its mesh credentials, well formed", () => {
+    expect(refusal(rpcConfig, {})).toMatch(/^MESH_CALLER_GATEWAY_SHA256 is not set/);
+    expect(refusal(rpcConfig, { [meshCallerEnv("gateway")]: "not-a-digest" })).toMatch(
+      /SHA-256 digests in hex/,
+    );
+    expect(refusal(rpcConfig, { ...MESH_CALLERS_ENV })).toBeUndefined();
+    expect(refusal(gatewayConfig, {})).toMatch(/^MESH_TOKEN \(or MESH_TOKEN_FILE\) is not set/);
+    expect(refusal(gatewayConfig, { MESH_TOKEN: "short" })).toMatch(/^MESH_TOKEN is shorter/);
+    expect(refusal(gatewayConfig, { MESH_TOKEN: randomBytes(32).toString("hex") })).toBeUndefined();
+  });
+});
