@@ -1,7 +1,7 @@
-import { readFileSync } from "node:fs";
 import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { devnet, sharedSettlementEnv } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
 
 // The request id is the mesh's own, generated per request: refunds, usage events and
@@ -11,31 +11,25 @@ import { assertConforms } from "../support/openapi.ts";
 // Its own mesh: ethereum is the shared devnet's node; sepolia's only upstream is a closed
 // port, so a sepolia call fails without an answer (503) and its unit is refunded.
 
-const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 let mesh: Mesh;
 const gatewayLines: string[] = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
+  const ethereum = devnet.chains.ethereum?.rpcUrl;
+  if (!ethereum) throw new Error("the shared devnet has no ethereum chain");
   mesh = await startMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `reqids${process.pid}`,
     env: {
       LOG_LEVEL: "warn",
       REDIS_BUDGET_MS: "2000",
-      UPSTREAMS_ETHEREUM: devnet.chains.ethereum.rpcUrl,
+      UPSTREAMS_ETHEREUM: ethereum,
       UPSTREAMS_SEPOLIA: `http://127.0.0.1:${await freePort()}`,
     },
     serviceEnv: {
       gateway: { LOG_LEVEL: "info" },
-      "payment-verifier": {
-        X402_NETWORK: devnet.demo.settlement.network,
-        X402_ASSET: devnet.chains.settlement.contracts.usdc,
-        X402_PAY_TO: devnet.demo.settlement.payTo,
-        X402_SETTLEMENT_RPC_URL: devnet.chains.settlement.rpcUrl,
-        X402_FACILITATOR_PRIVATE_KEY: devnet.accounts.find((a: { role: string }) => a.role === "spare4")
-          .privateKey,
-      },
+      "payment-verifier": sharedSettlementEnv("spare4"),
     },
     onLine: (service, line) => {
       if (service === "gateway") gatewayLines.push(line);

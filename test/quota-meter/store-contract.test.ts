@@ -36,32 +36,35 @@ const STORES: [string, () => QuotaStore][] = [
 
 const DAY = 24 * 60 * 60 * 1000;
 
+/** An account with the plan and one live key, created through the store itself. */
+async function newAccount(store: QuotaStore, plan: Partial<AccountRecord> = {}) {
+  const id = randomUUID();
+  await store.createAccount({
+    id,
+    name: id,
+    status: "active",
+    dailyLimit: 0,
+    monthlyLimit: 0,
+    burstPerSecond: 1_000_000,
+    createdAt: new Date().toISOString(),
+    ...plan,
+  });
+  const keyHash = randomBytes(32);
+  const keyId = randomUUID();
+  await store.createKey(
+    { id: keyId, accountId: id, prefix: "tg_live_x", createdAt: new Date().toISOString(), revokedAt: "" },
+    keyHash,
+  );
+  return { accountId: id, keyId, keyHash };
+}
+
 describe.each(STORES)("quota store contract: %s", (_name, open) => {
   let store: QuotaStore;
   beforeAll(() => {
     store = open();
   });
 
-  async function account(plan: Partial<AccountRecord> = {}) {
-    const id = randomUUID();
-    await store.createAccount({
-      id,
-      name: id,
-      status: "active",
-      dailyLimit: 0,
-      monthlyLimit: 0,
-      burstPerSecond: 1_000_000,
-      createdAt: new Date().toISOString(),
-      ...plan,
-    });
-    const keyHash = randomBytes(32);
-    const keyId = randomUUID();
-    await store.createKey(
-      { id: keyId, accountId: id, prefix: "tg_live_x", createdAt: new Date().toISOString(), revokedAt: "" },
-      keyHash,
-    );
-    return { accountId: id, keyId, keyHash };
-  }
+  const account = (plan: Partial<AccountRecord> = {}) => newAccount(store, plan);
 
   const at = (nowMs: number, keyHash: Buffer, defaultBurst = 50) => ({
     keyHash,
@@ -201,21 +204,7 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
 
 describe("Redis round trips", () => {
   it("a usage read of 366 days is ONE command sent to Redis", async () => {
-    const id = randomUUID();
-    const keyHash = randomBytes(32);
-    await redisStore.createAccount({
-      id,
-      name: id,
-      status: "active",
-      dailyLimit: 0,
-      monthlyLimit: 0,
-      burstPerSecond: 1_000_000,
-      createdAt: new Date().toISOString(),
-    });
-    await redisStore.createKey(
-      { id: randomUUID(), accountId: id, prefix: "tg_live_x", createdAt: "", revokedAt: "" },
-      keyHash,
-    );
+    const { keyHash } = await newAccount(redisStore);
     const now = Date.now();
     const query = {
       keyHash,

@@ -9,11 +9,9 @@
 -- code: 0 allow, 1 invalid key, 2 subscription inactive, 3 daily, 4 monthly, 5 rate limited
 local p = ARGV[1]
 
-local k = lookup(p, ARGV[2])
-if not k then return {1} end
-local keyId, acct, storedHash, status, daily, monthly, burst = k[1], k[2], k[3], k[4], k[5], k[6], k[7]
-if status ~= 'active' then return {2, keyId, acct, status, storedHash} end
-if burst <= 0 then burst = tonumber(ARGV[8]) or 0 end
+local k, refused = activeKey(p, ARGV[2], ARGV[8])
+if not k then return refused end
+local keyId, acct, storedHash, daily, monthly, burst = k[1], k[2], k[3], k[5], k[6], k[7]
 
 local dk = p .. 'd:' .. acct .. ':' .. ARGV[4]
 local mk = p .. 'm:' .. acct .. ':' .. ARGV[5]

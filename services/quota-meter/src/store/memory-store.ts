@@ -14,6 +14,18 @@ import type {
   UsageQuery,
 } from "./types.ts";
 
+/** What a refusal for an unknown key carries (nothing about any account). */
+const NO_KEY = {
+  decision: "invalid_key",
+  keyId: "",
+  accountId: "",
+  storedHash: undefined,
+  dayUsed: 0,
+  monthUsed: 0,
+  dayLimit: 0,
+  monthLimit: 0,
+} as const;
+
 interface Counter {
   value: number;
   expiresAt: number;
@@ -99,17 +111,7 @@ export class MemoryStore implements QuotaStore {
   }
 
   async authorize(q: AuthorizeQuery): Promise<AuthorizeOutcome> {
-    const none: AuthorizeOutcome = {
-      decision: "invalid_key",
-      keyId: "",
-      accountId: "",
-      status: "",
-      storedHash: undefined,
-      dayUsed: 0,
-      monthUsed: 0,
-      dayLimit: 0,
-      monthLimit: 0,
-    };
+    const none: AuthorizeOutcome = { ...NO_KEY, status: "" };
     const found = this.#lookup(q.keyHash);
     if (!found) return none;
     const { key, account } = found;
@@ -214,17 +216,7 @@ export class MemoryStore implements QuotaStore {
   }
 
   async readUsage(q: UsageQuery): Promise<UsageOutcome> {
-    const none: UsageOutcome = {
-      decision: "invalid_key",
-      keyId: "",
-      accountId: "",
-      storedHash: undefined,
-      days: [],
-      dayUsed: 0,
-      monthUsed: 0,
-      dayLimit: 0,
-      monthLimit: 0,
-    };
+    const none: UsageOutcome = { ...NO_KEY, days: [] };
     const found = this.#lookup(q.keyHash);
     if (!found) return none;
     const { key, account } = found;
