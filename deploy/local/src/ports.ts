@@ -1,17 +1,31 @@
 import { createServer } from "node:net";
 
-/** A port that was free a moment ago on 127.0.0.1 (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+function tryListen(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
+    server.once("error", () => resolve(undefined));
+    server.listen(port, "127.0.0.1", () => {
       const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
+      const bound = typeof address === "object" && address ? address.port : undefined;
+      server.close(() => resolve(bound));
     });
   });
+}
+
+/**
+ * A port that was free a moment ago on 127.0.0.1. Picked below Linux's ephemeral range
+ * (32768-60999), where every outgoing connection also takes its local port: a port the OS hands
+ * out for `listen(0)` can be taken by a client socket before our service binds it.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const bound = await tryListen(20_000 + Math.floor(Math.random() * 12_000));
+    if (bound) return bound;
+  }
+  const any = await tryListen(0);
+  if (!any) throw new Error("no free port on 127.0.0.1");
+  return any;
 }
 
 /** Whether something accepts TCP connections at host:port within `timeoutMs`. */

@@ -1,0 +1,95 @@
+// The conformance suite every payment scheme must pass, run over payment-verifier's gRPC API with
+// credentials made by the scheme's official client: its offer in the 402 carries the catalog price
+// of every paid endpoint; a credential of another scheme of the same protocol is not its own; a
+// payment is served once across two replicas; a call that got no answer moves no money and leaves
+// the payment usable. A scheme joins by describing itself as a ConformanceTarget.
+import { ENDPOINTS, priceAtomic } from "@tollgate/catalog";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Header, resource, uniqueId, type VerifierClient } from "./support.ts";
+
+export interface ConformanceTarget {
+  /** The scheme's name in DescribeMethods, metrics and events. */
+  scheme: string;
+  /** Two replicas sharing Redis, the scheme under test configured. */
+  start(): Promise<{ a: VerifierClient; b: VerifierClient; stop(): Promise<void> }>;
+  /** This scheme's offer for `endpoint` among the 402's headers: its price in atomic units. */
+  offeredPrice(headers: Header[]): bigint | undefined;
+  /** A credential for `endpoint`, made by the scheme's official client from the live 402. */
+  pay(client: VerifierClient, endpoint: string): Promise<Header[]>;
+  /** A well-formed credential of the same protocol for a scheme that is not this one. */
+  foreign(client: VerifierClient, endpoint: string): Promise<Header[]>;
+  /** What the receiver holds (atomic units), to see whether money moved. */
+  received(): Promise<bigint>;
+}
+
+const paid = "/api/chain/block-number";
+
+export function schemeConformance(target: ConformanceTarget): void {
+  describe(`scheme conformance: ${target.scheme}`, () => {
+    let a: VerifierClient;
+    let b: VerifierClient;
+    let stop: () => Promise<void>;
+    beforeAll(async () => {
+      ({ a, b, stop } = await target.start());
+    });
+    afterAll(async () => {
+      await stop?.();
+    });
+
+    const call = (client: VerifierClient, method: "Verify", endpoint: string, credentials: Header[]) =>
+      client.call(method, { requestId: uniqueId("req-"), resource: resource(endpoint), credentials });
+
+    it("offers itself in every paid endpoint's 402 at the catalog price, and is listed in DescribeMethods", async () => {
+      for (const endpoint of ENDPOINTS) {
+        const { headers } = await a.call("Challenge", {
+          requestId: uniqueId("req-"),
+          resource: resource(endpoint.path),
+        });
+        expect(target.offeredPrice(headers ?? []), endpoint.path).toBe(priceAtomic(endpoint.price));
+      }
+      const { methods } = await a.call("DescribeMethods", {});
+      expect(methods.map((m) => m.scheme)).toContain(target.scheme);
+    });
+
+    it("does not take another scheme's credential of its protocol as its own", async () => {
+      const v = await call(a, "Verify", paid, await target.foreign(a, paid));
+      // Refused for what it is (or taken by the scheme it belongs to), never by this one.
+      expect(v.scheme).not.toBe(target.scheme);
+      expect(v.scheme).not.toBe("");
+    });
+
+    it("serves one payment once across two replicas", async () => {
+      const credentials = await target.pay(a, paid);
+      const results = await Promise.all([a, b, a, b].map((c) => call(c, "Verify", paid, credentials)));
+      const won = results.filter((r) => r.valid);
+      expect(won).toHaveLength(1);
+      expect(won[0]?.scheme).toBe(target.scheme);
+    });
+
+    it("moves no money for a call that got no answer, and the payment then buys its call", async () => {
+      const credentials = await target.pay(a, paid);
+      const before = await target.received();
+      const requestId = uniqueId("req-");
+      const v = await a.call("Verify", { requestId, resource: resource(paid), credentials });
+      expect(v.valid, v.reason).toBe(true);
+      await b.call("Release", {
+        requestId,
+        paymentId: v.paymentId,
+        reason: "upstream_timeout",
+        resource: resource(paid),
+        credentials,
+      });
+      expect(await target.received()).toBe(before);
+      const again = uniqueId("req-");
+      const retry = await b.call("Verify", { requestId: again, resource: resource(paid), credentials });
+      expect(retry.valid, retry.reason).toBe(true);
+      const s = await a.call("Settle", {
+        requestId: again,
+        paymentId: retry.paymentId,
+        resource: resource(paid),
+        credentials,
+      });
+      expect(s.settled, s.reason).toBe(true);
+    });
+  });
+}
