@@ -1,9 +1,10 @@
 import { ENDPOINTS, type EndpointId, endpointById, NETWORKS } from "@tollgate/catalog";
 import type { ChainDemo } from "@tollgate/devnet";
 import type request from "supertest";
-import { formatUnits, getAddress, numberToHex, pad } from "viem";
+import { formatUnits, numberToHex, pad } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.ts";
+import { lower } from "../support/addresses.ts";
 import {
   A,
   B,
@@ -72,13 +73,15 @@ describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known sta
     const expected = { [A]: "998707.5", [B]: "942.5", [C]: "340", [D]: "10" };
     for (const [holder, amount] of Object.entries(expected)) {
       const data = await ok("erc20Balance", q({ address: holder, contract: demo.erc20.address }));
-      expect(data).toEqual({
-        account: holder,
-        balance: demo.erc20.balances[holder as `0x${string}`],
-        decimals: 18,
-        symbol: "DEMO",
-        token: demo.erc20.address,
-      });
+      expect(data).toEqual(
+        lower({
+          account: holder,
+          balance: demo.erc20.balances[holder as `0x${string}`],
+          decimals: 18,
+          symbol: "DEMO",
+          token: demo.erc20.address,
+        }),
+      );
       expect(formatUnits(BigInt(data.balance), 18)).toBe(amount);
     }
   });
@@ -86,13 +89,15 @@ describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known sta
   it("allowance: hex amount with the token's decimals", async () => {
     for (const { owner, spender, amount } of demo.erc20.allowances) {
       const data = await ok("allowance", q({ contract: demo.erc20.address, owner, spender }));
-      expect(data).toEqual({
-        allowance: numberToHex(BigInt(amount)),
-        contract: demo.erc20.address,
-        decimals: 18,
-        owner,
-        spender,
-      });
+      expect(data).toEqual(
+        lower({
+          allowance: numberToHex(BigInt(amount)),
+          contract: demo.erc20.address,
+          decimals: 18,
+          owner,
+          spender,
+        }),
+      );
     }
     expect(demo.erc20.allowances.find((a) => a.spender === D)?.amount).toBe("123456000000000000000");
     const none = await ok("allowance", q({ contract: demo.erc20.address, owner: D, spender: A }));
@@ -101,13 +106,15 @@ describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known sta
 
   it("erc721-tokens: the ids held in index order; max cuts the list and balance keeps the total", async () => {
     const all = await ok("erc721Tokens", q({ contract: demo.erc721.address, address: A }));
-    expect(all).toEqual({
-      contract: demo.erc721.address,
-      owner: A,
-      count: 5,
-      balance: "5",
-      tokens: ["1", "2", "3", "4", "5"],
-    });
+    expect(all).toEqual(
+      lower({
+        contract: demo.erc721.address,
+        owner: A,
+        count: 5,
+        balance: "5",
+        tokens: ["1", "2", "3", "4", "5"],
+      }),
+    );
     const b = await ok("erc721Tokens", q({ contract: demo.erc721.address, address: B, max: "1000" }));
     expect(b).toMatchObject({ count: 3, balance: "3", tokens: demo.erc721.owners[B] });
     const cut = await ok("erc721Tokens", q({ contract: demo.erc721.address, address: A, max: "2" }));
@@ -129,23 +136,18 @@ describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known sta
         "erc1155Balance",
         q({ address: holder, contract: demo.erc1155.address, token_id: id }),
       );
-      expect(data).toEqual({ account: holder, balance, contract: demo.erc1155.address, token_id: id });
+      expect(data).toEqual(lower({ account: holder, balance, contract: demo.erc1155.address, token_id: id }));
     }
   });
 
   it("ens: forward demo.eth → A, reverse A → demo.eth, an unknown name is 404 ens_name_not_found", async () => {
     for (const { name, address } of demo.ens.names) {
-      expect(await ok("ens", { path: { input: name }, ...q() })).toEqual({
-        address,
-        input: name,
-        mode: "forward",
-      });
-      expect(await ok("ens", { path: { input: address }, ...q() })).toEqual({
-        address,
-        input: address,
-        mode: "reverse",
-        name,
-      });
+      expect(await ok("ens", { path: { input: name }, ...q() })).toEqual(
+        lower({ address, input: name, mode: "forward" }),
+      );
+      expect(await ok("ens", { path: { input: address }, ...q() })).toEqual(
+        lower({ address, input: address, mode: "reverse", name }),
+      );
     }
     expect(demo.ens.names[0]).toMatchObject({ name: "demo.eth", address: A });
 
@@ -158,21 +160,23 @@ describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known sta
   });
 
   it("erc20-transfers: the seeded transfers decoded; `address` matches sender or recipient; no ERC-721 transfers", async () => {
-    const expected = demo.erc20.transfers.map((t) => ({
-      block_number: numberToHex(t.blockNumber),
-      from: t.from,
-      to: t.to,
-      token: demo.erc20.address,
-      tx_hash: t.txHash,
-      value: t.value,
-    }));
+    const expected = demo.erc20.transfers.map((t) =>
+      lower({
+        block_number: numberToHex(t.blockNumber),
+        from: t.from,
+        to: t.to,
+        token: demo.erc20.address,
+        tx_hash: t.txHash,
+        value: t.value,
+      }),
+    );
     const range = { from_block: "0", to_block: String(demo.seededBlock) };
     const byContract = await ok("erc20Transfers", q({ contract: demo.erc20.address, ...range }));
     expect(byContract).toEqual({ count: 6, transfers: expected });
 
     // B received twice from A and sent once to C: both directions, in block order.
     const forB = await ok("erc20Transfers", q({ address: B, ...range }));
-    expect(forB.transfers).toEqual(expected.filter((t) => t.from === B || t.to === B));
+    expect(forB.transfers).toEqual(expected.filter((t) => t.from === lower(B) || t.to === lower(B)));
     expect(forB.transfers.map((t: { block_number: string }) => t.block_number)).toEqual([
       "0x3",
       "0x5",
@@ -183,7 +187,7 @@ describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known sta
     // DNFT Transfer logs share topic0 (and B received some) but are not ERC-20 transfers.
     const everything = await ok("erc20Transfers", q(range));
     const tokens = new Set(everything.transfers.map((t: { token: string }) => t.token));
-    expect(tokens.has(demo.erc721.address)).toBe(false);
+    expect(tokens.has(lower(demo.erc721.address))).toBe(false);
     expect(everything.transfers).toEqual(expect.arrayContaining(expected));
 
     const oneBlock = await ok("erc20Transfers", q({ from_block: "0x4", to_block: "0x4" }));
@@ -199,7 +203,7 @@ describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known sta
     );
     expect(data.count).toBe(1);
     const [log] = data.logs;
-    expect(getAddress(log.address)).toBe(demo.erc20.address);
+    expect(log.address).toBe(lower(demo.erc20.address));
     expect(log).toMatchObject({
       block_number: block,
       data: pad(numberToHex(BigInt(transfer.value))),
@@ -224,35 +228,41 @@ describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known sta
   });
 
   it("contract: each demo contract's interfaces; a wallet claims none", async () => {
-    expect(await ok("contract", { path: { address: demo.erc20.address }, ...q() })).toEqual({
-      address: demo.erc20.address,
-      name: "Demo Dollar",
-      symbol: "DEMO",
-      decimals: 18,
-      interfaces: ["ERC20"],
-    });
-    expect(await ok("contract", { path: { address: demo.erc721.address }, ...q() })).toEqual({
-      address: demo.erc721.address,
-      name: "Demo Tokens",
-      symbol: "DNFT",
-      decimals: null,
-      interfaces: ["ERC721"],
-    });
+    expect(await ok("contract", { path: { address: demo.erc20.address }, ...q() })).toEqual(
+      lower({
+        address: demo.erc20.address,
+        name: "Demo Dollar",
+        symbol: "DEMO",
+        decimals: 18,
+        interfaces: ["ERC20"],
+      }),
+    );
+    expect(await ok("contract", { path: { address: demo.erc721.address }, ...q() })).toEqual(
+      lower({
+        address: demo.erc721.address,
+        name: "Demo Tokens",
+        symbol: "DNFT",
+        decimals: null,
+        interfaces: ["ERC721"],
+      }),
+    );
     const items = await ok("contract", { path: { address: demo.erc1155.address }, ...q() });
-    expect(items).toMatchObject({ address: demo.erc1155.address, decimals: null, interfaces: ["ERC1155"] });
+    expect(items).toMatchObject(
+      lower({ address: demo.erc1155.address, decimals: null, interfaces: ["ERC1155"] }),
+    );
     const wallet = await ok("contract", { path: { address: A }, ...q() });
-    expect(wallet).toEqual({ address: A, name: null, symbol: null, decimals: null, interfaces: [] });
+    expect(wallet).toEqual(lower({ address: A, name: null, symbol: null, decimals: null, interfaces: [] }));
   });
 
   it("code: bytecode of a contract, empty for a wallet", async () => {
     const contract = await ok("code", { path: { address: demo.erc20.address }, ...q() });
-    expect(contract.address).toBe(demo.erc20.address);
+    expect(contract.address).toBe(lower(demo.erc20.address));
     expect(contract.is_contract).toBe(true);
     expect(contract.code).toMatch(/^0x([0-9a-f]{2})+$/);
     expect(contract.bytecode_size).toBe((contract.code.length - 2) / 2);
     expect(contract.bytecode_size).toBeGreaterThan(100);
     const wallet = await ok("code", { path: { address: A }, ...q() });
-    expect(wallet).toEqual({ address: A, code: "0x", bytecode_size: 0, is_contract: false });
+    expect(wallet).toEqual(lower({ address: A, code: "0x", bytecode_size: 0, is_contract: false }));
   });
 
   it("block: by number, hex and tag, with transaction hashes; an unknown block is 404 block_not_found", async () => {

@@ -334,12 +334,26 @@ describe("bad input is a 400 naming the parameter and its format, before any nod
     }
   });
 
-  it("a malformed percent-encoding in the path is refused as a path parameter", async () => {
+  it("a malformed percent-encoding in the path is refused naming the path parameter and the template", async () => {
     await withoutExecute("path encoding", async () => {
-      const res = await get("/api/chain/code/%E0%A4%A", bearer());
-      expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: "invalid_parameter", parameter: "path" });
-      expect(res.headers["x-quota-day-used"]).toBeUndefined();
+      for (const [path, endpoint, parameter] of [
+        ["/api/chain/code/%E0%A4%A", "/api/chain/code/{address}", "address"],
+        ["/api/chain/block/%ZZ", "/api/chain/block/{number}", "number"],
+        ["/api/chain/ens/%C3%28.eth", "/api/chain/ens/{input}", "input"],
+      ] as const) {
+        const res = await get(path, bearer());
+        expect(res.status, path).toBe(400);
+        expect(res.body).toEqual({
+          data: null,
+          error: {
+            code: "invalid_parameter",
+            parameter,
+            message: `${parameter}: malformed percent-encoding in the URL path`,
+          },
+          meta: { endpoint, request_id: res.headers["x-request-id"] },
+        });
+        expect(res.headers["x-quota-day-used"]).toBeUndefined();
+      }
     });
   });
 

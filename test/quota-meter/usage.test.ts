@@ -164,6 +164,55 @@ describe("usage events and GetUsage", () => {
     expect(usage.days).toEqual([{ day: "2026-06-10", requests: 200, errors: 0 }]);
   });
 
+  it("refuses records without a request id or an account id: no refund, no event, counted as rejected", async () => {
+    const { apiKey, accountId } = await qm.admin.accountWithKey({ daily: 100, burst: 1_000_000 });
+    const first = await qm.meter.authorize(apiKey);
+    const second = await qm.meter.authorize(apiKey);
+    expect(second.quota).toMatchObject({ dayUsed: 2 });
+    const rejected = () => metric(qm.handle.metricsPort, "quota_usage_records_rejected_total");
+    const before = await rejected();
+    const res = await qm.meter.report([
+      { ...record(first, 502, true), requestId: "" },
+      { ...record(second, 503, true), accountId: "" },
+    ]);
+    expect(res.accepted).toBe(0);
+    expect(await rejected()).toBe(before + 2);
+    // Neither unit went back: both calls still count.
+    expect((await qm.meter.usage(apiKey, 1)).quota).toMatchObject({ dayUsed: 2 });
+    // And nothing reached the stream for the account.
+    const ok = record(first);
+    expect((await qm.meter.report([ok])).accepted).toBe(1);
+    const events = await waitFor(async () => {
+      const stored = await storedEvents(accountId);
+      return stored.length >= 1 ? stored : undefined;
+    });
+    expect(events.map((e) => e.id)).toEqual([ok.requestId]);
+  });
+
+  it("GetUsage answers like a chain call: inactive subscription refused, burst guard shared", async () => {
+    const { apiKey, accountId } = await qm.admin.accountWithKey({ burst: 2 });
+    expect((await qm.meter.usage(apiKey, 366)).days).toHaveLength(366);
+    expect((await qm.meter.authorize(apiKey)).decision).toBe("DECISION_ALLOW");
+    const failureOf = async (p: Promise<unknown>) => {
+      try {
+        await p;
+      } catch (err) {
+        return (err as { failure?: { grpcCode: number; code?: string } }).failure;
+      }
+      throw new Error("expected a failure");
+    };
+    // The burst (2 at once) is spent by one usage read and one chain call.
+    expect(await failureOf(qm.meter.usage(apiKey, 1))).toMatchObject({
+      grpcCode: grpc.status.RESOURCE_EXHAUSTED,
+      code: "rate_limited",
+    });
+    await qm.admin.update(accountId, { status: "canceled" });
+    expect(await failureOf(qm.meter.usage(apiKey, 1))).toMatchObject({
+      grpcCode: grpc.status.PERMISSION_DENIED,
+      code: "subscription_inactive",
+    });
+  });
+
   it("GetUsage refuses unknown keys with invalid_api_key", async () => {
     await expect(qm.meter.usage(`tg_live_${"C".repeat(43)}`)).rejects.toSatisfy(
       (err) =>

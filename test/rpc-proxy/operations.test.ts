@@ -9,6 +9,7 @@ import { byRole, type ChainDemo, type Devnet, startDevnet } from "@tollgate/devn
 import { grpc } from "@tollgate/platform";
 import { encodeFunctionData, type Hex, parseAbi, toFunctionSelector, toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { lower } from "../support/addresses.ts";
 import { CountingProxy, type Recorded, type Service, startService } from "./helpers.ts";
 
 const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
@@ -140,55 +141,65 @@ describe("rpc-proxy operations on the devnet", () => {
     expect(token.data.bytecode_size).toBe(((token.data.code as string).length - 2) / 2);
     expect(token.data.bytecode_size).toBeGreaterThan(100);
     const wallet = await run("code", { address: A });
-    expect(wallet.data).toEqual({ address: A, code: "0x", bytecode_size: 0, is_contract: false });
+    expect(wallet.data).toEqual(lower({ address: A, code: "0x", bytecode_size: 0, is_contract: false }));
   });
 
   it("contract: names and interfaces of the ERC-20, ERC-721 and ERC-1155 contracts in one Multicall3 call", async () => {
     const erc20 = await run("contract", { address: demo.erc20.address });
     expect(erc20.sent.body).toMatchObject({ method: "eth_call", params: [{ to: MULTICALL3 }, "latest"] });
-    expect(erc20.data).toEqual({
-      address: demo.erc20.address,
-      name: "Demo Dollar",
-      symbol: "DEMO",
-      decimals: 18,
-      interfaces: ["ERC20"],
-    });
+    expect(erc20.data).toEqual(
+      lower({
+        address: demo.erc20.address,
+        name: "Demo Dollar",
+        symbol: "DEMO",
+        decimals: 18,
+        interfaces: ["ERC20"],
+      }),
+    );
     const erc721 = await run("contract", { address: demo.erc721.address });
-    expect(erc721.data).toEqual({
-      address: demo.erc721.address,
-      name: "Demo Tokens",
-      symbol: "DNFT",
-      decimals: null,
-      interfaces: ["ERC721"],
-    });
+    expect(erc721.data).toEqual(
+      lower({
+        address: demo.erc721.address,
+        name: "Demo Tokens",
+        symbol: "DNFT",
+        decimals: null,
+        interfaces: ["ERC721"],
+      }),
+    );
     const erc1155 = await run("contract", { address: demo.erc1155.address });
     expect(erc1155.data).toMatchObject({ decimals: null, interfaces: ["ERC1155"] });
     const wallet = await run("contract", { address: A });
-    expect(wallet.data).toEqual({ address: A, name: null, symbol: null, decimals: null, interfaces: [] });
+    expect(wallet.data).toEqual(
+      lower({ address: A, name: null, symbol: null, decimals: null, interfaces: [] }),
+    );
   });
 
   it("allowance, erc20Balance and erc1155Balance match the seeded state", async () => {
     const grant = demo.erc20.allowances.find((a) => a.owner === A && a.spender === B)!;
     const allowance = await run("allowance", { contract: demo.erc20.address, owner: A, spender: B });
-    expect(allowance.data).toEqual({
-      allowance: quantity(grant.amount),
-      contract: demo.erc20.address,
-      decimals: 18,
-      owner: A,
-      spender: B,
-    });
+    expect(allowance.data).toEqual(
+      lower({
+        allowance: quantity(grant.amount),
+        contract: demo.erc20.address,
+        decimals: 18,
+        owner: A,
+        spender: B,
+      }),
+    );
     const none = await run("allowance", { contract: demo.erc20.address, owner: B, spender: D });
     expect(none.data.allowance).toBe("0x0");
 
     const balance = await run("erc20Balance", { contract: demo.erc20.address, address: A });
     expect(balance.sent.methods).toEqual(["eth_call"]);
-    expect(balance.data).toEqual({
-      account: A,
-      balance: demo.erc20.balances[A],
-      decimals: 18,
-      symbol: "DEMO",
-      token: demo.erc20.address,
-    });
+    expect(balance.data).toEqual(
+      lower({
+        account: A,
+        balance: demo.erc20.balances[A],
+        decimals: 18,
+        symbol: "DEMO",
+        token: demo.erc20.address,
+      }),
+    );
 
     for (const [holder, ids] of Object.entries(demo.erc1155.balances)) {
       for (const [id, amount] of Object.entries(ids)) {
@@ -197,12 +208,14 @@ describe("rpc-proxy operations on the devnet", () => {
           address: holder,
           token_id: id,
         });
-        expect(r.data).toEqual({
-          account: holder,
-          balance: amount,
-          contract: demo.erc1155.address,
-          token_id: id,
-        });
+        expect(r.data).toEqual(
+          lower({
+            account: holder,
+            balance: amount,
+            contract: demo.erc1155.address,
+            token_id: id,
+          }),
+        );
       }
     }
   });
@@ -210,13 +223,15 @@ describe("rpc-proxy operations on the devnet", () => {
   it("erc721Tokens: ids in tokenOfOwnerByIndex order, cut by max, and max=1000 in ONE round trip", async () => {
     const owned = demo.erc721.owners[A]!;
     const all = await run("erc721Tokens", { contract: demo.erc721.address, address: A, max: 50 });
-    expect(all.data).toEqual({
-      contract: demo.erc721.address,
-      owner: A,
-      count: owned.length,
-      balance: String(owned.length),
-      tokens: owned,
-    });
+    expect(all.data).toEqual(
+      lower({
+        contract: demo.erc721.address,
+        owner: A,
+        count: owned.length,
+        balance: String(owned.length),
+        tokens: owned,
+      }),
+    );
     const cut = await run("erc721Tokens", { contract: demo.erc721.address, address: A, max: 2 });
     expect(cut.data).toMatchObject({ count: 2, balance: String(owned.length), tokens: owned.slice(0, 2) });
 
@@ -233,14 +248,16 @@ describe("rpc-proxy operations on the devnet", () => {
     for (const entry of demo.ens.names) {
       const forward = await run("ens", { input: entry.name });
       expect(forward.sent.methods).toEqual(["eth_call"]);
-      expect(forward.data).toEqual({ address: entry.address, input: entry.name, mode: "forward" });
+      expect(forward.data).toEqual(lower({ address: entry.address, input: entry.name, mode: "forward" }));
       const reverse = await run("ens", { input: entry.address });
-      expect(reverse.data).toEqual({
-        address: entry.address,
-        input: entry.address,
-        mode: "reverse",
-        name: entry.name,
-      });
+      expect(reverse.data).toEqual(
+        lower({
+          address: entry.address,
+          input: entry.address,
+          mode: "reverse",
+          name: entry.name,
+        }),
+      );
     }
     const unknownName = await failing("ens", { input: demo.ens.unknownName });
     expect(unknownName.failure).toMatchObject({
@@ -253,14 +270,16 @@ describe("rpc-proxy operations on the devnet", () => {
   });
 
   it("erc20Transfers: decoded, ordered, ERC-721 transfers (same topic0) left out", async () => {
-    const expected = demo.erc20.transfers.map((t) => ({
-      block_number: quantity(t.blockNumber),
-      from: t.from,
-      to: t.to,
-      token: demo.erc20.address,
-      tx_hash: t.txHash,
-      value: t.value,
-    }));
+    const expected = demo.erc20.transfers.map((t) =>
+      lower({
+        block_number: quantity(t.blockNumber),
+        from: t.from,
+        to: t.to,
+        token: demo.erc20.address,
+        tx_hash: t.txHash,
+        value: t.value,
+      }),
+    );
     const byContract = await run("erc20Transfers", { contract: demo.erc20.address, from_block: "0x0" });
     expect(byContract.data).toEqual({ count: expected.length, transfers: expected });
 
@@ -273,7 +292,7 @@ describe("rpc-proxy operations on the devnet", () => {
     // A wallet as sender or recipient: two filters in one batch, merged in chain order.
     const wallet = await run("erc20Transfers", { address: B, from_block: "0x0" });
     expect(wallet.sent.methods).toEqual(["eth_getLogs", "eth_getLogs"]);
-    const mine = expected.filter((t) => t.from === B || t.to === B);
+    const mine = expected.filter((t) => t.from === lower(B) || t.to === lower(B));
     expect(mine.length).toBeGreaterThanOrEqual(2);
     expect(wallet.data).toEqual({ count: mine.length, transfers: mine });
   });
@@ -315,18 +334,65 @@ describe("rpc-proxy operations on the devnet", () => {
     const tags = await run("events", { from_block: "earliest", to_block: "latest" });
     expect(tags.sent.body).toMatchObject({ params: [{ fromBlock: "earliest", toBlock: "latest" }] });
 
-    const tooLarge = await failing("events", { from_block: "0", to_block: "200" });
-    expect(tooLarge.failure).toMatchObject({
-      grpcCode: grpc.status.INVALID_ARGUMENT,
-      code: "block_range_too_large",
+    const narrow = await startService({
+      upstreams: { ethereum: [proxies.ethereum!.url()] },
+      upstream: { headPollMs: 60_000 },
+      logs: { maxBlockRange: 3, defaultBlockRange: 2 },
     });
-    expect(tooLarge.failure.message).toContain("100");
-    expect(tooLarge.sent).toHaveLength(0);
+    try {
+      const tooLarge = await narrow.fail("events", { from_block: "0x0", to_block: "0x5" });
+      expect(tooLarge).toMatchObject({
+        grpcCode: grpc.status.INVALID_ARGUMENT,
+        code: "block_range_too_large",
+      });
+      expect(tooLarge.message).toContain("the maximum is 3");
+    } finally {
+      await narrow.stop();
+    }
 
     const inverted = await failing("erc20Transfers", { from_block: "10", to_block: "5" });
     expect(inverted.failure.code).toBe("invalid_parameter");
     expect(inverted.failure.message).toMatch(/^from_block: /);
     expect(inverted.sent).toHaveLength(0);
+  });
+
+  it("reads block tags in a log range against the tracked head: from after to (or after the head) is 400 from_block, before any node call", async () => {
+    const head = BigInt((await run("blockNumber", {})).data.block_number as string);
+    expect(head).toBeGreaterThan(5n);
+    for (const [operation, range] of [
+      ["events", { from_block: "latest", to_block: "0x5" }],
+      ["erc20Transfers", { from_block: "latest", to_block: "0x5" }],
+      ["events", { from_block: "latest", to_block: "earliest" }],
+      ["erc20Transfers", { from_block: "finalized", to_block: "earliest" }],
+      // Past the head, to_block omitted (latest): after to_block.
+      ["events", { from_block: quantity(head + 5n) }],
+      // Both past the head: after the head.
+      ["erc20Transfers", { from_block: quantity(head + 5n), to_block: quantity(head + 10n) }],
+    ] as const) {
+      const refused = await failing(operation, range);
+      expect(refused.failure, JSON.stringify(range)).toMatchObject({
+        grpcCode: grpc.status.INVALID_ARGUMENT,
+        code: "invalid_parameter",
+        detail: { parameter: "from_block" },
+      });
+      expect(refused.failure.message).toMatch(
+        /^from_block: (must not be after to_block|is after the chain head)/,
+      );
+      expect(refused.sent).toHaveLength(0);
+    }
+  });
+
+  it("a range partly past the head ends at the head: the node is asked up to latest, the answer keeps what exists", async () => {
+    const head = BigInt((await run("blockNumber", {})).data.block_number as string);
+    const within = await run("erc20Transfers", { contract: demo.erc20.address, from_block: "0x0" });
+    const partly = await run("erc20Transfers", {
+      contract: demo.erc20.address,
+      from_block: "0x0",
+      to_block: quantity(head + 1_000n),
+    });
+    expect(partly.sent.body).toMatchObject({ params: [{ fromBlock: "0x0", toBlock: "latest" }] });
+    expect(partly.data).toEqual(within.data);
+    expect((partly.data.transfers as unknown[]).length).toBeGreaterThan(0);
   });
 
   it("refuses a result too large for the gRPC hop with result_too_large", async () => {
@@ -350,7 +416,7 @@ describe("rpc-proxy operations on the devnet", () => {
     const ok = await run("call", { to: r, data: selector("ok()") });
     expect(BigInt(ok.data.result as string)).toBe(42n);
     const atBlock = await run("call", { to: r, data: selector("ok()"), block: quantity(demo.seededBlock) });
-    expect(atBlock.sent.body).toMatchObject({ params: [{ to: r }, quantity(demo.seededBlock)] });
+    expect(atBlock.sent.body).toMatchObject({ params: [{ to: lower(r) }, quantity(demo.seededBlock)] });
 
     const reason = await failing("call", { to: r, data: selector("alwaysReverts()") });
     expect(reason.failure).toMatchObject({

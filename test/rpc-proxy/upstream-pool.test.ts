@@ -1,5 +1,7 @@
 // rpc-proxy upstream pool: failover, retries inside the deadline, circuit breaker and
 // health, against a real anvil node behind local HTTP proxies that can die or hang.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { type AnvilNode, startAnvil } from "@tollgate/devnet/anvil";
 import { grpc } from "@tollgate/platform";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -280,6 +282,80 @@ describe("rpc-proxy upstream pool", () => {
     expect(eth.upstreams[0]).toMatchObject({ label: "ethereum-0", healthy: false });
     expect(eth.upstreams[0]!.lagBlocks).toBeGreaterThanOrEqual(20);
     expect(eth.upstreams[1]).toMatchObject({ label: "ethereum-1", healthy: true, lagBlocks: 0 });
+  });
+
+  it("stand-in node (an HTTP server streaming an oversized eth_getLogs answer): refused as result_too_large once the byte cap is passed, never read whole", async () => {
+    // The stand-in forwards head polls to the real anvil and answers eth_getLogs with an
+    // endless log array, written as the reader drains it, so what it managed to write is
+    // what rpc-proxy read. `declare` also announces a Content-Length over the cap.
+    let written = 0;
+    let declare = false;
+    let closed: Promise<void> = Promise.resolve();
+    const log = `{"address":"0x${"1".repeat(40)}","blockNumber":"0x1","data":"0x${"ab".repeat(512)}","logIndex":"0x0","topics":[],"transactionHash":"0x${"2".repeat(64)}"},`;
+    const node = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const text = Buffer.concat(chunks).toString("utf8");
+      if (!text.includes("eth_getLogs")) {
+        const answer = await fetch(anvil.rpcUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: text,
+        });
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(await answer.text());
+        return;
+      }
+      written = 0;
+      closed = new Promise((resolve) => res.once("close", resolve));
+      res.writeHead(200, {
+        "content-type": "application/json",
+        ...(declare ? { "content-length": String(512 * 1024 * 1024) } : {}),
+      });
+      res.write('{"jsonrpc":"2.0","id":0,"result":[');
+      const block = Buffer.from(log.repeat(64));
+      while (!res.destroyed && written < 512 * 1024 * 1024) {
+        written += block.length;
+        if (!res.write(block))
+          await new Promise((resolve) => res.once("drain", resolve).once("close", resolve));
+      }
+    });
+    await new Promise<void>((resolve) => node.listen(0, "127.0.0.1", () => resolve()));
+    cleanups.push(
+      () =>
+        new Promise((resolve) => {
+          node.closeAllConnections();
+          node.close(() => resolve());
+        }),
+    );
+    const url = `http://127.0.0.1:${(node.address() as AddressInfo).port}`;
+    const cap = 1024 * 1024;
+    const svc = await service({
+      upstreams: { ethereum: [url] },
+      upstream: { maxBodyBytes: cap, headPollMs: 60_000 },
+    });
+
+    const failure = await svc.fail("events", { from_block: "0x0", to_block: "0x1" }, { deadlineMs: 10_000 });
+    expect(failure).toMatchObject({ grpcCode: grpc.status.FAILED_PRECONDITION, code: "result_too_large" });
+    expect(failure.message).toContain(String(cap));
+    await closed;
+    // rpc-proxy stopped reading a little past the cap (socket buffers), not at 512 MiB.
+    expect(written).toBeLessThan(16 * cap);
+
+    declare = true;
+    const announced = await svc.fail(
+      "events",
+      { from_block: "0x0", to_block: "0x1" },
+      { deadlineMs: 10_000 },
+    );
+    expect(announced.code).toBe("result_too_large");
+    await closed;
+    expect(written).toBeLessThan(16 * cap);
+
+    // The node answered; it is not broken: its breaker stays closed and it keeps serving.
+    const text = await svc.metrics();
+    expect(metricValue(text, "rpc_proxy_upstream_breaker_state", { upstream: "ethereum-0" })).toBe(0);
+    expect((await svc.execute("blockNumber", {})).data.block_number).toMatch(/^0x/);
   });
 
   it("never uses an upstream that serves another chain", async () => {

@@ -109,6 +109,8 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     "payment-verifier": { ...paymentEnv },
     gateway: {
       PORT: String(ports.gateway.main),
+      // The address the docs (OpenAPI servers, llms.txt) and payment offers name.
+      PUBLIC_BASE_URL: baseEnv.PUBLIC_BASE_URL || `http://127.0.0.1:${ports.gateway.main}`,
       MESH_TOKEN_FILE: gatewayTokenFile,
       RPC_PROXY_ADDR: addr("rpc-proxy"),
       QUOTA_METER_ADDR: addr("quota-meter"),

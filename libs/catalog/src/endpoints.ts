@@ -1,6 +1,7 @@
 import { z } from "zod";
 import {
   address,
+  addressOut,
   blockSelector,
   decimalAmount,
   ensInput,
@@ -86,15 +87,15 @@ const LOG_ERRORS = ["block_range_too_large", "result_too_large"] as const;
 
 const transfer = z.object({
   block_number: quantity,
-  from: address,
-  to: address,
-  token: address,
+  from: addressOut,
+  to: addressOut,
+  token: addressOut,
   tx_hash: hash32,
   value: decimalAmount,
 });
 
 const log = z.object({
-  address,
+  address: addressOut,
   block_number: quantity,
   data: hexData,
   topics: z.array(hash32),
@@ -120,10 +121,10 @@ export const ENDPOINTS = [
     params: { query: query({ contract: address, owner: address, spender: address }) },
     data: z.object({
       allowance: quantity.meta({ description: "Raw allowance, hex." }),
-      contract: address,
+      contract: addressOut,
       decimals: z.number().int().nullable().meta({ description: "null when the token has no decimals()." }),
-      owner: address,
-      spender: address,
+      owner: addressOut,
+      spender: addressOut,
     }),
     upstream: "eth_call (Multicall3 aggregate3: allowance, decimals)",
     example: {
@@ -221,7 +222,7 @@ export const ENDPOINTS = [
     networks: CHAIN_NETWORKS,
     params: { path: z.strictObject({ address }), query: query({}) },
     data: z.object({
-      address,
+      address: addressOut,
       code: hexData,
       bytecode_size: z.number().int().min(0),
       is_contract: z.boolean(),
@@ -241,7 +242,7 @@ export const ENDPOINTS = [
     networks: CHAIN_NETWORKS,
     params: { path: z.strictObject({ address }), query: query({}) },
     data: z.object({
-      address,
+      address: addressOut,
       name: z.string().nullable(),
       symbol: z.string().nullable(),
       decimals: z.number().int().nullable(),
@@ -262,8 +263,13 @@ export const ENDPOINTS = [
     networks: CHAIN_NETWORKS,
     params: { path: z.strictObject({ input: ensInput }), query: query({}) },
     data: z.union([
-      z.object({ address, input: z.string(), mode: z.literal("forward") }),
-      z.object({ address, input: z.string(), mode: z.literal("reverse"), name: z.string() }),
+      z.object({ address: addressOut, input: z.string(), mode: z.literal("forward") }),
+      z.object({
+        address: addressOut,
+        input: addressOut.meta({ description: "The address looked up, lower-case." }),
+        mode: z.literal("reverse"),
+        name: z.string(),
+      }),
     ]),
     upstream: "eth_call (Universal Resolver resolveWithGateways / reverseWithGateways)",
     example: { path: { input: "vitalik.eth" } },
@@ -278,7 +284,12 @@ export const ENDPOINTS = [
     description: "Calls balanceOf(address, uint256) on an ERC-1155 contract.",
     networks: CHAIN_NETWORKS,
     params: { query: query({ address, contract: address, token_id: tokenId }) },
-    data: z.object({ account: address, balance: decimalAmount, contract: address, token_id: z.string() }),
+    data: z.object({
+      account: addressOut,
+      balance: decimalAmount,
+      contract: addressOut,
+      token_id: z.string(),
+    }),
     upstream: "eth_call",
     example: {
       query: {
@@ -299,11 +310,11 @@ export const ENDPOINTS = [
     networks: CHAIN_NETWORKS,
     params: { query: query({ address, contract: address }) },
     data: z.object({
-      account: address,
+      account: addressOut,
       balance: decimalAmount.meta({ description: "Raw units, decimal string." }),
       decimals: z.number().int().nullable(),
       symbol: z.string().nullable(),
-      token: address,
+      token: addressOut,
     }),
     upstream: "eth_call (Multicall3 aggregate3: balanceOf, decimals, symbol)",
     example: {
@@ -352,8 +363,8 @@ export const ENDPOINTS = [
       }),
     },
     data: z.object({
-      contract: address,
-      owner: address,
+      contract: addressOut,
+      owner: addressOut,
       count: z.number().int().min(0).meta({ description: "Number of ids in `tokens`." }),
       balance: decimalAmount.meta({
         description: "balanceOf(owner): more than `count` when `max` cut the list.",

@@ -19,6 +19,11 @@ export const ERRORS = {
     status: 400,
     description: "A log query spans more blocks than the configured maximum.",
   },
+  malformed_request: {
+    status: 400,
+    description:
+      "The HTTP request itself is malformed (for example a header with control characters); nothing was read.",
+  },
   invalid_api_key: {
     status: 401,
     description: "The Authorization header is missing, malformed, unknown or revoked.",
@@ -43,6 +48,7 @@ export const ERRORS = {
     charged: true,
   },
   method_not_allowed: { status: 405, description: "The endpoint exists but not with this HTTP method." },
+  request_timeout: { status: 408, description: "The request did not arrive in time; nothing was read." },
   payload_too_large: { status: 413, description: "The request body exceeds the limit." },
   unsupported_media_type: { status: 415, description: "POST bodies must be application/json." },
   execution_reverted: {
@@ -52,8 +58,10 @@ export const ERRORS = {
   },
   result_too_large: {
     status: 422,
-    description: "The node refused the query as too large; narrow the range or filter.",
+    description:
+      "The answer is too large (the node refused the query, or its answer is over the size cap); narrow the range or filter.",
   },
+  headers_too_large: { status: 431, description: "The request headers exceed the server's limit." },
   internal_error: { status: 500, description: "An unexpected error in the service. Retry with backoff." },
   upstream_error: {
     status: 502,

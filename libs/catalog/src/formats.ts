@@ -7,10 +7,24 @@ import { z } from "zod";
  * `contract: expected an address (0x followed by 40 hex characters)`.
  */
 
+const ADDRESS = /^0x[a-fA-F0-9]{40}$/;
+
+/**
+ * An address parameter: any casing spec 2.2 allows (lower, upper, mixed, a wrong EIP-55
+ * checksum included) is valid and is served as its lower-case form, so no library call
+ * downstream (viem checks checksums) ever sees a casing it could refuse.
+ */
 export const address = z
   .string()
-  .regex(/^0x[a-fA-F0-9]{40}$/, { error: "expected an address (0x followed by 40 hex characters)" })
+  .regex(ADDRESS, { error: "expected an address (0x followed by 40 hex characters)" })
+  .transform((v) => v.toLowerCase())
   .meta({ example: "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045" });
+
+/** An address in an answer: always lower-case (the one casing the API echoes; see README). */
+export const addressOut = z
+  .string()
+  .regex(/^0x[a-f0-9]{40}$/)
+  .meta({ description: "Address, lower-case hex." });
 
 export const hash32 = z
   .string()
@@ -82,9 +96,11 @@ function isEnsName(value: string): boolean {
 export const ensInput = z
   .string()
   .max(255)
-  .refine((v) => /^0x[a-fA-F0-9]{40}$/.test(v) || isEnsName(v), {
+  .refine((v) => ADDRESS.test(v) || isEnsName(v), {
     error: "expected an address (reverse lookup) or a valid ENS name ending in .eth (forward lookup)",
-  });
+  })
+  // An address is served as its lower-case form, like every address parameter.
+  .transform((v) => (ADDRESS.test(v) ? v.toLowerCase() : v));
 
 /** Integer given as a query string, with bounds in the message. */
 export function queryInt(min: number, max: number, fallback: number) {

@@ -7,7 +7,10 @@ export interface GatewayConfig {
   rpcProxyAddr: string;
   quotaMeterAddr: string;
   paymentVerifierAddr: string;
-  /** Base URL clients use (for payment resource URLs and docs); derived from the request when unset. */
+  /**
+   * Base URL clients use: the OpenAPI `servers` entry, llms.txt links and payment resource
+   * URLs. Unset, the OpenAPI document has no `servers` (relative) and llms.txt says `{base_url}`.
+   */
   publicBaseUrl: string | undefined;
   /** Largest accepted request body. Chain calls need little; calldata is the only large field. */
   bodyLimitBytes: number;
@@ -34,7 +37,7 @@ export function loadConfig(): GatewayConfig {
     rpcProxyAddr: envString("RPC_PROXY_ADDR", "127.0.0.1:50053"),
     quotaMeterAddr: envString("QUOTA_METER_ADDR", "127.0.0.1:50051"),
     paymentVerifierAddr: envString("PAYMENT_VERIFIER_ADDR", "127.0.0.1:50052"),
-    publicBaseUrl: process.env.PUBLIC_BASE_URL || undefined,
+    publicBaseUrl: publicBaseUrl(process.env.PUBLIC_BASE_URL),
     bodyLimitBytes: envInt("BODY_LIMIT_BYTES", 128 * 1024),
     deadlines: {
       authorizeMs: envInt("AUTHORIZE_DEADLINE_MS", 1_000),
@@ -50,6 +53,16 @@ export function loadConfig(): GatewayConfig {
     accessLog: envBool("ACCESS_LOG", true),
     meshToken: readMeshToken(),
   };
+}
+
+/** PUBLIC_BASE_URL: an http(s) origin, optionally with a path prefix; no trailing slash. */
+function publicBaseUrl(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const url = URL.parse(value);
+  if (!url || !["http:", "https:"].includes(url.protocol) || url.search || url.hash) {
+    throw new Error("PUBLIC_BASE_URL must be an http(s) URL without query or fragment");
+  }
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
 }
 
 /** TRUST_PROXY: a number of hops (e.g. `1` behind one load balancer), or a comma-separated list of proxy addresses or CIDRs. */

@@ -14,8 +14,10 @@ const PAYMENT_CREDENTIALS = [PAYMENT_HEADERS.signature.name, PAYMENT_HEADERS.sig
   n.toLowerCase(),
 );
 
-// Keys are opaque to the gateway; this only rejects what cannot be a key at all.
-const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]{1,256})$/;
+// Keys are opaque to the gateway; this only rejects what cannot be a key at all. The
+// scheme name is case-insensitive and one or more spaces follow it (RFC 9110 §11.1, §11.4);
+// the surrounding whitespace is trimmed.
+const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]{1,256})$/i;
 
 /**
  * Reads the credentials of a request. An API key wins when a request carries both a

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ERRORS, type ErrorCode, LIMIT_ERRORS, type LimitErrorCode } from "@tollgate/catalog";
 import type { NextFunction, Request, Response } from "express";
+import { endpointOf } from "./routes/table.ts";
 
 /** The envelope of spec 2.1, on every /api/* response except the flat 429s. */
 export interface Meta {
@@ -20,11 +21,12 @@ export interface ErrorBody {
 declare global {
   namespace Express {
     interface Locals {
+      /** The mesh's id of this request (never the caller's): meta.request_id and every idempotency key. */
       requestId: string;
-      /** The client's own X-Request-Id, for the access log only. */
+      /** A well-formed X-Request-Id the caller sent: written to the access log, used for nothing else. */
       clientRequestId?: string;
-      /** Path template served, for meta.endpoint and metrics labels. */
-      endpoint: string;
+      /** Path template served, for meta.endpoint and metrics labels; unset on unknown paths. */
+      endpoint?: string;
       /** How the call was authenticated, for the access log: "api_key", "x402", "none". */
       auth?: string;
       /** The key's account or the payer, for the access log (never the key itself). */
@@ -47,13 +49,14 @@ export function requestId(req: Request, res: Response, next: NextFunction): void
   const incoming = req.get("x-request-id");
   if (incoming && CLIENT_REQUEST_ID.test(incoming)) res.locals.clientRequestId = incoming;
   res.locals.requestId = id;
-  res.locals.endpoint = req.path;
   res.setHeader("X-Request-Id", id);
   next();
 }
 
 export function meta(res: Response, extra?: Omit<Meta, "endpoint" | "request_id">): Meta {
-  return { endpoint: res.locals.endpoint, request_id: res.locals.requestId, ...extra };
+  // Routes set their template; answers given before routing look it up (never the raw path of a known route).
+  const endpoint = res.locals.endpoint ?? endpointOf(res.req.path);
+  return { endpoint, request_id: res.locals.requestId, ...extra };
 }
 
 export function sendData(res: Response, data: unknown, extra?: Omit<Meta, "endpoint" | "request_id">): void {

@@ -1,6 +1,7 @@
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { PAYMENT_HEADERS, QUOTA_HEADERS, REQUEST_ID_HEADER } from "@tollgate/catalog";
+import { randomUUID } from "node:crypto";
+import { type Server, STATUS_CODES } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { ERRORS, type ErrorCode, PAYMENT_HEADERS, QUOTA_HEADERS, REQUEST_ID_HEADER } from "@tollgate/catalog";
 import {
   createLogger,
   createRegistry,
@@ -18,6 +19,7 @@ import type { GatewayConfig } from "./config.ts";
 import { requestId, sendError } from "./envelope.ts";
 import { chainRouter } from "./routes/chain.ts";
 import { freeRouter } from "./routes/free.ts";
+import { canonicalOf, endpointOf, routeOf, undecodableParam } from "./routes/table.ts";
 import { createUsageReporter, type UsageReporter } from "./usage-reporter.ts";
 
 export interface GatewayDeps {
@@ -38,6 +40,9 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
   app.set("etag", false);
   app.set("trust proxy", config.trustProxy);
   app.set("query parser", "simple");
+  // Exact paths only: a case or trailing-slash variant is a 404 (with a hint), never served.
+  app.set("case sensitive routing", true);
+  app.set("strict routing", true);
 
   const requests = new prom.Histogram({
     name: "http_request_duration_seconds",
@@ -50,8 +55,9 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
     const end = requests.startTimer();
     const started = performance.now();
     res.once("finish", () => {
-      // Unknown paths share one label so scanners cannot blow up metric cardinality.
-      const endpoint = res.locals.matched ? res.locals.endpoint : "unmatched";
+      // Only templates are labels (unknown paths share one), so callers cannot blow up
+      // metric cardinality with the paths they send.
+      const endpoint = res.locals.endpoint ?? "unmatched";
       end({ endpoint, method: req.method, status: String(res.statusCode) });
       // One access line per API call, keyed by the id the client sees in meta.request_id.
       if (config.accessLog && req.path.startsWith("/api/")) {
@@ -73,30 +79,7 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
     next();
   });
   app.use(requestId);
-  // A public API called by agents and browsers: any origin, no cookies, and the
-  // payment and quota headers readable by scripts.
-  app.use(
-    cors({
-      origin: "*",
-      allowedHeaders: [
-        "Authorization",
-        "Content-Type",
-        PAYMENT_HEADERS.signature.name,
-        PAYMENT_HEADERS.signatureV1.name,
-        REQUEST_ID_HEADER,
-      ],
-      exposedHeaders: [
-        PAYMENT_HEADERS.required.name,
-        PAYMENT_HEADERS.response.name,
-        PAYMENT_HEADERS.mppChallenge.name,
-        PAYMENT_HEADERS.mppReceipt.name,
-        REQUEST_ID_HEADER,
-        ...Object.values(QUOTA_HEADERS).map((h) => h.name),
-        "Retry-After",
-      ],
-      maxAge: 600,
-    }),
-  );
+  app.use(methodEdges());
   app.use(
     express.json({
       limit: config.bodyLimitBytes,
@@ -104,22 +87,31 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
       type: ["application/json", "application/*+json"],
     }),
   );
-  app.use((_req, res, next) => {
-    res.locals.matched = true;
-    next();
-  });
   app.use(freeRouter({ ...deps, publicBaseUrl: config.publicBaseUrl }));
   app.use(chainRouter({ ...deps, publicBaseUrl: config.publicBaseUrl }));
   app.use((req, res) => {
-    res.locals.matched = false;
-    sendError(res, "not_found", `no endpoint ${req.method} ${req.path}; see /openapi.json`);
+    const route = routeOf(req.path);
+    if (route) {
+      res.locals.endpoint = route.template;
+      res.setHeader("Allow", route.method);
+      sendError(res, "method_not_allowed", `${route.template} takes ${route.method}`);
+      return;
+    }
+    const canonical = canonicalOf(req.path);
+    const hint = canonical
+      ? `; paths are case-sensitive and take no trailing slash: did you mean ${canonical}?`
+      : "; see /openapi.json";
+    sendError(res, "not_found", `no endpoint ${req.method} ${req.path}${hint}`);
   });
-  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const e = err as { type?: string; status?: number };
+    // Failed before (or while) routing: name the template when the path is a known one.
+    res.locals.endpoint ??= routeOf(req.path)?.template;
     if (err instanceof URIError) {
-      // The router could not percent-decode a path segment.
-      sendError(res, "invalid_parameter", "path: malformed percent-encoding in the URL path", {
-        parameter: "path",
+      // The router could not percent-decode a path segment: name the parameter it holds.
+      const parameter = undecodableParam(req.path) ?? "path";
+      sendError(res, "invalid_parameter", `${parameter}: malformed percent-encoding in the URL path`, {
+        parameter,
       });
     } else if (e.type === "entity.parse.failed") {
       sendError(res, "invalid_body", "body: malformed JSON", { parameter: "body" });
@@ -141,12 +133,93 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
   return app;
 }
 
-declare global {
-  namespace Express {
-    interface Locals {
-      matched: boolean;
+// A public API called by agents and browsers: any origin, no cookies, and the payment
+// and quota headers readable by scripts.
+const CORS = {
+  origin: "*",
+  allowedHeaders: [
+    "Authorization",
+    "Content-Type",
+    PAYMENT_HEADERS.signature.name,
+    PAYMENT_HEADERS.signatureV1.name,
+    REQUEST_ID_HEADER,
+  ],
+  exposedHeaders: [
+    PAYMENT_HEADERS.required.name,
+    PAYMENT_HEADERS.response.name,
+    PAYMENT_HEADERS.mppChallenge.name,
+    PAYMENT_HEADERS.mppReceipt.name,
+    REQUEST_ID_HEADER,
+    ...Object.values(QUOTA_HEADERS).map((h) => h.name),
+    "Retry-After",
+  ],
+  maxAge: 600,
+};
+
+/**
+ * CORS, OPTIONS and HEAD. A preflight advertises the one method its path takes (an unknown
+ * path is a 404); HEAD under /api/ is a 405 naming that method, so a paid endpoint is never
+ * served, counted or charged without its body. Every other request gets the CORS headers
+ * of a simple response.
+ */
+function methodEdges() {
+  const simple = cors({ origin: CORS.origin, exposedHeaders: CORS.exposedHeaders });
+  const preflight = {
+    GET: cors({ ...CORS, methods: ["GET"] }),
+    POST: cors({ ...CORS, methods: ["POST"] }),
+  };
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== "OPTIONS" && req.method !== "HEAD") return simple(req, res, next);
+    if (req.method === "HEAD" && !req.path.startsWith("/api/")) return simple(req, res, next);
+    const route = routeOf(req.path);
+    if (!route) {
+      // The 404 handler answers (cors would answer any OPTIONS as a preflight).
+      if (req.method === "HEAD") return simple(req, res, next);
+      res.setHeader("Access-Control-Allow-Origin", "*");
+      return next();
     }
+    res.locals.endpoint = route.template;
+    res.setHeader("Allow", route.method);
+    if (req.method === "OPTIONS") return preflight[route.method](req, res, next);
+    simple(req, res, () => {
+      sendError(res, "method_not_allowed", `${route.template} takes ${route.method}; HEAD is not served`);
+    });
+  };
+}
+
+/** What Node's HTTP parser refused, in the envelope (the request never reached express). */
+const CLIENT_ERRORS: Record<string, ErrorCode> = {
+  HPE_HEADER_OVERFLOW: "headers_too_large",
+  ERR_HTTP_REQUEST_TIMEOUT: "request_timeout",
+};
+
+function answerClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket): void {
+  const busy = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === "ECONNRESET" || !socket.writable || busy?.headersSent) {
+    socket.destroy();
+    return;
   }
+  const code = CLIENT_ERRORS[err.code ?? ""] ?? "malformed_request";
+  const id = randomUUID();
+  // The request line, when the parser got that far, names the endpoint.
+  const path = /^[A-Z]+ (\/[^ ?]*)/.exec(err.rawPacket?.toString("latin1", 0, 2048) ?? "")?.[1];
+  const body = JSON.stringify({
+    data: null,
+    error: { code, message: ERRORS[code].description },
+    meta: { endpoint: path ? endpointOf(path) : "", request_id: id },
+  });
+  const status = ERRORS[code].status;
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      "Content-Type: application/json; charset=utf-8\r\n" +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `${REQUEST_ID_HEADER}: ${id}\r\n` +
+      "Access-Control-Allow-Origin: *\r\n" +
+      `Access-Control-Expose-Headers: ${REQUEST_ID_HEADER}\r\n` +
+      "Cache-Control: no-store\r\n" +
+      "Connection: close\r\n\r\n" +
+      body,
+  );
 }
 
 export async function startGateway(config: GatewayConfig, logger = createLogger("gateway")) {
@@ -162,6 +235,7 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once("error", reject);
   });
+  server.on("clientError", answerClientError);
   // Slow clients must not hold sockets forever; keep-alive stays on for benchmarks and SDKs.
   server.requestTimeout = 60_000;
   server.headersTimeout = 15_000;

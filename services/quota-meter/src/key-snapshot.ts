@@ -12,6 +12,13 @@ interface Entry {
  * Authorize and every admin change made on this replica, so it is at most one refresh
  * interval behind changes made elsewhere.
  */
+/**
+ * Refusals remembered while a full load may be running. Callers choose what they send as
+ * keys, so the marks are bounded: past this, a revoked key can at worst stay in the
+ * snapshot until the next refresh (it only serves during a Redis outage).
+ */
+const MAX_FORGOTTEN = 10_000;
+
 export class KeySnapshot {
   #byHash = new Map<string, Entry>();
   readonly #forgotten = new Map<string, number>();
@@ -23,6 +30,8 @@ export class KeySnapshot {
 
   /** A marker to pass to `replace` when a full load starts. */
   mark(): number {
+    // Marks older than the load that starts now can never veto its keys.
+    this.#forgotten.clear();
     return ++this.#seq;
   }
 
@@ -40,7 +49,9 @@ export class KeySnapshot {
   forget(hash: Buffer): void {
     const hex = hash.toString("hex");
     this.#byHash.delete(hex);
-    this.#forgotten.set(hex, ++this.#seq);
+    if (this.#forgotten.size < MAX_FORGOTTEN || this.#forgotten.has(hex))
+      this.#forgotten.set(hex, ++this.#seq);
+    else ++this.#seq;
   }
 
   forgetKey(keyId: string): void {

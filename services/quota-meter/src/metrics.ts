@@ -7,6 +7,7 @@ export interface QuotaMetrics {
   snapshotKeys: prom.Gauge;
   refunds: prom.Counter<"result">;
   usageCounted: prom.Counter<"result">;
+  usageRejected: prom.Counter<"reason">;
 }
 
 export function createQuotaMetrics(registry: Registry): QuotaMetrics {
@@ -45,6 +46,12 @@ export function createQuotaMetrics(registry: Registry): QuotaMetrics {
       name: "quota_usage_events_total",
       help: "Usage events counted into per-day usage, by result (counted, duplicate)",
       labelNames: ["result"],
+      registers: [registry],
+    }),
+    usageRejected: new prom.Counter({
+      name: "quota_usage_records_rejected_total",
+      help: "Usage records refused by ReportUsage, by reason (no_request_id, no_account_id, invalid_event)",
+      labelNames: ["reason"],
       registers: [registry],
     }),
   };

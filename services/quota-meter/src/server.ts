@@ -135,6 +135,7 @@ export async function startQuotaMeter(
     logger,
     metrics,
     dedupeTtlMs: config.usageDedupeTtlMs,
+    defaultBurst: config.defaultBurstPerSecond,
   });
   usage.startConsumer(consumer);
 

@@ -5,7 +5,7 @@ import type { GetUsageRequest__Output } from "@tollgate/platform/generated/tollg
 import type { GetUsageResponse } from "@tollgate/platform/generated/tollgate/quota/v1/GetUsageResponse";
 import type { ReportUsageRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ReportUsageRequest";
 import type { ReportUsageResponse } from "@tollgate/platform/generated/tollgate/quota/v1/ReportUsageResponse";
-import { isWellFormedKey, type KeyHasher } from "./keys.ts";
+import { isWellFormedKey, type KeyHasher, sameHash } from "./keys.ts";
 import { quotaOf } from "./meter.ts";
 import type { QuotaMetrics } from "./metrics.ts";
 import type { QuotaStore, Refund } from "./store/types.ts";
@@ -24,6 +24,8 @@ export interface UsageDeps {
   logger: Logger;
   metrics: QuotaMetrics;
   dedupeTtlMs: number;
+  /** The burst guard of accounts without their own rate, shared with Authorize. */
+  defaultBurst: number;
 }
 
 const unavailable = () =>
@@ -34,6 +36,14 @@ const unavailable = () =>
   );
 const invalidKey = () =>
   new ServiceError(grpc.status.UNAUTHENTICATED, "invalid_api_key", "the API key is unknown or revoked");
+const inactive = () =>
+  new ServiceError(
+    grpc.status.PERMISSION_DENIED,
+    "subscription_inactive",
+    "the subscription behind this key is not active",
+  );
+const rateLimited = () =>
+  new ServiceError(grpc.status.RESOURCE_EXHAUSTED, "rate_limited", "too many requests in a burst");
 
 export function createUsage(deps: UsageDeps) {
   const { store, logger, metrics } = deps;
@@ -43,12 +53,22 @@ export function createUsage(deps: UsageDeps) {
      * Finished calls from the gateway: each becomes a usage event (durable outbox, then
      * JetStream), and a failed call's unit goes back to both windows it was counted in.
      * Fails UNAVAILABLE when a refund could not be applied, so the gateway may resend
-     * the batch: refunds are once per request id and events dedupe on their id.
+     * the batch: refunds are once per (account, request id) and events dedupe on their id.
+     * A record without a request id or an account is refused (not applied, not published,
+     * not in `accepted`): it could neither be applied once nor be charged to anyone.
      */
     async reportUsage(req: ReportUsageRequest__Output): Promise<ReportUsageResponse> {
       const refunds: Refund[] = [];
       const events: UsageEventV1[] = [];
       for (const r of req.records) {
+        if (!r.requestId || !r.accountId) {
+          metrics.usageRejected.inc({ reason: r.requestId ? "no_account_id" : "no_request_id" });
+          logger.warn(
+            { requestId: r.requestId, accountId: r.accountId, endpoint: r.endpoint },
+            "usage record refused: it has no request id or no account id",
+          );
+          continue;
+        }
         const received = Date.parse(r.time);
         const time = new Date(Number.isNaN(received) ? deps.now() : received).toISOString();
         events.push({
@@ -84,6 +104,7 @@ export function createUsage(deps: UsageDeps) {
             deps.publisher.publish(USAGE_V1, event);
             accepted++;
           } catch (err) {
+            metrics.usageRejected.inc({ reason: "invalid_event" });
             logger.warn(
               { err, requestId: event.request_id },
               "usage record rejected: it does not fit the usage event",
@@ -110,34 +131,36 @@ export function createUsage(deps: UsageDeps) {
       return { accepted };
     },
 
-    /** Per-day usage of the account that owns the key, most recent `days` UTC days, oldest first. */
+    /**
+     * Per-day usage of the account that owns the key, most recent `days` UTC days, oldest
+     * first. One store round trip, refused like a chain call: unknown key, inactive
+     * subscription, or over the burst guard the account's chain calls share.
+     */
     async getUsage(req: GetUsageRequest__Output): Promise<GetUsageResponse> {
       if (!isWellFormedKey(req.apiKey)) throw invalidKey();
       const hash = deps.hasher(req.apiKey);
-      const key = await store.findKey(hash).catch(() => {
-        throw unavailable();
-      });
-      if (!key) throw invalidKey();
       const count = req.days > 0 ? Math.min(req.days, MAX_DAYS) : DEFAULT_DAYS;
       const nowMs = deps.now();
-      const windows = windowsAt(nowMs);
-      const [account, usage] = await Promise.all([
-        store.getAccount(key.accountId),
-        store.readUsage(key.accountId, recentDays(nowMs, count), windows),
-      ]).catch(() => {
-        throw unavailable();
-      });
+      const usage = await store
+        .readUsage({
+          keyHash: hash,
+          nowMs,
+          windows: windowsAt(nowMs),
+          days: recentDays(nowMs, count),
+          defaultBurst: deps.defaultBurst,
+        })
+        .catch(() => {
+          throw unavailable();
+        });
+      if (usage.decision === "invalid_key" || !usage.storedHash || !sameHash(usage.storedHash, hash)) {
+        throw invalidKey();
+      }
+      if (usage.decision === "subscription_inactive") throw inactive();
+      if (usage.decision === "rate_limited") throw rateLimited();
       return {
-        accountId: key.accountId,
+        accountId: usage.accountId,
         days: usage.days,
-        quota: account
-          ? quotaOf({
-              dayLimit: account.dailyLimit,
-              dayUsed: usage.dayUsed,
-              monthLimit: account.monthlyLimit,
-              monthUsed: usage.monthUsed,
-            })
-          : null,
+        quota: quotaOf(usage),
       };
     },
 

@@ -53,6 +53,8 @@ export interface UpstreamPolicyConfig {
   maxLagBlocks: number;
   /** Keep-alive connections per upstream URL. */
   connections: number;
+  /** Largest response body read from a node, counted as it streams in; more is result_too_large. */
+  maxBodyBytes: number;
   /** Refuse upstreams whose eth_chainId differs from the catalog's chain id. */
   verifyChainId: boolean;
 }
@@ -100,6 +102,7 @@ export function loadConfig(): RpcProxyConfig {
       headPollMs: Math.max(100, envInt("UPSTREAM_HEAD_POLL_MS", 2_000)),
       maxLagBlocks: envInt("UPSTREAM_MAX_LAG_BLOCKS", 5),
       connections: Math.max(1, envInt("UPSTREAM_CONNECTIONS", 64)),
+      maxBodyBytes: Math.max(1024, envInt("UPSTREAM_MAX_BODY_BYTES", 16 * 1024 * 1024)),
       verifyChainId: envBool("UPSTREAM_VERIFY_CHAIN_ID", true),
     },
     logs: {

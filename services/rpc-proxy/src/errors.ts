@@ -51,8 +51,10 @@ export function revertError(data: Hex, fallbackReason?: string): ServiceError {
 }
 
 const REVERTED = /revert/i;
-// Estimates that fail for reasons of the transaction itself, not of the node.
-const TX_WOULD_FAIL = /insufficient funds|gas required exceeds|out of gas|intrinsic gas too low/i;
+// Calls and estimates that fail for reasons of the transaction itself, not of the node:
+// funds and gas, and the EVM's exceptional halts (anvil/revm say "EVM error <Kind>").
+const TX_WOULD_FAIL =
+  /insufficient funds|gas required exceeds|out of gas|intrinsic gas too low|EVM error|invalid opcode|opcode 0x[0-9a-f]+ not defined|stack (underflow|overflow|limit reached)|invalid jump|max code size exceeded|write protection|return data out of bounds/i;
 const BLOCK_NOT_FOUND =
   /header not found|block not found|unknown block|blockoutofrange|block .*could not be found|(requested|block) .*(greater|higher|beyond|after) .*(head|latest|current|height)|block height is \d+ but requested/i;
 const LOGS_TOO_LARGE =
@@ -82,7 +84,7 @@ export function mapRpcError(err: RpcError, method: string): ServiceError {
       const stated = /revert(?:ed)?:\s*(.+)$/i.exec(err.message)?.[1];
       return revertError(data, data === "0x" ? stated : undefined);
     }
-    if (method === "eth_estimateGas" && TX_WOULD_FAIL.test(err.message)) {
+    if (TX_WOULD_FAIL.test(err.message)) {
       return new ServiceError(
         grpc.status.FAILED_PRECONDITION,
         "execution_reverted",

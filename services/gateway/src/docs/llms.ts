@@ -11,13 +11,19 @@ function example(endpoint: Endpoint, base: string): string {
   return `curl '${url}' -H "Authorization: Bearer $KEY"`;
 }
 
-/** /llms.txt: what the API does, how to pay, every endpoint with its price and an example. */
-export function buildLlmsTxt(base: string): string {
+/**
+ * /llms.txt: what the API does, how to pay, every endpoint with its price and an example.
+ * Links are absolute under the configured public base URL; without one, `{base_url}` stands
+ * for it (the document never echoes what a caller sent as Host).
+ */
+export function buildLlmsTxt(publicBaseUrl: string | undefined): string {
+  const base = publicBaseUrl ?? "{base_url}";
   const lines = [
     "# Tollgate Ethereum RPC Gateway",
     "",
     "> Pay-per-call HTTP gateway to live Ethereum JSON-RPC. Every response is fetched fresh from the node (nothing cached).",
     "",
+    ...(publicBaseUrl ? [] : ["`{base_url}` below is the address you reach this gateway at.", ""]),
     "## Authenticate or pay",
     "- API-key plan: `Authorization: Bearer <API key>`. Daily and monthly quotas per account; X-Quota-* headers on every response.",
     "- x402 (v2): call without credentials, read the base64 JSON `PAYMENT-REQUIRED` header of the 402 (scheme `exact`, USDC), retry with `Payment-Signature`. Official clients: @x402/fetch, @x402/axios.",

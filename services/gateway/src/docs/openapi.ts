@@ -54,14 +54,23 @@ function errorResponse(description: string): Json {
 
 function operation(endpoint: Endpoint): Json {
   const statuses = new Set<number>([400, 401, 402, 403, 500, 502, 503, 504]);
-  for (const code of endpoint.errors) statuses.add(ERRORS[code as keyof typeof ERRORS].status);
-  // The JSON body parser runs before routing, so any request can meet its size limit and media types.
-  statuses.add(ERRORS.payload_too_large.status);
-  statuses.add(ERRORS.unsupported_media_type.status);
+  // Any answer can be over the byte caps; everything else 404/422 is the endpoint's own.
+  const own = new Set<string>([...endpoint.errors, "result_too_large"]);
+  for (const code of own) statuses.add(ERRORS[code as keyof typeof ERRORS].status);
+  // The HTTP parser and the JSON body parser run before routing, so any request can meet
+  // their limits: timeouts, header size, body size and media types.
+  for (const code of [
+    "request_timeout",
+    "payload_too_large",
+    "unsupported_media_type",
+    "headers_too_large",
+  ] as const) {
+    statuses.add(ERRORS[code].status);
+  }
   const errors: Json = {};
   for (const status of [...statuses].sort()) {
     const codes = Object.entries(ERRORS)
-      .filter(([code, e]) => e.status === status && (status !== 404 || endpoint.errors.includes(code)))
+      .filter(([code, e]) => e.status === status && ((status !== 404 && status !== 422) || own.has(code)))
       .map(([code, e]) => `\`${code}\`: ${e.description}`);
     errors[String(status)] = errorResponse(codes.join(" ") || "Error.");
   }
@@ -166,7 +175,15 @@ export function buildOpenApi(serverUrl: string | undefined): Json {
           description: "OK",
           content: { "application/json": { schema: envelopeOf({ type: "object" }) } },
         },
+        "400": errorResponse("`invalid_parameter`: `days` is not an integer from 1 to 366."),
         "401": errorResponse("Missing or invalid key."),
+        "403": errorResponse("`subscription_inactive`: the key's subscription is not active."),
+        "429": {
+          description: "`rate_limited`: the burst guard chain calls share (flat shape, Retry-After: 1).",
+          headers: { "Retry-After": { schema: { type: "integer" } } },
+          content: { "application/json": { schema: { $ref: "#/components/schemas/LimitError" } } },
+        },
+        "503": errorResponse("`service_unavailable`: usage cannot be read right now; retry with backoff."),
       },
     },
   };

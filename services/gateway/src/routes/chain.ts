@@ -46,16 +46,12 @@ function failureOf(err: unknown): Outcome {
  * settle or refund. Bad input is refused before anything is counted or charged.
  */
 export function chainRouter(deps: ChainDeps): Router {
-  const router = Router();
+  // Exact paths (see routes/table.ts); a known path with another method is the app's 405.
+  const router = Router({ caseSensitive: true, strict: true });
   for (const endpoint of ENDPOINTS) {
     const path = endpoint.path.replace(/\{(\w+)\}/g, ":$1");
     const method = endpoint.method === "GET" ? "get" : "post";
     router[method](path, (req, res) => serve(endpoint, req, res, deps));
-    router.all(path, (_req, res) => {
-      res.locals.endpoint = endpoint.path;
-      res.setHeader("Allow", endpoint.method);
-      sendError(res, "method_not_allowed", `${endpoint.path} takes ${endpoint.method}`);
-    });
   }
   return router;
 }

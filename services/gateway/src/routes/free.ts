@@ -1,12 +1,13 @@
 import { CHAIN_NETWORKS, ENDPOINTS, NETWORKS, PLAN_DEFAULTS, priceAtomic } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
-import { type Request, Router } from "express";
+import { type Request, type Response, Router } from "express";
 import type { PaymentVerifierClient } from "../clients/payment-verifier.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
 import { readCredentials } from "../credentials.ts";
 import { buildLlmsTxt } from "../docs/llms.ts";
 import { buildOpenApi } from "../docs/openapi.ts";
-import { sendData, sendError } from "../envelope.ts";
+import { sendData, sendError, sendLimit } from "../envelope.ts";
+import { FREE_PATHS } from "./table.ts";
 
 export interface FreeDeps {
   quota: QuotaMeterClient;
@@ -19,32 +20,29 @@ const METHODS_TTL_MS = 60_000;
 
 /** The unauthenticated endpoints of spec 4.16 (plus the key owner's usage). */
 export function freeRouter(deps: FreeDeps): Router {
-  const router = Router();
-  const baseOf = (req: Request) =>
-    deps.publicBaseUrl ?? `${req.protocol}://${req.get("host") ?? "localhost"}`;
+  const router = Router({ caseSensitive: true, strict: true });
+  /** A GET route whose template is its own path (meta.endpoint, metrics labels). */
+  const get = (path: string, handler: (req: Request, res: Response) => unknown) =>
+    router.get(path, (req, res) => {
+      res.locals.endpoint = path;
+      return handler(req, res);
+    });
 
-  // Built once per base URL: the catalog does not change while the process runs.
-  const openApiCache = new Map<string, string>();
-  const openApi = (req: Request) => {
-    const base = baseOf(req);
-    let doc = openApiCache.get(base);
-    if (!doc) {
-      doc = JSON.stringify(buildOpenApi(base));
-      openApiCache.set(base, doc);
-    }
-    return doc;
-  };
+  // Built once, from configuration: the catalog does not change while the process runs,
+  // and nothing a caller sends (the Host header) may shape or multiply the documents.
+  const openApi = JSON.stringify(buildOpenApi(deps.publicBaseUrl));
+  const llmsTxt = buildLlmsTxt(deps.publicBaseUrl);
 
-  router.get("/health", (_req, res) => {
+  get(FREE_PATHS.health, (_req, res) => {
     res.json({ status: "ok" });
   });
-  for (const path of ["/openapi.json", "/.well-known/openapi.json"]) {
-    router.get(path, (req, res) => {
-      res.type("application/json").send(openApi(req));
+  for (const path of [FREE_PATHS.openapi, FREE_PATHS.openapiWellKnown]) {
+    get(path, (_req, res) => {
+      res.type("application/json").send(openApi);
     });
   }
-  router.get("/llms.txt", (req, res) => {
-    res.type("text/plain").send(buildLlmsTxt(baseOf(req)));
+  get(FREE_PATHS.llms, (_req, res) => {
+    res.type("text/plain").send(llmsTxt);
   });
 
   // Payment methods are payment-verifier's configuration; ask it, briefly cached.
@@ -72,8 +70,7 @@ export function freeRouter(deps: FreeDeps): Router {
     return methods.value;
   }
 
-  router.get("/api/pricing", async (_req, res) => {
-    res.locals.endpoint = "/api/pricing";
+  get(FREE_PATHS.pricing, async (_req, res) => {
     sendData(res, {
       currency: "USD",
       endpoints: ENDPOINTS.map((e) => ({
@@ -93,8 +90,7 @@ export function freeRouter(deps: FreeDeps): Router {
     });
   });
 
-  router.get("/api/networks", (_req, res) => {
-    res.locals.endpoint = "/api/networks";
+  get(FREE_PATHS.networks, (_req, res) => {
     sendData(res, {
       default: "ethereum",
       networks: NETWORKS.map((n) => ({
@@ -109,13 +105,14 @@ export function freeRouter(deps: FreeDeps): Router {
     });
   });
 
-  router.get("/api/account/usage", async (req, res) => {
-    res.locals.endpoint = "/api/account/usage";
+  get(FREE_PATHS.usage, async (req, res) => {
+    res.setHeader("Cache-Control", "no-store");
     const credentials = readCredentials(req);
     if (credentials.kind !== "api_key") {
       sendError(res, "invalid_api_key", "send Authorization: Bearer <API key> to read its account's usage");
       return;
     }
+    res.locals.auth = "api_key";
     const daysRaw = typeof req.query.days === "string" ? req.query.days : "30";
     const days = /^[0-9]{1,3}$/.test(daysRaw) ? Number(daysRaw) : Number.NaN;
     if (!(days >= 1 && days <= 366)) {
@@ -123,7 +120,10 @@ export function freeRouter(deps: FreeDeps): Router {
       return;
     }
     try {
+      // One quota-meter call, one store round trip: key, status, the burst guard chain calls
+      // share, and every day asked.
       const usage = await deps.quota.usage(credentials.apiKey, days);
+      res.locals.principal = usage.accountId;
       sendData(res, {
         account_id: usage.accountId,
         days: usage.days.map((d) => ({ day: d.day, requests: d.requests, errors: d.errors })),
@@ -132,6 +132,13 @@ export function freeRouter(deps: FreeDeps): Router {
       const failure = (err as { failure?: { code?: string } }).failure;
       if (failure?.code === "invalid_api_key")
         sendError(res, "invalid_api_key", "the API key is unknown or revoked");
+      else if (failure?.code === "subscription_inactive")
+        sendError(
+          res,
+          "subscription_inactive",
+          "the subscription behind this key is not active: check the subscription",
+        );
+      else if (failure?.code === "rate_limited") sendLimit(res, "rate_limited");
       else sendError(res, "service_unavailable", "usage is unavailable, retry with backoff");
     }
   });

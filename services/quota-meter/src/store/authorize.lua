@@ -1,4 +1,4 @@
--- Authorize: one atomic round trip per call.
+-- Authorize: one atomic round trip per call (guard.lua is loaded in front).
 -- key lookup -> account -> status -> burst guard -> both windows check-and-increment.
 -- Key names derive from the account found, so this runs on a standalone (or
 -- replicated / sentinel) Redis, not Redis Cluster.
@@ -9,40 +9,19 @@
 -- code: 0 allow, 1 invalid key, 2 subscription inactive, 3 daily, 4 monthly, 5 rate limited
 local p = ARGV[1]
 
-local ref = redis.call('HGET', p .. 'keys', ARGV[2])
-if not ref then return {1} end
-local sep = string.find(ref, ':', 1, true)
-local keyId = string.sub(ref, 1, sep - 1)
-local acct = string.sub(ref, sep + 1)
-
-local storedHash = redis.call('HGET', p .. 'key:' .. keyId, 'hash')
-local a = redis.call('HMGET', p .. 'acct:' .. acct, 'status', 'daily', 'monthly', 'burst')
-if not storedHash or not a[1] then return {1} end
-if a[1] ~= 'active' then return {2, keyId, acct, a[1], storedHash} end
-
-local daily = tonumber(a[2]) or 0
-local monthly = tonumber(a[3]) or 0
-local burst = tonumber(a[4]) or 0
-if burst <= 0 then burst = tonumber(ARGV[8]) or 0 end
+local k, refused = activeKey(p, ARGV[2], ARGV[8])
+if not k then return refused end
+local keyId, acct, storedHash, daily, monthly, burst = k[1], k[2], k[3], k[5], k[6], k[7]
 
 local dk = p .. 'd:' .. acct .. ':' .. ARGV[4]
 local mk = p .. 'm:' .. acct .. ':' .. ARGV[5]
 local d = tonumber(redis.call('GET', dk)) or 0
 local m = tonumber(redis.call('GET', mk)) or 0
 
--- Burst guard (GCRA): up to `burst` calls at once, `burst` per second sustained, shared
--- by every replica. It counts every attempt of a valid key, so a client looping on a
--- spent window trips it too; a refused burst never reaches the windows.
-if burst > 0 then
-  local now = tonumber(ARGV[3])
-  local rk = p .. 'r:' .. acct
-  local tat = tonumber(redis.call('GET', rk)) or now
-  if tat < now then tat = now end
-  local nextTat = tat + 1000 / burst
-  if nextTat - now > 1000 then
-    return {5, keyId, acct, 'active', storedHash, d, m, daily, monthly}
-  end
-  redis.call('SET', rk, string.format('%.3f', nextTat), 'PX', math.ceil(nextTat - now) + 1)
+-- The guard counts every attempt of a valid key, so a client looping on a spent window
+-- trips it too; a refused burst never reaches the windows.
+if not burstAllows(p, acct, burst, tonumber(ARGV[3])) then
+  return {5, keyId, acct, 'active', storedHash, d, m, daily, monthly}
 end
 
 -- Monthly first: when both windows are spent, the longer wait is the useful answer.

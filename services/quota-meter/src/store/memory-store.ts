@@ -1,5 +1,4 @@
 import { sameHash } from "../keys.ts";
-import type { Windows } from "../windows.ts";
 import type {
   AccountPatch,
   AccountRecord,
@@ -11,7 +10,21 @@ import type {
   QuotaStore,
   Refund,
   UsageCount,
+  UsageOutcome,
+  UsageQuery,
 } from "./types.ts";
+
+/** What a refusal for an unknown key carries (nothing about any account). */
+const NO_KEY = {
+  decision: "invalid_key",
+  keyId: "",
+  accountId: "",
+  storedHash: undefined,
+  dayUsed: 0,
+  monthUsed: 0,
+  dayLimit: 0,
+  monthLimit: 0,
+} as const;
 
 interface Counter {
   value: number;
@@ -22,7 +35,9 @@ interface Counter {
  * The single-node stand-in used when Redis is unreachable at startup (the embedded
  * default on a machine without Redis). Same semantics as the Redis store, decided in
  * one synchronous step, so it is atomic too; nothing is shared between processes and
- * nothing survives a restart.
+ * nothing survives a restart. Each method is the twin of a Lua script (#lookup and
+ * #burstAllows of guard.lua); test/quota-meter/store-contract.test.ts runs one suite
+ * against both stores.
  */
 export class MemoryStore implements QuotaStore {
   readonly kind = "memory";
@@ -75,22 +90,31 @@ export class MemoryStore implements QuotaStore {
     return true;
   }
 
-  async authorize(q: AuthorizeQuery): Promise<AuthorizeOutcome> {
-    const none: AuthorizeOutcome = {
-      decision: "invalid_key",
-      keyId: "",
-      accountId: "",
-      status: "",
-      storedHash: undefined,
-      dayUsed: 0,
-      monthUsed: 0,
-      dayLimit: 0,
-      monthLimit: 0,
-    };
-    const keyId = this.#byHash.get(q.keyHash.toString("hex"));
+  /** guard.lua's lookup: the live key behind a hash and its account. */
+  #lookup(hash: Buffer): { key: KeyRecord & { hash: Buffer }; account: AccountRecord } | undefined {
+    const keyId = this.#byHash.get(hash.toString("hex"));
     const key = keyId ? this.#keys.get(keyId) : undefined;
     const account = key ? this.#accounts.get(key.accountId) : undefined;
-    if (!key || !account || key.revokedAt || !sameHash(key.hash, q.keyHash)) return none;
+    if (!key || !account || key.revokedAt || !sameHash(key.hash, hash)) return undefined;
+    return { key, account };
+  }
+
+  /** guard.lua's burstAllows: GCRA per account; true when the call may go (and is recorded). */
+  #burstAllows(account: AccountRecord, defaultBurst: number, now: number): boolean {
+    const burst = account.burstPerSecond > 0 ? account.burstPerSecond : defaultBurst;
+    if (burst <= 0) return true;
+    const tat = Math.max(this.#tat.get(account.id) ?? now, now);
+    const next = tat + 1000 / burst;
+    if (next - now > 1000) return false;
+    this.#tat.set(account.id, next);
+    return true;
+  }
+
+  async authorize(q: AuthorizeQuery): Promise<AuthorizeOutcome> {
+    const none: AuthorizeOutcome = { ...NO_KEY, status: "" };
+    const found = this.#lookup(q.keyHash);
+    if (!found) return none;
+    const { key, account } = found;
     const base = { keyId: key.id, accountId: account.id, status: account.status, storedHash: key.hash };
     if (account.status !== "active") return { ...none, ...base, decision: "subscription_inactive" };
 
@@ -103,13 +127,8 @@ export class MemoryStore implements QuotaStore {
       dayLimit: account.dailyLimit,
       monthLimit: account.monthlyLimit,
     };
-    const burst = account.burstPerSecond > 0 ? account.burstPerSecond : q.defaultBurst;
-    if (burst > 0) {
-      const tat = Math.max(this.#tat.get(account.id) ?? now, now);
-      const next = tat + 1000 / burst;
-      if (next - now > 1000) return { ...base, ...counts, decision: "rate_limited" };
-      this.#tat.set(account.id, next);
-    }
+    if (!this.#burstAllows(account, q.defaultBurst, now))
+      return { ...base, ...counts, decision: "rate_limited" };
     if (counts.monthLimit > 0 && counts.monthUsed >= counts.monthLimit) {
       return { ...base, ...counts, decision: "monthly_limit_exceeded" };
     }
@@ -122,7 +141,7 @@ export class MemoryStore implements QuotaStore {
   }
 
   async refund(r: Refund, dedupeTtlMs: number): Promise<boolean> {
-    if (!this.#firstTime(`rf:${r.requestId}`, dedupeTtlMs)) return false;
+    if (!this.#firstTime(`rf:${r.accountId}:${r.requestId}`, dedupeTtlMs)) return false;
     for (const key of [`d:${r.accountId}:${r.day}`, `m:${r.accountId}:${r.month}`]) {
       const c = this.#counters.get(key);
       if (c && c.value > 0) c.value--;
@@ -171,18 +190,6 @@ export class MemoryStore implements QuotaStore {
     return record;
   }
 
-  async findKey(hash: Buffer): Promise<KnownKey | undefined> {
-    const keyId = this.#byHash.get(hash.toString("hex"));
-    const key = keyId ? this.#keys.get(keyId) : undefined;
-    if (!key || !sameHash(key.hash, hash)) return undefined;
-    return {
-      hash: key.hash,
-      keyId: key.id,
-      accountId: key.accountId,
-      status: this.#accounts.get(key.accountId)?.status ?? "",
-    };
-  }
-
   async knownKeys(): Promise<KnownKey[]> {
     const out: KnownKey[] = [];
     for (const keyId of this.#byHash.values()) {
@@ -199,7 +206,7 @@ export class MemoryStore implements QuotaStore {
   }
 
   async countUsage(u: UsageCount, dedupeTtlMs: number): Promise<boolean> {
-    if (!this.#firstTime(`ue:${u.eventId}`, dedupeTtlMs)) return false;
+    if (!this.#firstTime(`ue:${u.accountId}:${u.eventId}`, dedupeTtlMs)) return false;
     const k = `${u.accountId}:${u.day}`;
     const day = this.#usage.get(k) ?? { day: u.day, requests: 0, errors: 0 };
     day.requests++;
@@ -208,18 +215,24 @@ export class MemoryStore implements QuotaStore {
     return true;
   }
 
-  async readUsage(
-    accountId: string,
-    days: string[],
-    windows: Windows,
-  ): Promise<{ days: DailyUsage[]; dayUsed: number; monthUsed: number }> {
-    const now = this.#clock();
+  async readUsage(q: UsageQuery): Promise<UsageOutcome> {
+    const none: UsageOutcome = { ...NO_KEY, days: [] };
+    const found = this.#lookup(q.keyHash);
+    if (!found) return none;
+    const { key, account } = found;
+    const base = { ...none, keyId: key.id, accountId: account.id, storedHash: key.hash };
+    if (account.status !== "active") return { ...base, decision: "subscription_inactive" };
+    if (!this.#burstAllows(account, q.defaultBurst, q.nowMs)) return { ...base, decision: "rate_limited" };
     return {
-      days: days.map((day) => ({
-        ...(this.#usage.get(`${accountId}:${day}`) ?? { day, requests: 0, errors: 0 }),
+      ...base,
+      decision: "allow",
+      days: q.days.map((day) => ({
+        ...(this.#usage.get(`${account.id}:${day}`) ?? { day, requests: 0, errors: 0 }),
       })),
-      dayUsed: this.#get(`d:${accountId}:${windows.day}`, now),
-      monthUsed: this.#get(`m:${accountId}:${windows.month}`, now),
+      dayUsed: this.#get(`d:${account.id}:${q.windows.day}`, q.nowMs),
+      monthUsed: this.#get(`m:${account.id}:${q.windows.month}`, q.nowMs),
+      dayLimit: account.dailyLimit,
+      monthLimit: account.monthlyLimit,
     };
   }
 

@@ -2,13 +2,11 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { type Logger, type prom, redactUrl } from "@tollgate/platform";
 import { createClient } from "redis";
-import type { Windows } from "../windows.ts";
 import {
   type AccountPatch,
   type AccountRecord,
   type AuthorizeOutcome,
   type AuthorizeQuery,
-  type DailyUsage,
   type Decision,
   isAccountStatus,
   type KeyRecord,
@@ -17,6 +15,8 @@ import {
   type Refund,
   USAGE_RETENTION_MS,
   type UsageCount,
+  type UsageOutcome,
+  type UsageQuery,
 } from "./types.ts";
 
 interface Script {
@@ -25,12 +25,17 @@ interface Script {
   sha: string;
 }
 
-function script(name: string): Script {
-  const source = readFileSync(new URL(`./${name}.lua`, import.meta.url), "utf8");
+const lua = (name: string) => readFileSync(new URL(`./${name}.lua`, import.meta.url), "utf8");
+
+/** A script, with the shared Lua it needs (guard.lua: key lookup, burst guard) in front. */
+function script(name: string, preamble = ""): Script {
+  const source = `${preamble}${lua(name)}`;
   return { name, source, sha: createHash("sha1").update(source).digest("hex") };
 }
 
-const AUTHORIZE = script("authorize");
+const GUARD = lua("guard");
+const AUTHORIZE = script("authorize", GUARD);
+const READ_USAGE = script("read-usage", GUARD);
 const REFUND = script("refund");
 const USAGE = script("usage");
 
@@ -42,6 +47,13 @@ const DECISIONS: Decision[] = [
   "monthly_limit_exceeded",
   "rate_limited",
 ];
+
+const USAGE_DECISIONS: Record<number, UsageOutcome["decision"]> = {
+  0: "allow",
+  1: "invalid_key",
+  2: "subscription_inactive",
+  5: "rate_limited",
+};
 
 type Client = ReturnType<typeof createClient>;
 
@@ -83,7 +95,8 @@ export async function openRedisStore(
   client.on("ready", () => {
     connectedOnce = true;
     // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
-    for (const s of [AUTHORIZE, REFUND, USAGE]) client.scriptLoad(s.source).catch(() => undefined);
+    for (const s of [AUTHORIZE, READ_USAGE, REFUND, USAGE])
+      client.scriptLoad(s.source).catch(() => undefined);
   });
   const connecting = client.connect().then(
     () => true,
@@ -263,14 +276,6 @@ export class RedisStore implements QuotaStore {
     return { ...record, revokedAt: at };
   }
 
-  async findKey(hash: Buffer): Promise<KnownKey | undefined> {
-    const ref = await this.#client.hGet(`${this.#p}keys`, hash.toString("hex"));
-    if (!ref) return undefined;
-    const [keyId = "", accountId = ""] = String(ref).split(":");
-    const status = await this.#client.hGet(`${this.#p}acct:${accountId}`, "status");
-    return { hash, keyId, accountId, status: str(status) };
-  }
-
   async knownKeys(): Promise<KnownKey[]> {
     const entries: Array<{ hash: string; keyId: string; accountId: string }> = [];
     for await (const batch of this.#client.hScanIterator(`${this.#p}keys`, { COUNT: 1_000 })) {
@@ -305,22 +310,30 @@ export class RedisStore implements QuotaStore {
     return num(reply) === 1;
   }
 
-  async readUsage(
-    accountId: string,
-    days: string[],
-    windows: Windows,
-  ): Promise<{ days: DailyUsage[]; dayUsed: number; monthUsed: number }> {
-    const [perDay, dayUsed, monthUsed] = await Promise.all([
-      Promise.all(
-        days.map((day) => this.#client.hmGet(`${this.#p}u:${accountId}:${day}`, ["requests", "errors"])),
-      ),
-      this.#client.get(`${this.#p}d:${accountId}:${windows.day}`),
-      this.#client.get(`${this.#p}m:${accountId}:${windows.month}`),
-    ]);
+  async readUsage(q: UsageQuery): Promise<UsageOutcome> {
+    const reply = (await this.#eval(READ_USAGE, [
+      this.#p,
+      q.keyHash.toString("hex"),
+      String(q.nowMs),
+      q.windows.day,
+      q.windows.month,
+      String(q.defaultBurst),
+      ...q.days,
+    ])) as unknown[];
+    const stored = str(reply[4]);
+    const allowed = num(reply[0]) === 0;
     return {
-      days: days.map((day, i) => ({ day, requests: num(perDay[i]?.[0]), errors: num(perDay[i]?.[1]) })),
-      dayUsed: num(dayUsed),
-      monthUsed: num(monthUsed),
+      decision: USAGE_DECISIONS[num(reply[0])] ?? "invalid_key",
+      keyId: str(reply[1]),
+      accountId: str(reply[2]),
+      storedHash: stored ? Buffer.from(stored, "hex") : undefined,
+      days: allowed
+        ? q.days.map((day, i) => ({ day, requests: num(reply[9 + 2 * i]), errors: num(reply[10 + 2 * i]) }))
+        : [],
+      dayUsed: num(reply[5]),
+      monthUsed: num(reply[6]),
+      dayLimit: num(reply[7]),
+      monthLimit: num(reply[8]),
     };
   }
 

@@ -1,8 +1,9 @@
 -- Refund: gives a failed call's unit back to both windows it was counted in, once per
--- request id (the gateway may retry a report). Never below zero.
+-- (account, request id): the gateway may resend a report, and an id is only ever the mesh's
+-- own, scoped to the account it was counted for. Never below zero.
 -- ARGV: 1 prefix, 2 request id, 3 account id, 4 day id, 5 month id, 6 dedupe TTL (ms)
 local p = ARGV[1]
-if not redis.call('SET', p .. 'rf:' .. ARGV[2], '1', 'NX', 'PX', ARGV[6]) then return 0 end
+if not redis.call('SET', p .. 'rf:' .. ARGV[3] .. ':' .. ARGV[2], '1', 'NX', 'PX', ARGV[6]) then return 0 end
 local keys = { p .. 'd:' .. ARGV[3] .. ':' .. ARGV[4], p .. 'm:' .. ARGV[3] .. ':' .. ARGV[5] }
 for _, k in ipairs(keys) do
   local v = tonumber(redis.call('GET', k))

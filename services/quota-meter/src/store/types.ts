@@ -74,6 +74,7 @@ export interface KnownKey {
 }
 
 export interface Refund {
+  /** The gateway's own id of the call (never the caller's); with the account, the once-only key. */
   requestId: string;
   accountId: string;
   day: string;
@@ -93,6 +94,31 @@ export interface DailyUsage {
   errors: number;
 }
 
+export interface UsageQuery {
+  keyHash: Buffer;
+  nowMs: number;
+  /** The current windows, whose counts come back with the days. */
+  windows: Windows;
+  /** The UTC days asked, oldest first. */
+  days: string[];
+  /** Burst rate for accounts without their own (0 = no guard). */
+  defaultBurst: number;
+}
+
+/** What a usage read found. Days and counts are only filled when it was allowed. */
+export interface UsageOutcome {
+  decision: "allow" | "invalid_key" | "subscription_inactive" | "rate_limited";
+  keyId: string;
+  accountId: string;
+  /** The stored hash of the key that matched, for a constant-time check by the caller. */
+  storedHash: Buffer | undefined;
+  days: DailyUsage[];
+  dayUsed: number;
+  monthUsed: number;
+  dayLimit: number;
+  monthLimit: number;
+}
+
 /**
  * Everything quota-meter keeps. Two implementations: Redis (shared by all replicas) and
  * memory (the single-node stand-in when Redis is unreachable at startup).
@@ -103,7 +129,7 @@ export interface QuotaStore {
   isReady(): boolean;
   /** Key lookup → account → status → burst guard → both windows, atomically, in one round trip. */
   authorize(query: AuthorizeQuery): Promise<AuthorizeOutcome>;
-  /** Gives a failed call's unit back to both windows; once per request id. */
+  /** Gives a failed call's unit back to both windows; once per (account, request id). */
   refund(refund: Refund, dedupeTtlMs: number): Promise<boolean>;
 
   createAccount(account: AccountRecord): Promise<void>;
@@ -113,21 +139,16 @@ export interface QuotaStore {
   createKey(key: KeyRecord, hash: Buffer): Promise<boolean>;
   listKeys(accountId: string): Promise<KeyRecord[]>;
   revokeKey(accountId: string, keyId: string, at: string): Promise<KeyRecord | undefined>;
-  findKey(hash: Buffer): Promise<KnownKey | undefined>;
   /** Every live key with its account's status (for the fail-open snapshot). */
   knownKeys(): Promise<KnownKey[]>;
 
   /** Counts one usage event into its account's day; false when the event was already counted. */
   countUsage(usage: UsageCount, dedupeTtlMs: number): Promise<boolean>;
-  readUsage(
-    accountId: string,
-    days: string[],
-    windows: Windows,
-  ): Promise<{
-    days: DailyUsage[];
-    dayUsed: number;
-    monthUsed: number;
-  }>;
+  /**
+   * Key lookup → account → status → the burst guard Authorize uses → both windows and every
+   * day asked, atomically, in one round trip. Counts nothing in the windows.
+   */
+  readUsage(query: UsageQuery): Promise<UsageOutcome>;
 
   close(): Promise<void>;
 }

@@ -5,7 +5,6 @@ import {
   ContractFunctionRevertedError,
   createClient,
   custom,
-  getAddress,
   RpcRequestError,
 } from "viem";
 import { getEnsAddress, getEnsName, normalize } from "viem/ens";
@@ -61,8 +60,9 @@ export const ens: Operation = async (params, ctx) => {
   const { input } = params as { input: string };
   const client = ensClient(ctx);
   const universalResolverAddress = ctx.config.ensUniversalResolver;
-  if (/^0x[0-9a-fA-F]{40}$/.test(input)) {
-    const address = getAddress(input);
+  if (/^0x[0-9a-f]{40}$/.test(input)) {
+    // The catalog hands addresses over lower-case, which viem accepts without a checksum.
+    const address = input as Address;
     let name: string | null;
     try {
       name = await getEnsName(client, { address, universalResolverAddress });
@@ -85,5 +85,5 @@ export const ens: Operation = async (params, ctx) => {
     throw translate(err, input);
   }
   if (!address) throw notFound(`${input} has no address`);
-  return { address, input, mode: "forward" };
+  return { address: address.toLowerCase(), input, mode: "forward" };
 };

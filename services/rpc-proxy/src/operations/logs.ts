@@ -1,5 +1,5 @@
 import { grpc, ServiceError } from "@tollgate/platform";
-import { type Address, getAddress, type Hex, pad } from "viem";
+import { type Address, type Hex, pad } from "viem";
 import { invalidParameter, malformedAnswer } from "../errors.ts";
 import { type Operation, type OperationContext, rpcBatch, toQuantity } from "./shared.ts";
 
@@ -18,25 +18,28 @@ interface RpcLog {
 interface LogRange {
   fromBlock: string;
   toBlock: string;
+  /** A to_block past the head is asked as `latest`; logs after this block are left out. */
+  last?: bigint;
 }
 
 /**
- * Bounds a log query. A missing to_block is latest; a missing from_block is to_block
- * minus the default range plus one (not below 0). Tags are estimated from the tracked
- * head (no extra round trip) for the range check only: the node gets the caller's
- * selectors unchanged.
+ * Bounds a log query. A missing to_block is latest; a missing from_block is the last
+ * block covered minus the default range plus one (not below 0). Tags are read against
+ * the head the head tracker last saw (no extra round trip): latest, pending, safe and
+ * finalized as that head, earliest as 0. The node gets the caller's selectors, except a
+ * to_block past the head: the query then ends at the head (`latest`) and the answer
+ * covers the blocks that exist, never more than asked.
  */
 export function resolveRange(
   params: { from_block?: string; to_block?: string },
   ctx: OperationContext,
 ): LogRange {
   const { maxBlockRange, defaultBlockRange } = ctx.config.logs;
-  const toBlock = params.to_block ?? "latest";
   const head = ctx.pool.head();
   const numberOf = (selector: string): bigint | undefined => {
     if (selector === "earliest") return 0n;
     if (selector.startsWith("0x")) return BigInt(selector);
-    return head; // latest, pending, safe, finalized: about the head
+    return head;
   };
   const unknownHead = () =>
     new ServiceError(
@@ -44,41 +47,53 @@ export function resolveRange(
       "upstream_unavailable",
       `no ${ctx.network} node has reported its head block yet; retry shortly`,
     );
+  const shown = (selector: string, n: bigint) =>
+    selector.startsWith("0x") ? selector : `${selector} = block ${toQuantity(n)}`;
 
-  const to = numberOf(toBlock);
-  let fromBlock = params.from_block;
-  if (fromBlock === undefined) {
-    if (to === undefined) throw unknownHead();
-    const from = to - BigInt(defaultBlockRange) + 1n;
-    fromBlock = toQuantity(from < 0n ? 0n : from);
+  const toSelector = params.to_block ?? "latest";
+  const to = numberOf(toSelector);
+  if (to === undefined) throw unknownHead();
+  // A numbered to_block past the head: the last block there is to read is the head.
+  const pastHead = head !== undefined && to > head;
+  const last = pastHead ? head : to;
+  let fromSelector = params.from_block;
+  if (fromSelector === undefined) {
+    const from = last - BigInt(defaultBlockRange) + 1n;
+    fromSelector = toQuantity(from < 0n ? 0n : from);
   }
-  const from = numberOf(fromBlock);
-  if (from === undefined || to === undefined) throw unknownHead();
+  const from = numberOf(fromSelector);
+  if (from === undefined) throw unknownHead();
 
-  const exact = (s: string) => s.startsWith("0x") || s === "earliest";
   if (from > to) {
-    // With a tag the head is an estimate a poll old: only refuse what is certainly wrong.
-    if (exact(fromBlock) && exact(toBlock))
-      throw invalidParameter("from_block", "must not be after to_block");
-    return { fromBlock, toBlock };
+    throw invalidParameter(
+      "from_block",
+      `must not be after to_block (${shown(fromSelector, from)}, to_block ${shown(toSelector, to)})`,
+    );
   }
-  if (to - from + 1n > BigInt(maxBlockRange)) {
+  if (head !== undefined && from > head) {
+    throw invalidParameter("from_block", `is after the chain head (block ${toQuantity(head)})`);
+  }
+  if (last - from + 1n > BigInt(maxBlockRange)) {
     throw new ServiceError(
       grpc.status.INVALID_ARGUMENT,
       "block_range_too_large",
-      `the block range spans ${to - from + 1n} blocks; the maximum is ${maxBlockRange}`,
+      `the block range spans ${last - from + 1n} blocks; the maximum is ${maxBlockRange}`,
       { max_block_range: maxBlockRange },
     );
   }
-  return { fromBlock, toBlock };
+  return pastHead
+    ? { fromBlock: fromSelector, toBlock: "latest", last: to }
+    : { fromBlock: fromSelector, toBlock: toSelector };
 }
 
-function checkLogs(result: unknown): RpcLog[] {
+function checkLogs(result: unknown, range: LogRange): RpcLog[] {
   if (!Array.isArray(result)) throw malformedAnswer("eth_getLogs result");
   // Pending or removed logs carry no block or hash; they are not part of the answer.
-  return (result as RpcLog[]).filter(
-    (l) => !!l?.blockNumber && !!l.transactionHash && Array.isArray(l.topics),
-  );
+  return (result as RpcLog[]).filter((l) => {
+    if (!l?.blockNumber || !l.transactionHash || !Array.isArray(l.topics)) return false;
+    if (!/^0x[0-9a-fA-F]{1,16}$/.test(l.blockNumber)) throw malformedAnswer("log block number");
+    return range.last === undefined || BigInt(l.blockNumber) <= range.last;
+  });
 }
 
 export const events: Operation = async (params, ctx) => {
@@ -95,13 +110,15 @@ export const events: Operation = async (params, ctx) => {
   const topics: (Hex | null)[] = [p.topic ?? null, p.topic1 ?? null, p.topic2 ?? null, p.topic3 ?? null];
   while (topics.length > 0 && topics[topics.length - 1] === null) topics.pop();
   const filter = {
-    ...range,
+    fromBlock: range.fromBlock,
+    toBlock: range.toBlock,
     ...(p.contract ? { address: p.contract } : {}),
     ...(topics.length > 0 ? { topics } : {}),
   };
   const [result] = await rpcBatch(ctx, [{ method: "eth_getLogs", params: [filter] }]);
-  const logs = checkLogs(result).map((l) => ({
-    address: l.address,
+  const logs = checkLogs(result, range).map((l) => ({
+    // Nodes differ in casing; the API answers lower-case.
+    address: l.address.toLowerCase(),
     block_number: l.blockNumber,
     data: l.data,
     topics: l.topics,
@@ -119,7 +136,11 @@ export const events: Operation = async (params, ctx) => {
 export const erc20Transfers: Operation = async (params, ctx) => {
   const p = params as { contract?: Address; address?: Address; from_block?: string; to_block?: string };
   const range = resolveRange(p, ctx);
-  const base = { ...range, ...(p.contract ? { address: p.contract } : {}) };
+  const base = {
+    fromBlock: range.fromBlock,
+    toBlock: range.toBlock,
+    ...(p.contract ? { address: p.contract } : {}),
+  };
   const filters = p.address
     ? [
         { ...base, topics: [TRANSFER_TOPIC, pad(p.address)] },
@@ -132,7 +153,7 @@ export const erc20Transfers: Operation = async (params, ctx) => {
   );
   const seen = new Map<string, { block: bigint; index: bigint; log: RpcLog }>();
   for (const result of results) {
-    for (const log of checkLogs(result)) {
+    for (const log of checkLogs(result, range)) {
       if (log.topics.length !== 3 || !/^0x[0-9a-fA-F]{64}$/.test(log.data)) continue;
       const key = `${log.transactionHash}:${log.logIndex}`;
       if (!seen.has(key))
@@ -144,9 +165,9 @@ export const erc20Transfers: Operation = async (params, ctx) => {
   );
   const transfers = ordered.map(({ log }) => ({
     block_number: log.blockNumber!,
-    from: getAddress(`0x${log.topics[1]!.slice(26)}`),
-    to: getAddress(`0x${log.topics[2]!.slice(26)}`),
-    token: getAddress(log.address),
+    from: `0x${log.topics[1]!.slice(26).toLowerCase()}`,
+    to: `0x${log.topics[2]!.slice(26).toLowerCase()}`,
+    token: log.address.toLowerCase(),
     tx_hash: log.transactionHash!,
     value: BigInt(log.data).toString(),
   }));

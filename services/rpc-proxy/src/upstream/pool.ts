@@ -45,6 +45,7 @@ export class NetworkPool {
           connections: policy.connections,
           breakerThreshold: policy.breakerThreshold,
           breakerCooldownMs: policy.breakerCooldownMs,
+          maxBodyBytes: policy.maxBodyBytes,
           metrics,
         }),
     );
@@ -121,6 +122,11 @@ export class NetworkPool {
         ctx.roundTrips++;
         return outcomes;
       } catch (err) {
+        if (err instanceof ServiceError) {
+          // The node answered, too much: the same query would be as large anywhere else.
+          ctx.roundTrips++;
+          throw err;
+        }
         if (!(err instanceof TransportError)) throw err;
         if (err.sent) ctx.roundTrips++;
         if (err.kind === "timeout") sawTimeout = true;

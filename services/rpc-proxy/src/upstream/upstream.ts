@@ -1,3 +1,4 @@
+import { grpc, ServiceError } from "@tollgate/platform";
 import { Pool } from "undici";
 import { BREAKER_GAUGE, type Metrics } from "../metrics.ts";
 import { Breaker, type BreakerState } from "./breaker.ts";
@@ -27,7 +28,18 @@ export interface UpstreamOptions {
   connections: number;
   breakerThreshold: number;
   breakerCooldownMs: number;
+  /** Largest response body read from the node; more is result_too_large. */
+  maxBodyBytes: number;
   metrics: Metrics;
+}
+
+/** The node's answer is over the byte cap: too large for any upstream, so never retried. */
+function tooLarge(limit: number): ServiceError {
+  return new ServiceError(
+    grpc.status.FAILED_PRECONDITION,
+    "result_too_large",
+    `the node's answer exceeds ${limit} bytes; narrow the block range or add filters`,
+  );
 }
 
 /**
@@ -42,6 +54,7 @@ export class Upstream {
   readonly #path: string;
   readonly #headers: Record<string, string>;
   readonly #metrics: Metrics;
+  readonly #maxBodyBytes: number;
   readonly breaker: Breaker;
   /** Last head block seen by the head tracker. */
   head: bigint | undefined;
@@ -56,6 +69,7 @@ export class Upstream {
     this.network = opts.network;
     this.label = `${opts.network}-${opts.index}`;
     this.#metrics = opts.metrics;
+    this.#maxBodyBytes = opts.maxBodyBytes;
     const url = new URL(opts.url);
     this.#path = `${url.pathname}${url.search}`;
     this.#headers = { "content-type": "application/json", accept: "application/json" };
@@ -80,7 +94,8 @@ export class Upstream {
 
   /**
    * Sends one HTTP request carrying `calls` (a batch when more than one) through the
-   * breaker. Resolves with one outcome per call; rejects with a TransportError only.
+   * breaker. Resolves with one outcome per call; rejects with a TransportError, or with
+   * result_too_large when the answer is over the byte cap (the node is fine: no breaker count).
    */
   async send(calls: readonly RpcCall[], timeoutMs: number): Promise<RpcOutcome[]> {
     const method = calls.length === 1 ? calls[0]!.method : "batch";
@@ -99,6 +114,10 @@ export class Upstream {
       if (outcomes.some((o) => !o.ok)) outcome = "rpc_error";
       return outcomes;
     } catch (err) {
+      if (err instanceof ServiceError) {
+        outcome = "too_large";
+        throw err;
+      }
       outcome = err instanceof TransportError ? err.kind : "network_error";
       throw err instanceof TransportError
         ? err
@@ -128,9 +147,25 @@ export class Upstream {
         await res.body.dump().catch(() => {});
         throw new TransportError("http_error", `upstream answered HTTP ${status}`, { sent: true, status });
       }
-      text = await res.body.text();
+      // Read with a byte cap: a huge answer is refused as it streams in, never buffered whole.
+      const declared = Number(res.headers["content-length"]);
+      if (declared > this.#maxBodyBytes) {
+        res.body.destroy();
+        throw tooLarge(this.#maxBodyBytes);
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body) {
+        size += (chunk as Buffer).length;
+        if (size > this.#maxBodyBytes) {
+          res.body.destroy();
+          throw tooLarge(this.#maxBodyBytes);
+        }
+        chunks.push(chunk as Buffer);
+      }
+      text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)).toString("utf8");
     } catch (err) {
-      if (err instanceof TransportError) throw err;
+      if (err instanceof TransportError || err instanceof ServiceError) throw err;
       if (signal.aborted)
         throw new TransportError("timeout", `no answer within ${timeoutMs} ms`, { sent: true });
       const code = errorCode(err);

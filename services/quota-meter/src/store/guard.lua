@@ -1,0 +1,37 @@
+-- Shared by authorize.lua and read-usage.lua: the store loads each of them with this
+-- text in front, so the key lookup and the burst guard are written once.
+-- MemoryStore (memory-store.ts) is their in-memory twin; test/quota-meter/store-contract
+-- runs one suite against both.
+
+-- The key behind a hash, for a call: {key id, account id, stored hash, status, daily,
+-- monthly, burst}, the burst rate resolved (the account's own, else `defaultBurst`). When
+-- the key cannot be served: nil and the reply to give ({1}: unknown key or account; {2, key
+-- id, account id, status, stored hash}: subscription not active).
+local function activeKey(p, hash, defaultBurst)
+  local ref = redis.call('HGET', p .. 'keys', hash)
+  if not ref then return nil, {1} end
+  local sep = string.find(ref, ':', 1, true)
+  local keyId = string.sub(ref, 1, sep - 1)
+  local acct = string.sub(ref, sep + 1)
+  local storedHash = redis.call('HGET', p .. 'key:' .. keyId, 'hash')
+  local a = redis.call('HMGET', p .. 'acct:' .. acct, 'status', 'daily', 'monthly', 'burst')
+  if not storedHash or not a[1] then return nil, {1} end
+  if a[1] ~= 'active' then return nil, {2, keyId, acct, a[1], storedHash} end
+  local burst = tonumber(a[4]) or 0
+  if burst <= 0 then burst = tonumber(defaultBurst) or 0 end
+  return {keyId, acct, storedHash, a[1], tonumber(a[2]) or 0, tonumber(a[3]) or 0, burst}
+end
+
+-- Burst guard (GCRA): up to `burst` calls at once, `burst` per second sustained, per
+-- account and shared by every replica and every call that passes it. True when this call
+-- may go (and it is recorded), false when it is refused. burst <= 0: no guard.
+local function burstAllows(p, acct, burst, now)
+  if burst <= 0 then return true end
+  local rk = p .. 'r:' .. acct
+  local tat = tonumber(redis.call('GET', rk)) or now
+  if tat < now then tat = now end
+  local nextTat = tat + 1000 / burst
+  if nextTat - now > 1000 then return false end
+  redis.call('SET', rk, string.format('%.3f', nextTat), 'PX', math.ceil(nextTat - now) + 1)
+  return true
+end

@@ -1,0 +1,234 @@
+// One contract, two stores: every rule quota-meter keeps in a Lua script (Redis) and in its
+// in-memory twin (the stand-in used when Redis is unreachable at startup) runs here against
+// both, so the stand-in can never drift from production.
+import { randomBytes, randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MemoryStore } from "../../services/quota-meter/src/store/memory-store.ts";
+import { openRedisStore, type RedisStore } from "../../services/quota-meter/src/store/redis-store.ts";
+import type { AccountRecord, QuotaStore } from "../../services/quota-meter/src/store/types.ts";
+import { recentDays, windowsAt } from "../../services/quota-meter/src/windows.ts";
+import { cleanRedis, REDIS_PORT, redis, silentLogger, uniqueId } from "./helpers.ts";
+
+const prefix = `test:${uniqueId("contract")}:`;
+let redisStore: RedisStore;
+
+beforeAll(async () => {
+  const store = await openRedisStore({
+    url: `redis://127.0.0.1:${REDIS_PORT}`,
+    prefix,
+    logger: silentLogger(),
+    connectTimeoutMs: 2_000,
+    giveUp: true,
+  });
+  if (!store) throw new Error("the contract suite needs the Redis server on 127.0.0.1:6379");
+  redisStore = store;
+});
+
+afterAll(async () => {
+  await redisStore?.close();
+  await cleanRedis(prefix);
+});
+
+const STORES: [string, () => QuotaStore][] = [
+  ["redis (Lua scripts)", () => redisStore],
+  ["memory (the stand-in)", () => new MemoryStore()],
+];
+
+const DAY = 24 * 60 * 60 * 1000;
+
+/** An account with the plan and one live key, created through the store itself. */
+async function newAccount(store: QuotaStore, plan: Partial<AccountRecord> = {}) {
+  const id = randomUUID();
+  await store.createAccount({
+    id,
+    name: id,
+    status: "active",
+    dailyLimit: 0,
+    monthlyLimit: 0,
+    burstPerSecond: 1_000_000,
+    createdAt: new Date().toISOString(),
+    ...plan,
+  });
+  const keyHash = randomBytes(32);
+  const keyId = randomUUID();
+  await store.createKey(
+    { id: keyId, accountId: id, prefix: "tg_live_x", createdAt: new Date().toISOString(), revokedAt: "" },
+    keyHash,
+  );
+  return { accountId: id, keyId, keyHash };
+}
+
+describe.each(STORES)("quota store contract: %s", (_name, open) => {
+  let store: QuotaStore;
+  beforeAll(() => {
+    store = open();
+  });
+
+  const account = (plan: Partial<AccountRecord> = {}) => newAccount(store, plan);
+
+  const at = (nowMs: number, keyHash: Buffer, defaultBurst = 50) => ({
+    keyHash,
+    nowMs,
+    windows: windowsAt(nowMs),
+    defaultBurst,
+  });
+  const read = (nowMs: number, keyHash: Buffer, days = 3, defaultBurst = 50) =>
+    store.readUsage({ ...at(nowMs, keyHash, defaultBurst), days: recentDays(nowMs, days) });
+
+  it("authorize counts both windows, refuses a spent one (monthly first) and never counts a refusal", async () => {
+    const now = Date.now();
+    const a = await account({ dailyLimit: 2, monthlyLimit: 3 });
+    expect(await store.authorize(at(now, a.keyHash))).toMatchObject({
+      decision: "allow",
+      accountId: a.accountId,
+      keyId: a.keyId,
+      dayUsed: 1,
+      monthUsed: 1,
+    });
+    expect((await store.authorize(at(now, a.keyHash))).dayUsed).toBe(2);
+    expect(await store.authorize(at(now, a.keyHash))).toMatchObject({
+      decision: "daily_limit_exceeded",
+      dayUsed: 2,
+      monthUsed: 2,
+    });
+    const both = await account({ dailyLimit: 1, monthlyLimit: 1 });
+    await store.authorize(at(now, both.keyHash));
+    expect((await store.authorize(at(now, both.keyHash))).decision).toBe("monthly_limit_exceeded");
+
+    const unknown = await store.authorize(at(now, randomBytes(32)));
+    expect(unknown.decision).toBe("invalid_key");
+    const inactive = await account({ status: "past_due" });
+    expect(await store.authorize(at(now, inactive.keyHash))).toMatchObject({
+      decision: "subscription_inactive",
+      status: "past_due",
+    });
+  });
+
+  it("reads usage in one step: the asked days, both windows and the plan, counting nothing", async () => {
+    const now = Date.now();
+    const a = await account({ dailyLimit: 100, monthlyLimit: 1000 });
+    await store.authorize(at(now, a.keyHash));
+    const days = recentDays(now, 3);
+    await store.countUsage({ eventId: "e1", accountId: a.accountId, day: days[2]!, error: false }, DAY);
+    await store.countUsage({ eventId: "e2", accountId: a.accountId, day: days[2]!, error: true }, DAY);
+    await store.countUsage({ eventId: "e3", accountId: a.accountId, day: days[0]!, error: false }, DAY);
+
+    const usage = await read(now, a.keyHash);
+    expect(usage).toMatchObject({
+      decision: "allow",
+      accountId: a.accountId,
+      keyId: a.keyId,
+      dayUsed: 1,
+      monthUsed: 1,
+      dayLimit: 100,
+      monthLimit: 1000,
+    });
+    expect(usage.storedHash?.equals(a.keyHash)).toBe(true);
+    expect(usage.days).toEqual([
+      { day: days[0], requests: 1, errors: 0 },
+      { day: days[1], requests: 0, errors: 0 },
+      { day: days[2], requests: 2, errors: 1 },
+    ]);
+    // Reading is free: the windows did not move.
+    expect((await read(now, a.keyHash)).dayUsed).toBe(1);
+    expect((await store.authorize(at(now, a.keyHash))).dayUsed).toBe(2);
+  });
+
+  it("reads usage only for a live key of an active account", async () => {
+    const now = Date.now();
+    expect((await read(now, randomBytes(32))).decision).toBe("invalid_key");
+    const a = await account();
+    await store.updateAccount(a.accountId, { status: "suspended" });
+    const inactive = await read(now, a.keyHash);
+    expect(inactive).toMatchObject({ decision: "subscription_inactive", accountId: a.accountId, days: [] });
+    await store.updateAccount(a.accountId, { status: "active" });
+    expect((await read(now, a.keyHash)).decision).toBe("allow");
+    await store.revokeKey(a.accountId, a.keyId, new Date().toISOString());
+    expect((await read(now, a.keyHash)).decision).toBe("invalid_key");
+  });
+
+  it("one burst guard per account, shared by chain calls and usage reads", async () => {
+    const now = Date.now();
+    const a = await account({ burstPerSecond: 3 });
+    expect((await store.authorize(at(now, a.keyHash))).decision).toBe("allow");
+    expect((await read(now, a.keyHash)).decision).toBe("allow");
+    expect((await store.authorize(at(now, a.keyHash))).decision).toBe("allow");
+    // Three calls at once spent the burst: a usage read and a chain call are both refused.
+    expect(await read(now, a.keyHash)).toMatchObject({ decision: "rate_limited", days: [] });
+    expect((await store.authorize(at(now, a.keyHash))).decision).toBe("rate_limited");
+    // A second later the guard has refilled.
+    expect((await read(now + 1_000, a.keyHash)).decision).toBe("allow");
+
+    // Accounts without their own rate use the default the caller passes.
+    const b = await account({ burstPerSecond: 0 });
+    expect((await read(now, b.keyHash, 3, 1)).decision).toBe("allow");
+    expect((await read(now, b.keyHash, 3, 1)).decision).toBe("rate_limited");
+  });
+
+  it("refunds once per (account, request id), never below zero", async () => {
+    const now = Date.now();
+    const w = windowsAt(now);
+    const a = await account();
+    const b = await account();
+    await store.authorize(at(now, a.keyHash));
+    await store.authorize(at(now, a.keyHash));
+    await store.authorize(at(now, b.keyHash));
+    const refund = (accountId: string, requestId: string) =>
+      store.refund({ requestId, accountId, day: w.day, month: w.month }, DAY);
+
+    expect(await refund(a.accountId, "r1")).toBe(true);
+    expect(await refund(a.accountId, "r1")).toBe(false); // a resent report
+    // The same id for another account is another refund: ids never cross accounts.
+    expect(await refund(b.accountId, "r1")).toBe(true);
+    expect(await refund(b.accountId, "r2")).toBe(true); // nothing left to give back
+    const usageA = await read(now, a.keyHash);
+    const usageB = await read(now, b.keyHash);
+    expect([usageA.dayUsed, usageA.monthUsed]).toEqual([1, 1]);
+    expect([usageB.dayUsed, usageB.monthUsed]).toEqual([0, 0]);
+  });
+
+  it("counts a usage event once per (account, event id)", async () => {
+    const now = Date.now();
+    const day = windowsAt(now).day;
+    const a = await account();
+    const b = await account();
+    const count = (accountId: string, eventId: string, error = false) =>
+      store.countUsage({ eventId, accountId, day, error }, DAY);
+    expect(await count(a.accountId, "ev")).toBe(true);
+    expect(await count(a.accountId, "ev")).toBe(false); // redelivered
+    expect(await count(b.accountId, "ev", true)).toBe(true);
+    expect((await read(now, a.keyHash, 1)).days).toEqual([{ day, requests: 1, errors: 0 }]);
+    expect((await read(now, b.keyHash, 1)).days).toEqual([{ day, requests: 1, errors: 1 }]);
+  });
+});
+
+describe("Redis round trips", () => {
+  it("a usage read of 366 days is ONE command sent to Redis", async () => {
+    const { keyHash } = await newAccount(redisStore);
+    const now = Date.now();
+    const query = {
+      keyHash,
+      nowMs: now,
+      windows: windowsAt(now),
+      days: recentDays(now, 366),
+      defaultBurst: 50,
+    };
+    await redisStore.readUsage(query); // the script is loaded
+
+    // MONITOR lists every command Redis runs; the script's own calls show as "lua".
+    const monitor = await redis();
+    const seen: string[] = [];
+    await monitor.monitor((line: string) => {
+      if (line.includes(prefix) && !line.includes(" lua]")) seen.push(line);
+    });
+    try {
+      const usage = await redisStore.readUsage(query);
+      expect(usage.days).toHaveLength(366);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toMatch(/"evalsha"/i);
+    } finally {
+      monitor.destroy();
+    }
+  });
+});
