@@ -29,10 +29,11 @@ afterAll(async () => {
 
 const stream = () => streamSpecFor(USAGE_V1, qm.config.eventsNamespace).name;
 
-/** The usage events stored in the stream for one account. */
+/** The usage events stored in the stream for one account (none while the publisher has not created it yet). */
 async function storedEvents(accountId: string): Promise<UsageEventV1[]> {
   const jsm = await jetstreamManager(nc);
-  const info = await jsm.streams.info(stream());
+  const info = await jsm.streams.info(stream()).catch(() => undefined);
+  if (!info) return [];
   const consumer = await jetstream(nc).consumers.get(stream());
   const events: UsageEventV1[] = [];
   if (info.state.messages === 0) return events;
