@@ -89,13 +89,18 @@ export function isErrorCode(code: string | undefined): code is ErrorCode {
   return code !== undefined && Object.hasOwn(ERRORS, code);
 }
 
-/** The flat 429 codes of spec 7 (not enveloped). */
+/**
+ * The flat 429 codes of spec 7 (not enveloped). `payPerCall` names the accepted per-call payment
+ * methods (the gateway reads them from payment-verifier, the one place they are known), e.g.
+ * "x402 (exact) or MPP (charge, session)".
+ */
 export const LIMIT_ERRORS = {
-  daily_limit_exceeded:
-    "The account's daily volume is spent. It resets at 00:00 UTC; or pay per call with x402 or MPP.",
-  monthly_limit_exceeded:
-    "The account's monthly volume is spent. It resets at 00:00 UTC on the 1st; or pay per call with x402 or MPP.",
-  rate_limited: "Too many requests in a burst. Back off briefly (Retry-After: 1) and retry.",
+  daily_limit_exceeded: (payPerCall: string) =>
+    `The account's daily volume is spent. It resets at 00:00 UTC${payPerCall ? `; or pay per call with ${payPerCall}` : ""}.`,
+  monthly_limit_exceeded: (payPerCall: string) =>
+    `The account's monthly volume is spent. It resets at 00:00 UTC on the 1st${payPerCall ? `; or pay per call with ${payPerCall}` : ""}.`,
+  rate_limited: (_payPerCall: string) =>
+    "Too many requests in a burst. Back off briefly (Retry-After: 1) and retry.",
 } as const;
 
 export type LimitErrorCode = keyof typeof LIMIT_ERRORS;

@@ -76,7 +76,9 @@ export function sendError(
 }
 
 /** The flat shape of spec 7 for 429s: `error` is the code itself. */
-export function sendLimit(res: Response, code: LimitErrorCode): void {
+export function sendLimit(res: Response, code: LimitErrorCode, payPerCall: string): void {
   if (code === "rate_limited") res.setHeader("Retry-After", "1");
-  res.status(429).json({ error: code, message: LIMIT_ERRORS[code], request_id: res.locals.requestId });
+  res
+    .status(429)
+    .json({ error: code, message: LIMIT_ERRORS[code](payPerCall), request_id: res.locals.requestId });
 }

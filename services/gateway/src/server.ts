@@ -17,6 +17,7 @@ import { createQuotaMeterClient, type QuotaMeterClient } from "./clients/quota-m
 import { createRpcProxyClient, type RpcProxyClient } from "./clients/rpc-proxy.ts";
 import type { GatewayConfig } from "./config.ts";
 import { requestId, sendError } from "./envelope.ts";
+import { type AcceptedMethods, watchPaymentMethods } from "./payment-methods.ts";
 import { chainRouter } from "./routes/chain.ts";
 import { freeRouter } from "./routes/free.ts";
 import { canonicalOf, endpointOf, routeOf, undecodableParam } from "./routes/table.ts";
@@ -26,6 +27,8 @@ export interface GatewayDeps {
   rpc: RpcProxyClient;
   quota: QuotaMeterClient;
   payments: PaymentVerifierClient;
+  /** The per-call payment methods payment-verifier accepts (DescribeMethods). */
+  methods: AcceptedMethods;
   usage: UsageReporter;
   logger: Logger;
   registry: Registry;
@@ -229,7 +232,8 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
   const quota = createQuotaMeterClient(config.quotaMeterAddr, mesh, config.deadlines.authorizeMs);
   const payments = createPaymentVerifierClient(config.paymentVerifierAddr, mesh, config.deadlines);
   const usage = createUsageReporter(quota, logger, config.usageBatch);
-  const app = createApp(config, { rpc, quota, payments, usage, logger, registry });
+  const methods = await watchPaymentMethods(payments, logger);
+  const app = createApp(config, { rpc, quota, payments, methods, usage, logger, registry });
 
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
@@ -252,6 +256,7 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
       server.closeAllConnections();
       await usage.flush();
       await metrics.close();
+      methods.close();
       rpc.close();
       quota.close();
       payments.close();

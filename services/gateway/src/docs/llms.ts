@@ -1,4 +1,6 @@
 import { ENDPOINTS, type Endpoint, NETWORKS } from "@tollgate/catalog";
+import type { PaymentMethod } from "../payment-methods.ts";
+import { CHARGING_RULE } from "./openapi.ts";
 
 function example(endpoint: Endpoint, base: string): string {
   let path = endpoint.path;
@@ -16,8 +18,17 @@ function example(endpoint: Endpoint, base: string): string {
  * Links are absolute under the configured public base URL; without one, `{base_url}` stands
  * for it (the document never echoes what a caller sent as Host).
  */
-export function buildLlmsTxt(publicBaseUrl: string | undefined): string {
+export function buildLlmsTxt(publicBaseUrl: string | undefined, methods: readonly PaymentMethod[]): string {
   const base = publicBaseUrl ?? "{base_url}";
+  const schemes = (protocol: string) => [
+    ...new Set(methods.filter((m) => m.protocol === protocol).map((m) => `\`${m.scheme}\``)),
+  ];
+  const x402 = schemes("x402");
+  const mpp = schemes("mpp");
+  const tokens = (protocol: string) =>
+    [
+      ...new Set(methods.filter((m) => m.protocol === protocol).map((m) => `${m.symbol} on ${m.network}`)),
+    ].join(", ");
   const lines = [
     "# Tollgate Ethereum RPC Gateway",
     "",
@@ -26,9 +37,13 @@ export function buildLlmsTxt(publicBaseUrl: string | undefined): string {
     ...(publicBaseUrl ? [] : ["`{base_url}` below is the address you reach this gateway at.", ""]),
     "## Authenticate or pay",
     "- API-key plan: `Authorization: Bearer <API key>`. Daily and monthly quotas per account; X-Quota-* headers on every response.",
-    "- x402 (v2): call without credentials, read the base64 JSON `PAYMENT-REQUIRED` header of the 402 (scheme `exact`, USDC), retry with `Payment-Signature`. Official clients: @x402/fetch, @x402/axios.",
-    "- MPP (Machine Payments Protocol) is not accepted yet: pay with x402 or use an API key.",
-    "- A failed call (4xx after validation, 5xx upstream) is never charged.",
+    x402.length
+      ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`
+      : "- x402: not accepted by this deployment right now.",
+    mpp.length
+      ? `- MPP (Machine Payments Protocol): the 402 carries \`WWW-Authenticate: Payment\` challenges (intents ${mpp.join(", ")}; ${tokens("mpp")}); retry with \`Authorization: Payment <credential>\`. Official client: mppx.`
+      : "- MPP (Machine Payments Protocol): not accepted by this deployment right now.",
+    `- What is charged: ${CHARGING_RULE}`,
     "",
     "## Responses",
     '- Envelope: `{"data": {...} | null, "error": null | {"code","message"}, "meta": {"endpoint","request_id", paid: "cost_usdc","payment_chain","payment_token"}}`.',

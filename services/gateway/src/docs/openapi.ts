@@ -8,6 +8,7 @@ import {
   QUOTA_HEADERS,
 } from "@tollgate/catalog";
 import { z } from "zod";
+import { describeMethods, type PaymentMethod } from "../payment-methods.ts";
 
 /**
  * OpenAPI 3.1.0 document derived from the catalog: the same zod schemas that
@@ -38,6 +39,10 @@ function parameters(schema: z.ZodObject | undefined, where: "path" | "query"): J
 }
 
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** The charging rule, the same words wherever it is told (OpenAPI, llms.txt, the README). */
+export const CHARGING_RULE =
+  "A call the node answered is charged, whatever its status: data, a revert (422 `execution_reverted`) or a not-found from a node lookup (404 `block_not_found`, `ens_name_not_found`); a charged answer carries its payment receipt and `meta.cost_usdc`, and counts against an API key's quota. Not charged: input refused before any node call (400), 401, 402, 403, 429, and failures with no answer (5xx, timeouts, 422 `result_too_large`).";
 const quotaHeaders = Object.fromEntries(Object.values(QUOTA_HEADERS).map((h) => [h.name, ref(h.name)]));
 const {
   required: PAYMENT_REQUIRED,
@@ -52,7 +57,7 @@ function errorResponse(description: string): Json {
   };
 }
 
-function operation(endpoint: Endpoint): Json {
+function operation(endpoint: Endpoint, pay: PayDocs): Json {
   const statuses = new Set<number>([400, 401, 402, 403, 500, 502, 503, 504]);
   // Any answer can be over the byte caps; everything else 404/422 is the endpoint's own.
   const own = new Set<string>([...endpoint.errors, "result_too_large"]);
@@ -69,10 +74,18 @@ function operation(endpoint: Endpoint): Json {
   }
   const errors: Json = {};
   for (const status of [...statuses].sort()) {
-    const codes = Object.entries(ERRORS)
-      .filter(([code, e]) => e.status === status && ((status !== 404 && status !== 422) || own.has(code)))
-      .map(([code, e]) => `\`${code}\`: ${e.description}`);
-    errors[String(status)] = errorResponse(codes.join(" ") || "Error.");
+    const entries = Object.entries(ERRORS).filter(
+      ([code, e]) => e.status === status && ((status !== 404 && status !== 422) || own.has(code)),
+    );
+    const codes = entries.map(([code, e]) => `\`${code}\`: ${e.description}`);
+    const charged = entries
+      .filter(([, e]) => (e as { charged?: true }).charged)
+      .map(([code]) => `\`${code}\``);
+    const response = errorResponse(
+      `${codes.join(" ") || "Error."}${charged.length ? ` Charged (the node answered): ${charged.join(", ")}; a paid call's answer carries the receipt and meta.cost_usdc.` : ""}`,
+    );
+    if (charged.length) response.headers = pay.receipts;
+    errors[String(status)] = response;
   }
   return {
     operationId: endpoint.id,
@@ -89,11 +102,11 @@ function operation(endpoint: Endpoint): Json {
           },
         }
       : {}),
-    security: [{ apiKey: [] }, { x402: [] }],
+    security: pay.security,
     responses: {
       "200": {
-        description: "Success. API-key calls carry the X-Quota-* headers; paid calls carry PAYMENT-RESPONSE.",
-        headers: { ...quotaHeaders, [PAYMENT_RESPONSE.name]: ref(PAYMENT_RESPONSE.name) },
+        description: "Success. API-key calls carry the X-Quota-* headers; paid calls carry their receipt.",
+        headers: { ...quotaHeaders, ...pay.receipts },
         content: {
           "application/json": {
             schema: {
@@ -110,8 +123,8 @@ function operation(endpoint: Endpoint): Json {
       },
       ...errors,
       "402": {
-        description: "Payment required or refused. Nothing was charged.",
-        headers: { [PAYMENT_REQUIRED.name]: ref(PAYMENT_REQUIRED.name) },
+        description: `Payment required or refused. Nothing was charged.${pay.text ? ` Pay per call with ${pay.text}.` : ""}`,
+        headers: pay.offers,
         content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } },
       },
       "429": {
@@ -144,10 +157,61 @@ const envelopeOf = (data: Json): Json => ({
   properties: { data, error: { type: "null" }, meta: { $ref: "#/components/schemas/Meta" } },
 });
 
-export function buildOpenApi(serverUrl: string | undefined): Json {
+/** What the accepted payment methods put into the document. */
+interface PayDocs {
+  text: string;
+  security: Json[];
+  offers: Json;
+  receipts: Json;
+  schemes: Json;
+}
+
+function payDocs(methods: readonly PaymentMethod[]): PayDocs {
+  const x402 = methods.filter((m) => m.protocol === "x402");
+  const mpp = methods.filter((m) => m.protocol === "mpp");
+  const names = (list: PaymentMethod[]) => [...new Set(list.map((m) => `\`${m.scheme}\``))].join(", ");
+  const schemes: Json = {
+    apiKey: {
+      type: "http",
+      scheme: "bearer",
+      description: "API-key plan: `Authorization: Bearer <API key>`.",
+    },
+  };
+  const offers: Json = {};
+  const receipts: Json = {};
+  if (x402.length) {
+    schemes.x402 = {
+      type: "apiKey",
+      in: "header",
+      name: PAYMENT_SIGNATURE.name,
+      description: `x402 v2 payment payload (base64 JSON); schemes ${names(x402)}. Offers come in the 402's PAYMENT-REQUIRED header.`,
+    };
+    offers[PAYMENT_REQUIRED.name] = ref(PAYMENT_REQUIRED.name);
+    receipts[PAYMENT_RESPONSE.name] = ref(PAYMENT_RESPONSE.name);
+  }
+  if (mpp.length) {
+    schemes.mpp = {
+      type: "http",
+      scheme: "Payment",
+      description: `MPP (Machine Payments Protocol) credential, \`Authorization: Payment <credential>\`; intents ${names(mpp)}. Challenges come in the 402's WWW-Authenticate header.`,
+    };
+    offers[PAYMENT_HEADERS.mppChallenge.name] = ref(PAYMENT_HEADERS.mppChallenge.name);
+    receipts[PAYMENT_HEADERS.mppReceipt.name] = ref(PAYMENT_HEADERS.mppReceipt.name);
+  }
+  return {
+    text: describeMethods(methods),
+    security: Object.keys(schemes).map((name) => ({ [name]: [] })),
+    offers,
+    receipts,
+    schemes,
+  };
+}
+
+export function buildOpenApi(serverUrl: string | undefined, methods: readonly PaymentMethod[]): Json {
+  const pay = payDocs(methods);
   const paths: Json = {};
   for (const endpoint of ENDPOINTS) {
-    paths[endpoint.path] = { [endpoint.method.toLowerCase()]: operation(endpoint) };
+    paths[endpoint.path] = { [endpoint.method.toLowerCase()]: operation(endpoint, pay) };
   }
   paths["/api/pricing"] = freeOperation(
     "pricing",
@@ -209,8 +273,7 @@ export function buildOpenApi(serverUrl: string | undefined): Json {
     info: {
       title: "Tollgate Ethereum RPC Gateway",
       version: "1.0.0",
-      description:
-        "Pay-per-call HTTP gateway to live Ethereum JSON-RPC. Pay per call with x402 (scheme `exact`), or use an API-key plan. Every response is fetched fresh from the node.",
+      description: `Pay-per-call HTTP gateway to live Ethereum JSON-RPC. ${pay.text ? `Pay per call with ${pay.text}, or use` : "Use"} an API-key plan. Every response is fetched fresh from the node.\n\nWhat is charged: ${CHARGING_RULE}`,
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
     tags: [
@@ -222,29 +285,15 @@ export function buildOpenApi(serverUrl: string | undefined): Json {
     ],
     paths,
     components: {
-      securitySchemes: {
-        apiKey: {
-          type: "http",
-          scheme: "bearer",
-          description: "API-key plan: `Authorization: Bearer <API key>`.",
-        },
-        x402: {
-          type: "apiKey",
-          in: "header",
-          name: PAYMENT_SIGNATURE.name,
-          description:
-            "x402 v2 payment payload (base64 JSON), scheme `exact`. Offers come in the 402's PAYMENT-REQUIRED header.",
-        },
-      },
+      securitySchemes: pay.schemes,
       headers: Object.fromEntries([
         ...Object.values(QUOTA_HEADERS).map((h) => [
           h.name,
           { description: h.description, schema: { type: "integer" } },
         ]),
-        ...[PAYMENT_REQUIRED, PAYMENT_RESPONSE].map((h) => [
-          h.name,
-          { description: h.description, schema: { type: "string" } },
-        ]),
+        ...[PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_HEADERS.mppChallenge, PAYMENT_HEADERS.mppReceipt].map(
+          (h) => [h.name, { description: h.description, schema: { type: "string" } }],
+        ),
       ]),
       schemas: {
         Meta: {

@@ -14,6 +14,7 @@ import type { Authorization, QuotaMeterClient } from "../clients/quota-meter.ts"
 import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
 import { type Credentials, readCredentials } from "../credentials.ts";
 import { sendData, sendError, sendLimit } from "../envelope.ts";
+import { type AcceptedMethods, inactiveMessage, paymentRequiredMessage } from "../payment-methods.ts";
 import { publicError } from "../upstream-errors.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
 
@@ -21,6 +22,7 @@ export interface ChainDeps {
   rpc: RpcProxyClient;
   quota: QuotaMeterClient;
   payments: PaymentVerifierClient;
+  methods: AcceptedMethods;
   usage: UsageReporter;
   logger: Logger;
   publicBaseUrl: string | undefined;
@@ -150,23 +152,19 @@ async function serveWithKey(
     case "DECISION_ALLOW":
       break;
     case "DECISION_SUBSCRIPTION_INACTIVE":
-      sendError(
-        res,
-        "subscription_inactive",
-        "the subscription behind this key is not active: check the subscription, or pay per call with x402",
-      );
+      sendError(res, "subscription_inactive", inactiveMessage(deps.methods.text()));
       return;
     case "DECISION_DAILY_LIMIT_EXCEEDED":
       setQuotaHeaders(res, authz);
-      sendLimit(res, "daily_limit_exceeded");
+      sendLimit(res, "daily_limit_exceeded", deps.methods.text());
       return;
     case "DECISION_MONTHLY_LIMIT_EXCEEDED":
       setQuotaHeaders(res, authz);
-      sendLimit(res, "monthly_limit_exceeded");
+      sendLimit(res, "monthly_limit_exceeded", deps.methods.text());
       return;
     case "DECISION_RATE_LIMITED":
       setQuotaHeaders(res, authz);
-      sendLimit(res, "rate_limited");
+      sendLimit(res, "rate_limited", deps.methods.text());
       return;
     default:
       sendError(res, "invalid_api_key", "the API key is unknown or revoked");
@@ -208,11 +206,7 @@ async function challenge(resource: Resource, res: Response, deps: ChainDeps, err
     // Still a 402: the caller needs credentials either way; log why no offer is attached.
     deps.logger.error({ err }, "payment-verifier unreachable while building a challenge");
   }
-  sendError(
-    res,
-    "payment_required",
-    "payment required: pay per call with x402 (see the PAYMENT-REQUIRED header), or send Authorization: Bearer <API key>",
-  );
+  sendError(res, "payment_required", paymentRequiredMessage(deps.methods.text()));
 }
 
 async function serveWithPayment(
@@ -237,7 +231,7 @@ async function serveWithPayment(
   res.locals.principal = verified.payer;
   if (!verified.valid) {
     if (verified.errorCode === "rate_limited") {
-      sendLimit(res, "rate_limited");
+      sendLimit(res, "rate_limited", deps.methods.text());
       return;
     }
     copyHeaders(res, verified.headers);

@@ -1,22 +1,20 @@
 import { CHAIN_NETWORKS, ENDPOINTS, NETWORKS, PLAN_DEFAULTS, priceAtomic } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import { type Request, type Response, Router } from "express";
-import type { PaymentVerifierClient } from "../clients/payment-verifier.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
 import { readCredentials } from "../credentials.ts";
 import { buildLlmsTxt } from "../docs/llms.ts";
 import { buildOpenApi } from "../docs/openapi.ts";
 import { sendData, sendError, sendLimit } from "../envelope.ts";
+import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
 import { FREE_PATHS } from "./table.ts";
 
 export interface FreeDeps {
   quota: QuotaMeterClient;
-  payments: PaymentVerifierClient;
+  methods: AcceptedMethods;
   logger: Logger;
   publicBaseUrl: string | undefined;
 }
-
-const METHODS_TTL_MS = 60_000;
 
 /** The unauthenticated endpoints of spec 4.16 (plus the key owner's usage). */
 export function freeRouter(deps: FreeDeps): Router {
@@ -28,10 +26,16 @@ export function freeRouter(deps: FreeDeps): Router {
       return handler(req, res);
     });
 
-  // Built once, from configuration: the catalog does not change while the process runs,
-  // and nothing a caller sends (the Host header) may shape or multiply the documents.
-  const openApi = JSON.stringify(buildOpenApi(deps.publicBaseUrl));
-  const llmsTxt = buildLlmsTxt(deps.publicBaseUrl);
+  // Built from configuration and the accepted payment methods, again only when those change:
+  // nothing a caller sends (the Host header) may shape or multiply the documents.
+  let openApi = "";
+  let llmsTxt = "";
+  const build = () => {
+    openApi = JSON.stringify(buildOpenApi(deps.publicBaseUrl, deps.methods.list()));
+    llmsTxt = buildLlmsTxt(deps.publicBaseUrl, deps.methods.list());
+  };
+  build();
+  deps.methods.onChange(build);
 
   get(FREE_PATHS.health, (_req, res) => {
     res.json({ status: "ok" });
@@ -45,32 +49,7 @@ export function freeRouter(deps: FreeDeps): Router {
     res.type("text/plain").send(llmsTxt);
   });
 
-  // Payment methods are payment-verifier's configuration; ask it, briefly cached.
-  let methods: { at: number; value: unknown[] } | undefined;
-  async function paymentMethods(): Promise<unknown[]> {
-    if (methods && Date.now() - methods.at < METHODS_TTL_MS) return methods.value;
-    try {
-      const res = await deps.payments.methods();
-      methods = {
-        at: Date.now(),
-        value: res.methods.map((m) => ({
-          protocol: m.protocol,
-          scheme: m.scheme,
-          network: m.network,
-          asset: m.asset,
-          symbol: m.symbol,
-          decimals: m.decimals,
-          pay_to: m.payTo,
-        })),
-      };
-    } catch (err) {
-      deps.logger.warn({ err }, "payment methods unavailable for /api/pricing");
-      return methods?.value ?? [];
-    }
-    return methods.value;
-  }
-
-  get(FREE_PATHS.pricing, async (_req, res) => {
+  get(FREE_PATHS.pricing, (_req, res) => {
     sendData(res, {
       currency: "USD",
       endpoints: ENDPOINTS.map((e) => ({
@@ -80,7 +59,15 @@ export function freeRouter(deps: FreeDeps): Router {
         price_usdc_atomic: priceAtomic(e.price).toString(),
         networks: e.networks,
       })),
-      payment_methods: await paymentMethods(),
+      payment_methods: deps.methods.list().map((m) => ({
+        protocol: m.protocol,
+        scheme: m.scheme,
+        network: m.network,
+        asset: m.asset,
+        symbol: m.symbol,
+        decimals: m.decimals,
+        pay_to: m.payTo,
+      })),
       api_key_plan: {
         header: "Authorization: Bearer <API key>",
         daily_quota: PLAN_DEFAULTS.dailyLimit,
@@ -133,12 +120,8 @@ export function freeRouter(deps: FreeDeps): Router {
       if (failure?.code === "invalid_api_key")
         sendError(res, "invalid_api_key", "the API key is unknown or revoked");
       else if (failure?.code === "subscription_inactive")
-        sendError(
-          res,
-          "subscription_inactive",
-          "the subscription behind this key is not active: check the subscription",
-        );
-      else if (failure?.code === "rate_limited") sendLimit(res, "rate_limited");
+        sendError(res, "subscription_inactive", inactiveMessage(deps.methods.text()));
+      else if (failure?.code === "rate_limited") sendLimit(res, "rate_limited", deps.methods.text());
       else sendError(res, "service_unavailable", "usage is unavailable, retry with backoff");
     }
   });

@@ -1,0 +1,88 @@
+// The accepted per-call payment methods are known to payment-verifier alone (DescribeMethods); every
+// text that names them is built from that one list. Fed two different lists, every document and
+// message follows, and none names a method the list does not hold.
+import { LIMIT_ERRORS } from "@tollgate/catalog";
+import { describe, expect, it } from "vitest";
+import { buildLlmsTxt } from "../../services/gateway/src/docs/llms.ts";
+import { buildOpenApi } from "../../services/gateway/src/docs/openapi.ts";
+import {
+  describeMethods,
+  inactiveMessage,
+  type PaymentMethod,
+  paymentRequiredMessage,
+} from "../../services/gateway/src/payment-methods.ts";
+
+const usdc = { network: "eip155:84532", asset: "0xusdc", symbol: "USDC", decimals: 6, payTo: "0xme" };
+const exactOnly: PaymentMethod[] = [{ protocol: "x402", scheme: "exact", ...usdc }];
+const everything: PaymentMethod[] = [
+  ...exactOnly,
+  { protocol: "x402", scheme: "x402-batch", ...usdc },
+  { protocol: "mpp", scheme: "charge", ...usdc, network: "eip155:4217", symbol: "pathUSD" },
+  { protocol: "mpp", scheme: "charge", ...usdc, network: "eip155:4217", symbol: "USDC.e" },
+  { protocol: "mpp", scheme: "session", ...usdc, network: "eip155:4217", symbol: "USDC.e" },
+];
+
+/** Every text a user reads about how to pay, built from one list. */
+function texts(methods: PaymentMethod[]) {
+  const text = describeMethods(methods);
+  const doc = buildOpenApi(undefined, methods) as {
+    info: { description: string };
+    components: { securitySchemes: Record<string, unknown> };
+    paths: Record<
+      string,
+      Record<string, { security: unknown[]; responses: Record<string, { headers?: object }> }>
+    >;
+  };
+  return {
+    text,
+    openapi: doc,
+    llms: buildLlmsTxt(undefined, methods),
+    messages: [
+      paymentRequiredMessage(text),
+      inactiveMessage(text),
+      LIMIT_ERRORS.daily_limit_exceeded(text),
+      LIMIT_ERRORS.monthly_limit_exceeded(text),
+    ],
+  };
+}
+
+describe("payment methods: one source for every text that names them", () => {
+  it("names each protocol once with its schemes", () => {
+    expect(describeMethods(exactOnly)).toBe("x402 (exact)");
+    expect(describeMethods(everything)).toBe("x402 (exact, x402-batch) or MPP (charge, session)");
+    expect(describeMethods([])).toBe("");
+  });
+
+  it.each([
+    ["x402 exact only", exactOnly, ["x402"], ["MPP", "x402-batch", "session"]],
+    ["every method", everything, ["x402", "MPP", "x402-batch", "session"], []],
+  ])("with %s, the 402/403/429 texts, OpenAPI and llms.txt all say so", (_name, methods, present, absent) => {
+    const t = texts(methods);
+    for (const message of t.messages) expect(message).toContain(t.text);
+    expect(t.openapi.info.description).toContain(t.text);
+    const security = Object.keys(t.openapi.components.securitySchemes).sort();
+    expect(security).toEqual(
+      ["apiKey", "x402", ...(methods.some((m) => m.protocol === "mpp") ? ["mpp"] : [])].sort(),
+    );
+    const call = t.openapi.paths["/api/chain/block-number"]?.get;
+    expect(call?.security.map((s) => Object.keys(s as object)[0]).sort()).toEqual(security);
+    const offers = Object.keys(call?.responses["402"]?.headers ?? {});
+    expect(offers.includes("WWW-Authenticate")).toBe(methods.some((m) => m.protocol === "mpp"));
+    for (const word of present) expect(t.llms).toContain(word);
+    expect(t.llms.includes("MPP (Machine Payments Protocol): not accepted")).toBe(!methods.some((m) => m.protocol === "mpp"));
+    for (const word of absent) {
+      for (const message of t.messages) expect(message).not.toContain(word);
+      expect(t.openapi.info.description).not.toContain(word);
+      expect(t.llms).not.toContain(`\`${word}\``);
+    }
+  });
+
+  it("says there is no per-call payment when payment-verifier offers none", () => {
+    const t = texts([]);
+    expect(t.messages[0]).toBe(
+      "payment required: send Authorization: Bearer <API key> (no per-call payment can be taken right now)",
+    );
+    expect(t.messages[2]).not.toContain("pay per call");
+    expect(Object.keys(t.openapi.components.securitySchemes)).toEqual(["apiKey"]);
+  });
+});
