@@ -50,6 +50,7 @@ const SERVICES: Record<string, ServiceSpec> = {
       "QUOTA_METER_ADDR",
       "PAYMENT_VERIFIER_ADDR",
       "TRUST_PROXY",
+      "PUBLIC_BASE_URL",
       "MESH_TOKEN_FILE",
     ],
   },

@@ -60,7 +60,7 @@ function publicBaseUrl(value: string | undefined): string | undefined {
   if (!value) return undefined;
   const url = URL.parse(value);
   if (!url || !["http:", "https:"].includes(url.protocol) || url.search || url.hash) {
-    throw new Error("PUBLIC_BASE_URL must be an http(s) URL without query or fragment");
+    throw new Error(`PUBLIC_BASE_URL must be an http(s) URL without query or fragment, got "${value}"`);
   }
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
 }

@@ -101,9 +101,9 @@ async function serve(endpoint: Endpoint, req: Request, res: Response, deps: Chai
   }
 }
 
+/** The paid resource; its URL is under PUBLIC_BASE_URL, never built from the caller's Host header. */
 function resourceOf(endpoint: Endpoint, network: string, req: Request, deps: ChainDeps): Resource {
-  const base = deps.publicBaseUrl ?? `${req.protocol}://${req.get("host") ?? "localhost"}`;
-  return { endpoint: endpoint.path, network, url: `${base}${req.originalUrl}` };
+  return { endpoint: endpoint.path, network, url: `${deps.publicBaseUrl ?? ""}${req.originalUrl}` };
 }
 
 /** Appends, never overwrites: several MPP challenges share WWW-Authenticate. */
