@@ -69,7 +69,9 @@ describe("payment methods: one source for every text that names them", () => {
     const offers = Object.keys(call?.responses["402"]?.headers ?? {});
     expect(offers.includes("WWW-Authenticate")).toBe(methods.some((m) => m.protocol === "mpp"));
     for (const word of present) expect(t.llms).toContain(word);
-    expect(t.llms.includes("MPP (Machine Payments Protocol): not accepted")).toBe(!methods.some((m) => m.protocol === "mpp"));
+    expect(t.llms.includes("MPP (Machine Payments Protocol): not accepted")).toBe(
+      !methods.some((m) => m.protocol === "mpp"),
+    );
     for (const word of absent) {
       for (const message of t.messages) expect(message).not.toContain(word);
       expect(t.openapi.info.description).not.toContain(word);
