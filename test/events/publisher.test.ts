@@ -15,6 +15,7 @@ import {
   STREAMS,
   streamSpecFor,
   USAGE_V1,
+  USAGE_V2,
   type UsageEventV1,
 } from "../../libs/events/src/index.ts";
 import { Outbox } from "../../libs/events/src/outbox.ts";
@@ -88,7 +89,10 @@ describe("@tollgate/events publisher", () => {
     const jsm = await jetstreamManager(nc);
     const info = await jsm.streams.info(usageStream);
     expect(info.config.storage).toBe("file");
-    expect(info.config.subjects).toEqual([natsSubject(USAGE_V1, namespace)]);
+    expect(info.config.subjects).toEqual([
+      natsSubject(USAGE_V1, namespace),
+      natsSubject(USAGE_V2, namespace),
+    ]);
     expect(info.config.duplicate_window).toBeGreaterThanOrEqual(3_600 * 1e9);
     // Idempotent.
     await ensureStreams(nc, { namespace });

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer, connect as netConnect, type Server, type Socket } from "node:net";
@@ -204,7 +204,8 @@ export function meterClient(addr: string, token: string | undefined = GATEWAY_TO
         endpoint: "/api/chain/block-number",
         network: "ethereum",
       }),
-    report: (records: UsageRecord[]) => client.call("ReportUsage", { records }),
+    report: (records: UsageRecord[], batchId: string = randomUUID()) =>
+      client.call("ReportUsage", { records, batchId }),
     usage: (apiKey: string, days = 7) => client.call("GetUsage", { apiKey, days }),
     raw: client,
     close: () => client.close(),

@@ -200,6 +200,31 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
     expect((await read(now, a.keyHash, 1)).days).toEqual([{ day, requests: 1, errors: 0 }]);
     expect((await read(now, b.keyHash, 1)).days).toEqual([{ day, requests: 1, errors: 1 }]);
   });
+
+  it("folds a usage batch over several accounts and days in one step, once per batch id", async () => {
+    const now = Date.now();
+    const [yesterday, today] = recentDays(now, 2) as [string, string];
+    const a = await account();
+    const b = await account();
+    const batch = {
+      batchId: `batch-${Math.random()}`,
+      days: [
+        { accountId: a.accountId, day: today, requests: 3, errors: 1 },
+        { accountId: a.accountId, day: yesterday, requests: 2, errors: 0 },
+        { accountId: b.accountId, day: today, requests: 5, errors: 5 },
+      ],
+    };
+    expect(await store.countUsageBatch(batch, DAY)).toBe(true);
+    expect(await store.countUsageBatch(batch, DAY)).toBe(false); // redelivered
+    expect(
+      await store.countUsageBatch({ batchId: `${batch.batchId}-next`, days: [batch.days[0]!] }, DAY),
+    ).toBe(true);
+    expect((await read(now, a.keyHash, 2)).days).toEqual([
+      { day: yesterday, requests: 2, errors: 0 },
+      { day: today, requests: 6, errors: 2 },
+    ]);
+    expect((await read(now, b.keyHash, 1)).days).toEqual([{ day: today, requests: 5, errors: 5 }]);
+  });
 });
 
 describe("Redis round trips", () => {

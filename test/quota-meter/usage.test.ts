@@ -4,7 +4,15 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { grpc } from "@tollgate/platform";
 import type { UsageRecord } from "@tollgate/platform/generated/tollgate/quota/v1/UsageRecord";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { natsSubject, streamSpecFor, USAGE_V1, type UsageEventV1 } from "../../libs/events/src/index.ts";
+import {
+  natsSubject,
+  streamSpecFor,
+  USAGE_V1,
+  USAGE_V2,
+  type UsageBatchV2,
+  type UsageCallV2,
+  type UsageEventV1,
+} from "../../libs/events/src/index.ts";
 import { metric, NATS_PORT, startTestMeter, type TestMeter, tcpProxy, waitFor } from "./helpers.ts";
 
 // quota-meter reaches the machine's real NATS through a TCP proxy this file controls, so
@@ -29,22 +37,25 @@ afterAll(async () => {
 
 const stream = () => streamSpecFor(USAGE_V1, qm.config.eventsNamespace).name;
 
-/** The usage events stored in the stream for one account (none while the publisher has not created it yet). */
-async function storedEvents(accountId: string): Promise<UsageEventV1[]> {
+/** The usage batches stored in the stream, and the calls in them, for one account. */
+async function stored(accountId: string): Promise<{ batches: UsageBatchV2[]; calls: UsageCallV2[] }> {
+  const none = { batches: [], calls: [] };
   const jsm = await jetstreamManager(nc);
+  // The publisher creates the stream on connect; until then there is nothing stored.
   const info = await jsm.streams.info(stream()).catch(() => undefined);
-  if (!info) return [];
+  if (!info || info.state.messages === 0) return none;
   const consumer = await jetstream(nc).consumers.get(stream());
-  const events: UsageEventV1[] = [];
-  if (info.state.messages === 0) return events;
-  const batch = await consumer.fetch({ max_messages: info.state.messages, expires: 2_000 });
+  const batches: UsageBatchV2[] = [];
+  const fetched = await consumer.fetch({ max_messages: info.state.messages, expires: 2_000 });
   let read = 0;
-  for await (const m of batch) {
-    const e = m.json<UsageEventV1>();
-    if (e.account_id === accountId) events.push(e);
+  for await (const m of fetched) {
+    if (m.subject === natsSubject(USAGE_V2, qm.config.eventsNamespace)) {
+      const b = m.json<UsageBatchV2>();
+      if (b.calls.some((c) => c.account_id === accountId)) batches.push(b);
+    }
     if (++read >= info.state.messages) break;
   }
-  return events;
+  return { batches, calls: batches.flatMap((b) => b.calls.filter((c) => c.account_id === accountId)) };
 }
 
 function record(
@@ -68,26 +79,31 @@ function record(
 }
 
 describe("usage events and GetUsage", () => {
-  it("publishes one usage event per reported call (never the key) and counts them per day", async () => {
+  it("publishes one usage event per reported batch (never the key), named by the gateway's batch id, and counts it per day", async () => {
     const { apiKey, accountId, keyId } = await qm.admin.accountWithKey({ daily: 100, burst: 1_000_000 });
     const auth = await qm.meter.authorize(apiKey);
     const records = [record(auth), record(auth), record(auth, 502, true)];
-    expect((await qm.meter.report(records)).accepted).toBe(3);
+    const batchId = randomUUID();
+    expect((await qm.meter.report(records, batchId)).accepted).toBe(3);
+    // The gateway resends the batch (its answer was lost): stored once, refunded once.
+    expect((await qm.meter.report(records, batchId)).accepted).toBe(3);
 
-    const events = await waitFor(async () => {
-      const stored = await storedEvents(accountId);
-      return stored.length === 3 ? stored : undefined;
+    const { batches, calls } = await waitFor(async () => {
+      const s = await stored(accountId);
+      return s.calls.length >= 3 ? s : undefined;
     });
-    expect(events.map((e) => e.id).sort()).toEqual(records.map((r) => r.requestId).sort());
-    expect(events[0]).toMatchObject({
+    expect(batches.map((b) => b.id)).toEqual([batchId]);
+    expect(calls.map((c) => c.request_id).sort()).toEqual(records.map((r) => r.requestId).sort());
+    expect(calls[0]).toMatchObject({
       account_id: accountId,
       key_id: keyId,
       endpoint: "/api/chain/block-number",
     });
-    expect(JSON.stringify(events)).not.toContain(apiKey);
+    expect(JSON.stringify(batches)).not.toContain(apiKey);
     const jsm = await jetstreamManager(nc);
     expect((await jsm.streams.info(stream())).config.subjects).toEqual([
       natsSubject(USAGE_V1, qm.config.eventsNamespace),
+      natsSubject(USAGE_V2, qm.config.eventsNamespace),
     ]);
 
     const usage = await waitFor(async () => {
@@ -104,7 +120,35 @@ describe("usage events and GetUsage", () => {
     expect(usage.quota).toMatchObject({ dayLimit: 100, dayUsed: 0 });
   });
 
-  it("counts each event once, even when it is delivered again", async () => {
+  it("counts each batch once, even when it is stored and delivered twice", async () => {
+    const { apiKey, accountId, keyId } = await qm.admin.accountWithKey({ burst: 1_000_000 });
+    const call = {
+      request_id: "r",
+      account_id: accountId,
+      key_id: keyId,
+      endpoint: "/api/chain/chain-id",
+      network: "sepolia",
+      status: 200,
+      latency_ms: 1,
+      time: new Date(t).toISOString(),
+    };
+    const batch = {
+      id: randomUUID(),
+      calls: [call, { ...call, request_id: "s", status: 503 }],
+    } satisfies UsageBatchV2;
+    const js = jetstream(nc);
+    const subject = natsSubject(USAGE_V2, qm.config.eventsNamespace);
+    // Two stored copies (different message ids, as after the stream's duplicate window).
+    await js.publish(subject, JSON.stringify(batch), { msgID: `${batch.id}-a` });
+    await js.publish(subject, JSON.stringify(batch), { msgID: `${batch.id}-b` });
+    await waitFor(
+      async () =>
+        (await metric(qm.handle.metricsPort, "quota_usage_events_total", { result: "duplicate" })) > 0,
+    );
+    expect((await qm.meter.usage(apiKey, 1)).days).toEqual([{ day: "2026-06-10", requests: 2, errors: 1 }]);
+  });
+
+  it("still counts per-call v1 events (journals written before the upgrade), once each", async () => {
     const { apiKey, accountId, keyId } = await qm.admin.accountWithKey({ burst: 1_000_000 });
     const e = {
       id: randomUUID(),
@@ -119,17 +163,14 @@ describe("usage events and GetUsage", () => {
     } satisfies UsageEventV1;
     const js = jetstream(nc);
     const subject = natsSubject(USAGE_V1, qm.config.eventsNamespace);
-    // Two stored copies (different message ids, as after the stream's duplicate window).
     await js.publish(subject, JSON.stringify(e), { msgID: `${e.id}-a` });
     await js.publish(subject, JSON.stringify(e), { msgID: `${e.id}-b` });
-    await waitFor(
-      async () =>
-        (await metric(qm.handle.metricsPort, "quota_usage_events_total", { result: "duplicate" })) > 0,
-    );
+    await waitFor(async () => (await qm.meter.usage(apiKey, 1)).days[0]?.requests === 1);
+    await new Promise((r) => setTimeout(r, 300));
     expect((await qm.meter.usage(apiKey, 1)).days).toEqual([{ day: "2026-06-10", requests: 1, errors: 0 }]);
   });
 
-  it("NATS cut mid-test: every usage event of the run arrives in the stream exactly once after it returns", async () => {
+  it("NATS cut mid-test: every call of the run arrives in the stream exactly once after it returns", async () => {
     const { apiKey, accountId } = await qm.admin.accountWithKey({ daily: 0, monthly: 0, burst: 1_000_000 });
     const sent: string[] = [];
     const reportBatch = async (n: number) => {
@@ -147,11 +188,12 @@ describe("usage events and GetUsage", () => {
     await proxy.restore();
     await reportBatch(50);
 
-    const events = await waitFor(async () => {
-      const stored = await storedEvents(accountId);
-      return stored.length >= sent.length ? stored : undefined;
+    const { batches, calls } = await waitFor(async () => {
+      const s = await stored(accountId);
+      return s.calls.length >= sent.length ? s : undefined;
     }, 30_000);
-    const ids = events.map((e) => e.id);
+    expect(batches).toHaveLength(7);
+    const ids = calls.map((c) => c.request_id);
     expect(ids).toHaveLength(200);
     expect(new Set(ids).size).toBe(200);
     expect(new Set(ids)).toEqual(new Set(sent));
@@ -183,11 +225,11 @@ describe("usage events and GetUsage", () => {
     // And nothing reached the stream for the account.
     const ok = record(first);
     expect((await qm.meter.report([ok])).accepted).toBe(1);
-    const events = await waitFor(async () => {
-      const stored = await storedEvents(accountId);
-      return stored.length >= 1 ? stored : undefined;
+    const { calls } = await waitFor(async () => {
+      const s = await stored(accountId);
+      return s.calls.length >= 1 ? s : undefined;
     });
-    expect(events.map((e) => e.id)).toEqual([ok.requestId]);
+    expect(calls.map((c) => c.request_id)).toEqual([ok.requestId]);
   });
 
   it("GetUsage answers like a chain call: inactive subscription refused, burst guard shared", async () => {

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { SETTLEMENT_V1, settlementEventV1 } from "./settlement.v1.ts";
 import { SETTLEMENT_V2, settlementEventV2 } from "./settlement.v2.ts";
 import { USAGE_V1, usageEventV1 } from "./usage.v1.ts";
+import { USAGE_V2, usageBatchV2 } from "./usage.v2.ts";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -18,7 +19,12 @@ export interface StreamSpec {
 
 /** Every stream Tollgate uses. One stream per event family, file storage. */
 export const STREAMS: readonly StreamSpec[] = [
-  { name: "TOLLGATE_USAGE", subjects: [USAGE_V1], maxAgeMs: 30 * DAY_MS, duplicateWindowMs: 2 * HOUR_MS },
+  {
+    name: "TOLLGATE_USAGE",
+    subjects: [USAGE_V1, USAGE_V2],
+    maxAgeMs: 30 * DAY_MS,
+    duplicateWindowMs: 2 * HOUR_MS,
+  },
   {
     name: "TOLLGATE_SETTLEMENT",
     subjects: [SETTLEMENT_V1, SETTLEMENT_V2],
@@ -30,6 +36,7 @@ export const STREAMS: readonly StreamSpec[] = [
 /** Every event: its subject (versioned) and its one schema. Add new versions here. */
 export const EVENTS = {
   [USAGE_V1]: usageEventV1,
+  [USAGE_V2]: usageBatchV2,
   [SETTLEMENT_V1]: settlementEventV1,
   [SETTLEMENT_V2]: settlementEventV2,
 } as const;

@@ -27,3 +27,4 @@ export {
   ensureStreams,
 } from "./streams.ts";
 export { USAGE_V1, type UsageEventV1, usageEventV1 } from "./usage.v1.ts";
+export { USAGE_BATCH_MAX, USAGE_V2, type UsageBatchV2, type UsageCallV2, usageBatchV2 } from "./usage.v2.ts";

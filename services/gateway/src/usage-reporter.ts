@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Logger } from "@tollgate/platform";
 import type { QuotaMeterClient, UsageRecord } from "./clients/quota-meter.ts";
 
@@ -22,9 +23,11 @@ export function createUsageReporter(
   let queued = 0;
 
   async function send(records: UsageRecord[]): Promise<void> {
+    // One id per batch, kept across resends: quota-meter stores and counts the batch once.
+    const batchId = randomUUID();
     for (let attempt = 1; ; attempt++) {
       try {
-        await quota.report(records);
+        await quota.report(records, batchId);
         return;
       } catch (err) {
         if (attempt >= MAX_ATTEMPTS) {

@@ -1,5 +1,6 @@
-import type { EventConsumer, EventPublisher, UsageEventV1 } from "@tollgate/events";
-import { USAGE_V1 } from "@tollgate/events";
+import { randomUUID } from "node:crypto";
+import type { EventConsumer, EventPublisher, UsageBatchV2, UsageCallV2 } from "@tollgate/events";
+import { USAGE_BATCH_MAX, USAGE_V1, USAGE_V2, usageBatchV2 } from "@tollgate/events";
 import { grpc, type Logger, ServiceError } from "@tollgate/platform";
 import type { GetUsageRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/GetUsageRequest";
 import type { GetUsageResponse } from "@tollgate/platform/generated/tollgate/quota/v1/GetUsageResponse";
@@ -11,8 +12,23 @@ import type { QuotaMetrics } from "./metrics.ts";
 import type { QuotaStore, Refund } from "./store/types.ts";
 import { dayId, isDayId, isMonthId, monthId, recentDays, windowsAt } from "./windows.ts";
 
-/** The durable consumer every quota-meter replica shares (JetStream spreads the events). */
+/** The durable consumers every quota-meter replica shares (JetStream spreads the events). */
 export const USAGE_DURABLE = "quota-meter-usage";
+export const USAGE_BATCH_DURABLE = "quota-meter-usage-v2";
+
+/** Folds calls per account and UTC day: what one batch adds to daily usage. */
+export function foldUsage(calls: readonly UsageCallV2[]) {
+  const byDay = new Map<string, { accountId: string; day: string; requests: number; errors: number }>();
+  for (const c of calls) {
+    const day = dayId(Date.parse(c.time));
+    const k = `${c.account_id} ${day}`;
+    const entry = byDay.get(k) ?? { accountId: c.account_id, day, requests: 0, errors: 0 };
+    entry.requests++;
+    if (c.status >= 400) entry.errors++;
+    byDay.set(k, entry);
+  }
+  return [...byDay.values()];
+}
 const DEFAULT_DAYS = 30;
 const MAX_DAYS = 366;
 
@@ -50,16 +66,17 @@ export function createUsage(deps: UsageDeps) {
 
   return {
     /**
-     * Finished calls from the gateway: each becomes a usage event (durable outbox, then
-     * JetStream), and a failed call's unit goes back to both windows it was counted in.
-     * Fails UNAVAILABLE when a refund could not be applied, so the gateway may resend
-     * the batch: refunds are once per (account, request id) and events dedupe on their id.
-     * A record without a request id or an account is refused (not applied, not published,
-     * not in `accepted`): it could neither be applied once nor be charged to anyone.
+     * Finished calls from the gateway: the batch becomes ONE usage event (durable outbox, then
+     * JetStream) whose id is the gateway's batch id, and a call that got no answer gives its unit
+     * back to both windows it was counted in. Fails UNAVAILABLE when a refund could not be applied,
+     * so the gateway resends the batch: refunds are once per (account, request id), and the event
+     * is stored and counted once per batch id. A record without a request id or an account is
+     * refused (not applied, not published, not in `accepted`): it could neither be applied once
+     * nor be charged to anyone.
      */
     async reportUsage(req: ReportUsageRequest__Output): Promise<ReportUsageResponse> {
       const refunds: Refund[] = [];
-      const events: UsageEventV1[] = [];
+      const calls: UsageCallV2[] = [];
       for (const r of req.records) {
         if (!r.requestId || !r.accountId) {
           metrics.usageRejected.inc({ reason: r.requestId ? "no_account_id" : "no_request_id" });
@@ -71,8 +88,7 @@ export function createUsage(deps: UsageDeps) {
         }
         const received = Date.parse(r.time);
         const time = new Date(Number.isNaN(received) ? deps.now() : received).toISOString();
-        events.push({
-          id: r.requestId,
+        const call: UsageCallV2 = {
           request_id: r.requestId,
           account_id: r.accountId,
           key_id: r.keyId,
@@ -81,7 +97,14 @@ export function createUsage(deps: UsageDeps) {
           status: r.status,
           latency_ms: Math.max(0, Number.isFinite(r.latencyMs) ? r.latencyMs : 0),
           time,
-        });
+        };
+        // A record that does not fit the event (a caller bug) is dropped alone, not the batch.
+        if (!usageBatchV2.shape.calls.element.safeParse(call).success) {
+          metrics.usageRejected.inc({ reason: "invalid_event" });
+          logger.warn({ requestId: r.requestId }, "usage record rejected: it does not fit the usage event");
+          continue;
+        }
+        calls.push(call);
         if (r.refund) {
           const at = Date.parse(time);
           refunds.push({
@@ -92,26 +115,15 @@ export function createUsage(deps: UsageDeps) {
           });
         }
       }
-      let accepted = events.length;
-      try {
-        // The whole batch in one journal write: the common case.
-        deps.publisher.publishMany(USAGE_V1, events);
-      } catch {
-        // Some record does not fit the event: publish one by one to keep the rest.
-        accepted = 0;
-        for (const event of events) {
-          try {
-            deps.publisher.publish(USAGE_V1, event);
-            accepted++;
-          } catch (err) {
-            metrics.usageRejected.inc({ reason: "invalid_event" });
-            logger.warn(
-              { err, requestId: event.request_id },
-              "usage record rejected: it does not fit the usage event",
-            );
-          }
-        }
+      // The gateway names the batch (and keeps the name when it resends); without one, this call
+      // is its own batch.
+      const batchId = req.batchId || randomUUID();
+      const events: UsageBatchV2[] = [];
+      for (let i = 0; i < calls.length; i += USAGE_BATCH_MAX) {
+        const part = calls.slice(i, i + USAGE_BATCH_MAX);
+        events.push({ id: i === 0 ? batchId : `${batchId}:${i / USAGE_BATCH_MAX}`, calls: part });
       }
+      deps.publisher.publishMany(USAGE_V2, events);
       const results = await Promise.allSettled(refunds.map((f) => store.refund(f, deps.dedupeTtlMs)));
       let failed = 0;
       for (const result of results) {
@@ -128,7 +140,7 @@ export function createUsage(deps: UsageDeps) {
           `${failed} refund(s) not applied; resend the batch`,
         );
       }
-      return { accepted };
+      return { accepted: calls.length };
     },
 
     /**
@@ -164,11 +176,29 @@ export function createUsage(deps: UsageDeps) {
       };
     },
 
-    /** Counts the usage stream into per-account daily usage, once per event id. */
+    /**
+     * Counts the usage stream into per-account daily usage: a batch in one store call, once per
+     * batch id, acked once. Per-call v1 events (journals written before the upgrade) still count.
+     */
     startConsumer(consumer: EventConsumer): void {
       // Counting is one Redis call: a short ack wait redelivers a delivery lost in a
       // network blip within seconds rather than the default half minute.
       const options = { ackWaitMs: 10_000, retryDelayMs: 1_000 };
+      consumer.consume(
+        USAGE_V2,
+        USAGE_BATCH_DURABLE,
+        async (batch) => {
+          const counted = await store.countUsageBatch(
+            { batchId: batch.id, days: foldUsage(batch.calls) },
+            deps.dedupeTtlMs,
+          );
+          metrics.usageCounted.inc(
+            { result: counted ? "counted" : "duplicate" },
+            counted ? batch.calls.length : 1,
+          );
+        },
+        options,
+      );
       consumer.consume(
         USAGE_V1,
         USAGE_DURABLE,

@@ -16,8 +16,8 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
     authorize(req: { requestId: string; apiKey: string; endpoint: string; network: string }) {
       return client.call("Authorize", req);
     },
-    report(records: UsageRecord[]) {
-      return client.call("ReportUsage", { records }, { deadlineMs: 5_000 });
+    report(records: UsageRecord[], batchId: string) {
+      return client.call("ReportUsage", { records, batchId }, { deadlineMs: 5_000 });
     },
     usage(apiKey: string, days: number) {
       return client.call("GetUsage", { apiKey, days });

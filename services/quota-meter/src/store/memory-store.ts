@@ -9,6 +9,7 @@ import type {
   KnownKey,
   QuotaStore,
   Refund,
+  UsageBatchCount,
   UsageCount,
   UsageOutcome,
   UsageQuery,
@@ -212,6 +213,18 @@ export class MemoryStore implements QuotaStore {
     day.requests++;
     if (u.error) day.errors++;
     this.#usage.set(k, day);
+    return true;
+  }
+
+  async countUsageBatch(b: UsageBatchCount, dedupeTtlMs: number): Promise<boolean> {
+    if (!this.#firstTime(`ub:${b.batchId}`, dedupeTtlMs)) return false;
+    for (const d of b.days) {
+      const k = `${d.accountId}:${d.day}`;
+      const day = this.#usage.get(k) ?? { day: d.day, requests: 0, errors: 0 };
+      day.requests += d.requests;
+      day.errors += d.errors;
+      this.#usage.set(k, day);
+    }
     return true;
   }
 

@@ -14,6 +14,7 @@ import {
   type QuotaStore,
   type Refund,
   USAGE_RETENTION_MS,
+  type UsageBatchCount,
   type UsageCount,
   type UsageOutcome,
   type UsageQuery,
@@ -38,6 +39,7 @@ const AUTHORIZE = script("authorize", GUARD);
 const READ_USAGE = script("read-usage", GUARD);
 const REFUND = script("refund");
 const USAGE = script("usage");
+const USAGE_BATCH = script("usage-batch");
 
 const DECISIONS: Decision[] = [
   "allow",
@@ -95,7 +97,7 @@ export async function openRedisStore(
   client.on("ready", () => {
     connectedOnce = true;
     // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
-    for (const s of [AUTHORIZE, READ_USAGE, REFUND, USAGE])
+    for (const s of [AUTHORIZE, READ_USAGE, REFUND, USAGE, USAGE_BATCH])
       client.scriptLoad(s.source).catch(() => undefined);
   });
   const connecting = client.connect().then(
@@ -306,6 +308,17 @@ export class RedisStore implements QuotaStore {
       u.error ? "1" : "0",
       String(dedupeTtlMs),
       String(USAGE_RETENTION_MS),
+    ]);
+    return num(reply) === 1;
+  }
+
+  async countUsageBatch(b: UsageBatchCount, dedupeTtlMs: number): Promise<boolean> {
+    const reply = await this.#eval(USAGE_BATCH, [
+      this.#p,
+      b.batchId,
+      String(dedupeTtlMs),
+      String(USAGE_RETENTION_MS),
+      ...b.days.flatMap((d) => [d.accountId, d.day, String(d.requests), String(d.errors)]),
     ]);
     return num(reply) === 1;
   }

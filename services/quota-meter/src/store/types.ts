@@ -88,6 +88,12 @@ export interface UsageCount {
   error: boolean;
 }
 
+/** One batch of usage folded per account and day: what usage-batch.lua adds. */
+export interface UsageBatchCount {
+  batchId: string;
+  days: { accountId: string; day: string; requests: number; errors: number }[];
+}
+
 export interface DailyUsage {
   day: string;
   requests: number;
@@ -144,6 +150,8 @@ export interface QuotaStore {
 
   /** Counts one usage event into its account's day; false when the event was already counted. */
   countUsage(usage: UsageCount, dedupeTtlMs: number): Promise<boolean>;
+  /** Counts a batch of usage, already folded per account and day; false when the batch was counted. */
+  countUsageBatch(batch: UsageBatchCount, dedupeTtlMs: number): Promise<boolean>;
   /**
    * Key lookup → account → status → the burst guard Authorize uses → both windows and every
    * day asked, atomically, in one round trip. Counts nothing in the windows.
