@@ -23,6 +23,8 @@ export interface Prometheus {
   alerts(): Promise<PromAlert[]>;
   /** Every metric name in the TSDB (scraped and recorded). */
   metricNames(): Promise<string[]>;
+  /** Metric families the targets describe (HELP/TYPE), with or without samples yet. */
+  metadata(): Promise<Record<string, unknown>>;
   /** Series matching a selector, with their labels. */
   series(match: string): Promise<Record<string, string>[]>;
   stop(): Promise<void>;
@@ -98,6 +100,7 @@ export async function startPrometheus(opts: {
       (await api<{ result: PromSample[] }>(`${url}/api/v1/query?query=${encodeURIComponent(expr)}`)).result,
     alerts: async () => (await api<{ alerts: PromAlert[] }>(`${url}/api/v1/alerts`)).alerts,
     metricNames: () => api<string[]>(`${url}/api/v1/label/__name__/values`),
+    metadata: () => api<Record<string, unknown>>(`${url}/api/v1/metadata`),
     series: (match) =>
       api<Record<string, string>[]>(`${url}/api/v1/series?match[]=${encodeURIComponent(match)}`),
     stop,
