@@ -12,6 +12,7 @@ export interface QuotaMetrics {
 
 /** Every reason Authorize fails open for (see meter.ts). */
 export const FAIL_OPEN_REASONS = ["unavailable", "cooldown", "timeout", "error"] as const;
+export type FailOpenReason = (typeof FAIL_OPEN_REASONS)[number];
 
 export function createQuotaMetrics(registry: Registry): QuotaMetrics {
   const metrics: QuotaMetrics = {
