@@ -3,10 +3,11 @@
 // in tollgate.rules.test.yml. Also: the Kubernetes PrometheusRule is generated from this one file,
 // and every alert is documented in the README's runbook.
 import { execFileSync, spawnSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
 import { PROMETHEUS_RULE_FILE, renderPrometheusRule } from "../../deploy/observability/prometheus-rule.ts";
 import {
   alertRules,
@@ -42,7 +43,11 @@ describe("Prometheus rules (real promtool)", () => {
     );
     expect(broken).not.toBe(rules);
     writeFileSync(join(scratch, "tollgate.rules.yml"), broken);
-    copyFileSync(RULES_TEST_FILE, join(scratch, "tollgate.rules.test.yml"));
+    // Only the unit tests of that alert, to keep the run short.
+    const suite = parse(readFileSync(RULES_TEST_FILE, "utf8")) as { tests: Array<Record<string, unknown>> };
+    suite.tests = suite.tests.filter((t) => JSON.stringify(t).includes('"TollgateUpstreamDown"'));
+    expect(suite.tests.length).toBeGreaterThan(0);
+    writeFileSync(join(scratch, "tollgate.rules.test.yml"), stringify(suite));
     const run = promtool("test", "rules", join(scratch, "tollgate.rules.test.yml"));
     expect(run.status).not.toBe(0);
     expect(run.stdout + run.stderr).toContain("alertname: TollgateUpstreamDown");
