@@ -180,7 +180,7 @@ describe("dashboards and alerts against a real Prometheus scraping a running mes
     );
   });
 
-  it("answers every panel query of every dashboard with at least one series", async () => {
+  it("answers every panel query of every dashboard with at least one series (Prometheus evaluates them: no Grafana server can run here)", async () => {
     const queries = dashboardFiles().flatMap(({ dashboard }) =>
       panelQueries(dashboard).map((q) => ({ ...q, expr: substitute(q.expr, dashboard) })),
     );

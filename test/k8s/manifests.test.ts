@@ -1,5 +1,6 @@
-// Renders the kustomize trees with the real kubectl (offline), validates every object against the
-// Kubernetes OpenAPI schemas (kubernetes-models), and checks the deployment non-negotiables:
+// Renders the kustomize trees with the real kubectl (offline): base, production and every component on
+// top of base. Validates every object against the Kubernetes OpenAPI schemas (kubernetes-models), and
+// checks the deployment non-negotiables:
 // locked-down containers, probes on the right ports, Prometheus annotations, env names the code
 // reads, no secrets in the manifests, and a Dockerfile whose entry point exists for each service.
 import { execFileSync } from "node:child_process";
