@@ -1,17 +1,19 @@
 // Tollgate's dashboards and alerting rules against a real Prometheus server (Debian's 2.42, on
 // loopback, one-second scrapes) scraping a mesh of its own over the shared devnets. The third
 // network's only upstream is a proxy this file controls, so an upstream can be killed. Traffic:
-// API-key calls, bad input, a bad key, a challenge, a revert, an x402 `exact` call paid with the
-// official client, its replay, and calls that fail once the upstream is gone. Then: the recording
+// API-key calls, bad input, a bad key, a challenge, a revert, an internal call without a mesh token,
+// an x402 `exact` call paid with the official client, its replay, and calls that fail once the
+// upstream is gone. Then: the recording
 // rules produce series, the upstream-down alert goes pending, and every panel query of every
 // dashboard (its variables set to "All") returns at least one series. (No Grafana server can run
 // here; the dashboards' schema is checked in test/observability/dashboards.test.ts.)
 
-import { readDevnetFile } from "@tollgate/devnet";
 import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { contracts, createClient, grpc } from "@tollgate/platform";
 import { toFunctionSelector } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
+import { devnet, sharedSettlementEnv } from "../support/devnet.ts";
 import {
   allRules,
   dashboardFiles,
@@ -25,7 +27,6 @@ import { type Prometheus, startPrometheus } from "../support/prometheus.ts";
 import { x402Payer } from "../support/x402.ts";
 
 const shared = inject("mesh");
-const devnet = readDevnetFile(shared.devnetFile);
 const third = Object.keys(devnet.chains).find((n) => !["ethereum", "sepolia", "settlement"].includes(n))!;
 const envName = (network: string) => `UPSTREAMS_${network.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
 
@@ -52,16 +53,9 @@ beforeAll(async () => {
       [envName("sepolia")]: devnet.chains.sepolia!.rpcUrl,
       [envName(third)]: upstream.url("/"),
     },
-    serviceEnv: {
-      // No devnet of its own in this mesh: payments settle on the shared devnet's chain.
-      "payment-verifier": {
-        X402_NETWORK: devnet.demo.settlement.network,
-        X402_ASSET: devnet.chains.settlement!.contracts.usdc!,
-        X402_PAY_TO: devnet.demo.settlement.payTo,
-        X402_SETTLEMENT_RPC_URL: devnet.chains.settlement!.rpcUrl,
-        X402_FACILITATOR_PRIVATE_KEY: devnet.accounts.find((a) => a.role === "facilitator")!.privateKey,
-      },
-    },
+    // No devnet of its own: payments settle on the shared devnet's chain, with a facilitator
+    // account of its own.
+    serviceEnv: { "payment-verifier": sharedSettlementEnv("spare2") },
   });
   prometheus = await startPrometheus({
     targets: Object.fromEntries(
@@ -110,6 +104,22 @@ describe("dashboards and alerts against a real Prometheus scraping a running mes
     expect((await get("/api/chain/block-number", { Authorization: "Bearer tg_live_nope" })).status).toBe(401);
     expect((await get("/api/chain/nothing-here")).status).toBe(404);
     expect((await get("/api/chain/block-number")).status).toBe(402);
+
+    // An internal call without a mesh token: refused before its handler runs.
+    const intruder = createClient(
+      contracts.quotaMeter().QuotaMeterService,
+      `127.0.0.1:${mesh.ports["quota-meter"].main}`,
+      { service: "quota-meter", token: undefined, defaultDeadlineMs: 5_000 },
+    );
+    await expect(
+      intruder.call("Authorize", {
+        requestId: "no-token",
+        apiKey,
+        endpoint: "/api/chain/block-number",
+        network: "ethereum",
+      }),
+    ).rejects.toMatchObject({ failure: { grpcCode: grpc.status.UNAUTHENTICATED } });
+    intruder.close();
 
     // An x402 `exact` payment with the official client, then the same payment again (a replay).
     const payer = x402Payer(devnet, "payer7");

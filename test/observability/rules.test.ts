@@ -70,6 +70,7 @@ describe("Prometheus rules (real promtool)", () => {
         "TollgateSettlementFailures",
         "TollgatePaymentFacilitatorUnavailable",
         "TollgateEventsOutboxGrowing",
+        "TollgateMeshCallsRefused",
       ].sort(),
     );
     for (const rule of alertRules()) {

@@ -124,7 +124,7 @@ const FUNCTIONS = new Set([
 const KEYWORDS = new Set(["and", "or", "unless", "bool", "offset", "e", "inf", "nan"]);
 
 /**
- * Metric names an expression reads: identifiers left once strings, label matchers, ranges,
+ * Metric names an expression reads: identifiers left once strings, label matchers, ranges, offsets,
  * grouping clauses, functions and keywords are taken out. Unknown functions show up as names,
  * so the list above must grow with the queries (a test then fails, never passes wrongly).
  */
@@ -133,6 +133,7 @@ export function metricNames(expr: string): string[] {
     .replace(/"(?:[^"\\]|\\.)*"/g, "")
     .replace(/\{[^}]*\}/g, "")
     .replace(/\[[^\]]*\]/g, "")
+    .replace(/\b\d+(?:ms|[smhdwy])\b/g, "")
     .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, "");
   const names = new Set<string>();
   for (const [token] of bare.matchAll(/[A-Za-z_:][A-Za-z0-9_:]*/g)) {

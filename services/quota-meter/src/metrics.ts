@@ -13,6 +13,8 @@ export interface QuotaMetrics {
 /** Every reason Authorize fails open for (see meter.ts). */
 export const FAIL_OPEN_REASONS = ["unavailable", "cooldown", "timeout", "error"] as const;
 export type FailOpenReason = (typeof FAIL_OPEN_REASONS)[number];
+/** Every reason ReportUsage refuses a record for (see usage.ts). */
+export const USAGE_REJECT_REASONS = ["no_request_id", "no_account_id", "invalid_event"] as const;
 
 export function createQuotaMetrics(registry: Registry): QuotaMetrics {
   const metrics: QuotaMetrics = {
@@ -60,7 +62,8 @@ export function createQuotaMetrics(registry: Registry): QuotaMetrics {
     }),
   };
   // Exported at 0 from the start: a counter born at 1 hides its first increase from rate() and
-  // from the fail-open alert, and dashboards would show "no data" instead of 0.
+  // from alerts, and dashboards would show "no data" instead of 0.
   for (const reason of FAIL_OPEN_REASONS) metrics.failOpen.inc({ reason }, 0);
+  for (const reason of USAGE_REJECT_REASONS) metrics.usageRejected.inc({ reason }, 0);
   return metrics;
 }
