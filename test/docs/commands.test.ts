@@ -5,8 +5,6 @@ import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-// Rewritten in parallel with the payment schemes; its test command is fixed there.
-const NOT_YET = new Set(["services/payment-verifier/README.md"]);
 const PROJECTS: Record<string, (path: string) => boolean> = {
   mesh: (p) => p.startsWith("test/gateway") || p.startsWith("test/e2e"),
   components: (p) => p.startsWith("test/") && !p.startsWith("test/gateway") && !p.startsWith("test/e2e"),
@@ -21,7 +19,7 @@ function readmes(): string[] {
       if (existsSync(join(ROOT, file))) found.push(file);
     }
   }
-  return found.filter((f) => !NOT_YET.has(f));
+  return found;
 }
 
 /** `pnpm …` commands in inline code and in code blocks (a trailing `# comment` dropped). */
