@@ -1,5 +1,6 @@
-// Renders the kustomize trees with the real kubectl (offline), validates every object against the
-// Kubernetes OpenAPI schemas (kubernetes-models), and checks the deployment non-negotiables:
+// Renders the kustomize trees with the real kubectl (offline): base, production and every component on
+// top of base. Validates every object against the Kubernetes OpenAPI schemas (kubernetes-models), and
+// checks the deployment non-negotiables:
 // locked-down containers, probes on the right ports, Prometheus annotations, env names the code
 // reads, no secrets in the manifests, and a Dockerfile whose entry point exists for each service.
 import { execFileSync } from "node:child_process";
@@ -17,6 +18,7 @@ import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ruleGroups } from "../support/observability.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const K8S = join(ROOT, "k8s");
@@ -125,7 +127,10 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
 };
 /** Custom resources without a model here; checked field by field below. */
-const CUSTOM_KINDS = new Set(["monitoring.coreos.com/v1/ServiceMonitor"]);
+const CUSTOM_KINDS = new Set([
+  "monitoring.coreos.com/v1/ServiceMonitor",
+  "monitoring.coreos.com/v1/PrometheusRule",
+]);
 
 /** YAML → objects, parsed by kubectl itself: an empty merge patch applied locally prints each unchanged. */
 function parseYaml(yaml: string): Obj[] {
@@ -556,6 +561,67 @@ describe("production overlay", () => {
     for (const name of ["quota-meter", "rpc-proxy"]) {
       expect(named(deployments(production), name).spec?.replicas).toBeGreaterThanOrEqual(2);
     }
+  });
+});
+
+describe("components", () => {
+  // Every component on top of base, rendered on its own (production combines several).
+  const components = readdirSync(join(K8S, "components")).sort();
+
+  it.each(components)("%s renders on top of base and every object validates", (component) => {
+    const dir = mkdtempSync(join(tmpdir(), "tollgate-k8s-component-"));
+    try {
+      writeFileSync(
+        join(dir, "kustomization.yaml"),
+        [
+          "apiVersion: kustomize.config.k8s.io/v1beta1",
+          "kind: Kustomization",
+          "resources:",
+          `  - ${relative(dir, join(K8S, "base"))}`,
+          "components:",
+          `  - ${relative(dir, join(K8S, "components", component))}`,
+          "",
+        ].join("\n"),
+      );
+      const objects = kustomize(dir);
+      expect(objects.filter((o) => !MODELS[key(o)] && !CUSTOM_KINDS.has(key(o))).map(key)).toEqual([]);
+      for (const obj of objects.filter((o) => MODELS[key(o)])) {
+        const Model = MODELS[key(obj)]!;
+        expect(() => new Model(obj as never).validate(), `${key(obj)} ${obj.metadata.name}`).not.toThrow();
+      }
+      expect(
+        deployments(objects)
+          .map((d) => d.metadata?.name)
+          .sort(),
+      ).toEqual([...SERVICE_NAMES].sort());
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("observability: one ConfigMap per dashboard for the Grafana sidecar, holding the dashboard file itself", () => {
+    const dashboardsDir = join(ROOT, "deploy", "observability", "dashboards");
+    const files = readdirSync(dashboardsDir).filter((f) => f.endsWith(".json"));
+    const sidecar = ofKind(production, "ConfigMap")
+      .map((o) => new ConfigMap(o as never))
+      .filter((cm) => cm.metadata?.labels?.grafana_dashboard === "1");
+    expect(sidecar).toHaveLength(files.length);
+    for (const file of files) {
+      const cm = sidecar.find((c) => Object.keys(c.data ?? {}).includes(file));
+      expect(cm, file).toBeDefined();
+      expect(cm!.metadata?.name, "a fixed name: a hashed one would leave the old dashboard behind").toBe(
+        `tollgate-dashboard-${file.replace(/\.json$/, "")}`,
+      );
+      expect(cm!.metadata?.namespace).toBe(NAMESPACE);
+      expect(cm!.data![file]).toBe(readFileSync(join(dashboardsDir, file), "utf8"));
+    }
+  });
+
+  it("observability: a PrometheusRule with exactly the groups of the rules file compose loads", () => {
+    const rules = ofKind(production, "PrometheusRule") as Array<Obj & { spec: { groups: unknown } }>;
+    expect(rules).toHaveLength(1);
+    expect(rules[0]!.metadata.namespace).toBe(NAMESPACE);
+    expect(rules[0]!.spec.groups).toEqual(ruleGroups());
   });
 });
 

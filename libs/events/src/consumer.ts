@@ -2,7 +2,7 @@ import { type ConsumerMessages, type JsMsg, jetstream, jetstreamManager } from "
 import { type Logger, prom, type Registry, redactUrl } from "@tollgate/platform";
 import { type EventOf, type EventSubject, parseEvent } from "./catalog.ts";
 import { keepNatsConnection } from "./connection.ts";
-import { counter } from "./metrics.ts";
+import { counter, gauge } from "./metrics.ts";
 import { ensureDurableConsumer, ensureStreams } from "./streams.ts";
 
 export interface EventConsumerOptions {
@@ -71,6 +71,12 @@ export function createEventConsumer(opts: EventConsumerOptions): EventConsumer {
     "Events handled, by result (ok, retry, invalid)",
     ["consumer", "subject", "result"],
   );
+  const pending = gauge(
+    registry,
+    "events_consumer_pending",
+    "Events in the stream not yet delivered to the durable consumer (its lag), as of the last delivery",
+    ["consumer", "subject"],
+  );
   const keeper = keepNatsConnection({
     natsUrl: opts.natsUrl,
     name: `${opts.service}-consumer`,
@@ -91,6 +97,7 @@ export function createEventConsumer(opts: EventConsumerOptions): EventConsumer {
     retryDelayMs: number,
     warn: (err: unknown, msg: string) => void,
   ) {
+    pending.set({ consumer: durable, subject }, m.info.pending);
     let event: EventOf<S>;
     try {
       event = parseEvent(subject, m.json());

@@ -83,6 +83,8 @@ export function createEventPublisher(opts: EventPublisherOptions): EventPublishe
     "Publishes the stream recognised as duplicates (a retry of a stored event)",
     ["publisher", "subject"],
   );
+  // At 0 from the start, so rate() and the dashboards see the first failure instead of "no data".
+  for (const subject of subjects) failed.inc({ publisher: opts.service, subject }, 0);
 
   const outbox = new Outbox(opts.outboxDir, logger);
   const inflight = new Set<number>();

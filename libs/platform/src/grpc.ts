@@ -27,7 +27,7 @@ const healthResponseType = { deserialize: healthMethod.responseDeserialize };
 
 const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
 
-// Must agree with the flags in package.json's `gen` script, which generated the types.
+// Must agree with the flags in gen.ts (`pnpm gen`), which generated the types.
 const LOADER_OPTIONS: protoLoader.Options = {
   keepCase: false,
   longs: Number,

@@ -27,7 +27,10 @@ declare global {
       clientRequestId?: string;
       /** Path template served, for meta.endpoint and metrics labels; unset on unknown paths. */
       endpoint?: string;
-      /** How the call was authenticated, for the access log: "api_key", "x402", "none". */
+      /**
+       * How the call was authenticated, for the access log and the `auth` metrics label:
+       * "api_key", "invalid", "payment" (not verified), then the verified scheme ("exact", ...).
+       */
       auth?: string;
       /** The key's account or the payer, for the access log (never the key itself). */
       principal?: string;

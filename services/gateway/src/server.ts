@@ -49,8 +49,8 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
 
   const requests = new prom.Histogram({
     name: "http_request_duration_seconds",
-    help: "Latency of HTTP requests served, by endpoint template, method and status",
-    labelNames: ["endpoint", "method", "status"],
+    help: "Latency of HTTP requests served, by endpoint template, method, status and how the call was authenticated",
+    labelNames: ["endpoint", "method", "status", "auth"],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [deps.registry],
   });
@@ -61,7 +61,9 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
       // Only templates are labels (unknown paths share one), so callers cannot blow up
       // metric cardinality with the paths they send.
       const endpoint = res.locals.endpoint ?? "unmatched";
-      end({ endpoint, method: req.method, status: String(res.statusCode) });
+      // Set only by the gateway's own routes (credential kind, then the verified scheme): bounded.
+      const auth = res.locals.auth ?? "none";
+      end({ endpoint, method: req.method, status: String(res.statusCode), auth });
       // One access line per API call, keyed by the id the client sees in meta.request_id.
       if (config.accessLog && req.path.startsWith("/api/")) {
         deps.logger.info(
@@ -72,7 +74,7 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
             endpoint,
             status: res.statusCode,
             ms: Math.round((performance.now() - started) * 10) / 10,
-            auth: res.locals.auth ?? "none",
+            auth,
             principal: res.locals.principal,
           },
           "request",

@@ -5,7 +5,7 @@ import type { Decision as ProtoDecision } from "@tollgate/platform/generated/tol
 import type { Quota } from "@tollgate/platform/generated/tollgate/quota/v1/Quota";
 import type { KeySnapshot } from "./key-snapshot.ts";
 import { isWellFormedKey, type KeyHasher, sameHash } from "./keys.ts";
-import type { QuotaMetrics } from "./metrics.ts";
+import type { FailOpenReason, QuotaMetrics } from "./metrics.ts";
 import type { AuthorizeOutcome, Decision, QuotaStore } from "./store/types.ts";
 import { windowsAt } from "./windows.ts";
 
@@ -121,7 +121,7 @@ export function createMeter(deps: MeterDeps) {
     return { decision: PROTO_DECISION[decision], metered, ...body } satisfies AuthorizeResponse;
   }
 
-  function failOpen(hash: Buffer, reason: string, err?: unknown): AuthorizeResponse {
+  function failOpen(hash: Buffer, reason: FailOpenReason, err?: unknown): AuthorizeResponse {
     metrics.failOpen.inc({ reason });
     const t = Date.now();
     if (t - lastLog > 10_000) {

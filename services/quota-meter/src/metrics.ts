@@ -10,8 +10,14 @@ export interface QuotaMetrics {
   usageRejected: prom.Counter<"reason">;
 }
 
+/** Every reason Authorize fails open for (see meter.ts). */
+export const FAIL_OPEN_REASONS = ["unavailable", "cooldown", "timeout", "error"] as const;
+export type FailOpenReason = (typeof FAIL_OPEN_REASONS)[number];
+/** Every reason ReportUsage refuses a record for (see usage.ts). */
+export const USAGE_REJECT_REASONS = ["no_request_id", "no_account_id", "invalid_event"] as const;
+
 export function createQuotaMetrics(registry: Registry): QuotaMetrics {
-  return {
+  const metrics: QuotaMetrics = {
     decisions: new prom.Counter({
       name: "quota_authorize_total",
       help: "Authorize decisions, by outcome and whether the call was counted",
@@ -55,4 +61,9 @@ export function createQuotaMetrics(registry: Registry): QuotaMetrics {
       registers: [registry],
     }),
   };
+  // Exported at 0 from the start: a counter born at 1 hides its first increase from rate() and
+  // from alerts, and dashboards would show "no data" instead of 0.
+  for (const reason of FAIL_OPEN_REASONS) metrics.failOpen.inc({ reason }, 0);
+  for (const reason of USAGE_REJECT_REASONS) metrics.usageRejected.inc({ reason }, 0);
+  return metrics;
 }

@@ -1,0 +1,134 @@
+// Tollgate's Prometheus rules (deploy/observability/prometheus/tollgate.rules.yml) checked by the real
+// promtool (Debian's `prometheus` package, installed by .ci/run): syntax and lint, then the unit tests
+// in tollgate.rules.test.yml. Also: the Kubernetes PrometheusRule is generated from this one file,
+// and every alert is documented in the README's runbook.
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
+import { PROMETHEUS_RULE_FILE, renderPrometheusRule } from "../../deploy/observability/prometheus-rule.ts";
+import {
+  alertRules,
+  ROOT,
+  RULES_FILE,
+  RULES_TEST_FILE,
+  recordingRules,
+  ruleGroups,
+} from "../support/observability.ts";
+
+const promtool = (...args: string[]) => spawnSync("promtool", args, { encoding: "utf8" });
+const scratch = mkdtempSync(join(tmpdir(), "tollgate-rules-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe("Prometheus rules (real promtool)", () => {
+  it("promtool check rules accepts the rules file", () => {
+    const run = promtool("check", "rules", RULES_FILE);
+    expect(run.stderr + run.stdout).toMatch(/SUCCESS: \d+ rules found/);
+    expect(run.status).toBe(0);
+  });
+
+  it("promtool test rules: every unit test in tollgate.rules.test.yml passes", () => {
+    const run = promtool("test", "rules", RULES_TEST_FILE);
+    expect(run.stdout + run.stderr).toContain("SUCCESS");
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+  });
+
+  it("the unit tests catch a broken alert (UpstreamDown on healthy upstreams instead)", () => {
+    const rules = readFileSync(RULES_FILE, "utf8");
+    const broken = rules.replace(
+      "expr: max by (network, upstream) (rpc_proxy_upstream_healthy) == 0\n        for: 5m",
+      "expr: max by (network, upstream) (rpc_proxy_upstream_healthy) == 1\n        for: 5m",
+    );
+    expect(broken).not.toBe(rules);
+    writeFileSync(join(scratch, "tollgate.rules.yml"), broken);
+    // Only the unit tests of that alert, to keep the run short.
+    const suite = parse(readFileSync(RULES_TEST_FILE, "utf8")) as { tests: Array<Record<string, unknown>> };
+    suite.tests = suite.tests.filter((t) => JSON.stringify(t).includes('"TollgateUpstreamDown"'));
+    expect(suite.tests.length).toBeGreaterThan(0);
+    writeFileSync(join(scratch, "tollgate.rules.test.yml"), stringify(suite));
+    const run = promtool("test", "rules", join(scratch, "tollgate.rules.test.yml"));
+    expect(run.status).not.toBe(0);
+    expect(run.stdout + run.stderr).toContain("alertname: TollgateUpstreamDown");
+  });
+
+  it("has the alerts the operators need, each with a severity, a summary, a description and a runbook", () => {
+    const names = alertRules().map((r) => r.alert);
+    expect(names.sort()).toEqual(
+      [
+        "TollgateAvailabilityBudgetBurnFast",
+        "TollgateAvailabilityBudgetBurnSlow",
+        "TollgateLatencyBudgetBurnFast",
+        "TollgateLatencyBudgetBurnSlow",
+        "TollgateNetworkUnavailable",
+        "TollgateUpstreamDown",
+        "TollgateUpstreamLagging",
+        "TollgateUpstreamBreakerOpen",
+        "TollgateQuotaFailOpen",
+        "TollgateQuotaMeterUnreachable",
+        "TollgateSettlementFailures",
+        "TollgatePaymentFacilitatorUnavailable",
+        "TollgateEventsOutboxGrowing",
+        "TollgateMeshCallsRefused",
+      ].sort(),
+    );
+    for (const rule of alertRules()) {
+      expect(["page", "ticket", "warning"], rule.alert).toContain(rule.labels?.severity);
+      expect(rule.annotations?.summary, rule.alert).toBeTruthy();
+      expect(rule.annotations?.description, rule.alert).toBeTruthy();
+      expect(rule.annotations?.runbook, rule.alert).toBe(`README.md, section Runbook, ${rule.alert}`);
+    }
+  });
+
+  it("every alert has a runbook entry in the README (meaning, first checks, fix)", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const runbook = readme.slice(readme.indexOf("\n### Runbook"));
+    expect(runbook.length, "README has a Runbook section").toBeGreaterThan(100);
+    for (const rule of alertRules()) {
+      const entry = new RegExp(`^\\| \`${rule.alert}\` \\|([^|\\n]+\\|){3}\\s*$`, "m");
+      expect(runbook, `README runbook row for ${rule.alert}`).toMatch(entry);
+    }
+  });
+
+  it("records the SLO ratios over every window the burn-rate alerts read", () => {
+    const recorded = new Set(recordingRules().map((r) => r.record));
+    for (const slo of ["api_availability_errors", "api_latency_slow"]) {
+      for (const w of ["5m", "30m", "1h", "2h", "6h", "1d", "3d"]) {
+        expect(recorded.has(`tollgate:${slo}:ratio_rate${w}`), `${slo} ${w}`).toBe(true);
+      }
+    }
+    for (const rule of alertRules()) {
+      for (const used of rule.expr.match(/tollgate:[a-z_]+:[a-z0-9_]+/g) ?? []) {
+        expect(recorded.has(used), `${rule.alert} reads ${used}`).toBe(true);
+      }
+    }
+  });
+});
+
+describe("the Kubernetes PrometheusRule", () => {
+  it("is generated from the one rules file (run `pnpm gen:rules` after editing it)", () => {
+    expect(readFileSync(PROMETHEUS_RULE_FILE, "utf8")).toBe(
+      renderPrometheusRule(readFileSync(RULES_FILE, "utf8")),
+    );
+  });
+
+  it("carries exactly the rules file's groups (parsed by kubectl)", () => {
+    const rule = JSON.parse(
+      execFileSync(
+        "kubectl",
+        [
+          "patch",
+          "--local",
+          `--filename=${PROMETHEUS_RULE_FILE}`,
+          "--type=merge",
+          "--patch={}",
+          "--output=json",
+        ],
+        { encoding: "utf8" },
+      ),
+    );
+    expect(rule).toMatchObject({ apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule" });
+    expect(rule.spec.groups).toEqual(ruleGroups());
+  });
+});
