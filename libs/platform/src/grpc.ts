@@ -195,6 +195,12 @@ export async function startGrpcServer(opts: {
     const impl: grpc.UntypedServiceImplementation = {};
     for (const [method, handler] of Object.entries(service.handlers)) {
       const callers = allowed?.get(method);
+      // Start at 0, so a first refusal is an increase an alert sees.
+      if (allowed) {
+        for (const reason of Object.keys(REFUSED)) {
+          refused.inc({ grpc_service: service.name, grpc_method: method, reason }, 0);
+        }
+      }
       impl[method] = (
         call: grpc.ServerUnaryCall<unknown, unknown>,
         callback: grpc.sendUnaryData<unknown>,

@@ -17,7 +17,7 @@ import { createSettlementChain } from "./adapters/settlement-chain.ts";
 import { localSignerLock, redisSignerLock } from "./adapters/signer-lock.ts";
 import { chainIdOf, type PaymentVerifierConfig } from "./config.ts";
 import { createSettlementRecorder, type SettlementSink } from "./core/events.ts";
-import { createPaymentMetrics } from "./core/metrics.ts";
+import { createPaymentMetrics, zeroPaymentMetrics } from "./core/metrics.ts";
 import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
@@ -103,6 +103,10 @@ export async function startPaymentVerifier(
       })
     : undefined;
   const schemes = buildSchemes(config, { logger, metrics, x402Facilitators: [facilitator], settlementChain });
+  zeroPaymentMetrics(
+    metrics,
+    schemes.map((s) => s.name),
+  );
   const closeAll = async () => {
     for (const s of schemes) await s.close();
     await facilitator.close();

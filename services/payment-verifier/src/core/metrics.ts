@@ -17,6 +17,20 @@ export interface PaymentMetrics {
   facilitatorInitFailures: prom.Counter<"scheme">;
 }
 
+/**
+ * Every counter starts at 0 for each scheme and scope that can move it, so a first event is an
+ * increase Prometheus sees (alerts use increase(); a series born at 1 would hide it).
+ */
+export function zeroPaymentMetrics(metrics: PaymentMetrics, schemes: readonly string[]): void {
+  for (const scheme of schemes) {
+    metrics.facilitatorInitFailures.inc({ scheme }, 0);
+    metrics.refusalsRemembered.inc({ scheme }, 0);
+    metrics.releases.inc({ scheme }, 0);
+    for (const operation of ["verify", "settle"]) metrics.reservationConflicts.inc({ scheme, operation }, 0);
+  }
+  for (const scope of ["client", "payer"]) metrics.attemptsLimited.inc({ scope }, 0);
+}
+
 export function createPaymentMetrics(registry: Registry): PaymentMetrics {
   return {
     verifySeconds: new prom.Histogram({
