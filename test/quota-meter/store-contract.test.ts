@@ -66,11 +66,12 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
 
   const account = (plan: Partial<AccountRecord> = {}) => newAccount(store, plan);
 
-  const at = (nowMs: number, keyHash: Buffer, defaultBurst = 50) => ({
+  const at = (nowMs: number, keyHash: Buffer, defaultBurst = 50, units = 1) => ({
     keyHash,
     nowMs,
     windows: windowsAt(nowMs),
     defaultBurst,
+    units,
   });
   const read = (nowMs: number, keyHash: Buffer, days = 3, defaultBurst = 50) =>
     store.readUsage({ ...at(nowMs, keyHash, defaultBurst), days: recentDays(nowMs, days) });
@@ -102,6 +103,56 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
       decision: "subscription_inactive",
       status: "past_due",
     });
+  });
+
+  it("grants a lease of several units at once: no more than both windows and the burst guard have left", async () => {
+    const now = 5_000_000;
+    const a = await account({ dailyLimit: 10, monthlyLimit: 100 });
+    expect(await store.authorize(at(now, a.keyHash, 0, 4))).toMatchObject({
+      decision: "allow",
+      units: 4,
+      dayUsed: 4,
+    });
+    // The day has 6 left: a lease of 8 gets 6, then the window refuses.
+    expect(await store.authorize(at(now, a.keyHash, 0, 8))).toMatchObject({
+      decision: "allow",
+      units: 6,
+      dayUsed: 10,
+    });
+    expect(await store.authorize(at(now, a.keyHash, 0, 8))).toMatchObject({
+      decision: "daily_limit_exceeded",
+      units: 0,
+      dayUsed: 10,
+    });
+    // The burst guard (5 per second here) grants what its bucket holds, then refuses until it refills.
+    const b = await account({ burstPerSecond: 5 });
+    expect((await store.authorize(at(now, b.keyHash, 50, 8))).units).toBe(5);
+    expect(await store.authorize(at(now, b.keyHash, 50, 8))).toMatchObject({
+      decision: "rate_limited",
+      units: 0,
+    });
+    expect((await store.authorize(at(now + 400, b.keyHash, 50, 8))).units).toBe(2);
+    expect((await store.authorize(at(now + 1_000, b.keyHash, 50, 1))).units).toBe(1);
+  });
+
+  it("takes a lease's unused units back, once per lease, never below zero", async () => {
+    const now = Date.now();
+    const w = windowsAt(now);
+    const a = await account({ dailyLimit: 100, monthlyLimit: 100 });
+    await store.authorize(at(now, a.keyHash, 0, 10));
+    const back = {
+      leaseId: `lease-${Math.random()}`,
+      accountId: a.accountId,
+      day: w.day,
+      month: w.month,
+      units: 7,
+    };
+    expect(await store.returnLease(back, DAY)).toBe(true);
+    expect(await store.returnLease(back, DAY)).toBe(false); // resent report
+    expect((await store.authorize(at(now, a.keyHash, 0, 1))).dayUsed).toBe(4);
+    expect(await store.returnLease({ ...back, leaseId: `${back.leaseId}-2`, units: 50 }, DAY)).toBe(true);
+    const usage = await read(now, a.keyHash, 1, 0);
+    expect([usage.dayUsed, usage.monthUsed]).toEqual([0, 0]);
   });
 
   it("reads usage in one step: the asked days, both windows and the plan, counting nothing", async () => {

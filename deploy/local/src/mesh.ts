@@ -34,6 +34,8 @@ export interface Mesh {
   gatewayTokenFile: string;
   stateDir: string;
   services: Record<ServiceName, RunningService>;
+  /** Starts another gateway replica in front of the same back ends. */
+  spawnGateway(env?: Record<string, string>): Promise<{ url: string; service: RunningService }>;
   stop(): Promise<void>;
 }
 
@@ -119,12 +121,37 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   };
 
   const services = {} as Record<ServiceName, RunningService>;
+  const extraGateways: RunningService[] = [];
   const onLine = opts.onLine ?? (() => {});
   const stopAll = async () => {
+    for (const g of extraGateways) await g.stop();
     for (const name of ["gateway", "payment-verifier", "quota-meter", "rpc-proxy"] as const) {
       await services[name]?.stop();
     }
     await devnet?.stop();
+  };
+  /** One more gateway replica in front of the same back ends (its own ports). */
+  const spawnGateway = async (env: Record<string, string> = {}) => {
+    const port = await freePort();
+    const gateway = await spawnService(
+      "gateway",
+      {
+        ...common,
+        METRICS_PORT: String(await freePort()),
+        ...envFor.gateway,
+        PORT: String(port),
+        ...opts.serviceEnv?.gateway,
+        ...env,
+      },
+      onLine,
+      () =>
+        fetch(`http://127.0.0.1:${port}/health`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+    );
+    extraGateways.push(gateway);
+    return { url: `http://127.0.0.1:${port}`, service: gateway };
   };
   try {
     // Back ends first, so the gateway never serves a request it cannot route.
@@ -172,6 +199,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     gatewayTokenFile,
     stateDir,
     services,
+    spawnGateway,
     stop: stopAll,
   };
 }

@@ -16,6 +16,8 @@ export interface GatewayConfig {
   bodyLimitBytes: number;
   /** Per-hop gRPC deadlines: every call the gateway makes has one. */
   deadlines: { authorizeMs: number; executeMs: number; verifyMs: number; settleMs: number };
+  /** The largest quota lease asked for a hot key (1 = ask quota-meter on every call). */
+  leaseMaxUnits: number;
   /** Usage reports are batched off the hot path: flush at this size or age. */
   usageBatch: { maxRecords: number; maxDelayMs: number };
   /**
@@ -45,6 +47,7 @@ export function loadConfig(): GatewayConfig {
       verifyMs: envInt("VERIFY_DEADLINE_MS", 10_000),
       settleMs: envInt("SETTLE_DEADLINE_MS", 30_000),
     },
+    leaseMaxUnits: Math.max(1, envInt("LEASE_MAX_UNITS", 64)),
     usageBatch: {
       maxRecords: envInt("USAGE_BATCH_MAX", 200),
       maxDelayMs: envInt("USAGE_BATCH_DELAY_MS", 100),

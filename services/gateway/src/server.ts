@@ -17,6 +17,7 @@ import { createQuotaMeterClient, type QuotaMeterClient } from "./clients/quota-m
 import { createRpcProxyClient, type RpcProxyClient } from "./clients/rpc-proxy.ts";
 import type { GatewayConfig } from "./config.ts";
 import { requestId, sendError } from "./envelope.ts";
+import { createLeaseBook, type LeaseBook } from "./leases.ts";
 import { type AcceptedMethods, watchPaymentMethods } from "./payment-methods.ts";
 import { chainRouter } from "./routes/chain.ts";
 import { freeRouter } from "./routes/free.ts";
@@ -29,6 +30,8 @@ export interface GatewayDeps {
   payments: PaymentVerifierClient;
   /** The per-call payment methods payment-verifier accepts (DescribeMethods). */
   methods: AcceptedMethods;
+  /** Quota leases held for hot keys (calls served without a quota-meter hop). */
+  leases: LeaseBook;
   usage: UsageReporter;
   logger: Logger;
   registry: Registry;
@@ -235,7 +238,11 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
   const payments = createPaymentVerifierClient(config.paymentVerifierAddr, mesh, config.deadlines);
   const usage = createUsageReporter(quota, logger, config.usageBatch);
   const methods = await watchPaymentMethods(payments, logger);
-  const app = createApp(config, { rpc, quota, payments, methods, usage, logger, registry });
+  const leases = createLeaseBook({ maxUnits: config.leaseMaxUnits });
+  // Ended leases give their unused units back with the next usage batch.
+  const sweeper = setInterval(() => usage.returnLeases(leases.sweep()), 250);
+  sweeper.unref();
+  const app = createApp(config, { rpc, quota, payments, methods, leases, usage, logger, registry });
 
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
@@ -256,6 +263,8 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
     async stop() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
+      clearInterval(sweeper);
+      usage.returnLeases(leases.drain());
       await usage.flush();
       await metrics.close();
       methods.close();

@@ -1,16 +1,16 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "@tollgate/platform";
-import type { QuotaMeterClient, UsageRecord } from "./clients/quota-meter.ts";
+import type { LeaseReturn, QuotaMeterClient, UsageRecord } from "./clients/quota-meter.ts";
 
 const MAX_ATTEMPTS = 5;
 /** Batches waiting to be sent; past this, during a long quota-meter outage, new ones are dropped (logged). */
 const MAX_QUEUED_BATCHES = 500;
 
 /**
- * Collects finished API-key calls and reports them to quota-meter in batches, after
- * the responses have gone out: the hot path never waits on usage bookkeeping. A
- * failed batch is sent again with backoff (quota-meter applies refunds and events
- * once per request id, so resending is safe).
+ * Collects finished API-key calls (and the unused units of ended leases) and reports them to
+ * quota-meter in batches, after the responses have gone out: the hot path never waits on usage
+ * bookkeeping. A failed batch is sent again with backoff under the same batch id (quota-meter
+ * stores a batch, a refund and a lease return once each, so resending is safe).
  */
 export function createUsageReporter(
   quota: QuotaMeterClient,
@@ -18,16 +18,17 @@ export function createUsageReporter(
   opts: { maxRecords: number; maxDelayMs: number },
 ) {
   let buffer: UsageRecord[] = [];
+  let returns: LeaseReturn[] = [];
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
   let queued = 0;
 
-  async function send(records: UsageRecord[]): Promise<void> {
+  async function send(records: UsageRecord[], leaseReturns: LeaseReturn[]): Promise<void> {
     // One id per batch, kept across resends: quota-meter stores and counts the batch once.
     const batchId = randomUUID();
     for (let attempt = 1; ; attempt++) {
       try {
-        await quota.report(records, batchId);
+        await quota.report(records, batchId, leaseReturns);
         return;
       } catch (err) {
         if (attempt >= MAX_ATTEMPTS) {
@@ -43,9 +44,11 @@ export function createUsageReporter(
   function flush(): Promise<void> {
     if (timer) clearTimeout(timer);
     timer = undefined;
-    if (buffer.length === 0) return inFlight;
+    if (buffer.length === 0 && returns.length === 0) return inFlight;
     const records = buffer;
+    const leaseReturns = returns;
     buffer = [];
+    returns = [];
     if (queued >= MAX_QUEUED_BATCHES) {
       // Memory stays bounded; what is lost is usage events and refunds, never responses.
       logger.error({ records: records.length }, "usage report dropped: quota-meter backlog is full");
@@ -53,7 +56,7 @@ export function createUsageReporter(
     }
     queued++;
     inFlight = inFlight
-      .then(() => send(records))
+      .then(() => send(records, leaseReturns))
       .finally(() => {
         queued--;
       });
@@ -65,6 +68,12 @@ export function createUsageReporter(
       buffer.push(record);
       if (buffer.length >= opts.maxRecords) void flush();
       else timer ??= setTimeout(() => void flush(), opts.maxDelayMs);
+    },
+    /** Unused units of ended leases, sent with the next batch. */
+    returnLeases(ended: LeaseReturn[]): void {
+      if (ended.length === 0) return;
+      returns.push(...ended);
+      timer ??= setTimeout(() => void flush(), opts.maxDelayMs);
     },
     flush,
   };

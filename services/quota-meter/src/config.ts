@@ -54,6 +54,9 @@ export interface QuotaMeterConfig {
   defaultMonthlyLimit: number;
   /** Burst guard for accounts without their own rate; 0 turns the default guard off. */
   defaultBurstPerSecond: number;
+  /** The most units one Authorize grants as a lease (1 = no leases), and how long it lives. */
+  leaseMaxUnits: number;
+  leaseTtlMs: number;
 
   /** Guards the admin API; admin is refused when unset. */
   operatorToken: string | undefined;
@@ -104,6 +107,8 @@ export function loadConfig(): QuotaMeterConfig {
     defaultDailyLimit: envInt("DAILY_LIMIT", PLAN_DEFAULTS.dailyLimit),
     defaultMonthlyLimit: envInt("MONTHLY_LIMIT", PLAN_DEFAULTS.monthlyLimit),
     defaultBurstPerSecond: envInt("BURST_PER_SECOND", 50),
+    leaseMaxUnits: Math.max(1, envInt("LEASE_MAX_UNITS", 64)),
+    leaseTtlMs: envInt("LEASE_TTL_MS", 1_000),
     operatorToken: readSecret("OPERATOR_TOKEN"),
     apiKeyPepper: pepper(),
     meshCallers: readMeshCallers(["gateway"], ["dashboard"]),

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Logger } from "@tollgate/platform";
 import type { AuthorizeRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeRequest";
 import type { AuthorizeResponse } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeResponse";
@@ -7,7 +8,7 @@ import type { KeySnapshot } from "./key-snapshot.ts";
 import { isWellFormedKey, type KeyHasher, sameHash } from "./keys.ts";
 import type { FailOpenReason, QuotaMetrics } from "./metrics.ts";
 import type { AuthorizeOutcome, Decision, QuotaStore } from "./store/types.ts";
-import { windowsAt } from "./windows.ts";
+import { WINDOW_GRACE_MS, windowsAt } from "./windows.ts";
 
 const PROTO_DECISION: Record<Decision, ProtoDecision> = {
   allow: "DECISION_ALLOW",
@@ -94,6 +95,8 @@ export interface MeterDeps {
   maxWaitMs: number;
   cooldownMs: number;
   defaultBurst: number;
+  /** Leases: the most units one Authorize grants, and how long the gateway may serve from them. */
+  lease: { maxUnits: number; ttlMs: number; dedupeTtlMs: number };
 }
 
 /**
@@ -151,16 +154,37 @@ export function createMeter(deps: MeterDeps) {
 
       const nowMs = deps.now();
       const windows = windowsAt(nowMs);
+      const units = Math.min(Math.max(1, req.leaseUnits), deps.lease.maxUnits);
+      const leaseId = randomUUID();
+      const granting = store.authorize({
+        keyHash: hash,
+        nowMs,
+        windows,
+        defaultBurst: deps.defaultBurst,
+        units,
+      });
       let o: AuthorizeOutcome;
       try {
-        o = await awaitReply(
-          store.authorize({ keyHash: hash, nowMs, windows, defaultBurst: deps.defaultBurst }),
-          deps.budgetMs,
-          Math.max(deps.budgetMs, deps.maxWaitMs),
-        );
+        o = await awaitReply(granting, deps.budgetMs, Math.max(deps.budgetMs, deps.maxWaitMs));
       } catch (err) {
         if (err instanceof BudgetExceeded) {
           if (++timeoutsInARow >= TIMEOUTS_TO_TRIP) skipUntil = Date.now() + deps.cooldownMs;
+          // Served unmetered: whatever the store still grants after we stopped waiting goes
+          // straight back, so a late answer never leaves units counted that nobody used.
+          granting.then(
+            (late) => {
+              if (late.decision !== "allow" || late.units < 1) return;
+              const back = {
+                leaseId,
+                accountId: late.accountId,
+                day: windows.day,
+                month: windows.month,
+                units: late.units,
+              };
+              return store.returnLease(back, deps.lease.dedupeTtlMs);
+            },
+            () => undefined,
+          );
           return failOpen(hash, "timeout");
         }
         return failOpen(hash, "error", err);
@@ -174,13 +198,24 @@ export function createMeter(deps: MeterDeps) {
       snapshot.remember({ hash, keyId: o.keyId, accountId: o.accountId, status: o.status });
       const ids = { accountId: o.accountId, keyId: o.keyId };
       switch (o.decision) {
-        case "allow":
+        case "allow": {
+          metrics.leaseUnitsGranted.inc(o.units);
+          // `quota` is this call's values (the lease's first unit); the gateway numbers the rest.
+          const first = { ...o, dayUsed: o.dayUsed - o.units + 1, monthUsed: o.monthUsed - o.units + 1 };
+          // A lease ends with its UTC day, so no unit is served under a day it was not counted in.
+          const untilDayEnd = windows.dayTtlMs - WINDOW_GRACE_MS;
           return answer("allow", true, {
             ...ids,
-            quota: quotaOf(o),
+            quota: quotaOf(first),
             dayWindow: windows.day,
             monthWindow: windows.month,
+            lease: {
+              id: leaseId,
+              units: o.units,
+              ttlMs: Math.max(0, Math.min(deps.lease.ttlMs, untilDayEnd)),
+            },
           });
+        }
         case "subscription_inactive":
           return answer(o.decision, false, { ...ids, quota: null });
         default:

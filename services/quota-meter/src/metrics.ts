@@ -8,6 +8,9 @@ export interface QuotaMetrics {
   refunds: prom.Counter<"result">;
   usageCounted: prom.Counter<"result">;
   usageRejected: prom.Counter<"reason">;
+  /** Units granted in leases, and units given back unused. */
+  leaseUnitsGranted: prom.Counter;
+  leaseUnitsReturned: prom.Counter;
 }
 
 /** Every reason Authorize fails open for (see meter.ts). */
@@ -35,6 +38,16 @@ export function createQuotaMetrics(registry: Registry): QuotaMetrics {
       help: "Redis round-trip latency of quota-meter's scripts",
       labelNames: ["op"],
       buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    leaseUnitsGranted: new prom.Counter({
+      name: "quota_lease_units_granted_total",
+      help: "Calls counted in both windows by Authorize (a lease grants several at once)",
+      registers: [registry],
+    }),
+    leaseUnitsReturned: new prom.Counter({
+      name: "quota_lease_units_returned_total",
+      help: "Lease units the gateways did not use, given back to the windows",
       registers: [registry],
     }),
     snapshotKeys: new prom.Gauge({

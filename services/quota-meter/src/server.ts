@@ -126,6 +126,7 @@ export async function startQuotaMeter(
     maxWaitMs: config.redisMaxWaitMs,
     cooldownMs: config.failOpenCooldownMs,
     defaultBurst: config.defaultBurstPerSecond,
+    lease: { maxUnits: config.leaseMaxUnits, ttlMs: config.leaseTtlMs, dedupeTtlMs: config.usageDedupeTtlMs },
   });
   const usage = createUsage({
     store,

@@ -124,20 +124,45 @@ export function createUsage(deps: UsageDeps) {
         events.push({ id: i === 0 ? batchId : `${batchId}:${i / USAGE_BATCH_MAX}`, calls: part });
       }
       deps.publisher.publishMany(USAGE_V2, events);
-      const results = await Promise.allSettled(refunds.map((f) => store.refund(f, deps.dedupeTtlMs)));
+      const returns = req.leaseReturns.filter((l) => l.leaseId && l.accountId && l.units > 0);
+      const [refunded, returned] = await Promise.all([
+        Promise.allSettled(refunds.map((f) => store.refund(f, deps.dedupeTtlMs))),
+        Promise.allSettled(
+          returns.map((l) => {
+            const at = deps.now();
+            return store.returnLease(
+              {
+                leaseId: l.leaseId,
+                accountId: l.accountId,
+                units: l.units,
+                day: isDayId(l.dayWindow) ? l.dayWindow : dayId(at),
+                month: isMonthId(l.monthWindow) ? l.monthWindow : monthId(at),
+              },
+              deps.dedupeTtlMs,
+            );
+          }),
+        ),
+      ]);
       let failed = 0;
-      for (const result of results) {
+      for (const result of refunded) {
         if (result.status === "rejected") failed++;
         metrics.refunds.inc({
           result: result.status === "rejected" ? "failed" : result.value ? "applied" : "duplicate",
         });
       }
+      for (const [i, result] of returned.entries()) {
+        if (result.status === "rejected") failed++;
+        else if (result.value) metrics.leaseUnitsReturned.inc(returns[i]?.units ?? 0);
+      }
       if (failed > 0) {
-        logger.warn({ failed }, "refunds could not be applied; the gateway may resend the batch");
+        logger.warn(
+          { failed },
+          "refunds or lease returns could not be applied; the gateway may resend the batch",
+        );
         throw new ServiceError(
           grpc.status.UNAVAILABLE,
           "service_unavailable",
-          `${failed} refund(s) not applied; resend the batch`,
+          `${failed} refund(s) or lease return(s) not applied; resend the batch`,
         );
       }
       return { accepted: calls.length };

@@ -14,7 +14,8 @@ export interface Windows {
 }
 
 /** A refund reported just after midnight still finds yesterday's counter. */
-const GRACE_MS = 60 * 60 * 1000;
+export const WINDOW_GRACE_MS = 60 * 60 * 1000;
+const GRACE_MS = WINDOW_GRACE_MS;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 const pad = (n: number, width = 2) => String(n).padStart(width, "0");

@@ -14,6 +14,8 @@ import type { GetAccountRequest as _tollgate_quota_v1_GetAccountRequest, GetAcco
 import type { GetAccountResponse as _tollgate_quota_v1_GetAccountResponse, GetAccountResponse__Output as _tollgate_quota_v1_GetAccountResponse__Output } from './tollgate/quota/v1/GetAccountResponse.ts';
 import type { GetUsageRequest as _tollgate_quota_v1_GetUsageRequest, GetUsageRequest__Output as _tollgate_quota_v1_GetUsageRequest__Output } from './tollgate/quota/v1/GetUsageRequest.ts';
 import type { GetUsageResponse as _tollgate_quota_v1_GetUsageResponse, GetUsageResponse__Output as _tollgate_quota_v1_GetUsageResponse__Output } from './tollgate/quota/v1/GetUsageResponse.ts';
+import type { Lease as _tollgate_quota_v1_Lease, Lease__Output as _tollgate_quota_v1_Lease__Output } from './tollgate/quota/v1/Lease.ts';
+import type { LeaseReturn as _tollgate_quota_v1_LeaseReturn, LeaseReturn__Output as _tollgate_quota_v1_LeaseReturn__Output } from './tollgate/quota/v1/LeaseReturn.ts';
 import type { ListKeysRequest as _tollgate_quota_v1_ListKeysRequest, ListKeysRequest__Output as _tollgate_quota_v1_ListKeysRequest__Output } from './tollgate/quota/v1/ListKeysRequest.ts';
 import type { ListKeysResponse as _tollgate_quota_v1_ListKeysResponse, ListKeysResponse__Output as _tollgate_quota_v1_ListKeysResponse__Output } from './tollgate/quota/v1/ListKeysResponse.ts';
 import type { Quota as _tollgate_quota_v1_Quota, Quota__Output as _tollgate_quota_v1_Quota__Output } from './tollgate/quota/v1/Quota.ts';
@@ -49,6 +51,8 @@ export interface ProtoGrpcType {
         GetAccountResponse: MessageTypeDefinition<_tollgate_quota_v1_GetAccountResponse, _tollgate_quota_v1_GetAccountResponse__Output>
         GetUsageRequest: MessageTypeDefinition<_tollgate_quota_v1_GetUsageRequest, _tollgate_quota_v1_GetUsageRequest__Output>
         GetUsageResponse: MessageTypeDefinition<_tollgate_quota_v1_GetUsageResponse, _tollgate_quota_v1_GetUsageResponse__Output>
+        Lease: MessageTypeDefinition<_tollgate_quota_v1_Lease, _tollgate_quota_v1_Lease__Output>
+        LeaseReturn: MessageTypeDefinition<_tollgate_quota_v1_LeaseReturn, _tollgate_quota_v1_LeaseReturn__Output>
         ListKeysRequest: MessageTypeDefinition<_tollgate_quota_v1_ListKeysRequest, _tollgate_quota_v1_ListKeysRequest__Output>
         ListKeysResponse: MessageTypeDefinition<_tollgate_quota_v1_ListKeysResponse, _tollgate_quota_v1_ListKeysResponse__Output>
         Quota: MessageTypeDefinition<_tollgate_quota_v1_Quota, _tollgate_quota_v1_Quota__Output>

@@ -1,9 +1,10 @@
 import { contracts, createClient, type MeshClientOptions } from "@tollgate/platform";
 import type { AuthorizeResponse__Output } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeResponse";
+import type { LeaseReturn } from "@tollgate/platform/generated/tollgate/quota/v1/LeaseReturn";
 import type { UsageRecord } from "@tollgate/platform/generated/tollgate/quota/v1/UsageRecord";
 
 export type Authorization = AuthorizeResponse__Output;
-export type { UsageRecord };
+export type { LeaseReturn, UsageRecord };
 
 /** The gateway's view of quota-meter: authorize a key, report finished calls, read usage. */
 export function createQuotaMeterClient(address: string, mesh: MeshClientOptions, deadlineMs: number) {
@@ -13,11 +14,18 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
     defaultDeadlineMs: deadlineMs,
   });
   return {
-    authorize(req: { requestId: string; apiKey: string; endpoint: string; network: string }) {
+    /** Counts this call, or a lease of `leaseUnits` calls, for the key. */
+    authorize(req: {
+      requestId: string;
+      apiKey: string;
+      endpoint: string;
+      network: string;
+      leaseUnits: number;
+    }) {
       return client.call("Authorize", req);
     },
-    report(records: UsageRecord[], batchId: string) {
-      return client.call("ReportUsage", { records, batchId }, { deadlineMs: 5_000 });
+    report(records: UsageRecord[], batchId: string, leaseReturns: LeaseReturn[] = []) {
+      return client.call("ReportUsage", { records, batchId, leaseReturns }, { deadlineMs: 5_000 });
     },
     usage(apiKey: string, days: number) {
       return client.call("GetUsage", { apiKey, days });

@@ -10,10 +10,11 @@ import {
 import { CallError, type Logger } from "@tollgate/platform";
 import { type Request, type Response, Router } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
-import type { Authorization, QuotaMeterClient } from "../clients/quota-meter.ts";
+import type { QuotaMeterClient } from "../clients/quota-meter.ts";
 import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
 import { type Credentials, readCredentials } from "../credentials.ts";
 import { sendData, sendError, sendLimit } from "../envelope.ts";
+import type { Grant, LeaseBook } from "../leases.ts";
 import { type AcceptedMethods, inactiveMessage, paymentRequiredMessage } from "../payment-methods.ts";
 import { publicError } from "../upstream-errors.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
@@ -23,6 +24,7 @@ export interface ChainDeps {
   quota: QuotaMeterClient;
   payments: PaymentVerifierClient;
   methods: AcceptedMethods;
+  leases: LeaseBook;
   usage: UsageReporter;
   logger: Logger;
   publicBaseUrl: string | undefined;
@@ -111,7 +113,7 @@ function copyHeaders(res: Response, headers: { name: string; value: string }[]):
   for (const h of headers) res.append(h.name, h.value);
 }
 
-function setQuotaHeaders(res: Response, authz: Authorization): void {
+function setQuotaHeaders(res: Response, authz: Grant): void {
   const q = authz.quota;
   if (!q) return;
   if (q.dayLimit != null && q.dayUsed != null) {
@@ -134,14 +136,18 @@ async function serveWithKey(
 ): Promise<void> {
   const started = performance.now();
   const receivedAt = new Date().toISOString();
-  let authz: Authorization;
+  let authz: Grant;
   try {
-    authz = await deps.quota.authorize({
-      requestId: res.locals.requestId,
-      apiKey,
-      endpoint: endpoint.path,
-      network,
-    });
+    // A unit of the key's lease when this gateway holds one; quota-meter otherwise.
+    authz = await deps.leases.grant(apiKey, (leaseUnits) =>
+      deps.quota.authorize({
+        requestId: res.locals.requestId,
+        apiKey,
+        endpoint: endpoint.path,
+        network,
+        leaseUnits,
+      }),
+    );
   } catch (err) {
     const failure = failureOf(err);
     if (!failure.ok) deps.logger.warn({ code: failure.code }, "quota-meter unreachable");
@@ -185,8 +191,9 @@ async function serveWithKey(
     status,
     latencyMs: performance.now() - started,
     time: receivedAt,
-    // A call that got no answer is not charged: its unit goes back to both windows.
-    refund: authz.metered && !charged(outcome),
+    // A call that got no answer is not charged: its unit goes back to its lease when that is
+    // still live (served again at once), else to both windows.
+    refund: authz.metered && !charged(outcome) && !deps.leases.giveBack(apiKey, authz),
     dayWindow: authz.dayWindow,
     monthWindow: authz.monthWindow,
   });

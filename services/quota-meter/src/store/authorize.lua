@@ -1,12 +1,18 @@
--- Authorize: one atomic round trip per call (guard.lua is loaded in front).
+-- Authorize: one atomic round trip that grants a call, or a lease of several calls, to a key
+-- (guard.lua is loaded in front).
 -- key lookup -> account -> status -> burst guard -> both windows check-and-increment.
--- Key names derive from the account found, so this runs on a standalone (or
--- replicated / sentinel) Redis, not Redis Cluster.
+-- A lease of `want` units takes what the burst guard and both windows have left, at most
+-- `want` and at least one; the gateway serves that many calls before it asks again, and
+-- returns what it did not use (lease-return.lua). Key names derive from the account found,
+-- so this runs on a standalone (or replicated / sentinel) Redis, not Redis Cluster.
 --
 -- ARGV: 1 prefix, 2 key hash (hex), 3 now (ms), 4 day id, 5 month id,
---       6 day counter TTL (ms), 7 month counter TTL (ms), 8 default burst per second
--- Reply: {code, key id, account id, status, stored hash, day used, month used, day limit, month limit}
+--       6 day counter TTL (ms), 7 month counter TTL (ms), 8 default burst per second,
+--       9 units wanted (>= 1)
+-- Reply: {code, key id, account id, status, stored hash, day used, month used, day limit,
+--         month limit, units granted}
 -- code: 0 allow, 1 invalid key, 2 subscription inactive, 3 daily, 4 monthly, 5 rate limited
+-- When allowed, the used counts include every unit granted (unit k of n is call "used - n + k").
 local p = ARGV[1]
 
 local k, refused = activeKey(p, ARGV[2], ARGV[8])
@@ -18,18 +24,20 @@ local mk = p .. 'm:' .. acct .. ':' .. ARGV[5]
 local d = tonumber(redis.call('GET', dk)) or 0
 local m = tonumber(redis.call('GET', mk)) or 0
 
--- The guard counts every attempt of a valid key, so a client looping on a spent window
--- trips it too; a refused burst never reaches the windows.
-if not burstAllows(p, acct, burst, tonumber(ARGV[3])) then
-  return {5, keyId, acct, 'active', storedHash, d, m, daily, monthly}
-end
+-- Monthly first: when both windows are spent, the longer wait is the useful answer. The
+-- windows are checked before the guard takes tokens, so a lease never takes tokens for
+-- units the windows cannot give; a spent window still counts as an attempt for the guard.
+local want = math.max(1, tonumber(ARGV[9]) or 1)
+if monthly > 0 then want = math.min(want, monthly - m) end
+if daily > 0 then want = math.min(want, daily - d) end
 
--- Monthly first: when both windows are spent, the longer wait is the useful answer.
-if monthly > 0 and m >= monthly then return {4, keyId, acct, 'active', storedHash, d, m, daily, monthly} end
-if daily > 0 and d >= daily then return {3, keyId, acct, 'active', storedHash, d, m, daily, monthly} end
+local granted = burstGrant(p, acct, burst, tonumber(ARGV[3]), math.max(want, 1))
+if granted < 1 then return {5, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0} end
+if monthly > 0 and m >= monthly then return {4, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0} end
+if daily > 0 and d >= daily then return {3, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0} end
 
-d = redis.call('INCR', dk)
-if d == 1 then redis.call('PEXPIRE', dk, ARGV[6]) end
-m = redis.call('INCR', mk)
-if m == 1 then redis.call('PEXPIRE', mk, ARGV[7]) end
-return {0, keyId, acct, 'active', storedHash, d, m, daily, monthly}
+d = redis.call('INCRBY', dk, granted)
+if d == granted then redis.call('PEXPIRE', dk, ARGV[6]) end
+m = redis.call('INCRBY', mk, granted)
+if m == granted then redis.call('PEXPIRE', mk, ARGV[7]) end
+return {0, keyId, acct, 'active', storedHash, d, m, daily, monthly, granted}

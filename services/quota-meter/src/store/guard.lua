@@ -23,15 +23,25 @@ local function activeKey(p, hash, defaultBurst)
 end
 
 -- Burst guard (GCRA): up to `burst` calls at once, `burst` per second sustained, per
--- account and shared by every replica and every call that passes it. True when this call
--- may go (and it is recorded), false when it is refused. burst <= 0: no guard.
-local function burstAllows(p, acct, burst, now)
-  if burst <= 0 then return true end
+-- account and shared by every replica and every call that passes it. Grants up to `want`
+-- units at once (a lease of several calls takes as many tokens as it holds units) and
+-- returns how many it granted (recorded); 0 = refused. burst <= 0: no guard.
+local function burstGrant(p, acct, burst, now, want)
+  if burst <= 0 then return want end
   local rk = p .. 'r:' .. acct
   local tat = tonumber(redis.call('GET', rk)) or now
   if tat < now then tat = now end
-  local nextTat = tat + 1000 / burst
-  if nextTat - now > 1000 then return false end
+  local interval = 1000 / burst
+  -- Tokens left in the bucket: what fits before the theoretical arrival time runs a full
+  -- second ahead of now.
+  local free = math.floor((now + 1000 - tat) / interval + 1e-9)
+  local granted = math.min(want, free)
+  if granted < 1 then return 0 end
+  local nextTat = tat + granted * interval
   redis.call('SET', rk, string.format('%.3f', nextTat), 'PX', math.ceil(nextTat - now) + 1)
-  return true
+  return granted
+end
+
+local function burstAllows(p, acct, burst, now)
+  return burstGrant(p, acct, burst, now, 1) == 1
 end

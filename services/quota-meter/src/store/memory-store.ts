@@ -7,6 +7,7 @@ import type {
   DailyUsage,
   KeyRecord,
   KnownKey,
+  LeaseReturn,
   QuotaStore,
   Refund,
   UsageBatchCount,
@@ -25,6 +26,7 @@ const NO_KEY = {
   monthUsed: 0,
   dayLimit: 0,
   monthLimit: 0,
+  units: 0,
 } as const;
 
 interface Counter {
@@ -72,10 +74,10 @@ export class MemoryStore implements QuotaStore {
     return c.value;
   }
 
-  #incr(key: string, now: number, ttlMs: number): number {
-    const value = this.#get(key, now) + 1;
+  #incr(key: string, now: number, ttlMs: number, by = 1): number {
+    const value = this.#get(key, now) + by;
     const existing = this.#counters.get(key);
-    this.#counters.set(key, { value, expiresAt: existing && value > 1 ? existing.expiresAt : now + ttlMs });
+    this.#counters.set(key, { value, expiresAt: existing && value > by ? existing.expiresAt : now + ttlMs });
     return value;
   }
 
@@ -100,15 +102,20 @@ export class MemoryStore implements QuotaStore {
     return { key, account };
   }
 
-  /** guard.lua's burstAllows: GCRA per account; true when the call may go (and is recorded). */
-  #burstAllows(account: AccountRecord, defaultBurst: number, now: number): boolean {
+  /** guard.lua's burstGrant: GCRA per account; grants up to `want` units (recorded), 0 = refused. */
+  #burstGrant(account: AccountRecord, defaultBurst: number, now: number, want: number): number {
     const burst = account.burstPerSecond > 0 ? account.burstPerSecond : defaultBurst;
-    if (burst <= 0) return true;
+    if (burst <= 0) return want;
     const tat = Math.max(this.#tat.get(account.id) ?? now, now);
-    const next = tat + 1000 / burst;
-    if (next - now > 1000) return false;
-    this.#tat.set(account.id, next);
-    return true;
+    const interval = 1000 / burst;
+    const granted = Math.min(want, Math.floor((now + 1000 - tat) / interval + 1e-9));
+    if (granted < 1) return 0;
+    this.#tat.set(account.id, tat + granted * interval);
+    return granted;
+  }
+
+  #burstAllows(account: AccountRecord, defaultBurst: number, now: number): boolean {
+    return this.#burstGrant(account, defaultBurst, now, 1) === 1;
   }
 
   async authorize(q: AuthorizeQuery): Promise<AuthorizeOutcome> {
@@ -128,17 +135,30 @@ export class MemoryStore implements QuotaStore {
       dayLimit: account.dailyLimit,
       monthLimit: account.monthlyLimit,
     };
-    if (!this.#burstAllows(account, q.defaultBurst, now))
-      return { ...base, ...counts, decision: "rate_limited" };
+    // authorize.lua's order: the windows clip the lease before the guard takes tokens.
+    let want = Math.max(1, Math.floor(q.units));
+    if (counts.monthLimit > 0) want = Math.min(want, counts.monthLimit - counts.monthUsed);
+    if (counts.dayLimit > 0) want = Math.min(want, counts.dayLimit - counts.dayUsed);
+    const units = this.#burstGrant(account, q.defaultBurst, now, Math.max(want, 1));
+    if (units < 1) return { ...base, ...counts, units: 0, decision: "rate_limited" };
     if (counts.monthLimit > 0 && counts.monthUsed >= counts.monthLimit) {
-      return { ...base, ...counts, decision: "monthly_limit_exceeded" };
+      return { ...base, ...counts, units: 0, decision: "monthly_limit_exceeded" };
     }
     if (counts.dayLimit > 0 && counts.dayUsed >= counts.dayLimit) {
-      return { ...base, ...counts, decision: "daily_limit_exceeded" };
+      return { ...base, ...counts, units: 0, decision: "daily_limit_exceeded" };
     }
-    counts.dayUsed = this.#incr(dk, now, q.windows.dayTtlMs);
-    counts.monthUsed = this.#incr(mk, now, q.windows.monthTtlMs);
-    return { ...base, ...counts, decision: "allow" };
+    counts.dayUsed = this.#incr(dk, now, q.windows.dayTtlMs, units);
+    counts.monthUsed = this.#incr(mk, now, q.windows.monthTtlMs, units);
+    return { ...base, ...counts, units, decision: "allow" };
+  }
+
+  async returnLease(l: LeaseReturn, dedupeTtlMs: number): Promise<boolean> {
+    if (!this.#firstTime(`lr:${l.accountId}:${l.leaseId}`, dedupeTtlMs)) return false;
+    for (const key of [`d:${l.accountId}:${l.day}`, `m:${l.accountId}:${l.month}`]) {
+      const c = this.#counters.get(key);
+      if (c && c.value > 0) c.value -= Math.min(c.value, l.units);
+    }
+    return true;
   }
 
   async refund(r: Refund, dedupeTtlMs: number): Promise<boolean> {

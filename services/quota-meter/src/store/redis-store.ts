@@ -11,6 +11,7 @@ import {
   isAccountStatus,
   type KeyRecord,
   type KnownKey,
+  type LeaseReturn,
   type QuotaStore,
   type Refund,
   USAGE_RETENTION_MS,
@@ -38,6 +39,7 @@ const GUARD = lua("guard");
 const AUTHORIZE = script("authorize", GUARD);
 const READ_USAGE = script("read-usage", GUARD);
 const REFUND = script("refund");
+const LEASE_RETURN = script("lease-return");
 const USAGE = script("usage");
 const USAGE_BATCH = script("usage-batch");
 
@@ -97,7 +99,7 @@ export async function openRedisStore(
   client.on("ready", () => {
     connectedOnce = true;
     // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
-    for (const s of [AUTHORIZE, READ_USAGE, REFUND, USAGE, USAGE_BATCH])
+    for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, USAGE, USAGE_BATCH])
       client.scriptLoad(s.source).catch(() => undefined);
   });
   const connecting = client.connect().then(
@@ -163,9 +165,11 @@ export class RedisStore implements QuotaStore {
       String(q.windows.dayTtlMs),
       String(q.windows.monthTtlMs),
       String(q.defaultBurst),
+      String(Math.max(1, Math.floor(q.units))),
     ])) as unknown[];
     const stored = str(reply[4]);
     return {
+      units: num(reply[9]),
       decision: DECISIONS[num(reply[0])] ?? "invalid_key",
       keyId: str(reply[1]),
       accountId: str(reply[2]),
@@ -176,6 +180,19 @@ export class RedisStore implements QuotaStore {
       dayLimit: num(reply[7]),
       monthLimit: num(reply[8]),
     };
+  }
+
+  async returnLease(l: LeaseReturn, dedupeTtlMs: number): Promise<boolean> {
+    const reply = await this.#eval(LEASE_RETURN, [
+      this.#p,
+      l.leaseId,
+      l.accountId,
+      l.day,
+      l.month,
+      String(l.units),
+      String(dedupeTtlMs),
+    ]);
+    return num(reply) === 1;
   }
 
   async refund(r: Refund, dedupeTtlMs: number): Promise<boolean> {

@@ -46,11 +46,13 @@ export interface AuthorizeQuery {
   windows: Windows;
   /** Burst rate for accounts without their own (0 = no guard). */
   defaultBurst: number;
+  /** Units wanted: 1 for one call, more for a lease the gateway serves calls from. */
+  units: number;
 }
 
 /**
- * What the store decided. Counts are "used including this request" when it was allowed,
- * and the current counts (not incremented) when it was refused.
+ * What the store decided. Counts are "used including every unit granted" when it was
+ * allowed, and the current counts (not incremented) when it was refused.
  */
 export interface AuthorizeOutcome {
   decision: Decision;
@@ -63,6 +65,17 @@ export interface AuthorizeOutcome {
   monthUsed: number;
   dayLimit: number;
   monthLimit: number;
+  /** Units granted (0 when refused): at least 1, at most what was wanted. */
+  units: number;
+}
+
+/** Units of a lease the gateway did not use, given back to the windows it was counted in. */
+export interface LeaseReturn {
+  leaseId: string;
+  accountId: string;
+  day: string;
+  month: string;
+  units: number;
 }
 
 /** A key as the fail-open snapshot knows it. */
@@ -137,6 +150,8 @@ export interface QuotaStore {
   authorize(query: AuthorizeQuery): Promise<AuthorizeOutcome>;
   /** Gives a failed call's unit back to both windows; once per (account, request id). */
   refund(refund: Refund, dedupeTtlMs: number): Promise<boolean>;
+  /** Gives a lease's unused units back to both windows; once per (account, lease id). */
+  returnLease(lease: LeaseReturn, dedupeTtlMs: number): Promise<boolean>;
 
   createAccount(account: AccountRecord): Promise<void>;
   getAccount(id: string): Promise<AccountRecord | undefined>;

@@ -9,6 +9,12 @@ export interface AuthorizeRequest {
   'apiKey'?: (string);
   'endpoint'?: (string);
   'network'?: (string);
+  /**
+   * Units wanted: 0 or 1 for this call only; more for a lease the gateway serves the key's
+   * next calls from without asking again (quota-meter grants at most what the windows and the
+   * burst guard have left, and caps it).
+   */
+  'leaseUnits'?: (number);
 }
 
 export interface AuthorizeRequest__Output {
@@ -19,4 +25,10 @@ export interface AuthorizeRequest__Output {
   'apiKey': (string);
   'endpoint': (string);
   'network': (string);
+  /**
+   * Units wanted: 0 or 1 for this call only; more for a lease the gateway serves the key's
+   * next calls from without asking again (quota-meter grants at most what the windows and the
+   * burst guard have left, and caps it).
+   */
+  'leaseUnits': (number);
 }

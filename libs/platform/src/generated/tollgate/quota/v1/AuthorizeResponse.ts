@@ -2,6 +2,7 @@
 
 import type { Decision as _tollgate_quota_v1_Decision, Decision__Output as _tollgate_quota_v1_Decision__Output } from '../../../tollgate/quota/v1/Decision.ts';
 import type { Quota as _tollgate_quota_v1_Quota, Quota__Output as _tollgate_quota_v1_Quota__Output } from '../../../tollgate/quota/v1/Quota.ts';
+import type { Lease as _tollgate_quota_v1_Lease, Lease__Output as _tollgate_quota_v1_Lease__Output } from '../../../tollgate/quota/v1/Lease.ts';
 
 export interface AuthorizeResponse {
   'decision'?: (_tollgate_quota_v1_Decision);
@@ -21,6 +22,11 @@ export interface AuthorizeResponse {
    */
   'dayWindow'?: (string);
   'monthWindow'?: (string);
+  /**
+   * Set when the call was counted: the units granted, this call's included. `quota` shows
+   * this call's values; unit k of the lease (k = 1 for this call) is "used" + k - 1.
+   */
+  'lease'?: (_tollgate_quota_v1_Lease | null);
 }
 
 export interface AuthorizeResponse__Output {
@@ -41,4 +47,9 @@ export interface AuthorizeResponse__Output {
    */
   'dayWindow': (string);
   'monthWindow': (string);
+  /**
+   * Set when the call was counted: the units granted, this call's included. `quota` shows
+   * this call's values; unit k of the lease (k = 1 for this call) is "used" + k - 1.
+   */
+  'lease': (_tollgate_quota_v1_Lease__Output | null);
 }

@@ -1,6 +1,7 @@
 // Original file: ../../proto/tollgate/quota/v1/quota_meter.proto
 
 import type { UsageRecord as _tollgate_quota_v1_UsageRecord, UsageRecord__Output as _tollgate_quota_v1_UsageRecord__Output } from '../../../tollgate/quota/v1/UsageRecord.ts';
+import type { LeaseReturn as _tollgate_quota_v1_LeaseReturn, LeaseReturn__Output as _tollgate_quota_v1_LeaseReturn__Output } from '../../../tollgate/quota/v1/LeaseReturn.ts';
 
 export interface ReportUsageRequest {
   'records'?: (_tollgate_quota_v1_UsageRecord)[];
@@ -9,6 +10,10 @@ export interface ReportUsageRequest {
    * becomes one usage event with this id, stored and counted once however often it is sent.
    */
   'batchId'?: (string);
+  /**
+   * Leases that expired with units unused (applied once per lease id).
+   */
+  'leaseReturns'?: (_tollgate_quota_v1_LeaseReturn)[];
 }
 
 export interface ReportUsageRequest__Output {
@@ -18,4 +23,8 @@ export interface ReportUsageRequest__Output {
    * becomes one usage event with this id, stored and counted once however often it is sent.
    */
   'batchId': (string);
+  /**
+   * Leases that expired with units unused (applied once per lease id).
+   */
+  'leaseReturns': (_tollgate_quota_v1_LeaseReturn__Output)[];
 }

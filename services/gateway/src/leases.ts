@@ -1,0 +1,196 @@
+// Quota leases: a hot key does not cost a gRPC round trip and a Redis script on every call.
+// quota-meter counts a block of calls in both windows at once (a lease, atomically, within the
+// burst guard); this gateway serves the key's next calls from it with no hop, numbering each
+// call's X-Quota-*-Used in the order the units were counted, and gives back what it did not use
+// when the lease ends (at most `ttl` later, or at shutdown). One Authorize per key is in flight
+// at a time: concurrent calls of a key wait for it and share its answer, so a burst of calls
+// never asks for a burst of leases. Lease sizes follow each key's pace: 1 unit for a key seen
+// once, doubling while calls use a lease up before it ends.
+import type { Authorization } from "./clients/quota-meter.ts";
+
+/** The answer a call gets: quota-meter's, or a unit of a lease with its own quota values. */
+export type Grant = Pick<
+  Authorization,
+  "decision" | "accountId" | "keyId" | "quota" | "metered" | "dayWindow" | "monthWindow"
+> & {
+  /** Set when the call was served from a lease: which one, and its unit's number in it. */
+  leaseId?: string;
+  unit?: number;
+};
+
+export interface LeaseReturn {
+  leaseId: string;
+  accountId: string;
+  units: number;
+  dayWindow: string;
+  monthWindow: string;
+}
+
+interface Lease {
+  id: string;
+  grant: Grant;
+  /** Units counted and not served yet. */
+  left: number;
+  /** How many units of this lease were handed out, the first included. */
+  used: number;
+  /** Numbers of units given back by calls that got no answer: handed out again first. */
+  returned: number[];
+  expiresAt: number;
+}
+
+interface KeyState {
+  lease: Lease | undefined;
+  /** The Authorize in flight for this key, if any. */
+  asking: Promise<Authorization> | undefined;
+  /** How many units to ask for next. */
+  want: number;
+  /** When the key was last seen (idle keys are forgotten). */
+  seen: number;
+}
+
+/** Unit `k` (1-based) of lease `id` whose first unit's values are `first`. */
+function numbered(first: Grant, id: string, k: number): Grant {
+  const q = first.quota;
+  return {
+    ...first,
+    leaseId: id,
+    unit: k,
+    quota: q && {
+      ...q,
+      ...(q.dayUsed != null ? { dayUsed: q.dayUsed + k - 1 } : {}),
+      ...(q.monthUsed != null ? { monthUsed: q.monthUsed + k - 1 } : {}),
+    },
+  };
+}
+
+export function createLeaseBook(opts: { maxUnits: number; now?: () => number }) {
+  const now = opts.now ?? Date.now;
+  const keys = new Map<string, KeyState>();
+  const ended: LeaseReturn[] = [];
+
+  function end(lease: Lease): void {
+    if (lease.left > 0) {
+      ended.push({
+        leaseId: lease.id,
+        accountId: lease.grant.accountId,
+        units: lease.left,
+        dayWindow: lease.grant.dayWindow,
+        monthWindow: lease.grant.monthWindow,
+      });
+    }
+  }
+
+  /** A unit of the key's live lease, if it has one. */
+  function take(state: KeyState, t: number): Grant | undefined {
+    const lease = state.lease;
+    if (!lease) return undefined;
+    if (lease.left <= 0 || lease.expiresAt <= t) {
+      // Used up early: the key's pace outgrew the lease; ended with units left: it did not.
+      state.want =
+        lease.left <= 0 ? Math.min(opts.maxUnits, Math.max(2, lease.used * 2)) : Math.max(1, lease.used);
+      end(lease);
+      state.lease = undefined;
+      return undefined;
+    }
+    lease.left--;
+    const again = lease.returned.pop();
+    if (again !== undefined) return numbered(lease.grant, lease.id, again);
+    lease.used++;
+    return numbered(lease.grant, lease.id, lease.used);
+  }
+
+  return {
+    /**
+     * The grant for one call of `apiKey`: a unit of its lease when it has one, otherwise the
+     * answer of one Authorize shared with every call of the key waiting on it.
+     */
+    async grant(apiKey: string, authorize: (want: number) => Promise<Authorization>): Promise<Grant> {
+      let state = keys.get(apiKey);
+      if (!state) {
+        state = { lease: undefined, asking: undefined, want: 1, seen: 0 };
+        keys.set(apiKey, state);
+      }
+      for (;;) {
+        const t = now();
+        state.seen = t;
+        const unit = take(state, t);
+        if (unit) return unit;
+        if (state.asking) {
+          const answer = await state.asking;
+          // A refusal, or an answer served unmetered (quota-meter failing open), holds for
+          // every call that waited on it.
+          if (answer.decision !== "DECISION_ALLOW" || !answer.metered || !answer.lease) return answer;
+          continue;
+        }
+        const asking = authorize(state.want);
+        state.asking = asking;
+        let answer: Authorization;
+        try {
+          answer = await asking;
+        } finally {
+          state.asking = undefined;
+        }
+        const lease = answer.lease;
+        if (answer.decision === "DECISION_ALLOW" && answer.metered && lease && lease.units > 0) {
+          // This call takes the first unit; the rest wait for the key's next calls.
+          state.lease = {
+            id: lease.id,
+            grant: answer,
+            left: lease.units - 1,
+            used: 1,
+            returned: [],
+            expiresAt: now() + lease.ttlMs,
+          };
+          return numbered(answer, lease.id, 1);
+        }
+        return answer;
+      }
+    },
+
+    /**
+     * A call served from a lease got no answer, so it is not charged: its unit goes back to the
+     * lease it came from, to be served again, when that lease is still live. False otherwise (the
+     * caller then refunds the unit to quota-meter's windows).
+     */
+    giveBack(apiKey: string, grant: Grant): boolean {
+      const lease = keys.get(apiKey)?.lease;
+      if (!lease || lease.id !== grant.leaseId || grant.unit === undefined || lease.expiresAt <= now())
+        return false;
+      lease.left++;
+      lease.returned.push(grant.unit);
+      return true;
+    },
+
+    /** Ends leases past their time and forgets idle keys; returns every unused unit to give back. */
+    sweep(): LeaseReturn[] {
+      const t = now();
+      for (const [apiKey, state] of keys) {
+        if (state.lease && state.lease.expiresAt <= t) {
+          end(state.lease);
+          state.want = Math.max(1, state.lease.used);
+          state.lease = undefined;
+        }
+        if (!state.lease && !state.asking && t - state.seen > 60_000) keys.delete(apiKey);
+      }
+      return ended.splice(0);
+    },
+
+    /** Ends every lease now (shutdown): everything unused goes back. */
+    drain(): LeaseReturn[] {
+      for (const state of keys.values()) {
+        if (state.lease) end(state.lease);
+        state.lease = undefined;
+      }
+      return ended.splice(0);
+    },
+
+    /** Keys with a live lease (a metric). */
+    get size(): number {
+      let n = 0;
+      for (const state of keys.values()) if (state.lease) n++;
+      return n;
+    },
+  };
+}
+
+export type LeaseBook = ReturnType<typeof createLeaseBook>;
