@@ -9,7 +9,9 @@ import type { Address } from "./types.ts";
 /** @x402/evm's BATCH_SETTLEMENT_ADDRESS (its CREATE2 address on real chains). */
 export const BATCH_SETTLEMENT_ADDRESS: Address = getAddress("0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003");
 /** @x402/evm's ERC3009_DEPOSIT_COLLECTOR_ADDRESS. */
-export const ERC3009_DEPOSIT_COLLECTOR_ADDRESS: Address = getAddress("0x4020806089470a89826cB9fB1f4059150b550004");
+export const ERC3009_DEPOSIT_COLLECTOR_ADDRESS: Address = getAddress(
+  "0x4020806089470a89826cB9fB1f4059150b550004",
+);
 
 export async function placeBatchSettlement(
   rpc: ChainRpc,

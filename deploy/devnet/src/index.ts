@@ -15,8 +15,8 @@ import { SETTLEMENT_CHAIN_ID, setupSettlement } from "./settlement.ts";
 import type { DemoState, Devnet, DevnetAccount, DevnetChain, StartDevnetOptions } from "./types.ts";
 
 export { byRole, DEV_MNEMONIC } from "./accounts.ts";
-export { ENS_UNIVERSAL_RESOLVER, MULTICALL3_ADDRESS } from "./predeploys.ts";
 export { BATCH_SETTLEMENT_ADDRESS, ERC3009_DEPOSIT_COLLECTOR_ADDRESS } from "./batch-settlement.ts";
+export { ENS_UNIVERSAL_RESOLVER, MULTICALL3_ADDRESS } from "./predeploys.ts";
 export { SETTLEMENT_CHAIN_ID } from "./settlement.ts";
 export type * from "./types.ts";
 
