@@ -111,6 +111,12 @@ describe("x402 batch-settlement with the official SDK on the devnet (our own con
     chain.readContract({ address: BATCH_SETTLEMENT_ADDRESS, abi, functionName, args }) as Promise<T>;
   const channelOnChain = (id: Hex) => read<readonly [bigint, bigint]>("channels", [id]);
   const record = (id: Hex) => storage.get(id);
+  /** How a call would end (simulated): its custom error's name, or "no revert". */
+  const outcome = (
+    functionName: string,
+    args: unknown[],
+    { from = facilitator.address, to = BATCH_SETTLEMENT_ADDRESS, contractAbi = abi } = {},
+  ) => revertOf(chain.simulateContract({ account: from, address: to, abi: contractAbi, functionName, args }));
 
   const offer = (amount: bigint, extra: Record<string, unknown> = { minDeposit: String(DEPOSIT) }) => ({
     scheme: SCHEME,
@@ -289,14 +295,18 @@ describe("x402 batch-settlement with the official SDK on the devnet (our own con
     let start: bigint;
     /** What the server has charged on the channel so far (sum of the prices of delivered calls). */
     let charged = 0n;
+    /** One /paid call through the official client: answered 200; its decoded PAYMENT-RESPONSE. */
+    const paidCall = async () => {
+      const res = await client.fetch(`${base}/paid`);
+      expect(res.status).toBe(200);
+      charged += PRICE;
+      return decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
+    };
 
     it("the first paid call deposits: the facilitator submits the payer's signed deposit and it lands on chain", async () => {
       client = payer();
       start = await balanceOf(client.address);
-      const res = await client.fetch(`${base}/paid`);
-      expect(res.status).toBe(200);
-      charged += PRICE;
-      const settle = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
+      const settle = await paidCall();
       expect(settle).toMatchObject({
         success: true,
         amount: String(DEPOSIT),
@@ -335,11 +345,7 @@ describe("x402 batch-settlement with the official SDK on the devnet (our own con
       const block = await chain.getBlockNumber();
       const calls = facilitator.calls.length;
       for (let i = 0; i < 20; i++) {
-        const res = await client.fetch(`${base}/paid`);
-        expect(res.status).toBe(200);
-        charged += PRICE;
-        const settle = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
-        expect(settle).toMatchObject({
+        expect(await paidCall()).toMatchObject({
           success: true,
           transaction: "",
           extra: { chargedAmount: String(PRICE), channelState: { chargedCumulativeAmount: String(charged) } },
@@ -360,9 +366,7 @@ describe("x402 batch-settlement with the official SDK on the devnet (our own con
       expect(stored?.chargedCumulativeAmount).toBe(String(charged));
       expect(stored?.pendingRequest).toBeUndefined();
 
-      const next = await client.fetch(`${base}/paid`);
-      expect(next.status).toBe(200);
-      charged += PRICE;
+      expect((await paidCall()).extra?.chargedAmount).toBe(String(PRICE));
       expect((await record(channelId))?.chargedCumulativeAmount).toBe(String(charged));
     });
 
@@ -437,7 +441,6 @@ describe("x402 batch-settlement with the official SDK on the devnet (our own con
       const config = stored.channelConfig;
       const chainId = devnet.demo.settlement.chainId;
       const domain = { ...sdk.BATCH_SETTLEMENT_DOMAIN, chainId, verifyingContract: BATCH_SETTLEMENT_ADDRESS };
-      const from = facilitator.address;
       const claimRow = (maxClaimableAmount: bigint, signature: Hex, totalClaimed: bigint) => ({
         voucher: { channel: config, maxClaimableAmount },
         signature,
@@ -457,15 +460,7 @@ describe("x402 batch-settlement with the official SDK on the devnet (our own con
           },
         });
       const claim = async (rows: ReturnType<typeof claimRow>[], signer = authorizer) =>
-        revertOf(
-          chain.simulateContract({
-            account: from,
-            address: BATCH_SETTLEMENT_ADDRESS,
-            abi,
-            functionName: "claimWithSignature",
-            args: [rows, await authorize(rows, signer)],
-          }),
-        );
+        outcome("claimWithSignature", [rows, await authorize(rows, signer)]);
       const signed = BigInt(stored.signedMaxClaimable);
       const voucherSig = stored.signature as Hex;
 
@@ -497,26 +492,18 @@ describe("x402 batch-settlement with the official SDK on the devnet (our own con
       expect(await claim([claimRow(signed, forged.signature as Hex, signed)])).toBe("InvalidSignature");
 
       expect(
-        await revertOf(
-          chain.simulateContract({
-            account: from,
-            address: ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
-            abi: collectorAbi,
-            functionName: "collect",
-            args: [config.payer, config.token, 1n, channelId, "0x"],
-          }),
-        ),
+        await outcome("collect", [config.payer, config.token, 1n, channelId, "0x"], {
+          to: ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
+          contractAbi: collectorAbi,
+        }),
       ).toBe("OnlyX402BatchSettlement");
       expect(
-        await revertOf(
-          chain.simulateContract({
-            account: from,
-            address: BATCH_SETTLEMENT_ADDRESS,
-            abi,
-            functionName: "deposit",
-            args: [{ ...config, withdrawDelay: 899 }, 1n, ERC3009_DEPOSIT_COLLECTOR_ADDRESS, "0x"],
-          }),
-        ),
+        await outcome("deposit", [
+          { ...config, withdrawDelay: 899 },
+          1n,
+          ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
+          "0x",
+        ]),
       ).toBe("WithdrawDelayOutOfRange");
       const refundSig = (nonce: bigint) =>
         authorizer.signTypedData({
@@ -526,28 +513,10 @@ describe("x402 batch-settlement with the official SDK on the devnet (our own con
           message: { channelId, nonce, amount: 1n },
         });
       const refund = async (nonce: bigint) =>
-        revertOf(
-          chain.simulateContract({
-            account: from,
-            address: BATCH_SETTLEMENT_ADDRESS,
-            abi,
-            functionName: "refundWithSignature",
-            args: [config, 1n, nonce, await refundSig(nonce)],
-          }),
-        );
+        outcome("refundWithSignature", [config, 1n, nonce, await refundSig(nonce)]);
       expect(await refund(0n)).toBe("no revert");
       expect(await refund(1n)).toBe("InvalidRefundNonce");
-      expect(
-        await revertOf(
-          chain.simulateContract({
-            account: from,
-            address: BATCH_SETTLEMENT_ADDRESS,
-            abi,
-            functionName: "initiateWithdraw",
-            args: [config, 1n],
-          }),
-        ),
-      ).toBe("InvalidChannel");
+      expect(await outcome("initiateWithdraw", [config, 1n])).toBe("InvalidChannel");
     });
 
     it("the channel manager's claimAndSettle pays payTo exactly the sum of the prices of the delivered calls", async () => {
@@ -726,16 +695,7 @@ describe("x402 batch-settlement with the official SDK on the devnet (our own con
       });
       return chain.waitForTransactionReceipt({ hash });
     };
-    const finalize = () =>
-      revertOf(
-        chain.simulateContract({
-          account: client.account,
-          address: BATCH_SETTLEMENT_ADDRESS,
-          abi,
-          functionName: "finalizeWithdraw",
-          args: [config],
-        }),
-      );
+    const finalize = () => outcome("finalizeWithdraw", [config], { from: client.address });
 
     expect((await send("initiateWithdraw", [config, DEPOSIT])).status).toBe("success");
     const [amount, initiatedAt] = await read<readonly [bigint, number]>("pendingWithdrawals", [channelId]);

@@ -5,13 +5,13 @@
 import { x402Facilitator } from "@x402/core/facilitator";
 import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements, SupportedResponse } from "@x402/core/types";
-import { toClientEvmSigner, toFacilitatorEvmSigner } from "@x402/evm";
+import { toClientEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme as BatchClientScheme } from "@x402/evm/batch-settlement/client";
 import { BatchSettlementEvmScheme as BatchFacilitatorScheme } from "@x402/evm/batch-settlement/facilitator";
 import { type Network, wrapFetchWithPayment, x402Client, x402HTTPClient } from "@x402/fetch";
-import { createPublicClient, createWalletClient, http, publicActions } from "viem";
+import { createPublicClient, http } from "viem";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
-import { type DevnetInfo, settlementNetwork } from "./x402.ts";
+import { type DevnetInfo, facilitatorSigner, settlementNetwork } from "./x402.ts";
 
 export interface BatchPayer {
   address: `0x${string}`;
@@ -82,29 +82,16 @@ export interface InProcessFacilitator extends FacilitatorClient {
  * its own receiverAuthorizer key.
  */
 export function batchFacilitator(devnet: DevnetInfo, role = "facilitator"): InProcessFacilitator {
-  const wallet = createWalletClient({
-    account: privateKeyToAccount(privateKeyOf(devnet, role)),
-    transport: http(rpcUrlOf(devnet), { retryCount: 0 }),
-  }).extend(publicActions);
+  const signer = facilitatorSigner(devnet, role);
   const facilitator = new x402Facilitator().register(
     settlementNetwork(devnet) as Network,
-    new BatchFacilitatorScheme(
-      toFacilitatorEvmSigner({
-        address: wallet.account.address,
-        readContract: (a) => wallet.readContract(a as never),
-        verifyTypedData: (a) => wallet.verifyTypedData(a as never),
-        writeContract: (a) => wallet.writeContract({ ...a, chain: null } as never),
-        sendTransaction: (a) => wallet.sendTransaction({ ...a, chain: null }),
-        waitForTransactionReceipt: (a) => wallet.waitForTransactionReceipt(a),
-        getCode: (a) => wallet.getCode(a),
-      }),
-    ),
+    new BatchFacilitatorScheme(signer),
   );
   const calls: string[] = [];
   const kind = (p: PaymentPayload) => String((p.payload as { type?: unknown }).type);
   return {
     calls,
-    address: wallet.account.address,
+    address: signer.getAddresses()[0] as `0x${string}`,
     verify: (p: PaymentPayload, r: PaymentRequirements) => {
       calls.push(`verify ${kind(p)}`);
       return facilitator.verify(p, r);
