@@ -674,6 +674,28 @@ describe("x402 batch-settlement with the official SDK on the devnet (our own con
     expect(await balanceOf(payTo())).toBe(before + 3n * PRICE);
   });
 
+  it("the payer can ask for its refund over HTTP: the server claims what it charged and returns the rest in one transaction", async () => {
+    const client = batchPayer(devnet, "payer4");
+    const start = await balanceOf(client.address);
+    expect((await client.fetch(`${base}/paid`)).status).toBe(200);
+    expect((await client.fetch(`${base}/paid`)).status).toBe(200);
+    const channelId = computeChannelId(
+      client.scheme.buildChannelConfig((await probe("/paid")).accepts[0] as never),
+      network(),
+    );
+    const served = delivered.get("/paid");
+
+    const refund = await client.scheme.refund(`${base}/paid`);
+    expect(refund).toMatchObject({ success: true, amount: String(DEPOSIT - 2n * PRICE) });
+    const receipt = await chain.getTransactionReceipt({ hash: refund.transaction as Hex });
+    const events = parseEventLogs({ abi, logs: receipt.logs }).map((l) => l.eventName);
+    expect(events).toEqual(expect.arrayContaining(["Claimed", "Refunded"]));
+    expect(await balanceOf(client.address)).toBe(start - 2n * PRICE);
+    expect(await channelOnChain(channelId)).toEqual([2n * PRICE, 2n * PRICE]);
+    expect(await record(channelId)).toBeUndefined();
+    expect(delivered.get("/paid")).toBe(served);
+  });
+
   // Moves the devnet clock forward: keep it last.
   it("a payer can leave without the server: timed withdrawal after the delay, minus what the server claimed meanwhile", async () => {
     const client = batchPayer(devnet, "payer3");
