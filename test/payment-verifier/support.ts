@@ -15,18 +15,10 @@ import { contracts, createClient, createLogger, type Logger } from "@tollgate/pl
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
-import { toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { ExactEvmScheme as ExactEvmFacilitatorScheme } from "@x402/evm/exact/facilitator";
 import { createClient as createRedis } from "redis";
-import {
-  createPublicClient,
-  createWalletClient,
-  erc20Abi,
-  http,
-  type PublicClient,
-  publicActions,
-} from "viem";
+import { createPublicClient, erc20Abi, http, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentVerifierConfig, X402Config } from "../../services/payment-verifier/src/config.ts";
 import {
@@ -35,6 +27,7 @@ import {
   startPaymentVerifier,
 } from "../../services/payment-verifier/src/server.ts";
 import { GATEWAY_TOKEN, MESH_CALLERS } from "../support/mesh.ts";
+import { facilitatorSigner } from "../support/x402.ts";
 
 export type Address = `0x${string}`;
 export type Header = { name: string; value: string };
@@ -280,25 +273,10 @@ export async function listen(server: Server): Promise<{ port: number; close: () 
  * is recorded in `calls` ("POST /verify"), so a test can tell what reached the facilitator.
  */
 export function facilitatorHandler(devnet: Devnet, calls: string[], role = "spare4") {
-  const key = devnet.accounts.find((a) => a.role === role)?.privateKey ?? "0x";
   const network = devnet.demo.settlement.network as `${string}:${string}`;
-  const wallet = createWalletClient({
-    account: privateKeyToAccount(key),
-    transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }),
-  }).extend(publicActions);
   const facilitator = new x402Facilitator().register(
     network,
-    new ExactEvmFacilitatorScheme(
-      toFacilitatorEvmSigner({
-        address: wallet.account.address,
-        readContract: (a) => wallet.readContract(a as never),
-        verifyTypedData: (a) => wallet.verifyTypedData(a as never),
-        writeContract: (a) => wallet.writeContract({ ...a, chain: null } as never),
-        sendTransaction: (a) => wallet.sendTransaction({ ...a, chain: null }),
-        waitForTransactionReceipt: (a) => wallet.waitForTransactionReceipt(a),
-        getCode: (a) => wallet.getCode(a),
-      }),
-    ),
+    new ExactEvmFacilitatorScheme(facilitatorSigner(devnet, role)),
   );
   return async (req: IncomingMessage, res: ServerResponse) => {
     calls.push(`${req.method} ${req.url}`);

@@ -2,9 +2,17 @@
 // `exact` client scheme), as a devnet payer. Shared by the e2e suite and the benchmark, so it
 // must not depend on vitest.
 import type { DevnetAccount, DevnetChain, DevnetFile } from "@tollgate/devnet";
+import { type FacilitatorEvmSigner, toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { type Network, wrapFetchWithPayment, x402Client, x402HTTPClient } from "@x402/fetch";
-import { createPublicClient, erc20Abi, http, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  erc20Abi,
+  http,
+  type PublicClient,
+  publicActions,
+} from "viem";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 
 export type Address = `0x${string}`;
@@ -99,5 +107,22 @@ export function usdcBalance(client: PublicClient, devnet: DevnetInfo, owner: Add
     abi: erc20Abi,
     functionName: "balanceOf",
     args: [owner],
+  });
+}
+
+/** An official-facilitator signer submitting on the settlement chain from the devnet account `role`. */
+export function facilitatorSigner(devnet: DevnetInfo, role: string): FacilitatorEvmSigner {
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(account(devnet, role).privateKey),
+    transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }),
+  }).extend(publicActions);
+  return toFacilitatorEvmSigner({
+    address: wallet.account.address,
+    readContract: (a) => wallet.readContract(a as never),
+    verifyTypedData: (a) => wallet.verifyTypedData(a as never),
+    writeContract: (a) => wallet.writeContract({ ...a, chain: null } as never),
+    sendTransaction: (a) => wallet.sendTransaction({ ...a, chain: null }),
+    waitForTransactionReceipt: (a) => wallet.waitForTransactionReceipt(a),
+    getCode: (a) => wallet.getCode(a),
   });
 }

@@ -23,6 +23,8 @@ export const SOURCE_CONTRACTS = [
   "Multicall3",
   "DevUniversalResolver",
   "DemoUSDC",
+  "BatchSettlement",
+  "ERC3009DepositCollector",
 ] as const;
 /** Prebuilt ENS contracts taken as-is from @ensdomains/ens and @ensdomains/resolver. */
 export const ENS_CONTRACTS = ["ENSRegistry", "ReverseRegistrar", "PublicResolver"] as const;

@@ -1,7 +1,7 @@
 // @tollgate/devnet: four local anvil chains with deterministic demo contracts and history.
 //   ethereum (1) and sepolia (11155111): ERC-20/721/1155, reverter, ENS, Multicall3
 //   <thirdNetworkName> (4663): Multicall3 only
-//   settlement (84532): USDC-like EIP-3009 token for x402, Multicall3
+//   settlement (84532): USDC-like EIP-3009 token for x402, Multicall3, batch-settlement escrow
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,6 +15,7 @@ import { SETTLEMENT_CHAIN_ID, setupSettlement } from "./settlement.ts";
 import type { DemoState, Devnet, DevnetAccount, DevnetChain, StartDevnetOptions } from "./types.ts";
 
 export { byRole, DEV_MNEMONIC } from "./accounts.ts";
+export { BATCH_SETTLEMENT_ADDRESS, ERC3009_DEPOSIT_COLLECTOR_ADDRESS } from "./batch-settlement.ts";
 export { ENS_UNIVERSAL_RESOLVER, MULTICALL3_ADDRESS } from "./predeploys.ts";
 export { SETTLEMENT_CHAIN_ID } from "./settlement.ts";
 export type * from "./types.ts";
@@ -112,7 +113,12 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Devnet
       ethereum: demoContracts(ethereum),
       sepolia: demoContracts(sepolia),
       [third]: { multicall3: MULTICALL3_ADDRESS },
-      settlement: { usdc: settlement.usdc.address, multicall3: settlement.multicall3 },
+      settlement: {
+        usdc: settlement.usdc.address,
+        multicall3: settlement.multicall3,
+        batchSettlement: settlement.batchSettlement,
+        erc3009Collector: settlement.erc3009Collector,
+      },
     };
     const chains: Record<string, DevnetChain> = {};
     specs.forEach((spec, i) => {

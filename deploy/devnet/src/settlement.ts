@@ -1,6 +1,8 @@
-// The x402 settlement chain: a USDC-like EIP-3009 token, funded payers, and Multicall3.
+// The x402 settlement chain: a USDC-like EIP-3009 token, funded payers, Multicall3, and the
+// batch-settlement escrow (settlement contract + ERC-3009 deposit collector).
 import { parseUnits } from "viem";
 import { byRole } from "./accounts.ts";
+import { placeBatchSettlement } from "./batch-settlement.ts";
 import type { ChainRpc } from "./chain.ts";
 import type { Artifacts } from "./compile.ts";
 import { placeMulticall3 } from "./predeploys.ts";
@@ -46,5 +48,6 @@ export async function setupSettlement(
     payTo: byRole(accounts, "payTo"),
     facilitator: byRole(accounts, "facilitator"),
     multicall3: await placeMulticall3(rpc, artifacts),
+    ...(await placeBatchSettlement(rpc, artifacts)),
   };
 }

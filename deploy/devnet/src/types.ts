@@ -177,6 +177,10 @@ export interface SettlementDemo {
   /** Has ETH for gas, no USDC. */
   facilitator: Address;
   multicall3: Address;
+  /** x402 batch-settlement escrow, our own contract at @x402/evm's BATCH_SETTLEMENT_ADDRESS. */
+  batchSettlement: Address;
+  /** Its ERC-3009 deposit collector, at @x402/evm's ERC3009_DEPOSIT_COLLECTOR_ADDRESS. */
+  erc3009Collector: Address;
 }
 
 export interface DemoState {
