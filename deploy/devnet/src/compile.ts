@@ -23,6 +23,7 @@ export const SOURCE_CONTRACTS = [
   "Multicall3",
   "DevUniversalResolver",
   "DemoUSDC",
+  "ChannelReserveStandIn",
 ] as const;
 /** Prebuilt ENS contracts taken as-is from @ensdomains/ens and @ensdomains/resolver. */
 export const ENS_CONTRACTS = ["ENSRegistry", "ReverseRegistrar", "PublicResolver"] as const;

@@ -10,6 +10,8 @@ export interface DevnetChain {
   rpcUrl: string;
   port: number;
   contracts: Record<string, Address>;
+  /** Tempo only: anvil itself; `rpcUrl` is the JSON-RPC shim in front of it (see tempo-shim.ts). */
+  anvilRpcUrl?: string;
 }
 
 export interface DevnetAccount {
@@ -179,11 +181,42 @@ export interface SettlementDemo {
   multicall3: Address;
 }
 
+/** A TIP-20 token on the Tempo chain (6 decimals). */
+export interface Tip20Demo {
+  address: Address;
+  name: string;
+  symbol: string;
+  decimals: number;
+  /** ISO 4217 code the token declares ("USD"). */
+  currency: string;
+  /** Payer balances after setup, base units (1000 tokens = "1000000000"). */
+  balances: Record<Address, string>;
+}
+
+export interface TempoDemo {
+  /** 4217, Tempo mainnet's id, so mppx picks USDC.e by default. */
+  chainId: number;
+  network: string;
+  /** Predeployed by anvil's Tempo mode. */
+  pathUsd: Tip20Demo;
+  /** Created through the TIP-20 factory, then copied to the mainnet USDC.e address. */
+  usdce: Tip20Demo;
+  /** Our stand-in for the TIP-1034 precompile, at its canonical address; payers approved it for both tokens. */
+  channelReserve: { address: Address; standIn: true; approvedBy: Address[] };
+  feeManager: Address;
+  /** Fee AMM pool that converts fees paid in USDC.e to pathUSD. */
+  feePool: { userToken: Address; validatorToken: Address; reserveValidatorToken: string };
+  payers: Address[];
+  payTo: Address;
+}
+
 export interface DemoState {
   /** ethereum and sepolia are seeded identically (same deployer, order, addresses). */
   ethereum: ChainDemo;
   sepolia: ChainDemo;
   settlement: SettlementDemo;
+  /** Local Tempo chain for MPP (pathUSD, USDC.e, channel reserve stand-in). */
+  tempo: TempoDemo;
   /** Multicall3 address, present on all four chains. */
   multicall3: Address;
 }

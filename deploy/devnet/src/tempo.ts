@@ -1,0 +1,188 @@
+// The local Tempo chain for MPP: anvil's own Tempo mode (`--network tempo --hardfork t4`, chain id
+// 4217 like Tempo mainnet, so mppx defaults to USDC.e), with
+//   - pathUSD, predeployed by anvil (every dev account starts with 2^64-1 raw units);
+//   - USDC.e at its mainnet address: anvil does not predeploy it, so a TIP-20 is created through the
+//     factory and its code and storage are copied there;
+//   - a USDC.e/pathUSD fee pool, so fees can be paid in USDC.e;
+//   - the TIP-1034 channel reserve at its canonical address: our stand-in contract, plus the
+//     JSON-RPC shim (tempo-shim.ts) that seeds each open's expiringNonceHash;
+//   - payers 1..8 holding exactly 1,000 of each currency and having approved the reserve.
+import { getAddress, type Hex, keccak256, maxUint256, parseUnits, toHex } from "viem";
+import { Abis, Addresses } from "viem/tempo";
+import { byRole } from "./accounts.ts";
+import type { AnvilNode } from "./anvil.ts";
+import { ChainRpc } from "./chain.ts";
+import type { Artifacts } from "./compile.ts";
+import { startTempoShim, type TempoShim } from "./tempo-shim.ts";
+import type { Address, DevnetAccount, TempoDemo, Tip20Demo } from "./types.ts";
+
+export const TEMPO_CHAIN_ID = 4217;
+export const TEMPO_ADDRESSES = {
+  pathUsd: getAddress(Addresses.pathUsd),
+  usdce: getAddress("0x20c000000000000000000000b9537d11c60e8b50"),
+  channelReserve: getAddress(Addresses.tip20ChannelReserve),
+  feeManager: getAddress(Addresses.feeManager),
+  tip20Factory: getAddress(Addresses.tip20Factory),
+} as const;
+
+/** What every payer holds of each currency after setup (6 decimals). */
+export const TEMPO_PER_PAYER = "1000";
+/** pathUSD the deployer puts in the USDC.e/pathUSD fee pool. */
+const FEE_POOL_PATH_USD = "100000";
+/** USDC.e minted to the deployer beyond the payers' share (to fund accounts a demo adds later). */
+const DEPLOYER_USDCE = "100000";
+
+/**
+ * anvil's own Tempo mode. Mixed mining: a transaction is mined at once (setup and payments never
+ * wait for an interval), and an empty block every second keeps the head's timestamp current, which
+ * expiring-nonce transactions need (valid_before must be within 30 s of the head block).
+ */
+export const TEMPO_ANVIL_ARGS = [
+  "--network",
+  "tempo",
+  "--hardfork",
+  "t4",
+  "--block-time",
+  "1",
+  "--mixed-mining",
+];
+
+/** Set up a started Tempo anvil and start the shim in front of it (stop the shim with the devnet). */
+export async function setupTempo(
+  node: AnvilNode,
+  artifacts: Artifacts,
+  accounts: DevnetAccount[],
+  log?: (line: string) => void,
+): Promise<{ shim: TempoShim; demo: TempoDemo }> {
+  const rpc = new ChainRpc(node.rpcUrl);
+  const { pathUsd, usdce, channelReserve, feeManager } = TEMPO_ADDRESSES;
+  const deployer = byRole(accounts, "deployer");
+  const payers = accounts.filter((a) => a.role.startsWith("payer")).map((a) => a.address);
+  const perPayer = parseUnits(TEMPO_PER_PAYER, 6);
+  const tip20 = Abis.tip20;
+
+  // The shim and the reserve code do not depend on the tokens: start them alongside.
+  const shimStarted = startTempoShim({
+    anvilUrl: node.rpcUrl,
+    reserve: channelReserve,
+    host: node.host,
+    log,
+  });
+  try {
+    // One sender's transactions go one after another (concurrent eth_sendTransaction calls from one
+    // account race for its nonce); different senders run in parallel. Each is mined at once.
+    await Promise.all([
+      createUsdce(rpc, deployer),
+      rpc.setCode(channelReserve, artifacts.ChannelReserveStandIn.deployedBytecode),
+    ]);
+    const deployerDone = (async () => {
+      const issuer = await rpc.read<Hex>(usdce, tip20, "ISSUER_ROLE");
+      await rpc.write(deployer, usdce, tip20, "grantRole", [issuer, deployer]);
+      await rpc.write(deployer, usdce, tip20, "mint", [deployer, parseUnits(DEPLOYER_USDCE, 6)]);
+      for (const payer of payers) await rpc.write(deployer, usdce, tip20, "mint", [payer, perPayer]);
+      // One raw unit held by the reserve: its balance slots then exist, so the first open does not
+      // pay for creating one (anvil's fill estimate, 534,000 gas, would fall short: ~562k needed).
+      await rpc.write(deployer, usdce, tip20, "mint", [channelReserve, 1n]);
+      await rpc.write(deployer, pathUsd, tip20, "transfer", [channelReserve, 1n]);
+      await rpc.write(deployer, feeManager, Abis.feeAmm, "mint", [
+        usdce,
+        pathUsd,
+        parseUnits(FEE_POOL_PATH_USD, 6),
+        deployer,
+      ]);
+    })();
+    // Payers approve the stand-in once, since deposits move with transferFrom (the precompile needs
+    // no approval), then give the deployer their pathUSD beyond 1,000 (anvil gives 2^64-1 raw units)
+    // plus 1 pathUSD for the fee, which the deployer sends back below.
+    const payersDone = Promise.all(
+      payers.map(async (payer) => {
+        await rpc.write(payer, usdce, tip20, "approve", [channelReserve, maxUint256]);
+        await rpc.write(payer, pathUsd, tip20, "approve", [channelReserve, maxUint256]);
+        const balance = await rpc.read<bigint>(pathUsd, tip20, "balanceOf", [payer]);
+        await rpc.write(payer, pathUsd, tip20, "transfer", [
+          deployer,
+          balance - perPayer + parseUnits("1", 6),
+        ]);
+      }),
+    );
+    await Promise.all([deployerDone, payersDone]);
+    for (const payer of payers) {
+      const balance = await rpc.read<bigint>(pathUsd, tip20, "balanceOf", [payer]);
+      await rpc.write(deployer, pathUsd, tip20, "transfer", [payer, perPayer - balance]);
+    }
+
+    const shim = await shimStarted;
+    const demo: TempoDemo = {
+      chainId: TEMPO_CHAIN_ID,
+      network: `eip155:${TEMPO_CHAIN_ID}`,
+      pathUsd: await tokenDemo(rpc, pathUsd, payers),
+      usdce: await tokenDemo(rpc, usdce, payers),
+      channelReserve: { address: channelReserve, standIn: true, approvedBy: payers },
+      feeManager,
+      feePool: {
+        userToken: usdce,
+        validatorToken: pathUsd,
+        reserveValidatorToken: String(
+          (
+            await rpc.read<{ reserveValidatorToken: bigint }>(feeManager, Abis.feeAmm, "getPool", [
+              usdce,
+              pathUsd,
+            ])
+          ).reserveValidatorToken,
+        ),
+      },
+      payers,
+      payTo: byRole(accounts, "payTo"),
+    };
+    return { shim, demo };
+  } catch (err) {
+    await shimStarted.then((shim) => shim.stop()).catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * anvil's Tempo genesis has pathUSD but no USDC.e: create a TIP-20 through the factory, then copy
+ * its storage (read from a prestate diff of the creating transaction) to USDC.e's address. TIP-20s
+ * are precompiles keyed by address prefix, so the marker code 0xef plus the storage is the token.
+ */
+async function createUsdce(rpc: ChainRpc, deployer: Address): Promise<void> {
+  const { tip20Factory, usdce, pathUsd } = TEMPO_ADDRESSES;
+  const salt = keccak256(toHex("tollgate devnet USDC.e"));
+  const created = await rpc.write(deployer, tip20Factory, Abis.tip20Factory, "createToken", [
+    "USDC.e",
+    "USDC.e",
+    "USD",
+    pathUsd,
+    deployer,
+    salt,
+  ]);
+  const token = await rpc.read<Address>(tip20Factory, Abis.tip20Factory, "getTokenAddress", [deployer, salt]);
+  const diff = await rpc.request<{ post: Record<string, { storage?: Record<Hex, Hex> }> }>(
+    "debug_traceTransaction",
+    [created.txHash, { tracer: "prestateTracer", tracerConfig: { diffMode: true } }],
+  );
+  const storage = Object.entries(diff.post).find(([address]) => getAddress(address) === token)?.[1].storage;
+  if (!storage) throw new Error(`createToken wrote no storage for ${token}`);
+  await rpc.request("anvil_setCode", [usdce, "0xef"]);
+  await Promise.all(
+    Object.entries(storage).map(([slot, value]) => rpc.request("anvil_setStorageAt", [usdce, slot, value])),
+  );
+}
+
+async function tokenDemo(rpc: ChainRpc, token: Address, holders: Address[]): Promise<Tip20Demo> {
+  const read = <T>(functionName: string, args: unknown[] = []) =>
+    rpc.read<T>(token, Abis.tip20, functionName, args);
+  const [name, symbol, decimals, currency, ...amounts] = await Promise.all([
+    read<string>("name"),
+    read<string>("symbol"),
+    read<number>("decimals"),
+    read<string>("currency"),
+    ...holders.map((holder) => read<bigint>("balanceOf", [holder])),
+  ]);
+  const balances: Record<Address, string> = {};
+  holders.forEach((holder, i) => {
+    balances[holder] = String(amounts[i]);
+  });
+  return { address: token, name, symbol, decimals: Number(decimals), currency, balances };
+}
