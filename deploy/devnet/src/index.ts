@@ -1,4 +1,4 @@
-// @tollgate/devnet: four local anvil chains with deterministic demo contracts and history.
+// @tollgate/devnet: five local anvil chains with deterministic demo contracts and history.
 //   ethereum (1) and sepolia (11155111): ERC-20/721/1155, reverter, ENS, Multicall3
 //   <thirdNetworkName> (4663): Multicall3 only
 //   settlement (84532): USDC-like EIP-3009 token for x402, Multicall3

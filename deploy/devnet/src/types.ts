@@ -22,7 +22,7 @@ export interface DevnetAccount {
 }
 
 export interface Devnet {
-  /** Keys: "ethereum", "sepolia", the third network's name (default "tollnet"), "settlement". */
+  /** Keys: "ethereum", "sepolia", the third network's name (default "tollnet"), "settlement", "tempo". */
   chains: Record<string, DevnetChain>;
   accounts: DevnetAccount[];
   demo: DemoState;
@@ -217,6 +217,6 @@ export interface DemoState {
   settlement: SettlementDemo;
   /** Local Tempo chain for MPP (pathUSD, USDC.e, channel reserve stand-in). */
   tempo: TempoDemo;
-  /** Multicall3 address, present on all four chains. */
+  /** Multicall3 address, present on every chain (anvil's Tempo mode predeploys it). */
   multicall3: Address;
 }
