@@ -7,8 +7,22 @@
 //   - the TIP-1034 channel reserve at its canonical address: our stand-in contract, plus the
 //     JSON-RPC shim (tempo-shim.ts) that seeds each open's expiringNonceHash;
 //   - payers 1..8 holding exactly 1,000 of each currency and having approved the reserve.
-import { getAddress, type Hex, keccak256, maxUint256, parseUnits, toHex } from "viem";
+import {
+  type Abi,
+  createClient,
+  encodeFunctionData,
+  getAddress,
+  type Hex,
+  http,
+  keccak256,
+  maxUint256,
+  parseUnits,
+  toHex,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { sendTransactionSync } from "viem/actions";
 import { Abis, Addresses } from "viem/tempo";
+import { tempo } from "viem/tempo/chains";
 import { byRole } from "./accounts.ts";
 import type { AnvilNode } from "./anvil.ts";
 import { ChainRpc } from "./chain.ts";
@@ -57,11 +71,13 @@ export async function setupTempo(
   const rpc = new ChainRpc(node.rpcUrl);
   const { pathUsd, usdce, channelReserve, feeManager } = TEMPO_ADDRESSES;
   const deployer = byRole(accounts, "deployer");
-  const payers = accounts.filter((a) => a.role.startsWith("payer")).map((a) => a.address);
+  const payers = accounts.filter((a) => a.role.startsWith("payer"));
   const perPayer = parseUnits(TEMPO_PER_PAYER, 6);
-  const tip20 = Abis.tip20;
+  const balanceOf = (token: Address, holder: Address) =>
+    rpc.read<bigint>(token, Abis.tip20, "balanceOf", [holder]);
+  // Each account's setup is one Tempo transaction with a batch of calls (few round trips).
+  const batch = (role: string, calls: Call[]) => sendBatch(node.rpcUrl, accounts, role, calls);
 
-  // The shim and the reserve code do not depend on the tokens: start them alongside.
   const shimStarted = startTempoShim({
     anvilUrl: node.rpcUrl,
     reserve: channelReserve,
@@ -69,76 +85,102 @@ export async function setupTempo(
     log,
   });
   try {
-    // One sender's transactions go one after another (concurrent eth_sendTransaction calls from one
-    // account race for its nonce); different senders run in parallel. Each is mined at once.
     await Promise.all([
       createUsdce(rpc, deployer),
       rpc.setCode(channelReserve, artifacts.ChannelReserveStandIn.deployedBytecode),
     ]);
-    const deployerDone = (async () => {
-      const issuer = await rpc.read<Hex>(usdce, tip20, "ISSUER_ROLE");
-      await rpc.write(deployer, usdce, tip20, "grantRole", [issuer, deployer]);
-      await rpc.write(deployer, usdce, tip20, "mint", [deployer, parseUnits(DEPLOYER_USDCE, 6)]);
-      for (const payer of payers) await rpc.write(deployer, usdce, tip20, "mint", [payer, perPayer]);
-      // One raw unit held by the reserve: its balance slots then exist, so the first open does not
-      // pay for creating one (anvil's fill estimate, 534,000 gas, would fall short: ~562k needed).
-      await rpc.write(deployer, usdce, tip20, "mint", [channelReserve, 1n]);
-      await rpc.write(deployer, pathUsd, tip20, "transfer", [channelReserve, 1n]);
-      await rpc.write(deployer, feeManager, Abis.feeAmm, "mint", [
-        usdce,
-        pathUsd,
-        parseUnits(FEE_POOL_PATH_USD, 6),
-        deployer,
-      ]);
-    })();
-    // Payers approve the stand-in once, since deposits move with transferFrom (the precompile needs
-    // no approval), then give the deployer their pathUSD beyond 1,000 (anvil gives 2^64-1 raw units)
-    // plus 1 pathUSD for the fee, which the deployer sends back below.
-    const payersDone = Promise.all(
-      payers.map(async (payer) => {
-        await rpc.write(payer, usdce, tip20, "approve", [channelReserve, maxUint256]);
-        await rpc.write(payer, pathUsd, tip20, "approve", [channelReserve, maxUint256]);
-        const balance = await rpc.read<bigint>(pathUsd, tip20, "balanceOf", [payer]);
-        await rpc.write(payer, pathUsd, tip20, "transfer", [
-          deployer,
-          balance - perPayer + parseUnits("1", 6),
+    const issuer = await rpc.read<Hex>(usdce, Abis.tip20, "ISSUER_ROLE");
+    await Promise.all([
+      batch("deployer", [
+        call(usdce, Abis.tip20, "grantRole", [issuer, deployer]),
+        call(usdce, Abis.tip20, "mint", [deployer, parseUnits(DEPLOYER_USDCE, 6)]),
+        ...payers.map((payer) => call(usdce, Abis.tip20, "mint", [payer.address, perPayer])),
+        // One raw unit of each token held by the reserve: its balance slots then exist, so the
+        // first open does not pay for creating one (anvil's fill estimate for expiring-nonce
+        // transactions is a flat 534,000 gas; such an open needs ~562k).
+        call(usdce, Abis.tip20, "mint", [channelReserve, 1n]),
+        call(pathUsd, Abis.tip20, "transfer", [channelReserve, 1n]),
+        call(feeManager, Abis.feeAmm, "mint", [usdce, pathUsd, parseUnits(FEE_POOL_PATH_USD, 6), deployer]),
+      ]),
+      // Payers approve the stand-in, since deposits move with transferFrom (the precompile needs no
+      // approval), and give the deployer their pathUSD beyond 1,000 (anvil gives 2^64-1 raw units)
+      // plus 1 pathUSD for the fee, which comes back below.
+      ...payers.map(async (payer) => {
+        const surplus = (await balanceOf(pathUsd, payer.address)) - perPayer + parseUnits("1", 6);
+        await batch(payer.role, [
+          call(usdce, Abis.tip20, "approve", [channelReserve, maxUint256]),
+          call(pathUsd, Abis.tip20, "approve", [channelReserve, maxUint256]),
+          call(pathUsd, Abis.tip20, "transfer", [deployer, surplus]),
         ]);
       }),
+    ]);
+    const shortfalls = await Promise.all(
+      payers.map(async (payer) => perPayer - (await balanceOf(pathUsd, payer.address))),
     );
-    await Promise.all([deployerDone, payersDone]);
-    for (const payer of payers) {
-      const balance = await rpc.read<bigint>(pathUsd, tip20, "balanceOf", [payer]);
-      await rpc.write(deployer, pathUsd, tip20, "transfer", [payer, perPayer - balance]);
-    }
+    await batch(
+      "deployer",
+      payers.map((payer, i) => call(pathUsd, Abis.tip20, "transfer", [payer.address, shortfalls[i]])),
+    );
 
-    const shim = await shimStarted;
+    const addresses = payers.map((payer) => payer.address);
+    const [pathUsdDemo, usdceDemo, pool] = await Promise.all([
+      tokenDemo(rpc, pathUsd, addresses),
+      tokenDemo(rpc, usdce, addresses),
+      rpc.read<{ reserveValidatorToken: bigint }>(feeManager, Abis.feeAmm, "getPool", [usdce, pathUsd]),
+    ]);
     const demo: TempoDemo = {
       chainId: TEMPO_CHAIN_ID,
       network: `eip155:${TEMPO_CHAIN_ID}`,
-      pathUsd: await tokenDemo(rpc, pathUsd, payers),
-      usdce: await tokenDemo(rpc, usdce, payers),
-      channelReserve: { address: channelReserve, standIn: true, approvedBy: payers },
+      pathUsd: pathUsdDemo,
+      usdce: usdceDemo,
+      channelReserve: { address: channelReserve, standIn: true, approvedBy: addresses },
       feeManager,
       feePool: {
         userToken: usdce,
         validatorToken: pathUsd,
-        reserveValidatorToken: String(
-          (
-            await rpc.read<{ reserveValidatorToken: bigint }>(feeManager, Abis.feeAmm, "getPool", [
-              usdce,
-              pathUsd,
-            ])
-          ).reserveValidatorToken,
-        ),
+        reserveValidatorToken: String(pool.reserveValidatorToken),
       },
-      payers,
+      payers: addresses,
       payTo: byRole(accounts, "payTo"),
     };
-    return { shim, demo };
+    return { shim: await shimStarted, demo };
   } catch (err) {
     await shimStarted.then((shim) => shim.stop()).catch(() => {});
     throw err;
   }
+}
+
+interface Call {
+  to: Address;
+  data: Hex;
+}
+
+function call(to: Address, abi: Abi, functionName: string, args: unknown[]): Call {
+  return { to, data: encodeFunctionData({ abi, functionName, args }) };
+}
+
+/** One Tempo (0x76) transaction from `role` running `calls` in order, fees in pathUSD. */
+async function sendBatch(
+  rpcUrl: string,
+  accounts: DevnetAccount[],
+  role: string,
+  calls: Call[],
+): Promise<void> {
+  const signer = accounts.find((a) => a.role === role);
+  if (!signer) throw new Error(`no devnet account with role ${role}`);
+  const client = createClient({
+    chain: tempo,
+    transport: http(rpcUrl, { retryCount: 0 }),
+    account: privateKeyToAccount(signer.privateKey),
+  });
+  const receipt = await sendTransactionSync(client, {
+    calls,
+    feeToken: TEMPO_ADDRESSES.pathUsd,
+    // anvil does not execute call batches when estimating, and each call here may create a
+    // storage slot (250,000 gas on Tempo): budget for that rather than trust the estimate.
+    gas: 500_000n + 300_000n * BigInt(calls.length),
+  } as unknown as Parameters<typeof sendTransactionSync>[1]);
+  if (receipt.status !== "success") throw new Error(`tempo setup batch from ${role} reverted`);
 }
 
 /**
