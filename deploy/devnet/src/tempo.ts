@@ -95,9 +95,9 @@ export async function setupTempo(
         call(usdce, Abis.tip20, "grantRole", [issuer, deployer]),
         call(usdce, Abis.tip20, "mint", [deployer, parseUnits(DEPLOYER_USDCE, 6)]),
         ...payers.map((payer) => call(usdce, Abis.tip20, "mint", [payer.address, perPayer])),
-        // One raw unit of each token held by the reserve: its balance slots then exist, so the
-        // first open does not pay for creating one (anvil's fill estimate for expiring-nonce
-        // transactions is a flat 534,000 gas; such an open needs ~562k).
+        // One raw unit of each token held by the reserve: its balance slots then exist. anvil's
+        // estimate for a payer's open is a flat 534,000 gas; an open uses ~330k, and creating the
+        // reserve's balance slot as well would add 250k and run it out of gas.
         call(usdce, Abis.tip20, "mint", [channelReserve, 1n]),
         call(pathUsd, Abis.tip20, "transfer", [channelReserve, 1n]),
         call(feeManager, Abis.feeAmm, "mint", [usdce, pathUsd, parseUnits(FEE_POOL_PATH_USD, 6), deployer]),
@@ -176,8 +176,8 @@ async function sendBatch(
   const receipt = await sendTransactionSync(client, {
     calls,
     feeToken: TEMPO_ADDRESSES.pathUsd,
-    // anvil does not execute call batches when estimating, and each call here may create a
-    // storage slot (250,000 gas on Tempo): budget for that rather than trust the estimate.
+    // anvil answers a flat estimate for call batches (it does not run them), and each call here
+    // may create a storage slot (250,000 gas on Tempo): budget for that instead.
     gas: 500_000n + 300_000n * BigInt(calls.length),
   } as unknown as Parameters<typeof sendTransactionSync>[1]);
   if (receipt.status !== "success") throw new Error(`tempo setup batch from ${role} reverted`);
