@@ -215,6 +215,43 @@ describe("Tempo devnet chain (anvil --network tempo) with the unmodified mppx se
     return { client, sent: recorder.sent };
   }
 
+  /** An official session client (mppx's manager) for `role`, with its and the recipient's USDC.e. */
+  async function sessionPayer(role: string) {
+    const payer = account(role);
+    const manager = tempoClientMethods.session.manager({
+      account: payer,
+      getClient: () => chain(),
+      maxDeposit: "1",
+    });
+    return {
+      payer,
+      manager,
+      payerBefore: await balance(USDC_E, payer.address),
+      payToBefore: await balance(USDC_E, payTo),
+    };
+  }
+
+  /** The channel as mppx stores it (Store.redis, key = channel id; ox's JSON marks bigints). */
+  async function storedChannel(
+    channelId: Hex,
+  ): Promise<{ spent: bigint; units: number; finalized: boolean }> {
+    const json = JSON.parse((await redis.get(`${prefix}${channelId}`)) ?? "{}");
+    return {
+      spent: BigInt(String(json.spent).replace("#__bigint", "")),
+      units: json.units,
+      finalized: json.finalized,
+    };
+  }
+
+  /** The channel reserve's events of one kind in a mined transaction. */
+  async function reserveEvents<name extends "ChannelOpened" | "Settled" | "ChannelClosed">(
+    hash: string | undefined,
+    eventName: name,
+  ) {
+    const { logs } = await getTransactionReceipt(chain(), { hash: hash as Hex });
+    return parseEventLogs({ abi: Abis.tip20ChannelReserve, logs, eventName });
+  }
+
   /** Transactions mined in (from, to] whose sender is `who`. */
   async function transactionsFrom(who: Address, from: bigint, to: bigint): Promise<Hex[]> {
     const hashes: Hex[] = [];
@@ -426,14 +463,7 @@ describe("Tempo devnet chain (anvil --network tempo) with the unmodified mppx se
 
   describe("session — channel reserve: a contract of ours standing in for the TIP-1034 precompile; opens seeded by the devnet's JSON-RPC shim", () => {
     it("open with a deposit, 20 voucher-paid requests with no payer transaction, scheduled settles, a top-up, close: the recipient gets exactly the sum of the prices, the payer the rest", async () => {
-      const payer = account("payer4");
-      const manager = tempoClientMethods.session.manager({
-        account: payer,
-        getClient: () => chain(),
-        maxDeposit: "1",
-      });
-      const payerBefore = await balance(USDC_E, payer.address);
-      const payToBefore = await balance(USDC_E, payTo);
+      const { payer, manager, payerBefore, payToBefore } = await sessionPayer("payer4");
       const reserveBefore = await balance(USDC_E, RESERVE);
 
       // Open: the first request carries the open transaction (the server broadcasts it) and pays.
@@ -441,12 +471,7 @@ describe("Tempo devnet chain (anvil --network tempo) with the unmodified mppx se
       expect(opened.status).toBe(200);
       expect(opened.receipt).toMatchObject({ intent: "session", spent: "1000", units: 1 });
       const channelId = opened.receipt?.channelId as Hex;
-      const openTx = await getTransactionReceipt(chain(), { hash: opened.receipt?.txHash as Hex });
-      const [openEvent] = parseEventLogs({
-        abi: Abis.tip20ChannelReserve,
-        logs: openTx.logs,
-        eventName: "ChannelOpened",
-      });
+      const [openEvent] = await reserveEvents(opened.receipt?.txHash, "ChannelOpened");
       expect(openEvent?.args).toMatchObject({
         channelId,
         payer: payer.address,
@@ -481,9 +506,7 @@ describe("Tempo devnet chain (anvil --network tempo) with the unmodified mppx se
       for (const hash of settleTxs) {
         const settled = await getTransactionReceipt(chain(), { hash });
         expect(isAddressEqual(settled.from, account("facilitator").address)).toBe(true);
-        expect(
-          parseEventLogs({ abi: Abis.tip20ChannelReserve, logs: settled.logs, eventName: "Settled" }),
-        ).toHaveLength(1);
+        expect(await reserveEvents(hash, "Settled")).toHaveLength(1);
       }
       const afterVouchers = await readContract(chain(), {
         address: RESERVE,
@@ -514,12 +537,7 @@ describe("Tempo devnet chain (anvil --network tempo) with the unmodified mppx se
 
       // Close: the payee gets exactly what was spent, the payer the rest of both deposits.
       const closed = await manager.close();
-      const closeTx = await getTransactionReceipt(chain(), { hash: closed?.txHash as Hex });
-      const [closeEvent] = parseEventLogs({
-        abi: Abis.tip20ChannelReserve,
-        logs: closeTx.logs,
-        eventName: "ChannelClosed",
-      });
+      const [closeEvent] = await reserveEvents(closed?.txHash, "ChannelClosed");
       expect(closeEvent?.args).toMatchObject({
         channelId,
         settledToPayee: spent,
@@ -529,26 +547,17 @@ describe("Tempo devnet chain (anvil --network tempo) with the unmodified mppx se
       expect(await balance(USDC_E, payer.address)).toBe(payerBefore - spent);
       expect(await balance(USDC_E, RESERVE)).toBe(reserveBefore);
       // mppx keeps the channel in the store under its id: spent and finalized, persisted in Redis.
-      const stored = JSON.parse((await redis.get(`${prefix}${channelId}`)) ?? "{}");
-      expect(stored).toMatchObject({ spent: `${spent}#__bigint`, units: 25, finalized: true });
+      expect(await storedChannel(channelId)).toMatchObject({ spent, units: 25, finalized: true });
     });
 
     it("verify before the work, collect after it: a failed call moves the channel's spent by nothing", async () => {
-      const payer = account("payer6");
-      const manager = tempoClientMethods.session.manager({
-        account: payer,
-        getClient: () => chain(),
-        maxDeposit: "1",
-      });
-      const payerBefore = await balance(USDC_E, payer.address);
-      const payToBefore = await balance(USDC_E, payTo);
+      const { payer, manager, payerBefore, payToBefore } = await sessionPayer("payer6");
       const price = raw(PRICES["/cheap"]);
 
       const opened = await manager.fetch(`${base}/work`);
       expect(opened.status).toBe(200);
       const channelId = opened.receipt?.channelId as Hex;
-      const spentInStore = async () =>
-        BigInt(JSON.parse((await redis.get(`${prefix}${channelId}`)) ?? "{}").spent.split("#")[0]);
+      const spentInStore = async () => (await storedChannel(channelId)).spent;
       expect(await spentInStore()).toBe(price);
 
       const failed = await manager.fetch(`${base}/work?outcome=fail`);
