@@ -521,8 +521,10 @@ describe("devnet", () => {
 
   it("stop() kills every anvil it started", async () => {
     expect(anvilChildren()).toHaveLength(5);
+    const shim = devnet.chains.tempo?.rpcUrl ?? "";
     await devnet.stop();
     expect(anvilChildren()).toHaveLength(0);
+    await expect(fetch(shim, { method: "POST", body: "{}" })).rejects.toThrow(); // the Tempo shim too
     await expect(client("ethereum").getBlockNumber()).rejects.toThrow();
   });
 });
