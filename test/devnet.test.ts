@@ -118,9 +118,21 @@ describe("devnet", () => {
     rmSync(file, { force: true });
   });
 
-  it("runs four chains on loopback with the expected chain ids and writes devnet.json", async () => {
-    expect(Object.keys(devnet.chains).sort()).toEqual(["ethereum", "sepolia", "settlement", "tollnet"]);
-    const ids: Record<string, number> = { ethereum: 1, sepolia: 11155111, tollnet: 4663, settlement: 84532 };
+  it("runs five chains on loopback with the expected chain ids and writes devnet.json", async () => {
+    expect(Object.keys(devnet.chains).sort()).toEqual([
+      "ethereum",
+      "sepolia",
+      "settlement",
+      "tempo",
+      "tollnet",
+    ]);
+    const ids: Record<string, number> = {
+      ethereum: 1,
+      sepolia: 11155111,
+      tollnet: 4663,
+      settlement: 84532,
+      tempo: 4217,
+    };
     for (const [name, chain] of Object.entries(devnet.chains)) {
       expect(chain.rpcUrl).toBe(`http://127.0.0.1:${chain.port}`);
       expect(await client(name).getChainId()).toBe(ids[name]);
@@ -508,9 +520,11 @@ describe("devnet", () => {
   });
 
   it("stop() kills every anvil it started", async () => {
-    expect(anvilChildren()).toHaveLength(4);
+    expect(anvilChildren()).toHaveLength(5);
+    const shim = devnet.chains.tempo?.rpcUrl ?? "";
     await devnet.stop();
     expect(anvilChildren()).toHaveLength(0);
+    await expect(fetch(shim, { method: "POST", body: "{}" })).rejects.toThrow(); // the Tempo shim too
     await expect(client("ethereum").getBlockNumber()).rejects.toThrow();
   });
 });

@@ -11,6 +11,8 @@ export interface AnvilOptions {
   log?: (line: string) => void;
   /** How long to wait for "Listening on"; anvil normally needs well under a second. */
   startTimeoutMs?: number;
+  /** More flags, e.g. `--network tempo --hardfork t4` for the Tempo chain. */
+  extraArgs?: string[];
 }
 
 export interface AnvilNode {
@@ -92,6 +94,7 @@ export async function startAnvil(opts: AnvilOptions): Promise<AnvilNode> {
     // a past genesis time would become a permanent clock offset.
     "--color",
     "never",
+    ...(opts.extraArgs ?? []),
   ];
   const child = spawn(anvilBinary(), args, { stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);

@@ -25,6 +25,7 @@ export const SOURCE_CONTRACTS = [
   "DemoUSDC",
   "BatchSettlement",
   "ERC3009DepositCollector",
+  "ChannelReserveStandIn",
 ] as const;
 /** Prebuilt ENS contracts taken as-is from @ensdomains/ens and @ensdomains/resolver. */
 export const ENS_CONTRACTS = ["ENSRegistry", "ReverseRegistrar", "PublicResolver"] as const;

@@ -1,7 +1,8 @@
-// @tollgate/devnet: four local anvil chains with deterministic demo contracts and history.
+// @tollgate/devnet: five local anvil chains with deterministic demo contracts and history.
 //   ethereum (1) and sepolia (11155111): ERC-20/721/1155, reverter, ENS, Multicall3
 //   <thirdNetworkName> (4663): Multicall3 only
 //   settlement (84532): USDC-like EIP-3009 token for x402, Multicall3, batch-settlement escrow
+//   tempo (4217): anvil's Tempo mode for MPP: pathUSD, USDC.e, channel reserve stand-in + RPC shim
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,12 +13,15 @@ import { loadArtifacts } from "./compile.ts";
 import { ENS_UNIVERSAL_RESOLVER, MULTICALL3_ADDRESS, placeMulticall3 } from "./predeploys.ts";
 import { seedDemoChain } from "./seed.ts";
 import { SETTLEMENT_CHAIN_ID, setupSettlement } from "./settlement.ts";
+import { setupTempo, TEMPO_ANVIL_ARGS, TEMPO_CHAIN_ID } from "./tempo.ts";
+import type { TempoShim } from "./tempo-shim.ts";
 import type { DemoState, Devnet, DevnetAccount, DevnetChain, StartDevnetOptions } from "./types.ts";
 
 export { byRole, DEV_MNEMONIC } from "./accounts.ts";
 export { BATCH_SETTLEMENT_ADDRESS, ERC3009_DEPOSIT_COLLECTOR_ADDRESS } from "./batch-settlement.ts";
 export { ENS_UNIVERSAL_RESOLVER, MULTICALL3_ADDRESS } from "./predeploys.ts";
 export { SETTLEMENT_CHAIN_ID } from "./settlement.ts";
+export { TEMPO_ADDRESSES, TEMPO_CHAIN_ID } from "./tempo.ts";
 export type * from "./types.ts";
 
 export const THIRD_CHAIN_ID = 0x1237; // 4663
@@ -46,26 +50,32 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Devnet
   const stateDir = resolve(opts.stateDir ?? DEFAULT_STATE_DIR);
   const host = opts.host ?? "127.0.0.1";
   const third = opts.thirdNetworkName ?? "tollnet";
-  if (["ethereum", "sepolia", "settlement"].includes(third))
+  if (["ethereum", "sepolia", "settlement", "tempo"].includes(third))
     throw new Error(`thirdNetworkName "${third}" is taken`);
 
-  const specs = [
+  const specs: { name: string; chainId: number; extraArgs?: string[] }[] = [
     { name: "ethereum", chainId: 1 },
     { name: "sepolia", chainId: 11155111 },
     { name: third, chainId: THIRD_CHAIN_ID },
     { name: "settlement", chainId: SETTLEMENT_CHAIN_ID },
+    { name: "tempo", chainId: TEMPO_CHAIN_ID, extraArgs: TEMPO_ANVIL_ARGS },
   ];
   const accounts = devAccounts();
 
   // Compile (or load the cache) while the anvils boot.
   const [loaded, ...boots] = await Promise.allSettled([
     loadArtifacts(resolve(opts.cacheDir ?? DEFAULT_STATE_DIR)),
-    ...specs.map((spec) => startAnvil({ chainId: spec.chainId, host, accounts: accounts.length, log })),
+    ...specs.map((spec) =>
+      startAnvil({ chainId: spec.chainId, host, accounts: accounts.length, log, extraArgs: spec.extraArgs }),
+    ),
   ]);
   const nodes = boots.flatMap((b) => (b.status === "fulfilled" ? [b.value as AnvilNode] : []));
   let stopped: Promise<void> | undefined;
+  let tempoShim: TempoShim | undefined;
   const stop = (): Promise<void> => {
-    stopped ??= Promise.all(nodes.map((node) => node.stop())).then(() => log("devnet stopped"));
+    stopped ??= Promise.all([...nodes.map((node) => node.stop()), tempoShim?.stop()]).then(() =>
+      log("devnet stopped"),
+    );
     return stopped;
   };
 
@@ -78,13 +88,14 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Devnet
       `artifacts ${loaded.value.cached ? "loaded from cache" : "compiled"} in ${Math.round(loaded.value.ms)} ms`,
     );
 
-    const [ethNode, sepoliaNode, thirdNode, settlementNode] = nodes as [
+    const [ethNode, sepoliaNode, thirdNode, settlementNode, tempoNode] = nodes as [
+      AnvilNode,
       AnvilNode,
       AnvilNode,
       AnvilNode,
       AnvilNode,
     ];
-    const [ethereum, sepolia, , settlement] = await Promise.all([
+    const [ethereum, sepolia, , settlement, tempo] = await Promise.all([
       seedDemoChain(new ChainRpc(ethNode.rpcUrl), artifacts, accounts, 1, ENS_UNIVERSAL_RESOLVER.ethereum),
       seedDemoChain(
         new ChainRpc(sepoliaNode.rpcUrl),
@@ -95,8 +106,18 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Devnet
       ),
       placeMulticall3(new ChainRpc(thirdNode.rpcUrl), artifacts),
       setupSettlement(new ChainRpc(settlementNode.rpcUrl), artifacts, accounts),
+      setupTempo(tempoNode, artifacts, accounts, log).then((setUp) => {
+        tempoShim = setUp.shim; // stopped with the devnet even if another chain's setup fails
+        return setUp;
+      }),
     ]);
-    const demo: DemoState = { ethereum, sepolia, settlement, multicall3: MULTICALL3_ADDRESS };
+    const demo: DemoState = {
+      ethereum,
+      sepolia,
+      settlement,
+      tempo: tempo.demo,
+      multicall3: MULTICALL3_ADDRESS,
+    };
 
     const demoContracts = (d: typeof ethereum) => ({
       erc20: d.erc20.address,
@@ -119,6 +140,12 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Devnet
         batchSettlement: settlement.batchSettlement,
         erc3009Collector: settlement.erc3009Collector,
       },
+      tempo: {
+        pathUsd: tempo.demo.pathUsd.address,
+        usdce: tempo.demo.usdce.address,
+        channelReserve: tempo.demo.channelReserve.address,
+        feeManager: tempo.demo.feeManager,
+      },
     };
     const chains: Record<string, DevnetChain> = {};
     specs.forEach((spec, i) => {
@@ -131,6 +158,13 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Devnet
         contracts: contracts[spec.name] ?? {},
       };
     });
+    // Servers must go through the shim (it seeds channel opens); anvil's own URL stays available.
+    chains.tempo = {
+      ...(chains.tempo as DevnetChain),
+      rpcUrl: tempo.shim.url,
+      port: tempo.shim.port,
+      anvilRpcUrl: tempoNode.rpcUrl,
+    };
 
     const file = resolve(opts.file ?? join(stateDir, "devnet.json"));
     const content: DevnetFile = {

@@ -10,6 +10,8 @@ export interface DevnetChain {
   rpcUrl: string;
   port: number;
   contracts: Record<string, Address>;
+  /** Tempo only: anvil itself; `rpcUrl` is the JSON-RPC shim in front of it (see tempo-shim.ts). */
+  anvilRpcUrl?: string;
 }
 
 export interface DevnetAccount {
@@ -20,7 +22,7 @@ export interface DevnetAccount {
 }
 
 export interface Devnet {
-  /** Keys: "ethereum", "sepolia", the third network's name (default "tollnet"), "settlement". */
+  /** Keys: "ethereum", "sepolia", the third network's name (default "tollnet"), "settlement", "tempo". */
   chains: Record<string, DevnetChain>;
   accounts: DevnetAccount[];
   demo: DemoState;
@@ -183,11 +185,42 @@ export interface SettlementDemo {
   erc3009Collector: Address;
 }
 
+/** A TIP-20 token on the Tempo chain (6 decimals). */
+export interface Tip20Demo {
+  address: Address;
+  name: string;
+  symbol: string;
+  decimals: number;
+  /** ISO 4217 code the token declares ("USD"). */
+  currency: string;
+  /** Payer balances after setup, base units (1000 tokens = "1000000000"). */
+  balances: Record<Address, string>;
+}
+
+export interface TempoDemo {
+  /** 4217, Tempo mainnet's id, so mppx picks USDC.e by default. */
+  chainId: number;
+  network: string;
+  /** Predeployed by anvil's Tempo mode. */
+  pathUsd: Tip20Demo;
+  /** Created through the TIP-20 factory, then copied to the mainnet USDC.e address. */
+  usdce: Tip20Demo;
+  /** Our stand-in for the TIP-1034 precompile, at its canonical address; payers approved it for both tokens. */
+  channelReserve: { address: Address; standIn: true; approvedBy: Address[] };
+  feeManager: Address;
+  /** Fee AMM pool that converts fees paid in USDC.e to pathUSD. */
+  feePool: { userToken: Address; validatorToken: Address; reserveValidatorToken: string };
+  payers: Address[];
+  payTo: Address;
+}
+
 export interface DemoState {
   /** ethereum and sepolia are seeded identically (same deployer, order, addresses). */
   ethereum: ChainDemo;
   sepolia: ChainDemo;
   settlement: SettlementDemo;
-  /** Multicall3 address, present on all four chains. */
+  /** Local Tempo chain for MPP (pathUSD, USDC.e, channel reserve stand-in). */
+  tempo: TempoDemo;
+  /** Multicall3 address, present on every chain (anvil's Tempo mode predeploys it). */
   multicall3: Address;
 }

@@ -78,7 +78,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     const file = join(stateDir, opts.namespace ? `devnet-${opts.namespace}.json` : "devnet.json");
     devnet = await startDevnet({ stateDir, file, log });
     for (const [name, chain] of Object.entries(devnet.chains)) {
-      if (name === "settlement") continue;
+      if (name === "settlement" || name === "tempo") continue; // payment chains, not served networks
       upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = chain.rpcUrl;
     }
     Object.assign(paymentEnv, x402DevnetEnv(devnet));

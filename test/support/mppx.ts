@@ -1,0 +1,96 @@
+// mppx pieces for tests on the devnet's Tempo chain: the Redis store mppx needs (atomic), viem
+// clients for chain 4217, and a fetch that records the credentials an mppx client sends.
+import type { DevnetFile } from "@tollgate/devnet";
+import { Store } from "mppx/server";
+import { createClient as createRedis } from "redis";
+import { type Account, createClient, erc20Abi, http, type Transport } from "viem";
+import { readContract } from "viem/actions";
+import { tempo } from "viem/tempo/chains";
+
+const newRedis = () => createRedis({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379" });
+type Redis = ReturnType<typeof newRedis>;
+
+/** A node-redis client for the shared test Redis (connect it, and close it when done). */
+export function redisClient(): Redis {
+  return newRedis();
+}
+type Change = { op: "noop" | "set" | "delete"; value?: string; result: unknown };
+
+// Writes `value` (or deletes) only if the key still holds what the update function saw.
+const COMPARE_AND_SET = `
+local current = redis.call('GET', KEYS[1])
+if ARGV[1] == '1' then
+  if current then return 0 end
+elseif current ~= ARGV[2] then
+  return 0
+end
+if ARGV[3] == 'set' then redis.call('SET', KEYS[1], ARGV[4]) else redis.call('DEL', KEYS[1]) end
+return 1`;
+
+/**
+ * `Store.redis` over node-redis. mppx 0.11.0's Store.redis only becomes atomic (replay claims,
+ * channel updates) when the client brings an `update(key, fn)`; node-redis has none, so this one
+ * retries an optimistic compare-and-set in Lua until it wins.
+ */
+export function mppxRedisStore(redis: Redis, keyPrefix: string) {
+  return Store.redis(
+    {
+      get: (key) => redis.get(key),
+      set: (key, value) => redis.set(key, value),
+      del: (key) => redis.del(key),
+      async update<result>(key: string, fn: (current: string | null) => Change) {
+        for (let attempt = 0; attempt < 100; attempt++) {
+          const current = await redis.get(key);
+          const change = fn(current);
+          if (change.op === "noop") return change.result as result;
+          const won = await redis.eval(COMPARE_AND_SET, {
+            keys: [key],
+            arguments: [current === null ? "1" : "0", current ?? "", change.op, change.value ?? ""],
+          });
+          if (won === 1) return change.result as result;
+        }
+        throw new Error(`mppx store: no update of ${key} won after 100 attempts`);
+      },
+    } as Store.redis.AtomicParameters,
+    { keyPrefix },
+  );
+}
+
+export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  for await (const keys of redis.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) {
+    if (keys.length > 0) await redis.del(keys);
+  }
+}
+
+/** viem client for the devnet's Tempo chain (4217) with the Tempo serializers. */
+export function tempoClient(url: string, account?: Account) {
+  const transport: Transport = http(url, { retryCount: 0 });
+  return createClient({ chain: tempo, transport, ...(account ? { account } : {}) });
+}
+
+export function tempoChain(devnet: Pick<DevnetFile, "chains">) {
+  const chain = devnet.chains.tempo;
+  if (!chain?.anvilRpcUrl) throw new Error("the devnet has no tempo chain");
+  return { ...chain, anvilRpcUrl: chain.anvilRpcUrl };
+}
+
+export async function tip20Balance(url: string, token: `0x${string}`, owner: `0x${string}`): Promise<bigint> {
+  return readContract(tempoClient(url), {
+    address: token,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [owner],
+  });
+}
+
+/** A fetch for mppx clients that keeps every `Authorization: Payment …` it sends. */
+export function recordingFetch(): { fetch: typeof globalThis.fetch; sent: string[] } {
+  const sent: string[] = [];
+  const recording: typeof globalThis.fetch = async (input, init) => {
+    const request = new Request(input, init);
+    const authorization = request.headers.get("authorization");
+    if (authorization?.startsWith("Payment ")) sent.push(authorization);
+    return fetch(request);
+  };
+  return { fetch: recording, sent };
+}
