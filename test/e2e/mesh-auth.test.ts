@@ -62,6 +62,9 @@ beforeAll(async () => {
       "rpc-proxy": { UPSTREAM_HEAD_POLL_MS: "600000" },
       "quota-meter": { [meshCallerEnv("dashboard")]: meshTokenDigest(dashboardToken) },
       "payment-verifier": sharedSettlementEnv("spare3"),
+      // The suite reads the windows through the gateway's X-Quota-* after calling quota-meter
+      // directly: without leases, every gateway call shows the windows as they are.
+      gateway: { LEASE_MAX_UNITS: "1" },
     },
   });
   gatewayToken = readFileSync(mesh.gatewayTokenFile, "utf8").trim();

@@ -129,14 +129,21 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     expect(await store.get(key)).toBeUndefined();
   });
 
-  it("notes money that already moved on the holder's reservation only", async () => {
+  it("records the verdict (money that already moved, the scheme's hold) on the holder's reservation only", async () => {
     const key = uniqueId("k-");
     const f = facts();
     await store.reserve(key, "tok", f, 60_000);
-    await store.markCollected(key, "wrong", "0xbad");
-    expect((await store.get(key))?.collected).toBe("");
-    await store.markCollected(key, "tok", "0xlanded");
-    expect(await store.get(key)).toMatchObject({ collected: "0xlanded", state: "reserved" });
+    await store.markVerified(key, "wrong", { collected: "0xbad", hold: "theirs" });
+    expect(await store.get(key)).toMatchObject({ collected: "", hold: "" });
+    await store.markVerified(key, "tok", { collected: "0xlanded", hold: "pending-1" });
+    expect(await store.get(key)).toMatchObject({
+      collected: "0xlanded",
+      hold: "pending-1",
+      state: "reserved",
+    });
+    // The hold travels to Settle and Release.
+    const begun = await store.beginSettle(key, "tok", f.requestId, 60_000);
+    expect(begun.ok && begun.reservation.hold).toBe("pending-1");
   });
 
   it("forgets a reservation after its time to live", async () => {

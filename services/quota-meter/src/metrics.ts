@@ -78,5 +78,6 @@ export function createQuotaMetrics(registry: Registry): QuotaMetrics {
   // from alerts, and dashboards would show "no data" instead of 0.
   for (const reason of FAIL_OPEN_REASONS) metrics.failOpen.inc({ reason }, 0);
   for (const reason of USAGE_REJECT_REASONS) metrics.usageRejected.inc({ reason }, 0);
+  for (const result of ["applied", "duplicate", "failed"]) metrics.refunds.inc({ result }, 0);
   return metrics;
 }

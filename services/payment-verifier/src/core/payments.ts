@@ -190,16 +190,15 @@ export class Payments {
       if (!verdict.ok) {
         await free();
         if (verdict.final) this.#o.refusals.remember(print, verdict.reason, this.#now());
+        if (verdict.challenge) {
+          const { code, reason } = verdict;
+          return { valid: false, code, reason, headers: verdict.challenge, scheme: scheme.name };
+        }
         return this.#refuse(call, scheme.name, verdict.code, verdict.reason);
       }
-      if (verdict.collected) {
-        await this.#store(() =>
-          this.#o.reservations.markCollected(
-            payment.key,
-            reserved.token,
-            verdict.collected?.transaction ?? "",
-          ),
-        );
+      if (verdict.collected || verdict.hold) {
+        const verified = { collected: verdict.collected?.transaction ?? "", hold: verdict.hold ?? "" };
+        await this.#store(() => this.#o.reservations.markVerified(payment.key, reserved.token, verified));
       }
       return {
         valid: true,
@@ -289,7 +288,7 @@ export class Payments {
 
     let result: Awaited<ReturnType<PaymentScheme["settle"]>>;
     try {
-      result = await scheme.settle(call, payment);
+      result = await scheme.settle(call, payment, reservation.hold);
     } catch (err) {
       if (!(err instanceof FacilitatorUnavailableError))
         this.#o.logger.error({ err }, "settlement failed unexpectedly");
@@ -340,7 +339,10 @@ export class Payments {
     collection: Collection,
     receipt: Header[],
   ): Promise<void> {
-    const transaction = collection.kind === "transaction" ? collection.transaction : collection.channel;
+    const transaction =
+      collection.kind === "transaction"
+        ? collection.transaction
+        : (collection.transaction ?? collection.channel);
     try {
       await this.#o.reservations.markSettled(
         payment.key,
@@ -378,7 +380,7 @@ export class Payments {
     this.#o.events.record(freed, "released", null, reason || "call_failed");
     const detected = this.#detect(credentials);
     if (call && detected.kind === "payment" && detected.payment.key === id.key && detected.scheme.release) {
-      await detected.scheme.release(call, detected.payment).catch((err: unknown) => {
+      await detected.scheme.release(call, detected.payment, freed.hold).catch((err: unknown) => {
         this.#o.logger.warn(
           { err, scheme: freed.scheme },
           "scheme could not undo its hold on a released payment",

@@ -59,6 +59,11 @@ export type Verdict =
        * answer was lost, a transfer the client broadcast itself): serve the call and collect nothing.
        */
       collected?: { transaction: string };
+      /**
+       * What the scheme holds for this payment between Verify and Settle or Release (e.g. the id of
+       * a channel reservation). Kept with the reservation, so any replica can settle or release it.
+       */
+      hold?: string;
     }
   | {
       ok: false;
@@ -66,12 +71,21 @@ export type Verdict =
       reason: string;
       /** Refusals that cannot change for the same credential (a bad signature) are remembered briefly. */
       final?: boolean;
+      /** The scheme's own answer headers (a corrective offer with channel state), instead of the 402's. */
+      challenge?: Header[];
     };
 
 /** How the money moved: a transaction now, or an accrual to a channel that is settled later. */
 export type Collection =
   | { kind: "transaction"; transaction: string }
-  | { kind: "accrual"; channel: string; amount: string; cumulative: string };
+  | {
+      kind: "accrual";
+      channel: string;
+      amount: string;
+      cumulative: string;
+      /** A transaction that came with the accrual (the deposit that opened the channel), if any. */
+      transaction?: string;
+    };
 
 export type SettleResult =
   | { ok: true; collection: Collection; receipt: Header[] }
@@ -125,10 +139,10 @@ export interface PaymentScheme<Credential = unknown, Offer = unknown, P = unknow
   claim(credential: Credential): Claim<P>;
   /** Checks the payment against the call's price and terms, locally first, then with its facilitator. */
   verify(call: PricedCall, payment: ParsedPayment<P>): Promise<Verdict>;
-  /** Collects a verified payment after the node answered. */
-  settle(call: PricedCall, payment: ParsedPayment<P>): Promise<SettleResult>;
+  /** Collects a verified payment after the node answered; `hold` is what its verdict kept. */
+  settle(call: PricedCall, payment: ParsedPayment<P>, hold: string): Promise<SettleResult>;
   /** A verified payment that will not be collected (the call got no answer): undo any hold. */
-  release?(call: PricedCall, payment: ParsedPayment<P>): Promise<void>;
+  release?(call: PricedCall, payment: ParsedPayment<P>, hold: string): Promise<void>;
   /** The receipt for a payment whose money had already moved (see Verdict.collected). */
   receiptFor(call: PricedCall, payment: ParsedPayment<P>, transaction: string): Header[];
   /** How long a used payment's key must be remembered so it cannot be served again. */

@@ -32,6 +32,8 @@ export interface Reservation extends PaymentFacts {
   token: string;
   /** Set when the money already moved before the call (nothing to collect at Settle). */
   collected: string;
+  /** What the scheme holds between Verify and Settle (opaque to the core). */
+  hold: string;
   transaction: string;
   /** The receipt headers of a settled payment (JSON), so a repeated Settle answers the same. */
   receipt: string;
@@ -54,8 +56,11 @@ export interface ReservationStore {
    * finds the key held or used is refused.
    */
   reserve(key: string, token: string, facts: PaymentFacts, ttlMs: number): Promise<ReserveResult>;
-  /** Notes that the money for a reservation held by `token` already moved (nothing to collect). */
-  markCollected(key: string, token: string, transaction: string): Promise<void>;
+  /**
+   * Records the verdict on a reservation held by `token`: the money that already moved (nothing
+   * to collect), and what the scheme holds until Settle or Release.
+   */
+  markVerified(key: string, token: string, verified: { collected: string; hold: string }): Promise<void>;
   /** reserved (by `token`, for `requestId`) → settling. */
   beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle>;
   /** settling (by `token`) → settled, remembered for `retentionMs`. */
@@ -97,6 +102,8 @@ function toFields(token: string, f: PaymentFacts): string[] {
     f.paymentNetwork,
     "collected",
     "",
+    "hold",
+    "",
     "transaction",
     "",
     "receipt",
@@ -118,6 +125,7 @@ function fromHash(h: Record<string, string>): Reservation | undefined {
     asset: h.asset ?? "",
     paymentNetwork: h.payment_network ?? "",
     collected: h.collected ?? "",
+    hold: h.hold ?? "",
     transaction: h.transaction ?? "",
     receipt: h.receipt ?? "",
   };
@@ -156,11 +164,11 @@ if state == 'reserved' then
 end
 return {0}`;
 
-// KEYS[1] reservation; ARGV[1] token; ARGV[2] transaction.
-const MARK_COLLECTED = `
+// KEYS[1] reservation; ARGV[1] token; ARGV[2] collected transaction; ARGV[3] hold.
+const MARK_VERIFIED = `
 if redis.call('HGET', KEYS[1], 'state') ~= 'reserved' then return 0 end
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'collected', ARGV[2], 'transaction', ARGV[2])
+redis.call('HSET', KEYS[1], 'collected', ARGV[2], 'transaction', ARGV[2], 'hold', ARGV[3])
 return 1`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] request id; ARGV[3] ttl ms.
@@ -218,8 +226,15 @@ export class RedisReservationStore implements ReservationStore {
     return { ok: false, current: await this.get(key) };
   }
 
-  async markCollected(key: string, token: string, transaction: string): Promise<void> {
-    await this.#redis.eval(MARK_COLLECTED, { keys: [this.#prefix + key], arguments: [token, transaction] });
+  async markVerified(
+    key: string,
+    token: string,
+    verified: { collected: string; hold: string },
+  ): Promise<void> {
+    await this.#redis.eval(MARK_VERIFIED, {
+      keys: [this.#prefix + key],
+      arguments: [token, verified.collected, verified.hold],
+    });
   }
 
   async beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle> {
@@ -303,6 +318,7 @@ export class MemoryReservationStore implements ReservationStore {
         state: "reserved",
         token,
         collected: "",
+        hold: "",
         transaction: "",
         receipt: "",
       };
@@ -313,11 +329,16 @@ export class MemoryReservationStore implements ReservationStore {
     return { ok: false, current: { ...current } };
   }
 
-  async markCollected(key: string, token: string, transaction: string): Promise<void> {
+  async markVerified(
+    key: string,
+    token: string,
+    verified: { collected: string; hold: string },
+  ): Promise<void> {
     const current = this.#live(key);
     if (current?.state !== "reserved" || current.token !== token) return;
-    current.collected = transaction;
-    current.transaction = transaction;
+    current.collected = verified.collected;
+    current.transaction = verified.collected;
+    current.hold = verified.hold;
   }
 
   async beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle> {
