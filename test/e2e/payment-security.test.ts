@@ -9,6 +9,7 @@ import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { sharedSettlementEnv } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { type Address, settlementClient, usdcBalance, type X402Payer, x402Payer } from "../support/x402.ts";
 
@@ -36,11 +37,7 @@ beforeAll(async () => {
       gateway: { EXECUTE_DEADLINE_MS: "3000", TRUST_PROXY: "1" },
       // Settles on the shared devnet's chain with a key of its own, so it never races the shared mesh.
       "payment-verifier": {
-        X402_NETWORK: devnet.demo.settlement.network,
-        X402_ASSET: devnet.demo.settlement.usdc.address,
-        X402_PAY_TO: PAY_TO,
-        X402_SETTLEMENT_RPC_URL: devnet.chains.settlement?.rpcUrl ?? "",
-        X402_FACILITATOR_PRIVATE_KEY: devnet.accounts.find((a) => a.role === "spare5")?.privateKey ?? "",
+        ...sharedSettlementEnv("spare5"),
         PAYMENT_ATTEMPTS_PER_CLIENT_PER_SECOND: "100",
         PAYMENT_ATTEMPTS_PER_CLIENT_BURST: "120",
       },

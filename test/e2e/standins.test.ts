@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { sharedSettlementEnv } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { type DevnetInfo, settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 
@@ -26,12 +27,7 @@ beforeAll(async () => {
         UPSTREAMS_SEPOLIA: devnet.chains.sepolia?.rpcUrl ?? "",
       },
       "payment-verifier": {
-        X402_NETWORK: devnet.demo.settlement.network,
-        X402_ASSET: devnet.demo.settlement.usdc.address,
-        X402_PAY_TO: devnet.demo.settlement.payTo,
-        X402_SETTLEMENT_RPC_URL: devnet.chains.settlement?.rpcUrl ?? "",
-        // A facilitator account of its own, so its nonces never race the shared mesh's.
-        X402_FACILITATOR_PRIVATE_KEY: devnet.accounts.find((a) => a.role === "spare4")?.privateKey ?? "",
+        ...sharedSettlementEnv("spare4"),
       },
     },
     onLine: (service, line) => lines.push(`[${service}] ${line}`),

@@ -211,7 +211,10 @@ describe("x402 exact through the gateway, paid with the official client librarie
       expect(offer).toEqual(raw);
       expect(offer.x402Version).toBe(2);
       expect(offer.resource).toMatchObject({ url: `${mesh.gatewayUrl}${path}${qs}` });
-      expect(offer.accepts).toHaveLength(1);
+      // exact first (a client that speaks several schemes takes the first it knows), then x402-batch
+      // under both its names; every offer at the endpoint's price.
+      expect(offer.accepts.map((a) => a.scheme)).toEqual(["exact", "batch-settlement", "x402-batch"]);
+      for (const a of offer.accepts) expect(a.amount).toBe(priceAtomic(ep.price, 6).toString());
       expect(offer.accepts[0]).toEqual({
         scheme: "exact",
         network: "eip155:84532",

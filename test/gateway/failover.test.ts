@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { sharedSettlementEnv } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
@@ -24,12 +25,7 @@ beforeAll(async () => {
       gateway: { EXECUTE_DEADLINE_MS: "4000" },
       // No devnet in this mesh, so payments settle on the shared devnet's chain.
       "payment-verifier": {
-        X402_NETWORK: devnet.demo.settlement.network,
-        X402_ASSET: devnet.chains.settlement.contracts.usdc,
-        X402_PAY_TO: devnet.demo.settlement.payTo,
-        X402_SETTLEMENT_RPC_URL: devnet.chains.settlement.rpcUrl,
-        X402_FACILITATOR_PRIVATE_KEY: devnet.accounts.find((a: { role: string }) => a.role === "facilitator")
-          .privateKey,
+        ...sharedSettlementEnv("spare4"),
       },
     },
   });

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { sharedSettlementEnv } from "../support/devnet.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 let mesh: Mesh;
@@ -22,12 +23,7 @@ beforeAll(async () => {
     },
     serviceEnv: {
       "payment-verifier": {
-        X402_NETWORK: devnet.demo.settlement.network,
-        X402_ASSET: devnet.chains.settlement.contracts.usdc,
-        X402_PAY_TO: devnet.demo.settlement.payTo,
-        X402_SETTLEMENT_RPC_URL: devnet.chains.settlement.rpcUrl,
-        X402_FACILITATOR_PRIVATE_KEY: devnet.accounts.find((a: { role: string }) => a.role === "spare2")
-          .privateKey,
+        ...sharedSettlementEnv("spare2"),
       },
     },
   });

@@ -98,7 +98,10 @@ describe("forged payments never reach the facilitator (finding 4)", () => {
   it("refuses a copied offer with a garbage signature locally, every time, at no facilitator cost", async () => {
     const facilitator = await countingFacilitator();
     const { client } = await start(
-      cfg({}, { facilitator: { mode: "remote", url: facilitator.url, timeoutMs: 5_000 } }),
+      cfg(
+        { schemes: ["exact"] },
+        { facilitator: { mode: "remote", url: facilitator.url, timeoutMs: 5_000 } },
+      ),
     );
     const { credentials } = await pay(client, payer(devnet, "payer1"), CALL);
     const before = facilitator.calls.length;
@@ -120,7 +123,10 @@ describe("forged payments never reach the facilitator (finding 4)", () => {
   it("asks the facilitator once about a signature only a smart wallet could make, then remembers its refusal", async () => {
     const facilitator = await countingFacilitator();
     const { client } = await start(
-      cfg({}, { facilitator: { mode: "remote", url: facilitator.url, timeoutMs: 5_000 } }),
+      cfg(
+        { schemes: ["exact"] },
+        { facilitator: { mode: "remote", url: facilitator.url, timeoutMs: 5_000 } },
+      ),
     );
     const { credentials } = await pay(client, payer(devnet, "payer2"), CALL);
     // `from` is a contract (the token itself): a recovery cannot refuse it, the facilitator must.

@@ -19,7 +19,7 @@ import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { ExactEvmScheme as ExactEvmFacilitatorScheme } from "@x402/evm/exact/facilitator";
 import { createClient as createRedis } from "redis";
 import { createPublicClient, erc20Abi, http, type PublicClient } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { PaymentVerifierConfig, X402Config } from "../../services/payment-verifier/src/config.ts";
 import {
   type PaymentVerifierDeps,
@@ -74,7 +74,7 @@ export function devnetConfig(
       perPayer: { perSecond: 50, burst: 100 },
       refusalMemorySeconds: 30,
     },
-    schemes: ["exact"],
+    schemes: ["exact", "x402-batch"],
     x402: {
       network: settlement.network as `${string}:${string}`,
       asset: settlement.usdc.address,
@@ -94,6 +94,7 @@ export function devnetConfig(
       },
       settlementRpcUrl: rpcUrl,
       lookbackBlocks: 5_000,
+      batch: { minDeposit: "1000000", withdrawDelaySeconds: 3_600, authorizerKey: generatePrivateKey() },
       ...x402,
     },
     meshCallers: MESH_CALLERS,

@@ -50,7 +50,8 @@ const expectedEvents = new Map<string, SettlementEventV2["outcome"]>();
 
 beforeAll(async () => {
   devnet = await startSettlementDevnet();
-  config = devnetConfig(devnet);
+  // This suite is about exact alone (x402-batch has its own): one offer, one method.
+  config = devnetConfig(devnet, { schemes: ["exact"] });
   ({ handle: verifier, client } = await startVerifier(config, { eventsNamespace: namespace }));
   chain = settlementReader(devnet);
   payers = Array.from({ length: 8 }, (_, i) => payer(devnet, `payer${i + 1}`));

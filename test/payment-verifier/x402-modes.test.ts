@@ -85,7 +85,10 @@ describe("remote facilitator (the official x402Facilitator served over the stand
     const port = await listen(server);
 
     const { client } = await start(
-      cfg({}, { facilitator: { mode: "remote", url: `http://127.0.0.1:${port}`, timeoutMs: 10_000 } }),
+      cfg(
+        { schemes: ["exact"] },
+        { facilitator: { mode: "remote", url: `http://127.0.0.1:${port}`, timeoutMs: 10_000 } },
+      ),
     );
     const p = payer(devnet, "payer1");
     const before = await usdcBalance(chain, devnet, devnet.demo.settlement.payTo);
@@ -113,7 +116,7 @@ describe("configuration", () => {
     });
     const port = await listen(server);
     const config = cfg(
-      {},
+      { schemes: ["exact"] },
       { facilitator: { mode: "remote", url: `http://127.0.0.1:${port}`, timeoutMs: 2_000 } },
     );
     await expect(startVerifier(config, { eventsNamespace: namespace })).rejects.toThrow(
@@ -153,7 +156,10 @@ describe("outages", () => {
     const port = await listen(server);
     await new Promise<void>((resolve) => server.close(() => resolve())); // nothing listens there now
     const { client } = await start(
-      cfg({}, { facilitator: { mode: "remote", url: `http://127.0.0.1:${port}`, timeoutMs: 2_000 } }),
+      cfg(
+        { schemes: ["exact"] },
+        { facilitator: { mode: "remote", url: `http://127.0.0.1:${port}`, timeoutMs: 2_000 } },
+      ),
     );
     // The scheme whose facilitator is down drops out of the 402; the 402 itself still answers.
     const offer = await client.call("Challenge", {

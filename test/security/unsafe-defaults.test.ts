@@ -34,6 +34,9 @@ const CLEAN: Record<string, undefined> = Object.fromEntries(
     "X402_FACILITATOR_URL",
     "X402_FACILITATOR_PRIVATE_KEY",
     "X402_FACILITATOR_PRIVATE_KEY_FILE",
+    "X402_BATCH_AUTHORIZER_PRIVATE_KEY",
+    "X402_BATCH_AUTHORIZER_PRIVATE_KEY_FILE",
+    "PAYMENT_SCHEMES",
     "X402_SETTLEMENT_RPC_URL",
     "API_KEY_PEPPER",
     "API_KEY_PEPPER_FILE",
@@ -84,6 +87,7 @@ function run(service: string, env: Record<string, string>) {
 
 const PAYMENT_ENV = {
   ...MESH_CALLERS_ENV,
+  X402_BATCH_AUTHORIZER_PRIVATE_KEY: `0x${randomBytes(32).toString("hex")}`,
   X402_FACILITATOR_PRIVATE_KEY: OWN_KEY,
   X402_SETTLEMENT_RPC_URL: PUBLIC_RPC,
 };
@@ -107,6 +111,16 @@ describe("a service refuses to start without what has no safe default (one line 
 });
 
 describe("payment-verifier: receiver and settlement", () => {
+  it("has no default x402-batch authorizer key: offering x402-batch needs X402_BATCH_AUTHORIZER_PRIVATE_KEY", () => {
+    const { X402_BATCH_AUTHORIZER_PRIVATE_KEY: _, ...withoutKey } = PAYMENT_ENV;
+    const env = { ...withoutKey, X402_PAY_TO: OWN_ADDRESS };
+    expect(refusal(paymentConfig, env)).toMatch(/^X402_BATCH_AUTHORIZER_PRIVATE_KEY is not set/);
+    expect(refusal(paymentConfig, { ...env, PAYMENT_SCHEMES: "exact" })).toBeUndefined();
+    expect(refusal(paymentConfig, { ...env, PAYMENT_SCHEMES: "exact,dice" })).toMatch(
+      /^PAYMENT_SCHEMES: unknown scheme "dice"/,
+    );
+  });
+
   it("has no default receiver (X402_PAY_TO) and no NODE_ENV switch around that", () => {
     expect(refusal(paymentConfig, PAYMENT_ENV)).toMatch(/^X402_PAY_TO is not set/);
     expect(refusal(paymentConfig, { ...PAYMENT_ENV, NODE_ENV: "development" })).toMatch(/^X402_PAY_TO/);
@@ -154,7 +168,7 @@ describe("payment-verifier: receiver and settlement", () => {
   });
 
   it("talks to a remote facilitator over https only, and never with user:password in its URL", () => {
-    const env = { ...MESH_CALLERS_ENV, X402_PAY_TO: OWN_ADDRESS };
+    const env = { ...MESH_CALLERS_ENV, X402_PAY_TO: OWN_ADDRESS, PAYMENT_SCHEMES: "exact" };
     expect(refusal(paymentConfig, { ...env, X402_FACILITATOR_URL: "http://x402.example" })).toMatch(
       /must be https/,
     );

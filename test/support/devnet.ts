@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { EndpointId } from "@tollgate/catalog";
 import type { Address, ChainDemo, DevnetFile } from "@tollgate/devnet";
 import { encodeFunctionData, type Hex, numberToHex, parseAbi, toFunctionSelector } from "viem";
+import { generatePrivateKey } from "viem/accounts";
 import { inject } from "vitest";
 
 /** The shared mesh's devnet.json: the known, seeded state every read is checked against. */
@@ -41,6 +42,7 @@ export function sharedSettlementEnv(facilitatorRole: string): Record<string, str
     X402_PAY_TO: settlement.payTo,
     X402_SETTLEMENT_RPC_URL: rpcUrl,
     X402_FACILITATOR_PRIVATE_KEY: facilitator.privateKey,
+    X402_BATCH_AUTHORIZER_PRIVATE_KEY: generatePrivateKey(),
   };
 }
 

@@ -82,6 +82,12 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = chain.rpcUrl;
     }
     Object.assign(paymentEnv, x402DevnetEnv(devnet));
+    // x402-batch's receiver-authorizer key (signs claims and refunds), generated once like the others.
+    paymentEnv.X402_BATCH_AUTHORIZER_PRIVATE_KEY_FILE = localSecret(
+      stateDir,
+      "x402-batch-authorizer-key",
+      "private-key",
+    );
   }
 
   const operatorTokenFile = localSecret(stateDir, "operator-token");

@@ -41,10 +41,22 @@ export interface X402Config {
   settlementRpcUrl: string | undefined;
   /** How many recent blocks are searched for a used authorization. */
   lookbackBlocks: number;
+  /** Set when x402-batch is offered. */
+  batch: X402BatchConfig | undefined;
+}
+
+/** x402-batch's channel terms: the same for every price, so one channel serves every endpoint. */
+export interface X402BatchConfig {
+  /** The minimum deposit every offer announces, atomic units of the asset. */
+  minDeposit: string;
+  /** How long a payer waits to withdraw unilaterally; claims must land before it ends. */
+  withdrawDelaySeconds: number;
+  /** The receiver-authorizer key payment-verifier and the settlement worker sign claims and refunds with. */
+  authorizerKey: `0x${string}`;
 }
 
 /** The payment schemes this build can offer, by the name used in metrics, events and PAYMENT_SCHEMES. */
-export const SCHEME_NAMES = ["exact"] as const;
+export const SCHEME_NAMES = ["exact", "x402-batch"] as const;
 export type SchemeName = (typeof SCHEME_NAMES)[number];
 
 export interface AttemptLimit {
@@ -201,6 +213,31 @@ function schemesFromEnv(): SchemeName[] {
   return [...new Set(names)] as SchemeName[];
 }
 
+function batchFromEnv(schemes: readonly SchemeName[]): X402BatchConfig | undefined {
+  if (!schemes.includes("x402-batch")) return undefined;
+  const key = readSecret("X402_BATCH_AUTHORIZER_PRIVATE_KEY");
+  if (!key) {
+    throw new ConfigError(
+      "X402_BATCH_AUTHORIZER_PRIVATE_KEY is not set: x402-batch signs claims and refunds with it (or leave x402-batch out of PAYMENT_SCHEMES)",
+    );
+  }
+  const authorizerKey = key.startsWith("0x") ? key : `0x${key}`;
+  if (!isHex(authorizerKey) || authorizerKey.length !== 66) {
+    throw new ConfigError("X402_BATCH_AUTHORIZER_PRIVATE_KEY must be a 32-byte hex private key");
+  }
+  const minDeposit = envString("X402_BATCH_MIN_DEPOSIT", "1000000");
+  if (!/^[1-9][0-9]{0,30}$/.test(minDeposit)) {
+    throw new ConfigError(
+      `X402_BATCH_MIN_DEPOSIT must be a positive integer of atomic units, got "${minDeposit}"`,
+    );
+  }
+  const withdrawDelaySeconds = envInt("X402_BATCH_WITHDRAW_DELAY_SECONDS", 86_400);
+  if (withdrawDelaySeconds < 900 || withdrawDelaySeconds > 2_592_000) {
+    throw new ConfigError("X402_BATCH_WITHDRAW_DELAY_SECONDS must be from 900 (15 min) to 2592000 (30 days)");
+  }
+  return { minDeposit, withdrawDelaySeconds, authorizerKey: authorizerKey as `0x${string}` };
+}
+
 function limitFromEnv(scope: string, perSecond: number, burst: number): AttemptLimit {
   return {
     perSecond: envInt(`PAYMENT_ATTEMPTS_PER_${scope}_PER_SECOND`, perSecond),
@@ -253,6 +290,7 @@ export function loadConfig(): PaymentVerifierConfig {
   const facilitator = facilitatorFromEnv();
   refusePublicDevAccounts(payTo, facilitator);
   const maxTimeoutSeconds = envInt("X402_MAX_TIMEOUT_SECONDS", 60);
+  const schemes = schemesFromEnv();
   // The exact scheme's facilitator refuses authorizations that expire within 6 s.
   if (maxTimeoutSeconds < 10) throw new ConfigError("X402_MAX_TIMEOUT_SECONDS must be at least 10");
   return {
@@ -270,7 +308,7 @@ export function loadConfig(): PaymentVerifierConfig {
       perPayer: limitFromEnv("PAYER", 50, 100),
       refusalMemorySeconds: envInt("PAYMENT_REFUSAL_MEMORY_SECONDS", 30),
     },
-    schemes: schemesFromEnv(),
+    schemes,
     x402: {
       network,
       asset,
@@ -285,6 +323,7 @@ export function loadConfig(): PaymentVerifierConfig {
         envString("X402_SETTLEMENT_RPC_URL", "") ||
         (facilitator.mode === "local" ? facilitator.rpcUrl : undefined),
       lookbackBlocks: envInt("X402_AUTHORIZATION_LOOKBACK_BLOCKS", 5_000),
+      batch: batchFromEnv(schemes),
     },
     meshCallers: readMeshCallers(["gateway"]),
   };

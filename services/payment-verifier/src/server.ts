@@ -10,6 +10,8 @@ import {
   serveMetrics,
   startGrpcServer,
 } from "@tollgate/platform";
+import { InMemoryChannelStorage } from "@x402/evm/batch-settlement/server";
+import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
 import { createSettlementEvents } from "./adapters/events.ts";
 import { createFacilitator } from "./adapters/facilitator.ts";
 import { connectRedis, type Redis } from "./adapters/redis.ts";
@@ -102,7 +104,17 @@ export async function startPaymentVerifier(
         lookbackBlocks: x402.lookbackBlocks,
       })
     : undefined;
-  const schemes = buildSchemes(config, { logger, metrics, x402Facilitators: [facilitator], settlementChain });
+  // x402-batch channel state: shared through Redis by every replica and the settlement worker.
+  const channelStorage = redis
+    ? new RedisChannelStorage({ client: redis as never, keyPrefix: `${config.redisPrefix}channels:` })
+    : new InMemoryChannelStorage();
+  const schemes = buildSchemes(config, {
+    logger,
+    metrics,
+    x402Facilitators: [facilitator],
+    settlementChain,
+    channelStorage,
+  });
   zeroPaymentMetrics(
     metrics,
     schemes.map((s) => s.name),

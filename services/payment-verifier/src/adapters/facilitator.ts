@@ -15,6 +15,7 @@ import type {
   VerifyResponse,
 } from "@x402/core/types";
 import { toFacilitatorEvmSigner } from "@x402/evm";
+import { BatchSettlementEvmScheme as BatchSettlementFacilitatorScheme } from "@x402/evm/batch-settlement/facilitator";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import {
   type Abi,
@@ -228,10 +229,11 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     { confirmationTimeoutMs: cfg.confirmationTimeoutMs },
   );
 
-  const facilitator = new x402Facilitator().register(
-    network,
-    new ExactEvmScheme(signer, pendingSettlementStore ? { pendingSettlementStore } : {}),
-  );
+  // Every x402 scheme this service offers settles through the one key. batch-settlement gets no
+  // authorizer: payment-verifier signs claims and refunds with its own receiver-authorizer key.
+  const facilitator = new x402Facilitator()
+    .register(network, new ExactEvmScheme(signer, pendingSettlementStore ? { pendingSettlementStore } : {}))
+    .register(network, new BatchSettlementFacilitatorScheme(signer));
 
   const client: FacilitatorClient = {
     async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {

@@ -165,8 +165,17 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
     return { kind: "credential" as const, credential: payload };
   }
 
-  /** One PAYMENT-REQUIRED listing every offer of every x402 scheme that is up. */
-  async render(call: PricedCall, offers: readonly PaymentRequirements[], error: string): Promise<Header[]> {
+  /**
+   * One PAYMENT-REQUIRED listing every offer of every x402 scheme that is up. With the payload a
+   * client sent, a scheme may enrich its offer for that client (e.g. batch-settlement's corrective
+   * offer carrying the channel's state).
+   */
+  async render(
+    call: PricedCall,
+    offers: readonly PaymentRequirements[],
+    error: string,
+    payload?: PaymentPayload,
+  ): Promise<Header[]> {
     const server = this.#server;
     if (!server) return [];
     const paymentRequired = await server.createPaymentRequiredResponse(
@@ -177,6 +186,9 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
         mimeType: "application/json",
       },
       error || "Payment required",
+      undefined,
+      undefined,
+      payload,
     );
     return [{ name: PAYMENT_HEADERS.required.name, value: encodePaymentRequiredHeader(paymentRequired) }];
   }

@@ -2,12 +2,15 @@
 // PaymentScheme (core/types.ts) in this folder, give it a name in config.ts's SCHEME_NAMES, and a
 // line below.
 import type { Logger } from "@tollgate/platform";
+import type { ChannelStorage } from "@x402/evm/batch-settlement/server";
+import { privateKeyToAccount } from "viem/accounts";
 import type { Facilitator } from "../adapters/facilitator.ts";
 import type { SettlementChain } from "../adapters/settlement-chain.ts";
 import type { PaymentVerifierConfig, SchemeName } from "../config.ts";
 import type { PaymentMetrics } from "../core/metrics.ts";
 import type { PaymentScheme } from "../core/types.ts";
 import { X402Protocol } from "../protocols/x402.ts";
+import { X402BatchScheme } from "./x402-batch.ts";
 import { X402ExactScheme } from "./x402-exact.ts";
 
 export interface SchemeDeps {
@@ -16,6 +19,8 @@ export interface SchemeDeps {
   /** The x402 facilitators, in the order they are asked. */
   x402Facilitators: readonly Facilitator[];
   settlementChain: SettlementChain | undefined;
+  /** Where x402-batch keeps channel state (Redis, or the single-node stand-in). */
+  channelStorage: ChannelStorage;
 }
 
 export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): PaymentScheme[] {
@@ -28,6 +33,17 @@ export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): P
         logger: deps.logger,
         onInitFailure: () => deps.metrics.facilitatorInitFailures.inc({ scheme: "exact" }),
       }) as PaymentScheme,
+    "x402-batch": () => {
+      const terms = config.x402.batch;
+      if (!terms) throw new Error("x402-batch is offered without its terms (config.x402.batch)");
+      return new X402BatchScheme(config.x402, terms, {
+        protocol: x402,
+        storage: deps.channelStorage,
+        authorizer: privateKeyToAccount(terms.authorizerKey),
+        logger: deps.logger,
+        onInitFailure: () => deps.metrics.facilitatorInitFailures.inc({ scheme: "x402-batch" }),
+      }) as PaymentScheme;
+    },
   };
   return config.schemes.map((name) => factories[name]());
 }

@@ -1,0 +1,423 @@
+// x402 `x402-batch` (the spec's name) = the official `batch-settlement` scheme on EVM: the payer
+// deposits once into a payment channel, then pays each call with an EIP-712 cumulative voucher
+// checked off-chain; the settlement worker claims and settles vouchers in batches. The official
+// BatchSettlementEvmScheme runs on the x402 protocol's shared resource server, with its channel
+// state in Redis (RedisChannelStorage: compare-and-set in Lua, one request per channel at a time).
+//
+// The SDK keeps a request's channel reservation (its pending id) in memory between verify and
+// settle; here Verify and Settle are two RPCs that may land on two replicas, so the pending id
+// travels as the scheme's hold in the core's reservation, and the channel state comes back from
+// Redis. Inside, the scheme is always named "batch-settlement" (the SDK compares that literal);
+// the spec's name "x402-batch" is offered beside it and translated at this boundary.
+import { priceAtomic } from "@tollgate/catalog";
+import type { Logger } from "@tollgate/platform";
+import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
+import { SettleError, VerifyError } from "@x402/core/types";
+import { BatchSettlementEvmScheme, type ChannelStorage } from "@x402/evm/batch-settlement/server";
+import type { PrivateKeyAccount } from "viem/accounts";
+import { z } from "zod";
+import type { X402BatchConfig, X402Config } from "../config.ts";
+import {
+  type Claim,
+  FacilitatorUnavailableError,
+  type Header,
+  type ParsedPayment,
+  type PaymentMeta,
+  type PaymentMethodInfo,
+  type PaymentScheme,
+  type PricedCall,
+  type SettleResult,
+  type Verdict,
+} from "../core/types.ts";
+import type { X402Protocol } from "../protocols/x402.ts";
+
+/** The SDK's name for the scheme; the spec's `x402-batch` is offered beside it. */
+export const SDK_SCHEME = "batch-settlement";
+const SPEC_SCHEME = "x402-batch";
+
+/** How long a voucher's key stays reserved as used: the channel state refuses it after that anyway. */
+const USED_VOUCHER_MS = 60 * 60_000;
+
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "expected a 20-byte hex address");
+const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "expected a 32-byte hex value");
+const uint = z.string().regex(/^[0-9]{1,78}$/, "expected a decimal integer string");
+const channelConfig = z.object({
+  payer: address,
+  payerAuthorizer: address,
+  receiver: address,
+  receiverAuthorizer: address,
+  token: address,
+  withdrawDelay: z.number().int(),
+  salt: hex32,
+});
+const voucher = z.object({
+  channelId: hex32,
+  maxClaimableAmount: uint,
+  signature: z.string().regex(/^0x[0-9a-fA-F]{2,4096}$/, "expected a hex signature"),
+});
+const batchPayload = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("voucher"), channelConfig, voucher }),
+  z.object({
+    type: z.literal("deposit"),
+    channelConfig,
+    voucher,
+    deposit: z.object({ amount: uint }).loose(),
+  }),
+  z.object({ type: z.literal("refund"), channelConfig, voucher }).loose(),
+]);
+
+export interface BatchPayment {
+  /** The payload as the SDK reads it: `accepted.scheme` is "batch-settlement". */
+  payload: PaymentPayload;
+  type: "voucher" | "deposit" | "refund";
+  channelId: `0x${string}`;
+  payer: `0x${string}`;
+  /** The voucher's cumulative amount, atomic units. */
+  cumulative: string;
+}
+
+/** Plain-language reasons for the scheme's refusal codes. */
+const REASONS: Record<string, string> = {
+  invalid_batch_settlement_evm_channel_busy:
+    "another request on this payment channel is in progress; retry when it has finished",
+  invalid_batch_settlement_evm_cumulative_amount_mismatch:
+    "the voucher's cumulative amount is not the channel's charged amount plus this price; the offer carries the channel's state to resynchronise",
+  invalid_batch_settlement_evm_cumulative_exceeds_balance:
+    "the voucher exceeds the channel's deposit; deposit more (top up) and sign again",
+  invalid_batch_settlement_evm_cumulative_below_claimed:
+    "the voucher is below what was already claimed on chain",
+  invalid_batch_settlement_evm_voucher_signature: "the voucher signature does not match the channel's payer",
+  invalid_batch_settlement_evm_deposit_below_min_deposit:
+    "the deposit is below the announced minimum deposit",
+};
+
+/** Refusals whose answer carries the channel's state, so the official client can resynchronise. */
+const CORRECTIVE = new Set([
+  "invalid_batch_settlement_evm_cumulative_amount_mismatch",
+  "invalid_batch_settlement_evm_cumulative_below_claimed",
+]);
+
+function describe(code: string | undefined, message?: string): string {
+  if (!code) return message || "the payment was refused";
+  const text = REASONS[code];
+  return text ? `${text} (${code})` : message ? `${code}: ${message}` : code;
+}
+
+function sameAddress(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase();
+}
+
+export interface X402BatchDeps {
+  protocol: X402Protocol;
+  storage: ChannelStorage;
+  authorizer: PrivateKeyAccount;
+  logger: Logger;
+  onInitFailure: () => void;
+}
+
+export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentRequirements, BatchPayment> {
+  readonly name = SPEC_SCHEME;
+  readonly protocol: X402Protocol;
+  readonly #cfg: X402Config;
+  readonly #terms: X402BatchConfig;
+  readonly #deps: X402BatchDeps;
+  readonly #server: BatchSettlementEvmScheme;
+  readonly #requirements = new Map<string, PaymentRequirements>();
+
+  constructor(cfg: X402Config, terms: X402BatchConfig, deps: X402BatchDeps) {
+    this.#cfg = cfg;
+    this.#terms = terms;
+    this.#deps = deps;
+    this.protocol = deps.protocol;
+    this.#server = new BatchSettlementEvmScheme(cfg.payTo, {
+      storage: deps.storage,
+      receiverAuthorizerSigner: deps.authorizer,
+      withdrawDelay: terms.withdrawDelaySeconds,
+    });
+    deps.protocol.register({ network: cfg.network, server: this.#server });
+  }
+
+  /** The official server scheme (the settlement worker builds its channel manager from it). */
+  get server(): BatchSettlementEvmScheme {
+    return this.#server;
+  }
+
+  async init(): Promise<void> {
+    try {
+      await this.protocol.ready(SDK_SCHEME, this.#cfg.network);
+    } catch (err) {
+      if (this.protocol.unsupported(SDK_SCHEME, this.#cfg.network)) {
+        throw new Error(
+          `the x402 facilitator does not support scheme batch-settlement on ${this.#cfg.network}`,
+        );
+      }
+      this.#deps.onInitFailure();
+      throw err;
+    }
+  }
+
+  /** The batch-settlement offer for a price: the same channel terms for every price. */
+  async #requirementsFor(price: string): Promise<PaymentRequirements> {
+    const cached = this.#requirements.get(price);
+    if (cached) return cached;
+    const server = await this.protocol.ready(SDK_SCHEME, this.#cfg.network);
+    const { network, asset, assetName, assetVersion, assetDecimals, payTo, maxTimeoutSeconds } = this.#cfg;
+    const [built] = await server.buildPaymentRequirements({
+      scheme: SDK_SCHEME,
+      network,
+      payTo,
+      price: {
+        amount: priceAtomic(price, assetDecimals).toString(),
+        asset,
+        extra: { name: assetName, version: assetVersion, minDeposit: this.#terms.minDeposit },
+      },
+      maxTimeoutSeconds,
+    });
+    if (!built) throw new Error("the resource server built no batch-settlement offer");
+    this.#requirements.set(price, built);
+    return built;
+  }
+
+  /** Both names: `batch-settlement` for the official clients, `x402-batch` as the spec names it. */
+  async offers(call: PricedCall): Promise<PaymentRequirements[]> {
+    const offer = await this.#requirementsFor(call.endpoint.price);
+    return [offer, { ...offer, scheme: SPEC_SCHEME }];
+  }
+
+  claim(payload: PaymentPayload): Claim<BatchPayment> {
+    const scheme = payload.accepted.scheme;
+    if (scheme !== SDK_SCHEME && scheme !== SPEC_SCHEME) return { kind: "not-mine" };
+    const inner = batchPayload.safeParse(payload.payload);
+    if (!inner.success) {
+      const issue = inner.error.issues[0];
+      return {
+        kind: "invalid",
+        reason: `the x402-batch payload must be a deposit or a voucher: payload.${issue?.path.join(".")}: ${issue?.message}`,
+      };
+    }
+    const p = inner.data;
+    if (p.type === "refund") {
+      return {
+        kind: "invalid",
+        reason:
+          "refund requests are not taken on API calls: idle channels are refunded by Tollgate, or withdraw on chain after the withdraw delay",
+      };
+    }
+    // The SDK reads the scheme by its own name; the voucher and deposit do not depend on it.
+    const normalized: PaymentPayload = { ...payload, accepted: { ...payload.accepted, scheme: SDK_SCHEME } };
+    const chain = payload.accepted.network.replace(/^eip155:/, "");
+    return {
+      kind: "payment",
+      payment: {
+        key: `x402-batch:${chain}:${p.voucher.channelId.toLowerCase()}:${p.voucher.maxClaimableAmount}`,
+        payer: p.channelConfig.payer,
+        amount: payload.accepted.amount,
+        asset: payload.accepted.asset,
+        paymentNetwork: payload.accepted.network,
+        payload: {
+          payload: normalized,
+          type: p.type,
+          channelId: p.voucher.channelId as `0x${string}`,
+          payer: p.channelConfig.payer as `0x${string}`,
+          cumulative: p.voucher.maxClaimableAmount,
+        },
+      },
+    };
+  }
+
+  /** Our own checks, each with a precise reason, before the SDK's. */
+  #refusal(call: PricedCall, payment: BatchPayment): string | undefined {
+    const { accepted } = payment.payload;
+    const cfg = this.#cfg;
+    const config = (payment.payload.payload as { channelConfig: z.infer<typeof channelConfig> })
+      .channelConfig;
+    if (accepted.network !== cfg.network) {
+      return `the payment is for network ${accepted.network}, but this API settles on ${cfg.network}`;
+    }
+    if (!sameAddress(accepted.asset, cfg.asset) || !sameAddress(config.token, cfg.asset)) {
+      return `the channel is in token ${config.token}, but this API takes ${cfg.assetSymbol} ${cfg.asset}`;
+    }
+    if (!sameAddress(accepted.payTo, cfg.payTo) || !sameAddress(config.receiver, cfg.payTo)) {
+      return `the channel pays ${config.receiver}, but this API's receiver is ${cfg.payTo}`;
+    }
+    const price = priceAtomic(call.endpoint.price, cfg.assetDecimals);
+    if (BigInt(accepted.amount) !== price) {
+      return `the voucher is for ${accepted.amount} atomic units, ${call.endpoint.path} costs ${price} (${call.endpoint.price} USD)`;
+    }
+    return undefined;
+  }
+
+  async verify(call: PricedCall, parsed: ParsedPayment<BatchPayment>): Promise<Verdict> {
+    const payment = parsed.payload;
+    const refusal = this.#refusal(call, payment);
+    if (refusal) return { ok: false, code: "payment_invalid", reason: refusal, final: true };
+    const requirements = await this.#matching(call, payment);
+    if (!requirements) {
+      return {
+        ok: false,
+        code: "payment_invalid",
+        reason:
+          "the payment's accepted terms do not match this endpoint's x402-batch offer (see PAYMENT-REQUIRED)",
+        final: true,
+      };
+    }
+    let result: VerifyResponse;
+    try {
+      result = await this.protocol.verify(SDK_SCHEME, payment.payload, requirements);
+    } catch (err) {
+      if (!(err instanceof VerifyError)) return this.#unavailable("verify", err);
+      result = { isValid: false, invalidReason: err.invalidReason, invalidMessage: err.invalidMessage };
+    }
+    if (!result.isValid) {
+      const reason = describe(result.invalidReason, result.invalidMessage);
+      // The channel's state goes back with the refusal, so the official client resynchronises.
+      const challenge = CORRECTIVE.has(result.invalidReason ?? "")
+        ? await this.protocol.render(
+            call,
+            await this.offers(call),
+            result.invalidReason ?? reason,
+            payment.payload,
+          )
+        : undefined;
+      return { ok: false, code: "payment_invalid", reason, ...(challenge ? { challenge } : {}) };
+    }
+    // The channel is now reserved for this request under the SDK's pending id: it travels to
+    // Settle or Release (on any replica) as the scheme's hold.
+    const pendingId = this.#server.readRequestContext(payment.payload)?.pendingId;
+    if (!pendingId)
+      return { ok: false, code: "service_unavailable", reason: "the channel reservation was not recorded" };
+    return { ok: true, hold: pendingId };
+  }
+
+  /** Gives the SDK back, on a payload decoded anew, the reservation Verify made (on any replica). */
+  async #handOver(payment: BatchPayment, hold: string): Promise<void> {
+    const snapshot = await this.#deps.storage.get(payment.channelId);
+    this.#server.mergeRequestContext(payment.payload, {
+      channelId: payment.channelId,
+      pendingId: hold,
+      reservationCommitted: true,
+      // Without a snapshot the SDK's cancel path would delete the channel record.
+      ...(snapshot ? { channelSnapshot: snapshot } : {}),
+    });
+  }
+
+  async settle(call: PricedCall, parsed: ParsedPayment<BatchPayment>, hold: string): Promise<SettleResult> {
+    const payment = parsed.payload;
+    const requirements = await this.#matching(call, payment);
+    if (!requirements || !hold) {
+      return {
+        ok: false,
+        code: "payment_invalid",
+        reason: "the payment was not verified for this call",
+        transaction: "",
+        receipt: [],
+      };
+    }
+    await this.#handOver(payment, hold);
+    let result: SettleResponse;
+    try {
+      result = await this.protocol.settle(SDK_SCHEME, payment.payload, requirements);
+    } catch (err) {
+      if (!(err instanceof SettleError))
+        return { ...this.#unavailable("settle", err), transaction: "", receipt: [] };
+      result = {
+        success: false,
+        errorReason: err.errorReason,
+        errorMessage: err.errorMessage,
+        transaction: err.transaction,
+        network: err.network,
+      };
+    }
+    if (!result.success) {
+      const reason = `settlement failed: ${describe(result.errorReason, result.errorMessage)}`;
+      this.#deps.logger.info(
+        { errorReason: result.errorReason, detail: result.errorMessage },
+        "x402-batch settlement failed",
+      );
+      return {
+        ok: false,
+        code: "payment_invalid",
+        reason,
+        transaction: result.transaction ?? "",
+        receipt: [this.protocol.receipt({ ...result, errorMessage: reason })],
+      };
+    }
+    const extra = (result.extra ?? {}) as {
+      chargedAmount?: string;
+      channelState?: { chargedCumulativeAmount?: string };
+    };
+    const charged = extra.chargedAmount ?? requirements.amount;
+    return {
+      ok: true,
+      collection: {
+        kind: "accrual",
+        channel: payment.channelId,
+        amount: charged,
+        cumulative: extra.channelState?.chargedCumulativeAmount ?? payment.cumulative,
+        // A deposit opened (or topped up) the channel on chain on this call.
+        ...(result.transaction ? { transaction: result.transaction } : {}),
+      },
+      receipt: [this.protocol.receipt(result)],
+    };
+  }
+
+  async release(call: PricedCall, parsed: ParsedPayment<BatchPayment>, hold: string): Promise<void> {
+    const payment = parsed.payload;
+    const requirements = await this.#matching(call, payment);
+    if (!requirements || !hold) return;
+    await this.#handOver(payment, hold);
+    const server = await this.protocol.ready(SDK_SCHEME, this.#cfg.network);
+    await server
+      .createPaymentCancellationDispatcher(payment.payload, requirements)
+      .cancel({ reason: "handler_failed", responseStatus: 502 });
+  }
+
+  receiptFor(): Header[] {
+    return []; // a channel payment never arrives already collected
+  }
+
+  retentionMs(): number {
+    return USED_VOUCHER_MS;
+  }
+
+  meta(call: PricedCall): PaymentMeta {
+    return { costUsdc: call.endpoint.price, paymentChain: this.#cfg.network, paymentToken: this.#cfg.asset };
+  }
+
+  async #matching(call: PricedCall, payment: BatchPayment): Promise<PaymentRequirements | undefined> {
+    const requirements = await this.#requirementsFor(call.endpoint.price);
+    const server = await this.protocol.ready(SDK_SCHEME, this.#cfg.network);
+    return server.findMatchingRequirements([requirements], payment.payload);
+  }
+
+  #unavailable(operation: string, err: unknown): { ok: false; code: "service_unavailable"; reason: string } {
+    const message = err instanceof Error ? err.message : String(err);
+    this.#deps.logger.warn(
+      { err: message, operation },
+      "x402-batch facilitator or channel store unavailable",
+    );
+    const detail = err instanceof FacilitatorUnavailableError ? err.message : `${operation} failed`;
+    return {
+      ok: false,
+      code: "service_unavailable",
+      reason: `x402-batch payments are unavailable: ${detail}`,
+    };
+  }
+
+  methods(): PaymentMethodInfo[] {
+    const { network, asset, assetSymbol, assetDecimals, payTo } = this.#cfg;
+    return [
+      {
+        protocol: "x402",
+        scheme: SPEC_SCHEME,
+        network,
+        asset,
+        symbol: assetSymbol,
+        decimals: assetDecimals,
+        payTo,
+      },
+    ];
+  }
+
+  async close(): Promise<void> {}
+}
