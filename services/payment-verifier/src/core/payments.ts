@@ -177,7 +177,20 @@ export class Payments {
       const reserved = await this.#store(() =>
         this.#o.reservations.reserve(payment.key, token, facts, this.#o.reservationTtlMs),
       );
-      if (!reserved.ok) return this.#conflict(call, scheme, reserved.current, "verify");
+      if (!reserved.ok) {
+        const answer = await scheme.conflict?.(call, payment).catch(() => undefined);
+        if (answer) {
+          this.#o.metrics.reservationConflicts.inc({ scheme: scheme.name, operation: "verify" });
+          return {
+            valid: false,
+            code: "payment_invalid",
+            reason: answer.reason,
+            headers: answer.challenge,
+            scheme: scheme.name,
+          };
+        }
+        return this.#conflict(call, scheme, reserved.current, "verify");
+      }
       // Whatever stops the verification frees the reservation again (unless a retry holds it).
       const free = () =>
         reserved.retried

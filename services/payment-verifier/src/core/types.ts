@@ -143,6 +143,15 @@ export interface PaymentScheme<Credential = unknown, Offer = unknown, P = unknow
   settle(call: PricedCall, payment: ParsedPayment<P>, hold: string): Promise<SettleResult>;
   /** A verified payment that will not be collected (the call got no answer): undo any hold. */
   release?(call: PricedCall, payment: ParsedPayment<P>, hold: string): Promise<void>;
+  /**
+   * The answer to a payment whose key another request holds or used (a replayed voucher), when the
+   * scheme has a better one than "already used": e.g. a corrective offer with the channel's state,
+   * so a client that lost its place resynchronises.
+   */
+  conflict?(
+    call: PricedCall,
+    payment: ParsedPayment<P>,
+  ): Promise<{ reason: string; challenge: Header[] } | undefined>;
   /** The receipt for a payment whose money had already moved (see Verdict.collected). */
   receiptFor(call: PricedCall, payment: ParsedPayment<P>, transaction: string): Header[];
   /** How long a used payment's key must be remembered so it cannot be served again. */

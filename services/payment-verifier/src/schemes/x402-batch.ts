@@ -289,6 +289,16 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
     return { ok: true, hold: pendingId };
   }
 
+  /**
+   * A voucher whose cumulative amount was already used: the channel has moved on. The answer is the
+   * scheme's corrective offer, carrying the channel's state, so the official client resynchronises.
+   */
+  async conflict(call: PricedCall, parsed: ParsedPayment<BatchPayment>) {
+    const code = "invalid_batch_settlement_evm_cumulative_amount_mismatch";
+    const challenge = await this.protocol.render(call, await this.offers(call), code, parsed.payload.payload);
+    return { reason: describe(code), challenge };
+  }
+
   /** Gives the SDK back, on a payload decoded anew, the reservation Verify made (on any replica). */
   async #handOver(payment: BatchPayment, hold: string): Promise<void> {
     const snapshot = await this.#deps.storage.get(payment.channelId);
