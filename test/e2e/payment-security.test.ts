@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { type Address, settlementClient, usdcBalance, type X402Payer, x402Payer } from "../support/x402.ts";
+import { batchPayer } from "../support/x402-batch.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8")) as DevnetFile;
 const chain = settlementClient(devnet);
@@ -166,6 +167,21 @@ describe("a call that gets no answer costs nothing (the charging rule)", () => {
     expect(decodePaymentResponseHeader(served?.headers.get("payment-response") ?? "").success).toBe(true);
     const after = await balances(payer.address);
     expect(before.payer - after.payer).toBe(priceAtomic("0.001"));
+  });
+
+  it("charges an x402-batch voucher nothing when the node does not answer: the channel accrues only the served calls", async () => {
+    const payer = batchPayer(devnet, "payer4");
+    const at = (path: string) => payer.fetch(`${mesh.gatewayUrl}${path}`);
+    expect((await at("/api/chain/block-number")).status).toBe(200);
+    const dead = await at("/api/chain/chain-id?network=sepolia");
+    expect(dead.status).toBe(503);
+    expect(dead.headers.get("payment-response")).toBeNull();
+    await sleep(200); // the gateway releases the channel after answering
+    const served = await at("/api/chain/block-number");
+    expect(served.status, await served.clone().text()).toBe(200);
+    const receipt = decodePaymentResponseHeader(served.headers.get("payment-response") ?? "");
+    const state = (receipt.extra as { channelState: { chargedCumulativeAmount: string } }).channelState;
+    expect(state.chargedCumulativeAmount).toBe(String(2n * priceAtomic("0.001")));
   });
 
   it("gives an API key's unit back for each call that got no answer, even when every retry reuses one X-Request-Id", async () => {

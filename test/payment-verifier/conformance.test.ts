@@ -3,8 +3,10 @@ import { dirname } from "node:path";
 import type { Devnet } from "@tollgate/devnet";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { afterAll, beforeAll } from "vitest";
+import { batchPayer } from "../support/x402-batch.ts";
 import { type ConformanceTarget, schemeConformance } from "./conformance.ts";
 import {
+  challenge,
   cleanUp,
   devnetConfig,
   headerGetter,
@@ -73,4 +75,39 @@ const exact: ConformanceTarget = {
   received: () => usdcBalance(settlementReader(devnet), devnet, devnet.demo.settlement.payTo),
 };
 
+/**
+ * x402-batch: the official batch-settlement client pays from a channel opened by its first call
+ * (a deposit; the escrow is our own contract at the canonical address). "Money moved" is what the
+ * channel accrued, as the core records it: the receiver is paid later, by the settlement worker.
+ */
+const BATCH_PAYERS = ["payer3", "payer5", "payer6", "payer7"];
+let batchPaid = 0;
+const batch: ConformanceTarget = {
+  scheme: "x402-batch",
+  start: exact.start,
+  offeredPrice: (headers) => x402Offer(headers, "batch-settlement"),
+  async pay(client, endpoint) {
+    // A payer (and channel) per payment: one test leaves a verified channel reserved on purpose.
+    const p = batchPayer(devnet, BATCH_PAYERS[batchPaid++ % BATCH_PAYERS.length] ?? "payer3");
+    const required = p.http.getPaymentRequiredResponse(headerGetter(await challenge(client, endpoint)));
+    const payload = await p.client.createPaymentPayload(required);
+    return Object.entries(p.http.encodePaymentSignatureHeader(payload)).map(([name, value]) => ({
+      name,
+      value,
+    }));
+  },
+  async foreign(client, endpoint) {
+    return (await pay(client, payer(devnet, "payer4"), endpoint)).credentials; // an exact payment
+  },
+  // A deposit moves the payer's money into the escrow, not to the receiver: no deposit may land
+  // for a call that got no answer.
+  received: () =>
+    usdcBalance(
+      settlementReader(devnet),
+      devnet,
+      devnet.chains.settlement?.contracts.batchSettlement as `0x${string}`,
+    ),
+};
+
 schemeConformance(exact);
+schemeConformance(batch);
