@@ -2,7 +2,13 @@
 import { dirname } from "node:path";
 import type { Devnet } from "@tollgate/devnet";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { Challenge } from "mppx";
+import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
+import { type Address, isAddressEqual } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll } from "vitest";
+import type { SchemeName } from "../../services/payment-verifier/src/config.ts";
+import { paymentRequiredResponse, tempoClient, tip20Balance } from "../support/mppx.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 import { type ConformanceTarget, schemeConformance } from "./conformance.ts";
 import {
@@ -17,6 +23,7 @@ import {
   startVerifier,
   uniqueId,
   usdcBalance,
+  type VerifierClient,
 } from "./support.ts";
 
 let devnet: Devnet;
@@ -109,5 +116,115 @@ const batch: ConformanceTarget = {
     ),
 };
 
+/** Two replicas offering MPP (and exact, whose credentials are another protocol's). */
+function mppReplicas(schemes: SchemeName[]): ConformanceTarget["start"] {
+  return async () => {
+    const config = { ...devnetConfig(devnet), schemes };
+    prefixes.push(config.redisPrefix);
+    const other = devnetConfig(devnet);
+    outboxDirs.push(config.outboxDir, other.outboxDir);
+    const a = await startVerifier(config, { eventsNamespace: namespace });
+    const b = await startVerifier({ ...config, outboxDir: other.outboxDir }, { eventsNamespace: namespace });
+    return {
+      a: a.client,
+      b: b.client,
+      async stop() {
+        a.client.close();
+        b.client.close();
+        await a.handle.stop();
+        await b.handle.stop();
+      },
+    };
+  };
+}
+
+const tempoPayerAccount = (role: string) => {
+  const found = devnet.accounts.find((x) => x.role === role);
+  if (!found) throw new Error(`no devnet account ${role}`);
+  return privateKeyToAccount(found.privateKey);
+};
+const tempoChainClient = () => tempoClient(devnet.chains.tempo?.anvilRpcUrl ?? "");
+const mppOffer = (headers: { name: string; value: string }[], intent: string) => {
+  const offer = Challenge.fromResponseList(paymentRequiredResponse(headers)).find((c) => c.intent === intent);
+  return offer ? BigInt(offer.request.amount as string) : undefined;
+};
+
+/** The official mppx client's credential for the live 402, in the method's intent and currency. */
+async function mppCredential(
+  client: VerifierClient,
+  endpoint: string,
+  method: ReturnType<typeof tempoPayer.charge> | ReturnType<typeof tempoPayer.session>,
+  currency: Address,
+) {
+  const payer = MppxClient.create({
+    polyfill: false,
+    methods: [method],
+    orderChallenges: (candidates) =>
+      candidates.filter((c) => isAddressEqual(c.challenge.request.currency as Address, currency)),
+  });
+  const value = await payer.createCredential(paymentRequiredResponse(await challenge(client, endpoint)));
+  return [{ name: "Authorization", value }];
+}
+
+const { pathUsd: PATH_USD, usdce: USDC_E } = {
+  pathUsd: "0x20C0000000000000000000000000000000000000",
+  usdce: "0x20C000000000000000000000b9537d11c60E8b50",
+} as const;
+
+/**
+ * MPP charge, pull mode (the client signs a Tempo transfer; payment-verifier broadcasts it only
+ * after the node answered). The Tempo chain is anvil's own Tempo mode.
+ */
+const mppCharge: ConformanceTarget = {
+  scheme: "mpp-charge",
+  listedAs: "charge",
+  start: mppReplicas(["mpp-charge", "mpp-session", "exact"]),
+  offeredPrice: (headers) => mppOffer(headers, "charge"),
+  pay: (client, endpoint) =>
+    mppCredential(
+      client,
+      endpoint,
+      tempoPayer.charge({ account: tempoPayerAccount("payer1"), mode: "pull", getClient: tempoChainClient }),
+      USDC_E,
+    ),
+  foreign: async (client, endpoint) => (await pay(client, payer(devnet, "payer4"), endpoint)).credentials,
+  received: () => tip20Balance(devnet.chains.tempo?.anvilRpcUrl ?? "", USDC_E, devnet.demo.tempo.payTo),
+};
+
+/**
+ * MPP session: each payment opens a fresh USDC.e channel (a deposit into the channel reserve) and
+ * pays with the open voucher. Stand-ins: the channel reserve is a contract of ours in place of the
+ * TIP-1034 precompile, and the server's RPC goes through the devnet's JSON-RPC shim.
+ */
+const mppSession: ConformanceTarget = {
+  scheme: "mpp-session",
+  listedAs: "session",
+  start: mppReplicas(["mpp-charge", "mpp-session", "exact"]),
+  offeredPrice: (headers) => mppOffer(headers, "session"),
+  pay: (client, endpoint) =>
+    mppCredential(
+      client,
+      endpoint,
+      tempoPayer.session({
+        account: tempoPayerAccount("payer2"),
+        getClient: tempoChainClient,
+        maxDeposit: "0.05",
+      }),
+      USDC_E,
+    ),
+  foreign: (client, endpoint) =>
+    mppCredential(
+      client,
+      endpoint,
+      tempoPayer.charge({ account: tempoPayerAccount("payer3"), mode: "pull", getClient: tempoChainClient }),
+      PATH_USD,
+    ),
+  // The open moves the deposit into the reserve: none may land for a call that got no answer.
+  received: () =>
+    tip20Balance(devnet.chains.tempo?.anvilRpcUrl ?? "", USDC_E, devnet.demo.tempo.channelReserve.address),
+};
+
 schemeConformance(exact);
 schemeConformance(batch);
+schemeConformance(mppCharge);
+schemeConformance(mppSession);

@@ -8,8 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Header, resource, uniqueId, type VerifierClient } from "./support.ts";
 
 export interface ConformanceTarget {
-  /** The scheme's name in DescribeMethods, metrics and events. */
+  /** The scheme's name in metrics, events and Verify's answer. */
   scheme: string;
+  /** Its name in DescribeMethods when the protocol names it otherwise (MPP lists its intents). */
+  listedAs?: string;
   /** Two replicas sharing Redis, the scheme under test configured. */
   start(): Promise<{ a: VerifierClient; b: VerifierClient; stop(): Promise<void> }>;
   /** This scheme's offer for `endpoint` among the 402's headers: its price in atomic units. */
@@ -48,7 +50,7 @@ export function schemeConformance(target: ConformanceTarget): void {
         expect(target.offeredPrice(headers ?? []), endpoint.path).toBe(priceAtomic(endpoint.price));
       }
       const { methods } = await a.call("DescribeMethods", {});
-      expect(methods.map((m) => m.scheme)).toContain(target.scheme);
+      expect(methods.map((m) => m.scheme)).toContain(target.listedAs ?? target.scheme);
     });
 
     it("does not take another scheme's credential of its protocol as its own", async () => {

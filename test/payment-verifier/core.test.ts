@@ -116,6 +116,7 @@ class TestScheme implements PaymentScheme<Credential, string, Credential> {
         symbol: "T",
         decimals: 6,
         payTo: "me",
+        method: "",
       },
     ];
   }

@@ -20,7 +20,11 @@ import { ExactEvmScheme as ExactEvmFacilitatorScheme } from "@x402/evm/exact/fac
 import { createClient as createRedis } from "redis";
 import { createPublicClient, erc20Abi, http, type PublicClient } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import type { PaymentVerifierConfig, X402Config } from "../../services/payment-verifier/src/config.ts";
+import type {
+  MppConfig,
+  PaymentVerifierConfig,
+  X402Config,
+} from "../../services/payment-verifier/src/config.ts";
 import {
   type PaymentVerifierDeps,
   type PaymentVerifierHandle,
@@ -97,7 +101,35 @@ export function devnetConfig(
       batch: { minDeposit: "1000000", withdrawDelaySeconds: 3_600, authorizerKey: generatePrivateKey() },
       ...x402,
     },
+    mpp: mppConfig(devnet),
     meshCallers: MESH_CALLERS,
+    ...overrides,
+  };
+}
+
+/**
+ * MPP on the devnet's Tempo chain, as deploy/local passes it: the server's RPC is the devnet's shim
+ * (it seeds each session open for the channel reserve stand-in), the receiver is the devnet payTo,
+ * and `serverRole`'s key operates session channels.
+ */
+export function mppConfig(
+  devnet: Devnet,
+  overrides: Partial<MppConfig> = {},
+  serverRole = "facilitator",
+): MppConfig {
+  const tempo = devnet.chains.tempo;
+  if (!tempo) throw new Error("the devnet has no tempo chain");
+  return {
+    secretKey: randomBytes(32).toString("base64"),
+    realm: "tollgate-test",
+    rpcUrl: tempo.rpcUrl,
+    chainId: tempo.chainId,
+    payTo: devnet.demo.tempo.payTo,
+    serverKey: account(devnet, serverRole).privateKey,
+    feeToken: devnet.demo.tempo.pathUsd.address,
+    channelReserve: devnet.demo.tempo.channelReserve.address,
+    suggestedDeposit: "0.05",
+    settle: { minAmount: 1_000_000n, intervalMs: 3_600_000, tickMs: 1_000 },
     ...overrides,
   };
 }

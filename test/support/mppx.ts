@@ -94,3 +94,11 @@ export function recordingFetch(): { fetch: typeof globalThis.fetch; sent: string
   };
   return { fetch: recording, sent };
 }
+
+/** A 402 as the official mppx client reads it, from the headers payment-verifier's Challenge gave. */
+export function paymentRequiredResponse(headers: readonly { name: string; value: string }[]): Response {
+  return new Response(null, {
+    status: 402,
+    headers: headers.map((h) => [h.name, h.value] as [string, string]),
+  });
+}

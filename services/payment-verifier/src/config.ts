@@ -1,6 +1,7 @@
 // Typed configuration of the payment verifier, read once from the environment.
 import { pbkdf2Sync } from "node:crypto";
 import { resolve } from "node:path";
+import { priceAtomic } from "@tollgate/catalog";
 import {
   bindHost,
   ConfigError,
@@ -56,8 +57,40 @@ export interface X402BatchConfig {
 }
 
 /** The payment schemes this build can offer, by the name used in metrics, events and PAYMENT_SCHEMES. */
-export const SCHEME_NAMES = ["exact", "x402-batch"] as const;
+export const SCHEME_NAMES = ["exact", "x402-batch", "mpp-charge", "mpp-session"] as const;
 export type SchemeName = (typeof SCHEME_NAMES)[number];
+
+/** The two stablecoins MPP charges accept (spec 1.4), TIP-20 tokens with 6 decimals; sessions take USDC.e. */
+export const MPP_CURRENCIES = {
+  pathUsd: { address: "0x20c0000000000000000000000000000000000000", symbol: "pathUSD" },
+  usdce: { address: "0x20C000000000000000000000b9537d11c60E8b50", symbol: "USDC.e" },
+} as const satisfies Record<string, { address: Address; symbol: string }>;
+/** Where TIP-1034 puts the channel reserve precompile on every Tempo chain. */
+export const TIP1034_CHANNEL_RESERVE: Address = "0x4d50500000000000000000000000000000000000";
+
+/** MPP (method `tempo`): shared by both MPP schemes and the session settlement loop. */
+export interface MppConfig {
+  /** HMAC key of every challenge id: the same on every replica (>= 32 bytes). */
+  secretKey: string;
+  /** The challenges' protection space (`realm`); also bound into each charge's memo. */
+  realm: string;
+  /** The Tempo chain's JSON-RPC (servers go through it: simulations, broadcasts, channel reads). */
+  rpcUrl: string;
+  chainId: number;
+  /** Receiver of every charge and payee of every session channel, checksummed. */
+  payTo: Address;
+  /**
+   * The server's own Tempo account: the session channels' operator, which settles and closes them
+   * and pays those transactions' fees (in `feeToken`). Required with mpp-session.
+   */
+  serverKey: `0x${string}` | undefined;
+  feeToken: Address;
+  channelReserve: Address;
+  /** Deposit the session offer suggests, decimal USDC.e. */
+  suggestedDeposit: string;
+  /** When the settlement loop settles a channel: this much unsettled (atomic units) or this old. */
+  settle: { minAmount: bigint; intervalMs: number; tickMs: number };
+}
 
 export interface AttemptLimit {
   perSecond: number;
@@ -107,6 +140,8 @@ export interface PaymentVerifierConfig {
   /** The schemes offered, in the order a 402 lists them. */
   schemes: SchemeName[];
   x402: X402Config;
+  /** Set when an MPP scheme is offered. */
+  mpp: MppConfig | undefined;
   /** Mesh callers accepted (the gateway) and their token digests. */
   meshCallers: MeshCallers;
 }
@@ -238,6 +273,91 @@ function batchFromEnv(schemes: readonly SchemeName[]): X402BatchConfig | undefin
   return { minDeposit, withdrawDelaySeconds, authorizerKey: authorizerKey as `0x${string}` };
 }
 
+/** A positive decimal amount of a 6-decimal token ("1", "0.25"). */
+function decimalAmount(name: string, value: string): string {
+  if (!/^(0|[1-9][0-9]{0,20})(\.[0-9]{1,6})?$/.test(value) || /^0(\.0*)?$/.test(value)) {
+    throw new ConfigError(
+      `${name} must be a positive decimal amount with at most 6 decimals, got "${value}"`,
+    );
+  }
+  return value;
+}
+
+/**
+ * MPP's settings, read when an MPP scheme is offered (and by the session settlement loop, which
+ * needs the server key). The receiver defaults to X402_PAY_TO: one operator address on every chain.
+ */
+export function mppFromEnv(x402PayTo: Address | undefined, needServerKey: boolean): MppConfig {
+  const secretKey = readSecret("MPP_SECRET_KEY");
+  if (!secretKey) {
+    throw new ConfigError(
+      "MPP_SECRET_KEY (or MPP_SECRET_KEY_FILE) is not set: the key every replica signs MPP challenge ids with (>= 32 bytes; or leave mpp-charge and mpp-session out of PAYMENT_SCHEMES)",
+    );
+  }
+  if (Buffer.byteLength(secretKey, "utf8") < 32) {
+    throw new ConfigError("MPP_SECRET_KEY is shorter than 32 bytes (generate one: openssl rand -base64 32)");
+  }
+  const rpcUrl = readSecret("MPP_TEMPO_RPC_URL") ?? "";
+  if (!rpcUrl) throw new ConfigError("MPP_TEMPO_RPC_URL is not set: the Tempo chain's JSON-RPC");
+  if (!rpcUrl.startsWith("https://") && !isLoopback(rpcUrl)) {
+    throw new ConfigError("MPP_TEMPO_RPC_URL must be https (plain http only on this machine)");
+  }
+  const payToValue = envString("MPP_PAY_TO", "") || x402PayTo || "";
+  if (!payToValue) throw new ConfigError("MPP_PAY_TO is not set: the address that receives MPP payments");
+  const payTo = address(process.env.MPP_PAY_TO ? "MPP_PAY_TO" : "X402_PAY_TO", payToValue);
+  const rawKey = readSecret("MPP_SERVER_PRIVATE_KEY");
+  let serverKey: `0x${string}` | undefined;
+  if (rawKey) {
+    const key = rawKey.startsWith("0x") ? rawKey : `0x${rawKey}`;
+    if (!isHex(key) || key.length !== 66) {
+      throw new ConfigError("MPP_SERVER_PRIVATE_KEY must be a 32-byte hex private key");
+    }
+    serverKey = key as `0x${string}`;
+  } else if (needServerKey) {
+    throw new ConfigError(
+      "MPP_SERVER_PRIVATE_KEY (or MPP_SERVER_PRIVATE_KEY_FILE) is not set: mpp-session operates its channels (settle, close) with it (or leave mpp-session out of PAYMENT_SCHEMES)",
+    );
+  }
+  if (!isLoopback(rpcUrl)) {
+    const dev = publicDevAccounts();
+    if (dev.addresses.has(payTo)) {
+      throw new ConfigError(
+        "MPP_PAY_TO is a public development account (the anvil/Hardhat test mnemonic): anyone could take what it receives; set your own address",
+      );
+    }
+    if (serverKey && dev.keys.has(serverKey.toLowerCase())) {
+      throw new ConfigError(
+        "MPP_SERVER_PRIVATE_KEY is a public development key (the anvil/Hardhat test mnemonic): use a key of your own",
+      );
+    }
+  }
+  const chainId = envInt("MPP_CHAIN_ID", 4217);
+  if (chainId === 0) throw new ConfigError("MPP_CHAIN_ID must be a chain id (4217 is Tempo mainnet)");
+  const settleMinAmount = decimalAmount(
+    "MPP_SESSION_SETTLE_MIN_AMOUNT",
+    envString("MPP_SESSION_SETTLE_MIN_AMOUNT", "1"),
+  );
+  return {
+    secretKey,
+    realm: envString("MPP_REALM", "tollgate"),
+    rpcUrl,
+    chainId,
+    payTo,
+    serverKey,
+    feeToken: address("MPP_FEE_TOKEN", envString("MPP_FEE_TOKEN", MPP_CURRENCIES.pathUsd.address)),
+    channelReserve: address("MPP_CHANNEL_RESERVE", envString("MPP_CHANNEL_RESERVE", TIP1034_CHANNEL_RESERVE)),
+    suggestedDeposit: decimalAmount(
+      "MPP_SESSION_SUGGESTED_DEPOSIT",
+      envString("MPP_SESSION_SUGGESTED_DEPOSIT", "1"),
+    ),
+    settle: {
+      minAmount: priceAtomic(settleMinAmount),
+      intervalMs: envInt("MPP_SESSION_SETTLE_INTERVAL_SECONDS", 3_600) * 1000,
+      tickMs: Math.max(1, envInt("MPP_SESSION_SETTLE_TICK_SECONDS", 10)) * 1000,
+    },
+  };
+}
+
 function limitFromEnv(scope: string, perSecond: number, burst: number): AttemptLimit {
   return {
     perSecond: envInt(`PAYMENT_ATTEMPTS_PER_${scope}_PER_SECOND`, perSecond),
@@ -325,6 +445,9 @@ export function loadConfig(): PaymentVerifierConfig {
       lookbackBlocks: envInt("X402_AUTHORIZATION_LOOKBACK_BLOCKS", 5_000),
       batch: batchFromEnv(schemes),
     },
+    mpp: schemes.some((s) => s.startsWith("mpp-"))
+      ? mppFromEnv(payTo, schemes.includes("mpp-session"))
+      : undefined,
     meshCallers: readMeshCallers(["gateway"]),
   };
 }

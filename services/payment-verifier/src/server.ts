@@ -24,6 +24,7 @@ import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
 import { MemoryAttemptLimiter, RedisAttemptLimiter, RefusalMemory } from "./stores/attempt-limits.ts";
+import { memoryMppxState, redisMppxState } from "./stores/mppx-store.ts";
 import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
 import {
   MemoryReservationStore,
@@ -108,12 +109,15 @@ export async function startPaymentVerifier(
   const channelStorage = redis
     ? new RedisChannelStorage({ client: redis as never, keyPrefix: `${config.redisPrefix}channels:` })
     : new InMemoryChannelStorage();
+  // MPP replay claims and session channels: shared by every replica and the session settlement loop.
+  const mppState = redis ? redisMppxState(redis, `${config.redisPrefix}mpp:`) : memoryMppxState();
   const schemes = buildSchemes(config, {
     logger,
     metrics,
     x402Facilitators: [facilitator],
     settlementChain,
     channelStorage,
+    mppState,
   });
   zeroPaymentMetrics(
     metrics,

@@ -25,7 +25,12 @@ function required(value: string, name: string): string {
 }
 
 /** Resolves the gRPC Resource to a priced call; an unknown endpoint is the caller's bug. */
-export function pricedCall(requestId: string, resource: Resource__Output | null, client = ""): PricedCall {
+export function pricedCall(
+  requestId: string,
+  resource: Resource__Output | null,
+  client = "",
+  noService = false,
+): PricedCall {
   const path = required(resource?.endpoint ?? "", "resource.endpoint");
   const endpoint = byPath.get(path);
   if (!endpoint) {
@@ -41,22 +46,35 @@ export function pricedCall(requestId: string, resource: Resource__Output | null,
     network: resource?.network ?? "",
     url: resource?.url ?? "",
     client,
+    ...(noService ? { noService } : {}),
   };
 }
 
 export function grpcHandlers(payments: Payments) {
   return {
     async Challenge(req: ChallengeRequest__Output): Promise<ChallengeResponse> {
-      return { headers: await payments.challenge(pricedCall(req.requestId, req.resource), req.error) };
+      const headers = await payments.challenge(pricedCall(req.requestId, req.resource), req.error);
+      const problem = payments.problem(undefined, "payment_required", req.error || "payment required");
+      return { headers, problem: problem ?? null };
     },
     async Verify(req: VerifyRequest__Output): Promise<VerifyResponse> {
       const outcome = await payments.verify(
-        pricedCall(req.requestId, req.resource, req.client),
+        pricedCall(req.requestId, req.resource, req.client, req.noService),
         req.credentials,
       );
       if (outcome.valid) {
-        const { paymentId, payer, scheme } = outcome;
-        return { valid: true, paymentId, payer, scheme, errorCode: "", reason: "", headers: [] };
+        const { paymentId, payer, scheme, noService } = outcome;
+        return {
+          valid: true,
+          paymentId,
+          payer,
+          scheme,
+          noService,
+          errorCode: "",
+          reason: "",
+          headers: [],
+          problem: null,
+        };
       }
       return {
         valid: false,
@@ -66,6 +84,8 @@ export function grpcHandlers(payments: Payments) {
         errorCode: outcome.code,
         reason: outcome.reason,
         headers: outcome.headers,
+        noService: false,
+        problem: outcome.problem ?? null,
       };
     },
     async Settle(req: SettleRequest__Output): Promise<SettleResponse> {
@@ -73,7 +93,14 @@ export function grpcHandlers(payments: Payments) {
       const outcome = await payments.settle(call, required(req.paymentId, "payment_id"), req.credentials);
       if (!outcome.settled) {
         const { code, reason, headers, transaction } = outcome;
-        return { settled: false, errorCode: code, reason, headers, transaction };
+        return {
+          settled: false,
+          errorCode: code,
+          reason,
+          headers,
+          transaction,
+          problem: outcome.problem ?? null,
+        };
       }
       const { collection } = outcome;
       return {
@@ -82,7 +109,7 @@ export function grpcHandlers(payments: Payments) {
         reason: "",
         headers: outcome.headers,
         meta: outcome.meta,
-        transaction: collection.kind === "transaction" ? collection.transaction : "",
+        transaction: collection.kind === "accrual" ? (collection.transaction ?? "") : collection.transaction,
         accrual:
           collection.kind === "accrual"
             ? { channel: collection.channel, amount: collection.amount, cumulative: collection.cumulative }

@@ -10,6 +10,7 @@ import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate
 import type { PaymentMeta as _tollgate_payment_v1_PaymentMeta, PaymentMeta__Output as _tollgate_payment_v1_PaymentMeta__Output } from './tollgate/payment/v1/PaymentMeta.ts';
 import type { PaymentMethod as _tollgate_payment_v1_PaymentMethod, PaymentMethod__Output as _tollgate_payment_v1_PaymentMethod__Output } from './tollgate/payment/v1/PaymentMethod.ts';
 import type { PaymentVerifierServiceClient as _tollgate_payment_v1_PaymentVerifierServiceClient, PaymentVerifierServiceDefinition as _tollgate_payment_v1_PaymentVerifierServiceDefinition } from './tollgate/payment/v1/PaymentVerifierService.ts';
+import type { Problem as _tollgate_payment_v1_Problem, Problem__Output as _tollgate_payment_v1_Problem__Output } from './tollgate/payment/v1/Problem.ts';
 import type { ReleaseRequest as _tollgate_payment_v1_ReleaseRequest, ReleaseRequest__Output as _tollgate_payment_v1_ReleaseRequest__Output } from './tollgate/payment/v1/ReleaseRequest.ts';
 import type { ReleaseResponse as _tollgate_payment_v1_ReleaseResponse, ReleaseResponse__Output as _tollgate_payment_v1_ReleaseResponse__Output } from './tollgate/payment/v1/ReleaseResponse.ts';
 import type { Resource as _tollgate_payment_v1_Resource, Resource__Output as _tollgate_payment_v1_Resource__Output } from './tollgate/payment/v1/Resource.ts';
@@ -45,6 +46,7 @@ export interface ProtoGrpcType {
          * (request_id, payment_id) is generated inside the mesh, never taken from a client.
          */
         PaymentVerifierService: SubtypeConstructor<typeof grpc.Client, _tollgate_payment_v1_PaymentVerifierServiceClient> & { service: _tollgate_payment_v1_PaymentVerifierServiceDefinition }
+        Problem: MessageTypeDefinition<_tollgate_payment_v1_Problem, _tollgate_payment_v1_Problem__Output>
         ReleaseRequest: MessageTypeDefinition<_tollgate_payment_v1_ReleaseRequest, _tollgate_payment_v1_ReleaseRequest__Output>
         ReleaseResponse: MessageTypeDefinition<_tollgate_payment_v1_ReleaseResponse, _tollgate_payment_v1_ReleaseResponse__Output>
         Resource: MessageTypeDefinition<_tollgate_payment_v1_Resource, _tollgate_payment_v1_Resource__Output>

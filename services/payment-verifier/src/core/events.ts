@@ -6,7 +6,7 @@ import type { Logger } from "@tollgate/platform";
 import type { Reservation } from "../stores/reservations.ts";
 import type { Collection } from "./types.ts";
 
-export type CallOutcome = "settled" | "accrued" | "failed" | "released";
+export type CallOutcome = "settled" | "accrued" | "channel_settled" | "failed" | "released";
 
 /** Where events go: the durable outbox in front of JetStream (adapters/events.ts), or a test's list. */
 export interface SettlementSink {
@@ -37,14 +37,16 @@ export function createSettlementRecorder(
         network: r.network || null,
         scheme: r.scheme,
         payer: r.payer,
-        amount: collection?.kind === "accrual" ? collection.amount : r.amount,
+        amount: collection && collection.kind !== "transaction" ? collection.amount : r.amount,
         asset: r.asset,
         payment_network: r.paymentNetwork,
         outcome,
         transaction:
-          collection?.kind === "transaction" && collection.transaction ? collection.transaction : null,
-        channel: collection?.kind === "accrual" ? collection.channel : null,
-        cumulative: collection?.kind === "accrual" ? collection.cumulative : null,
+          collection && collection.kind !== "accrual" && collection.transaction
+            ? collection.transaction
+            : null,
+        channel: collection && collection.kind !== "transaction" ? collection.channel : null,
+        cumulative: collection && collection.kind !== "transaction" ? collection.cumulative : null,
         reason: reason === null ? null : reason.slice(0, 1000),
         time: new Date(now()).toISOString(),
       };

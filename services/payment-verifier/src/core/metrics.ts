@@ -35,14 +35,14 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
   return {
     verifySeconds: new prom.Histogram({
       name: "payment_verify_seconds",
-      help: "Payment verification latency by scheme and outcome (valid, payment_invalid, payment_required, service_unavailable, rate_limited)",
+      help: "Payment verification latency by scheme and outcome (valid, payment_invalid, payment_required, service_unavailable, rate_limited, not_applicable)",
       labelNames: ["scheme", "outcome"],
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     }),
     settleSeconds: new prom.Histogram({
       name: "payment_settle_seconds",
-      help: "Payment settlement latency by scheme and outcome (settled, accrued, payment_invalid, service_unavailable)",
+      help: "Payment settlement latency by scheme and outcome (settled, accrued, channel_settled, payment_invalid, service_unavailable)",
       labelNames: ["scheme", "outcome"],
       buckets: LATENCY_BUCKETS,
       registers: [registry],

@@ -21,6 +21,7 @@ import {
   type PaymentProtocol,
   type PaymentScheme,
   type PricedCall,
+  type Problem,
 } from "./types.ts";
 
 /** A settling payment is held this long if the process dies mid-settlement. */
@@ -41,17 +42,44 @@ export interface PaymentsOptions {
 }
 
 export type VerifyOutcome =
-  | { valid: true; paymentId: string; payer: string; scheme: string }
-  | { valid: false; code: PaymentErrorCode; reason: string; headers: Header[]; scheme: string };
+  | {
+      valid: true;
+      paymentId: string;
+      payer: string;
+      scheme: string;
+      /** A channel management action: Settle it at once, call no node. */
+      noService: boolean;
+    }
+  | {
+      valid: false;
+      code: PaymentErrorCode;
+      reason: string;
+      headers: Header[];
+      scheme: string;
+      problem?: Problem;
+    };
 
 export type SettleOutcome =
   | { settled: true; headers: Header[]; meta: PaymentMeta; collection: Collection }
-  | { settled: false; code: PaymentErrorCode; reason: string; headers: Header[]; transaction: string };
+  | {
+      settled: false;
+      code: PaymentErrorCode;
+      reason: string;
+      headers: Header[];
+      transaction: string;
+      problem?: Problem;
+    };
 
 type Detected =
   | { kind: "absent" }
-  | { kind: "invalid"; scheme: string; reason: string }
+  | { kind: "invalid"; scheme: string; reason: string; protocol: PaymentProtocol }
   | { kind: "payment"; scheme: PaymentScheme; payment: ParsedPayment };
+
+/** The metrics label and event outcome of a collection. */
+function outcomeOf(collection: Collection): "settled" | "accrued" | "channel_settled" {
+  if (collection.kind === "accrual") return "accrued";
+  return collection.kind === "transaction" ? "settled" : "channel_settled";
+}
 
 /** The reservation store could not be reached: refuse rather than risk serving a payment twice. */
 class StoreUnavailableError extends Error {}
@@ -116,6 +144,23 @@ export class Payments {
     return rendered.flat();
   }
 
+  /**
+   * The problem a protocol defines for a refusal: the credential's protocol, or (no credential)
+   * the first protocol that defines one, since the 402 offers every protocol.
+   */
+  problem(
+    protocol: PaymentProtocol | undefined,
+    code: PaymentErrorCode,
+    reason: string,
+  ): Problem | undefined {
+    if (protocol) return protocol.problem?.(code, reason);
+    for (const p of this.#protocols) {
+      const problem = p.protocol.problem?.(code, reason);
+      if (problem) return problem;
+    }
+    return undefined;
+  }
+
   async verify(call: PricedCall, credentials: readonly Header[]): Promise<VerifyOutcome> {
     const started = performance.now();
     const detected = this.#detect(credentials);
@@ -139,17 +184,48 @@ export class Payments {
     detected: Detected,
   ): Promise<VerifyOutcome> {
     if (detected.kind === "absent") {
-      return this.#refuse(call, "none", "payment_required", "no payment credential in the request");
+      const reason = "no payment credential in the request";
+      return this.#refuse(
+        call,
+        "none",
+        "payment_required",
+        reason,
+        this.problem(undefined, "payment_required", reason),
+      );
     }
-    if (detected.kind === "invalid")
-      return this.#refuse(call, detected.scheme, "payment_invalid", detected.reason);
+    if (detected.kind === "invalid") {
+      const { protocol, reason } = detected;
+      return this.#refuse(
+        call,
+        detected.scheme,
+        "payment_invalid",
+        reason,
+        protocol.problem?.("payment_invalid", reason),
+      );
+    }
     const { scheme, payment } = detected;
+    if (call.noService && !payment.noService) {
+      // Refused before anything is counted or reserved: the gateway gives its ordinary answer.
+      return {
+        valid: false,
+        code: "not_applicable",
+        reason: "this request names no call to serve, and the payment is for one",
+        headers: [],
+        scheme: scheme.name,
+      };
+    }
     const now = this.#now();
     const print = fingerprint(credentials);
     const remembered = this.#o.refusals.recall(print, now);
     if (remembered !== undefined) {
       this.#o.metrics.refusalsRemembered.inc({ scheme: scheme.name });
-      return this.#refuse(call, scheme.name, "payment_invalid", remembered);
+      return this.#refuse(
+        call,
+        scheme.name,
+        "payment_invalid",
+        remembered,
+        scheme.protocol.problem?.("payment_invalid", remembered),
+      );
     }
     const facts = this.#facts(call, scheme, payment);
     try {
@@ -181,12 +257,14 @@ export class Payments {
         const answer = await scheme.conflict?.(call, payment).catch(() => undefined);
         if (answer) {
           this.#o.metrics.reservationConflicts.inc({ scheme: scheme.name, operation: "verify" });
+          const problem = scheme.protocol.problem?.("payment_invalid", answer.reason);
           return {
             valid: false,
             code: "payment_invalid",
             reason: answer.reason,
             headers: answer.challenge,
             scheme: scheme.name,
+            ...(problem ? { problem } : {}),
           };
         }
         return this.#conflict(call, scheme, reserved.current, "verify");
@@ -203,11 +281,19 @@ export class Payments {
       if (!verdict.ok) {
         await free();
         if (verdict.final) this.#o.refusals.remember(print, verdict.reason, this.#now());
+        const problem = verdict.problem ?? scheme.protocol.problem?.(verdict.code, verdict.reason);
         if (verdict.challenge) {
           const { code, reason } = verdict;
-          return { valid: false, code, reason, headers: verdict.challenge, scheme: scheme.name };
+          return {
+            valid: false,
+            code,
+            reason,
+            headers: verdict.challenge,
+            scheme: scheme.name,
+            ...(problem ? { problem } : {}),
+          };
         }
-        return this.#refuse(call, scheme.name, verdict.code, verdict.reason);
+        return this.#refuse(call, scheme.name, verdict.code, verdict.reason, problem);
       }
       if (verdict.collected || verdict.hold) {
         const verified = { collected: verdict.collected?.transaction ?? "", hold: verdict.hold ?? "" };
@@ -218,6 +304,7 @@ export class Payments {
         paymentId: paymentIdOf(payment.key, reserved.token),
         payer: payment.payer,
         scheme: scheme.name,
+        noService: payment.noService === true,
       };
     } catch (err) {
       if (err instanceof StoreUnavailableError || err instanceof FacilitatorUnavailableError) {
@@ -238,11 +325,7 @@ export class Payments {
     const detected = this.#detect(credentials);
     const scheme = detected.kind === "payment" ? detected.scheme.name : "none";
     const outcome = await this.#settle(call, paymentId, detected);
-    const label = outcome.settled
-      ? outcome.collection.kind === "accrual"
-        ? "accrued"
-        : "settled"
-      : outcome.code;
+    const label = outcome.settled ? outcomeOf(outcome.collection) : outcome.code;
     this.#o.metrics.settleSeconds.observe({ scheme, outcome: label }, (performance.now() - started) / 1000);
     return outcome;
   }
@@ -254,6 +337,7 @@ export class Payments {
         call,
         "payment_invalid",
         "the credentials are not the payment verified as payment_id",
+        detected.kind === "invalid" ? detected.protocol : undefined,
       );
     }
     const { scheme, payment } = detected;
@@ -282,12 +366,17 @@ export class Payments {
         };
       }
       this.#o.metrics.reservationConflicts.inc({ scheme: scheme.name, operation: "settle" });
-      return this.#settleRefusal(call, "payment_invalid", conflictReason(current));
+      return this.#settleRefusal(call, "payment_invalid", conflictReason(current), scheme.protocol);
     }
     const reservation = begun.reservation;
     if (reservation.endpoint !== call.endpoint.path || reservation.network !== call.network) {
       await this.#o.reservations.drop(payment.key, id.token).catch(() => undefined);
-      return this.#settleRefusal(call, "payment_invalid", "the payment was verified for another call");
+      return this.#settleRefusal(
+        call,
+        "payment_invalid",
+        "the payment was verified for another call",
+        scheme.protocol,
+      );
     }
 
     if (reservation.collected) {
@@ -311,12 +400,7 @@ export class Payments {
     }
     if (result.ok) {
       await this.#markSettled(scheme, payment, id.token, result.collection, result.receipt);
-      this.#o.events.record(
-        reservation,
-        result.collection.kind === "accrual" ? "accrued" : "settled",
-        result.collection,
-        null,
-      );
+      this.#o.events.record(reservation, outcomeOf(result.collection), result.collection, null);
       return {
         settled: true,
         headers: result.receipt,
@@ -336,12 +420,14 @@ export class Payments {
     this.#o.events.record(reservation, "failed", transaction, result.reason);
     const offer =
       result.code === "service_unavailable" ? [] : await this.#challengeOrNone(call, result.reason);
+    const problem = result.problem ?? scheme.protocol.problem?.(result.code, result.reason);
     return {
       settled: false,
       code: result.code,
       reason: result.reason,
       headers: [...result.receipt, ...offer],
       transaction: result.transaction,
+      ...(problem ? { problem } : {}),
     };
   }
 
@@ -353,9 +439,7 @@ export class Payments {
     receipt: Header[],
   ): Promise<void> {
     const transaction =
-      collection.kind === "transaction"
-        ? collection.transaction
-        : (collection.transaction ?? collection.channel);
+      collection.kind === "accrual" ? (collection.transaction ?? collection.channel) : collection.transaction;
     try {
       await this.#o.reservations.markSettled(
         payment.key,
@@ -413,10 +497,11 @@ export class Payments {
       const decoded = protocol.decode(credentials);
       if (decoded.kind === "absent") continue;
       if (decoded.kind === "invalid")
-        return { kind: "invalid", scheme: protocol.name, reason: decoded.reason };
+        return { kind: "invalid", scheme: protocol.name, reason: decoded.reason, protocol };
       for (const scheme of schemes) {
         const claim = scheme.claim(decoded.credential);
-        if (claim.kind === "invalid") return { kind: "invalid", scheme: scheme.name, reason: claim.reason };
+        if (claim.kind === "invalid")
+          return { kind: "invalid", scheme: scheme.name, reason: claim.reason, protocol };
         if (claim.kind === "payment") return { kind: "payment", scheme, payment: claim.payment };
       }
       const offered = schemes.map((s) => s.name).join(", ");
@@ -424,6 +509,7 @@ export class Payments {
         kind: "invalid",
         scheme: protocol.name,
         reason: `this ${protocol.name} payment is for a scheme not offered here; offered: ${offered}`,
+        protocol,
       };
     }
     return { kind: "absent" };
@@ -464,9 +550,10 @@ export class Payments {
     scheme: string,
     code: PaymentErrorCode,
     reason: string,
+    problem?: Problem,
   ): Promise<VerifyOutcome> {
     const headers = code === "service_unavailable" ? [] : await this.#challengeOrNone(call, reason);
-    return { valid: false, code, reason, headers, scheme };
+    return { valid: false, code, reason, headers, scheme, ...(problem ? { problem } : {}) };
   }
 
   async #conflict(
@@ -476,20 +563,34 @@ export class Payments {
     operation: string,
   ): Promise<VerifyOutcome> {
     this.#o.metrics.reservationConflicts.inc({ scheme: scheme.name, operation });
-    return this.#refuse(call, scheme.name, "payment_invalid", conflictReason(current));
+    const reason = conflictReason(current);
+    return this.#refuse(
+      call,
+      scheme.name,
+      "payment_invalid",
+      reason,
+      scheme.protocol.problem?.("payment_invalid", reason),
+    );
   }
 
   #settleUnavailable(reason: string): SettleOutcome {
     return { settled: false, code: "service_unavailable", reason, headers: [], transaction: "" };
   }
 
-  async #settleRefusal(call: PricedCall, code: PaymentErrorCode, reason: string): Promise<SettleOutcome> {
+  async #settleRefusal(
+    call: PricedCall,
+    code: PaymentErrorCode,
+    reason: string,
+    protocol?: PaymentProtocol,
+  ): Promise<SettleOutcome> {
+    const problem = protocol?.problem?.(code, reason);
     return {
       settled: false,
       code,
       reason,
       headers: await this.#challengeOrNone(call, reason),
       transaction: "",
+      ...(problem ? { problem } : {}),
     };
   }
 }

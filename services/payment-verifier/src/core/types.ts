@@ -19,6 +19,11 @@ export interface PricedCall {
   url: string;
   /** The client's address as the gateway saw it (behind trusted proxies), for attempt limits. */
   client: string;
+  /**
+   * The request names no call to serve (a bodiless POST to a route that takes GET or a body): only
+   * a payment that needs no service (a channel management action) may be verified for it.
+   */
+  noService?: boolean;
 }
 
 /** Stable error codes a payment outcome carries to the gateway. */
@@ -26,7 +31,16 @@ export type PaymentErrorCode =
   | "payment_required"
   | "payment_invalid"
   | "service_unavailable"
-  | "rate_limited";
+  | "rate_limited"
+  /** A no-service request carried a payment for a call: nothing reserved, the gateway answers as usual. */
+  | "not_applicable";
+
+/** An RFC 9457 problem a protocol defines for a refusal (MPP: https://paymentauth.org/problems/...). */
+export interface Problem {
+  type: string;
+  title: string;
+  detail: string;
+}
 
 /** A payment a scheme recognised and decoded. */
 export interface ParsedPayment<P = unknown> {
@@ -43,6 +57,11 @@ export interface ParsedPayment<P = unknown> {
   /** Settlement chain, CAIP-2. */
   paymentNetwork: string;
   payload: P;
+  /**
+   * A channel management action (an MPP session close or top-up): it needs no upstream call, so
+   * the gateway settles it at once and answers without calling the node.
+   */
+  noService?: boolean;
 }
 
 /** A scheme's answer to a credential of its protocol. */
@@ -73,6 +92,8 @@ export type Verdict =
       final?: boolean;
       /** The scheme's own answer headers (a corrective offer with channel state), instead of the 402's. */
       challenge?: Header[];
+      /** The protocol's problem for this refusal, for the answer's body. */
+      problem?: Problem;
     };
 
 /** How the money moved: a transaction now, or an accrual to a channel that is settled later. */
@@ -85,11 +106,28 @@ export type Collection =
       cumulative: string;
       /** A transaction that came with the accrual (the deposit that opened the channel), if any. */
       transaction?: string;
+    }
+  | {
+      /** A channel's accrued charges collected on chain (a session close settles what it captured). */
+      kind: "channel_settled";
+      channel: string;
+      /** What this settlement moved to the receiver, atomic units. */
+      amount: string;
+      /** The channel's settled total after it. */
+      cumulative: string;
+      transaction: string;
     };
 
 export type SettleResult =
   | { ok: true; collection: Collection; receipt: Header[] }
-  | { ok: false; code: PaymentErrorCode; reason: string; transaction: string; receipt: Header[] };
+  | {
+      ok: false;
+      code: PaymentErrorCode;
+      reason: string;
+      transaction: string;
+      receipt: Header[];
+      problem?: Problem;
+    };
 
 /** What the response envelope's meta shows for a paid call. */
 export interface PaymentMeta {
@@ -107,6 +145,8 @@ export interface PaymentMethodInfo {
   symbol: string;
   decimals: number;
   payTo: string;
+  /** The protocol's payment method (MPP: "tempo"); empty for x402. */
+  method: string;
 }
 
 /**
@@ -125,6 +165,8 @@ export interface PaymentProtocol<Credential = unknown, Offer = unknown> {
     | { kind: "credential"; credential: Credential };
   /** Renders the offers of this protocol's schemes that are up. */
   render(call: PricedCall, offers: readonly Offer[], error: string): Promise<Header[]>;
+  /** The protocol's problem for a refusal the core makes itself (no credential, replay, ...), if any. */
+  problem?(code: PaymentErrorCode, reason: string): Problem | undefined;
 }
 
 export interface PaymentScheme<Credential = unknown, Offer = unknown, P = unknown> {

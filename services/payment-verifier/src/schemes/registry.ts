@@ -6,10 +6,15 @@ import type { ChannelStorage } from "@x402/evm/batch-settlement/server";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Facilitator } from "../adapters/facilitator.ts";
 import type { SettlementChain } from "../adapters/settlement-chain.ts";
+import { tempoClient } from "../adapters/tempo.ts";
 import type { PaymentVerifierConfig, SchemeName } from "../config.ts";
 import type { PaymentMetrics } from "../core/metrics.ts";
 import type { PaymentScheme } from "../core/types.ts";
+import { MppProtocol } from "../protocols/mpp.ts";
 import { X402Protocol } from "../protocols/x402.ts";
+import type { MppxState } from "../stores/mppx-store.ts";
+import { MppChargeScheme } from "./mpp-charge.ts";
+import { MppSessionScheme } from "./mpp-session.ts";
 import { X402BatchScheme } from "./x402-batch.ts";
 import { X402ExactScheme } from "./x402-exact.ts";
 
@@ -21,10 +26,23 @@ export interface SchemeDeps {
   settlementChain: SettlementChain | undefined;
   /** Where x402-batch keeps channel state (Redis, or the single-node stand-in). */
   channelStorage: ChannelStorage;
+  /** Where MPP keeps replay claims and session channels (Redis, or the single-node stand-in). */
+  mppState: MppxState;
 }
 
 export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): PaymentScheme[] {
   const x402 = new X402Protocol(deps.x402Facilitators.map((f) => f.client));
+  // MPP: one protocol (one mppx server, one challenge secret) and one Tempo client for both schemes.
+  const mpp = config.mpp;
+  const account = mpp?.serverKey ? privateKeyToAccount(mpp.serverKey) : undefined;
+  const tempo = mpp && {
+    protocol: new MppProtocol({ secretKey: mpp.secretKey, realm: mpp.realm }),
+    client: tempoClient({ rpcUrl: mpp.rpcUrl, chainId: mpp.chainId, account }),
+  };
+  const mppTerms = () => {
+    if (!mpp || !tempo) throw new Error("an MPP scheme is offered without its settings (config.mpp)");
+    return { cfg: mpp, ...tempo, state: deps.mppState, logger: deps.logger };
+  };
   const factories: Record<SchemeName, () => PaymentScheme> = {
     exact: () =>
       new X402ExactScheme(config.x402, {
@@ -43,6 +61,16 @@ export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): P
         logger: deps.logger,
         onInitFailure: () => deps.metrics.facilitatorInitFailures.inc({ scheme: "x402-batch" }),
       }) as PaymentScheme;
+    },
+    "mpp-charge": () => {
+      const { cfg, ...d } = mppTerms();
+      return new MppChargeScheme(cfg, d) as PaymentScheme;
+    },
+    "mpp-session": () => {
+      const { cfg, ...d } = mppTerms();
+      if (!account)
+        throw new Error("mpp-session is offered without the server's key (MPP_SERVER_PRIVATE_KEY)");
+      return new MppSessionScheme(cfg, { ...d, account }) as PaymentScheme;
     },
   };
   return config.schemes.map((name) => factories[name]());

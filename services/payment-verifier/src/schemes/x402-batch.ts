@@ -425,6 +425,7 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
         symbol: assetSymbol,
         decimals: assetDecimals,
         payTo,
+        method: "",
       },
     ];
   }

@@ -450,6 +450,7 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         symbol: assetSymbol,
         decimals: assetDecimals,
         payTo,
+        method: "",
       },
     ];
   }

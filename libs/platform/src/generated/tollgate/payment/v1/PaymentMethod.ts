@@ -10,7 +10,7 @@ export interface PaymentMethod {
    */
   'protocol'?: (string);
   /**
-   * "exact", "x402-batch", "charge" or "session".
+   * "exact", "x402-batch", or the MPP intent "charge" or "session".
    */
   'scheme'?: (string);
   /**
@@ -27,6 +27,10 @@ export interface PaymentMethod {
   'symbol'?: (string);
   'decimals'?: (number);
   'payTo'?: (string);
+  /**
+   * The protocol's payment method, for MPP "tempo"; empty for x402.
+   */
+  'method'?: (string);
 }
 
 /**
@@ -38,7 +42,7 @@ export interface PaymentMethod__Output {
    */
   'protocol': (string);
   /**
-   * "exact", "x402-batch", "charge" or "session".
+   * "exact", "x402-batch", or the MPP intent "charge" or "session".
    */
   'scheme': (string);
   /**
@@ -55,4 +59,8 @@ export interface PaymentMethod__Output {
   'symbol': (string);
   'decimals': (number);
   'payTo': (string);
+  /**
+   * The protocol's payment method, for MPP "tempo"; empty for x402.
+   */
+  'method': (string);
 }

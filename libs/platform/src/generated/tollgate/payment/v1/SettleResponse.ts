@@ -3,6 +3,7 @@
 import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate_payment_v1_Header__Output } from '../../../tollgate/payment/v1/Header.ts';
 import type { PaymentMeta as _tollgate_payment_v1_PaymentMeta, PaymentMeta__Output as _tollgate_payment_v1_PaymentMeta__Output } from '../../../tollgate/payment/v1/PaymentMeta.ts';
 import type { Accrual as _tollgate_payment_v1_Accrual, Accrual__Output as _tollgate_payment_v1_Accrual__Output } from '../../../tollgate/payment/v1/Accrual.ts';
+import type { Problem as _tollgate_payment_v1_Problem, Problem__Output as _tollgate_payment_v1_Problem__Output } from '../../../tollgate/payment/v1/Problem.ts';
 
 export interface SettleResponse {
   'settled'?: (boolean);
@@ -22,6 +23,10 @@ export interface SettleResponse {
    * The channel the call was charged to, when the scheme accrues and settles later.
    */
   'accrual'?: (_tollgate_payment_v1_Accrual | null);
+  /**
+   * When not settled: the protocol's problem for the refusal, if it defines one.
+   */
+  'problem'?: (_tollgate_payment_v1_Problem | null);
 }
 
 export interface SettleResponse__Output {
@@ -42,4 +47,8 @@ export interface SettleResponse__Output {
    * The channel the call was charged to, when the scheme accrues and settles later.
    */
   'accrual': (_tollgate_payment_v1_Accrual__Output | null);
+  /**
+   * When not settled: the protocol's problem for the refusal, if it defines one.
+   */
+  'problem': (_tollgate_payment_v1_Problem__Output | null);
 }

@@ -17,6 +17,13 @@ export interface VerifyRequest {
    * The client's address as the gateway saw it (behind trusted proxies), for attempt limits.
    */
   'client'?: (string);
+  /**
+   * The request names no call to serve (a POST without a body to a paid route that takes GET or
+   * a body): only a payment that needs no service (a channel management action, e.g. an MPP
+   * session close or top-up) can be verified; any other is refused with error_code
+   * "not_applicable" without being reserved, and the gateway gives its ordinary answer.
+   */
+  'noService'?: (boolean);
 }
 
 export interface VerifyRequest__Output {
@@ -33,4 +40,11 @@ export interface VerifyRequest__Output {
    * The client's address as the gateway saw it (behind trusted proxies), for attempt limits.
    */
   'client': (string);
+  /**
+   * The request names no call to serve (a POST without a body to a paid route that takes GET or
+   * a body): only a payment that needs no service (a channel management action, e.g. an MPP
+   * session close or top-up) can be verified; any other is refused with error_code
+   * "not_applicable" without being reserved, and the gateway gives its ordinary answer.
+   */
+  'noService': (boolean);
 }

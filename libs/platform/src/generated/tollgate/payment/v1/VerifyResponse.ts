@@ -1,6 +1,7 @@
 // Original file: ../../proto/tollgate/payment/v1/payment_verifier.proto
 
 import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate_payment_v1_Header__Output } from '../../../tollgate/payment/v1/Header.ts';
+import type { Problem as _tollgate_payment_v1_Problem, Problem__Output as _tollgate_payment_v1_Problem__Output } from '../../../tollgate/payment/v1/Problem.ts';
 
 export interface VerifyResponse {
   'valid'?: (boolean);
@@ -10,7 +11,7 @@ export interface VerifyResponse {
   'paymentId'?: (string);
   /**
    * Stable error code when invalid: "payment_required", "payment_invalid" (402),
-   * "rate_limited" (429) or "service_unavailable" (503).
+   * "rate_limited" (429), "service_unavailable" (503) or "not_applicable" (no_service requests).
    */
   'errorCode'?: (string);
   /**
@@ -23,6 +24,15 @@ export interface VerifyResponse {
   'headers'?: (_tollgate_payment_v1_Header)[];
   'payer'?: (string);
   'scheme'?: (string);
+  /**
+   * The payment needs no upstream call (a channel management action): the gateway calls Settle
+   * at once and answers 204 with Settle's headers, without calling the node.
+   */
+  'noService'?: (boolean);
+  /**
+   * When invalid: the protocol's problem for the refusal, if it defines one.
+   */
+  'problem'?: (_tollgate_payment_v1_Problem | null);
 }
 
 export interface VerifyResponse__Output {
@@ -33,7 +43,7 @@ export interface VerifyResponse__Output {
   'paymentId': (string);
   /**
    * Stable error code when invalid: "payment_required", "payment_invalid" (402),
-   * "rate_limited" (429) or "service_unavailable" (503).
+   * "rate_limited" (429), "service_unavailable" (503) or "not_applicable" (no_service requests).
    */
   'errorCode': (string);
   /**
@@ -46,4 +56,13 @@ export interface VerifyResponse__Output {
   'headers': (_tollgate_payment_v1_Header__Output)[];
   'payer': (string);
   'scheme': (string);
+  /**
+   * The payment needs no upstream call (a channel management action): the gateway calls Settle
+   * at once and answers 204 with Settle's headers, without calling the node.
+   */
+  'noService': (boolean);
+  /**
+   * When invalid: the protocol's problem for the refusal, if it defines one.
+   */
+  'problem': (_tollgate_payment_v1_Problem__Output | null);
 }

@@ -1,0 +1,348 @@
+// MPP `session` (method tempo, USDC.e only) through the official mppx tempo.session method: the
+// payer opens a payment channel in the TIP-1034 channel reserve with a deposit (the first call
+// carries the open transaction), then pays each call with an off-chain cumulative voucher.
+//
+//   Verify   mppx validate: the voucher (or open, top-up, close) checked against the channel in the
+//            shared store and this call's offer; nothing written, nothing broadcast.
+//   Settle   (the node answered) mppx broadcast with the captured request: an open is broadcast,
+//            the voucher raised in the store and this call's price deducted from its headroom in
+//            one atomic store update (mppx-store.ts: Lua compare-and-set), so `spent` is persisted
+//            before the response goes out and one channel's calls are linearizable across replicas.
+//   Release  nothing to undo: a call with no answer charges nothing.
+//
+// Close and top-up need no upstream call (ParsedPayment.noService): the gateway settles them at
+// once. A close has the server's account (the channel operator) close the channel on chain,
+// capturing exactly what was spent; scheduled settles run elsewhere, in ONE place
+// (session-settlement.ts, never in the request path).
+import { priceAtomic } from "@tollgate/catalog";
+import type { Logger } from "@tollgate/platform";
+import { tempo } from "mppx/server";
+import { type Hex, keccak256 } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
+import { z } from "zod";
+import type { TempoClient } from "../adapters/tempo.ts";
+import { MPP_CURRENCIES, type MppConfig } from "../config.ts";
+import type {
+  Claim,
+  Collection,
+  Header,
+  ParsedPayment,
+  PaymentMeta,
+  PaymentMethodInfo,
+  PaymentScheme,
+  PricedCall,
+  SettleResult,
+  Verdict,
+} from "../core/types.ts";
+import {
+  type CapturedRequest,
+  MPP_METHOD,
+  type MppCredential,
+  type MppOffer,
+  type MppProtocol,
+} from "../protocols/mpp.ts";
+import type { MppxState } from "../stores/mppx-store.ts";
+
+/** How long a used voucher's key stays reserved: past it the channel's headroom refuses a replay. */
+const USED_VOUCHER_MS = 60 * 60_000;
+const CLOSED_MS = 7 * 24 * 3_600_000;
+
+const hash32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "expected a 32-byte hex id");
+const atomic = z.string().regex(/^[0-9]{1,30}$/, "expected atomic units");
+const hex = z.string().regex(/^0x[0-9a-fA-F]+$/, "expected hex");
+const descriptor = z.looseObject({ payer: z.string() }).optional();
+const sessionPayload = z.discriminatedUnion("action", [
+  z.looseObject({
+    action: z.literal("open"),
+    channelId: hash32,
+    cumulativeAmount: atomic,
+    descriptor,
+    transaction: hex,
+  }),
+  z.looseObject({ action: z.literal("voucher"), channelId: hash32, cumulativeAmount: atomic, descriptor }),
+  z.looseObject({
+    action: z.literal("topUp"),
+    channelId: hash32,
+    additionalDeposit: atomic,
+    descriptor,
+    transaction: hex,
+  }),
+  z.looseObject({ action: z.literal("close"), channelId: hash32, cumulativeAmount: atomic, descriptor }),
+]);
+const sessionRequest = z.looseObject({
+  amount: atomic,
+  currency: z.string(),
+  recipient: z.string().optional(),
+  methodDetails: z.looseObject({ chainId: z.number().optional() }).optional(),
+});
+
+export interface SessionPayment {
+  credential: MppCredential;
+  action: "open" | "voucher" | "topUp" | "close";
+  channelId: Hex;
+  request: z.infer<typeof sessionRequest>;
+}
+
+/** The fields of mppx's session receipt this scheme reads. */
+interface SessionReceipt {
+  channelId: string;
+  spent: string;
+  txHash?: string;
+}
+
+function sameAddress(a: string | undefined, b: string): boolean {
+  return a !== undefined && a.toLowerCase() === b.toLowerCase();
+}
+
+export interface MppSessionDeps {
+  protocol: MppProtocol;
+  state: MppxState;
+  client: TempoClient;
+  /** The server's account: the channels' operator (settle, close) and the payer of their fees. */
+  account: PrivateKeyAccount;
+  logger: Logger;
+}
+
+export class MppSessionScheme implements PaymentScheme<MppCredential, MppOffer, SessionPayment> {
+  readonly name = "mpp-session";
+  readonly protocol: MppProtocol;
+  readonly #cfg: MppConfig;
+  readonly #deps: MppSessionDeps;
+  readonly #network: string;
+  /** What each close moved to the receiver, by its transaction (mppx reports it to a hook). */
+  readonly #closed = new Map<string, { amount: bigint; delta: bigint }>();
+
+  constructor(cfg: MppConfig, deps: MppSessionDeps) {
+    this.#cfg = cfg;
+    this.#deps = deps;
+    this.protocol = deps.protocol;
+    this.#network = `eip155:${cfg.chainId}`;
+    deps.protocol.register(
+      tempo.session({
+        account: deps.account,
+        recipient: cfg.payTo,
+        operator: deps.account.address,
+        currency: MPP_CURRENCIES.usdce.address,
+        chainId: cfg.chainId,
+        escrowContract: cfg.channelReserve,
+        getClient: () => deps.client,
+        store: deps.state.channels,
+        feeToken: cfg.feeToken,
+        suggestedDeposit: cfg.suggestedDeposit,
+        unitType: "request",
+        onSessionSettlement: (ctx) => {
+          if (ctx.trigger !== "close") return;
+          this.#closed.set(ctx.txHash.toLowerCase(), { amount: ctx.amount, delta: ctx.delta });
+        },
+        // No settlementSchedule: a settle in the request path would race other replicas.
+      }),
+    );
+  }
+
+  async init(): Promise<void> {}
+
+  #offer(call: PricedCall): MppOffer {
+    return {
+      intent: "session",
+      request: {
+        amount: call.endpoint.price,
+        currency: MPP_CURRENCIES.usdce.address,
+        chainId: this.#cfg.chainId,
+      },
+    };
+  }
+
+  async offers(call: PricedCall): Promise<MppOffer[]> {
+    return [this.#offer(call)];
+  }
+
+  claim(credential: MppCredential): Claim<SessionPayment> {
+    const { challenge } = credential;
+    if (challenge.method !== MPP_METHOD || challenge.intent !== "session") return { kind: "not-mine" };
+    const payload = sessionPayload.safeParse(credential.payload);
+    if (!payload.success) {
+      const issue = payload.error.issues[0];
+      return {
+        kind: "invalid",
+        reason: `the MPP session payload must be an open, voucher, top-up or close: payload.${issue?.path.join(".")}: ${issue?.message}`,
+      };
+    }
+    const request = sessionRequest.safeParse(challenge.request);
+    if (!request.success)
+      return { kind: "invalid", reason: "the credential's challenge is not an MPP session request" };
+    const p = payload.data;
+    const channelId = p.channelId.toLowerCase() as Hex;
+    const chain = request.data.methodDetails?.chainId ?? this.#cfg.chainId;
+    const base = `mpp-session:${chain}:${channelId}`;
+    const key =
+      p.action === "close"
+        ? `${base}:close`
+        : p.action === "topUp"
+          ? `${base}:top-up:${keccak256(p.transaction as Hex)}`
+          : `${base}:${p.cumulativeAmount}`;
+    const source = /^did:pkh:eip155:[0-9]+:(0x[0-9a-fA-F]{40})$/.exec(credential.source ?? "")?.[1];
+    const management = p.action === "close" || p.action === "topUp";
+    return {
+      kind: "payment",
+      payment: {
+        key,
+        payer: p.descriptor?.payer ?? source ?? "unknown",
+        // What this call owes: the price for a served call; management actions owe nothing.
+        amount: management ? "0" : request.data.amount,
+        asset: request.data.currency,
+        paymentNetwork: `eip155:${chain}`,
+        payload: { credential, action: p.action, channelId, request: request.data },
+        ...(management ? { noService: true } : {}),
+      },
+    };
+  }
+
+  #refusal(call: PricedCall, payment: SessionPayment) {
+    const { request, credential } = payment;
+    const cfg = this.#cfg;
+    const protocol = this.protocol;
+    const usdce = MPP_CURRENCIES.usdce;
+    if (!sameAddress(request.currency, usdce.address)) {
+      return protocol.refuse(
+        `sessions are paid in ${usdce.symbol} ${usdce.address} only; the credential's channel is in ${request.currency}`,
+        "challenge",
+      );
+    }
+    const chain = request.methodDetails?.chainId;
+    if (chain !== cfg.chainId) {
+      return protocol.refuse(
+        `the credential is for chain ${chain ?? "(none)"}; this API is paid on Tempo chain ${cfg.chainId}`,
+        "challenge",
+      );
+    }
+    if (!sameAddress(request.recipient, cfg.payTo)) {
+      return protocol.refuse(
+        `the credential pays ${request.recipient ?? "(nobody)"}; this API's recipient is ${cfg.payTo}`,
+        "challenge",
+      );
+    }
+    const price = priceAtomic(call.endpoint.price);
+    if (BigInt(request.amount) !== price) {
+      return protocol.refuse(
+        `the voucher is for ${request.amount} atomic units of ${usdce.symbol} per call, but ${call.endpoint.path} costs ${price} (${call.endpoint.price} USD): its challenge was issued for another endpoint`,
+        "challenge",
+      );
+    }
+    if (credential.challenge.realm !== protocol.realm) {
+      return protocol.refuse(
+        `the credential's challenge is for realm "${credential.challenge.realm}", not "${protocol.realm}"`,
+        "challenge",
+      );
+    }
+    if (!(Date.parse(credential.challenge.expires ?? "") > Date.now())) {
+      return protocol.refuse(
+        `the credential's challenge expired at ${credential.challenge.expires ?? "(no expiry)"}; take a fresh challenge from a 402`,
+        "expired",
+      );
+    }
+    return undefined;
+  }
+
+  async verify(call: PricedCall, parsed: ParsedPayment<SessionPayment>): Promise<Verdict> {
+    const payment = parsed.payload;
+    const refusal = this.#refusal(call, payment);
+    if (refusal) return { ok: false, ...refusal };
+    try {
+      await this.protocol.validate(payment.credential, this.#offer(call));
+    } catch (err) {
+      this.#deps.logger.debug({ err, action: payment.action }, "mpp-session credential refused");
+      const refused = this.protocol.refusalOf(err, "verified");
+      return { ok: false, ...refused, final: /not issued by this server/.test(refused.reason) };
+    }
+    return { ok: true };
+  }
+
+  /** The served call, as mppx's accounting classifies it: a content request, so it is charged. */
+  #served(call: PricedCall): CapturedRequest {
+    const url = URL.parse(call.url) ?? new URL(`http://tollgate.invalid${call.endpoint.path}`);
+    return { method: "GET", url, headers: new Headers(), hasBody: false };
+  }
+
+  async settle(call: PricedCall, parsed: ParsedPayment<SessionPayment>): Promise<SettleResult> {
+    const payment = parsed.payload;
+    let receipt: SessionReceipt;
+    let header: Header;
+    try {
+      const served = payment.action === "open" || payment.action === "voucher";
+      const result = await this.protocol.broadcast(
+        payment.credential,
+        this.#offer(call),
+        served ? this.#served(call) : undefined,
+      );
+      receipt = result as unknown as SessionReceipt;
+      header = this.protocol.receipt(result);
+    } catch (err) {
+      const refused = this.protocol.refusalOf(err, "collected");
+      this.#deps.logger.info(
+        { reason: refused.reason, action: payment.action },
+        "mpp-session settlement failed",
+      );
+      return { ok: false, ...refused, transaction: "", receipt: [] };
+    }
+    return { ok: true, collection: this.#collection(call, payment, receipt), receipt: [header] };
+  }
+
+  #collection(call: PricedCall, payment: SessionPayment, receipt: SessionReceipt): Collection {
+    const channel = payment.channelId;
+    if (payment.action === "close") {
+      const txHash = receipt.txHash ?? "";
+      const closed = this.#closed.get(txHash.toLowerCase());
+      this.#closed.delete(txHash.toLowerCase());
+      return {
+        kind: "channel_settled",
+        channel,
+        amount: String(closed?.delta ?? 0n),
+        cumulative: String(closed?.amount ?? receipt.spent),
+        transaction: txHash,
+      };
+    }
+    return {
+      kind: "accrual",
+      channel,
+      // A top-up moves the payer's deposit, not a charge.
+      amount: payment.action === "topUp" ? "0" : String(priceAtomic(call.endpoint.price)),
+      cumulative: receipt.spent,
+      // The open (or top-up) transaction that came with this call.
+      ...(receipt.txHash ? { transaction: receipt.txHash } : {}),
+    };
+  }
+
+  receiptFor(): Header[] {
+    return []; // a channel payment never arrives already collected
+  }
+
+  retentionMs(parsed: ParsedPayment<SessionPayment>): number {
+    return parsed.payload.action === "close" ? CLOSED_MS : USED_VOUCHER_MS;
+  }
+
+  meta(call: PricedCall): PaymentMeta {
+    return {
+      costUsdc: call.endpoint.price,
+      paymentChain: this.#network,
+      paymentToken: MPP_CURRENCIES.usdce.address,
+    };
+  }
+
+  methods(): PaymentMethodInfo[] {
+    const { address, symbol } = MPP_CURRENCIES.usdce;
+    return [
+      {
+        protocol: "mpp",
+        scheme: "session",
+        network: this.#network,
+        asset: address,
+        symbol,
+        decimals: 6,
+        payTo: this.#cfg.payTo,
+        method: MPP_METHOD,
+      },
+    ];
+  }
+
+  async close(): Promise<void> {}
+}

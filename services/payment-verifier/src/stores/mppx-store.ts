@@ -1,0 +1,209 @@
+// The state mppx keeps for MPP, shared by every replica and the session settlement loop: charge
+// replay claims and session channels. mppx's own Store.redis is not atomic on node-redis (no
+// `update`, no `tryClaim`: charges fail and channel writes fall back to an in-process lock), so
+// this is a Store.from of our own: `update` is an optimistic compare-and-set in Lua (retried until
+// it wins, so one channel's vouchers and deductions are linearizable across replicas), `tryClaim`
+// is one SET NX PXAT (a replay claim lives exactly until its challenge expires), every other write
+// carries a TTL, and every key sits under the service's prefix. Channel writes also add the
+// channel id to an index set in the same script, which the settlement loop walks.
+//
+// The in-memory twin (the single-node stand-in when Redis is unreachable at start) keeps the same
+// rules; test/payment-verifier/stores.contract.test.ts runs one suite against both.
+import { Store } from "mppx/server";
+import type { Redis } from "../adapters/redis.ts";
+
+/** mppx's JSON: bigints travel as "<digits>#__bigint" (ox's Json), so both sides read each other. */
+const BIGINT_SUFFIX = "#__bigint";
+export function encodeValue(value: unknown): string {
+  return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? `${v}${BIGINT_SUFFIX}` : v));
+}
+export function decodeValue(raw: string): unknown {
+  return JSON.parse(raw, (_k, v) =>
+    typeof v === "string" && v.endsWith(BIGINT_SUFFIX) && /^-?[0-9]+#/.test(v)
+      ? BigInt(v.slice(0, -BIGINT_SUFFIX.length))
+      : v,
+  );
+}
+
+/** How long a written value lives: channels are kept while in use, replay claims until they expire. */
+export interface Retention {
+  /** A channel (or any value) written now; refreshed by every write. */
+  activeMs: number;
+  /** A value the write marks finished (a finalized channel): kept this long for late replays. */
+  finishedMs: number;
+}
+
+const DEFAULT_RETENTION: Retention = { activeMs: 30 * 24 * 3_600_000, finishedMs: 7 * 24 * 3_600_000 };
+
+function isFinished(value: unknown): boolean {
+  return typeof value === "object" && value !== null && (value as { finalized?: unknown }).finalized === true;
+}
+
+/** The two stores mppx is given, and what the settlement loop reads. */
+export interface MppxState {
+  readonly kind: "redis" | "memory";
+  /** tempo.charge's store: replay claims (`mppx:charge:<hash>`) and proofs. */
+  readonly charges: Store.AtomicStore;
+  /** tempo.session's store: one record per channel, keyed by the channel id. */
+  readonly channels: Store.AtomicStore;
+  /** Every channel id written and not yet forgotten (the settlement loop's work list). */
+  channelIds(): Promise<string[]>;
+  /** Drops a channel from the work list (finalized, or gone). */
+  forgetChannel(id: string): Promise<void>;
+}
+
+/** Retries of one update that lost its compare-and-set to a concurrent writer before giving up. */
+const MAX_CAS_ATTEMPTS = 100;
+
+// KEYS[1] the value, KEYS[2] the channel index (or ""). ARGV: 1 "1" when the value must be
+// absent, 2 the expected raw value, 3 "set"|"delete", 4 the new raw value, 5 its TTL in ms,
+// 6 the index member to add ("" for none).
+const COMPARE_AND_SET = `
+local current = redis.call('GET', KEYS[1])
+if ARGV[1] == '1' then
+  if current then return 0 end
+elseif current ~= ARGV[2] then
+  return 0
+end
+if ARGV[3] == 'set' then
+  redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5])
+  if ARGV[6] ~= '' then redis.call('SADD', KEYS[2], ARGV[6]) end
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1`;
+
+type Change = Store.Change<unknown, unknown>;
+
+function redisStore(
+  redis: Redis,
+  prefix: string,
+  index: string | undefined,
+  retention: Retention,
+): Store.AtomicStore {
+  const ttl = (value: unknown) => String(isFinished(value) ? retention.finishedMs : retention.activeMs);
+  return Store.from({
+    async get(key: string) {
+      const raw = await redis.get(`${prefix}${key}`);
+      return raw === null ? null : decodeValue(raw);
+    },
+    async put(key: string, value: unknown) {
+      await redis.set(`${prefix}${key}`, encodeValue(value), { PX: Number(ttl(value)) });
+      if (index) await redis.sAdd(index, key);
+    },
+    async delete(key: string) {
+      await redis.del(`${prefix}${key}`);
+    },
+    async update<result>(key: string, fn: (current: unknown) => Change) {
+      for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+        const raw = await redis.get(`${prefix}${key}`);
+        const change = fn(raw === null ? null : decodeValue(raw));
+        if (change.op === "noop") return change.result as result;
+        const won = await redis.eval(COMPARE_AND_SET, {
+          keys: [`${prefix}${key}`, index ?? `${prefix}${key}`],
+          arguments: [
+            raw === null ? "1" : "0",
+            raw ?? "",
+            change.op,
+            change.op === "set" ? encodeValue(change.value) : "",
+            change.op === "set" ? ttl(change.value) : "0",
+            change.op === "set" && index ? key : "",
+          ],
+        });
+        if (won === 1) return change.result as result;
+      }
+      throw new Error(`mppx store: no update of ${key} won after ${MAX_CAS_ATTEMPTS} attempts`);
+    },
+    async tryClaim(key: string, expires: number) {
+      // A claim already past its expiry is still recorded for a moment, so the SET is valid.
+      const at = Math.max(expires, Date.now() + 1_000);
+      const set = await redis.set(`${prefix}${key}`, encodeValue({ expires, type: "mppx:replay" }), {
+        NX: true,
+        PXAT: at,
+      });
+      return set === "OK";
+    },
+  } as never) as Store.AtomicStore;
+}
+
+/** Redis-backed state under `prefix` (the service's PAYMENT_REDIS_PREFIX + "mpp:"). */
+export function redisMppxState(redis: Redis, prefix: string, retention = DEFAULT_RETENTION): MppxState {
+  const index = `${prefix}channel-ids`;
+  return {
+    kind: "redis",
+    charges: redisStore(redis, `${prefix}replay:`, undefined, retention),
+    channels: redisStore(redis, `${prefix}channel:`, index, retention),
+    channelIds: () => redis.sMembers(index),
+    async forgetChannel(id) {
+      await redis.sRem(index, id);
+    },
+  };
+}
+
+interface Entry {
+  raw: string;
+  expiresAt: number;
+}
+
+function memoryStore(
+  entries: Map<string, Entry>,
+  index: Set<string> | undefined,
+  retention: Retention,
+): Store.AtomicStore {
+  const read = (key: string): string | null => {
+    const entry = entries.get(key);
+    if (!entry) return null;
+    if (entry.expiresAt <= Date.now()) {
+      entries.delete(key);
+      return null;
+    }
+    return entry.raw;
+  };
+  const write = (key: string, value: unknown) => {
+    const ms = isFinished(value) ? retention.finishedMs : retention.activeMs;
+    entries.set(key, { raw: encodeValue(value), expiresAt: Date.now() + ms });
+    index?.add(key);
+  };
+  return Store.from({
+    async get(key: string) {
+      const raw = read(key);
+      return raw === null ? null : decodeValue(raw);
+    },
+    async put(key: string, value: unknown) {
+      write(key, value);
+    },
+    async delete(key: string) {
+      entries.delete(key);
+    },
+    // One JS turn: nothing interleaves between the read and the write.
+    async update<result>(key: string, fn: (current: unknown) => Change) {
+      const raw = read(key);
+      const change = fn(raw === null ? null : decodeValue(raw));
+      if (change.op === "set") write(key, change.value);
+      if (change.op === "delete") entries.delete(key);
+      return change.result as result;
+    },
+    tryClaim(key: string, expires: number) {
+      if (read(key) !== null) return false;
+      entries.set(key, {
+        raw: encodeValue({ expires, type: "mppx:replay" }),
+        expiresAt: Math.max(expires, Date.now() + 1_000),
+      });
+      return true;
+    },
+  } as never) as Store.AtomicStore;
+}
+
+/** The single-node stand-in: the same rules in this process's memory. */
+export function memoryMppxState(retention = DEFAULT_RETENTION): MppxState {
+  const index = new Set<string>();
+  return {
+    kind: "memory",
+    charges: memoryStore(new Map(), undefined, retention),
+    channels: memoryStore(new Map(), index, retention),
+    channelIds: async () => [...index],
+    async forgetChannel(id) {
+      index.delete(id);
+    },
+  };
+}
