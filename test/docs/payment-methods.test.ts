@@ -12,14 +12,24 @@ import {
   paymentRequiredMessage,
 } from "../../services/gateway/src/payment-methods.ts";
 
-const usdc = { network: "eip155:84532", asset: "0xusdc", symbol: "USDC", decimals: 6, payTo: "0xme" };
+const usdc = {
+  network: "eip155:84532",
+  asset: "0xusdc",
+  symbol: "USDC",
+  decimals: 6,
+  payTo: "0xme",
+  method: "",
+};
+const tempo = { ...usdc, network: "eip155:4217", method: "tempo" };
+const PATH_USD = "0x20c0000000000000000000000000000000000000";
+const USDC_E = "0x20C000000000000000000000b9537d11c60E8b50";
 const exactOnly: PaymentMethod[] = [{ protocol: "x402", scheme: "exact", ...usdc }];
 const everything: PaymentMethod[] = [
   ...exactOnly,
   { protocol: "x402", scheme: "x402-batch", ...usdc },
-  { protocol: "mpp", scheme: "charge", ...usdc, network: "eip155:4217", symbol: "pathUSD" },
-  { protocol: "mpp", scheme: "charge", ...usdc, network: "eip155:4217", symbol: "USDC.e" },
-  { protocol: "mpp", scheme: "session", ...usdc, network: "eip155:4217", symbol: "USDC.e" },
+  { protocol: "mpp", scheme: "charge", ...tempo, asset: PATH_USD, symbol: "pathUSD" },
+  { protocol: "mpp", scheme: "charge", ...tempo, asset: USDC_E, symbol: "USDC.e" },
+  { protocol: "mpp", scheme: "session", ...tempo, asset: USDC_E, symbol: "USDC.e" },
 ];
 
 /** Every text a user reads about how to pay, built from one list. */

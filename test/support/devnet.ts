@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { EndpointId } from "@tollgate/catalog";
 import type { Address, ChainDemo, DevnetFile } from "@tollgate/devnet";
@@ -24,7 +25,7 @@ export const C = role("C");
 export const D = role("D");
 
 /**
- * payment-verifier's x402 settings for a suite's own mesh that settles on the shared devnet's chain
+ * payment-verifier's x402 (and MPP) settings for a suite's own mesh that settles on the shared devnet's chain
  * (startMesh configures x402 only for a devnet it starts itself), with a facilitator account of its
  * own (`facilitatorRole`) so it never races the shared mesh for a nonce.
  */
@@ -43,6 +44,23 @@ export function sharedSettlementEnv(facilitatorRole: string): Record<string, str
     X402_SETTLEMENT_RPC_URL: rpcUrl,
     X402_FACILITATOR_PRIVATE_KEY: facilitator.privateKey,
     X402_BATCH_AUTHORIZER_PRIVATE_KEY: generatePrivateKey(),
+    ...sharedMppEnv(facilitatorRole),
+  };
+}
+
+/** payment-verifier's MPP settings for a suite's own mesh on the shared devnet's Tempo chain. */
+export function sharedMppEnv(serverRole: string): Record<string, string> {
+  const tempo = devnet.chains.tempo;
+  const server = devnet.accounts.find((a) => a.role === serverRole);
+  if (!tempo || !server) throw new Error(`the devnet has no tempo chain or account ${serverRole}`);
+  return {
+    MPP_SECRET_KEY: randomBytes(32).toString("base64"),
+    MPP_TEMPO_RPC_URL: tempo.rpcUrl,
+    MPP_CHAIN_ID: String(tempo.chainId),
+    MPP_PAY_TO: devnet.demo.tempo.payTo,
+    MPP_SERVER_PRIVATE_KEY: server.privateKey,
+    MPP_FEE_TOKEN: devnet.demo.tempo.pathUsd.address,
+    MPP_CHANNEL_RESERVE: devnet.demo.tempo.channelReserve.address,
   };
 }
 

@@ -1,9 +1,13 @@
 // mppx pieces for tests on the devnet's Tempo chain: the Redis store mppx needs (atomic), viem
-// clients for chain 4217, and a fetch that records the credentials an mppx client sends.
+// clients for chain 4217, a fetch that records the credentials an mppx client sends, and payers
+// using the unmodified official mppx client. Shared by tests, the benchmark and the example, so it
+// must not depend on vitest.
 import type { DevnetFile } from "@tollgate/devnet";
+import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
 import { Store } from "mppx/server";
 import { createClient as createRedis } from "redis";
-import { type Account, createClient, erc20Abi, http, type Transport } from "viem";
+import { type Account, createClient, erc20Abi, http, isAddressEqual, type Transport } from "viem";
+import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { readContract } from "viem/actions";
 import { tempo } from "viem/tempo/chains";
 
@@ -101,4 +105,52 @@ export function paymentRequiredResponse(headers: readonly { name: string; value:
     status: 402,
     headers: headers.map((h) => [h.name, h.value] as [string, string]),
   });
+}
+
+/** A devnet account as a viem account (the devnet's keys are public test keys). */
+export function devnetAccount(devnet: Pick<DevnetFile, "accounts">, role: string): PrivateKeyAccount {
+  const found = devnet.accounts.find((a) => a.role === role);
+  if (!found) throw new Error(`the devnet has no account "${role}"`);
+  return privateKeyToAccount(found.privateKey);
+}
+
+/**
+ * The official mppx client paying `charge` from `role` in `currency` (the 402 offers two: the
+ * client keeps the one asked for), signing a transaction (`pull`) or broadcasting itself (`push`).
+ */
+export function mppChargePayer(
+  devnet: Pick<DevnetFile, "accounts" | "chains">,
+  role: string,
+  currency: `0x${string}`,
+  mode: "pull" | "push" = "pull",
+) {
+  const account = devnetAccount(devnet, role);
+  const rpc = tempoChain(devnet).anvilRpcUrl;
+  const recorder = recordingFetch();
+  const client = MppxClient.create({
+    polyfill: false,
+    fetch: recorder.fetch,
+    methods: [tempoPayer.charge({ account, mode, getClient: () => tempoClient(rpc) })],
+    orderChallenges: (candidates) =>
+      candidates.filter((c) => isAddressEqual(c.challenge.request.currency as `0x${string}`, currency)),
+  });
+  return { account, client, fetch: client.fetch, sent: recorder.sent };
+}
+
+/** The official mppx session manager for `role` (deposits up to `maxDeposit` USDC.e). */
+export function mppSessionPayer(
+  devnet: Pick<DevnetFile, "accounts" | "chains">,
+  role: string,
+  maxDeposit = "1",
+) {
+  const account = devnetAccount(devnet, role);
+  const rpc = tempoChain(devnet).anvilRpcUrl;
+  const recorder = recordingFetch();
+  const manager = tempoPayer.session.manager({
+    account,
+    fetch: recorder.fetch,
+    getClient: () => tempoClient(rpc),
+    maxDeposit,
+  });
+  return { account, manager, sent: recorder.sent };
 }

@@ -81,13 +81,15 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       if (name === "settlement" || name === "tempo") continue; // payment chains, not served networks
       upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = chain.rpcUrl;
     }
-    Object.assign(paymentEnv, x402DevnetEnv(devnet));
+    Object.assign(paymentEnv, x402DevnetEnv(devnet), mppDevnetEnv(devnet));
     // x402-batch's receiver-authorizer key (signs claims and refunds), generated once like the others.
     paymentEnv.X402_BATCH_AUTHORIZER_PRIVATE_KEY_FILE = localSecret(
       stateDir,
       "x402-batch-authorizer-key",
       "private-key",
     );
+    // MPP's challenge-id HMAC key: one for every replica, kept across restarts like the others.
+    paymentEnv.MPP_SECRET_KEY_FILE = localSecret(stateDir, "mpp-secret-key");
   }
 
   const operatorTokenFile = localSecret(stateDir, "operator-token");
@@ -207,6 +209,28 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     services,
     spawnGateway,
     stop: stopAll,
+  };
+}
+
+/**
+ * payment-verifier's MPP settings for the local Tempo chain: its RPC is the devnet's shim (which
+ * seeds each session open for the channel reserve stand-in), the facilitator account operates
+ * session channels and pays their fees in pathUSD.
+ */
+function mppDevnetEnv(devnet: Devnet): Record<string, string> {
+  const tempo = devnet.chains.tempo;
+  const server = devnet.accounts.find((a) => a.role === "facilitator");
+  const payTo = devnet.accounts.find((a) => a.role === "payTo");
+  const { pathUsd, channelReserve } = tempo?.contracts ?? {};
+  if (!tempo || !server || !payTo || !pathUsd || !channelReserve)
+    throw new Error("devnet has no tempo chain");
+  return {
+    MPP_TEMPO_RPC_URL: tempo.rpcUrl,
+    MPP_CHAIN_ID: String(tempo.chainId),
+    MPP_PAY_TO: payTo.address,
+    MPP_SERVER_PRIVATE_KEY: server.privateKey,
+    MPP_FEE_TOKEN: pathUsd,
+    MPP_CHANNEL_RESERVE: channelReserve,
   };
 }
 

@@ -66,6 +66,13 @@ export function sendData(res: Response, data: unknown, extra?: Omit<Meta, "endpo
   res.status(200).json({ data, error: null, meta: meta(res, extra) });
 }
 
+/** An RFC 9457 problem a payment protocol defines for a refusal (payment-verifier names it). */
+export interface Problem {
+  type: string;
+  title: string;
+  detail: string;
+}
+
 export function sendError(
   res: Response,
   code: ErrorCode,
@@ -73,9 +80,20 @@ export function sendError(
   extra?: Record<string, unknown>,
   /** A charged failure (a revert, a not-found from the node) carries the payment's meta like a success. */
   paid?: Omit<Meta, "endpoint" | "request_id">,
+  /**
+   * A payment protocol's problem (MPP's): its members join the envelope at the top level, so the
+   * body is our envelope and an RFC 9457 problem document at once.
+   */
+  problem?: Problem | null,
 ): void {
   const error: ErrorBody = { code, message, ...extra };
-  res.status(ERRORS[code].status).json({ data: null, error, meta: meta(res, paid) });
+  const status = ERRORS[code].status;
+  // Only a payment refusal (402) is a protocol's problem; an outage stays a plain 503.
+  const members =
+    problem && status === 402
+      ? { type: problem.type, title: problem.title, status, detail: problem.detail }
+      : {};
+  res.status(status).json({ data: null, error, meta: meta(res, paid), ...members });
 }
 
 /** The flat shape of spec 7 for 429s: `error` is the code itself. */

@@ -12,6 +12,8 @@ export interface PaymentMethod {
   symbol: string;
   decimals: number;
   payTo: string;
+  /** The protocol's payment method (MPP: "tempo"); empty for x402. */
+  method: string;
 }
 
 const PROTOCOL_NAMES: Record<string, string> = { x402: "x402", mpp: "MPP" };

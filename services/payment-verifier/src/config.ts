@@ -62,7 +62,7 @@ export type SchemeName = (typeof SCHEME_NAMES)[number];
 
 /** The two stablecoins MPP charges accept (spec 1.4), TIP-20 tokens with 6 decimals; sessions take USDC.e. */
 export const MPP_CURRENCIES = {
-  pathUsd: { address: "0x20c0000000000000000000000000000000000000", symbol: "pathUSD" },
+  pathUsd: { address: "0x20C0000000000000000000000000000000000000", symbol: "pathUSD" },
   usdce: { address: "0x20C000000000000000000000b9537d11c60E8b50", symbol: "USDC.e" },
 } as const satisfies Record<string, { address: Address; symbol: string }>;
 /** Where TIP-1034 puts the channel reserve precompile on every Tempo chain. */

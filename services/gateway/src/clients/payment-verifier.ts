@@ -22,8 +22,9 @@ export function createPaymentVerifierClient(
     challenge(requestId: string, resource: Resource, error = "") {
       return rpc.call("Challenge", { requestId, resource, error });
     },
-    verify(requestId: string, resource: Resource, credentials: Header[], client = "") {
-      return rpc.call("Verify", { requestId, resource, credentials, client });
+    /** `noService`: the request names no call (see VerifyRequest.no_service in the proto). */
+    verify(requestId: string, resource: Resource, credentials: Header[], client = "", noService = false) {
+      return rpc.call("Verify", { requestId, resource, credentials, client, noService });
     },
     settle(requestId: string, paymentId: string, resource: Resource, credentials: Header[]) {
       return rpc.call(

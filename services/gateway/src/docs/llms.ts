@@ -29,6 +29,15 @@ export function buildLlmsTxt(publicBaseUrl: string | undefined, methods: readonl
     [
       ...new Set(methods.filter((m) => m.protocol === protocol).map((m) => `${m.symbol} on ${m.network}`)),
     ].join(", ");
+  /** "`charge` in pathUSD, USDC.e, `session` in USDC.e on eip155:4217". */
+  const mppIntents = () => {
+    const mine = methods.filter((m) => m.protocol === "mpp");
+    const intents = [...new Set(mine.map((m) => m.scheme))].map((intent) => {
+      const symbols = [...new Set(mine.filter((m) => m.scheme === intent).map((m) => m.symbol))];
+      return `\`${intent}\` in ${symbols.join(" or ")}`;
+    });
+    return `${intents.join(", ")} on ${[...new Set(mine.map((m) => m.network))].join(", ")}`;
+  };
   const lines = [
     "# Tollgate Ethereum RPC Gateway",
     "",
@@ -40,9 +49,21 @@ export function buildLlmsTxt(publicBaseUrl: string | undefined, methods: readonl
     x402.length
       ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`
       : "- x402: not accepted by this deployment right now.",
-    mpp.length
-      ? `- MPP (Machine Payments Protocol): the 402 carries \`WWW-Authenticate: Payment\` challenges (intents ${mpp.join(", ")}; ${tokens("mpp")}); retry with \`Authorization: Payment <credential>\`. Official client: mppx.`
-      : "- MPP (Machine Payments Protocol): not accepted by this deployment right now.",
+    ...(mpp.length
+      ? [
+          `- MPP (Machine Payments Protocol): call without credentials; the 402 carries one \`WWW-Authenticate: Payment\` challenge per offer (method \`tempo\`; ${mppIntents()}), each valid for 5 minutes. Retry with \`Authorization: Payment <credential>\`; a paid answer carries \`Payment-Receipt\` and \`meta.cost_usdc\`, \`meta.payment_chain\`, \`meta.payment_token\` (the token used). Official client: mppx (\`Mppx.create({ methods: [tempo.charge({ account })] }).fetch(url)\`).`,
+          ...(mpp.includes("`charge`")
+            ? [
+                "  - `charge`: one transfer per call, in any offered token: a signed transaction (Tollgate broadcasts it only when the node answered) or the hash of one you broadcast (a call with no answer leaves that credential usable for a retry until its challenge expires).",
+              ]
+            : []),
+          ...(mpp.includes("`session`")
+            ? [
+                "  - `session`: the first call opens a payment channel with a deposit (on chain), then each call is paid with a signed cumulative voucher (off chain; a call with no answer charges nothing). Top up or close with a bodiless `POST` of the top-up or close credential to the last paid URL (answered 204 with the receipt; no node call). Close settles exactly what was spent and refunds the rest. Official client: `tempo.session.manager({ account })` (`fetch`, `topUp`, `close`).",
+              ]
+            : []),
+        ]
+      : ["- MPP (Machine Payments Protocol): not accepted by this deployment right now."]),
     `- What is charged: ${CHARGING_RULE}`,
     "",
     "## Responses",

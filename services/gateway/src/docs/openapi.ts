@@ -5,6 +5,7 @@ import {
   LIMIT_ERRORS,
   NETWORKS,
   PAYMENT_HEADERS,
+  priceAtomic,
   QUOTA_HEADERS,
 } from "@tollgate/catalog";
 import { z } from "zod";
@@ -103,6 +104,7 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
         }
       : {}),
     security: pay.security,
+    ...(pay.offers402.length ? { "x-payment-info": { offers: paymentOffers(endpoint, pay.offers402) } } : {}),
     responses: {
       "200": {
         description: "Success. API-key calls carry the X-Quota-* headers; paid calls carry their receipt.",
@@ -125,7 +127,7 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
       "402": {
         description: `Payment required or refused. Nothing was charged.${pay.text ? ` Pay per call with ${pay.text}.` : ""}`,
         headers: pay.offers,
-        content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } },
+        content: { "application/json": { schema: { $ref: "#/components/schemas/PaymentRefusal" } } },
       },
       "429": {
         description: "A quota window or the burst guard was hit (flat shape, spec 7).",
@@ -164,6 +166,23 @@ interface PayDocs {
   offers: Json;
   receipts: Json;
   schemes: Json;
+  /** One way to pay per accepted method, for `x-payment-info`. */
+  offers402: readonly PaymentMethod[];
+}
+
+/**
+ * `x-payment-info` (the MPP discovery extension `mppx/discovery` validates): every way to pay for
+ * this operation, its price in the token's atomic units. MPP offers name their method ("tempo")
+ * and intent ("charge", "session"); x402 offers method "x402" and the scheme as the intent.
+ */
+function paymentOffers(endpoint: Endpoint, methods: readonly PaymentMethod[]): Json[] {
+  return methods.map((m) => ({
+    amount: priceAtomic(endpoint.price, m.decimals).toString(),
+    currency: m.asset,
+    intent: m.scheme,
+    method: m.method || m.protocol,
+    description: `${endpoint.summary}: ${endpoint.price} USD in ${m.symbol} on ${m.network}`,
+  }));
 }
 
 function payDocs(methods: readonly PaymentMethod[]): PayDocs {
@@ -204,6 +223,7 @@ function payDocs(methods: readonly PaymentMethod[]): PayDocs {
     offers,
     receipts,
     schemes,
+    offers402: methods,
   };
 }
 
@@ -276,6 +296,15 @@ export function buildOpenApi(serverUrl: string | undefined, methods: readonly Pa
       description: `Pay-per-call HTTP gateway to live Ethereum JSON-RPC. ${pay.text ? `Pay per call with ${pay.text}, or use` : "Use"} an API-key plan. Every response is fetched fresh from the node.\n\nWhat is charged: ${CHARGING_RULE}`,
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    // MPP discovery (mppx/discovery): what the service is and where its docs are.
+    "x-service-info": {
+      categories: ["blockchain", "ethereum", "json-rpc", "data"],
+      docs: {
+        apiReference: `${serverUrl ?? ""}/openapi.json`,
+        llms: `${serverUrl ?? ""}/llms.txt`,
+        ...(serverUrl ? { homepage: serverUrl } : {}),
+      },
+    },
     tags: [
       {
         name: "chain",
@@ -324,6 +353,21 @@ export function buildOpenApi(serverUrl: string | undefined, methods: readonly Pa
               },
             },
             meta: { $ref: "#/components/schemas/Meta" },
+          },
+        },
+        PaymentRefusal: {
+          description:
+            "The error envelope; when a payment protocol defines a problem for the refusal (MPP), its RFC 9457 members (type, title, status, detail) are added at the top level.",
+          allOf: [{ $ref: "#/components/schemas/ErrorEnvelope" }],
+          properties: {
+            type: {
+              type: "string",
+              format: "uri",
+              description: "e.g. https://paymentauth.org/problems/payment-required",
+            },
+            title: { type: "string" },
+            status: { type: "integer" },
+            detail: { type: "string" },
           },
         },
         LimitError: {

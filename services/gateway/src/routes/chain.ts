@@ -1,4 +1,5 @@
 import {
+  DEFAULT_NETWORK,
   ENDPOINTS,
   type Endpoint,
   ERRORS,
@@ -8,12 +9,12 @@ import {
   validateRequest,
 } from "@tollgate/catalog";
 import { CallError, type Logger } from "@tollgate/platform";
-import { type Request, type Response, Router } from "express";
+import { type NextFunction, type Request, type Response, Router } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
 import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
 import { type Credentials, readCredentials } from "../credentials.ts";
-import { sendData, sendError, sendLimit } from "../envelope.ts";
+import { type Problem, sendData, sendError, sendLimit } from "../envelope.ts";
 import type { Grant, LeaseBook } from "../leases.ts";
 import { type AcceptedMethods, inactiveMessage, paymentRequiredMessage } from "../payment-methods.ts";
 import { publicError } from "../upstream-errors.ts";
@@ -54,10 +55,30 @@ export function chainRouter(deps: ChainDeps): Router {
   const router = Router({ caseSensitive: true, strict: true });
   for (const endpoint of ENDPOINTS) {
     const path = endpoint.path.replace(/\{(\w+)\}/g, ":$1");
-    const method = endpoint.method === "GET" ? "get" : "post";
-    router[method](path, (req, res) => serve(endpoint, req, res, deps));
+    if (endpoint.method === "GET") {
+      router.get(path, (req, res) => serve(endpoint, req, res, deps));
+      // A bodiless POST with a payment that needs no service (an MPP session close or top-up, which
+      // the official client posts to the last paid URL); any other POST is the app's 405.
+      router.post(path, (req, res, next) => {
+        if (!asksNoService(req)) return next();
+        void serveWithoutService(endpoint, req, res, deps, next);
+      });
+    } else {
+      router.post(path, (req, res) => {
+        if (!asksNoService(req)) return serve(endpoint, req, res, deps);
+        void serveWithoutService(endpoint, req, res, deps, () => serve(endpoint, req, res, deps));
+      });
+    }
   }
   return router;
+}
+
+/** A POST without a body that carries payment credentials: it can only be a payment of its own. */
+function asksNoService(req: Request): boolean {
+  if (req.method !== "POST" || req.get("transfer-encoding") !== undefined) return false;
+  const length = req.get("content-length");
+  if (length !== undefined && length !== "0") return false;
+  return readCredentials(req).kind === "payment";
 }
 
 async function serve(endpoint: Endpoint, req: Request, res: Response, deps: ChainDeps): Promise<void> {
@@ -206,14 +227,115 @@ function paymentErrorCode(code: string): ErrorCode {
 }
 
 async function challenge(resource: Resource, res: Response, deps: ChainDeps, error = ""): Promise<void> {
+  let problem: Problem | null = null;
   try {
     const offer = await deps.payments.challenge(res.locals.requestId, resource, error);
     copyHeaders(res, offer.headers);
+    problem = offer.problem;
   } catch (err) {
     // Still a 402: the caller needs credentials either way; log why no offer is attached.
     deps.logger.error({ err }, "payment-verifier unreachable while building a challenge");
   }
-  sendError(res, "payment_required", paymentRequiredMessage(deps.methods.text()));
+  const message = paymentRequiredMessage(deps.methods.text());
+  sendError(
+    res,
+    "payment_required",
+    message,
+    undefined,
+    undefined,
+    problem && { ...problem, detail: message },
+  );
+}
+
+type Verified = Awaited<ReturnType<PaymentVerifierClient["verify"]>>;
+
+/** A refused payment: 429 for the attempt limits, else 402 (503 for an outage) with fresh offers. */
+function refusePayment(verified: Verified, res: Response, deps: ChainDeps): void {
+  if (verified.errorCode === "rate_limited") {
+    sendLimit(res, "rate_limited", deps.methods.text());
+    return;
+  }
+  copyHeaders(res, verified.headers);
+  sendError(
+    res,
+    paymentErrorCode(verified.errorCode),
+    verified.reason || "the payment was refused",
+    undefined,
+    undefined,
+    verified.problem,
+  );
+}
+
+/**
+ * A payment that needs no upstream call (payment-verifier says so: a channel management action,
+ * e.g. an MPP session close or top-up): settled at once, answered 204 with its receipt headers.
+ */
+async function settleWithoutService(
+  resource: Resource,
+  credentials: Header[],
+  paymentId: string,
+  res: Response,
+  deps: ChainDeps,
+): Promise<void> {
+  let settled: Awaited<ReturnType<PaymentVerifierClient["settle"]>>;
+  try {
+    settled = await deps.payments.settle(res.locals.requestId, paymentId, resource, credentials);
+  } catch (err) {
+    deps.logger.warn({ err: err instanceof Error ? err.message : err }, "payment settlement call failed");
+    sendError(res, "service_unavailable", "payment settlement is unavailable, retry with backoff");
+    return;
+  }
+  copyHeaders(res, settled.headers);
+  if (!settled.settled) {
+    const reason = settled.reason || "the payment could not be settled";
+    sendError(res, paymentErrorCode(settled.errorCode), reason, undefined, undefined, settled.problem);
+    return;
+  }
+  res.status(204).end();
+}
+
+/**
+ * A bodiless POST carrying a payment to a paid route (see asksNoService): payment-verifier decides
+ * whether the payment needs no service. If it is for a call instead ("not_applicable"), nothing was
+ * reserved and the request gets its ordinary answer (`otherwise`: 405 on a GET route, the body
+ * check on a POST route).
+ */
+async function serveWithoutService(
+  endpoint: Endpoint,
+  req: Request,
+  res: Response,
+  deps: ChainDeps,
+  otherwise: NextFunction | (() => void),
+): Promise<void> {
+  const credentials = readCredentials(req);
+  if (credentials.kind !== "payment") return void otherwise();
+  res.locals.endpoint = endpoint.path;
+  res.setHeader("Cache-Control", "no-store");
+  const asked = req.query.network;
+  const network =
+    typeof asked === "string" && (endpoint.networks as readonly string[]).includes(asked)
+      ? asked
+      : DEFAULT_NETWORK;
+  const resource = resourceOf(endpoint, network, req, deps);
+  let verified: Verified;
+  try {
+    verified = await deps.payments.verify(
+      res.locals.requestId,
+      resource,
+      credentials.headers,
+      req.ip ?? "",
+      true,
+    );
+  } catch (err) {
+    if (!failureOf(err).ok)
+      sendError(res, "service_unavailable", "payment verification is unavailable, retry with backoff");
+    return;
+  }
+  if (!verified.valid && verified.errorCode === "not_applicable") return void otherwise();
+  res.locals.auth = verified.scheme || "payment";
+  res.locals.principal = verified.payer;
+  if (!verified.valid) return refusePayment(verified, res, deps);
+  return settleWithoutService(resource, credentials.headers, verified.paymentId, res, deps);
 }
 
 async function serveWithPayment(
@@ -236,15 +358,10 @@ async function serveWithPayment(
   }
   res.locals.auth = verified.scheme || "payment";
   res.locals.principal = verified.payer;
-  if (!verified.valid) {
-    if (verified.errorCode === "rate_limited") {
-      sendLimit(res, "rate_limited", deps.methods.text());
-      return;
-    }
-    copyHeaders(res, verified.headers);
-    sendError(res, paymentErrorCode(verified.errorCode), verified.reason || "the payment was refused");
-    return;
-  }
+  if (!verified.valid) return refusePayment(verified, res, deps);
+  // A management action sent with a call (e.g. a session close on a GET): it is not a payment for
+  // the call, so the node is not called.
+  if (verified.noService) return settleWithoutService(resource, credentials, verified.paymentId, res, deps);
   const outcome = await execute();
   if (!charged(outcome)) {
     // No answer from the node, so nothing is charged: free the payment so it can be used again.
@@ -270,7 +387,8 @@ async function serveWithPayment(
   copyHeaders(res, settled.headers);
   if (!settled.settled) {
     // The x402 rule: no settlement, no data (a revert's data included).
-    sendError(res, paymentErrorCode(settled.errorCode), settled.reason || "the payment could not be settled");
+    const reason = settled.reason || "the payment could not be settled";
+    sendError(res, paymentErrorCode(settled.errorCode), reason, undefined, undefined, settled.problem);
     return;
   }
   const paid = {

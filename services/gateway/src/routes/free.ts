@@ -67,6 +67,7 @@ export function freeRouter(deps: FreeDeps): Router {
         symbol: m.symbol,
         decimals: m.decimals,
         pay_to: m.payTo,
+        ...(m.method ? { method: m.method } : {}),
       })),
       api_key_plan: {
         header: "Authorization: Bearer <API key>",
