@@ -9,13 +9,21 @@ import { priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { Challenge, Credential, Receipt } from "mppx";
-import { type Address, type Hex, numberToHex, parseEventLogs, toFunctionSelector } from "viem";
-import { getTransactionReceipt } from "viem/actions";
+import {
+  type Address,
+  type Hex,
+  isAddressEqual,
+  numberToHex,
+  parseEventLogs,
+  toFunctionSelector,
+} from "viem";
+import { getBlock, getBlockNumber, getTransactionReceipt } from "viem/actions";
 import { Abis } from "viem/tempo";
 import { describe, expect, it } from "vitest";
-import { mesh } from "../support/gateway.ts";
-import { mppChargePayer, tempoChain, tempoClient, tip20Balance } from "../support/mppx.ts";
+import { mesh, metricSum } from "../support/gateway.ts";
+import { mppChargePayer, mppSessionPayer, tempoChain, tempoClient, tip20Balance } from "../support/mppx.ts";
 import { assertConforms } from "../support/openapi.ts";
+import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 
 const devnet = readDevnetFile(mesh.devnetFile);
 const tempo = tempoChain(devnet);
@@ -170,4 +178,223 @@ describe("MPP charge with the official mppx client", () => {
         expect(Credential.deserialize(sent).payload).toMatchObject({ type: "transaction" });
     });
   }
+});
+
+describe("MPP charge: replays, refusals with their reason, concurrency", () => {
+  const path = "/api/chain/chain-id";
+  const price = priceAtomic("0.001");
+  const send = async (url: string, authorization: string, body?: unknown) =>
+    answer(
+      await fetch(`${mesh.gatewayUrl}${url}`, init(body, { authorization })),
+      body === undefined ? "get" : "post",
+      url,
+    );
+
+  it("takes a hash credential (the client broadcast the transfer itself) once", async () => {
+    const payer = mppChargePayer(devnet, "payer3", USDC_E, "push");
+    const before = await balance(USDC_E, PAY_TO);
+    const res = await payer.fetch(`${mesh.gatewayUrl}${path}`);
+    const a = await answer(res, "get", path);
+    expect(a.status, JSON.stringify(a.body)).toBe(200);
+    expect(a.body.meta).toMatchObject({ cost_usdc: "0.001", payment_token: USDC_E });
+    expect(Credential.deserialize(payer.sent[0] ?? "").payload).toMatchObject({ type: "hash" });
+    expect(Receipt.fromResponse(res).reference).toBe(
+      (Credential.deserialize(payer.sent[0] ?? "").payload as { hash: string }).hash,
+    );
+    expect(await balance(USDC_E, PAY_TO)).toBe(before + price);
+  });
+
+  for (const mode of ["pull", "push"] as const) {
+    it(`a replayed ${mode === "pull" ? "transaction" : "hash"} credential moves no money and serves nothing`, async () => {
+      const payer = mppChargePayer(devnet, "payer3", PATH_USD, mode);
+      expect((await payer.fetch(`${mesh.gatewayUrl}${path}`)).status).toBe(200);
+      const used = payer.sent.at(-1) ?? "";
+      const before = await balance(PATH_USD, PAY_TO);
+      const replays = await Promise.all([send(path, used), send(path, used), send(path, used)]);
+      for (const replay of replays) {
+        expect(replay.status).toBe(402);
+        expect(replay.body.data).toBeNull();
+        expect(replay.body.error.message).toMatch(/already (been )?used/);
+        expect(replay.headers.get("payment-receipt")).toBeNull();
+        expect(replay.body.type).toBe("https://paymentauth.org/problems/verification-failed");
+      }
+      expect(await balance(PATH_USD, PAY_TO)).toBe(before);
+    });
+  }
+
+  it("refuses a credential for a cheaper endpoint, another recipient, an expired challenge or another currency, saying which", async () => {
+    const payer = mppChargePayer(devnet, "payer4", USDC_E);
+    const cheap = await fetch(`${mesh.gatewayUrl}${path}`);
+    const credential = await payer.client.createCredential(cheap);
+    const before = await balance(USDC_E, PAY_TO);
+
+    // Issued for chain-id (0.001), presented at call (0.005).
+    const dear = await send("/api/chain/call", credential, {
+      to: demo.reverter.address,
+      data: toFunctionSelector("ok()"),
+    });
+    expect(dear.status).toBe(402);
+    expect(dear.body.error.message).toMatch(
+      /pays 1000 atomic units of USDC\.e, but \/api\/chain\/call costs 5000/,
+    );
+    expect(dear.body.type).toBe("https://paymentauth.org/problems/invalid-challenge");
+
+    // The same credential with its challenge changed, re-signed with the mesh's own secret so only
+    // the named field is wrong: the reason names it before anything touches the chain.
+    const secretKey = readFileSync(join(mesh.stateDir, "mpp-secret-key"), "utf8").trim();
+    const parsed = Credential.deserialize(credential);
+    const { id: _id, ...issued } = parsed.challenge;
+    const altered = (request: Record<string, unknown>, expires = issued.expires) =>
+      Credential.serialize({
+        ...parsed,
+        challenge: Challenge.from({
+          ...issued,
+          request: { ...issued.request, ...request },
+          ...(expires ? { expires } : {}),
+          secretKey,
+        }),
+      });
+    const other = await send(path, altered({ recipient: A }));
+    expect(other.body.error.message).toContain(`this API's recipient is ${PAY_TO}`);
+    const expired = await send(path, altered({}, new Date(Date.now() - 1_000).toISOString()));
+    expect(expired.body.error.message).toMatch(/challenge expired at/);
+    expect(expired.body.type).toBe("https://paymentauth.org/problems/payment-expired");
+    const currency = await send(path, altered({ currency: demo.erc20.address }));
+    expect(currency.body.error.message).toMatch(/pays in token .* this API takes pathUSD .* or USDC\.e/);
+    // A challenge this mesh did not issue (another secret) is refused as such.
+    const forged = Credential.serialize({
+      ...parsed,
+      challenge: Challenge.from({ ...issued, secretKey: `${secretKey}-not-ours` }),
+    });
+    expect((await send(path, forged)).body.error.message).toMatch(/not issued by this server/);
+    for (const r of [other, expired, currency]) expect(r.status).toBe(402);
+
+    // None of that moved money; the credential still pays for its own endpoint.
+    expect(await balance(USDC_E, PAY_TO)).toBe(before);
+    const own = await send(path, credential);
+    expect(own.status).toBe(200);
+    expect(await balance(USDC_E, PAY_TO)).toBe(before + price);
+  });
+
+  it("refuses a payer without funds with a 402 saying so (mppx alone answers 500), moving nothing", async () => {
+    const broke = mppChargePayer(devnet, "spare1", USDC_E);
+    expect(await balance(USDC_E, broke.account.address)).toBe(0n);
+    const before = await balance(USDC_E, PAY_TO);
+    const a = await answer(await broke.fetch(`${mesh.gatewayUrl}${path}`), "get", path);
+    expect(a.status).toBe(402);
+    expect(a.body.error.message).toMatch(/fails on the Tempo chain.*holds the token/);
+    expect(await balance(USDC_E, PAY_TO)).toBe(before);
+  });
+
+  it("settles 50 concurrent charges from eight payers once each", async () => {
+    const payers = Array.from({ length: 8 }, (_, i) => mppChargePayer(devnet, `payer${i + 1}`, USDC_E));
+    const before = await balance(USDC_E, PAY_TO);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const res = await (payers[i % payers.length]?.fetch ?? fetch)(`${mesh.gatewayUrl}${path}`);
+        return { status: res.status, receipt: res.headers.get("payment-receipt"), body: await res.json() };
+      }),
+    );
+    for (const r of results) expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const references = results.map((r) => Receipt.deserialize(r.receipt ?? "").reference);
+    expect(new Set(references).size).toBe(50);
+    expect(await balance(USDC_E, PAY_TO)).toBe(before + 50n * price);
+  });
+});
+
+/** Transactions mined in (from, to] whose sender is `who`. */
+async function transactionsFrom(who: Address, from: bigint, to: bigint): Promise<Hex[]> {
+  const hashes: Hex[] = [];
+  for (let n = from + 1n; n <= to; n++) {
+    const block = await getBlock(chain(), { blockNumber: n, includeTransactions: true });
+    for (const tx of block.transactions) if (isAddressEqual(tx.from, who)) hashes.push(tx.hash);
+  }
+  return hashes;
+}
+
+describe("MPP session with the official session manager — channel reserve: a contract of ours standing in for the TIP-1034 precompile; payment-verifier's RPC through the devnet's shim", () => {
+  it("100 calls at four prices: on chain from the payer only the open and one top-up; close settles exactly the sum of the prices", async () => {
+    // The offer suggests a 1 USDC.e deposit; the client may commit up to 1.2 (open + top-up).
+    const { account, manager, sent } = mppSessionPayer(devnet, "payer6", "1.2");
+    const payerBefore = await balance(USDC_E, account.address);
+    const payToBefore = await balance(USDC_E, PAY_TO);
+    const firstBlock = await getBlockNumber(chain());
+    const mix = [CALLS[0], CALLS[1], CALLS[3], CALLS[4]];
+    let spent = 0n;
+    let channelId: Hex | undefined;
+    for (let i = 0; i < 100; i++) {
+      const c = mix[i % mix.length] ?? CALLS[0];
+      if (i === 50) {
+        const topUp = await manager.topUp("0.2");
+        expect(topUp?.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+      }
+      const res = await manager.fetch(`${mesh.gatewayUrl}${c.path}`, init("body" in c ? c.body : undefined));
+      const a = await answer(res, "body" in c ? "post" : "get", c.path);
+      expect(a.status, JSON.stringify(a.body)).toBe(200);
+      c.check(a.body.data);
+      expect(a.body.meta).toMatchObject({ cost_usdc: c.price, payment_chain: CHAIN, payment_token: USDC_E });
+      spent += priceAtomic(c.price);
+      expect(res.receipt).toMatchObject({ intent: "session", spent: String(spent), units: i + 1 });
+      channelId ??= res.receipt?.channelId as Hex;
+      expect(res.receipt?.channelId).toBe(channelId);
+    }
+    const lastBlock = await getBlockNumber(chain());
+    // Off chain: every call after the open paid with a voucher; the payer sent two transactions.
+    const actions = sent.map((s) => (Credential.deserialize(s).payload as { action: string }).action);
+    expect(actions.filter((x) => x === "open")).toHaveLength(1);
+    expect(actions.filter((x) => x === "voucher")).toHaveLength(99);
+    expect(await transactionsFrom(account.address, firstBlock, lastBlock)).toHaveLength(2);
+    expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore); // nothing settled yet
+
+    const closed = await manager.close();
+    const { logs } = await getTransactionReceipt(chain(), { hash: closed?.txHash as Hex });
+    const [event] = parseEventLogs({ abi: Abis.tip20ChannelReserve, logs, eventName: "ChannelClosed" });
+    expect(event?.args).toMatchObject({
+      channelId,
+      settledToPayee: spent,
+      refundedToPayer: priceAtomic("1.2") - spent,
+    });
+    expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + spent);
+    expect(await balance(USDC_E, account.address)).toBe(payerBefore - spent);
+  });
+
+  it("answers the close the client posts to a GET route with 204 and the receipt, calling no node", async () => {
+    const { manager } = mppSessionPayer(devnet, "payer7", "0.05");
+    expect((await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id`)).status).toBe(200);
+    const executes = () =>
+      metricSum("rpc-proxy", "grpc_server_handling_seconds_count", { grpc_method: "Execute" });
+    const served = await executes();
+    const closed = await manager.close();
+    expect(closed).toMatchObject({ intent: "session", spent: String(priceAtomic("0.001")) });
+    expect(await executes()).toBe(served);
+    // A bodiless POST with no payment on that route is still the 405 it always was.
+    const plain = await fetch(`${mesh.gatewayUrl}/api/chain/chain-id`, { method: "POST" });
+    expect(plain.status).toBe(405);
+  });
+});
+
+describe("each official client picks its own offer from one 402", () => {
+  it("the x402 client pays x402 exact and the mppx client pays MPP charge for the same endpoint", async () => {
+    const path = "/api/chain/chain-id";
+    const x402 = x402Payer(devnet, "payer8");
+    const settlement = settlementClient(devnet);
+    const usdcBefore = await usdcBalance(settlement, devnet, devnet.demo.settlement.payTo);
+    const viaX402 = await x402.fetch(`${mesh.gatewayUrl}${path}`);
+    expect(viaX402.status).toBe(200);
+    expect(((await viaX402.json()) as { meta: { payment_chain: string } }).meta.payment_chain).toBe(
+      devnet.demo.settlement.network,
+    );
+    expect(viaX402.headers.get("payment-response")).not.toBeNull();
+    expect(await usdcBalance(settlement, devnet, devnet.demo.settlement.payTo)).toBe(
+      usdcBefore + priceAtomic("0.001"),
+    );
+
+    const mpp = mppChargePayer(devnet, "payer8", PATH_USD);
+    const tempoBefore = await balance(PATH_USD, PAY_TO);
+    const viaMpp = await mpp.fetch(`${mesh.gatewayUrl}${path}`);
+    expect(viaMpp.status).toBe(200);
+    expect(((await viaMpp.json()) as { meta: { payment_chain: string } }).meta.payment_chain).toBe(CHAIN);
+    expect(viaMpp.headers.get("payment-receipt")).not.toBeNull();
+    expect(await balance(PATH_USD, PAY_TO)).toBe(tempoBefore + priceAtomic("0.001"));
+  });
 });

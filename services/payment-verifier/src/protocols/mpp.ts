@@ -182,8 +182,11 @@ export class MppProtocol implements PaymentProtocol<MppCredential, MppOffer> {
     return undefined;
   }
 
-  /** A refusal of our own, stated as MPP states it. */
-  refuse(reason: string, kind: "challenge" | "expired" | "verification", final = true): MppRefusal {
+  /**
+   * A refusal of our own, stated as MPP states it. Not final by default: a credential refused for
+   * this call (a price or a route that differs) may still be good for the call it was made for.
+   */
+  refuse(reason: string, kind: "challenge" | "expired" | "verification", final = false): MppRefusal {
     const error =
       kind === "challenge"
         ? new Errors.InvalidChallengeError({ reason })
@@ -228,9 +231,8 @@ export class MppProtocol implements PaymentProtocol<MppCredential, MppOffer> {
       return this.refuse(
         `the payment transaction fails on the Tempo chain (${short}): check that the payer holds the token and enough of it`,
         "verification",
-        false,
       );
     }
-    return this.refuse(`the payment could not be ${what}`, "verification", false);
+    return this.refuse(`the payment could not be ${what}`, "verification");
   }
 }
