@@ -36,6 +36,8 @@ export interface Mesh {
   services: Record<ServiceName, RunningService>;
   /** Starts another gateway replica in front of the same back ends. */
   spawnGateway(env?: Record<string, string>): Promise<{ url: string; service: RunningService }>;
+  /** Stops a back end and starts it again with the same environment and ports (a replica restart). */
+  restart(name: Exclude<ServiceName, "gateway">): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -161,24 +163,23 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     extraGateways.push(gateway);
     return { url: `http://127.0.0.1:${port}`, service: gateway };
   };
+  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway">) => {
+    services[name] = await spawnService(
+      name,
+      {
+        ...common,
+        GRPC_PORT: String(ports[name].main),
+        METRICS_PORT: String(ports[name].metrics),
+        ...envFor[name],
+        ...opts.serviceEnv?.[name],
+      },
+      onLine,
+      () => checkHealth(addr(name)),
+    );
+  };
   try {
     // Back ends first, so the gateway never serves a request it cannot route.
-    await Promise.all(
-      (["rpc-proxy", "quota-meter", "payment-verifier"] as const).map(async (name) => {
-        services[name] = await spawnService(
-          name,
-          {
-            ...common,
-            GRPC_PORT: String(ports[name].main),
-            METRICS_PORT: String(ports[name].metrics),
-            ...envFor[name],
-            ...opts.serviceEnv?.[name],
-          },
-          onLine,
-          () => checkHealth(addr(name)),
-        );
-      }),
-    );
+    await Promise.all((["rpc-proxy", "quota-meter", "payment-verifier"] as const).map(spawnBackEnd));
     services.gateway = await spawnService(
       "gateway",
       {
@@ -208,6 +209,10 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     stateDir,
     services,
     spawnGateway,
+    async restart(name) {
+      await services[name].stop();
+      await spawnBackEnd(name);
+    },
     stop: stopAll,
   };
 }

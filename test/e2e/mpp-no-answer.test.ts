@@ -1,0 +1,152 @@
+// MPP when a call gets no answer, and across a payment-verifier restart, through a mesh of its own
+// (its gateway, payment-verifier, quota-meter and rpc-proxy as separate processes): ethereum is
+// served by the shared devnet, every sepolia upstream is dead, so a sepolia call gets no answer.
+// Paid with the unmodified official mppx client on the shared devnet's Tempo chain. Stand-ins: the
+// channel reserve (a contract of ours for the TIP-1034 precompile) and the devnet's RPC shim that
+// payment-verifier reaches the chain through.
+import { priceAtomic } from "@tollgate/catalog";
+import { readDevnetFile } from "@tollgate/devnet";
+import { freePort, type Mesh, startMesh } from "@tollgate/local";
+import { Credential, Receipt } from "mppx";
+import { type Hex, parseEventLogs } from "viem";
+import { getTransactionReceipt } from "viem/actions";
+import { Abis } from "viem/tempo";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { sharedSettlementEnv } from "../support/devnet.ts";
+import { mppChargePayer, mppSessionPayer, tempoChain, tempoClient, tip20Balance } from "../support/mppx.ts";
+
+const shared = inject("mesh");
+const devnet = readDevnetFile(shared.devnetFile);
+const tempo = tempoChain(devnet);
+const { payTo: PAY_TO } = devnet.demo.tempo;
+const PATH_USD = devnet.demo.tempo.pathUsd.address;
+const USDC_E = devnet.demo.tempo.usdce.address;
+const balance = (token: `0x${string}`, owner: `0x${string}`) => tip20Balance(tempo.anvilRpcUrl, token, owner);
+const price = priceAtomic("0.001");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let mesh: Mesh;
+
+beforeAll(async () => {
+  const dead = `http://127.0.0.1:${await freePort()}`;
+  mesh = await startMesh({
+    stateDir: shared.stateDir,
+    namespace: `mppnoanswer${process.pid}`,
+    onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),
+    env: {
+      LOG_LEVEL: "warn",
+      REDIS_BUDGET_MS: "2000",
+      UPSTREAMS_ETHEREUM: devnet.chains.ethereum?.rpcUrl ?? "",
+      UPSTREAMS_SEPOLIA: dead,
+    },
+    serviceEnv: {
+      gateway: { EXECUTE_DEADLINE_MS: "3000" },
+      // Its own keys on the shared devnet's chains (x402 settlement, Tempo channel operator).
+      "payment-verifier": sharedSettlementEnv("spare3"),
+    },
+  });
+});
+
+afterAll(async () => {
+  await mesh?.stop();
+});
+
+const at = (path: string, authorization?: string) =>
+  fetch(`${mesh.gatewayUrl}${path}`, authorization ? { headers: { authorization } } : {});
+
+/** The same credential again, once the gateway has released it after its failed call. */
+async function retry(path: string, authorization: string): Promise<Response> {
+  for (let i = 0; ; i++) {
+    const res = await at(path, authorization);
+    if (res.status !== 402 || i === 20) return res;
+    const body = (await res.clone().json()) as { error: { message: string } };
+    if (!/in use/.test(body.error.message)) return res;
+    await sleep(100);
+  }
+}
+
+describe("an MPP call that gets no answer costs nothing (the charging rule)", () => {
+  it("charge, transaction payload: nothing is broadcast; the same credential then buys its call", async () => {
+    const payer = mppChargePayer(devnet, "payer1", PATH_USD, "pull");
+    const before = await balance(PATH_USD, PAY_TO);
+    const dead = await payer.fetch(`${mesh.gatewayUrl}/api/chain/chain-id?network=sepolia`);
+    expect(dead.status).toBe(503);
+    expect(((await dead.json()) as { error: { code: string } }).error.code).toBe("upstream_unavailable");
+    expect(dead.headers.get("payment-receipt")).toBeNull();
+    expect(await balance(PATH_USD, PAY_TO)).toBe(before);
+
+    const served = await retry("/api/chain/chain-id", payer.sent.at(-1) ?? "");
+    expect(served.status, await served.clone().text()).toBe(200);
+    expect(Receipt.fromResponse(served).status).toBe("success");
+    expect(await balance(PATH_USD, PAY_TO)).toBe(before + price);
+  });
+
+  it("charge, hash payload: the client's own transfer landed, so the credential stays good for a retry, served without paying again", async () => {
+    const payer = mppChargePayer(devnet, "payer2", USDC_E, "push");
+    const before = await balance(USDC_E, PAY_TO);
+    const dead = await payer.fetch(`${mesh.gatewayUrl}/api/chain/chain-id?network=sepolia`);
+    expect(dead.status).toBe(503);
+    expect(dead.headers.get("payment-receipt")).toBeNull();
+    expect(await balance(USDC_E, PAY_TO)).toBe(before + price); // moved by the client itself
+
+    const credential = payer.sent.at(-1) ?? "";
+    const served = await retry("/api/chain/chain-id", credential);
+    expect(served.status, await served.clone().text()).toBe(200);
+    expect(Receipt.fromResponse(served).reference).toBe(
+      (Credential.deserialize(credential).payload as { hash: string }).hash,
+    );
+    expect(await balance(USDC_E, PAY_TO)).toBe(before + price);
+    expect((await at("/api/chain/chain-id", credential)).status).toBe(402); // used now
+  });
+
+  it("session: a voucher whose call got no answer charges nothing; close settles only the served calls", async () => {
+    const { manager } = mppSessionPayer(devnet, "payer3", "0.05");
+    const payToBefore = await balance(USDC_E, PAY_TO);
+    const first = await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id`);
+    expect(first.status).toBe(200);
+    const dead = await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id?network=sepolia`);
+    expect(dead.status).toBe(503);
+    expect(dead.receipt).toBeNull();
+    await sleep(200);
+    const second = await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id`);
+    expect(second.status).toBe(200);
+    expect(second.receipt).toMatchObject({ spent: String(2n * price), units: 2 });
+    const closed = await manager.close();
+    const { logs } = await getTransactionReceipt(tempoClient(tempo.anvilRpcUrl), {
+      hash: closed?.txHash as Hex,
+    });
+    const [event] = parseEventLogs({ abi: Abis.tip20ChannelReserve, logs, eventName: "ChannelClosed" });
+    expect(event?.args.settledToPayee).toBe(2n * price);
+    expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 2n * price);
+  });
+});
+
+describe("a payment-verifier restart mid-session", () => {
+  it("loses nothing: the channel is in Redis, the same secret checks the challenges, close settles every call", async () => {
+    const { manager } = mppSessionPayer(devnet, "payer4", "0.05");
+    const payToBefore = await balance(USDC_E, PAY_TO);
+    for (let i = 1; i <= 5; i++) {
+      const res = await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id`);
+      expect(res.receipt).toMatchObject({ spent: String(BigInt(i) * price) });
+    }
+    // A 402 issued before the restart: its challenges are still honoured after it.
+    const issuedBefore = await at("/api/chain/chain-id");
+    await mesh.restart("payment-verifier");
+    for (let i = 0; i < 50; i++) {
+      const probe = await at("/api/chain/chain-id");
+      if (probe.headers.get("www-authenticate")) break;
+      await sleep(100);
+    }
+    for (let i = 6; i <= 10; i++) {
+      const res = await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id`);
+      expect(res.status).toBe(200);
+      expect(res.receipt).toMatchObject({ spent: String(BigInt(i) * price), units: i });
+    }
+    const closed = await manager.close();
+    expect(closed).toMatchObject({ spent: String(10n * price) });
+    expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 10n * price);
+
+    const charge = mppChargePayer(devnet, "payer5", PATH_USD);
+    const credential = await charge.client.createCredential(issuedBefore);
+    expect((await at("/api/chain/chain-id", credential)).status).toBe(200);
+  });
+});
