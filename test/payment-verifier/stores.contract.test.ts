@@ -1,6 +1,8 @@
 // One contract suite for the payment stores that are written twice — a Redis Lua script and its
-// in-memory stand-in: the reservation state machine and the attempt limits must behave the same,
+// in-memory stand-in: the reservation state machine, the attempt limits and the state mppx keeps
+// for MPP (replay claims, session channels) must behave the same,
 // or the embedded default would not show what production does.
+import { randomBytes } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "../../services/payment-verifier/src/adapters/redis.ts";
@@ -10,6 +12,12 @@ import {
   RedisAttemptLimiter,
   RefusalMemory,
 } from "../../services/payment-verifier/src/stores/attempt-limits.ts";
+import {
+  type MppxState,
+  memoryMppxState,
+  type Retention,
+  redisMppxState,
+} from "../../services/payment-verifier/src/stores/mppx-store.ts";
 import {
   MemoryReservationStore,
   type PaymentFacts,
@@ -228,5 +236,108 @@ describe("refusal memory", () => {
     expect(memory.size).toBe(3);
     expect(memory.recall("b", 1)).toBeUndefined(); // the oldest went first
     expect(memory.recall("e", 1)).toBe("e");
+  });
+});
+
+const mppxStates: [string, (retention?: Retention) => MppxState][] = [
+  [
+    "Redis (Lua compare-and-set, SET NX PXAT)",
+    (retention) => redisMppxState(redis, `${prefix}mpp:`, retention),
+  ],
+  ["in-memory stand-in", (retention) => memoryMppxState(retention)],
+];
+
+describe.each(mppxStates)(
+  "mppx state contract (MPP replay claims and session channels): %s",
+  (_name, make) => {
+    const channelId = () => `0x${randomBytes(32).toString("hex")}`;
+
+    it("reads back what mppx writes, bigints included (mppx's own JSON)", async () => {
+      const state = make();
+      const id = channelId();
+      const value = { channelId: id, spent: 123n, deposit: 10n ** 20n, finalized: false, units: 3 };
+      await state.channels.put(id, value);
+      expect(await state.channels.get(id)).toEqual(value);
+      expect(await state.channels.get(channelId())).toBeNull();
+      await state.channels.delete(id);
+      expect(await state.channels.get(id)).toBeNull();
+    });
+
+    it("lets one of many concurrent claims of a replay key win, until the key's expiry", async () => {
+      const state = make();
+      const key = `mppx:charge:${channelId()}`;
+      const expires = Date.now() + 1_200;
+      const claims = await Promise.all(
+        Array.from({ length: 20 }, () => state.charges.tryClaim?.(key, expires)),
+      );
+      expect(claims.filter((c) => c === true)).toHaveLength(1);
+      expect(await state.charges.tryClaim?.(key, Date.now() + 60_000)).toBe(false);
+      await new Promise((r) => setTimeout(r, 1_300));
+      expect(await state.charges.tryClaim?.(key, Date.now() + 60_000)).toBe(true);
+    });
+
+    it("applies concurrent updates of one channel one at a time (deductions from two replicas)", async () => {
+      const replicas = [make(), make()];
+      // The memory stand-in is one process: its replicas are the same store.
+      const stores = replicas[0]?.kind === "memory" ? [replicas[0], replicas[0]] : replicas;
+      const id = channelId();
+      await stores[0]?.channels.put(id, { spent: 0n, highest: 25n });
+      const deduct = (state: MppxState) =>
+        state.channels.update(id, (current) => {
+          const c = current as { spent: bigint; highest: bigint };
+          if (c.highest - c.spent < 1n) return { op: "noop" as const, result: "refused" };
+          return { op: "set" as const, value: { ...c, spent: c.spent + 1n }, result: String(c.spent + 1n) };
+        });
+      const results = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => deduct(stores[i % 2] as MppxState)),
+      );
+      const taken = results.filter((r) => r !== "refused");
+      expect(taken).toHaveLength(25);
+      expect(new Set(taken).size).toBe(25);
+      expect(results.filter((r) => r === "refused")).toHaveLength(5);
+      expect(await stores[1]?.channels.get(id)).toEqual({ spent: 25n, highest: 25n });
+      // delete and noop do what they say.
+      expect(await stores[0]?.channels.update(id, () => ({ op: "delete" as const, result: "gone" }))).toBe(
+        "gone",
+      );
+      expect(await stores[1]?.channels.get(id)).toBeNull();
+    });
+
+    it("lists written channels for the settlement loop until forgotten; values expire, finished ones sooner", async () => {
+      const state = make({ activeMs: 600, finishedMs: 150 });
+      const [open, closed] = [channelId(), channelId()];
+      await state.channels.update(open, () => ({
+        op: "set" as const,
+        value: { finalized: false },
+        result: null,
+      }));
+      await state.channels.update(closed, () => ({
+        op: "set" as const,
+        value: { finalized: true },
+        result: null,
+      }));
+      expect(await state.channelIds()).toEqual(expect.arrayContaining([open, closed]));
+      await state.forgetChannel(closed);
+      expect(await state.channelIds()).not.toContain(closed);
+      expect(await state.channelIds()).toContain(open);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await state.channels.get(closed)).toBeNull();
+      expect(await state.channels.get(open)).toEqual({ finalized: false });
+      await new Promise((r) => setTimeout(r, 400));
+      expect(await state.channels.get(open)).toBeNull();
+    });
+  },
+);
+
+describe("mppx state in Redis", () => {
+  it("writes under the service's prefix in mppx's encoding, every key with a TTL (a replay claim's is its challenge's expiry)", async () => {
+    const state = redisMppxState(redis, `${prefix}mpp:`);
+    const id = `0x${randomBytes(32).toString("hex")}`;
+    await state.channels.put(id, { spent: 123n });
+    expect(await redis.get(`${prefix}mpp:channel:${id}`)).toBe('{"spent":"123#__bigint"}');
+    expect(await redis.pTTL(`${prefix}mpp:channel:${id}`)).toBeGreaterThan(29 * 24 * 3_600_000);
+    const expires = Date.now() + 5 * 60_000;
+    expect(await state.charges.tryClaim?.("mppx:charge:0xabc", expires)).toBe(true);
+    expect(await redis.pExpireTime(`${prefix}mpp:replay:mppx:charge:0xabc`)).toBe(expires);
   });
 });
