@@ -25,11 +25,15 @@ export interface SchemeDeps {
 
 export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): PaymentScheme[] {
   const x402 = new X402Protocol(deps.x402Facilitators.map((f) => f.client));
+  // Only when it is the sole facilitator did it verify what it would settle without a second check.
+  const [only, ...others] = deps.x402Facilitators;
+  const local = only?.mode === "local" && others.length === 0 ? only : undefined;
   const factories: Record<SchemeName, () => PaymentScheme> = {
     exact: () =>
       new X402ExactScheme(config.x402, {
         protocol: x402,
         chain: deps.settlementChain,
+        ...(local ? { local } : {}),
         logger: deps.logger,
         onInitFailure: () => deps.metrics.facilitatorInitFailures.inc({ scheme: "exact" }),
       }) as PaymentScheme,
