@@ -22,8 +22,8 @@ beforeAll(async () => {
     { redisUrl: proxy.url("redis"), keySnapshotRefreshMs: 200, redisBudgetMs: 50, failOpenCooldownMs: 500 },
     { logger: log.logger },
   );
-  // A second replica on a direct link, sharing the same data (prefix).
-  direct = await startTestMeter({ redisPrefix: qm.config.redisPrefix });
+  // A second replica on a direct link, sharing the same data (Redis prefix, database).
+  direct = await startTestMeter({ redisPrefix: qm.config.redisPrefix, databaseUrl: qm.config.databaseUrl });
 });
 
 afterAll(async () => {

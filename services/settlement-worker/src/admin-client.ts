@@ -1,0 +1,24 @@
+// The operator's client of SettlementAdminService (the CLI and the tests), with the operator token.
+import { contracts, createClient, grpc } from "@tollgate/platform";
+import type { ListSettlementsRequest } from "@tollgate/platform/generated/tollgate/settlement/v1/ListSettlementsRequest";
+
+export function createLedgerClient(address: string, token: string | undefined, deadlineMs = 30_000) {
+  const client = createClient(contracts.settlementWorker().SettlementAdminService, address, {
+    service: "settlement-admin",
+    defaultDeadlineMs: deadlineMs,
+    token: undefined,
+  });
+  const options = () => {
+    const metadata = new grpc.Metadata();
+    if (token !== undefined) metadata.set("authorization", `Bearer ${token}`);
+    return { metadata };
+  };
+  return {
+    list: (req: ListSettlementsRequest) => client.call("ListSettlements", req, options()),
+    reconcile: (fromBlock: number, toBlock: number) =>
+      client.call("Reconcile", { fromBlock, toBlock }, options()),
+    close: () => client.close(),
+  };
+}
+
+export type LedgerClient = ReturnType<typeof createLedgerClient>;
