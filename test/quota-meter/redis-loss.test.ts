@@ -20,9 +20,13 @@ const seeds: SeedStats[] = [];
 
 /** A redis-server of this file's own, keeping nothing on disk (like the machines' Redis). */
 async function startRedis(): Promise<void> {
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
-    stdio: "ignore",
-  });
+  const child = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    {
+      stdio: "ignore",
+    },
+  );
   redis = child;
   await waitFor(async () => {
     const c = createClient({ url: `redis://127.0.0.1:${port}` });
@@ -87,7 +91,8 @@ describe("a Redis that comes back empty is re-seeded from PostgreSQL", () => {
 
     // Three counted calls (one of them given back: no answer) and the capped account spent.
     const calls = [];
-    for (const key of [paying.apiKey, paying.apiKey, secondKey.apiKey]) calls.push(await qm.meter.authorize(key));
+    for (const key of [paying.apiKey, paying.apiKey, secondKey.apiKey])
+      calls.push(await qm.meter.authorize(key));
     expect(calls.map((c) => c.quota?.dayUsed)).toEqual([1, 2, 3]);
     const spent = [await qm.meter.authorize(capped.apiKey), await qm.meter.authorize(capped.apiKey)];
     expect((await qm.meter.authorize(capped.apiKey)).decision).toBe("DECISION_DAILY_LIMIT_EXCEEDED");
@@ -105,7 +110,9 @@ describe("a Redis that comes back empty is re-seeded from PostgreSQL", () => {
           [accountId],
         )
       )[0];
-    await waitFor(async () => (await rollup(paying.accountId))?.requests === 3 && (await rollup(capped.accountId)));
+    await waitFor(
+      async () => (await rollup(paying.accountId))?.requests === 3 && (await rollup(capped.accountId)),
+    );
     expect(await rollup(paying.accountId)).toEqual({ requests: 3, counted: 2 });
     await waitFor(async () => (await qm.meter.usage(paying.apiKey, 1)).days[0]?.requests === 3);
 
@@ -118,10 +125,14 @@ describe("a Redis that comes back empty is re-seeded from PostgreSQL", () => {
     const restarted = Date.now();
 
     // No operator action: the next metered answer comes by itself.
-    const back = await waitFor(async () => {
-      const res = await qm.meter.authorize(paying.apiKey);
-      return res.metered ? res : undefined;
-    }, 10_000, 20);
+    const back = await waitFor(
+      async () => {
+        const res = await qm.meter.authorize(paying.apiKey);
+        return res.metered ? res : undefined;
+      },
+      10_000,
+      20,
+    );
     const recoveredMs = Date.now() - restarted;
     expect(recoveredMs).toBeLessThan(5_000);
     // Four accounts, four live keys (the revoked one stays out), three accounts with windows.

@@ -47,7 +47,8 @@ export function createSettlementChain(rpcUrl: string, timeoutMs = 10_000): Settl
       const b = await client.getBlock({ blockNumber: block });
       return new Date(Number(b.timestamp) * 1000);
     },
-    head: () => client.getBlockNumber(),
+    // Never a cached head: the operator asks about blocks that may be seconds old.
+    head: () => client.getBlockNumber({ cacheTime: 0 }),
     async blockOf(transaction) {
       if (!/^0x[0-9a-fA-F]{64}$/.test(transaction)) return undefined;
       try {
