@@ -20,6 +20,8 @@ export interface SettlementWorkerConfig {
   metricsPort: number;
   databaseUrl: string;
   databasePoolSize: number;
+  /** How long startup waits for the schema to be migrated before serving anyway. */
+  databaseWaitMs: number;
   natsUrl: string;
   /** Isolates NATS subjects and streams (tests); empty in production. */
   eventsNamespace: string;
@@ -59,6 +61,7 @@ export function loadConfig(): SettlementWorkerConfig {
     metricsPort: envInt("METRICS_PORT", 9464),
     databaseUrl: readDatabaseUrl(),
     databasePoolSize: envInt("DATABASE_POOL_SIZE", 5),
+    databaseWaitMs: envInt("DATABASE_WAIT_MS", 10_000),
     natsUrl: readSecret("NATS_URL") ?? "nats://127.0.0.1:4222",
     eventsNamespace: envString("EVENTS_NAMESPACE", ""),
     streamReplicas: envInt("NATS_STREAM_REPLICAS", 1),

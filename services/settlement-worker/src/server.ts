@@ -51,6 +51,13 @@ export async function startSettlementWorker(
   });
   const migrations = startMigrations(database.db, MIGRATIONS, { logger, where: database.where });
   const ledger = createLedgerStore(database.db);
+  // Serve once the schema is migrated, or after DATABASE_WAIT_MS without PostgreSQL (events wait
+  // in the stream; admin calls answer UNAVAILABLE until the database is back).
+  const migrated = await Promise.race([
+    migrations.ready.then(() => true),
+    new Promise<false>((r) => setTimeout(() => r(false), config.databaseWaitMs).unref()),
+  ]);
+  if (!migrated) logger.warn({ database: database.where }, "serving before PostgreSQL answered");
   const consumer = createEventConsumer({
     natsUrl: config.natsUrl,
     service: SERVICE,
