@@ -132,7 +132,7 @@ export async function startQuotaMeter(
   // answer UNAVAILABLE until the database is back.
   const waited = await Promise.race([
     migrations.ready.then(() => seeder.check()).then(() => true),
-    new Promise<false>((r) => setTimeout(() => r(false), config.databaseWaitMs).unref()),
+    new Promise<false>((r) => setTimeout(() => r(false), config.databaseWaitMs)),
   ]);
   if (!waited) logger.warn({ database: database.where }, "serving before PostgreSQL answered");
   const stopRefresh = startSnapshotRefresh(records, snapshot, metrics, config.keySnapshotRefreshMs, logger);

@@ -55,7 +55,7 @@ export async function startSettlementWorker(
   // in the stream; admin calls answer UNAVAILABLE until the database is back).
   const migrated = await Promise.race([
     migrations.ready.then(() => true),
-    new Promise<false>((r) => setTimeout(() => r(false), config.databaseWaitMs).unref()),
+    new Promise<false>((r) => setTimeout(() => r(false), config.databaseWaitMs)),
   ]);
   if (!migrated) logger.warn({ database: database.where }, "serving before PostgreSQL answered");
   const consumer = createEventConsumer({
