@@ -203,13 +203,20 @@ describe("the system of record on the mesh", () => {
 
   it("holds every usage batch and settlement event of the run once, and a replay changes nothing", async () => {
     // Some API-key traffic of this file's own, so the usage stream has batches for certain.
-    const { apiKey } = await createAccountWithKey();
+    const { apiKey, accountId } = await createAccountWithKey();
     for (let i = 0; i < 3; i++) {
       await fetch(`${mesh.gatewayUrl}/api/chain/block-number`, {
         headers: { authorization: `Bearer ${apiKey}` },
       });
     }
-    await until(async () => (await streamIds(USAGE_V2)).length > 0);
+    // The gateway reports in batches: wait for these three calls to be folded.
+    const folded3 = async () =>
+      (
+        await rows<{ requests: string }>("select requests from usage_daily where account_id = $1", [
+          accountId,
+        ])
+      )[0]?.requests === "3";
+    await until(folded3);
     await until(
       async () =>
         (await caughtUp(USAGE_V2, ROLLUP_DURABLE)) && (await caughtUp(SETTLEMENT_V2, LEDGER_DURABLE)),
