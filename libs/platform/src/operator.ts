@@ -31,3 +31,10 @@ export function checkOperator(metadata: grpc.Metadata, token: string | undefined
     );
   }
 }
+
+/** The call options an operator's client sends: the token as `authorization: Bearer` (none: no header). */
+export function operatorCall(token: string | undefined): { metadata: grpc.Metadata } {
+  const metadata = new grpc.Metadata();
+  if (token !== undefined) metadata.set("authorization", `Bearer ${token}`);
+  return { metadata };
+}
