@@ -133,7 +133,9 @@ export function startSeeder(deps: SeederDeps): Seeder {
     await Promise.all(changed.revoked.map((k) => store.revokeKey(k.accountId, k.id, k.revokedAt)));
     await store.setSeedMark(`${new Date(nowMs).toISOString()} ${owner}`);
     const stats = { accounts, keys, windows, usageDays, ms: Date.now() - started };
-    logger.warn(stats, "Redis held no copy of the records: re-seeded it from PostgreSQL");
+    // A lost Redis copy deserves a warning; the stand-in is seeded at every start.
+    const level = store.kind === "redis" ? "warn" : "info";
+    logger[level]({ ...stats, store: store.kind }, "the hot copy held no records: seeded it from PostgreSQL");
     deps.onSeeded?.(stats);
   }
 
