@@ -9,7 +9,7 @@ import { parse } from "yaml";
 import { OBSERVABILITY, RULES_FILE } from "../support/observability.ts";
 
 const COMPOSE_DIR = resolve(import.meta.dirname, "../../deploy/compose");
-const TOLLGATE = ["gateway", "quota-meter", "payment-verifier", "rpc-proxy"];
+const TOLLGATE = ["gateway", "quota-meter", "payment-verifier", "rpc-proxy", "settlement-worker"];
 
 interface ComposeService {
   image?: string;
@@ -43,9 +43,9 @@ function hostPathOf(name: string, container: string): string {
 }
 
 describe("compose stack (no Docker engine here: parsed and resolved structurally, not `docker compose config`)", () => {
-  it("runs the four services, Redis, NATS, Prometheus and Grafana, every image pinned", () => {
+  it("runs the five services, PostgreSQL, Redis, NATS, Prometheus and Grafana, every image pinned", () => {
     expect(Object.keys(services).sort()).toEqual(
-      [...TOLLGATE, "redis", "nats", "prometheus", "grafana"].sort(),
+      [...TOLLGATE, "postgres", "redis", "nats", "prometheus", "grafana"].sort(),
     );
     for (const [name, s] of Object.entries(services)) {
       expect(s.image, name).toMatch(/^[\w./-]+:[\w.-]+$/);

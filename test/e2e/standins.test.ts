@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import pg from "pg";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
@@ -13,14 +14,19 @@ const devnet = JSON.parse(readFileSync(shared.devnetFile, "utf8")) as DevnetInfo
 let mesh: Mesh;
 const lines: string[] = [];
 
-// The embedded default on a machine without Redis and NATS: both URLs point at closed
-// ports, so every service must fall back to its stand-in and still serve.
+// The embedded default on a machine without Redis, NATS or a PostgreSQL server: both URLs point at
+// closed ports and no DATABASE_URL is given, so the launcher runs the embedded PGlite and every
+// service falls back to its stand-in and still serves.
 beforeAll(async () => {
   const [redisPort, natsPort] = [await freePort(), await freePort()];
   mesh = await startMesh({
     stateDir: shared.stateDir,
     namespace: `standin${process.pid}`,
-    env: { REDIS_URL: `redis://127.0.0.1:${redisPort}`, NATS_URL: `nats://127.0.0.1:${natsPort}` },
+    env: {
+      REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      NATS_URL: `nats://127.0.0.1:${natsPort}`,
+      DATABASE_URL: "",
+    },
     serviceEnv: {
       "rpc-proxy": {
         UPSTREAMS_ETHEREUM: devnet.chains.ethereum?.rpcUrl ?? "",
@@ -48,10 +54,21 @@ describe("embedded default without Redis and NATS (stand-ins)", () => {
     expect(said("payment-verifier", /NATS is unreachable.*held locally/)).toBe(1);
   });
 
-  it("meters API-key calls on the in-memory store", async () => {
+  it("keeps its records in the embedded PostgreSQL (PGlite), reached like a real server", async () => {
+    expect(mesh.postgres).toBeDefined();
+    expect(mesh.databaseUrl).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/);
+    expect(lines.some((l) => l.startsWith("[postgres]") && /PGlite\) ready/.test(l))).toBe(true);
+  });
+
+  it("meters API-key calls on the in-memory store, the account recorded in PostgreSQL", async () => {
     const admin = meshAdmin(mesh);
-    const { secret } = await admin.quickstart("standin", { daily: 2 });
+    const { secret, account } = await admin.quickstart("standin", { daily: 2 });
     admin.close();
+    const db = new pg.Client({ connectionString: mesh.databaseUrl });
+    await db.connect();
+    const stored = await db.query("select name, daily_limit from accounts where id = $1", [account.id]);
+    await db.end();
+    expect(stored.rows).toEqual([{ name: "standin", daily_limit: "2" }]);
     const call = () =>
       request(mesh.gatewayUrl).get("/api/chain/block-number").set("Authorization", `Bearer ${secret}`);
     const first = await call();

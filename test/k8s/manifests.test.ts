@@ -33,6 +33,8 @@ type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespa
 interface ServiceSpec {
   /** The port probes use: gRPC for the internal services, HTTP for the gateway. */
   protocol: "grpc" | "http";
+  /** Whether the gateway calls it (the settlement worker's one API is the operator's). */
+  calledByGateway?: boolean;
   port: number;
   metricsPort: number;
   /** Exactly the env names its Deployment sets (base and production overlay). */
@@ -58,12 +60,14 @@ const SERVICES: Record<string, ServiceSpec> = {
   },
   "quota-meter": {
     protocol: "grpc",
+    calledByGateway: true,
     port: 50051,
     metricsPort: 9461,
     env: [
       ...COMMON,
       "GRPC_PORT",
       "REDIS_URL",
+      "DATABASE_URL",
       "REDIS_STANDIN",
       "NATS_URL",
       "NATS_STREAM_REPLICAS",
@@ -75,6 +79,7 @@ const SERVICES: Record<string, ServiceSpec> = {
   },
   "payment-verifier": {
     protocol: "grpc",
+    calledByGateway: true,
     port: 50052,
     metricsPort: 9462,
     env: [
@@ -93,6 +98,7 @@ const SERVICES: Record<string, ServiceSpec> = {
   },
   "rpc-proxy": {
     protocol: "grpc",
+    calledByGateway: true,
     port: 50053,
     metricsPort: 9463,
     env: [
@@ -102,6 +108,23 @@ const SERVICES: Record<string, ServiceSpec> = {
       "UPSTREAMS_SEPOLIA",
       "UPSTREAMS_TOLLNET",
       "MESH_CALLER_GATEWAY_SHA256",
+    ],
+  },
+  "settlement-worker": {
+    protocol: "grpc",
+    port: 50054,
+    metricsPort: 9464,
+    env: [
+      ...COMMON,
+      "GRPC_PORT",
+      "DATABASE_URL",
+      "NATS_URL",
+      "NATS_STREAM_REPLICAS",
+      "OPERATOR_TOKEN_FILE",
+      "X402_NETWORK",
+      "X402_ASSET",
+      "X402_PAY_TO",
+      "X402_SETTLEMENT_RPC_URL",
     ],
   },
 };
@@ -179,7 +202,7 @@ function strings(value: unknown): string[] {
   return [];
 }
 
-/** Text of a service's sources and of the platform lib (BIND_HOST, LOG_LEVEL and readSecret live there). */
+/** Text of a service's sources and of the shared libs that read env (platform: BIND_HOST, LOG_LEVEL, readSecret; db: DATABASE_URL). */
 function sourcesOf(service: string): string {
   const files: string[] = [];
   const walk = (dir: string) => {
@@ -193,6 +216,7 @@ function sourcesOf(service: string): string {
   };
   walk(join(ROOT, "services", service, "src"));
   walk(join(ROOT, "libs", "platform", "src"));
+  walk(join(ROOT, "libs", "db", "src"));
   return files.join("\n");
 }
 
@@ -484,7 +508,7 @@ describe.each(["base", "production", "production + self-hosted-facilitator"] as 
 );
 
 describe("production overlay", () => {
-  it("applies default-deny network policies and lets only the gateway call the gRPC services", () => {
+  it("applies default-deny network policies and lets only the gateway call the gRPC services it calls", () => {
     const policies = ofKind(production, "NetworkPolicy").map((o) => new NetworkPolicy(o as never));
     const deny = named(policies, "default-deny-all");
     expect(deny.spec?.podSelector).toEqual({});
@@ -495,18 +519,28 @@ describe("production overlay", () => {
       if (spec.protocol !== "grpc") continue;
       const policy = named(policies, name);
       expect(policy.spec?.podSelector?.matchLabels).toEqual({ "app.kubernetes.io/name": name });
+      const gatewayEgress = named(policies, "gateway").spec?.egress ?? [];
+      if (!spec.calledByGateway) {
+        // Nothing in the cluster may call it; the gateway may not even try.
+        expect(policy.spec?.ingress ?? []).toEqual([]);
+        expect(JSON.stringify(gatewayEgress)).not.toContain(name);
+        continue;
+      }
       expect(policy.spec?.ingress).toEqual([
         {
           from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": "gateway" } } }],
           ports: [{ protocol: "TCP", port: "grpc" }],
         },
       ]);
-      const gatewayEgress = named(policies, "gateway").spec?.egress ?? [];
       expect(gatewayEgress).toContainEqual({
         to: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } }],
         ports: [{ protocol: "TCP", port: spec.port }],
       });
     }
+    // The system of record: only its owners reach PostgreSQL.
+    const toPostgres = (name: string) =>
+      (named(policies, name).spec?.egress ?? []).some((r) => r.ports?.some((p) => p.port === 5432));
+    expect(SERVICE_NAMES.filter(toPostgres).sort()).toEqual(["quota-meter", "settlement-worker"]);
     const scrape = named(policies, "allow-prometheus-scrape");
     expect(scrape.spec?.ingress?.[0]?.ports).toEqual([{ protocol: "TCP", port: "metrics" }]);
   });
@@ -542,7 +576,7 @@ describe("production overlay", () => {
     // Left invalid on purpose: the services refuse to start until the operator sets the digest.
     expect(config.data?.MESH_CALLER_GATEWAY_SHA256).toBe("SET-ME");
     for (const [name, spec] of Object.entries(SERVICES)) {
-      if (spec.protocol !== "grpc") continue;
+      if (!spec.calledByGateway) continue;
       const c = containerOf(named(deployments(production), name));
       expect(
         c.env?.find((e) => e.name === "MESH_CALLER_GATEWAY_SHA256")?.valueFrom?.configMapKeyRef,
@@ -558,7 +592,7 @@ describe("production overlay", () => {
   });
 
   it("fixes replicas for the services without an autoscaler", () => {
-    for (const name of ["quota-meter", "rpc-proxy"]) {
+    for (const name of ["quota-meter", "rpc-proxy", "settlement-worker"]) {
       expect(named(deployments(production), name).spec?.replicas).toBeGreaterThanOrEqual(2);
     }
   });

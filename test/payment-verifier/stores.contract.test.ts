@@ -49,6 +49,7 @@ const facts = (over: Partial<PaymentFacts> = {}): PaymentFacts => ({
   amount: "5000",
   asset: "0xusdc",
   paymentNetwork: "eip155:84532",
+  credential: "fp-of-the-credentials",
   ...over,
 });
 
@@ -88,8 +89,9 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
       token: "first",
       retried: true,
     });
-    // Same request id, but a pricier endpoint or another amount: not a retry.
+    // Same request id, but a pricier endpoint, another amount or other credentials: not a retry.
     for (const other of [
+      { ...f, credential: "fp-of-other-credentials" },
       { ...f, endpoint: "/api/chain/erc721-tokens" },
       { ...f, amount: "8000" },
       { ...f, network: "sepolia" },
@@ -108,7 +110,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     expect((await store.beginSettle(key, "other", f.requestId, 60_000)).ok).toBe(false);
     expect((await store.beginSettle(key, "tok", uniqueId("req-"), 60_000)).ok).toBe(false);
     const begun = await store.beginSettle(key, "tok", f.requestId, 60_000);
-    expect(begun.ok).toBe(true);
+    expect(begun).toMatchObject({ ok: true, reservation: { state: "settling", token: "tok", ...f } });
     expect((await store.beginSettle(key, "tok", f.requestId, 60_000)).ok).toBe(false);
     await store.markSettled(key, "tok", "0xtx", '[{"name":"PAYMENT-RESPONSE","value":"r"}]', 60_000);
     expect(await store.get(key)).toMatchObject({ state: "settled", transaction: "0xtx", token: "tok" });

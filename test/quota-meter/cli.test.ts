@@ -92,6 +92,22 @@ describe("pnpm tollgate (operator CLI)", () => {
     expect((await qm.meter.authorize(key.api_key)).decision).toBe("DECISION_INVALID_KEY");
   });
 
+  it("migrate applies what is pending on DATABASE_URL, every service's tables, and nothing twice", async () => {
+    const env = { DATABASE_URL: qm.config.databaseUrl };
+    const first = await tollgate(["migrate"], env);
+    expect(first.code, first.stderr).toBe(0);
+    // quota-meter migrated its own tables at start-up; the settlement worker's are new here.
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      database: "postgres://***@127.0.0.1:5432/…",
+      applied: { "quota-meter": [], "settlement-worker": ["0001_ledger"] },
+    });
+    const second = await tollgate(["migrate"], env);
+    expect(JSON.parse(second.stdout).applied).toEqual({ "quota-meter": [], "settlement-worker": [] });
+    const down = await tollgate(["migrate"], { DATABASE_URL: "postgres://postgres@127.0.0.1:1/x" });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain("migration failed on postgres://***@127.0.0.1:1/…");
+  });
+
   it("reads the operator token from a file", async () => {
     const file = join(tmp, "operator-token");
     writeFileSync(file, `${OPERATOR_TOKEN}\n`);
@@ -111,6 +127,11 @@ describe("pnpm tollgate (operator CLI)", () => {
       ["account", "create", "--name", "x", "--daily", "-1"],
       ["bogus"],
       ["account", "show", "a", "--daily", "3"],
+      ["ledger", "list"],
+      ["ledger", "list", "--day", "21/11/2026"],
+      ["ledger", "reconcile", "--from-block", "1"],
+      ["ledger", "reconcile", "--from-block", "x", "--to-block", "2"],
+      ["migrate", "now"],
     ]) {
       const out = await tollgate(args);
       expect(out.code, args.join(" ")).toBe(2);
@@ -128,6 +149,12 @@ describe("pnpm tollgate (operator CLI)", () => {
     const down = await tollgate(["key", "list", "acct_nope"], { QUOTA_METER_ADDR: "127.0.0.1:1" });
     expect(down.code).toBe(1);
     expect(down.stderr).toContain("cannot reach quota-meter at 127.0.0.1:1");
+
+    const noWorker = await tollgate(["ledger", "list", "--day", "2026-11-21"], {
+      SETTLEMENT_WORKER_ADDR: "127.0.0.1:1",
+    });
+    expect(noWorker.code).toBe(1);
+    expect(noWorker.stderr).toContain("cannot reach the settlement worker at 127.0.0.1:1");
 
     const help = await tollgate(["--help"]);
     expect(help.code).toBe(0);

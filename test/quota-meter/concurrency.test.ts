@@ -49,7 +49,11 @@ describe("Authorize under concurrency", () => {
   });
 
   it("also holds across two quota-meter replicas sharing Redis", async () => {
-    const replica = await startTestMeter({ redisBudgetMs: 5_000, redisPrefix: qm.config.redisPrefix });
+    const replica = await startTestMeter({
+      redisBudgetMs: 5_000,
+      redisPrefix: qm.config.redisPrefix,
+      databaseUrl: qm.config.databaseUrl,
+    });
     try {
       const { apiKey } = await qm.admin.accountWithKey({ daily: 0, monthly: 60, burst: 1_000_000 });
       const results = await Promise.all(
@@ -63,7 +67,10 @@ describe("Authorize under concurrency", () => {
   });
 
   it("with the default 50 ms budget, calls past the budget are served unmetered and Redis still counts exactly the cap", async () => {
-    const replica = await startTestMeter({ redisPrefix: qm.config.redisPrefix });
+    const replica = await startTestMeter({
+      redisPrefix: qm.config.redisPrefix,
+      databaseUrl: qm.config.databaseUrl,
+    });
     try {
       const { apiKey } = await qm.admin.accountWithKey({ daily: 100, monthly: 10_000, burst: 1_000_000 });
       const results = await Promise.all(Array.from({ length: 1_000 }, () => replica.meter.authorize(apiKey)));

@@ -22,8 +22,8 @@ beforeAll(async () => {
     { redisUrl: proxy.url("redis"), keySnapshotRefreshMs: 200, redisBudgetMs: 50, failOpenCooldownMs: 500 },
     { logger: log.logger },
   );
-  // A second replica on a direct link, sharing the same data (prefix).
-  direct = await startTestMeter({ redisPrefix: qm.config.redisPrefix });
+  // A second replica on a direct link, sharing the same data (Redis prefix, database).
+  direct = await startTestMeter({ redisPrefix: qm.config.redisPrefix, databaseUrl: qm.config.databaseUrl });
 });
 
 afterAll(async () => {
@@ -78,6 +78,13 @@ describe("fail-open when Redis is unreachable", () => {
       expect(await metric(qm.handle.metricsPort, "quota_fail_open_total")).toBeGreaterThanOrEqual(24);
       // One log line for the whole burst of fail-open answers, not one per call.
       expect(log.lines().filter((l) => String(l.msg).includes("fails open"))).toHaveLength(1);
+      // An admin write Redis cannot take is refused whole: PostgreSQL rolls back, so the
+      // operator's retry never makes a second account.
+      const accounts = async () =>
+        (await qm.database!.query<{ n: number }>("select count(*)::int as n from accounts"))[0]?.n;
+      const before = await accounts();
+      await expect(qm.admin.account({})).rejects.toThrow(/retry/);
+      expect(await accounts()).toBe(before);
     } finally {
       await proxy.restore();
     }

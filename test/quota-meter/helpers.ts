@@ -12,8 +12,13 @@ import type { UsageRecord } from "@tollgate/platform/generated/tollgate/quota/v1
 import { createClient as createRedisClient } from "redis";
 import { createAdminClient, type Plan } from "../../services/quota-meter/src/admin-client.ts";
 import { loadConfig, type QuotaMeterConfig } from "../../services/quota-meter/src/config.ts";
-import { type QuotaMeterHandle, startQuotaMeter } from "../../services/quota-meter/src/server.ts";
+import {
+  type QuotaMeterDeps,
+  type QuotaMeterHandle,
+  startQuotaMeter,
+} from "../../services/quota-meter/src/server.ts";
 import { GATEWAY_TOKEN, MESH_CALLERS, MESH_CALLERS_ENV, withEnv } from "../support/mesh.ts";
+import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 
 export const REDIS_PORT = 6379;
 export const NATS_PORT = 4222;
@@ -130,6 +135,8 @@ export function uniqueId(label: string): string {
 export interface TestMeter {
   handle: QuotaMeterHandle;
   config: QuotaMeterConfig;
+  /** Its own database on the machine's PostgreSQL (undefined when the caller passed databaseUrl). */
+  database: TestDatabase | undefined;
   meter: ReturnType<typeof meterClient>;
   admin: ReturnType<typeof adminClient>;
   stop(): Promise<void>;
@@ -138,17 +145,26 @@ export interface TestMeter {
 export const OPERATOR_TOKEN = "test-operator-token";
 
 /**
- * Starts quota-meter in-process on free ports with its own Redis prefix, NATS namespace
- * and outbox directory, so test files can run side by side on the shared servers.
+ * Starts quota-meter in-process on free ports with its own Redis prefix, NATS namespace,
+ * outbox directory and PostgreSQL database, so test files can run side by side on the shared
+ * servers. A `databaseUrl` override is the caller's to keep and drop (a restart on the same records).
  */
 export async function startTestMeter(
   overrides: Partial<QuotaMeterConfig> = {},
-  deps: { now?: () => number; logger?: Logger } = {},
+  deps: Pick<QuotaMeterDeps, "now" | "logger" | "onSeeded"> = {},
 ): Promise<TestMeter> {
   const id = uniqueId("qmt");
   const outboxRoot = mkdtempSync(join(tmpdir(), "qm-outbox-"));
+  const database = overrides.databaseUrl ? undefined : await createTestDatabase(id);
   // The defaults of the real reader; the required secrets are set below.
-  const defaults = withEnv({ ...MESH_CALLERS_ENV, API_KEY_PEPPER: "unused-pepper-for-defaults" }, loadConfig);
+  const defaults = withEnv(
+    {
+      ...MESH_CALLERS_ENV,
+      API_KEY_PEPPER: "unused-pepper-for-defaults",
+      DATABASE_URL: "postgres://unused@127.0.0.1:1/unused",
+    },
+    loadConfig,
+  );
   const config: QuotaMeterConfig = {
     ...defaults,
     grpcPort: 0,
@@ -164,11 +180,13 @@ export async function startTestMeter(
     // One process per suite: the stand-in may replace an unreachable Redis, as in `pnpm start`.
     redisStandIn: true,
     meshCallers: MESH_CALLERS,
+    ...(database ? { databaseUrl: database.url } : {}),
     ...overrides,
   };
   const handle = await startQuotaMeter(config, {
     logger: deps.logger ?? silentLogger(),
     ...(deps.now ? { now: deps.now } : {}),
+    ...(deps.onSeeded ? { onSeeded: deps.onSeeded } : {}),
   });
   const addr = `127.0.0.1:${handle.grpcPort}`;
   const meter = meterClient(addr);
@@ -176,6 +194,7 @@ export async function startTestMeter(
   return {
     handle,
     config,
+    database,
     meter,
     admin,
     async stop() {
@@ -184,6 +203,7 @@ export async function startTestMeter(
       await handle.stop();
       await cleanRedis(config.redisPrefix);
       await deleteStreams(config.eventsNamespace);
+      await database?.drop();
       rmSync(outboxRoot, { recursive: true, force: true });
     },
   };

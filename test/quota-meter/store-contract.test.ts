@@ -39,7 +39,7 @@ const DAY = 24 * 60 * 60 * 1000;
 /** An account with the plan and one live key, created through the store itself. */
 async function newAccount(store: QuotaStore, plan: Partial<AccountRecord> = {}) {
   const id = randomUUID();
-  await store.createAccount({
+  const record: AccountRecord = {
     id,
     name: id,
     status: "active",
@@ -48,14 +48,22 @@ async function newAccount(store: QuotaStore, plan: Partial<AccountRecord> = {}) 
     burstPerSecond: 1_000_000,
     createdAt: new Date().toISOString(),
     ...plan,
-  });
+  };
+  await store.createAccount(record);
   const keyHash = randomBytes(32);
   const keyId = randomUUID();
   await store.createKey(
-    { id: keyId, accountId: id, prefix: "tg_live_x", createdAt: new Date().toISOString(), revokedAt: "" },
+    {
+      id: keyId,
+      accountId: id,
+      prefix: "tg_live_x",
+      createdAt: new Date().toISOString(),
+      revokedAt: "",
+      lastUsedAt: "",
+    },
     keyHash,
   );
-  return { accountId: id, keyId, keyHash };
+  return { accountId: id, keyId, keyHash, account: record };
 }
 
 describe.each(STORES)("quota store contract: %s", (_name, open) => {
@@ -160,9 +168,10 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
     const a = await account({ dailyLimit: 100, monthlyLimit: 1000 });
     await store.authorize(at(now, a.keyHash));
     const days = recentDays(now, 3);
-    await store.countUsage({ eventId: "e1", accountId: a.accountId, day: days[2]!, error: false }, DAY);
-    await store.countUsage({ eventId: "e2", accountId: a.accountId, day: days[2]!, error: true }, DAY);
-    await store.countUsage({ eventId: "e3", accountId: a.accountId, day: days[0]!, error: false }, DAY);
+    await store.mergeUsage([
+      { accountId: a.accountId, day: days[2]!, requests: 2, errors: 1 },
+      { accountId: a.accountId, day: days[0]!, requests: 1, errors: 0 },
+    ]);
 
     const usage = await read(now, a.keyHash);
     expect(usage).toMatchObject({
@@ -189,10 +198,10 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
     const now = Date.now();
     expect((await read(now, randomBytes(32))).decision).toBe("invalid_key");
     const a = await account();
-    await store.updateAccount(a.accountId, { status: "suspended" });
+    await store.createAccount({ ...a.account, status: "suspended" });
     const inactive = await read(now, a.keyHash);
     expect(inactive).toMatchObject({ decision: "subscription_inactive", accountId: a.accountId, days: [] });
-    await store.updateAccount(a.accountId, { status: "active" });
+    await store.createAccount({ ...a.account, status: "active" });
     expect((await read(now, a.keyHash)).decision).toBe("allow");
     await store.revokeKey(a.accountId, a.keyId, new Date().toISOString());
     expect((await read(now, a.keyHash)).decision).toBe("invalid_key");
@@ -238,43 +247,55 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
     expect([usageB.dayUsed, usageB.monthUsed]).toEqual([0, 0]);
   });
 
-  it("counts a usage event once per (account, event id)", async () => {
-    const now = Date.now();
-    const day = windowsAt(now).day;
-    const a = await account();
-    const b = await account();
-    const count = (accountId: string, eventId: string, error = false) =>
-      store.countUsage({ eventId, accountId, day, error }, DAY);
-    expect(await count(a.accountId, "ev")).toBe(true);
-    expect(await count(a.accountId, "ev")).toBe(false); // redelivered
-    expect(await count(b.accountId, "ev", true)).toBe(true);
-    expect((await read(now, a.keyHash, 1)).days).toEqual([{ day, requests: 1, errors: 0 }]);
-    expect((await read(now, b.keyHash, 1)).days).toEqual([{ day, requests: 1, errors: 1 }]);
-  });
-
-  it("folds a usage batch over several accounts and days in one step, once per batch id", async () => {
+  it("merges per-day usage totals as maxima: any order, any repetition, the largest stays", async () => {
     const now = Date.now();
     const [yesterday, today] = recentDays(now, 2) as [string, string];
     const a = await account();
     const b = await account();
-    const batch = {
-      batchId: `batch-${Math.random()}`,
-      days: [
-        { accountId: a.accountId, day: today, requests: 3, errors: 1 },
-        { accountId: a.accountId, day: yesterday, requests: 2, errors: 0 },
-        { accountId: b.accountId, day: today, requests: 5, errors: 5 },
-      ],
-    };
-    expect(await store.countUsageBatch(batch, DAY)).toBe(true);
-    expect(await store.countUsageBatch(batch, DAY)).toBe(false); // redelivered
-    expect(
-      await store.countUsageBatch({ batchId: `${batch.batchId}-next`, days: [batch.days[0]!] }, DAY),
-    ).toBe(true);
+    const newer = [
+      { accountId: a.accountId, day: today, requests: 6, errors: 2 },
+      { accountId: a.accountId, day: yesterday, requests: 2, errors: 0 },
+      { accountId: b.accountId, day: today, requests: 5, errors: 5 },
+    ];
+    await store.mergeUsage(newer);
+    // An older total arriving late (another replica, a replay) and a repeat change nothing.
+    await store.mergeUsage([{ accountId: a.accountId, day: today, requests: 3, errors: 1 }]);
+    await store.mergeUsage(newer);
     expect((await read(now, a.keyHash, 2)).days).toEqual([
       { day: yesterday, requests: 2, errors: 0 },
       { day: today, requests: 6, errors: 2 },
     ]);
     expect((await read(now, b.keyHash, 1)).days).toEqual([{ day: today, requests: 5, errors: 5 }]);
+  });
+
+  it("restores window counts after a loss, keeping a counter that exists", async () => {
+    const now = Date.now();
+    const w = windowsAt(now);
+    const a = await account({ dailyLimit: 10, monthlyLimit: 100 });
+    const b = await account({ dailyLimit: 10, monthlyLimit: 100 });
+    await store.authorize(at(now, b.keyHash)); // b's counters exist: 1 and 1
+    const restore = (accountId: string, day: number, month: number) => [
+      { accountId, kind: "day" as const, window: w.day, count: day, ttlMs: w.dayTtlMs },
+      { accountId, kind: "month" as const, window: w.month, count: month, ttlMs: w.monthTtlMs },
+    ];
+    await store.restoreWindows([...restore(a.accountId, 4, 40), ...restore(b.accountId, 7, 70)]);
+    expect(await store.authorize(at(now, a.keyHash))).toMatchObject({ dayUsed: 5, monthUsed: 41 });
+    expect(await store.authorize(at(now, b.keyHash))).toMatchObject({ dayUsed: 2, monthUsed: 2 });
+  });
+
+  it("holds: not ready while held, and a seed mark and lock of its own", async () => {
+    expect(store.isReady()).toBe(true);
+    store.hold(true);
+    expect(store.isReady()).toBe(false);
+    store.hold(false);
+    expect(store.isReady()).toBe(true);
+    const mark = `mark-${Math.random()}`;
+    await store.setSeedMark(mark);
+    expect(await store.seedMark()).toBe(mark);
+    expect(await store.lockSeeding("me", 5_000)).toBe(true);
+    await store.unlockSeeding("me");
+    expect(await store.lockSeeding("me", 5_000)).toBe(true);
+    await store.unlockSeeding("me");
   });
 });
 

@@ -23,12 +23,15 @@ import { ExactEvmScheme } from "@x402/evm/exact/client";
 import request from "supertest";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
+import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 
 const secret = (label: string) => `${label}${randomBytes(12).toString("hex")}`;
 
 /** Every secret handed to a service, by what it is. */
 const S = {
   redisPassword: secret("redispw"),
+  databasePassword: secret("databasepw"),
   natsUser: secret("natsuser"),
   natsPassword: secret("natspw"),
   natsToken: secret("natstoken"),
@@ -51,6 +54,7 @@ const S = {
 const lines: string[] = [];
 const running: RunningService[] = [];
 let outbox: string;
+let database: TestDatabase;
 let gatewayUrl: string;
 const ports: Record<string, number> = {};
 
@@ -86,10 +90,15 @@ async function start(
 beforeAll(async () => {
   outbox = mkdtempSync(join(tmpdir(), "tollgate-secrets-"));
   const closed = async () => `127.0.0.1:${await freePort()}`;
-  const [redis, nats, node, sepolia, settlement, facilitator] = await Promise.all(
-    Array.from({ length: 6 }, closed),
+  const [redis, nats, node, sepolia, settlement, facilitator, postgres] = await Promise.all(
+    Array.from({ length: 7 }, closed),
   );
   const redisUrl = `redis://default:${S.redisPassword}@${redis}/0`;
+  // quota-meter's records on the machine's PostgreSQL (trust auth ignores the password, which is
+  // still in the URL for the services to keep out of their logs); the worker's database is closed.
+  database = await createTestDatabase("secrets");
+  const liveDatabaseUrl = `postgres://postgres:${S.databasePassword}@127.0.0.1:5432/${database.name}`;
+  const closedDatabaseUrl = `postgres://tollgate:${S.databasePassword}@${postgres}/tollgate`;
   const payTo = `0x${randomBytes(20).toString("hex")}`;
 
   await Promise.all([
@@ -112,6 +121,22 @@ beforeAll(async () => {
         NATS_URL: `nats://${S.natsUser}:${S.natsPassword}@${nats}`,
         API_KEY_PEPPER: S.pepper,
         OPERATOR_TOKEN: S.operatorToken,
+        DATABASE_URL: liveDatabaseUrl,
+      },
+      healthy,
+    ),
+    start(
+      "settlement-worker",
+      "settlement-worker",
+      {
+        NATS_URL: `nats://${S.natsUser}:${S.natsPassword}@${nats}`,
+        OPERATOR_TOKEN: S.operatorToken,
+        DATABASE_URL: closedDatabaseUrl,
+        DATABASE_WAIT_MS: "500",
+        X402_NETWORK: "eip155:84532",
+        X402_ASSET: `0x${randomBytes(20).toString("hex")}`,
+        X402_PAY_TO: `0x${randomBytes(20).toString("hex")}`,
+        X402_SETTLEMENT_RPC_URL: `http://${settlement}/rpc/${S.settlementKey}`,
       },
       healthy,
     ),
@@ -191,16 +216,22 @@ async function signedPayment(path: string): Promise<string> {
 
 afterAll(async () => {
   await Promise.all(running.map((s) => s.stop()));
+  await database?.drop();
   rmSync(outbox, { recursive: true, force: true });
 });
 
 describe("secrets never reach the logs (finding 7)", () => {
-  it("in anything four services print while their dependencies are down and clients call them", async () => {
+  it("in anything five services print while their dependencies are down and clients call them", async () => {
     const gateway = request(gatewayUrl);
     // A key the operator creates (the admin API logs the creation), then used and failing upstream.
     const admin = createAdminClient(`127.0.0.1:${ports["quota-meter"]}`, S.operatorToken);
     const { secret: createdKey } = await admin.quickstart("secrets-test");
     admin.close();
+    // The ledger's database is closed: the admin API answers UNAVAILABLE and logs why.
+    const ledger = createLedgerClient(`127.0.0.1:${ports["settlement-worker"]}`, S.operatorToken);
+    await ledger.list({ payer: "0x00000000000000000000000000000000000000aa" }).catch(() => undefined);
+    await ledger.reconcile(1, 2).catch(() => undefined);
+    ledger.close();
     const payment = await signedPayment("/api/chain/block-number");
     const calls = [
       gateway.get("/api/chain/block-number").set("Authorization", `Bearer ${createdKey}`),
@@ -243,6 +274,9 @@ describe("secrets never reach the logs (finding 7)", () => {
       ["payment-verifier", /facilitator unavailable/],
       ["payment-verifier (remote facilitator)", /facilitator unreachable/],
       ["rpc-proxy", /refused a gRPC call/],
+      ["quota-meter", /postgres:\/\/\*\*\*@127\.0\.0\.1:5432\/….*PostgreSQL schema up to date/],
+      ["settlement-worker", /postgres:\/\/\*\*\*@127\.0\.0\.1:\d+\/….*PostgreSQL not migrated yet/],
+      ["settlement-worker", /serving before PostgreSQL answered/],
     ] as const) {
       expect(
         lines.some((l) => l.startsWith(`[${label}]`) && pattern.test(l)),

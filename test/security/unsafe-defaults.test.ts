@@ -40,6 +40,8 @@ const CLEAN: Record<string, undefined> = Object.fromEntries(
     "X402_SETTLEMENT_RPC_URL",
     "API_KEY_PEPPER",
     "API_KEY_PEPPER_FILE",
+    "DATABASE_URL",
+    "DATABASE_URL_FILE",
     "MESH_TOKEN",
     "MESH_TOKEN_FILE",
     "REDIS_STANDIN",
@@ -85,6 +87,9 @@ function run(service: string, env: Record<string, string>) {
   });
 }
 
+/** A database URL for readers that need one (nothing connects to it here). */
+const DB = { DATABASE_URL: "postgres://tollgate@127.0.0.1:5432/tollgate" };
+
 const PAYMENT_ENV = {
   ...MESH_CALLERS_ENV,
   X402_BATCH_AUTHORIZER_PRIVATE_KEY: `0x${randomBytes(32).toString("hex")}`,
@@ -95,8 +100,10 @@ const PAYMENT_ENV = {
 describe("a service refuses to start without what has no safe default (one line naming it, exit 1)", () => {
   it.each([
     ["payment-verifier", "X402_PAY_TO", PAYMENT_ENV],
-    ["quota-meter", "API_KEY_PEPPER", { ...MESH_CALLERS_ENV }],
-    ["quota-meter", meshCallerEnv("gateway"), { API_KEY_PEPPER: randomBytes(32).toString("hex") }],
+    ["quota-meter", "API_KEY_PEPPER", { ...MESH_CALLERS_ENV, ...DB }],
+    ["quota-meter", meshCallerEnv("gateway"), { ...DB, API_KEY_PEPPER: randomBytes(32).toString("hex") }],
+    ["quota-meter", "DATABASE_URL", { ...MESH_CALLERS_ENV, API_KEY_PEPPER: randomBytes(32).toString("hex") }],
+    ["settlement-worker", "DATABASE_URL", {}],
     ["rpc-proxy", meshCallerEnv("gateway"), {}],
     ["gateway", "MESH_TOKEN", {}],
   ] as const)("%s without %s", async (service, variable, env) => {
@@ -189,19 +196,27 @@ describe("quota-meter, gateway, rpc-proxy", () => {
   const pepper = randomBytes(32).toString("hex");
 
   it("quota-meter has no public pepper: unset or short is refused", () => {
-    expect(refusal(quotaConfig, { ...MESH_CALLERS_ENV })).toMatch(
+    expect(refusal(quotaConfig, { ...MESH_CALLERS_ENV, ...DB })).toMatch(
       /^API_KEY_PEPPER \(or API_KEY_PEPPER_FILE\) is not set/,
     );
-    expect(refusal(quotaConfig, { ...MESH_CALLERS_ENV, API_KEY_PEPPER: "short" })).toMatch(
+    expect(refusal(quotaConfig, { ...MESH_CALLERS_ENV, ...DB, API_KEY_PEPPER: "short" })).toMatch(
       /^API_KEY_PEPPER is shorter/,
     );
-    expect(refusal(quotaConfig, { ...MESH_CALLERS_ENV, API_KEY_PEPPER: pepper })).toBeUndefined();
+    expect(refusal(quotaConfig, { ...MESH_CALLERS_ENV, ...DB, API_KEY_PEPPER: pepper })).toBeUndefined();
+  });
+
+  it("quota-meter has no default database: DATABASE_URL unset or not postgres:// is refused", () => {
+    const env = { ...MESH_CALLERS_ENV, API_KEY_PEPPER: pepper };
+    expect(refusal(quotaConfig, env)).toMatch(/^DATABASE_URL \(or DATABASE_URL_FILE\) is not set/);
+    expect(refusal(quotaConfig, { ...env, DATABASE_URL: "mysql://db/x" })).toMatch(
+      /^DATABASE_URL must be a postgres/,
+    );
   });
 
   it("quota-meter keeps private in-memory counters off by default (replicas would each grant the plan)", () => {
-    expect(withEnv({ ...CLEAN, ...MESH_CALLERS_ENV, API_KEY_PEPPER: pepper }, quotaConfig).redisStandIn).toBe(
-      false,
-    );
+    expect(
+      withEnv({ ...CLEAN, ...MESH_CALLERS_ENV, ...DB, API_KEY_PEPPER: pepper }, quotaConfig).redisStandIn,
+    ).toBe(false);
   });
 
   it("every service needs its mesh credentials, well formed", () => {

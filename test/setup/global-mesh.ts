@@ -3,12 +3,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startMesh } from "@tollgate/local";
 import type { TestProject } from "vitest/node";
+import { createTestDatabase } from "../support/postgres.ts";
 
 export interface MeshInfo {
   gatewayUrl: string;
   devnetFile: string;
   operatorToken: string;
   quotaMeterAddr: string;
+  settlementWorkerAddr: string;
+  /** This mesh's database on the machine's PostgreSQL. */
+  databaseUrl: string;
   metricsUrls: Record<string, string>;
   stateDir: string;
   /** Prefix of this mesh's NATS subjects and streams (see startMesh's namespace). */
@@ -26,12 +30,18 @@ export default async function setup(project: TestProject) {
   const stateDir = mkdtempSync(join(tmpdir(), "tollgate-test-"));
   const namespace = `t${process.pid}`;
   const lines: string[] = [];
+  // The mesh's records live in a database of its own on the machine's PostgreSQL, dropped after.
+  const database = await createTestDatabase(namespace);
   const mesh = await startMesh({
     stateDir,
     namespace,
     // The whole suite shares two cores with Redis, NATS and anvil: give the metering
     // round trip room, so tests see metering rather than the fail-open path.
-    env: { LOG_LEVEL: process.env.MESH_LOG_LEVEL ?? "warn", REDIS_BUDGET_MS: "2000" },
+    env: {
+      LOG_LEVEL: process.env.MESH_LOG_LEVEL ?? "warn",
+      REDIS_BUDGET_MS: "2000",
+      DATABASE_URL: database.url,
+    },
     onLine: (service, line) => {
       lines.push(`[${service}] ${line}`);
       if (process.env.MESH_LOGS) process.stderr.write(`[${service}] ${line}\n`);
@@ -43,6 +53,8 @@ export default async function setup(project: TestProject) {
     devnetFile: mesh.devnet.file,
     operatorToken: readFileSync(mesh.operatorTokenFile, "utf8").trim(),
     quotaMeterAddr: `127.0.0.1:${mesh.ports["quota-meter"].main}`,
+    settlementWorkerAddr: `127.0.0.1:${mesh.ports["settlement-worker"].main}`,
+    databaseUrl: database.url,
     metricsUrls: Object.fromEntries(
       Object.entries(mesh.ports).map(([name, p]) => [name, `http://127.0.0.1:${p.metrics}/metrics`]),
     ),
@@ -51,6 +63,7 @@ export default async function setup(project: TestProject) {
   });
   return async () => {
     await mesh.stop();
+    await database.drop();
     rmSync(stateDir, { recursive: true, force: true });
   };
 }

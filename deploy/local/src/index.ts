@@ -1,4 +1,5 @@
 export * from "./admin.ts";
 export * from "./mesh.ts";
 export * from "./ports.ts";
+export * from "./postgres.ts";
 export * from "./services.ts";

@@ -1,8 +1,9 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Devnet, startDevnet } from "@tollgate/devnet";
 import { checkHealth, meshCallerEnv, meshTokenDigest } from "@tollgate/platform";
 import { freePort } from "./ports.ts";
+import { EMBEDDED_POSTGRES_PORT, startEmbeddedPostgres } from "./postgres.ts";
 import { localSecret } from "./secrets.ts";
 import { REPO_ROOT, type RunningService, type ServiceName, spawnService } from "./services.ts";
 
@@ -19,8 +20,8 @@ export interface MeshOptions {
    * several meshes at once). Unset for `pnpm start`.
    */
   namespace?: string;
-  /** Called with every log line of every service. */
-  onLine?: (service: ServiceName, line: string) => void;
+  /** Called with every log line of every service (and of the embedded PostgreSQL). */
+  onLine?: (service: ServiceName | "postgres", line: string) => void;
   log?: (line: string) => void;
 }
 
@@ -30,7 +31,11 @@ export interface Mesh {
   /** The local chains, when no upstream URLs were configured. */
   devnet: Devnet | undefined;
   operatorTokenFile: string;
-  /** The gateway's mesh token (what it presents to the other three services). */
+  /** The system of record: DATABASE_URL when given, else the embedded PGlite this mesh started. */
+  databaseUrl: string;
+  /** The embedded PostgreSQL's process, when no DATABASE_URL was given. */
+  postgres: RunningService | undefined;
+  /** The gateway's mesh token (what it presents to the services it calls). */
   gatewayTokenFile: string;
   stateDir: string;
   services: Record<ServiceName, RunningService>;
@@ -46,15 +51,15 @@ const DEFAULT_PORTS: Record<ServiceName, { main: number; metrics: number }> = {
   "quota-meter": { main: 50051, metrics: 9461 },
   "payment-verifier": { main: 50052, metrics: 9462 },
   "rpc-proxy": { main: 50053, metrics: 9463 },
+  "settlement-worker": { main: 50054, metrics: 9464 },
 };
-
 function hasUpstreams(env: Record<string, string | undefined>): boolean {
   return Object.keys(env).some((k) => k.startsWith("UPSTREAMS_") && env[k]);
 }
 
 /**
- * The embedded default: starts local devnets (unless upstream URLs are configured)
- * and the four services on loopback, each its own process talking gRPC.
+ * The embedded default: starts local devnets (unless upstream URLs are configured), the embedded
+ * PostgreSQL (unless DATABASE_URL is given) and the services on loopback, each its own process.
  */
 export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   const log = opts.log ?? (() => {});
@@ -94,6 +99,19 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     paymentEnv.MPP_SECRET_KEY_FILE = localSecret(stateDir, "mpp-secret-key");
   }
 
+  const onLine = opts.onLine ?? (() => {});
+  let postgres: RunningService | undefined;
+  let databaseUrl = baseEnv.DATABASE_URL ?? "";
+  if (!databaseUrl) {
+    const dataDir = join(stateDir, opts.namespace ? `pglite-${opts.namespace}` : "pglite");
+    const port = opts.defaultPorts ? Number(baseEnv.PGLITE_PORT ?? EMBEDDED_POSTGRES_PORT) : await freePort();
+    const embedded = await startEmbeddedPostgres(dataDir, port, onLine);
+    postgres = embedded.process;
+    databaseUrl = embedded.url;
+    // `pnpm tollgate migrate` finds the running embedded database here.
+    if (!opts.namespace) writeFileSync(join(stateDir, "database-url"), `${databaseUrl}\n`, { mode: 0o600 });
+  }
+
   const operatorTokenFile = localSecret(stateDir, "operator-token");
   const pepperFile = localSecret(stateDir, "api-key-pepper");
   // The gateway holds its token; the services it calls hold only the token's digest.
@@ -117,8 +135,17 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   };
   const envFor: Record<ServiceName, Record<string, string>> = {
     "rpc-proxy": { ...upstreamEnv },
-    "quota-meter": { OPERATOR_TOKEN_FILE: operatorTokenFile, API_KEY_PEPPER_FILE: pepperFile },
+    "quota-meter": {
+      OPERATOR_TOKEN_FILE: operatorTokenFile,
+      API_KEY_PEPPER_FILE: pepperFile,
+      DATABASE_URL: databaseUrl,
+    },
     "payment-verifier": { ...paymentEnv },
+    "settlement-worker": {
+      OPERATOR_TOKEN_FILE: operatorTokenFile,
+      DATABASE_URL: databaseUrl,
+      ...(devnet ? reconcileEnv(paymentEnv) : {}),
+    },
     gateway: {
       PORT: String(ports.gateway.main),
       // The address the docs (OpenAPI servers, llms.txt) and payment offers name.
@@ -132,12 +159,18 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
 
   const services = {} as Record<ServiceName, RunningService>;
   const extraGateways: RunningService[] = [];
-  const onLine = opts.onLine ?? (() => {});
   const stopAll = async () => {
     for (const g of extraGateways) await g.stop();
-    for (const name of ["gateway", "payment-verifier", "quota-meter", "rpc-proxy"] as const) {
+    for (const name of [
+      "gateway",
+      "payment-verifier",
+      "settlement-worker",
+      "quota-meter",
+      "rpc-proxy",
+    ] as const) {
       await services[name]?.stop();
     }
+    await postgres?.stop();
     await devnet?.stop();
   };
   /** One more gateway replica in front of the same back ends (its own ports). */
@@ -179,7 +212,9 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   };
   try {
     // Back ends first, so the gateway never serves a request it cannot route.
-    await Promise.all((["rpc-proxy", "quota-meter", "payment-verifier"] as const).map(spawnBackEnd));
+    await Promise.all(
+      (["rpc-proxy", "quota-meter", "payment-verifier", "settlement-worker"] as const).map(spawnBackEnd),
+    );
     services.gateway = await spawnService(
       "gateway",
       {
@@ -205,6 +240,8 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     ports,
     devnet,
     operatorTokenFile,
+    databaseUrl,
+    postgres,
     gatewayTokenFile,
     stateDir,
     services,
@@ -237,6 +274,12 @@ function mppDevnetEnv(devnet: Devnet): Record<string, string> {
     MPP_FEE_TOKEN: pathUsd,
     MPP_CHANNEL_RESERVE: channelReserve,
   };
+}
+
+/** The settlement worker reconciles against the chain payment-verifier settles on (no signing key). */
+function reconcileEnv(payment: Record<string, string>): Record<string, string> {
+  const { X402_NETWORK = "", X402_ASSET = "", X402_PAY_TO = "", X402_SETTLEMENT_RPC_URL = "" } = payment;
+  return { X402_NETWORK, X402_ASSET, X402_PAY_TO, X402_SETTLEMENT_RPC_URL };
 }
 
 /** payment-verifier's x402 settings for the local settlement chain. */

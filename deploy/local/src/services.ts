@@ -2,13 +2,21 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-export const SERVICE_NAMES = ["rpc-proxy", "quota-meter", "payment-verifier", "gateway"] as const;
+export const SERVICE_NAMES = [
+  "rpc-proxy",
+  "quota-meter",
+  "payment-verifier",
+  "settlement-worker",
+  "gateway",
+] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
+/** What the launcher runs: the services, and the embedded PostgreSQL when no DATABASE_URL is given. */
+export type ProcessName = ServiceName | "postgres";
 
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
 export interface RunningService {
-  name: ServiceName;
+  name: ProcessName;
   child: ChildProcess;
   stop(): Promise<void>;
 }
@@ -18,14 +26,15 @@ export interface RunningService {
  * configured only by environment. Resolves once `isReady` says so (the same health
  * checks Kubernetes probes make), whatever the log level hides.
  */
-export function spawnService(
-  name: ServiceName,
+export function spawnService<N extends ProcessName>(
+  name: N,
   env: Record<string, string>,
-  onLine: (service: ServiceName, line: string) => void,
+  onLine: (service: N, line: string) => void,
   isReady: () => Promise<boolean>,
   readyTimeoutMs = 30_000,
+  args: string[] = [`services/${name}/src/main.ts`],
 ): Promise<RunningService> {
-  const child = spawn(process.execPath, [`services/${name}/src/main.ts`], {
+  const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -146,6 +146,21 @@ export function createEventConsumer(opts: EventConsumerOptions): EventConsumer {
         const consumer = await jetstream(nc).consumers.get(stream, durable);
         messages = await consumer.consume({ max_messages: copts.batch ?? 256 });
         running.add(messages);
+        // A durable deleted under us (an operator replaying the stream from its start) or a stream
+        // recreated: end this iteration, so the loop recreates the durable instead of waiting forever.
+        const watched = messages;
+        void (async () => {
+          for await (const s of watched.status()) {
+            if (
+              s.type === "consumer_deleted" ||
+              s.type === "consumer_not_found" ||
+              s.type === "stream_not_found"
+            ) {
+              watched.stop();
+              return;
+            }
+          }
+        })().catch(() => undefined);
         for await (const m of messages) {
           await handleOne(subject, durable, handler, m, copts.retryDelayMs ?? 1_000, warn);
         }

@@ -12,12 +12,14 @@ export const USAGE_BATCH_MAX = 1_000;
  * ack for all of them, where v1 spent one of each per call. `id` is the batch id the gateway
  * generated when it formed the batch and keeps when it resends it, so a resent batch is stored
  * once (the JetStream message id) and counted once (the consumers' idempotency key). Each call
- * keeps the gateway's request id; none carries the API key, only its id.
+ * keeps the gateway's request id; none carries the API key, only its id. `counted` (added
+ * compatibly: absent in batches written before it) says the call stayed counted in the account's
+ * quota windows (metered and not refunded): the windows are rebuilt from it after a Redis loss.
  */
 export const usageBatchV2 = z.object({
   id: z.string().min(1).max(200),
   calls: z
-    .array(usageEventV1.omit({ id: true }))
+    .array(usageEventV1.omit({ id: true }).extend({ counted: z.boolean().optional() }))
     .min(1)
     .max(USAGE_BATCH_MAX),
 });

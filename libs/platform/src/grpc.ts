@@ -6,6 +6,7 @@ import { HealthImplementation, service as healthService } from "grpc-health-chec
 import type { ProtoGrpcType as PaymentProto } from "./generated/payment_verifier.ts";
 import type { ProtoGrpcType as QuotaProto } from "./generated/quota_meter.ts";
 import type { ProtoGrpcType as RpcProxyProto } from "./generated/rpc_proxy.ts";
+import type { ProtoGrpcType as SettlementProto } from "./generated/settlement_worker.ts";
 import type { Logger } from "./logger.ts";
 import {
   type CallerPolicy,
@@ -41,11 +42,13 @@ function load<T>(file: string): T {
   return grpc.loadPackageDefinition(protoLoader.loadSync(file, LOADER_OPTIONS)) as unknown as T;
 }
 
-/** The three internal contracts, loaded from proto/ (the only place they are written). */
+/** The internal contracts, loaded from proto/ (the only place they are written). */
 export const contracts = {
   rpcProxy: () => load<RpcProxyProto>("tollgate/rpc/v1/rpc_proxy.proto").tollgate.rpc.v1,
   quotaMeter: () => load<QuotaProto>("tollgate/quota/v1/quota_meter.proto").tollgate.quota.v1,
   paymentVerifier: () => load<PaymentProto>("tollgate/payment/v1/payment_verifier.proto").tollgate.payment.v1,
+  settlementWorker: () =>
+    load<SettlementProto>("tollgate/settlement/v1/settlement_worker.proto").tollgate.settlement.v1,
 };
 
 /** Trailing-metadata keys that carry a catalog error across a gRPC hop. */

@@ -126,6 +126,7 @@ export async function startPaymentVerifier(
   const closeAll = async () => {
     for (const s of schemes) await s.close();
     await facilitator.close();
+    await settlementChain?.close();
     await limiter.close();
     await reservations.close();
   };

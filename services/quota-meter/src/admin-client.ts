@@ -1,6 +1,6 @@
 // The operator's client of QuotaAdminService: the one typed adapter the CLI, the
 // benchmark and the tests all use, each call carrying the operator token.
-import { contracts, createClient, grpc } from "@tollgate/platform";
+import { contracts, createClient, operatorCall } from "@tollgate/platform";
 import type { CreateAccountRequest } from "@tollgate/platform/generated/tollgate/quota/v1/CreateAccountRequest";
 import type { UpdateAccountRequest } from "@tollgate/platform/generated/tollgate/quota/v1/UpdateAccountRequest";
 
@@ -27,11 +27,7 @@ export function createAdminClient(address: string, token: string | undefined, de
     // The operator is not a mesh caller: the admin API checks the operator token instead.
     token: undefined,
   });
-  const options = () => {
-    const metadata = new grpc.Metadata();
-    if (token !== undefined) metadata.set("authorization", `Bearer ${token}`);
-    return { metadata };
-  };
+  const options = () => operatorCall(token);
   const createAccount = (req: CreateAccountRequest) => client.call("CreateAccount", req, options());
   const createKey = (accountId: string) => client.call("CreateKey", { accountId }, options());
   return {

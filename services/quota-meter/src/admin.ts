@@ -1,5 +1,5 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: gRPC call objects are untyped at this boundary
-import { grpc, type Logger, ServiceError, type UnaryHandler } from "@tollgate/platform";
+import { checkOperator, grpc, type Logger, ServiceError, type UnaryHandler } from "@tollgate/platform";
 import type { Account } from "@tollgate/platform/generated/tollgate/quota/v1/Account";
 import type { ApiKey } from "@tollgate/platform/generated/tollgate/quota/v1/ApiKey";
 import type { CreateAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/CreateAccountRequest";
@@ -8,15 +8,9 @@ import type { GetAccountRequest__Output } from "@tollgate/platform/generated/tol
 import type { ListKeysRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ListKeysRequest";
 import type { RevokeKeyRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/RevokeKeyRequest";
 import type { UpdateAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/UpdateAccountRequest";
+import type { Records } from "./db/records.ts";
 import type { KeySnapshot } from "./key-snapshot.ts";
-import {
-  displayPrefix,
-  generateApiKey,
-  type KeyHasher,
-  newAccountId,
-  newKeyId,
-  tokenMatches,
-} from "./keys.ts";
+import { displayPrefix, generateApiKey, type KeyHasher, newAccountId, newKeyId } from "./keys.ts";
 import {
   ACCOUNT_STATUSES,
   type AccountPatch,
@@ -27,6 +21,9 @@ import {
 } from "./store/types.ts";
 
 export interface AdminDeps {
+  /** The system of record (PostgreSQL): written first, read by every admin call. */
+  records: Records;
+  /** The hot copy (Redis): written inside the same transaction, after the record. */
   store: QuotaStore;
   hasher: KeyHasher;
   snapshot: KeySnapshot;
@@ -40,22 +37,6 @@ const MAX_LIMIT = 1e12;
 
 function fail(code: grpc.status, name: string, message: string): never {
   throw new ServiceError(code, name, message);
-}
-
-/** Every admin call carries `authorization: Bearer <operator token>`, compared in constant time. */
-export function checkOperator(metadata: grpc.Metadata, token: string | undefined): void {
-  if (!token) {
-    fail(
-      grpc.status.PERMISSION_DENIED,
-      "admin_disabled",
-      "the admin API is disabled: no operator token is configured (OPERATOR_TOKEN)",
-    );
-  }
-  const header = metadata.get("authorization")[0];
-  const presented = typeof header === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
-  if (!presented || !tokenMatches(presented, token)) {
-    fail(grpc.status.UNAUTHENTICATED, "unauthenticated", "a valid operator token is required");
-  }
 }
 
 function toAccount(a: AccountRecord): Account {
@@ -77,6 +58,7 @@ function toApiKey(k: KeyRecord): ApiKey {
     prefix: k.prefix,
     createdAt: k.createdAt,
     revokedAt: k.revokedAt,
+    lastUsedAt: k.lastUsedAt,
   };
 }
 
@@ -105,26 +87,28 @@ function requireId(value: string, field: string): string {
 }
 
 export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandler<any, any>> {
-  const { store, logger } = deps;
+  const { records, store, logger } = deps;
   const nowIso = () => new Date(deps.now()).toISOString();
 
-  // Admin calls are rare; a store failure is simply UNAVAILABLE (never fail-open).
+  // Admin calls are rare; a database or Redis failure is simply UNAVAILABLE (never fail-open).
+  // A write is one transaction around both: when Redis refuses, PostgreSQL rolls back, so the
+  // operator's retry never makes a second account or key.
   async function guarded<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
       if (err instanceof ServiceError) throw err;
-      logger.warn({ err }, "admin call failed on the store");
+      logger.warn({ err }, "admin call failed on PostgreSQL or Redis");
       throw new ServiceError(
         grpc.status.UNAVAILABLE,
         "service_unavailable",
-        "quota store unavailable; retry",
+        "quota records unavailable (PostgreSQL or Redis); retry",
       );
     }
   }
 
   async function mustGetAccount(id: string): Promise<AccountRecord> {
-    const account = await store.getAccount(requireId(id, "account_id"));
+    const account = await records.getAccount(requireId(id, "account_id"));
     if (!account) fail(grpc.status.NOT_FOUND, "not_found", `no account ${id}`);
     return account;
   }
@@ -146,7 +130,7 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
         burstPerSecond: limit(optional<number>(r, "burstPerSecond"), "burst_per_second") ?? 0,
         createdAt: nowIso(),
       };
-      await store.createAccount(account);
+      await records.createAccount(account, () => store.createAccount(account));
       logger.info({ accountId: account.id }, "account created");
       return { account: toAccount(account) };
     },
@@ -173,7 +157,12 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
       if (daily !== undefined) patch.dailyLimit = daily;
       if (monthly !== undefined) patch.monthlyLimit = monthly;
       if (burst !== undefined) patch.burstPerSecond = burst;
-      const account = await store.updateAccount(requireId(req.accountId, "account_id"), patch);
+      const account = await records.updateAccount(
+        requireId(req.accountId, "account_id"),
+        patch,
+        nowIso(),
+        (updated) => store.createAccount(updated),
+      );
       if (!account) fail(grpc.status.NOT_FOUND, "not_found", `no account ${req.accountId}`);
       deps.snapshot.setAccountStatus(account.id, account.status);
       logger.info({ accountId: account.id, ...patch }, "account updated");
@@ -190,9 +179,14 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
         prefix: displayPrefix(secret),
         createdAt: nowIso(),
         revokedAt: "",
+        lastUsedAt: "",
       };
-      if (!(await store.createKey(key, hash)))
-        fail(grpc.status.NOT_FOUND, "not_found", `no account ${account.id}`);
+      const created = await records.createKey(key, hash, async (owner) => {
+        // The account's hot copy may be missing (a seed still running): write it with the key.
+        await store.createAccount(owner);
+        if (!(await store.createKey(key, hash))) throw new Error("the key's account has no hot copy");
+      });
+      if (!created) fail(grpc.status.NOT_FOUND, "not_found", `no account ${account.id}`);
       deps.snapshot.remember({ hash, keyId: key.id, accountId: account.id, status: account.status });
       logger.info({ accountId: account.id, keyId: key.id }, "key created");
       // The secret leaves here once and is never stored or logged.
@@ -201,15 +195,20 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
 
     async ListKeys(req: ListKeysRequest__Output) {
       const account = await mustGetAccount(req.accountId);
-      return { keys: (await store.listKeys(account.id)).map(toApiKey) };
+      return { keys: (await records.listKeys(account.id)).map(toApiKey) };
     },
 
     async RevokeKey(req: RevokeKeyRequest__Output) {
-      const key = await store.revokeKey(
-        requireId(req.accountId, "account_id"),
-        requireId(req.keyId, "key_id"),
-        nowIso(),
-      );
+      const accountId = requireId(req.accountId, "account_id");
+      const keyId = requireId(req.keyId, "key_id");
+      const key = await records.revokeKey(accountId, keyId, nowIso(), async (revoked) => {
+        await store.revokeKey(accountId, keyId, revoked.revokedAt);
+      });
+      if (key) {
+        // Once more after the commit: a re-seed that read the key while it was live cannot have
+        // written it back after this (seeder.ts re-applies revocations it may have raced, too).
+        await store.revokeKey(accountId, keyId, key.revokedAt).catch(() => undefined);
+      }
       if (!key) fail(grpc.status.NOT_FOUND, "not_found", `no key ${req.keyId} on account ${req.accountId}`);
       deps.snapshot.forgetKey(key.id);
       logger.info({ accountId: key.accountId, keyId: key.id }, "key revoked");

@@ -1,10 +1,13 @@
-// The operator CLI: `pnpm tollgate <command>` talks to a running quota-meter's admin gRPC API.
+// The operator CLI: `pnpm tollgate <command>` talks to a running quota-meter's admin gRPC API
+// (accounts, keys), the settlement worker's (the ledger), or PostgreSQL itself (migrate).
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { CallError, grpc, readSecret } from "@tollgate/platform";
 import type { Account__Output } from "@tollgate/platform/generated/tollgate/quota/v1/Account";
 import type { ApiKey__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ApiKey";
+import type { Settlement__Output } from "@tollgate/platform/generated/tollgate/settlement/v1/Settlement";
+import type { LedgerClient } from "../../settlement-worker/src/admin-client.ts";
 import { type AdminClient, createAdminClient } from "./admin-client.ts";
 
 const USAGE = `Usage: pnpm tollgate <command>
@@ -17,18 +20,39 @@ const USAGE = `Usage: pnpm tollgate <command>
   key revoke ACCOUNT_ID KEY_ID
   quickstart [--name NAME] [--daily N] [--monthly N] [--burst N]
                                  an account and a key in one go
+  ledger list [--payer ADDRESS] [--day YYYY-MM-DD] [--channel ID] [--outcome O] [--limit N] [--cursor C]
+                                 settlements, newest first (at least one of payer, day, channel)
+  ledger reconcile --from-block N --to-block N
+                                 the ledger against the settlement chain's transfers to the receiver
+  migrate                        applies pending PostgreSQL migrations (quota-meter, settlement-worker)
 
 Limits: 0 means uncapped; omitted limits take the service defaults (200000 a day, 2000000 a month).
-Environment: QUOTA_METER_ADDR (default 127.0.0.1:50051), OPERATOR_TOKEN or OPERATOR_TOKEN_FILE
-(default: the file .tollgate/operator-token that \`pnpm start\` writes), GATEWAY_URL (for quickstart's example).
-Output is JSON. Exit codes: 0 ok, 1 failure, 2 usage.`;
+Environment: QUOTA_METER_ADDR (default 127.0.0.1:50051), SETTLEMENT_WORKER_ADDR (default
+127.0.0.1:50054), OPERATOR_TOKEN or OPERATOR_TOKEN_FILE (default: the file .tollgate/operator-token
+that \`pnpm start\` writes), DATABASE_URL or DATABASE_URL_FILE for migrate (default: the embedded
+database \`pnpm start\` runs, .tollgate/database-url), GATEWAY_URL (for quickstart's example).
+Output is JSON. Exit codes: 0 ok, 1 failure (or differences found by reconcile), 2 usage.`;
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
 class UsageError extends Error {}
 class Failure extends Error {}
 
-type Flags = { name?: string; daily?: string; monthly?: string; burst?: string; status?: string };
+type Flags = {
+  name?: string;
+  daily?: string;
+  monthly?: string;
+  burst?: string;
+  status?: string;
+  payer?: string;
+  day?: string;
+  channel?: string;
+  outcome?: string;
+  limit?: string;
+  cursor?: string;
+  "from-block"?: string;
+  "to-block"?: string;
+};
 type FlagName = keyof Flags;
 
 function parse(argv: string[]) {
@@ -43,6 +67,14 @@ function parse(argv: string[]) {
         monthly: { type: "string" },
         burst: { type: "string" },
         status: { type: "string" },
+        payer: { type: "string" },
+        day: { type: "string" },
+        channel: { type: "string" },
+        outcome: { type: "string" },
+        limit: { type: "string" },
+        cursor: { type: "string" },
+        "from-block": { type: "string" },
+        "to-block": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -103,16 +135,86 @@ function keyJson(k: ApiKey__Output | null | undefined) {
     prefix: k.prefix,
     created_at: k.createdAt,
     revoked_at: k.revokedAt || null,
+    last_used_at: k.lastUsedAt || null,
   };
 }
 
-function explain(err: unknown, addr: string): Failure {
+/** The database `migrate` works on: DATABASE_URL, else the embedded one `pnpm start` runs. */
+function databaseUrl(): string {
+  const url = readSecret("DATABASE_URL");
+  if (url) return url;
+  const file = `${REPO_ROOT}.tollgate/database-url`;
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  throw new Failure(
+    "no database: set DATABASE_URL (or DATABASE_URL_FILE), or start the local stack with `pnpm start`, which writes .tollgate/database-url",
+  );
+}
+
+async function migrateAll(): Promise<unknown> {
+  const [{ migrate, openDatabase }, { createLogger }, quota, worker] = await Promise.all([
+    import("@tollgate/db"),
+    import("@tollgate/platform"),
+    import("./db/migrations.ts"),
+    // The operator's tool migrates every service's tables; no service imports another's.
+    import("../../settlement-worker/src/migrations.ts"),
+  ]);
+  const database = openDatabase({
+    url: databaseUrl(),
+    logger: createLogger("tollgate-cli"),
+    applicationName: "tollgate-cli",
+  });
+  try {
+    const applied: Record<string, string[]> = {};
+    for (const set of [quota.MIGRATIONS, worker.MIGRATIONS])
+      applied[set.owner] = await migrate(database.db, set);
+    return { database: database.where, applied };
+  } catch (err) {
+    throw new Failure(
+      `migration failed on ${database.where}: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  } finally {
+    await database.close();
+  }
+}
+
+const DAY_FLAG = /^\d{4}-\d{2}-\d{2}$/;
+
+function blockNumber(value: string | undefined, flag: string): number {
+  if (value === undefined) throw new UsageError(`ledger reconcile needs --${flag}`);
+  if (!/^[0-9]{1,15}$/.test(value)) throw new UsageError(`--${flag} must be a block number`);
+  return Number(value);
+}
+
+function settlementJson(e: Settlement__Output) {
+  const orNull = (v: string) => v || null;
+  return {
+    id: e.id,
+    outcome: e.outcome,
+    time: e.time,
+    payer: e.payer,
+    amount: e.amount,
+    asset: e.asset,
+    payment_network: e.paymentNetwork,
+    scheme: e.scheme,
+    transaction: orNull(e.transaction),
+    channel: orNull(e.channel),
+    cumulative: orNull(e.cumulative),
+    request_id: orNull(e.requestId),
+    endpoint: orNull(e.endpoint),
+    network: orNull(e.network),
+    reason: orNull(e.reason),
+  };
+}
+
+function explain(err: unknown, addr: string, service = "quota-meter", env = "QUOTA_METER_ADDR"): Failure {
   if (!(err instanceof CallError)) return new Failure(err instanceof Error ? err.message : String(err));
   const { grpcCode, message } = err.failure;
   switch (grpcCode) {
     case grpc.status.UNAVAILABLE:
+      if (err.failure.code === "service_unavailable") return new Failure(message);
+      return new Failure(`cannot reach ${service} at ${addr}: is it running? (set ${env})`);
     case grpc.status.DEADLINE_EXCEEDED:
-      return new Failure(`cannot reach quota-meter at ${addr}: is it running? (set QUOTA_METER_ADDR)`);
+      return new Failure(`cannot reach ${service} at ${addr}: is it running? (set ${env})`);
     case grpc.status.UNAUTHENTICATED:
       return new Failure(
         "the operator token was refused: check OPERATOR_TOKEN (or .tollgate/operator-token) matches the service's",
@@ -130,7 +232,7 @@ async function run(argv: string[]): Promise<unknown> {
   }
   const { help: _help, ...flags } = values;
   const [group, action, ...rest] = args;
-  const command = group === "quickstart" ? "quickstart" : `${group} ${action ?? ""}`.trim();
+  const command = group === "quickstart" || group === "migrate" ? group : `${group} ${action ?? ""}`.trim();
   const limits = {
     dailyLimit: count(flags.daily, "daily"),
     monthlyLimit: count(flags.monthly, "monthly"),
@@ -142,6 +244,74 @@ async function run(argv: string[]): Promise<unknown> {
   // Validate everything before connecting, so usage errors never depend on the server.
   let call: (admin: AdminClient) => Promise<unknown>;
   switch (command) {
+    case "migrate": {
+      only(flags, [], command);
+      positionals(action === undefined ? [] : [action, ...rest], [], command);
+      return migrateAll();
+    }
+    case "ledger list": {
+      only(flags, ["payer", "day", "channel", "outcome", "limit", "cursor"], command);
+      positionals(rest, [], command);
+      if (!flags.payer && !flags.day && !flags.channel)
+        throw new UsageError("ledger list needs at least one of --payer, --day, --channel");
+      if (flags.day !== undefined && !DAY_FLAG.test(flags.day))
+        throw new UsageError("--day must be YYYY-MM-DD");
+      const limit = count(flags.limit, "limit");
+      const request = {
+        payer: flags.payer ?? "",
+        day: flags.day ?? "",
+        channel: flags.channel ?? "",
+        outcome: flags.outcome ?? "",
+        limit: limit ?? 0,
+        cursor: flags.cursor ?? "",
+      };
+      return ledgerCall(async (ledger) => {
+        const page = await ledger.list(request);
+        return {
+          settlements: page.settlements.map(settlementJson),
+          next_cursor: page.nextCursor || null,
+          totals: page.totals.map((t) => ({
+            outcome: t.outcome,
+            asset: t.asset,
+            count: t.count,
+            amount: t.amount,
+          })),
+        };
+      });
+    }
+    case "ledger reconcile": {
+      only(flags, ["from-block", "to-block"], command);
+      positionals(rest, [], command);
+      const from = blockNumber(flags["from-block"], "from-block");
+      const to = blockNumber(flags["to-block"], "to-block");
+      return ledgerCall(async (ledger) => {
+        const r = await ledger.reconcile(from, to);
+        const result = {
+          reconciled: r.differences.length === 0,
+          payment_network: r.paymentNetwork,
+          asset: r.asset,
+          pay_to: r.payTo,
+          from_block: r.fromBlock,
+          to_block: r.toBlock,
+          transfers: r.transfers,
+          transfer_total: r.transferTotal,
+          ledger_entries: r.ledgerEntries,
+          ledger_total: r.ledgerTotal,
+          differences: r.differences.map((d) => ({
+            kind: d.kind,
+            transaction: d.transaction,
+            block: d.block || null,
+            chain_amount: d.chainAmount,
+            ledger_amount: d.ledgerAmount,
+            ledger_ids: d.ledgerIds,
+            payer: d.payer || null,
+          })),
+        };
+        // Differences are a finding, not a crash: the JSON still goes to stdout, the exit code says so.
+        if (!result.reconciled) process.exitCode = 1;
+        return result;
+      });
+    }
     case "account create": {
       only(flags, ["name", "daily", "monthly", "burst"], command);
       positionals(action === undefined ? [] : rest, [], command);
@@ -225,6 +395,20 @@ async function run(argv: string[]): Promise<unknown> {
     throw explain(err, addr);
   } finally {
     admin.close();
+  }
+}
+
+/** Runs `fn` against the settlement worker's admin API. */
+async function ledgerCall(fn: (ledger: LedgerClient) => Promise<unknown>): Promise<unknown> {
+  const addr = process.env.SETTLEMENT_WORKER_ADDR || "127.0.0.1:50054";
+  const { createLedgerClient } = await import("../../settlement-worker/src/admin-client.ts");
+  const ledger = createLedgerClient(addr, operatorToken());
+  try {
+    return await fn(ledger);
+  } catch (err) {
+    throw explain(err, addr, "the settlement worker", "SETTLEMENT_WORKER_ADDR");
+  } finally {
+    ledger.close();
   }
 }
 

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { PLAN_DEFAULTS } from "@tollgate/catalog";
+import { readDatabaseUrl } from "@tollgate/db";
 import {
   bindHost,
   ConfigError,
@@ -41,13 +42,22 @@ export interface QuotaMeterConfig {
   /** How often the fail-open snapshot of valid keys is reloaded from Redis. */
   keySnapshotRefreshMs: number;
 
+  /** The system of record (PostgreSQL): accounts, keys, plans, usage rollups. */
+  databaseUrl: string;
+  /** Connections per process. */
+  databasePoolSize: number;
+  /** How long startup waits for PostgreSQL (schema migrated, Redis copy checked) before serving anyway. */
+  databaseWaitMs: number;
+  /** How often the Redis copy's mark is checked (a lost copy is re-seeded from PostgreSQL). */
+  seedCheckMs: number;
+
   natsUrl: string;
   /** Isolates NATS subjects and streams (tests); empty in production. */
   eventsNamespace: string;
   /** This service's event outbox journal (OUTBOX_DIR/<service>). */
   outboxDir: string;
   streamReplicas: number;
-  /** How long a usage event id is remembered for idempotent counting. */
+  /** How long a refunded request id is remembered (a resent refund applies once). */
   usageDedupeTtlMs: number;
 
   defaultDailyLimit: number;
@@ -99,6 +109,10 @@ export function loadConfig(): QuotaMeterConfig {
     redisConnectTimeoutMs: envInt("REDIS_CONNECT_TIMEOUT_MS", 1_500),
     redisStandIn: envBool("REDIS_STANDIN", false),
     keySnapshotRefreshMs: envInt("KEY_SNAPSHOT_REFRESH_MS", 30_000),
+    databaseUrl: readDatabaseUrl(),
+    databasePoolSize: envInt("DATABASE_POOL_SIZE", 5),
+    databaseWaitMs: envInt("DATABASE_WAIT_MS", 10_000),
+    seedCheckMs: envInt("REDIS_SEED_CHECK_MS", 1_000),
     natsUrl: readSecret("NATS_URL") ?? "nats://127.0.0.1:4222",
     eventsNamespace: envString("EVENTS_NAMESPACE", ""),
     outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), SERVICE),

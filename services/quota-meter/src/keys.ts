@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 
 /**
  * API keys: `tg_live_` + 32 random bytes (base64url, 256 bits of entropy). Only an
@@ -33,14 +33,6 @@ export function createKeyHasher(pepper: string): KeyHasher {
 /** Constant-time equality of two key hashes. */
 export function sameHash(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/** Constant-time comparison of a presented operator token with the configured one. */
-export function tokenMatches(presented: string, expected: string): boolean {
-  // Hashing first gives equal lengths, so neither the content nor the length leaks.
-  const a = createHash("sha256").update(presented).digest();
-  const b = createHash("sha256").update(expected).digest();
-  return timingSafeEqual(a, b);
 }
 
 export function newAccountId(): string {

@@ -1,3 +1,4 @@
+import { openDatabase, startMigrations } from "@tollgate/db";
 import { createEventConsumer, createEventPublisher } from "@tollgate/events";
 import {
   contracts,
@@ -11,10 +12,15 @@ import {
 } from "@tollgate/platform";
 import { createAdminHandlers } from "./admin.ts";
 import { type QuotaMeterConfig, SERVICE } from "./config.ts";
+import { MIGRATIONS } from "./db/migrations.ts";
+import { createRecords, type Records } from "./db/records.ts";
+import type { QuotaTables } from "./db/schema.ts";
 import { KeySnapshot } from "./key-snapshot.ts";
 import { createKeyHasher } from "./keys.ts";
 import { createMeter } from "./meter.ts";
 import { createQuotaMetrics, type QuotaMetrics } from "./metrics.ts";
+import { startRollups } from "./rollups.ts";
+import { type SeedStats, startSeeder } from "./seeder.ts";
 import { MemoryStore } from "./store/memory-store.ts";
 import { openRedisStore } from "./store/redis-store.ts";
 import type { QuotaStore } from "./store/types.ts";
@@ -25,6 +31,8 @@ export interface QuotaMeterDeps {
   now?: () => number;
   logger?: Logger;
   registry?: Registry;
+  /** Told each time this replica re-seeds the Redis copy from PostgreSQL (tests). */
+  onSeeded?: (stats: SeedStats) => void;
 }
 
 export interface QuotaMeterHandle {
@@ -57,9 +65,12 @@ async function openStore(
   return new MemoryStore(now);
 }
 
-/** Keeps the fail-open snapshot of valid keys fresh (only the Redis store can be unreachable). */
+/**
+ * Keeps the fail-open snapshot of valid keys fresh, from PostgreSQL: it holds every key even
+ * while Redis is away, and a replica started during a Redis outage knows them too.
+ */
 function startSnapshotRefresh(
-  store: QuotaStore,
+  records: Records,
   snapshot: KeySnapshot,
   metrics: QuotaMetrics,
   everyMs: number,
@@ -67,11 +78,11 @@ function startSnapshotRefresh(
 ) {
   let running = false;
   const refresh = async () => {
-    if (running || !store.isReady()) return;
+    if (running) return;
     running = true;
     const since = snapshot.mark();
     try {
-      snapshot.replace(await store.knownKeys(), since);
+      snapshot.replace(await records.knownKeys(), since);
       metrics.snapshotKeys.set(snapshot.size);
     } catch (err) {
       logger.warn({ err }, "could not refresh the key snapshot; keeping the previous one");
@@ -97,12 +108,34 @@ export async function startQuotaMeter(
   const hasher = createKeyHasher(config.apiKeyPepper);
   if (!config.operatorToken) logger.warn("OPERATOR_TOKEN is not set: the admin API refuses every call");
 
+  const database = openDatabase<QuotaTables>({
+    url: config.databaseUrl,
+    logger,
+    applicationName: SERVICE,
+    maxConnections: config.databasePoolSize,
+  });
+  const records = createRecords(database.db);
+  const migrations = startMigrations(database.db, MIGRATIONS, { logger, where: database.where });
   const store = await openStore(config, logger, metrics, now);
   const snapshot = new KeySnapshot();
-  const stopRefresh =
-    store.kind === "redis"
-      ? startSnapshotRefresh(store, snapshot, metrics, config.keySnapshotRefreshMs, logger)
-      : () => {};
+  const seeder = startSeeder({
+    store,
+    records,
+    now,
+    logger,
+    schemaReady: migrations.ready,
+    checkEveryMs: config.seedCheckMs,
+    ...(deps.onSeeded ? { onSeeded: deps.onSeeded } : {}),
+  });
+  // Serve once the schema is migrated and the Redis copy checked (seeded if it was lost), or
+  // after DATABASE_WAIT_MS without PostgreSQL: Authorize needs only Redis, and admin calls
+  // answer UNAVAILABLE until the database is back.
+  const waited = await Promise.race([
+    migrations.ready.then(() => seeder.check()).then(() => true),
+    new Promise<false>((r) => setTimeout(() => r(false), config.databaseWaitMs)),
+  ]);
+  if (!waited) logger.warn({ database: database.where }, "serving before PostgreSQL answered");
+  const stopRefresh = startSnapshotRefresh(records, snapshot, metrics, config.keySnapshotRefreshMs, logger);
 
   const events = {
     natsUrl: config.natsUrl,
@@ -138,13 +171,23 @@ export async function startQuotaMeter(
     dedupeTtlMs: config.usageDedupeTtlMs,
     defaultBurst: config.defaultBurstPerSecond,
   });
-  usage.startConsumer(consumer);
+  const stopRollups = startRollups(consumer, {
+    records,
+    store,
+    metrics,
+    logger,
+    schemaReady: migrations.ready,
+  });
 
   const closeBackground = async () => {
     stopRefresh();
+    stopRollups();
+    seeder.stop();
+    migrations.stop();
     await consumer.close();
     await publisher.close();
     await store.close();
+    await database.close();
   };
 
   const proto = contracts.quotaMeter();
@@ -175,6 +218,7 @@ export async function startQuotaMeter(
           // Every admin method checks the operator's token itself (admin.ts).
           callers: null,
           handlers: createAdminHandlers({
+            records,
             store,
             hasher,
             snapshot,

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { EventConsumer, EventPublisher, UsageBatchV2, UsageCallV2 } from "@tollgate/events";
-import { USAGE_BATCH_MAX, USAGE_V1, USAGE_V2, usageBatchV2 } from "@tollgate/events";
+import type { EventPublisher, UsageBatchV2, UsageCallV2 } from "@tollgate/events";
+import { USAGE_BATCH_MAX, USAGE_V2, usageBatchV2 } from "@tollgate/events";
 import { grpc, type Logger, ServiceError } from "@tollgate/platform";
 import type { GetUsageRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/GetUsageRequest";
 import type { GetUsageResponse } from "@tollgate/platform/generated/tollgate/quota/v1/GetUsageResponse";
@@ -12,23 +12,6 @@ import type { QuotaMetrics } from "./metrics.ts";
 import type { QuotaStore, Refund } from "./store/types.ts";
 import { dayId, isDayId, isMonthId, monthId, recentDays, windowsAt } from "./windows.ts";
 
-/** The durable consumers every quota-meter replica shares (JetStream spreads the events). */
-export const USAGE_DURABLE = "quota-meter-usage";
-export const USAGE_BATCH_DURABLE = "quota-meter-usage-v2";
-
-/** Folds calls per account and UTC day: what one batch adds to daily usage. */
-export function foldUsage(calls: readonly UsageCallV2[]) {
-  const byDay = new Map<string, { accountId: string; day: string; requests: number; errors: number }>();
-  for (const c of calls) {
-    const day = dayId(Date.parse(c.time));
-    const k = `${c.account_id} ${day}`;
-    const entry = byDay.get(k) ?? { accountId: c.account_id, day, requests: 0, errors: 0 };
-    entry.requests++;
-    if (c.status >= 400) entry.errors++;
-    byDay.set(k, entry);
-  }
-  return [...byDay.values()];
-}
 const DEFAULT_DAYS = 30;
 const MAX_DAYS = 366;
 
@@ -97,6 +80,8 @@ export function createUsage(deps: UsageDeps) {
           status: r.status,
           latency_ms: Math.max(0, Number.isFinite(r.latencyMs) ? r.latencyMs : 0),
           time,
+          // Authorize names the windows only of a call it counted (fail-open calls have none).
+          counted: isDayId(r.dayWindow) && !r.refund,
         };
         // A record that does not fit the event (a caller bug) is dropped alone, not the batch.
         if (!usageBatchV2.shape.calls.element.safeParse(call).success) {
@@ -199,48 +184,6 @@ export function createUsage(deps: UsageDeps) {
         days: usage.days,
         quota: quotaOf(usage),
       };
-    },
-
-    /**
-     * Counts the usage stream into per-account daily usage: a batch in one store call, once per
-     * batch id, acked once. Per-call v1 events (journals written before the upgrade) still count.
-     */
-    startConsumer(consumer: EventConsumer): void {
-      // Counting is one Redis call: a short ack wait redelivers a delivery lost in a
-      // network blip within seconds rather than the default half minute.
-      const options = { ackWaitMs: 10_000, retryDelayMs: 1_000 };
-      consumer.consume(
-        USAGE_V2,
-        USAGE_BATCH_DURABLE,
-        async (batch) => {
-          const counted = await store.countUsageBatch(
-            { batchId: batch.id, days: foldUsage(batch.calls) },
-            deps.dedupeTtlMs,
-          );
-          metrics.usageCounted.inc(
-            { result: counted ? "counted" : "duplicate" },
-            counted ? batch.calls.length : 1,
-          );
-        },
-        options,
-      );
-      consumer.consume(
-        USAGE_V1,
-        USAGE_DURABLE,
-        async (event) => {
-          const counted = await store.countUsage(
-            {
-              eventId: event.id,
-              accountId: event.account_id,
-              day: dayId(Date.parse(event.time)),
-              error: event.status >= 400,
-            },
-            deps.dedupeTtlMs,
-          );
-          metrics.usageCounted.inc({ result: counted ? "counted" : "duplicate" });
-        },
-        options,
-      );
     },
   };
 }

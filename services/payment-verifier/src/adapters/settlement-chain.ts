@@ -6,10 +6,10 @@ import {
   createPublicClient,
   defineChain,
   type Hex,
-  http,
   type PublicClient,
   parseAbiItem,
 } from "viem";
+import { jsonRpcTransport } from "./json-rpc-transport.ts";
 
 const AUTHORIZATION_USED = parseAbiItem(
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
@@ -31,6 +31,7 @@ export interface SettlementChain {
     authorizer: Address,
     nonce: Hex,
   ): Promise<{ transaction: Hex } | undefined>;
+  close(): Promise<void>;
 }
 
 export function createSettlementChain(opts: {
@@ -39,6 +40,7 @@ export function createSettlementChain(opts: {
   timeoutMs: number;
   lookbackBlocks: number;
 }): SettlementChain {
+  const rpc = jsonRpcTransport(opts.rpcUrl, { timeoutMs: opts.timeoutMs, connections: 2 });
   const client: PublicClient = createPublicClient({
     chain: defineChain({
       id: opts.chainId,
@@ -46,7 +48,7 @@ export function createSettlementChain(opts: {
       nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
       rpcUrls: { default: { http: [opts.rpcUrl] } },
     }),
-    transport: http(opts.rpcUrl, { retryCount: 0, timeout: opts.timeoutMs }),
+    transport: rpc.transport,
   });
   const code = new Map<string, { has: boolean; until: number }>();
   return {
@@ -74,5 +76,6 @@ export function createSettlementChain(opts: {
       const hit = logs.find((l) => l.transactionHash);
       return hit?.transactionHash ? { transaction: hit.transactionHash } : undefined;
     },
+    close: () => rpc.close(),
   };
 }

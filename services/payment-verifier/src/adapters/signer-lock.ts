@@ -38,10 +38,18 @@ export function localSignerLock(): SignerLock {
   };
 }
 
-// KEYS[1] lock; ARGV[1] token. Deletes the lock only if we still hold it.
+// KEYS[1] lock, KEYS[2] next nonce; ARGV[1] token, ARGV[2] hold ms.
+// Reply: {1, next nonce or false} taken | {0} held by someone else.
+const LOCK = `
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {0} end
+return {1, redis.call('GET', KEYS[2])}`;
+
+// KEYS[1] lock, KEYS[2] next nonce; ARGV[1] token, ARGV[2] the next nonce ("" = unknown: the next
+// holder asks the node). Only the holder records the nonce; the lock is released either way.
 const UNLOCK = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[2]) else redis.call('SET', KEYS[2], ARGV[2], 'PX', 600000) end
+return redis.call('DEL', KEYS[1])`;
 
 export interface RedisSignerLockOptions {
   /** How long a holder may keep the lock (covers a slow submission; a crashed holder frees it then). */
@@ -50,41 +58,40 @@ export interface RedisSignerLockOptions {
   waitMs?: number;
 }
 
+/** Two round trips per transaction: take the lock with the next nonce, then record it and let go. */
 export function redisSignerLock(redis: Redis, prefix: string, opts: RedisSignerLockOptions = {}): SignerLock {
-  const holdMs = opts.holdMs ?? 60_000;
+  const holdMs = String(opts.holdMs ?? 60_000);
   const waitMs = opts.waitMs ?? 15_000;
   return {
     async withNonce(signer, pending, send) {
       const base = `${prefix}signer:${signer.toLowerCase()}:`;
-      const lockKey = `${base}lock`;
-      const nonceKey = `${base}nonce`;
+      const keys = [`${base}lock`, `${base}nonce`];
       const token = randomUUID();
       const deadline = Date.now() + waitMs;
+      let stored: string | null = null;
       for (let attempt = 0; ; attempt++) {
-        const taken = await redis.set(lockKey, token, {
-          condition: "NX",
-          expiration: { type: "PX", value: holdMs },
-        });
-        if (taken === "OK") break;
+        const [taken, next] = (await redis.eval(LOCK, { keys, arguments: [token, holdMs] })) as [
+          number,
+          string | null,
+        ];
+        if (taken === 1) {
+          stored = next;
+          break;
+        }
         if (Date.now() > deadline) {
           throw new FacilitatorUnavailableError("the settlement key is busy in another replica; retry");
         }
         await new Promise((r) => setTimeout(r, Math.min(2 + attempt, 20) * (0.5 + Math.random())));
       }
+      // Unknown whether the node took a failed send: the next holder asks the node for its pending count.
+      let next = "";
       try {
-        const stored = await redis.get(nonceKey);
         const nonce = stored === null ? await pending() : Number(stored);
-        try {
-          const hash = await send(nonce);
-          await redis.set(nonceKey, String(nonce + 1), { expiration: { type: "PX", value: 10 * 60_000 } });
-          return hash;
-        } catch (err) {
-          // Unknown whether the node took it: the next sender asks the node for its pending count.
-          await redis.del(nonceKey).catch(() => undefined);
-          throw err;
-        }
+        const hash = await send(nonce);
+        next = String(nonce + 1);
+        return hash;
       } finally {
-        await redis.eval(UNLOCK, { keys: [lockKey], arguments: [token] }).catch(() => undefined);
+        await redis.eval(UNLOCK, { keys, arguments: [token, next] }).catch(() => undefined);
       }
     },
   };

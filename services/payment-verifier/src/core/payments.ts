@@ -227,7 +227,7 @@ export class Payments {
         scheme.protocol.problem?.("payment_invalid", remembered),
       );
     }
-    const facts = this.#facts(call, scheme, payment);
+    const facts = this.#facts(call, scheme, payment, print);
     try {
       const limited = await this.#store(() =>
         this.#o.limiter.take(
@@ -324,13 +324,18 @@ export class Payments {
     const started = performance.now();
     const detected = this.#detect(credentials);
     const scheme = detected.kind === "payment" ? detected.scheme.name : "none";
-    const outcome = await this.#settle(call, paymentId, detected);
+    const outcome = await this.#settle(call, paymentId, detected, credentials);
     const label = outcome.settled ? outcomeOf(outcome.collection) : outcome.code;
     this.#o.metrics.settleSeconds.observe({ scheme, outcome: label }, (performance.now() - started) / 1000);
     return outcome;
   }
 
-  async #settle(call: PricedCall, paymentId: string, detected: Detected): Promise<SettleOutcome> {
+  async #settle(
+    call: PricedCall,
+    paymentId: string,
+    detected: Detected,
+    credentials: readonly Header[],
+  ): Promise<SettleOutcome> {
     const id = splitPaymentId(paymentId);
     if (detected.kind !== "payment" || !id || id.key !== detected.payment.key) {
       return this.#settleRefusal(
@@ -390,7 +395,10 @@ export class Payments {
 
     let result: Awaited<ReturnType<PaymentScheme["settle"]>>;
     try {
-      result = await scheme.settle(call, payment, reservation.hold);
+      result = await scheme.settle(call, payment, {
+        hold: reservation.hold,
+        sameCredentials: reservation.credential !== "" && reservation.credential === fingerprint(credentials),
+      });
     } catch (err) {
       if (!(err instanceof FacilitatorUnavailableError))
         this.#o.logger.error({ err }, "settlement failed unexpectedly");
@@ -515,8 +523,9 @@ export class Payments {
     return { kind: "absent" };
   }
 
-  #facts(call: PricedCall, scheme: PaymentScheme, payment: ParsedPayment): PaymentFacts {
+  #facts(call: PricedCall, scheme: PaymentScheme, payment: ParsedPayment, credential: string): PaymentFacts {
     return {
+      credential,
       scheme: scheme.name,
       requestId: call.requestId,
       endpoint: call.endpoint.path,

@@ -96,6 +96,17 @@ export type Verdict =
       problem?: Problem;
     };
 
+/** What the core knows at Settle about the payment's Verify. */
+export interface VerifiedPayment {
+  /** What the scheme's verdict kept (Verdict.hold), "" when nothing. */
+  hold: string;
+  /**
+   * The credentials are byte for byte those Verify accepted for this reservation (a fingerprint is
+   * kept with it): a scheme may then skip checks that cannot have changed since.
+   */
+  sameCredentials: boolean;
+}
+
 /** How the money moved: a transaction now, or an accrual to a channel that is settled later. */
 export type Collection =
   | { kind: "transaction"; transaction: string }
@@ -181,8 +192,8 @@ export interface PaymentScheme<Credential = unknown, Offer = unknown, P = unknow
   claim(credential: Credential): Claim<P>;
   /** Checks the payment against the call's price and terms, locally first, then with its facilitator. */
   verify(call: PricedCall, payment: ParsedPayment<P>): Promise<Verdict>;
-  /** Collects a verified payment after the node answered; `hold` is what its verdict kept. */
-  settle(call: PricedCall, payment: ParsedPayment<P>, hold: string): Promise<SettleResult>;
+  /** Collects a verified payment after the node answered. */
+  settle(call: PricedCall, payment: ParsedPayment<P>, verified: VerifiedPayment): Promise<SettleResult>;
   /** A verified payment that will not be collected (the call got no answer): undo any hold. */
   release?(call: PricedCall, payment: ParsedPayment<P>, hold: string): Promise<void>;
   /**

@@ -43,11 +43,15 @@ export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): P
     if (!mpp || !tempo) throw new Error("an MPP scheme is offered without its settings (config.mpp)");
     return { cfg: mpp, ...tempo, state: deps.mppState, logger: deps.logger };
   };
+  // Only when it is the sole facilitator did it verify what it would settle without a second check.
+  const [only, ...others] = deps.x402Facilitators;
+  const local = only?.mode === "local" && others.length === 0 ? only : undefined;
   const factories: Record<SchemeName, () => PaymentScheme> = {
     exact: () =>
       new X402ExactScheme(config.x402, {
         protocol: x402,
         chain: deps.settlementChain,
+        ...(local ? { local } : {}),
         logger: deps.logger,
         onInitFailure: () => deps.metrics.facilitatorInitFailures.inc({ scheme: "exact" }),
       }) as PaymentScheme,

@@ -28,6 +28,7 @@ import {
   type PricedCall,
   type SettleResult,
   type Verdict,
+  type VerifiedPayment,
 } from "../core/types.ts";
 import type { X402Protocol } from "../protocols/x402.ts";
 
@@ -311,7 +312,11 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
     });
   }
 
-  async settle(call: PricedCall, parsed: ParsedPayment<BatchPayment>, hold: string): Promise<SettleResult> {
+  async settle(
+    call: PricedCall,
+    parsed: ParsedPayment<BatchPayment>,
+    { hold }: VerifiedPayment,
+  ): Promise<SettleResult> {
     const payment = parsed.payload;
     const requirements = await this.#matching(call, payment);
     if (!requirements || !hold) {

@@ -24,6 +24,8 @@ export interface PaymentFacts {
   amount: string;
   asset: string;
   paymentNetwork: string;
+  /** Fingerprint of the credentials Verify accepted (so Settle can tell it was given the same). */
+  credential: string;
 }
 
 export interface Reservation extends PaymentFacts {
@@ -100,6 +102,8 @@ function toFields(token: string, f: PaymentFacts): string[] {
     f.asset,
     "payment_network",
     f.paymentNetwork,
+    "credential",
+    f.credential,
     "collected",
     "",
     "hold",
@@ -124,6 +128,7 @@ function fromHash(h: Record<string, string>): Reservation | undefined {
     amount: h.amount ?? "",
     asset: h.asset ?? "",
     paymentNetwork: h.payment_network ?? "",
+    credential: h.credential ?? "",
     collected: h.collected ?? "",
     hold: h.hold ?? "",
     transaction: h.transaction ?? "",
@@ -131,7 +136,7 @@ function fromHash(h: Record<string, string>): Reservation | undefined {
   };
 }
 
-/** A Verify retried for the same request: same mesh request id and the same call and payment. */
+/** A Verify retried for the same request: same mesh request id, the same call and the same credentials. */
 function isRetryOf(current: Reservation, facts: PaymentFacts): boolean {
   return (
     current.state === "reserved" &&
@@ -140,7 +145,8 @@ function isRetryOf(current: Reservation, facts: PaymentFacts): boolean {
     current.endpoint === facts.endpoint &&
     current.network === facts.network &&
     current.amount === facts.amount &&
-    current.payer.toLowerCase() === facts.payer.toLowerCase()
+    current.payer.toLowerCase() === facts.payer.toLowerCase() &&
+    current.credential === facts.credential
   );
 }
 
@@ -154,11 +160,12 @@ if not state then
   return {1, ARGV[5]}
 end
 if state == 'reserved' then
-  local cur = redis.call('HMGET', KEYS[1], 'request_id', 'endpoint', 'network', 'amount', 'payer', 'token')
+  local cur = redis.call('HMGET', KEYS[1], 'request_id', 'endpoint', 'network', 'amount', 'payer', 'token', 'credential')
   local want = {}
   for i = 2, #ARGV, 2 do want[ARGV[i]] = ARGV[i + 1] end
   if want['request_id'] ~= '' and cur[1] == want['request_id'] and cur[2] == want['endpoint']
-    and cur[3] == want['network'] and cur[4] == want['amount'] and string.lower(cur[5]) == string.lower(want['payer']) then
+    and cur[3] == want['network'] and cur[4] == want['amount'] and string.lower(cur[5]) == string.lower(want['payer'])
+    and (cur[7] or '') == want['credential'] then
     return {2, cur[6]}
   end
 end
@@ -172,12 +179,15 @@ redis.call('HSET', KEYS[1], 'collected', ARGV[2], 'transaction', ARGV[2], 'hold'
 return 1`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] request id; ARGV[3] ttl ms.
+// Reply: {1, fields...} now settling | {0, fields...} refused, with what is there (maybe nothing).
 const BEGIN_SETTLE = `
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
-if cur[1] ~= 'reserved' or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] then return 0 end
+if cur[1] ~= 'reserved' or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] then
+  return {0, redis.call('HGETALL', KEYS[1])}
+end
 redis.call('HSET', KEYS[1], 'state', 'settling')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1`;
+return {1, redis.call('HGETALL', KEYS[1])}`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] transaction; ARGV[3] receipt; ARGV[4] retention ms.
 const MARK_SETTLED = `
@@ -238,12 +248,12 @@ export class RedisReservationStore implements ReservationStore {
   }
 
   async beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle> {
-    const reply = await this.#redis.eval(BEGIN_SETTLE, {
+    const [begun, fields] = (await this.#redis.eval(BEGIN_SETTLE, {
       keys: [this.#prefix + key],
       arguments: [token, requestId, String(ttlMs)],
-    });
-    const current = await this.get(key);
-    if (reply === 1 && current) return { ok: true, reservation: current };
+    })) as [number, unknown];
+    const current = fromHash(pairsToHash(fields));
+    if (begun === 1 && current) return { ok: true, reservation: current };
     return { ok: false, current };
   }
 

@@ -1,19 +1,17 @@
 import { sameHash } from "../keys.ts";
 import type {
-  AccountPatch,
   AccountRecord,
   AuthorizeOutcome,
   AuthorizeQuery,
   DailyUsage,
   KeyRecord,
-  KnownKey,
   LeaseReturn,
   QuotaStore,
   Refund,
-  UsageBatchCount,
-  UsageCount,
   UsageOutcome,
   UsageQuery,
+  UsageTotal,
+  WindowCount,
 } from "./types.ts";
 
 /** What a refusal for an unknown key carries (nothing about any account). */
@@ -54,6 +52,8 @@ export class MemoryStore implements QuotaStore {
   readonly #seen = new Map<string, number>();
   readonly #usage = new Map<string, DailyUsage>();
   #sweeps = 0;
+  #mark: string | null = null;
+  #held = false;
   readonly #clock: () => number;
 
   constructor(clock: () => number = Date.now) {
@@ -61,7 +61,7 @@ export class MemoryStore implements QuotaStore {
   }
 
   isReady(): boolean {
-    return true;
+    return !this.#held;
   }
 
   #get(key: string, now: number): number {
@@ -81,7 +81,7 @@ export class MemoryStore implements QuotaStore {
     return value;
   }
 
-  /** Once-only marks (refunds, usage events) with a lifetime; swept now and then. */
+  /** Once-only marks (refunds) with a lifetime; swept now and then. */
   #firstTime(id: string, ttlMs: number): boolean {
     const now = this.#clock();
     if ((this.#seen.get(id) ?? 0) > now) return false;
@@ -174,30 +174,11 @@ export class MemoryStore implements QuotaStore {
     this.#accounts.set(a.id, { ...a });
   }
 
-  async getAccount(id: string): Promise<AccountRecord | undefined> {
-    const a = this.#accounts.get(id);
-    return a ? { ...a } : undefined;
-  }
-
-  async updateAccount(id: string, patch: AccountPatch): Promise<AccountRecord | undefined> {
-    const a = this.#accounts.get(id);
-    if (!a) return undefined;
-    const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-    Object.assign(a, defined);
-    return { ...a };
-  }
-
   async createKey(k: KeyRecord, hash: Buffer): Promise<boolean> {
     if (!this.#accounts.has(k.accountId)) return false;
     this.#keys.set(k.id, { ...k, hash });
     this.#byHash.set(hash.toString("hex"), k.id);
     return true;
-  }
-
-  async listKeys(accountId: string): Promise<KeyRecord[]> {
-    return [...this.#keys.values()]
-      .filter((k) => k.accountId === accountId)
-      .map(({ hash: _hash, ...k }) => k);
   }
 
   async revokeKey(accountId: string, keyId: string, at: string): Promise<KeyRecord | undefined> {
@@ -211,41 +192,44 @@ export class MemoryStore implements QuotaStore {
     return record;
   }
 
-  async knownKeys(): Promise<KnownKey[]> {
-    const out: KnownKey[] = [];
-    for (const keyId of this.#byHash.values()) {
-      const key = this.#keys.get(keyId);
-      if (key)
-        out.push({
-          hash: key.hash,
-          keyId,
-          accountId: key.accountId,
-          status: this.#accounts.get(key.accountId)?.status ?? "",
-        });
-    }
-    return out;
-  }
-
-  async countUsage(u: UsageCount, dedupeTtlMs: number): Promise<boolean> {
-    if (!this.#firstTime(`ue:${u.accountId}:${u.eventId}`, dedupeTtlMs)) return false;
-    const k = `${u.accountId}:${u.day}`;
-    const day = this.#usage.get(k) ?? { day: u.day, requests: 0, errors: 0 };
-    day.requests++;
-    if (u.error) day.errors++;
-    this.#usage.set(k, day);
-    return true;
-  }
-
-  async countUsageBatch(b: UsageBatchCount, dedupeTtlMs: number): Promise<boolean> {
-    if (!this.#firstTime(`ub:${b.batchId}`, dedupeTtlMs)) return false;
-    for (const d of b.days) {
-      const k = `${d.accountId}:${d.day}`;
-      const day = this.#usage.get(k) ?? { day: d.day, requests: 0, errors: 0 };
-      day.requests += d.requests;
-      day.errors += d.errors;
+  /** usage-max.lua's twin. */
+  async mergeUsage(totals: UsageTotal[]): Promise<void> {
+    for (const t of totals) {
+      const k = `${t.accountId}:${t.day}`;
+      const day = this.#usage.get(k) ?? { day: t.day, requests: 0, errors: 0 };
+      day.requests = Math.max(day.requests, t.requests);
+      day.errors = Math.max(day.errors, t.errors);
       this.#usage.set(k, day);
     }
+  }
+
+  // One process holds this store: it is seeded once at start and never lost while it runs.
+  async seedMark(): Promise<string | null> {
+    return this.#mark;
+  }
+
+  async setSeedMark(mark: string): Promise<void> {
+    this.#mark = mark;
+  }
+
+  async lockSeeding(): Promise<boolean> {
     return true;
+  }
+
+  async unlockSeeding(): Promise<void> {}
+
+  hold(held: boolean): void {
+    this.#held = held;
+  }
+
+  onConnect(): void {}
+
+  async restoreWindows(counts: WindowCount[]): Promise<void> {
+    const now = this.#clock();
+    for (const c of counts) {
+      const key = `${c.kind === "day" ? "d" : "m"}:${c.accountId}:${c.window}`;
+      if (this.#get(key, now) === 0) this.#counters.set(key, { value: c.count, expiresAt: now + c.ttlMs });
+    }
   }
 
   async readUsage(q: UsageQuery): Promise<UsageOutcome> {

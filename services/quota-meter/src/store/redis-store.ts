@@ -3,22 +3,19 @@ import { readFileSync } from "node:fs";
 import { type Logger, type prom, redactUrl } from "@tollgate/platform";
 import { createClient } from "redis";
 import {
-  type AccountPatch,
   type AccountRecord,
   type AuthorizeOutcome,
   type AuthorizeQuery,
   type Decision,
-  isAccountStatus,
   type KeyRecord,
-  type KnownKey,
   type LeaseReturn,
   type QuotaStore,
   type Refund,
   USAGE_RETENTION_MS,
-  type UsageBatchCount,
-  type UsageCount,
   type UsageOutcome,
   type UsageQuery,
+  type UsageTotal,
+  type WindowCount,
 } from "./types.ts";
 
 interface Script {
@@ -40,8 +37,7 @@ const AUTHORIZE = script("authorize", GUARD);
 const READ_USAGE = script("read-usage", GUARD);
 const REFUND = script("refund");
 const LEASE_RETURN = script("lease-return");
-const USAGE = script("usage");
-const USAGE_BATCH = script("usage-batch");
+const USAGE_MAX = script("usage-max");
 
 const DECISIONS: Decision[] = [
   "allow",
@@ -99,7 +95,7 @@ export async function openRedisStore(
   client.on("ready", () => {
     connectedOnce = true;
     // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
-    for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, USAGE, USAGE_BATCH])
+    for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, USAGE_MAX])
       client.scriptLoad(s.source).catch(() => undefined);
   });
   const connecting = client.connect().then(
@@ -131,6 +127,7 @@ export class RedisStore implements QuotaStore {
   readonly #client: Client;
   readonly #p: string;
   readonly #latency: prom.Histogram<string> | undefined;
+  #held = false;
 
   constructor(client: Client, opts: RedisStoreOptions) {
     this.#client = client;
@@ -138,9 +135,9 @@ export class RedisStore implements QuotaStore {
     this.#latency = opts.latency;
   }
 
-  /** Whether a command can be sent now (connected, not reconnecting). */
+  /** Whether a command can be sent now (connected, not reconnecting) and the copy is complete. */
   isReady(): boolean {
-    return this.#client.isReady;
+    return this.#client.isReady && !this.#held;
   }
 
   async #eval(s: Script, args: string[]): Promise<unknown> {
@@ -219,31 +216,6 @@ export class RedisStore implements QuotaStore {
     });
   }
 
-  async getAccount(id: string): Promise<AccountRecord | undefined> {
-    const h = (await this.#client.hGetAll(`${this.#p}acct:${id}`)) as Record<string, string>;
-    if (!h.id) return undefined;
-    return {
-      id: h.id,
-      name: str(h.name),
-      status: isAccountStatus(str(h.status)) ? (h.status as AccountRecord["status"]) : "suspended",
-      dailyLimit: num(h.daily),
-      monthlyLimit: num(h.monthly),
-      burstPerSecond: num(h.burst),
-      createdAt: str(h.created),
-    };
-  }
-
-  async updateAccount(id: string, patch: AccountPatch): Promise<AccountRecord | undefined> {
-    if (!(await this.#client.exists(`${this.#p}acct:${id}`))) return undefined;
-    const fields: Record<string, string> = {};
-    if (patch.status !== undefined) fields.status = patch.status;
-    if (patch.dailyLimit !== undefined) fields.daily = String(patch.dailyLimit);
-    if (patch.monthlyLimit !== undefined) fields.monthly = String(patch.monthlyLimit);
-    if (patch.burstPerSecond !== undefined) fields.burst = String(patch.burstPerSecond);
-    if (Object.keys(fields).length > 0) await this.#client.hSet(`${this.#p}acct:${id}`, fields);
-    return this.getAccount(id);
-  }
-
   async createKey(k: KeyRecord, hash: Buffer): Promise<boolean> {
     if (!(await this.#client.exists(`${this.#p}acct:${k.accountId}`))) return false;
     const hex = hash.toString("hex");
@@ -258,7 +230,6 @@ export class RedisStore implements QuotaStore {
         hash: hex,
       })
       .hSet(`${this.#p}keys`, hex, `${k.id}:${k.accountId}`)
-      .zAdd(`${this.#p}acct:${k.accountId}:keys`, { score: Date.parse(k.createdAt) || 0, value: k.id })
       .exec();
     return true;
   }
@@ -272,14 +243,9 @@ export class RedisStore implements QuotaStore {
       prefix: str(h.prefix),
       createdAt: str(h.created),
       revokedAt: str(h.revoked),
+      lastUsedAt: "",
       hash: str(h.hash),
     };
-  }
-
-  async listKeys(accountId: string): Promise<KeyRecord[]> {
-    const ids = await this.#client.zRange(`${this.#p}acct:${accountId}:keys`, 0, -1);
-    const keys = await Promise.all(ids.map((id) => this.#key(String(id))));
-    return keys.filter((k) => k !== undefined).map(({ hash: _hash, ...k }) => k);
   }
 
   async revokeKey(accountId: string, keyId: string, at: string): Promise<KeyRecord | undefined> {
@@ -295,49 +261,56 @@ export class RedisStore implements QuotaStore {
     return { ...record, revokedAt: at };
   }
 
-  async knownKeys(): Promise<KnownKey[]> {
-    const entries: Array<{ hash: string; keyId: string; accountId: string }> = [];
-    for await (const batch of this.#client.hScanIterator(`${this.#p}keys`, { COUNT: 1_000 })) {
-      for (const { field, value } of batch) {
-        const [keyId = "", accountId = ""] = String(value).split(":");
-        entries.push({ hash: String(field), keyId, accountId });
-      }
-    }
-    const accounts = [...new Set(entries.map((e) => e.accountId))];
-    const statuses = await Promise.all(
-      accounts.map((id) => this.#client.hGet(`${this.#p}acct:${id}`, "status")),
+  async mergeUsage(totals: UsageTotal[]): Promise<void> {
+    if (totals.length === 0) return;
+    await this.#eval(USAGE_MAX, [
+      this.#p,
+      String(USAGE_RETENTION_MS),
+      ...totals.flatMap((t) => [t.accountId, t.day, String(t.requests), String(t.errors)]),
+    ]);
+  }
+
+  async seedMark(): Promise<string | null> {
+    return (await this.#client.get(`${this.#p}seeded`)) as string | null;
+  }
+
+  async setSeedMark(mark: string): Promise<void> {
+    await this.#client.set(`${this.#p}seeded`, mark);
+  }
+
+  async lockSeeding(owner: string, ttlMs: number): Promise<boolean> {
+    const taken = await this.#client.set(`${this.#p}seeding`, owner, {
+      condition: "NX",
+      expiration: { type: "PX", value: ttlMs },
+    });
+    return taken === "OK";
+  }
+
+  async unlockSeeding(owner: string): Promise<void> {
+    if ((await this.#client.get(`${this.#p}seeding`)) === owner) await this.#client.del(`${this.#p}seeding`);
+  }
+
+  hold(held: boolean): void {
+    this.#held = held;
+  }
+
+  onConnect(listener: () => void): void {
+    this.#client.on("ready", listener);
+  }
+
+  async restoreWindows(counts: WindowCount[]): Promise<void> {
+    await Promise.all(
+      counts.map((c) =>
+        this.#client.set(
+          `${this.#p}${c.kind === "day" ? "d" : "m"}:${c.accountId}:${c.window}`,
+          String(c.count),
+          {
+            condition: "NX",
+            expiration: { type: "PX", value: Math.max(1, Math.round(c.ttlMs)) },
+          },
+        ),
+      ),
     );
-    const statusOf = new Map(accounts.map((id, i) => [id, str(statuses[i])]));
-    return entries.map((e) => ({
-      hash: Buffer.from(e.hash, "hex"),
-      keyId: e.keyId,
-      accountId: e.accountId,
-      status: statusOf.get(e.accountId) ?? "",
-    }));
-  }
-
-  async countUsage(u: UsageCount, dedupeTtlMs: number): Promise<boolean> {
-    const reply = await this.#eval(USAGE, [
-      this.#p,
-      u.eventId,
-      u.accountId,
-      u.day,
-      u.error ? "1" : "0",
-      String(dedupeTtlMs),
-      String(USAGE_RETENTION_MS),
-    ]);
-    return num(reply) === 1;
-  }
-
-  async countUsageBatch(b: UsageBatchCount, dedupeTtlMs: number): Promise<boolean> {
-    const reply = await this.#eval(USAGE_BATCH, [
-      this.#p,
-      b.batchId,
-      String(dedupeTtlMs),
-      String(USAGE_RETENTION_MS),
-      ...b.days.flatMap((d) => [d.accountId, d.day, String(d.requests), String(d.errors)]),
-    ]);
-    return num(reply) === 1;
   }
 
   async readUsage(q: UsageQuery): Promise<UsageOutcome> {

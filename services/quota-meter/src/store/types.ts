@@ -30,6 +30,8 @@ export interface KeyRecord {
   createdAt: string;
   /** "" while the key is live. */
   revokedAt: string;
+  /** "" until a call with it reached the usage rollups. */
+  lastUsedAt: string;
 }
 
 export type Decision =
@@ -94,17 +96,23 @@ export interface Refund {
   month: string;
 }
 
-export interface UsageCount {
-  eventId: string;
+/** An account's usage totals of one UTC day, as the rollups in PostgreSQL hold them. */
+export interface UsageTotal {
   accountId: string;
   day: string;
-  error: boolean;
+  requests: number;
+  errors: number;
 }
 
-/** One batch of usage folded per account and day: what usage-batch.lua adds. */
-export interface UsageBatchCount {
-  batchId: string;
-  days: { accountId: string; day: string; requests: number; errors: number }[];
+/** A quota window's count rebuilt from the rollups (re-seeding after a loss). */
+export interface WindowCount {
+  accountId: string;
+  /** "day" (`d:<acct>:<YYYY-MM-DD>`) or "month" (`m:<acct>:<YYYY-MM>`). */
+  kind: "day" | "month";
+  window: string;
+  count: number;
+  /** The counter's lifetime, as Authorize would set it. */
+  ttlMs: number;
 }
 
 export interface DailyUsage {
@@ -139,8 +147,11 @@ export interface UsageOutcome {
 }
 
 /**
- * Everything quota-meter keeps. Two implementations: Redis (shared by all replicas) and
- * memory (the single-node stand-in when Redis is unreachable at startup).
+ * The hot copy of quota-meter's records (accounts and live keys: what the scripts read) and the
+ * counters (windows, burst guard, per-day usage). PostgreSQL is the system of record
+ * (src/db/records.ts); seeder.ts rebuilds this copy from it when it is lost. Two implementations:
+ * Redis (shared by all replicas) and memory (the single-node stand-in when Redis is unreachable
+ * at startup).
  */
 export interface QuotaStore {
   readonly kind: "redis" | "memory";
@@ -153,20 +164,29 @@ export interface QuotaStore {
   /** Gives a lease's unused units back to both windows; once per (account, lease id). */
   returnLease(lease: LeaseReturn, dedupeTtlMs: number): Promise<boolean>;
 
+  /** Writes the account as given (creates or replaces its hot copy). */
   createAccount(account: AccountRecord): Promise<void>;
-  getAccount(id: string): Promise<AccountRecord | undefined>;
-  updateAccount(id: string, patch: AccountPatch): Promise<AccountRecord | undefined>;
-  /** False when the account does not exist. */
+  /** Makes a live key usable; false when the account has no hot copy. */
   createKey(key: KeyRecord, hash: Buffer): Promise<boolean>;
-  listKeys(accountId: string): Promise<KeyRecord[]>;
+  /** Makes the key unusable at once; undefined when the store holds no such key of that account. */
   revokeKey(accountId: string, keyId: string, at: string): Promise<KeyRecord | undefined>;
-  /** Every live key with its account's status (for the fail-open snapshot). */
-  knownKeys(): Promise<KnownKey[]>;
 
-  /** Counts one usage event into its account's day; false when the event was already counted. */
-  countUsage(usage: UsageCount, dedupeTtlMs: number): Promise<boolean>;
-  /** Counts a batch of usage, already folded per account and day; false when the batch was counted. */
-  countUsageBatch(batch: UsageBatchCount, dedupeTtlMs: number): Promise<boolean>;
+  /** Per-day usage totals from the rollups, merged as maxima (totals only grow, in any order). */
+  mergeUsage(totals: UsageTotal[]): Promise<void>;
+
+  // Re-seeding (seeder.ts): how a lost copy is noticed and rebuilt.
+  /** The mark of a complete copy, or null when the store lost it (or never had one). */
+  seedMark(): Promise<string | null>;
+  setSeedMark(mark: string): Promise<void>;
+  /** One replica seeds at a time: true when `owner` took the lock. */
+  lockSeeding(owner: string, ttlMs: number): Promise<boolean>;
+  unlockSeeding(owner: string): Promise<void>;
+  /** While held, isReady() is false: Authorize fails open rather than read an incomplete copy. */
+  hold(held: boolean): void;
+  /** Calls `listener` each time the store's connection is (re)established. */
+  onConnect(listener: () => void): void;
+  /** Window counts rebuilt from the rollups; a counter that exists is kept. */
+  restoreWindows(counts: WindowCount[]): Promise<void>;
   /**
    * Key lookup → account → status → the burst guard Authorize uses → both windows and every
    * day asked, atomically, in one round trip. Counts nothing in the windows.

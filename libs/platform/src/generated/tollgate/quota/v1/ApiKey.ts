@@ -10,6 +10,10 @@ export interface ApiKey {
   'prefix'?: (string);
   'createdAt'?: (string);
   'revokedAt'?: (string);
+  /**
+   * When a call with the key last reached the usage rollups; empty if never.
+   */
+  'lastUsedAt'?: (string);
 }
 
 export interface ApiKey__Output {
@@ -21,4 +25,8 @@ export interface ApiKey__Output {
   'prefix': (string);
   'createdAt': (string);
   'revokedAt': (string);
+  /**
+   * When a call with the key last reached the usage rollups; empty if never.
+   */
+  'lastUsedAt': (string);
 }

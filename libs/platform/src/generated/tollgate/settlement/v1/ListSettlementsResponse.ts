@@ -1,0 +1,22 @@
+// Original file: ../../proto/tollgate/settlement/v1/settlement_worker.proto
+
+import type { Settlement as _tollgate_settlement_v1_Settlement, Settlement__Output as _tollgate_settlement_v1_Settlement__Output } from '../../../tollgate/settlement/v1/Settlement.ts';
+import type { OutcomeTotal as _tollgate_settlement_v1_OutcomeTotal, OutcomeTotal__Output as _tollgate_settlement_v1_OutcomeTotal__Output } from '../../../tollgate/settlement/v1/OutcomeTotal.ts';
+
+export interface ListSettlementsResponse {
+  'settlements'?: (_tollgate_settlement_v1_Settlement)[];
+  /**
+   * Empty when this is the last page.
+   */
+  'nextCursor'?: (string);
+  'totals'?: (_tollgate_settlement_v1_OutcomeTotal)[];
+}
+
+export interface ListSettlementsResponse__Output {
+  'settlements': (_tollgate_settlement_v1_Settlement__Output)[];
+  /**
+   * Empty when this is the last page.
+   */
+  'nextCursor': (string);
+  'totals': (_tollgate_settlement_v1_OutcomeTotal__Output)[];
+}

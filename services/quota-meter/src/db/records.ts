@@ -1,0 +1,338 @@
+// quota-meter's system of record in PostgreSQL: accounts and their plans, API keys (hashed),
+// and the daily usage rollups. Admin writes land here first; the hot copy in Redis follows inside
+// the same transaction (a failed Redis write rolls the database back, so a retry never duplicates).
+// Nothing here is on the per-call path.
+import type { Kysely, Transaction } from "kysely";
+import { sql } from "kysely";
+import {
+  type AccountPatch,
+  type AccountRecord,
+  isAccountStatus,
+  type KeyRecord,
+  type KnownKey,
+  type UsageTotal,
+} from "../store/types.ts";
+import type { QuotaTables } from "./schema.ts";
+
+type Db = Kysely<QuotaTables>;
+type AccountRow = QuotaTables["accounts"] & { created_at: Date; updated_at: Date };
+
+const iso = (d: Date | null | undefined): string => (d ? d.toISOString() : "");
+
+function account(row: Pick<AccountRow, keyof AccountRow>): AccountRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    status: isAccountStatus(row.status) ? row.status : "suspended",
+    dailyLimit: row.daily_limit,
+    monthlyLimit: row.monthly_limit,
+    burstPerSecond: row.burst_per_second,
+    createdAt: iso(row.created_at),
+  };
+}
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  prefix: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+function key(row: KeyRow): KeyRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    prefix: row.prefix,
+    createdAt: iso(row.created_at),
+    revokedAt: iso(row.revoked_at),
+    lastUsedAt: iso(row.last_used_at),
+  };
+}
+
+const KEY_COLUMNS = ["id", "account_id", "prefix", "created_at", "last_used_at", "revoked_at"] as const;
+
+/** One account-day of a usage batch, ready to add to the rollups. */
+export interface UsageFold {
+  accountId: string;
+  day: string;
+  requests: number;
+  errors: number;
+  counted: number;
+}
+
+export type Records = ReturnType<typeof createRecords>;
+
+export function createRecords(db: Db) {
+  /** Runs `write` then `andThen` (the Redis copy) in one transaction: both happen, or neither. */
+  const transact = <T>(write: (tx: Transaction<QuotaTables>) => Promise<T>) =>
+    db.transaction().execute(write);
+
+  return {
+    async createAccount(a: AccountRecord, andThen: () => Promise<void>): Promise<void> {
+      await transact(async (tx) => {
+        await tx
+          .insertInto("accounts")
+          .values({
+            id: a.id,
+            name: a.name,
+            status: a.status,
+            daily_limit: a.dailyLimit,
+            monthly_limit: a.monthlyLimit,
+            burst_per_second: a.burstPerSecond,
+            created_at: a.createdAt,
+            updated_at: a.createdAt,
+          })
+          .execute();
+        await andThen();
+      });
+    },
+
+    async getAccount(id: string): Promise<AccountRecord | undefined> {
+      const row = await db.selectFrom("accounts").selectAll().where("id", "=", id).executeTakeFirst();
+      return row ? account(row as AccountRow) : undefined;
+    },
+
+    async updateAccount(
+      id: string,
+      patch: AccountPatch,
+      at: string,
+      andThen: (a: AccountRecord) => Promise<void>,
+    ): Promise<AccountRecord | undefined> {
+      return transact(async (tx) => {
+        const row = await tx
+          .updateTable("accounts")
+          .set({
+            updated_at: at,
+            ...(patch.status !== undefined ? { status: patch.status } : {}),
+            ...(patch.dailyLimit !== undefined ? { daily_limit: patch.dailyLimit } : {}),
+            ...(patch.monthlyLimit !== undefined ? { monthly_limit: patch.monthlyLimit } : {}),
+            ...(patch.burstPerSecond !== undefined ? { burst_per_second: patch.burstPerSecond } : {}),
+          })
+          .where("id", "=", id)
+          .returningAll()
+          .executeTakeFirst();
+        if (!row) return undefined;
+        const updated = account(row as AccountRow);
+        await andThen(updated);
+        return updated;
+      });
+    },
+
+    /** False when the account does not exist; `andThen` gets the account as locked for the key. */
+    async createKey(
+      k: KeyRecord,
+      hash: Buffer,
+      andThen: (owner: AccountRecord) => Promise<void>,
+    ): Promise<boolean> {
+      return transact(async (tx) => {
+        const owner = await tx
+          .selectFrom("accounts")
+          .selectAll()
+          .where("id", "=", k.accountId)
+          .forShare()
+          .executeTakeFirst();
+        if (!owner) return false;
+        await tx
+          .insertInto("api_keys")
+          .values({ id: k.id, account_id: k.accountId, hash, prefix: k.prefix, created_at: k.createdAt })
+          .execute();
+        await andThen(account(owner as AccountRow));
+        return true;
+      });
+    },
+
+    async listKeys(accountId: string): Promise<KeyRecord[]> {
+      const rows = await db
+        .selectFrom("api_keys")
+        .select(KEY_COLUMNS)
+        .where("account_id", "=", accountId)
+        .orderBy("created_at")
+        .orderBy("id")
+        .execute();
+      return rows.map((r) => key(r as KeyRow));
+    },
+
+    /** Revokes once (a second revoke answers the first one's time); undefined when there is no such key. */
+    async revokeKey(
+      accountId: string,
+      keyId: string,
+      at: string,
+      andThen: (k: KeyRecord) => Promise<void>,
+    ): Promise<KeyRecord | undefined> {
+      return transact(async (tx) => {
+        const row = await tx
+          .updateTable("api_keys")
+          .set({ revoked_at: sql<Date>`coalesce(revoked_at, ${at}::timestamptz)` })
+          .where("id", "=", keyId)
+          .where("account_id", "=", accountId)
+          .returning(KEY_COLUMNS)
+          .executeTakeFirst();
+        if (!row) return undefined;
+        const revoked = key(row as KeyRow);
+        await andThen(revoked);
+        return revoked;
+      });
+    },
+
+    /** Every live key with its account's status: the fail-open snapshot. */
+    async knownKeys(): Promise<KnownKey[]> {
+      const rows = await db
+        .selectFrom("api_keys as k")
+        .innerJoin("accounts as a", "a.id", "k.account_id")
+        .select(["k.id", "k.account_id", "k.hash", "a.status"])
+        .where("k.revoked_at", "is", null)
+        .execute();
+      return rows.map((r) => ({ hash: r.hash, keyId: r.id, accountId: r.account_id, status: r.status }));
+    },
+
+    // Re-seeding reads (seeder.ts): pages in primary-key order, so memory stays bounded.
+    async accountsPage(after: string, limit: number): Promise<AccountRecord[]> {
+      const rows = await db
+        .selectFrom("accounts")
+        .selectAll()
+        .where("id", ">", after)
+        .orderBy("id")
+        .limit(limit)
+        .execute();
+      return rows.map((r) => account(r as AccountRow));
+    },
+
+    async liveKeysPage(after: string, limit: number): Promise<Array<{ key: KeyRecord; hash: Buffer }>> {
+      const rows = await db
+        .selectFrom("api_keys")
+        .select([...KEY_COLUMNS, "hash"])
+        .where("revoked_at", "is", null)
+        .where("id", ">", after)
+        .orderBy("id")
+        .limit(limit)
+        .execute();
+      return rows.map((r) => ({ key: key(r as KeyRow), hash: r.hash }));
+    },
+
+    /** Accounts changed and keys revoked at or after `since`: what an admin write may have raced. */
+    async changedSince(since: string) {
+      const [accounts, revoked] = await Promise.all([
+        db.selectFrom("accounts").selectAll().where("updated_at", ">=", new Date(since)).execute(),
+        db.selectFrom("api_keys").select(KEY_COLUMNS).where("revoked_at", ">=", new Date(since)).execute(),
+      ]);
+      return {
+        accounts: accounts.map((r) => account(r as AccountRow)),
+        revoked: revoked.map((r) => key(r as KeyRow)),
+      };
+    },
+
+    /** The rollups from `fromDay` on (inclusive), in pages by (account, day); `after` undefined: the first. */
+    async usageSince(
+      fromDay: string,
+      after: { accountId: string; day: string } | undefined,
+      limit: number,
+    ): Promise<Array<UsageTotal & { counted: number }>> {
+      let q = db.selectFrom("usage_daily").selectAll().where("day", ">=", fromDay);
+      if (after) {
+        q = q.where((eb) =>
+          eb(eb.refTuple("account_id", "day"), ">", eb.tuple(after.accountId, after.day) as never),
+        );
+      }
+      const rows = await q.orderBy("account_id").orderBy("day").limit(limit).execute();
+      return rows.map((r) => ({
+        accountId: r.account_id,
+        day: r.day,
+        requests: r.requests,
+        errors: r.errors,
+        counted: r.counted,
+      }));
+    },
+
+    /**
+     * Folds one usage batch, once per batch id: the id, the account-days and the keys' last use
+     * in one transaction. Returns the account-days' new totals, or undefined when the batch was
+     * already folded (a redelivery or a replay: nothing changes).
+     */
+    async foldUsage(
+      batchId: string,
+      calls: number,
+      days: UsageFold[],
+      lastUsed: Array<{ keyId: string; at: string }>,
+    ): Promise<UsageTotal[] | undefined> {
+      // Rows in one order in every transaction: two batches of one account-day never deadlock.
+      const sorted = [...days].sort((a, b) =>
+        a.accountId === b.accountId ? a.day.localeCompare(b.day) : a.accountId.localeCompare(b.accountId),
+      );
+      return transact(async (tx) => {
+        const first = await tx
+          .insertInto("usage_batches")
+          .values({ id: batchId, calls })
+          .onConflict((oc) => oc.column("id").doNothing())
+          .returning("id")
+          .executeTakeFirst();
+        if (!first) return undefined;
+        const totals = await tx
+          .insertInto("usage_daily")
+          .values(
+            sorted.map((d) => ({
+              account_id: d.accountId,
+              day: d.day,
+              requests: d.requests,
+              errors: d.errors,
+              counted: d.counted,
+            })),
+          )
+          .onConflict((oc) =>
+            oc.columns(["account_id", "day"]).doUpdateSet((eb) => ({
+              requests: eb("usage_daily.requests", "+", eb.ref("excluded.requests")),
+              errors: eb("usage_daily.errors", "+", eb.ref("excluded.errors")),
+              counted: eb("usage_daily.counted", "+", eb.ref("excluded.counted")),
+            })),
+          )
+          .returning(["account_id", "day", "requests", "errors"])
+          .execute();
+        if (lastUsed.length > 0) {
+          const ids = lastUsed.map((u) => u.keyId).sort();
+          // Locked in id order first, then updated in one statement: no deadlock between batches.
+          await tx
+            .selectFrom("api_keys")
+            .select("id")
+            .where("id", "in", ids)
+            .orderBy("id")
+            .forUpdate()
+            .execute();
+          const values = sql.join(lastUsed.map((u) => sql`(${u.keyId}, ${u.at}::timestamptz)`));
+          await sql`update api_keys as k set last_used_at = greatest(coalesce(k.last_used_at, v.at), v.at)
+            from (values ${values}) as v (id, at) where k.id = v.id`.execute(tx);
+        }
+        return totals.map((t) => ({
+          accountId: t.account_id,
+          day: t.day,
+          requests: t.requests,
+          errors: t.errors,
+        }));
+      });
+    },
+
+    /** The current totals of some account-days (a batch already folded, pushed to Redis again). */
+    async usageTotals(days: Array<{ accountId: string; day: string }>): Promise<UsageTotal[]> {
+      if (days.length === 0) return [];
+      const rows = await db
+        .selectFrom("usage_daily")
+        .select(["account_id", "day", "requests", "errors"])
+        .where((eb) =>
+          eb.or(days.map((d) => eb.and([eb("account_id", "=", d.accountId), eb("day", "=", d.day)]))),
+        )
+        .execute();
+      return rows.map((t) => ({
+        accountId: t.account_id,
+        day: t.day,
+        requests: t.requests,
+        errors: t.errors,
+      }));
+    },
+
+    /** Forgets batch ids folded before `before` (older than any message the stream still keeps). */
+    async forgetBatches(before: Date): Promise<number> {
+      const result = await db.deleteFrom("usage_batches").where("folded_at", "<", before).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+  };
+}

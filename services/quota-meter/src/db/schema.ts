@@ -1,0 +1,39 @@
+// The tables of migrations/*.sql as kysely sees them (int8 arrive as numbers and dates as
+// 'YYYY-MM-DD': libs/db's type parsers).
+import type { ColumnType, Generated } from "kysely";
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+
+export interface QuotaTables {
+  accounts: {
+    id: string;
+    name: string;
+    status: string;
+    daily_limit: number;
+    monthly_limit: number;
+    burst_per_second: number;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+  };
+  api_keys: {
+    id: string;
+    account_id: string;
+    hash: Buffer;
+    prefix: string;
+    created_at: Timestamp;
+    last_used_at: Timestamp | null;
+    revoked_at: Timestamp | null;
+  };
+  usage_daily: {
+    account_id: string;
+    day: string;
+    requests: number;
+    errors: number;
+    counted: number;
+  };
+  usage_batches: {
+    id: string;
+    calls: number;
+    folded_at: Generated<Date>;
+  };
+}

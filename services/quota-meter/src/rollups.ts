@@ -1,0 +1,83 @@
+// The usage stream folded into the system of record: each tollgate.usage.v2 batch becomes, in one
+// PostgreSQL transaction keyed by its batch id, additions to the per-account, per-UTC-day rollups
+// (requests, errors, calls counted in the windows) and the keys' last use. The new totals then go
+// to Redis's per-day usage (GetUsage) as maxima, so Redis follows PostgreSQL in any order: a
+// redelivery, a replay of the stream from its start, or a re-seed after a Redis loss changes
+// nothing. Every replica shares the durable consumer; JetStream spreads the batches.
+import type { EventConsumer, UsageCallV2 } from "@tollgate/events";
+import { USAGE_V1, USAGE_V2 } from "@tollgate/events";
+import type { Logger } from "@tollgate/platform";
+import type { Records, UsageFold } from "./db/records.ts";
+import type { QuotaMetrics } from "./metrics.ts";
+import type { QuotaStore } from "./store/types.ts";
+import { dayId } from "./windows.ts";
+
+export const ROLLUP_DURABLE = "quota-meter-rollups";
+/** Per-call v1 events (journals written before the upgrade), each folded as a batch of one. */
+export const ROLLUP_V1_DURABLE = "quota-meter-rollups-v1";
+
+/** Batch ids are kept longer than the stream keeps messages (30 days), so no replay folds twice. */
+export const BATCH_MEMORY_MS = 45 * 24 * 3_600_000;
+
+type Call = Pick<UsageCallV2, "account_id" | "key_id" | "status" | "time"> & {
+  counted?: boolean | undefined;
+};
+
+/** What one batch adds: per account and UTC day, and each key's latest call. */
+export function foldCalls(calls: readonly Call[]) {
+  const byDay = new Map<string, UsageFold>();
+  const lastUsed = new Map<string, string>();
+  for (const c of calls) {
+    const at = Date.parse(c.time);
+    const day = dayId(at);
+    const k = `${c.account_id} ${day}`;
+    const entry = byDay.get(k) ?? { accountId: c.account_id, day, requests: 0, errors: 0, counted: 0 };
+    entry.requests++;
+    if (c.status >= 400) entry.errors++;
+    // Batches written before `counted` existed: a call with an answer was counted.
+    if (c.counted ?? c.status < 500) entry.counted++;
+    byDay.set(k, entry);
+    const seen = lastUsed.get(c.key_id);
+    if (c.key_id && (!seen || Date.parse(seen) < at)) lastUsed.set(c.key_id, new Date(at).toISOString());
+  }
+  return {
+    days: [...byDay.values()],
+    lastUsed: [...lastUsed].map(([keyId, at]) => ({ keyId, at })),
+  };
+}
+
+export interface RollupDeps {
+  records: Records;
+  store: QuotaStore;
+  metrics: QuotaMetrics;
+  logger: Logger;
+  /** Whether the schema is migrated (the consumer waits for it). */
+  schemaReady: Promise<void>;
+}
+
+export function startRollups(consumer: EventConsumer, deps: RollupDeps): () => void {
+  const { records, store, metrics } = deps;
+
+  async function fold(batchId: string, calls: readonly Call[]): Promise<void> {
+    await deps.schemaReady;
+    const { days, lastUsed } = foldCalls(calls);
+    const totals = await records.foldUsage(batchId, calls.length, days, lastUsed);
+    metrics.usageCounted.inc({ result: totals ? "counted" : "duplicate" }, totals ? calls.length : 1);
+    // A batch folded before (its Redis write may have failed then): push the current totals again.
+    await store.mergeUsage(totals ?? (await records.usageTotals(days)));
+  }
+
+  // Folding is two round trips: a short ack wait redelivers a delivery lost in a blip within seconds.
+  const options = { ackWaitMs: 10_000, retryDelayMs: 1_000 };
+  consumer.consume(USAGE_V2, ROLLUP_DURABLE, (batch) => fold(batch.id, batch.calls), options);
+  consumer.consume(USAGE_V1, ROLLUP_V1_DURABLE, (event) => fold(`v1:${event.id}`, [event]), options);
+
+  const forget = () =>
+    deps.schemaReady
+      .then(() => records.forgetBatches(new Date(Date.now() - BATCH_MEMORY_MS)))
+      .catch((err: unknown) => deps.logger.warn({ err }, "could not prune folded usage batch ids"));
+  void forget();
+  const timer = setInterval(() => void forget(), 3_600_000);
+  timer.unref();
+  return () => clearInterval(timer);
+}

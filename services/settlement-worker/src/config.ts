@@ -1,0 +1,71 @@
+// The settlement worker's configuration, read once from the environment.
+import { readDatabaseUrl } from "@tollgate/db";
+import { bindHost, ConfigError, envInt, envString, readSecret } from "@tollgate/platform";
+import { type Address, getAddress, isAddress } from "viem";
+
+export const SERVICE = "settlement-worker";
+
+/** The chain payments settle on, read for reconciliation (the same variables payment-verifier reads). */
+export interface ChainConfig {
+  rpcUrl: string;
+  /** CAIP-2, `eip155:<chainId>`: how the ledger names it (`payment_network`). */
+  network: string;
+  asset: Address;
+  payTo: Address;
+}
+
+export interface SettlementWorkerConfig {
+  host: string;
+  grpcPort: number;
+  metricsPort: number;
+  databaseUrl: string;
+  databasePoolSize: number;
+  /** How long startup waits for the schema to be migrated before serving anyway. */
+  databaseWaitMs: number;
+  natsUrl: string;
+  /** Isolates NATS subjects and streams (tests); empty in production. */
+  eventsNamespace: string;
+  streamReplicas: number;
+  /** Guards the admin API; admin is refused when unset. */
+  operatorToken: string | undefined;
+  /** Undefined: reconciliation is unavailable (no settlement chain configured). */
+  chain: ChainConfig | undefined;
+}
+
+function address(name: string, value: string): Address {
+  if (!isAddress(value, { strict: false }))
+    throw new ConfigError(`${name} must be a 0x-prefixed 20-byte address`);
+  return getAddress(value);
+}
+
+function chain(): ChainConfig | undefined {
+  const rpcUrl = readSecret("X402_SETTLEMENT_RPC_URL");
+  const network = envString("X402_NETWORK", "");
+  const asset = envString("X402_ASSET", "");
+  const payTo = envString("X402_PAY_TO", "");
+  if (!rpcUrl && !asset && !payTo) return undefined;
+  if (!rpcUrl || !network || !asset || !payTo) {
+    throw new ConfigError(
+      "reconciliation needs X402_SETTLEMENT_RPC_URL, X402_NETWORK, X402_ASSET and X402_PAY_TO together (or none of them)",
+    );
+  }
+  if (!/^eip155:[0-9]+$/.test(network))
+    throw new ConfigError("X402_NETWORK must be CAIP-2 (eip155:<chain id>)");
+  return { rpcUrl, network, asset: address("X402_ASSET", asset), payTo: address("X402_PAY_TO", payTo) };
+}
+
+export function loadConfig(): SettlementWorkerConfig {
+  return {
+    host: bindHost(),
+    grpcPort: envInt("GRPC_PORT", 50054),
+    metricsPort: envInt("METRICS_PORT", 9464),
+    databaseUrl: readDatabaseUrl(),
+    databasePoolSize: envInt("DATABASE_POOL_SIZE", 5),
+    databaseWaitMs: envInt("DATABASE_WAIT_MS", 10_000),
+    natsUrl: readSecret("NATS_URL") ?? "nats://127.0.0.1:4222",
+    eventsNamespace: envString("EVENTS_NAMESPACE", ""),
+    streamReplicas: envInt("NATS_STREAM_REPLICAS", 1),
+    operatorToken: readSecret("OPERATOR_TOKEN"),
+    chain: chain(),
+  };
+}

@@ -1,0 +1,124 @@
+// Wiring: PostgreSQL (migrated at start-up), the settlement stream into the ledger, the settlement
+// chain reader, the admin gRPC API and /metrics. The batch/session channel claim and settle loops
+// will join here: core/ for their rules, adapters/ for the chain and the stores, started below.
+import { openDatabase, startMigrations } from "@tollgate/db";
+import { createEventConsumer } from "@tollgate/events";
+import {
+  contracts,
+  createLogger,
+  createRegistry,
+  type Logger,
+  type Registry,
+  serveMetrics,
+  startGrpcServer,
+} from "@tollgate/platform";
+import { createSettlementChain } from "./adapters/chain.ts";
+import { consumeSettlements } from "./adapters/events.ts";
+import { createLedgerStore, type LedgerTables } from "./adapters/ledger-store.ts";
+import { createAdminHandlers } from "./admin.ts";
+import { SERVICE, type SettlementWorkerConfig } from "./config.ts";
+import { createWorkerMetrics } from "./core/metrics.ts";
+import { MIGRATIONS } from "./migrations.ts";
+
+export interface SettlementWorkerDeps {
+  logger?: Logger;
+  registry?: Registry;
+}
+
+export interface SettlementWorkerHandle {
+  grpcPort: number;
+  metricsPort: number;
+  /** Resolves once the schema is migrated. */
+  ready: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startSettlementWorker(
+  config: SettlementWorkerConfig,
+  deps: SettlementWorkerDeps = {},
+): Promise<SettlementWorkerHandle> {
+  const logger = deps.logger ?? createLogger(SERVICE);
+  const registry = deps.registry ?? createRegistry(SERVICE);
+  const metrics = createWorkerMetrics(registry);
+  if (!config.operatorToken) logger.warn("OPERATOR_TOKEN is not set: the admin API refuses every call");
+  if (!config.chain) logger.info("no settlement chain configured: reconciliation is unavailable");
+
+  const database = openDatabase<LedgerTables>({
+    url: config.databaseUrl,
+    logger,
+    applicationName: SERVICE,
+    maxConnections: config.databasePoolSize,
+  });
+  const migrations = startMigrations(database.db, MIGRATIONS, { logger, where: database.where });
+  const ledger = createLedgerStore(database.db);
+  // Serve once the schema is migrated, or after DATABASE_WAIT_MS without PostgreSQL (events wait
+  // in the stream; admin calls answer UNAVAILABLE until the database is back).
+  const migrated = await Promise.race([
+    migrations.ready.then(() => true),
+    new Promise<false>((r) => setTimeout(() => r(false), config.databaseWaitMs)),
+  ]);
+  if (!migrated) logger.warn({ database: database.where }, "serving before PostgreSQL answered");
+  const consumer = createEventConsumer({
+    natsUrl: config.natsUrl,
+    service: SERVICE,
+    logger,
+    registry,
+    namespace: config.eventsNamespace,
+    streamReplicas: config.streamReplicas,
+  });
+  consumeSettlements(consumer, ledger, metrics, migrations.ready);
+
+  const closeBackground = async () => {
+    migrations.stop();
+    await consumer.close();
+    await database.close();
+  };
+  let grpcServer: Awaited<ReturnType<typeof startGrpcServer>>;
+  let metricsServer: Awaited<ReturnType<typeof serveMetrics>>;
+  try {
+    grpcServer = await startGrpcServer({
+      host: config.host,
+      port: config.grpcPort,
+      registry,
+      logger,
+      // No mesh service calls the worker: its one API is the operator's.
+      meshCallers: {},
+      services: [
+        {
+          name: "tollgate.settlement.v1.SettlementAdminService",
+          definition: contracts.settlementWorker().SettlementAdminService.service,
+          // Every admin method checks the operator's token itself (admin.ts).
+          callers: null,
+          handlers: createAdminHandlers({
+            ledger,
+            chain: config.chain
+              ? { config: config.chain, reader: createSettlementChain(config.chain.rpcUrl) }
+              : undefined,
+            metrics,
+            logger,
+            operatorToken: config.operatorToken,
+          }),
+        },
+      ],
+    });
+    metricsServer = await serveMetrics(registry, config.metricsPort, config.host);
+  } catch (err) {
+    await closeBackground();
+    throw err;
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    grpcPort: grpcServer.port,
+    metricsPort: metricsServer.port,
+    ready: migrations.ready,
+    stop: () => {
+      stopping ??= (async () => {
+        await grpcServer.shutdown();
+        await closeBackground();
+        await metricsServer.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,164 @@
+// The same migrations, the same driver and the same queries on both databases Tollgate runs on:
+// the embedded PGlite behind pglite-socket that `pnpm start` runs (PostgreSQL compiled to
+// WebAssembly, started here exactly as deploy/local starts it), and the machine's PostgreSQL 15.
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Database, migrate, openDatabase } from "@tollgate/db";
+import { freePort, type RunningService, startEmbeddedPostgres } from "@tollgate/local";
+import type { Kysely } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MIGRATIONS as QUOTA } from "../../services/quota-meter/src/db/migrations.ts";
+import { createRecords } from "../../services/quota-meter/src/db/records.ts";
+import type { QuotaTables } from "../../services/quota-meter/src/db/schema.ts";
+import {
+  createLedgerStore,
+  type LedgerTables,
+} from "../../services/settlement-worker/src/adapters/ledger-store.ts";
+import { MIGRATIONS as LEDGER } from "../../services/settlement-worker/src/migrations.ts";
+import { silentLogger } from "../quota-meter/helpers.ts";
+import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
+
+let dataDir: string;
+let pglite: { url: string; process: RunningService } | undefined;
+let server: TestDatabase;
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "tollgate-pglite-"));
+  pglite = await startEmbeddedPostgres(join(dataDir, "pglite"), await freePort(), () => {});
+  server = await createTestDatabase("migrations");
+});
+
+afterAll(async () => {
+  await pglite?.process.stop();
+  await server?.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const open = (url: string) =>
+  openDatabase<QuotaTables & LedgerTables>({
+    url,
+    logger: silentLogger(),
+    applicationName: "migrations-test",
+  });
+
+const targets = () => [
+  ["embedded PGlite (pglite-socket)", pglite!.url],
+  ["PostgreSQL 15 (the machine's server)", server.url],
+];
+
+describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine's server)"]])(
+  "%s",
+  (name) => {
+    let database: Database<QuotaTables & LedgerTables>;
+    beforeAll(() => {
+      database = open(targets().find(([n]) => n === name)![1]!);
+    });
+    afterAll(() => database?.close());
+
+    it("applies every migration once, in one go, and nothing the second time", async () => {
+      expect(await migrate(database.db, QUOTA)).toEqual(["0001_accounts_keys_usage"]);
+      expect(await migrate(database.db, LEDGER)).toEqual(["0001_ledger"]);
+      // Replicas starting together, and the operator's `pnpm tollgate migrate`, find nothing to do.
+      const again = await Promise.all([
+        migrate(database.db, QUOTA),
+        migrate(database.db, QUOTA),
+        migrate(database.db, LEDGER),
+      ]);
+      expect(again).toEqual([[], [], []]);
+    });
+
+    it("runs the services' own queries: records, rollups folded once, the ledger once", async () => {
+      // One connection pool for both services' tables; each service's code sees only its own.
+      const records = createRecords(database.db as unknown as Kysely<QuotaTables>);
+      const at = new Date().toISOString();
+      const account = {
+        id: `acct_${randomBytes(4).toString("hex")}`,
+        name: "migrations",
+        status: "active" as const,
+        dailyLimit: 10,
+        monthlyLimit: 0,
+        burstPerSecond: 0,
+        createdAt: at,
+      };
+      await records.createAccount(account, async () => {});
+      const key = {
+        id: `key_${randomBytes(4).toString("hex")}`,
+        accountId: account.id,
+        prefix: "tg_live_abcd",
+        createdAt: at,
+        revokedAt: "",
+        lastUsedAt: "",
+      };
+      expect(await records.createKey(key, randomBytes(32), async () => {})).toBe(true);
+      // A failed hot-copy write rolls the record back: no half-made account.
+      await expect(
+        records.createAccount({ ...account, id: `${account.id}x` }, async () => {
+          throw new Error("Redis refused");
+        }),
+      ).rejects.toThrow("Redis refused");
+      expect(await records.getAccount(`${account.id}x`)).toBeUndefined();
+
+      const day = at.slice(0, 10);
+      const fold = [{ accountId: account.id, day, requests: 3, errors: 1, counted: 2 }];
+      const used = [{ keyId: key.id, at }];
+      expect(await records.foldUsage("batch-1", 3, fold, used)).toEqual([
+        { accountId: account.id, day, requests: 3, errors: 1 },
+      ]);
+      expect(await records.foldUsage("batch-1", 3, fold, used)).toBeUndefined(); // redelivered
+      expect(await records.foldUsage("batch-2", 3, fold, used)).toEqual([
+        { accountId: account.id, day, requests: 6, errors: 2 },
+      ]);
+      expect(await records.usageSince(day, undefined, 10)).toEqual([
+        { accountId: account.id, day, requests: 6, errors: 2, counted: 4 },
+      ]);
+      expect((await records.listKeys(account.id))[0]).toMatchObject({ id: key.id, lastUsedAt: at });
+
+      const ledger = createLedgerStore(database.db as unknown as Kysely<LedgerTables>);
+      const entry = {
+        id: `tok:settled:${randomBytes(4).toString("hex")}`,
+        outcome: "settled" as const,
+        requestId: "r1",
+        endpoint: "/api/chain/block-number",
+        network: "ethereum",
+        scheme: "exact",
+        payer: "0xAbCd000000000000000000000000000000000001",
+        amount: "115792089237316195423570985008687907853269984665640564039457584007913129639935",
+        asset: "0x0000000000000000000000000000000000000002",
+        paymentNetwork: "eip155:84532",
+        transaction: `0x${"ab".repeat(32)}`,
+        channel: null,
+        cumulative: null,
+        reason: null,
+        time: at,
+      };
+      expect(await ledger.record(entry, 1)).toBe(true);
+      expect(await ledger.record(entry, 1)).toBe(false);
+      const page = await ledger.list({ payer: entry.payer.toLowerCase() }, 10, undefined);
+      // A uint256 amount keeps every digit.
+      expect(page.entries).toEqual([entry]);
+      expect(page.totals).toEqual([
+        { outcome: "settled", asset: entry.asset, count: 1, amount: entry.amount },
+      ]);
+    });
+  },
+);
+
+describe("the embedded PostgreSQL keeps its data across restarts", () => {
+  it("finds the rows of the previous run", async () => {
+    const before = open(pglite!.url);
+    const count = async (d: Database<QuotaTables & LedgerTables>) =>
+      (await d.db.selectFrom("accounts").select(d.db.fn.countAll<number>().as("n")).executeTakeFirstOrThrow())
+        .n;
+    const rows = await count(before);
+    expect(rows).toBeGreaterThan(0);
+    await before.close();
+    await pglite!.process.stop();
+    pglite = await startEmbeddedPostgres(join(dataDir, "pglite"), await freePort(), () => {});
+    const after = open(pglite.url);
+    expect(await count(after)).toBe(rows);
+    expect(await migrate(after.db, QUOTA)).toEqual([]);
+    await after.close();
+  });
+});

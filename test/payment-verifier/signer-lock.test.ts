@@ -1,0 +1,96 @@
+// The settlement key's nonce across replicas: every transaction is sent while holding the key's
+// lock in Redis, which keeps the next nonce. Two replicas sending at once must never use one nonce
+// twice or skip one, and after a send that failed (the node may or may not have taken it) the next
+// sender asks the node again.
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Redis } from "../../services/payment-verifier/src/adapters/redis.ts";
+import {
+  localSignerLock,
+  redisSignerLock,
+} from "../../services/payment-verifier/src/adapters/signer-lock.ts";
+import { uniqueId } from "./support.ts";
+
+let redis: Redis;
+const prefix = `${uniqueId("test:signerlock:")}:`;
+
+beforeAll(async () => {
+  redis = createClient({ url: "redis://127.0.0.1:6379" }) as unknown as Redis;
+  await redis.connect();
+});
+
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length) await redis.del(keys);
+  await redis.close();
+});
+
+/** A node that accepts nonce n only when n is its next one, like a real node with no gaps. */
+function node(start: number) {
+  let next = start;
+  const used: number[] = [];
+  return {
+    used,
+    pending: async () => next,
+    send: async (nonce: number) => {
+      await new Promise((r) => setTimeout(r, Math.random() * 2));
+      if (nonce !== next) throw new Error(`nonce too low or gapped: sent ${nonce}, node expects ${next}`);
+      used.push(nonce);
+      next++;
+      return `0x${nonce.toString(16)}` as const;
+    },
+  };
+}
+
+describe("settlement key lock (Redis)", () => {
+  it("gives two replicas sending 40 transactions at once 40 consecutive nonces, none twice", async () => {
+    const chain = node(7);
+    const signer = uniqueId("signer-");
+    const replicas = [redisSignerLock(redis, prefix), redisSignerLock(redis, prefix)];
+    const hashes = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => replicas[i % 2]!.withNonce(signer, chain.pending, chain.send)),
+    );
+    expect(chain.used).toEqual(Array.from({ length: 40 }, (_, i) => 7 + i));
+    expect(new Set(hashes).size).toBe(40);
+  });
+
+  it("asks the node again after a failed send, and frees the lock for the next sender", async () => {
+    const chain = node(0);
+    const signer = uniqueId("signer-");
+    const lock = redisSignerLock(redis, prefix, { waitMs: 1_000 });
+    await lock.withNonce(signer, chain.pending, chain.send);
+    let asked = 0;
+    const pending = async () => {
+      asked++;
+      return chain.pending();
+    };
+    await expect(
+      lock.withNonce(signer, pending, async () => {
+        throw new Error("connection reset");
+      }),
+    ).rejects.toThrow("connection reset");
+    expect(asked).toBe(0); // the stored nonce was used for the failed send
+    await lock.withNonce(signer, pending, chain.send);
+    expect(asked).toBe(1);
+    expect(chain.used).toEqual([0, 1]);
+  });
+});
+
+describe("settlement key lock (one process, no Redis)", () => {
+  it("counts nonces itself after the first and asks the node again after a failed send", async () => {
+    const chain = node(3);
+    const lock = localSignerLock();
+    let asked = 0;
+    const pending = async () => {
+      asked++;
+      return chain.pending();
+    };
+    await lock.withNonce("k", pending, chain.send);
+    await lock.withNonce("k", pending, chain.send);
+    expect(asked).toBe(1);
+    await expect(lock.withNonce("k", pending, () => Promise.reject(new Error("reset")))).rejects.toThrow();
+    await lock.withNonce("k", pending, chain.send);
+    expect(asked).toBe(2);
+    expect(chain.used).toEqual([3, 4, 5]);
+  });
+});
