@@ -144,7 +144,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     "settlement-worker": {
       OPERATOR_TOKEN_FILE: operatorTokenFile,
       DATABASE_URL: databaseUrl,
-      ...(devnet ? reconcileEnv(paymentEnv) : {}),
+      ...(devnet ? { ...reconcileEnv(paymentEnv), ...sessionSettlementEnv(paymentEnv) } : {}),
     },
     gateway: {
       PORT: String(ports.gateway.main),
@@ -274,6 +274,18 @@ function mppDevnetEnv(devnet: Devnet): Record<string, string> {
     MPP_FEE_TOKEN: pathUsd,
     MPP_CHANNEL_RESERVE: channelReserve,
   };
+}
+
+/** The settlement worker settles MPP session channels with the key that operates them. */
+function sessionSettlementEnv(payment: Record<string, string>): Record<string, string> {
+  const names = [
+    "MPP_TEMPO_RPC_URL",
+    "MPP_CHAIN_ID",
+    "MPP_SERVER_PRIVATE_KEY",
+    "MPP_FEE_TOKEN",
+    "MPP_CHANNEL_RESERVE",
+  ];
+  return Object.fromEntries(names.filter((n) => payment[n]).map((n) => [n, payment[n] as string]));
 }
 
 /** The settlement worker reconciles against the chain payment-verifier settles on (no signing key). */

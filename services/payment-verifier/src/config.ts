@@ -68,17 +68,11 @@ export const MPP_CURRENCIES = {
 /** Where TIP-1034 puts the channel reserve precompile on every Tempo chain. */
 export const TIP1034_CHANNEL_RESERVE: Address = "0x4d50500000000000000000000000000000000000";
 
-/** MPP (method `tempo`): shared by both MPP schemes and the session settlement loop. */
-export interface MppConfig {
-  /** HMAC key of every challenge id: the same on every replica (>= 32 bytes). */
-  secretKey: string;
-  /** The challenges' protection space (`realm`); also bound into each charge's memo. */
-  realm: string;
+/** The Tempo side of MPP: shared by both MPP schemes and the session settlement loop. */
+export interface MppChainConfig {
   /** The Tempo chain's JSON-RPC (servers go through it: simulations, broadcasts, channel reads). */
   rpcUrl: string;
   chainId: number;
-  /** Receiver of every charge and payee of every session channel, checksummed. */
-  payTo: Address;
   /**
    * The server's own Tempo account: the session channels' operator, which settles and closes them
    * and pays those transactions' fees (in `feeToken`). Required with mpp-session.
@@ -86,10 +80,20 @@ export interface MppConfig {
   serverKey: `0x${string}` | undefined;
   feeToken: Address;
   channelReserve: Address;
-  /** Deposit the session offer suggests, decimal USDC.e. */
-  suggestedDeposit: string;
   /** When the settlement loop settles a channel: this much unsettled (atomic units) or this old. */
   settle: { minAmount: bigint; intervalMs: number; tickMs: number };
+}
+
+/** MPP (method `tempo`): both MPP schemes. */
+export interface MppConfig extends MppChainConfig {
+  /** HMAC key of every challenge id: the same on every replica (>= 32 bytes). */
+  secretKey: string;
+  /** The challenges' protection space (`realm`); also bound into each charge's memo. */
+  realm: string;
+  /** Receiver of every charge and payee of every session channel, checksummed. */
+  payTo: Address;
+  /** Deposit the session offer suggests, decimal USDC.e. */
+  suggestedDeposit: string;
 }
 
 export interface AttemptLimit {
@@ -287,24 +291,16 @@ function decimalAmount(name: string, value: string): string {
  * MPP's settings, read when an MPP scheme is offered (and by the session settlement loop, which
  * needs the server key). The receiver defaults to X402_PAY_TO: one operator address on every chain.
  */
-export function mppFromEnv(x402PayTo: Address | undefined, needServerKey: boolean): MppConfig {
-  const secretKey = readSecret("MPP_SECRET_KEY");
-  if (!secretKey) {
-    throw new ConfigError(
-      "MPP_SECRET_KEY (or MPP_SECRET_KEY_FILE) is not set: the key every replica signs MPP challenge ids with (>= 32 bytes; or leave mpp-charge and mpp-session out of PAYMENT_SCHEMES)",
-    );
-  }
-  if (Buffer.byteLength(secretKey, "utf8") < 32) {
-    throw new ConfigError("MPP_SECRET_KEY is shorter than 32 bytes (generate one: openssl rand -base64 32)");
-  }
+/**
+ * The Tempo side of MPP (what the session settlement loop needs too, without the challenge secret):
+ * the chain, the server's key that operates session channels, the fee token, the settle schedule.
+ */
+export function mppChainFromEnv(needServerKey: boolean): MppChainConfig {
   const rpcUrl = readSecret("MPP_TEMPO_RPC_URL") ?? "";
   if (!rpcUrl) throw new ConfigError("MPP_TEMPO_RPC_URL is not set: the Tempo chain's JSON-RPC");
   if (!rpcUrl.startsWith("https://") && !isLoopback(rpcUrl)) {
     throw new ConfigError("MPP_TEMPO_RPC_URL must be https (plain http only on this machine)");
   }
-  const payToValue = envString("MPP_PAY_TO", "") || x402PayTo || "";
-  if (!payToValue) throw new ConfigError("MPP_PAY_TO is not set: the address that receives MPP payments");
-  const payTo = address(process.env.MPP_PAY_TO ? "MPP_PAY_TO" : "X402_PAY_TO", payToValue);
   const rawKey = readSecret("MPP_SERVER_PRIVATE_KEY");
   let serverKey: `0x${string}` | undefined;
   if (rawKey) {
@@ -318,18 +314,10 @@ export function mppFromEnv(x402PayTo: Address | undefined, needServerKey: boolea
       "MPP_SERVER_PRIVATE_KEY (or MPP_SERVER_PRIVATE_KEY_FILE) is not set: mpp-session operates its channels (settle, close) with it (or leave mpp-session out of PAYMENT_SCHEMES)",
     );
   }
-  if (!isLoopback(rpcUrl)) {
-    const dev = publicDevAccounts();
-    if (dev.addresses.has(payTo)) {
-      throw new ConfigError(
-        "MPP_PAY_TO is a public development account (the anvil/Hardhat test mnemonic): anyone could take what it receives; set your own address",
-      );
-    }
-    if (serverKey && dev.keys.has(serverKey.toLowerCase())) {
-      throw new ConfigError(
-        "MPP_SERVER_PRIVATE_KEY is a public development key (the anvil/Hardhat test mnemonic): use a key of your own",
-      );
-    }
+  if (serverKey && !isLoopback(rpcUrl) && publicDevAccounts().keys.has(serverKey.toLowerCase())) {
+    throw new ConfigError(
+      "MPP_SERVER_PRIVATE_KEY is a public development key (the anvil/Hardhat test mnemonic): use a key of your own",
+    );
   }
   const chainId = envInt("MPP_CHAIN_ID", 4217);
   if (chainId === 0) throw new ConfigError("MPP_CHAIN_ID must be a chain id (4217 is Tempo mainnet)");
@@ -338,23 +326,51 @@ export function mppFromEnv(x402PayTo: Address | undefined, needServerKey: boolea
     envString("MPP_SESSION_SETTLE_MIN_AMOUNT", "1"),
   );
   return {
-    secretKey,
-    realm: envString("MPP_REALM", "tollgate"),
     rpcUrl,
     chainId,
-    payTo,
     serverKey,
     feeToken: address("MPP_FEE_TOKEN", envString("MPP_FEE_TOKEN", MPP_CURRENCIES.pathUsd.address)),
     channelReserve: address("MPP_CHANNEL_RESERVE", envString("MPP_CHANNEL_RESERVE", TIP1034_CHANNEL_RESERVE)),
-    suggestedDeposit: decimalAmount(
-      "MPP_SESSION_SUGGESTED_DEPOSIT",
-      envString("MPP_SESSION_SUGGESTED_DEPOSIT", "1"),
-    ),
     settle: {
       minAmount: priceAtomic(settleMinAmount),
       intervalMs: envInt("MPP_SESSION_SETTLE_INTERVAL_SECONDS", 3_600) * 1000,
       tickMs: Math.max(1, envInt("MPP_SESSION_SETTLE_TICK_SECONDS", 10)) * 1000,
     },
+  };
+}
+
+/**
+ * MPP's settings, read when an MPP scheme is offered. The receiver defaults to X402_PAY_TO: one
+ * operator address on every chain.
+ */
+export function mppFromEnv(x402PayTo: Address | undefined, needServerKey: boolean): MppConfig {
+  const secretKey = readSecret("MPP_SECRET_KEY");
+  if (!secretKey) {
+    throw new ConfigError(
+      "MPP_SECRET_KEY (or MPP_SECRET_KEY_FILE) is not set: the key every replica signs MPP challenge ids with (>= 32 bytes; or leave mpp-charge and mpp-session out of PAYMENT_SCHEMES)",
+    );
+  }
+  if (Buffer.byteLength(secretKey, "utf8") < 32) {
+    throw new ConfigError("MPP_SECRET_KEY is shorter than 32 bytes (generate one: openssl rand -base64 32)");
+  }
+  const chain = mppChainFromEnv(needServerKey);
+  const payToValue = envString("MPP_PAY_TO", "") || x402PayTo || "";
+  if (!payToValue) throw new ConfigError("MPP_PAY_TO is not set: the address that receives MPP payments");
+  const payTo = address(process.env.MPP_PAY_TO ? "MPP_PAY_TO" : "X402_PAY_TO", payToValue);
+  if (!isLoopback(chain.rpcUrl) && publicDevAccounts().addresses.has(payTo)) {
+    throw new ConfigError(
+      "MPP_PAY_TO is a public development account (the anvil/Hardhat test mnemonic): anyone could take what it receives; set your own address",
+    );
+  }
+  return {
+    ...chain,
+    secretKey,
+    realm: envString("MPP_REALM", "tollgate"),
+    payTo,
+    suggestedDeposit: decimalAmount(
+      "MPP_SESSION_SUGGESTED_DEPOSIT",
+      envString("MPP_SESSION_SUGGESTED_DEPOSIT", "1"),
+    ),
   };
 }
 

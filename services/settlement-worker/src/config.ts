@@ -1,5 +1,7 @@
 // The settlement worker's configuration, read once from the environment.
+import { resolve } from "node:path";
 import { readDatabaseUrl } from "@tollgate/db";
+import { type MppChainConfig, mppChainFromEnv } from "@tollgate/payment-verifier/config";
 import { bindHost, ConfigError, envInt, envString, readSecret } from "@tollgate/platform";
 import { type Address, getAddress, isAddress } from "viem";
 
@@ -30,6 +32,38 @@ export interface SettlementWorkerConfig {
   operatorToken: string | undefined;
   /** Undefined: reconciliation is unavailable (no settlement chain configured). */
   chain: ChainConfig | undefined;
+  /** Undefined: MPP session channels are not settled here (MPP_SERVER_PRIVATE_KEY unset). */
+  sessions: SessionSettlementConfig | undefined;
+}
+
+/**
+ * MPP session channels: settled on a schedule by ONE worker replica (a Redis lease), from the state
+ * payment-verifier keeps in Redis (the same REDIS_URL and PAYMENT_REDIS_PREFIX), with the key that
+ * operates the channels (payment-verifier's MPP_SERVER_PRIVATE_KEY).
+ */
+export interface SessionSettlementConfig extends MppChainConfig {
+  serverKey: `0x${string}`;
+  redisUrl: string;
+  /** payment-verifier's PAYMENT_REDIS_PREFIX: its MPP state is under `<prefix>mpp:`. */
+  redisPrefix: string;
+  /** How long one replica holds the settling lease without renewing it. */
+  leaseMs: number;
+  /** The channel_settled events' outbox journal (OUTBOX_DIR/settlement-worker). */
+  outboxDir: string;
+}
+
+function sessions(): SessionSettlementConfig | undefined {
+  if (!process.env.MPP_SERVER_PRIVATE_KEY && !process.env.MPP_SERVER_PRIVATE_KEY_FILE) return undefined;
+  const chain = mppChainFromEnv(true);
+  if (!chain.serverKey) throw new ConfigError("MPP_SERVER_PRIVATE_KEY is not set");
+  return {
+    ...chain,
+    serverKey: chain.serverKey,
+    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
+    redisPrefix: envString("PAYMENT_REDIS_PREFIX", "tollgate:payment:"),
+    leaseMs: Math.max(chain.settle.tickMs * 3, 30_000),
+    outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), SERVICE),
+  };
 }
 
 function address(name: string, value: string): Address {
@@ -67,5 +101,6 @@ export function loadConfig(): SettlementWorkerConfig {
     streamReplicas: envInt("NATS_STREAM_REPLICAS", 1),
     operatorToken: readSecret("OPERATOR_TOKEN"),
     chain: chain(),
+    sessions: sessions(),
   };
 }

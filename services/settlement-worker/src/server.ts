@@ -1,6 +1,6 @@
 // Wiring: PostgreSQL (migrated at start-up), the settlement stream into the ledger, the settlement
-// chain reader, the admin gRPC API and /metrics. The batch/session channel claim and settle loops
-// will join here: core/ for their rules, adapters/ for the chain and the stores, started below.
+// chain reader, the admin gRPC API, /metrics, and the MPP session settlement loop (sessions.ts).
+// Channel loops: core/ for their rules, adapters/ for the chain and the stores, started below.
 import { openDatabase, startMigrations } from "@tollgate/db";
 import { createEventConsumer } from "@tollgate/events";
 import {
@@ -19,6 +19,7 @@ import { createAdminHandlers } from "./admin.ts";
 import { SERVICE, type SettlementWorkerConfig } from "./config.ts";
 import { createWorkerMetrics } from "./core/metrics.ts";
 import { MIGRATIONS } from "./migrations.ts";
+import { type SessionsHandle, startSessions } from "./sessions.ts";
 
 export interface SettlementWorkerDeps {
   logger?: Logger;
@@ -30,6 +31,8 @@ export interface SettlementWorkerHandle {
   metricsPort: number;
   /** Resolves once the schema is migrated. */
   ready: Promise<void>;
+  /** The MPP session settlement loop, when configured. */
+  sessions: SessionsHandle | undefined;
   stop(): Promise<void>;
 }
 
@@ -67,8 +70,18 @@ export async function startSettlementWorker(
     streamReplicas: config.streamReplicas,
   });
   consumeSettlements(consumer, ledger, metrics, migrations.ready);
+  const sessions = config.sessions
+    ? startSessions(config.sessions, {
+        logger,
+        registry,
+        metrics,
+        eventsNamespace: config.eventsNamespace,
+        natsUrl: config.natsUrl,
+      })
+    : undefined;
 
   const closeBackground = async () => {
+    await sessions?.stop();
     migrations.stop();
     await consumer.close();
     await database.close();
@@ -112,6 +125,7 @@ export async function startSettlementWorker(
     grpcPort: grpcServer.port,
     metricsPort: metricsServer.port,
     ready: migrations.ready,
+    sessions,
     stop: () => {
       stopping ??= (async () => {
         await grpcServer.shutdown();

@@ -1,17 +1,19 @@
-// MPP when a call gets no answer, and across a payment-verifier restart, through a mesh of its own
-// (its gateway, payment-verifier, quota-meter and rpc-proxy as separate processes): ethereum is
+// MPP when a call gets no answer, sessions settled on schedule by the settlement worker, and a
+// payment-verifier restart, through a mesh of its own (every service its own process): ethereum is
 // served by the shared devnet, every sepolia upstream is dead, so a sepolia call gets no answer.
 // Paid with the unmodified official mppx client on the shared devnet's Tempo chain. Stand-ins: the
 // channel reserve (a contract of ours for the TIP-1034 precompile) and the devnet's RPC shim that
 // payment-verifier reaches the chain through.
+import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
 import { freePort, type Mesh, startMesh } from "@tollgate/local";
 import { Credential, Receipt } from "mppx";
 import { type Hex, parseEventLogs } from "viem";
-import { getTransactionReceipt } from "viem/actions";
+import { getTransactionReceipt, readContract } from "viem/actions";
 import { Abis } from "viem/tempo";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { mppChargePayer, mppSessionPayer, tempoChain, tempoClient, tip20Balance } from "../support/mppx.ts";
 
@@ -25,6 +27,8 @@ const balance = (token: `0x${string}`, owner: `0x${string}`) => tip20Balance(tem
 const price = priceAtomic("0.001");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let mesh: Mesh;
+
+const paymentEnv = sharedSettlementEnv("spare3");
 
 beforeAll(async () => {
   const dead = `http://127.0.0.1:${await freePort()}`;
@@ -41,7 +45,17 @@ beforeAll(async () => {
     serviceEnv: {
       gateway: { EXECUTE_DEADLINE_MS: "3000" },
       // Its own keys on the shared devnet's chains (x402 settlement, Tempo channel operator).
-      "payment-verifier": sharedSettlementEnv("spare3"),
+      "payment-verifier": paymentEnv,
+      // The worker settles session channels with the same operator key, as soon as 0.003 USDC.e
+      // is unsettled, looking every second.
+      "settlement-worker": {
+        MPP_TEMPO_RPC_URL: paymentEnv.MPP_TEMPO_RPC_URL ?? "",
+        MPP_CHAIN_ID: paymentEnv.MPP_CHAIN_ID ?? "",
+        MPP_SERVER_PRIVATE_KEY: paymentEnv.MPP_SERVER_PRIVATE_KEY ?? "",
+        MPP_FEE_TOKEN: paymentEnv.MPP_FEE_TOKEN ?? "",
+        MPP_SESSION_SETTLE_MIN_AMOUNT: "0.003",
+        MPP_SESSION_SETTLE_TICK_SECONDS: "1",
+      },
     },
   });
 });
@@ -148,5 +162,55 @@ describe("a payment-verifier restart mid-session", () => {
     const charge = mppChargePayer(devnet, "payer5", PATH_USD);
     const credential = await charge.client.createCredential(issuedBefore);
     expect((await at("/api/chain/chain-id", credential)).status).toBe(200);
+  });
+});
+
+describe("scheduled settles of sessions — by the settlement worker, in one place", () => {
+  it("settles a channel once 0.003 USDC.e is unsettled, before any close, and records it in the ledger as channel_settled", async () => {
+    const { manager } = mppSessionPayer(devnet, "payer5", "0.05");
+    const payToBefore = await balance(USDC_E, PAY_TO);
+    let channelId: string | undefined;
+    for (let i = 0; i < 3; i++) {
+      const res = await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id`);
+      expect(res.status).toBe(200);
+      channelId = res.receipt?.channelId;
+    }
+    const reserve = devnet.demo.tempo.channelReserve.address;
+    const settled = async () =>
+      (
+        await readContract(tempoClient(tempo.anvilRpcUrl), {
+          address: reserve,
+          abi: Abis.tip20ChannelReserve,
+          functionName: "getChannelState",
+          args: [channelId as Hex],
+        })
+      ).settled;
+    for (let i = 0; i < 100 && (await settled()) < 3n * price; i++) await sleep(100);
+    expect(await settled()).toBe(3n * price);
+    expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 3n * price);
+
+    const ledger = createLedgerClient(
+      `127.0.0.1:${mesh.ports["settlement-worker"].main}`,
+      readFileSync(mesh.operatorTokenFile, "utf8").trim(),
+    );
+    try {
+      let entries: { outcome: string; amount: string; transaction: string; channel: string }[] = [];
+      for (let i = 0; i < 100; i++) {
+        entries = (await ledger.list({ channel: channelId ?? "", limit: 100 })).settlements;
+        if (entries.some((e) => e.outcome === "channel_settled")) break;
+        await sleep(100);
+      }
+      const schedule = entries.filter((e) => e.outcome === "channel_settled");
+      expect(schedule).toHaveLength(1);
+      expect(schedule[0]).toMatchObject({ amount: String(3n * price), channel: channelId });
+      expect(schedule[0]?.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+      expect(entries.filter((e) => e.outcome === "accrued")).toHaveLength(3);
+    } finally {
+      ledger.close();
+    }
+    // Close captures only what the schedule had not settled: nothing more here.
+    const closed = await manager.close();
+    expect(closed).toMatchObject({ spent: String(3n * price) });
+    expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 3n * price);
   });
 });

@@ -1,0 +1,85 @@
+// When an MPP session channel is settled, and what its settlement records: rules without I/O. A
+// channel (as mppx keeps it in payment-verifier's Redis state) is settled when the vouchers it
+// accepted beyond what is settled on chain reach the minimum amount, when its oldest unsettled
+// charge is older than the interval, or at once when its payer asked the reserve (on chain) to
+// close it: the charges must land before the close's grace period ends. A closed (finalized)
+// channel is done.
+import type { SettlementEventV2 } from "@tollgate/events";
+
+/** The fields of mppx's stored channel this worker reads (bigints as mppx's JSON revives them). */
+export interface StoredChannel {
+  channelId: string;
+  payer: string;
+  token: string;
+  chainId: number;
+  highestVoucherAmount: bigint;
+  settledOnChain: bigint;
+  spent: bigint;
+  finalized: boolean;
+  closeRequestedAt: bigint;
+  createdAt: string;
+  lastSettlementAt?: string;
+}
+
+export interface SettleSchedule {
+  /** Settle once this much (atomic units) is accepted but not settled on chain. */
+  minAmount: bigint;
+  /** Settle any unsettled charge this old. */
+  intervalMs: number;
+}
+
+export type DueReason = "amount" | "age" | "close_requested";
+
+/**
+ * Why `channel` should be settled now, or undefined (nothing unsettled, or not due yet).
+ * `closeRequested`: the payer asked the reserve (on chain) to close it.
+ */
+export function settlementDue(
+  channel: StoredChannel,
+  schedule: SettleSchedule,
+  now: number,
+  closeRequested: boolean,
+): DueReason | undefined {
+  if (channel.finalized) return undefined;
+  const unsettled = channel.highestVoucherAmount - channel.settledOnChain;
+  if (unsettled <= 0n) return undefined;
+  if (closeRequested) return "close_requested";
+  if (unsettled >= schedule.minAmount) return "amount";
+  const since = Date.parse(channel.lastSettlementAt ?? channel.createdAt);
+  if (Number.isFinite(since) && now - since >= schedule.intervalMs) return "age";
+  return undefined;
+}
+
+/** Whether the worker can drop the channel from its work list. */
+export function settledForGood(channel: StoredChannel | null): boolean {
+  return channel === null || channel.finalized;
+}
+
+/**
+ * The ledger's record of one settlement: `channel_settled`, its id from the channel and the
+ * transaction (a republished event is the same event), no request.
+ */
+export function channelSettledEvent(
+  channel: StoredChannel,
+  settle: { transaction: string; delta: bigint; settled: bigint; reason: DueReason },
+  now: number,
+): SettlementEventV2 {
+  const channelId = channel.channelId.toLowerCase();
+  return {
+    id: `channel_settled:${channelId}:${settle.transaction.toLowerCase()}`,
+    request_id: null,
+    endpoint: null,
+    network: null,
+    scheme: "mpp-session",
+    payer: channel.payer,
+    amount: String(settle.delta),
+    asset: channel.token,
+    payment_network: `eip155:${channel.chainId}`,
+    outcome: "channel_settled",
+    transaction: settle.transaction,
+    channel: channelId,
+    cumulative: String(settle.settled),
+    reason: `scheduled: ${settle.reason}`,
+    time: new Date(now).toISOString(),
+  };
+}
