@@ -2,6 +2,7 @@
 // text that names them is built from that one list. Fed two different lists, every document and
 // message follows, and none names a method the list does not hold.
 import { LIMIT_ERRORS } from "@tollgate/catalog";
+import { validate as validateDiscovery } from "mppx/discovery";
 import { describe, expect, it } from "vitest";
 import { buildLlmsTxt } from "../../services/gateway/src/docs/llms.ts";
 import { buildOpenApi } from "../../services/gateway/src/docs/openapi.ts";
@@ -96,5 +97,45 @@ describe("payment methods: one source for every text that names them", () => {
     );
     expect(t.messages[2]).not.toContain("pay per call");
     expect(Object.keys(t.openapi.components.securitySchemes)).toEqual(["apiKey"]);
+  });
+});
+
+type Doc = {
+  paths: Record<string, Record<string, { "x-payment-info": { offers: Record<string, string>[] } }>>;
+};
+
+describe("MPP discovery (x-service-info, x-payment-info) from the same list", () => {
+  it("passes mppx/discovery's validator with or without a public base URL, offering exactly the accepted methods", () => {
+    for (const [base, methods] of [
+      [undefined, everything],
+      ["https://rpc.example", everything],
+      [undefined, exactOnly],
+    ] as const) {
+      const doc = buildOpenApi(base, methods) as unknown as Doc;
+      expect(validateDiscovery(doc)).toEqual([]);
+      const op = doc.paths["/api/chain/erc721-tokens"]?.get;
+      expect(op?.["x-payment-info"].offers).toHaveLength(methods.length);
+      expect(op?.["x-payment-info"].offers[0]).toMatchObject({
+        amount: "8000",
+        intent: "exact",
+        method: "x402",
+      });
+    }
+    const offers = (buildOpenApi(undefined, everything) as unknown as Doc).paths["/api/chain/call"]?.post?.[
+      "x-payment-info"
+    ] as { offers: { method: string; intent: string; currency: string }[] };
+    expect(offers.offers.filter((o) => o.method === "tempo").map((o) => [o.intent, o.currency])).toEqual([
+      ["charge", PATH_USD],
+      ["charge", USDC_E],
+      ["session", USDC_E],
+    ]);
+  });
+
+  it("llms.txt tells an agent how to pay with MPP (charge, session, close) only when MPP is accepted", () => {
+    const llms = buildLlmsTxt(undefined, everything);
+    expect(llms).toContain("`charge` in pathUSD or USDC.e, `session` in USDC.e on eip155:4217");
+    expect(llms).toContain("Authorization: Payment <credential>");
+    expect(llms).toMatch(/bodiless `POST` of the top-up or close credential to the last paid URL/);
+    expect(buildLlmsTxt(undefined, exactOnly)).not.toContain("Payment-Receipt");
   });
 });

@@ -1,5 +1,14 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { ENDPOINTS, type Endpoint, ERRORS, LIMIT_ERRORS, NETWORKS, validateRequest } from "@tollgate/catalog";
+import {
+  ENDPOINTS,
+  type Endpoint,
+  ERRORS,
+  LIMIT_ERRORS,
+  NETWORKS,
+  priceAtomic,
+  validateRequest,
+} from "@tollgate/catalog";
+import { validate as validateDiscovery } from "mppx/discovery";
 import request from "supertest";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.ts";
@@ -120,15 +129,41 @@ describe("/openapi.json", () => {
     expect(max.required).toBe(false);
   });
 
-  it("declares the ways to pay or authenticate that work (API key, x402), and every chain endpoint accepts each", () => {
+  it("declares the ways to pay or authenticate that work (API key, x402, MPP), and every chain endpoint accepts each", () => {
     const schemes = doc.components.securitySchemes;
     expect(schemes.apiKey).toMatchObject({ type: "http", scheme: "bearer" });
     expect(schemes.x402).toMatchObject({ type: "apiKey", in: "header", name: "Payment-Signature" });
     expect(schemes.x402.description).toContain("exact");
-    // MPP is not accepted yet, so the document must not offer it.
-    expect(schemes.mpp).toBeUndefined();
+    expect(schemes.mpp).toMatchObject({ type: "http", scheme: "Payment" });
+    expect(schemes.mpp.description).toMatch(/`charge`, `session`/);
     for (const e of ENDPOINTS) {
-      expect(doc.paths[e.path][e.method.toLowerCase()].security).toEqual([{ apiKey: [] }, { x402: [] }]);
+      expect(doc.paths[e.path][e.method.toLowerCase()].security).toEqual([
+        { apiKey: [] },
+        { x402: [] },
+        { mpp: [] },
+      ]);
+    }
+  });
+
+  it("passes mppx/discovery's validator: x-service-info at the root, x-payment-info (atomic prices, every way to pay) and a 402 on every paid operation", () => {
+    expect(validateDiscovery(doc)).toEqual([]);
+    expect(doc["x-service-info"]).toMatchObject({
+      docs: { apiReference: `${mesh.gatewayUrl}/openapi.json`, llms: `${mesh.gatewayUrl}/llms.txt` },
+    });
+    const { tempo, settlement } = devnet.demo;
+    for (const e of ENDPOINTS) {
+      const op = doc.paths[e.path][e.method.toLowerCase()];
+      expect(op.responses["402"]).toBeDefined();
+      const amount = String(priceAtomic(e.price));
+      expect(
+        op["x-payment-info"].offers.map((o: Json) => [o.method, o.intent, o.currency, o.amount]),
+      ).toEqual([
+        ["x402", "exact", settlement.usdc.address, amount],
+        ["x402", "x402-batch", settlement.usdc.address, amount],
+        ["tempo", "charge", tempo.pathUsd.address, amount],
+        ["tempo", "charge", tempo.usdce.address, amount],
+        ["tempo", "session", tempo.usdce.address, amount],
+      ]);
     }
   });
 
