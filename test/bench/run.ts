@@ -8,7 +8,8 @@
  *   mesh         block-number through the whole mesh with an API key
  *
  * then the ratios the performance issue sets goals on (mesh CPU per request ÷ floor's, throughput
- * and p99 against the floor's), and the latency each way to pay adds over an API-key call.
+ * and p99 against the floor's), and the latency each way to pay (x402 exact, MPP charge, MPP session)
+ * adds over an API-key call.
  * Options: --duration s, --connections n, --paid n (sequential paid calls), --out file.json,
  * --profile dir (CPU profiles of every service, written when the mesh stops).
  */

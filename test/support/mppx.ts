@@ -87,16 +87,24 @@ export async function tip20Balance(url: string, token: `0x${string}`, owner: `0x
   });
 }
 
-/** A fetch for mppx clients that keeps every `Authorization: Payment …` it sends. */
-export function recordingFetch(): { fetch: typeof globalThis.fetch; sent: string[] } {
+/**
+ * A fetch for mppx clients that keeps every `Authorization: Payment …` it sends, and how long each
+ * of those requests took (sent → response headers).
+ */
+export function recordingFetch(): { fetch: typeof globalThis.fetch; sent: string[]; ms: number[] } {
   const sent: string[] = [];
+  const ms: number[] = [];
   const recording: typeof globalThis.fetch = async (input, init) => {
     const request = new Request(input, init);
     const authorization = request.headers.get("authorization");
-    if (authorization?.startsWith("Payment ")) sent.push(authorization);
-    return fetch(request);
+    if (!authorization?.startsWith("Payment ")) return fetch(request);
+    sent.push(authorization);
+    const started = performance.now();
+    const res = await fetch(request);
+    ms.push(performance.now() - started);
+    return res;
   };
-  return { fetch: recording, sent };
+  return { fetch: recording, sent, ms };
 }
 
 /** A 402 as the official mppx client reads it, from the headers payment-verifier's Challenge gave. */
@@ -134,7 +142,7 @@ export function mppChargePayer(
     orderChallenges: (candidates) =>
       candidates.filter((c) => isAddressEqual(c.challenge.request.currency as `0x${string}`, currency)),
   });
-  return { account, client, fetch: client.fetch, sent: recorder.sent };
+  return { account, client, fetch: client.fetch, sent: recorder.sent, ms: recorder.ms };
 }
 
 /** The official mppx session manager for `role` (deposits up to `maxDeposit` USDC.e). */
@@ -152,5 +160,5 @@ export function mppSessionPayer(
     getClient: () => tempoClient(rpc),
     maxDeposit,
   });
-  return { account, manager, sent: recorder.sent };
+  return { account, manager, sent: recorder.sent, ms: recorder.ms };
 }
