@@ -93,6 +93,11 @@ const SERVICES: Record<string, ServiceSpec> = {
       "X402_ASSET",
       "X402_PAY_TO",
       "X402_FACILITATOR_URL",
+      "MPP_TEMPO_RPC_URL",
+      "MPP_CHAIN_ID",
+      "MPP_PAY_TO",
+      "MPP_SECRET_KEY_FILE",
+      "MPP_SERVER_PRIVATE_KEY_FILE",
       "MESH_CALLER_GATEWAY_SHA256",
     ],
   },
@@ -125,6 +130,11 @@ const SERVICES: Record<string, ServiceSpec> = {
       "X402_ASSET",
       "X402_PAY_TO",
       "X402_SETTLEMENT_RPC_URL",
+      "REDIS_URL",
+      "MPP_TEMPO_RPC_URL",
+      "MPP_CHAIN_ID",
+      "MPP_SERVER_PRIVATE_KEY_FILE",
+      "OUTBOX_DIR",
     ],
   },
 };
@@ -217,6 +227,8 @@ function sourcesOf(service: string): string {
   walk(join(ROOT, "services", service, "src"));
   walk(join(ROOT, "libs", "platform", "src"));
   walk(join(ROOT, "libs", "db", "src"));
+  // The worker reads MPP's Tempo settings with payment-verifier's reader (one source of truth).
+  if (service === "settlement-worker") files.push(readFileSync(join(ROOT, "services", "payment-verifier", "src", "config.ts"), "utf8"));
   return files.join("\n");
 }
 
