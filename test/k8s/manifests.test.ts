@@ -228,7 +228,8 @@ function sourcesOf(service: string): string {
   walk(join(ROOT, "libs", "platform", "src"));
   walk(join(ROOT, "libs", "db", "src"));
   // The worker reads MPP's Tempo settings with payment-verifier's reader (one source of truth).
-  if (service === "settlement-worker") files.push(readFileSync(join(ROOT, "services", "payment-verifier", "src", "config.ts"), "utf8"));
+  if (service === "settlement-worker")
+    files.push(readFileSync(join(ROOT, "services", "payment-verifier", "src", "config.ts"), "utf8"));
   return files.join("\n");
 }
 

@@ -38,6 +38,12 @@ const CLEAN: Record<string, undefined> = Object.fromEntries(
     "X402_BATCH_AUTHORIZER_PRIVATE_KEY_FILE",
     "PAYMENT_SCHEMES",
     "X402_SETTLEMENT_RPC_URL",
+    "MPP_SECRET_KEY",
+    "MPP_SECRET_KEY_FILE",
+    "MPP_TEMPO_RPC_URL",
+    "MPP_SERVER_PRIVATE_KEY",
+    "MPP_SERVER_PRIVATE_KEY_FILE",
+    "MPP_PAY_TO",
     "API_KEY_PEPPER",
     "API_KEY_PEPPER_FILE",
     "DATABASE_URL",
@@ -90,11 +96,18 @@ function run(service: string, env: Record<string, string>) {
 /** A database URL for readers that need one (nothing connects to it here). */
 const DB = { DATABASE_URL: "postgres://tollgate@127.0.0.1:5432/tollgate" };
 
+const MPP_ENV = {
+  MPP_SECRET_KEY: randomBytes(32).toString("base64"),
+  MPP_TEMPO_RPC_URL: "https://tempo.node.example/rpc",
+  MPP_SERVER_PRIVATE_KEY: `0x${randomBytes(32).toString("hex")}`,
+};
+
 const PAYMENT_ENV = {
   ...MESH_CALLERS_ENV,
   X402_BATCH_AUTHORIZER_PRIVATE_KEY: `0x${randomBytes(32).toString("hex")}`,
   X402_FACILITATOR_PRIVATE_KEY: OWN_KEY,
   X402_SETTLEMENT_RPC_URL: PUBLIC_RPC,
+  ...MPP_ENV,
 };
 
 describe("a service refuses to start without what has no safe default (one line naming it, exit 1)", () => {
@@ -128,6 +141,40 @@ describe("payment-verifier: receiver and settlement", () => {
     );
   });
 
+  it("has no default MPP challenge secret: offering MPP needs MPP_SECRET_KEY of at least 32 bytes, and mpp-session the operator key", () => {
+    const env = { ...PAYMENT_ENV, X402_PAY_TO: OWN_ADDRESS };
+    const { MPP_SECRET_KEY: _, ...withoutSecret } = env;
+    expect(refusal(paymentConfig, withoutSecret)).toMatch(
+      /^MPP_SECRET_KEY \(or MPP_SECRET_KEY_FILE\) is not set/,
+    );
+    expect(refusal(paymentConfig, { ...env, MPP_SECRET_KEY: "too-short" })).toMatch(
+      /^MPP_SECRET_KEY is shorter than 32 bytes/,
+    );
+    const { MPP_SERVER_PRIVATE_KEY: __, ...withoutKey } = env;
+    expect(refusal(paymentConfig, withoutKey)).toMatch(/^MPP_SERVER_PRIVATE_KEY .* is not set/);
+    expect(refusal(paymentConfig, { ...withoutKey, PAYMENT_SCHEMES: "exact,mpp-charge" })).toBeUndefined();
+    expect(refusal(paymentConfig, { ...withoutSecret, PAYMENT_SCHEMES: "exact,x402-batch" })).toBeUndefined();
+    expect(refusal(paymentConfig, { ...env, MPP_TEMPO_RPC_URL: "http://tempo.node.example" })).toMatch(
+      /^MPP_TEMPO_RPC_URL must be https/,
+    );
+  });
+
+  it("refuses a public development account as MPP receiver or channel operator unless the Tempo chain is on this machine", () => {
+    const env = { ...PAYMENT_ENV, X402_PAY_TO: OWN_ADDRESS };
+    const devPayTo = role("payTo").address;
+    const devKey = role("facilitator").privateKey;
+    expect(refusal(paymentConfig, { ...env, MPP_PAY_TO: devPayTo })).toMatch(
+      /^MPP_PAY_TO is a public development account/,
+    );
+    expect(refusal(paymentConfig, { ...env, MPP_SERVER_PRIVATE_KEY: devKey })).toMatch(
+      /^MPP_SERVER_PRIVATE_KEY is a public development key/,
+    );
+    const local = { ...env, MPP_TEMPO_RPC_URL: LOCAL_RPC };
+    expect(
+      refusal(paymentConfig, { ...local, MPP_PAY_TO: devPayTo, MPP_SERVER_PRIVATE_KEY: devKey }),
+    ).toBeUndefined();
+  });
+
   it("has no default receiver (X402_PAY_TO) and no NODE_ENV switch around that", () => {
     expect(refusal(paymentConfig, PAYMENT_ENV)).toMatch(/^X402_PAY_TO is not set/);
     expect(refusal(paymentConfig, { ...PAYMENT_ENV, NODE_ENV: "development" })).toMatch(/^X402_PAY_TO/);
@@ -145,10 +192,11 @@ describe("payment-verifier: receiver and settlement", () => {
     expect(refusal(paymentConfig, { ...PAYMENT_ENV, X402_PAY_TO: devPayTo })).toMatch(
       /^X402_PAY_TO is a public/,
     );
-    // The embedded default: a devnet settlement chain on loopback.
-    expect(
-      refusal(paymentConfig, { ...PAYMENT_ENV, X402_PAY_TO: devPayTo, X402_SETTLEMENT_RPC_URL: LOCAL_RPC }),
-    ).toBeUndefined();
+    // The embedded default: a devnet settlement chain on loopback (MPP's receiver defaults to
+    // X402_PAY_TO: on a Tempo chain elsewhere it must be one's own).
+    const local = { ...PAYMENT_ENV, X402_PAY_TO: devPayTo, X402_SETTLEMENT_RPC_URL: LOCAL_RPC };
+    expect(refusal(paymentConfig, local)).toMatch(/^MPP_PAY_TO is a public development account/);
+    expect(refusal(paymentConfig, { ...local, MPP_PAY_TO: OWN_ADDRESS })).toBeUndefined();
   });
 
   it("refuses a public development key as settlement signer off this machine", () => {
