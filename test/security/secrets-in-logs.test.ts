@@ -1,7 +1,8 @@
 // Issue 18, finding 7: no secret reaches the logs. Every service runs as its own process (the way
 // deploy/local spawns them) at LOG_LEVEL=debug with a secret in every variable that can hold one:
 // passwords and tokens in REDIS_URL and NATS_URL, provider keys in node and facilitator URLs, the
-// pepper, the operator and mesh tokens, the facilitator's private key. Every dependency is a closed
+// pepper, the operator and mesh tokens, the facilitator's private key, MPP's challenge secret, its
+// channel operator key and a key in its Tempo RPC URL. Every dependency is a closed
 // port, so each service logs the warnings that name them; then clients make calls that log more
 // (refused and failed calls, a created key). Not one secret may appear in anything they print.
 import { randomBytes } from "node:crypto";
@@ -20,6 +21,7 @@ import {
 import { createAdminClient } from "@tollgate/quota-meter/admin-client";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { Challenge, Credential } from "mppx";
 import request from "supertest";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -44,6 +46,9 @@ const S = {
   facilitatorKeyInQuery: secret("facquerykey"),
   facilitatorPrivateKey: `0x${randomBytes(32).toString("hex")}`,
   batchAuthorizerKey: `0x${randomBytes(32).toString("hex")}`,
+  mppSecretKey: randomBytes(32).toString("base64"),
+  mppServerKey: `0x${randomBytes(32).toString("hex")}`,
+  tempoKey: secret("tempokey"),
   pepper: secret("pepper"),
   operatorToken: secret("operator"),
   gatewayToken: generateMeshToken(),
@@ -90,9 +95,15 @@ async function start(
 beforeAll(async () => {
   outbox = mkdtempSync(join(tmpdir(), "tollgate-secrets-"));
   const closed = async () => `127.0.0.1:${await freePort()}`;
-  const [redis, nats, node, sepolia, settlement, facilitator, postgres] = await Promise.all(
-    Array.from({ length: 7 }, closed),
+  const [redis, nats, node, sepolia, settlement, facilitator, postgres, tempo] = await Promise.all(
+    Array.from({ length: 8 }, closed),
   );
+  // MPP on an unreachable Tempo chain whose RPC URL carries a key.
+  const mpp = {
+    MPP_SECRET_KEY: S.mppSecretKey,
+    MPP_SERVER_PRIVATE_KEY: S.mppServerKey,
+    MPP_TEMPO_RPC_URL: `http://${tempo}/rpc/${S.tempoKey}`,
+  };
   const redisUrl = `redis://default:${S.redisPassword}@${redis}/0`;
   // quota-meter's records on the machine's PostgreSQL (trust auth ignores the password, which is
   // still in the URL for the services to keep out of their logs); the worker's database is closed.
@@ -137,6 +148,10 @@ beforeAll(async () => {
         X402_ASSET: `0x${randomBytes(20).toString("hex")}`,
         X402_PAY_TO: `0x${randomBytes(20).toString("hex")}`,
         X402_SETTLEMENT_RPC_URL: `http://${settlement}/rpc/${S.settlementKey}`,
+        // It settles MPP session channels from Redis (closed) with the operator key.
+        REDIS_URL: redisUrl,
+        MPP_SERVER_PRIVATE_KEY: S.mppServerKey,
+        MPP_TEMPO_RPC_URL: mpp.MPP_TEMPO_RPC_URL,
       },
       healthy,
     ),
@@ -152,6 +167,7 @@ beforeAll(async () => {
         X402_BATCH_AUTHORIZER_PRIVATE_KEY: S.batchAuthorizerKey,
         X402_FACILITATOR_PRIVATE_KEY: S.facilitatorPrivateKey,
         X402_SETTLEMENT_RPC_URL: `http://${settlement}/rpc/${S.settlementKey}`,
+        ...mpp,
       },
       healthy,
     ),
@@ -166,6 +182,7 @@ beforeAll(async () => {
         X402_PAY_TO: payTo,
         X402_BATCH_AUTHORIZER_PRIVATE_KEY: S.batchAuthorizerKey,
         X402_FACILITATOR_URL: `http://${facilitator}/x402/${S.facilitatorKeyInPath}?key=${S.facilitatorKeyInQuery}`,
+        ...mpp,
       },
       healthy,
     ),
@@ -181,6 +198,7 @@ beforeAll(async () => {
         X402_BATCH_AUTHORIZER_PRIVATE_KEY: S.batchAuthorizerKey,
         X402_FACILITATOR_PRIVATE_KEY: S.facilitatorPrivateKey,
         X402_SETTLEMENT_RPC_URL: `http://${settlement}/rpc/${S.settlementKey}`,
+        ...mpp,
       },
       () => said(/waiting for it/),
     ),
@@ -214,6 +232,24 @@ async function signedPayment(path: string): Promise<string> {
   return header["PAYMENT-SIGNATURE"] ?? "";
 }
 
+/**
+ * A well-formed MPP charge credential for the gateway's own challenge (a transfer hash): checking
+ * it needs the (unreachable) Tempo chain.
+ */
+async function mppCredential(path: string): Promise<string> {
+  const challenge = await fetch(`${gatewayUrl}${path}`);
+  const offer = Challenge.fromResponseList(challenge).find((c) => c.intent === "charge");
+  if (!offer) throw new Error("no MPP charge offer in the 402");
+  const payer = privateKeyToAccount(generatePrivateKey()).address;
+  return Credential.serialize(
+    Credential.from({
+      challenge: offer,
+      payload: { type: "hash", hash: `0x${randomBytes(32).toString("hex")}` },
+      source: `did:pkh:eip155:4217:${payer}`,
+    }),
+  );
+}
+
 afterAll(async () => {
   await Promise.all(running.map((s) => s.stop()));
   await database?.drop();
@@ -233,6 +269,7 @@ describe("secrets never reach the logs (finding 7)", () => {
     await ledger.reconcile(1, 2).catch(() => undefined);
     ledger.close();
     const payment = await signedPayment("/api/chain/block-number");
+    const mppPayment = await mppCredential("/api/chain/block-number");
     const calls = [
       gateway.get("/api/chain/block-number").set("Authorization", `Bearer ${createdKey}`),
       gateway.get("/api/chain/block-number").set("Authorization", `Bearer ${S.apiKey}`),
@@ -240,12 +277,13 @@ describe("secrets never reach the logs (finding 7)", () => {
       gateway.get("/api/chain/block-number"),
       gateway.get("/api/chain/block-number").set("PAYMENT-SIGNATURE", S.paymentSignature),
       gateway.get("/api/chain/block-number").set("PAYMENT-SIGNATURE", payment),
+      gateway.get("/api/chain/block-number").set("Authorization", mppPayment),
       gateway.get("/api/pricing"),
     ];
     const statuses = (await Promise.all(calls)).map((r) => r.status);
     // The key is metered but every node is down; the unknown key is refused, a garbage payment
-    // too; a real one cannot be checked without the settlement chain.
-    expect(statuses).toEqual([503, 401, 401, 402, 402, 503, 200]);
+    // too; a real one (x402 or MPP) cannot be checked without its chain.
+    expect(statuses).toEqual([503, 401, 401, 402, 402, 503, 503, 200]);
 
     // Straight to the services: one call with the gateway's token, one with a wrong one.
     for (const token of [S.gatewayToken, generateMeshToken()]) {
@@ -277,13 +315,14 @@ describe("secrets never reach the logs (finding 7)", () => {
       ["quota-meter", /postgres:\/\/\*\*\*@127\.0\.0\.1:5432\/….*PostgreSQL schema up to date/],
       ["settlement-worker", /postgres:\/\/\*\*\*@127\.0\.0\.1:\d+\/….*PostgreSQL not migrated yet/],
       ["settlement-worker", /serving before PostgreSQL answered/],
+      ["settlement-worker", /Redis is unreachable: MPP session channels/],
     ] as const) {
       expect(
         lines.some((l) => l.startsWith(`[${label}]`) && pattern.test(l)),
         `${label} logs ${pattern}`,
       ).toBe(true);
     }
-    for (const [what, value] of Object.entries({ ...S, createdKey, payment })) {
+    for (const [what, value] of Object.entries({ ...S, createdKey, payment, mppPayment })) {
       const forms = new Set([value, encodeURIComponent(value), value.replace(/^0x/, "")]);
       for (const form of forms) expect(output.includes(form), `${what} appears in the logs`).toBe(false);
     }
