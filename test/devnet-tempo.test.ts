@@ -27,14 +27,7 @@ import {
   zeroAddress,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import {
-  getBlock,
-  getBlockNumber,
-  getCode,
-  getTransactionReceipt,
-  readContract,
-  simulateContract,
-} from "viem/actions";
+import { getBlockNumber, getCode, getTransactionReceipt, readContract, simulateContract } from "viem/actions";
 import { Abis } from "viem/tempo";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -45,6 +38,7 @@ import {
   tempoChain,
   tempoClient,
   tip20Balance,
+  transactionsFrom as transactionsMinedFrom,
 } from "./support/mppx.ts";
 
 const CHAIN_ID = 4217;
@@ -253,14 +247,8 @@ describe("Tempo devnet chain (anvil --network tempo) with the unmodified mppx se
   }
 
   /** Transactions mined in (from, to] whose sender is `who`. */
-  async function transactionsFrom(who: Address, from: bigint, to: bigint): Promise<Hex[]> {
-    const hashes: Hex[] = [];
-    for (let n = from + 1n; n <= to; n++) {
-      const block = await getBlock(chain(), { blockNumber: n, includeTransactions: true });
-      for (const tx of block.transactions) if (isAddressEqual(tx.from, who)) hashes.push(tx.hash);
-    }
-    return hashes;
-  }
+  const transactionsFrom = (who: Address, from: bigint, to: bigint) =>
+    transactionsMinedFrom(tempoUrls.anvilRpcUrl, who, from, to);
 
   beforeAll(async () => {
     devnet = await startDevnet({ file });

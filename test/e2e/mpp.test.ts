@@ -9,19 +9,19 @@ import { priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { Challenge, Credential, Receipt } from "mppx";
-import {
-  type Address,
-  type Hex,
-  isAddressEqual,
-  numberToHex,
-  parseEventLogs,
-  toFunctionSelector,
-} from "viem";
-import { getBlock, getBlockNumber, getTransactionReceipt } from "viem/actions";
+import { type Address, type Hex, numberToHex, parseEventLogs, toFunctionSelector } from "viem";
+import { getBlockNumber, getTransactionReceipt } from "viem/actions";
 import { Abis } from "viem/tempo";
 import { describe, expect, it } from "vitest";
 import { mesh, metricSum } from "../support/gateway.ts";
-import { mppChargePayer, mppSessionPayer, tempoChain, tempoClient, tip20Balance } from "../support/mppx.ts";
+import {
+  mppChargePayer,
+  mppSessionPayer,
+  tempoChain,
+  tempoClient,
+  tip20Balance,
+  transactionsFrom,
+} from "../support/mppx.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 
@@ -302,16 +302,6 @@ describe("MPP charge: replays, refusals with their reason, concurrency", () => {
   });
 });
 
-/** Transactions mined in (from, to] whose sender is `who`. */
-async function transactionsFrom(who: Address, from: bigint, to: bigint): Promise<Hex[]> {
-  const hashes: Hex[] = [];
-  for (let n = from + 1n; n <= to; n++) {
-    const block = await getBlock(chain(), { blockNumber: n, includeTransactions: true });
-    for (const tx of block.transactions) if (isAddressEqual(tx.from, who)) hashes.push(tx.hash);
-  }
-  return hashes;
-}
-
 describe("MPP session with the official session manager — channel reserve: a contract of ours standing in for the TIP-1034 precompile; payment-verifier's RPC through the devnet's shim", () => {
   it("100 calls at four prices: on chain from the payer only the open and one top-up; close settles exactly the sum of the prices", async () => {
     // The offer suggests a 1 USDC.e deposit; the client may commit up to 1.2 (open + top-up).
@@ -343,7 +333,7 @@ describe("MPP session with the official session manager — channel reserve: a c
     const actions = sent.map((s) => (Credential.deserialize(s).payload as { action: string }).action);
     expect(actions.filter((x) => x === "open")).toHaveLength(1);
     expect(actions.filter((x) => x === "voucher")).toHaveLength(99);
-    expect(await transactionsFrom(account.address, firstBlock, lastBlock)).toHaveLength(2);
+    expect(await transactionsFrom(tempo.anvilRpcUrl, account.address, firstBlock, lastBlock)).toHaveLength(2);
     expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore); // nothing settled yet
 
     const closed = await manager.close();

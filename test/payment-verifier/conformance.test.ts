@@ -48,26 +48,29 @@ const x402Offer = (headers: { name: string; value: string }[], scheme: string) =
   return offer ? BigInt(offer.amount) : undefined;
 };
 
+/** Two replicas sharing Redis, with the configuration's schemes or `schemes`. */
+async function replicas(schemes?: SchemeName[]): ReturnType<ConformanceTarget["start"]> {
+  const config = { ...devnetConfig(devnet), ...(schemes ? { schemes } : {}) };
+  prefixes.push(config.redisPrefix);
+  const other = devnetConfig(devnet);
+  outboxDirs.push(config.outboxDir, other.outboxDir);
+  const a = await startVerifier(config, { eventsNamespace: namespace });
+  const b = await startVerifier({ ...config, outboxDir: other.outboxDir }, { eventsNamespace: namespace });
+  return {
+    a: a.client,
+    b: b.client,
+    async stop() {
+      a.client.close();
+      b.client.close();
+      await a.handle.stop();
+      await b.handle.stop();
+    },
+  };
+}
+
 const exact: ConformanceTarget = {
   scheme: "exact",
-  async start() {
-    const config = devnetConfig(devnet);
-    prefixes.push(config.redisPrefix);
-    const other = devnetConfig(devnet);
-    outboxDirs.push(config.outboxDir, other.outboxDir);
-    const a = await startVerifier(config, { eventsNamespace: namespace });
-    const b = await startVerifier({ ...config, outboxDir: other.outboxDir }, { eventsNamespace: namespace });
-    return {
-      a: a.client,
-      b: b.client,
-      async stop() {
-        a.client.close();
-        b.client.close();
-        await a.handle.stop();
-        await b.handle.stop();
-      },
-    };
-  },
+  start: () => replicas(),
   offeredPrice: (headers) => x402Offer(headers, "exact"),
   pay: async (client, endpoint) => (await pay(client, payer(devnet, "payer1"), endpoint)).credentials,
   async foreign(client, endpoint) {
@@ -116,28 +119,6 @@ const batch: ConformanceTarget = {
     ),
 };
 
-/** Two replicas offering MPP (and exact, whose credentials are another protocol's). */
-function mppReplicas(schemes: SchemeName[]): ConformanceTarget["start"] {
-  return async () => {
-    const config = { ...devnetConfig(devnet), schemes };
-    prefixes.push(config.redisPrefix);
-    const other = devnetConfig(devnet);
-    outboxDirs.push(config.outboxDir, other.outboxDir);
-    const a = await startVerifier(config, { eventsNamespace: namespace });
-    const b = await startVerifier({ ...config, outboxDir: other.outboxDir }, { eventsNamespace: namespace });
-    return {
-      a: a.client,
-      b: b.client,
-      async stop() {
-        a.client.close();
-        b.client.close();
-        await a.handle.stop();
-        await b.handle.stop();
-      },
-    };
-  };
-}
-
 const tempoPayerAccount = (role: string) => {
   const found = devnet.accounts.find((x) => x.role === role);
   if (!found) throw new Error(`no devnet account ${role}`);
@@ -178,7 +159,8 @@ const { pathUsd: PATH_USD, usdce: USDC_E } = {
 const mppCharge: ConformanceTarget = {
   scheme: "mpp-charge",
   listedAs: "charge",
-  start: mppReplicas(["mpp-charge", "mpp-session", "exact"]),
+  // MPP beside exact, whose credentials are another protocol's.
+  start: () => replicas(["mpp-charge", "mpp-session", "exact"]),
   offeredPrice: (headers) => mppOffer(headers, "charge"),
   pay: (client, endpoint) =>
     mppCredential(
@@ -199,7 +181,7 @@ const mppCharge: ConformanceTarget = {
 const mppSession: ConformanceTarget = {
   scheme: "mpp-session",
   listedAs: "session",
-  start: mppReplicas(["mpp-charge", "mpp-session", "exact"]),
+  start: () => replicas(["mpp-charge", "mpp-session", "exact"]),
   offeredPrice: (headers) => mppOffer(headers, "session"),
   pay: (client, endpoint) =>
     mppCredential(

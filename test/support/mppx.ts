@@ -4,12 +4,13 @@
 // must not depend on vitest.
 import type { DevnetFile } from "@tollgate/devnet";
 import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
-import { Store } from "mppx/server";
 import { createClient as createRedis } from "redis";
-import { type Account, createClient, erc20Abi, http, isAddressEqual, type Transport } from "viem";
+import { type Account, createClient, erc20Abi, type Hex, http, isAddressEqual, type Transport } from "viem";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
-import { readContract } from "viem/actions";
+import { getBlock, readContract } from "viem/actions";
 import { tempo } from "viem/tempo/chains";
+import type { Redis as ServiceRedis } from "../../services/payment-verifier/src/adapters/redis.ts";
+import { redisAtomicStore } from "../../services/payment-verifier/src/stores/mppx-store.ts";
 
 const newRedis = () => createRedis({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379" });
 type Redis = ReturnType<typeof newRedis>;
@@ -18,46 +19,9 @@ type Redis = ReturnType<typeof newRedis>;
 export function redisClient(): Redis {
   return newRedis();
 }
-type Change = { op: "noop" | "set" | "delete"; value?: string; result: unknown };
-
-// Writes `value` (or deletes) only if the key still holds what the update function saw.
-const COMPARE_AND_SET = `
-local current = redis.call('GET', KEYS[1])
-if ARGV[1] == '1' then
-  if current then return 0 end
-elseif current ~= ARGV[2] then
-  return 0
-end
-if ARGV[3] == 'set' then redis.call('SET', KEYS[1], ARGV[4]) else redis.call('DEL', KEYS[1]) end
-return 1`;
-
-/**
- * `Store.redis` over node-redis. mppx 0.11.0's Store.redis only becomes atomic (replay claims,
- * channel updates) when the client brings an `update(key, fn)`; node-redis has none, so this one
- * retries an optimistic compare-and-set in Lua until it wins.
- */
+/** mppx's store in Redis under `keyPrefix`, atomic: payment-verifier's own (stores/mppx-store.ts). */
 export function mppxRedisStore(redis: Redis, keyPrefix: string) {
-  return Store.redis(
-    {
-      get: (key) => redis.get(key),
-      set: (key, value) => redis.set(key, value),
-      del: (key) => redis.del(key),
-      async update<result>(key: string, fn: (current: string | null) => Change) {
-        for (let attempt = 0; attempt < 100; attempt++) {
-          const current = await redis.get(key);
-          const change = fn(current);
-          if (change.op === "noop") return change.result as result;
-          const won = await redis.eval(COMPARE_AND_SET, {
-            keys: [key],
-            arguments: [current === null ? "1" : "0", current ?? "", change.op, change.value ?? ""],
-          });
-          if (won === 1) return change.result as result;
-        }
-        throw new Error(`mppx store: no update of ${key} won after 100 attempts`);
-      },
-    } as Store.redis.AtomicParameters,
-    { keyPrefix },
-  );
+  return redisAtomicStore(redis as unknown as ServiceRedis, keyPrefix);
 }
 
 export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
@@ -161,4 +125,19 @@ export function mppSessionPayer(
     maxDeposit,
   });
   return { account, manager, sent: recorder.sent, ms: recorder.ms };
+}
+
+/** Transactions mined on the chain at `url` in blocks (from, to] whose sender is `who`. */
+export async function transactionsFrom(
+  url: string,
+  who: `0x${string}`,
+  from: bigint,
+  to: bigint,
+): Promise<Hex[]> {
+  const hashes: Hex[] = [];
+  for (let n = from + 1n; n <= to; n++) {
+    const block = await getBlock(tempoClient(url), { blockNumber: n, includeTransactions: true });
+    for (const tx of block.transactions) if (isAddressEqual(tx.from, who)) hashes.push(tx.hash);
+  }
+  return hashes;
 }

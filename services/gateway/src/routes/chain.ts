@@ -266,6 +266,39 @@ function refusePayment(verified: Verified, res: Response, deps: ChainDeps): void
   );
 }
 
+type Settled = Awaited<ReturnType<PaymentVerifierClient["settle"]>>;
+
+/**
+ * Settles a verified payment and copies its headers; a failed or unreachable settlement is
+ * answered here (undefined returned): "no settlement, no data".
+ */
+async function settleOrRefuse(
+  resource: Resource,
+  credentials: Header[],
+  paymentId: string,
+  res: Response,
+  deps: ChainDeps,
+): Promise<Settled | undefined> {
+  let settled: Settled;
+  try {
+    settled = await deps.payments.settle(res.locals.requestId, paymentId, resource, credentials);
+  } catch (err) {
+    const failure = failureOf(err);
+    // Nothing was collected: say why in the log, the client gets a 503 to retry.
+    deps.logger.warn({ err: err instanceof Error ? err.message : err }, "payment settlement call failed");
+    if (!failure.ok)
+      sendError(res, "service_unavailable", "payment settlement is unavailable, retry with backoff");
+    return undefined;
+  }
+  copyHeaders(res, settled.headers);
+  if (!settled.settled) {
+    const reason = settled.reason || "the payment could not be settled";
+    sendError(res, paymentErrorCode(settled.errorCode), reason, undefined, undefined, settled.problem);
+    return undefined;
+  }
+  return settled;
+}
+
 /**
  * A payment that needs no upstream call (payment-verifier says so: a channel management action,
  * e.g. an MPP session close or top-up): settled at once, answered 204 with its receipt headers.
@@ -277,21 +310,7 @@ async function settleWithoutService(
   res: Response,
   deps: ChainDeps,
 ): Promise<void> {
-  let settled: Awaited<ReturnType<PaymentVerifierClient["settle"]>>;
-  try {
-    settled = await deps.payments.settle(res.locals.requestId, paymentId, resource, credentials);
-  } catch (err) {
-    deps.logger.warn({ err: err instanceof Error ? err.message : err }, "payment settlement call failed");
-    sendError(res, "service_unavailable", "payment settlement is unavailable, retry with backoff");
-    return;
-  }
-  copyHeaders(res, settled.headers);
-  if (!settled.settled) {
-    const reason = settled.reason || "the payment could not be settled";
-    sendError(res, paymentErrorCode(settled.errorCode), reason, undefined, undefined, settled.problem);
-    return;
-  }
-  res.status(204).end();
+  if (await settleOrRefuse(resource, credentials, paymentId, res, deps)) res.status(204).end();
 }
 
 /**
@@ -373,24 +392,9 @@ async function serveWithPayment(
     if (!outcome.ok) sendError(res, outcome.code, outcome.message, outcome.extra);
     return;
   }
-  let settled: Awaited<ReturnType<PaymentVerifierClient["settle"]>>;
-  try {
-    settled = await deps.payments.settle(requestId, verified.paymentId, resource, credentials);
-  } catch (err) {
-    const failure = failureOf(err);
-    // The node answered but nothing was collected: say why in the log, the client gets a 503 to retry.
-    deps.logger.warn({ err: err instanceof Error ? err.message : err }, "payment settlement call failed");
-    if (!failure.ok)
-      sendError(res, "service_unavailable", "payment settlement is unavailable, retry with backoff");
-    return;
-  }
-  copyHeaders(res, settled.headers);
-  if (!settled.settled) {
-    // The x402 rule: no settlement, no data (a revert's data included).
-    const reason = settled.reason || "the payment could not be settled";
-    sendError(res, paymentErrorCode(settled.errorCode), reason, undefined, undefined, settled.problem);
-    return;
-  }
+  // The node answered; the x402 rule: no settlement, no data (a revert's data included).
+  const settled = await settleOrRefuse(resource, credentials, verified.paymentId, res, deps);
+  if (!settled) return;
   const paid = {
     cost_usdc: settled.meta?.costUsdc ?? "",
     payment_chain: settled.meta?.paymentChain ?? "",

@@ -12,7 +12,7 @@
 // amount/currency/recipient/chain, the payment itself — nothing written, nothing broadcast) before
 // the upstream call, `broadcast` (mppx.broadcastCredential: re-validates, then collects) after it.
 // Both always get `request` = this call's offer, so a credential for another route never passes.
-import { PAYMENT_HEADERS } from "@tollgate/catalog";
+import { PAYMENT_HEADERS, priceAtomic } from "@tollgate/catalog";
 import { Challenge, Credential, Errors, Receipt } from "mppx";
 import { Mppx } from "mppx/server";
 import {
@@ -29,6 +29,7 @@ import {
   type PaymentProtocol,
   type PricedCall,
   type Problem,
+  type Verdict,
 } from "../core/types.ts";
 
 /** The payment method both MPP schemes use (Tempo TIP-20 stablecoins). */
@@ -38,6 +39,14 @@ export const MPP_METHOD = "tempo";
 const MAX_CREDENTIAL_CHARS = 16_384;
 
 export type MppCredential = Credential.Credential;
+
+/** The fields of a credential's challenge request every MPP offer binds (atomic amount). */
+export interface OfferedRequest {
+  amount: string;
+  currency: string;
+  recipient?: string | undefined;
+  methodDetails?: { chainId?: number | undefined } | undefined;
+}
 
 /** One MPP offer: an intent and the route request mppx is given (human units, like compose()). */
 export interface MppOffer {
@@ -145,16 +154,17 @@ export class MppProtocol implements PaymentProtocol<MppCredential, MppOffer> {
     }));
   }
 
-  /** Checks a credential against this call's offer without writing or broadcasting anything. */
-  async validate(
-    credential: MppCredential,
-    offer: MppOffer,
-    capturedRequest?: CapturedRequest,
-  ): Promise<void> {
-    await this.#mppx.validateCredential(credential, {
-      request: offer.request,
-      ...(capturedRequest ? { capturedRequest } : {}),
-    });
+  /**
+   * Checks a credential against this call's offer without writing or broadcasting anything, as the
+   * core's verdict.
+   */
+  async validate(credential: MppCredential, offer: MppOffer): Promise<Verdict> {
+    try {
+      await this.#mppx.validateCredential(credential, { request: offer.request });
+      return { ok: true };
+    } catch (err) {
+      return { ok: false, ...this.refusalOf(err, "verified") };
+    }
   }
 
   /** Re-validates and collects (broadcast, claim, voucher accepted and charged): the receipt. */
@@ -197,6 +207,51 @@ export class MppProtocol implements PaymentProtocol<MppCredential, MppOffer> {
   }
 
   /**
+   * The checks every MPP offer shares, against THIS call's: chain, receiver, exact price, realm,
+   * expiry. Each refusal names what differs (mppx itself would only say "does not match").
+   */
+  refuseForCall(
+    call: PricedCall,
+    credential: MppCredential,
+    request: OfferedRequest,
+    expected: { chainId: number; payTo: string; symbol: string },
+  ): MppRefusal | undefined {
+    const chain = request.methodDetails?.chainId;
+    if (chain !== expected.chainId) {
+      return this.refuse(
+        `the credential is for chain ${chain ?? "(none)"}; this API is paid on Tempo chain ${expected.chainId}`,
+        "challenge",
+      );
+    }
+    if (request.recipient?.toLowerCase() !== expected.payTo.toLowerCase()) {
+      return this.refuse(
+        `the credential pays ${request.recipient ?? "(nobody)"}; this API's recipient is ${expected.payTo}`,
+        "challenge",
+      );
+    }
+    const price = priceAtomic(call.endpoint.price);
+    if (BigInt(request.amount) !== price) {
+      return this.refuse(
+        `the credential pays ${request.amount} atomic units of ${expected.symbol}, but ${call.endpoint.path} costs ${price} (${call.endpoint.price} USD): its challenge was issued for another endpoint`,
+        "challenge",
+      );
+    }
+    if (credential.challenge.realm !== this.#realm) {
+      return this.refuse(
+        `the credential's challenge is for realm "${credential.challenge.realm}", not "${this.#realm}"`,
+        "challenge",
+      );
+    }
+    if (!(Date.parse(credential.challenge.expires ?? "") > Date.now())) {
+      return this.refuse(
+        `the credential's challenge expired at ${credential.challenge.expires ?? "(no expiry)"}; take a fresh challenge from a 402 and pay again`,
+        "expired",
+      );
+    }
+    return undefined;
+  }
+
+  /**
    * What an mppx or chain error means for the client. mppx answers anything that is not one of its
    * payment errors (a simulation revert for a payer without funds, a node error) as a 500
    * internal-payment-error; here a payer's problem is a 402 that says what is wrong, and only an
@@ -205,7 +260,10 @@ export class MppProtocol implements PaymentProtocol<MppCredential, MppOffer> {
   refusalOf(err: unknown, what: string): MppRefusal {
     if (err instanceof Errors.PaymentError) {
       const problem = problemOf(err);
-      return { code: "payment_invalid", reason: problem.detail.split("\n")[0] ?? problem.title, problem };
+      const reason = problem.detail.split("\n")[0] ?? problem.title;
+      // A challenge we did not issue stays forged for this credential: remembered briefly.
+      const final = err instanceof Errors.InvalidChallengeError && /not issued by this server/.test(reason);
+      return { code: "payment_invalid", reason, problem, final };
     }
     if (err instanceof BaseError) {
       const unreachable = err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError);

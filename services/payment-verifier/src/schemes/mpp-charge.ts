@@ -11,7 +11,6 @@
 //     the receiver and nothing else can be bought with it.
 // Each credential is used at most once across replicas: the core's reservation of its transaction
 // hash, then mppx's own claim of it in the shared store (mppx-store.ts).
-import { priceAtomic } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import { tempo } from "mppx/server";
 import { getAddress, type Hex, keccak256 } from "viem";
@@ -62,8 +61,8 @@ export interface ChargePayment {
   request: z.infer<typeof chargeRequest>;
 }
 
-function sameAddress(a: string | undefined, b: string): boolean {
-  return a !== undefined && a.toLowerCase() === b.toLowerCase();
+function sameAddress(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase();
 }
 
 /** The address in a `did:pkh:eip155:<chain>:<address>` source, if that is what it is. */
@@ -171,63 +170,25 @@ export class MppChargeScheme implements PaymentScheme<MppCredential, MppOffer, C
   /** Our own checks first, each with a precise reason (mppx would say "does not match" at best). */
   #refusal(call: PricedCall, payment: ChargePayment) {
     const { request, credential, currency } = payment;
-    const cfg = this.#cfg;
-    const protocol = this.protocol;
+    const { pathUsd, usdce } = MPP_CURRENCIES;
     if (!currency) {
-      return protocol.refuse(
-        `the credential pays in token ${request.currency}; this API takes ${MPP_CURRENCIES.pathUsd.symbol} ${MPP_CURRENCIES.pathUsd.address} or ${MPP_CURRENCIES.usdce.symbol} ${MPP_CURRENCIES.usdce.address}`,
+      return this.protocol.refuse(
+        `the credential pays in token ${request.currency}; this API takes ${pathUsd.symbol} ${pathUsd.address} or ${usdce.symbol} ${usdce.address}`,
         "challenge",
       );
     }
-    const chain = request.methodDetails?.chainId;
-    if (chain !== cfg.chainId) {
-      return protocol.refuse(
-        `the credential is for chain ${chain ?? "(none)"}; this API is paid on Tempo chain ${cfg.chainId}`,
-        "challenge",
-      );
-    }
-    if (!sameAddress(request.recipient, cfg.payTo)) {
-      return protocol.refuse(
-        `the credential pays ${request.recipient ?? "(nobody)"}; this API's recipient is ${cfg.payTo}`,
-        "challenge",
-      );
-    }
-    const price = priceAtomic(call.endpoint.price);
-    if (BigInt(request.amount) !== price) {
-      return protocol.refuse(
-        `the credential pays ${request.amount} atomic units of ${currency.symbol}, but ${call.endpoint.path} costs ${price} (${call.endpoint.price} USD): it was issued for another endpoint`,
-        "challenge",
-      );
-    }
-    if (credential.challenge.realm !== protocol.realm) {
-      return protocol.refuse(
-        `the credential's challenge is for realm "${credential.challenge.realm}", not "${protocol.realm}"`,
-        "challenge",
-      );
-    }
-    const expires = Date.parse(credential.challenge.expires ?? "");
-    if (!(expires > Date.now())) {
-      return protocol.refuse(
-        `the credential's challenge expired at ${credential.challenge.expires ?? "(no expiry)"}; take a fresh challenge from a 402 and pay again`,
-        "expired",
-      );
-    }
-    return undefined;
+    return this.protocol.refuseForCall(call, credential, request, {
+      chainId: this.#cfg.chainId,
+      payTo: this.#cfg.payTo,
+      symbol: currency.symbol,
+    });
   }
 
   async verify(call: PricedCall, parsed: ParsedPayment<ChargePayment>): Promise<Verdict> {
     const payment = parsed.payload;
     const refusal = this.#refusal(call, payment);
     if (refusal) return { ok: false, ...refusal };
-    const offer = this.#offer(call, payment.request.currency);
-    try {
-      await this.protocol.validate(payment.credential, offer);
-    } catch (err) {
-      this.#deps.logger.debug({ err }, "mpp-charge credential refused");
-      const refused = this.protocol.refusalOf(err, "verified");
-      return { ok: false, ...refused, final: /not issued by this server/.test(refused.reason) };
-    }
-    return { ok: true };
+    return this.protocol.validate(payment.credential, this.#offer(call, payment.request.currency));
   }
 
   async settle(call: PricedCall, parsed: ParsedPayment<ChargePayment>): Promise<SettleResult> {

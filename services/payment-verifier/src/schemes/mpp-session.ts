@@ -90,10 +90,6 @@ interface SessionReceipt {
   txHash?: string;
 }
 
-function sameAddress(a: string | undefined, b: string): boolean {
-  return a !== undefined && a.toLowerCase() === b.toLowerCase();
-}
-
 export interface MppSessionDeps {
   protocol: MppProtocol;
   state: MppxState;
@@ -197,64 +193,28 @@ export class MppSessionScheme implements PaymentScheme<MppCredential, MppOffer, 
     };
   }
 
+  /** Our own checks first, each with a precise reason; sessions are in USDC.e only. */
   #refusal(call: PricedCall, payment: SessionPayment) {
     const { request, credential } = payment;
-    const cfg = this.#cfg;
-    const protocol = this.protocol;
     const usdce = MPP_CURRENCIES.usdce;
-    if (!sameAddress(request.currency, usdce.address)) {
-      return protocol.refuse(
+    if (request.currency.toLowerCase() !== usdce.address.toLowerCase()) {
+      return this.protocol.refuse(
         `sessions are paid in ${usdce.symbol} ${usdce.address} only; the credential's channel is in ${request.currency}`,
         "challenge",
       );
     }
-    const chain = request.methodDetails?.chainId;
-    if (chain !== cfg.chainId) {
-      return protocol.refuse(
-        `the credential is for chain ${chain ?? "(none)"}; this API is paid on Tempo chain ${cfg.chainId}`,
-        "challenge",
-      );
-    }
-    if (!sameAddress(request.recipient, cfg.payTo)) {
-      return protocol.refuse(
-        `the credential pays ${request.recipient ?? "(nobody)"}; this API's recipient is ${cfg.payTo}`,
-        "challenge",
-      );
-    }
-    const price = priceAtomic(call.endpoint.price);
-    if (BigInt(request.amount) !== price) {
-      return protocol.refuse(
-        `the voucher is for ${request.amount} atomic units of ${usdce.symbol} per call, but ${call.endpoint.path} costs ${price} (${call.endpoint.price} USD): its challenge was issued for another endpoint`,
-        "challenge",
-      );
-    }
-    if (credential.challenge.realm !== protocol.realm) {
-      return protocol.refuse(
-        `the credential's challenge is for realm "${credential.challenge.realm}", not "${protocol.realm}"`,
-        "challenge",
-      );
-    }
-    if (!(Date.parse(credential.challenge.expires ?? "") > Date.now())) {
-      return protocol.refuse(
-        `the credential's challenge expired at ${credential.challenge.expires ?? "(no expiry)"}; take a fresh challenge from a 402`,
-        "expired",
-      );
-    }
-    return undefined;
+    return this.protocol.refuseForCall(call, credential, request, {
+      chainId: this.#cfg.chainId,
+      payTo: this.#cfg.payTo,
+      symbol: usdce.symbol,
+    });
   }
 
   async verify(call: PricedCall, parsed: ParsedPayment<SessionPayment>): Promise<Verdict> {
     const payment = parsed.payload;
     const refusal = this.#refusal(call, payment);
     if (refusal) return { ok: false, ...refusal };
-    try {
-      await this.protocol.validate(payment.credential, this.#offer(call));
-    } catch (err) {
-      this.#deps.logger.debug({ err, action: payment.action }, "mpp-session credential refused");
-      const refused = this.protocol.refusalOf(err, "verified");
-      return { ok: false, ...refused, final: /not issued by this server/.test(refused.reason) };
-    }
-    return { ok: true };
+    return this.protocol.validate(payment.credential, this.#offer(call));
   }
 
   /** The served call, as mppx's accounting classifies it: a content request, so it is charged. */

@@ -75,11 +75,15 @@ return 1`;
 
 type Change = Store.Change<unknown, unknown>;
 
-function redisStore(
+/**
+ * An mppx AtomicStore in Redis under `prefix`: Lua compare-and-set updates, `SET NX PXAT` claims,
+ * TTLs; writes of a key also add it to the set `index`, when given.
+ */
+export function redisAtomicStore(
   redis: Redis,
   prefix: string,
-  index: string | undefined,
-  retention: Retention,
+  index?: string,
+  retention: Retention = DEFAULT_RETENTION,
 ): Store.AtomicStore {
   const ttl = (value: unknown) => String(isFinished(value) ? retention.finishedMs : retention.activeMs);
   return Store.from({
@@ -131,8 +135,8 @@ export function redisMppxState(redis: Redis, prefix: string, retention = DEFAULT
   const index = `${prefix}channel-ids`;
   return {
     kind: "redis",
-    charges: redisStore(redis, `${prefix}replay:`, undefined, retention),
-    channels: redisStore(redis, `${prefix}channel:`, index, retention),
+    charges: redisAtomicStore(redis, `${prefix}replay:`, undefined, retention),
+    channels: redisAtomicStore(redis, `${prefix}channel:`, index, retention),
     channelIds: () => redis.sMembers(index),
     async forgetChannel(id) {
       await redis.sRem(index, id);
