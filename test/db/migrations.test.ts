@@ -103,15 +103,22 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
       const day = at.slice(0, 10);
       const fold = [{ accountId: account.id, day, requests: 3, errors: 1, counted: 2 }];
       const used = [{ keyId: key.id, at }];
-      expect(await records.foldUsage("batch-1", 3, fold, used)).toEqual([
-        { accountId: account.id, day, requests: 3, errors: 1 },
-      ]);
-      expect(await records.foldUsage("batch-1", 3, fold, used)).toBeUndefined(); // redelivered
-      expect(await records.foldUsage("batch-2", 3, fold, used)).toEqual([
-        { accountId: account.id, day, requests: 6, errors: 2 },
-      ]);
+      const batch = (id: string) => ({ id, calls: 3, days: fold, lastUsed: used });
+      expect(await records.foldUsage([batch("batch-1")])).toEqual({
+        folded: 1,
+        totals: [{ accountId: account.id, day, requests: 3, errors: 1 }],
+      });
+      // batch-1 redelivered beside two new ones, in one transaction: only the new ones count.
+      expect(await records.foldUsage([batch("batch-2"), batch("batch-1"), batch("batch-3")])).toEqual({
+        folded: 2,
+        totals: [{ accountId: account.id, day, requests: 9, errors: 3 }],
+      });
+      expect(await records.foldUsage([batch("batch-3")])).toEqual({
+        folded: 0,
+        totals: [{ accountId: account.id, day, requests: 9, errors: 3 }],
+      });
       expect(await records.usageSince(day, undefined, 10)).toEqual([
-        { accountId: account.id, day, requests: 6, errors: 2, counted: 4 },
+        { accountId: account.id, day, requests: 9, errors: 3, counted: 6 },
       ]);
       expect((await records.listKeys(account.id))[0]).toMatchObject({ id: key.id, lastUsedAt: at });
 
