@@ -43,6 +43,41 @@ const open = (url: string) =>
     applicationName: "migrations-test",
   });
 
+describe("embedded PGlite (pglite-socket) under concurrent connections", () => {
+  it("answers 300 parameterized queries sent at once over 8 connections, each with its own rows", async () => {
+    const { Pool } = await import("pg");
+    const pool = new Pool({ connectionString: pglite!.url, max: 8 });
+    try {
+      // Shapes differ in parameter count and types, so a Bind applied to another connection's
+      // Parse fails, and rows from another query do not match.
+      const answers = await Promise.all(
+        Array.from({ length: 300 }, async (_, i) => {
+          if (i % 3 === 0) {
+            const r = await pool.query("select $1::int + 1 as v", [i]);
+            return r.rows[0]?.v === i + 1;
+          }
+          if (i % 3 === 1) {
+            const r = await pool.query("select $1::text || '-' || $2::text || '-' || $3::int as v", [
+              "a",
+              "b",
+              i,
+            ]);
+            return r.rows[0]?.v === `a-b-${i}`;
+          }
+          const r = await pool.query("select generate_series(1, $1::int) as v, $2::text as tag", [
+            (i % 7) + 1,
+            `q${i}`,
+          ]);
+          return r.rows.length === (i % 7) + 1 && r.rows.every((row) => row.tag === `q${i}`);
+        }),
+      );
+      expect(answers.filter((ok) => !ok)).toEqual([]);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
 const targets = () => [
   ["embedded PGlite (pglite-socket)", pglite!.url],
   ["PostgreSQL 15 (the machine's server)", server.url],
