@@ -155,6 +155,9 @@ try {
     "quota-meter": pid(mesh.ports["quota-meter"].main),
     "rpc-proxy": pid(mesh.ports["rpc-proxy"].main),
     "payment-verifier": pid(mesh.ports["payment-verifier"].main),
+    "settlement-worker": pid(mesh.ports["settlement-worker"].main),
+    // The embedded PostgreSQL (PGlite) of `pnpm start`, or nothing when DATABASE_URL names a server.
+    postgres: mesh.postgres?.child.pid ? [mesh.postgres.child.pid] : [],
     anvil: pid(devnet.chains.ethereum?.port ?? 0),
     "redis-server": pidsNamed("redis-server"),
     "nats-server": pidsNamed("nats-server"),

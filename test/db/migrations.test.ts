@@ -43,6 +43,41 @@ const open = (url: string) =>
     applicationName: "migrations-test",
   });
 
+describe("embedded PGlite (pglite-socket) under concurrent connections", () => {
+  it("answers 300 parameterized queries sent at once over 8 connections, each with its own rows", async () => {
+    const { Pool } = await import("pg");
+    const pool = new Pool({ connectionString: pglite!.url, max: 8 });
+    try {
+      // Shapes differ in parameter count and types, so a Bind applied to another connection's
+      // Parse fails, and rows from another query do not match.
+      const answers = await Promise.all(
+        Array.from({ length: 300 }, async (_, i) => {
+          if (i % 3 === 0) {
+            const r = await pool.query("select $1::int + 1 as v", [i]);
+            return r.rows[0]?.v === i + 1;
+          }
+          if (i % 3 === 1) {
+            const r = await pool.query("select $1::text || '-' || $2::text || '-' || $3::int as v", [
+              "a",
+              "b",
+              i,
+            ]);
+            return r.rows[0]?.v === `a-b-${i}`;
+          }
+          const r = await pool.query("select generate_series(1, $1::int) as v, $2::text as tag", [
+            (i % 7) + 1,
+            `q${i}`,
+          ]);
+          return r.rows.length === (i % 7) + 1 && r.rows.every((row) => row.tag === `q${i}`);
+        }),
+      );
+      expect(answers.filter((ok) => !ok)).toEqual([]);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
 const targets = () => [
   ["embedded PGlite (pglite-socket)", pglite!.url],
   ["PostgreSQL 15 (the machine's server)", server.url],
@@ -103,15 +138,22 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
       const day = at.slice(0, 10);
       const fold = [{ accountId: account.id, day, requests: 3, errors: 1, counted: 2 }];
       const used = [{ keyId: key.id, at }];
-      expect(await records.foldUsage("batch-1", 3, fold, used)).toEqual([
-        { accountId: account.id, day, requests: 3, errors: 1 },
-      ]);
-      expect(await records.foldUsage("batch-1", 3, fold, used)).toBeUndefined(); // redelivered
-      expect(await records.foldUsage("batch-2", 3, fold, used)).toEqual([
-        { accountId: account.id, day, requests: 6, errors: 2 },
-      ]);
+      const batch = (id: string) => ({ id, calls: 3, days: fold, lastUsed: used });
+      expect(await records.foldUsage([batch("batch-1")])).toEqual({
+        folded: 1,
+        totals: [{ accountId: account.id, day, requests: 3, errors: 1 }],
+      });
+      // batch-1 redelivered beside two new ones, in one transaction: only the new ones count.
+      expect(await records.foldUsage([batch("batch-2"), batch("batch-1"), batch("batch-3")])).toEqual({
+        folded: 2,
+        totals: [{ accountId: account.id, day, requests: 9, errors: 3 }],
+      });
+      expect(await records.foldUsage([batch("batch-3")])).toEqual({
+        folded: 0,
+        totals: [{ accountId: account.id, day, requests: 9, errors: 3 }],
+      });
       expect(await records.usageSince(day, undefined, 10)).toEqual([
-        { accountId: account.id, day, requests: 6, errors: 2, counted: 4 },
+        { accountId: account.id, day, requests: 9, errors: 3, counted: 6 },
       ]);
       expect((await records.listKeys(account.id))[0]).toMatchObject({ id: key.id, lastUsedAt: at });
 

@@ -108,6 +108,43 @@ describe("@tollgate/events consumer", () => {
     }
   });
 
+  it("hands events to a group handler several at a time, and redelivers a whole group whose handler failed", async () => {
+    const consumer = createEventConsumer({
+      natsUrl: NATS_URL,
+      service: "events-test",
+      logger: silentLogger(),
+      namespace,
+    });
+    const groups: string[][] = [];
+    let failures = 1;
+    const durable = uniqueId("group-test");
+    try {
+      // A durable made now starts at the stream's beginning: publish first, so all 40 are waiting.
+      const events = Array.from({ length: 40 }, () => settlement());
+      for (const e of events) await publishRaw(JSON.stringify(e));
+      consumer.consumeBatches(
+        SETTLEMENT_V1,
+        durable,
+        async (group) => {
+          if (failures-- > 0) throw new Error("database blinked");
+          groups.push(group.map((g) => g.event.id));
+        },
+        { maxEvents: 16, maxWaitMs: 200, retryDelayMs: 100 },
+      );
+      const wanted = new Set(events.map((e) => e.id));
+      await waitFor(async () => [...wanted].every((id) => groups.some((g) => g.includes(id))), 15_000);
+      // Every event was handled in a group of at most 16, and far fewer calls than events.
+      expect(groups.every((g) => g.length <= 16)).toBe(true);
+      expect(groups.length).toBeLessThan(20);
+      // The failed group came back: each of the 40 handled, none of them twice.
+      const handled = groups.flat().filter((id) => wanted.has(id));
+      expect(handled.length).toBe(40);
+      expect(new Set(handled).size).toBe(40);
+    } finally {
+      await consumer.close();
+    }
+  });
+
   it("resumes a durable where it left off", async () => {
     const received: string[] = [];
     const first = createEventConsumer({

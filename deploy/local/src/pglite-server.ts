@@ -22,8 +22,84 @@ const server = new PGLiteSocketServer({
   port: Number(values.port),
   maxConnections: 64,
 });
+pinExtendedQueries(server);
 await server.start();
 logger.info({ port: Number(values.port), data: values.data }, "embedded PostgreSQL (PGlite) ready");
+
+/** What pinExtendedQueries needs of pglite-socket 0.2.17's (internal) query queue. */
+interface QueuedMessage {
+  handlerId: number;
+  message: Uint8Array;
+  resolve(bytes: number): void;
+  reject(err: unknown): void;
+  onData(data: Uint8Array): void;
+}
+interface QueryQueue {
+  queue: QueuedMessage[];
+  processing: boolean;
+  lastHandlerId: number | null;
+  processQueue(): Promise<void>;
+  clearQueueForHandler(id: number): void;
+}
+
+/** Message types that end an extended-protocol batch (Sync) or are one on their own (Query, Terminate). */
+const BATCH_END = new Set(["S".charCodeAt(0), "Q".charCodeAt(0), "X".charCodeAt(0)]);
+
+/**
+ * pglite-socket 0.2.17 queues the clients' protocol messages one by one and keeps a connection's
+ * messages together only inside a transaction. Two pooled connections sending parameterized
+ * queries at once then interleave Parse/Bind/Execute on the one backend: bind errors, or another
+ * query's rows (electric-sql/pglite#1046, open). Here a connection that began an extended-protocol
+ * batch keeps the backend until its Sync, as on a real server. Written against the pinned
+ * package version (the start fails loudly if its queue is not the one expected); test/db runs
+ * concurrent queries from several connections and the two services' migrations against it.
+ */
+function pinExtendedQueries(socketServer: PGLiteSocketServer): void {
+  const q = (socketServer as unknown as { queryQueue: QueryQueue }).queryQueue;
+  if (!q || typeof q.processQueue !== "function" || !Array.isArray(q.queue)) {
+    throw new Error("pglite-socket's query queue is not the one pinExtendedQueries knows (version changed?)");
+  }
+  let batchOf: number | null = null;
+  const clear = q.clearQueueForHandler.bind(q);
+  q.clearQueueForHandler = (id) => {
+    if (batchOf === id) batchOf = null;
+    clear(id);
+  };
+  q.processQueue = async function processQueue(this: QueryQueue) {
+    if (this.processing || this.queue.length === 0) return;
+    this.processing = true;
+    try {
+      while (this.queue.length > 0) {
+        // The connection in the middle of a batch or a transaction goes next, or nobody does.
+        const owner = batchOf ?? (db.isInTransaction() ? this.lastHandlerId : null);
+        const at = owner === null ? 0 : this.queue.findIndex((m) => m.handlerId === owner);
+        if (at === -1) break;
+        const [item] = this.queue.splice(at, 1) as [QueuedMessage];
+        let bytes = 0;
+        try {
+          await db.runExclusive(() =>
+            db.execProtocolRawStream(item.message, {
+              onRawData: (data: Uint8Array) => {
+                bytes += data.length;
+                item.onData(data);
+              },
+            }),
+          );
+        } catch (err) {
+          item.reject(err);
+          continue;
+        }
+        this.lastHandlerId = item.handlerId;
+        // A startup packet has no type byte (its first byte is a length byte, 0): never pinned.
+        const type = item.message[0] ?? 0;
+        batchOf = type === 0 || BATCH_END.has(type) ? null : item.handlerId;
+        item.resolve(bytes);
+      }
+    } finally {
+      this.processing = false;
+    }
+  };
+}
 
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -44,6 +44,18 @@ export interface DeliveryInfo {
 /** Handles one validated event. Resolving acks it; throwing naks it for redelivery. */
 export type EventHandler<S extends EventSubject> = (event: EventOf<S>, info: DeliveryInfo) => Promise<void>;
 
+/** Handles validated events delivered together. Resolving acks them all; throwing naks them all. */
+export type EventBatchHandler<S extends EventSubject> = (
+  events: Array<{ event: EventOf<S>; info: DeliveryInfo }>,
+) => Promise<void>;
+
+export interface ConsumeBatchOptions extends ConsumeOptions {
+  /** At most this many events per handler call (default 256). */
+  maxEvents?: number;
+  /** A first event waits at most this long for others to join it (default 500 ms). */
+  maxWaitMs?: number;
+}
+
 export interface EventConsumer {
   /**
    * Consumes `subject` through the durable pull consumer `durable` (created if missing),
@@ -57,6 +69,18 @@ export interface EventConsumer {
     durable: string,
     handler: EventHandler<S>,
     opts?: ConsumeOptions,
+  ): void;
+  /**
+   * Like `consume`, but hands the handler up to `maxEvents` events at a time, gathered for at most
+   * `maxWaitMs`: for a handler whose cost is per call, not per event (one database transaction for
+   * many events). The whole group is acked when the handler resolves and redelivered when it throws,
+   * so the handler must be idempotent per event id, as with `consume`.
+   */
+  consumeBatches<S extends EventSubject>(
+    subject: S,
+    durable: string,
+    handler: EventBatchHandler<S>,
+    opts?: ConsumeBatchOptions,
   ): void;
   close(): Promise<void>;
 }
@@ -89,41 +113,98 @@ export function createEventConsumer(opts: EventConsumerOptions): EventConsumer {
   const running = new Set<ConsumerMessages>();
   const loops: Promise<void>[] = [];
 
-  async function handleOne<S extends EventSubject>(
-    subject: S,
-    durable: string,
-    handler: EventHandler<S>,
-    m: JsMsg,
-    retryDelayMs: number,
-    warn: (err: unknown, msg: string) => void,
-  ) {
+  /** The message's event, or undefined (terminated) when it fails its schema. */
+  function parsed<S extends EventSubject>(subject: S, durable: string, m: JsMsg): EventOf<S> | undefined {
     pending.set({ consumer: durable, subject }, m.info.pending);
-    let event: EventOf<S>;
     try {
-      event = parseEvent(subject, m.json());
+      return parseEvent(subject, m.json());
     } catch (err) {
       // A payload that fails its schema will never pass: stop redelivering it.
       logger.error({ err, subject, seq: m.seq }, "event does not match its schema; terminated");
       // No reason text: servers before 2.10.4 ignore a TERM that carries one.
       m.term();
       consumed.inc({ consumer: durable, subject, result: "invalid" });
-      return;
+      return undefined;
     }
+  }
+
+  /** Acks every message once `handled` resolves; naks them all for redelivery when it throws. */
+  async function settle(
+    subject: string,
+    durable: string,
+    messages: readonly JsMsg[],
+    handled: Promise<void>,
+    retryDelayMs: number,
+    warn: (err: unknown, msg: string) => void,
+  ) {
     try {
-      await handler(event, { streamSeq: m.seq, deliveryCount: m.info.deliveryCount });
-      m.ack();
-      consumed.inc({ consumer: durable, subject, result: "ok" });
+      await handled;
+      for (const m of messages) m.ack();
+      consumed.inc({ consumer: durable, subject, result: "ok" }, messages.length);
     } catch (err) {
-      m.nak(retryDelayMs);
-      consumed.inc({ consumer: durable, subject, result: "retry" });
+      for (const m of messages) m.nak(retryDelayMs);
+      consumed.inc({ consumer: durable, subject, result: "retry" }, messages.length);
       warn(err, "event handler failed; the event will be redelivered");
     }
+  }
+
+  const info = (m: JsMsg): DeliveryInfo => ({ streamSeq: m.seq, deliveryCount: m.info.deliveryCount });
+
+  /** Delivers messages to the handler one at a time. */
+  function oneByOne<S extends EventSubject>(subject: S, durable: string, handler: EventHandler<S>) {
+    return async (m: JsMsg, retryDelayMs: number, warn: (err: unknown, msg: string) => void) => {
+      const event = parsed(subject, durable, m);
+      if (event === undefined) return;
+      await settle(subject, durable, [m], handler(event, info(m)), retryDelayMs, warn);
+    };
+  }
+
+  /**
+   * Gathers messages into groups of at most `maxEvents`, each waiting at most `maxWaitMs` for the
+   * group to fill, and hands each group to the handler; the next message waits while a full group
+   * is being handled, so the consumer never runs ahead of the handler.
+   */
+  function grouped<S extends EventSubject>(
+    subject: S,
+    durable: string,
+    handler: EventBatchHandler<S>,
+    maxEvents: number,
+    maxWaitMs: number,
+  ) {
+    let group: Array<{ m: JsMsg; event: EventOf<S> }> = [];
+    let timer: NodeJS.Timeout | undefined;
+    let tail: Promise<void> = Promise.resolve();
+    const flush = (retryDelayMs: number, warn: (err: unknown, msg: string) => void) => {
+      clearTimeout(timer);
+      timer = undefined;
+      const taken = group;
+      group = [];
+      if (taken.length === 0) return tail;
+      tail = tail.then(() =>
+        settle(
+          subject,
+          durable,
+          taken.map((t) => t.m),
+          Promise.resolve().then(() => handler(taken.map((t) => ({ event: t.event, info: info(t.m) })))),
+          retryDelayMs,
+          warn,
+        ),
+      );
+      return tail;
+    };
+    return async (m: JsMsg, retryDelayMs: number, warn: (err: unknown, msg: string) => void) => {
+      const event = parsed(subject, durable, m);
+      if (event === undefined) return;
+      group.push({ m, event });
+      if (group.length >= maxEvents) await flush(retryDelayMs, warn);
+      else timer ??= setTimeout(() => void flush(retryDelayMs, warn), maxWaitMs);
+    };
   }
 
   async function run<S extends EventSubject>(
     subject: S,
     durable: string,
-    handler: EventHandler<S>,
+    deliver: (m: JsMsg, retryDelayMs: number, warn: (err: unknown, msg: string) => void) => Promise<void>,
     copts: ConsumeOptions,
   ) {
     let lastLog = 0;
@@ -162,7 +243,7 @@ export function createEventConsumer(opts: EventConsumerOptions): EventConsumer {
           }
         })().catch(() => undefined);
         for await (const m of messages) {
-          await handleOne(subject, durable, handler, m, copts.retryDelayMs ?? 1_000, warn);
+          await deliver(m, copts.retryDelayMs ?? 1_000, warn);
         }
       } catch (err) {
         if (closed) break;
@@ -177,7 +258,16 @@ export function createEventConsumer(opts: EventConsumerOptions): EventConsumer {
   return {
     consume(subject, durable, handler, copts = {}) {
       if (closed) throw new Error("event consumer is closed");
-      loops.push(run(subject, durable, handler, copts));
+      loops.push(run(subject, durable, oneByOne(subject, durable, handler), copts));
+    },
+    consumeBatches(subject, durable, handler, copts = {}) {
+      if (closed) throw new Error("event consumer is closed");
+      const maxEvents = copts.maxEvents ?? 256;
+      const deliver = grouped(subject, durable, handler, maxEvents, copts.maxWaitMs ?? 500);
+      // Every message of a full group is pulled before the group is handled.
+      loops.push(
+        run(subject, durable, deliver, { ...copts, batch: Math.max(copts.batch ?? 256, maxEvents) }),
+      );
     },
     async close() {
       closed = true;

@@ -10,9 +10,11 @@ export {
   streamSpecFor,
 } from "./catalog.ts";
 export {
+  type ConsumeBatchOptions,
   type ConsumeOptions,
   createEventConsumer,
   type DeliveryInfo,
+  type EventBatchHandler,
   type EventConsumer,
   type EventConsumerOptions,
   type EventHandler,

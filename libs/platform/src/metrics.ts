@@ -14,6 +14,28 @@ export function createRegistry(service: string): client.Registry {
 }
 
 /**
+ * The children of a labelled metric, found by their label values in the metric's label order
+ * rather than by prom-client hashing a label object on every observation: what a per-call path
+ * uses. Label values must stay a bounded set, as for any label.
+ */
+export function seriesOf<T extends string, C>(
+  metric: { labels(...values: string[]): C },
+  names: readonly T[],
+): (labels: Record<T, string>) => C {
+  const children = new Map<string, C>();
+  return (labels) => {
+    let key = "";
+    for (const name of names) key += `${labels[name]}\u0000`;
+    let child = children.get(key);
+    if (child === undefined) {
+      child = metric.labels(...names.map((n) => labels[n]));
+      children.set(key, child);
+    }
+    return child;
+  };
+}
+
+/**
  * Serves `/metrics` on its own port, apart from any public listener, so scraping
  * never competes with (or leaks through) the public API.
  */

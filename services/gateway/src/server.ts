@@ -8,6 +8,7 @@ import {
   type Logger,
   prom,
   type Registry,
+  seriesOf,
   serveMetrics,
 } from "@tollgate/platform";
 import cors from "cors";
@@ -57,8 +58,8 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [deps.registry],
   });
+  const requestSeries = seriesOf(requests, ["endpoint", "method", "status", "auth"] as const);
   app.use((req, res, next) => {
-    const end = requests.startTimer();
     const started = performance.now();
     res.once("finish", () => {
       // Only templates are labels (unknown paths share one), so callers cannot blow up
@@ -66,7 +67,10 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
       const endpoint = res.locals.endpoint ?? "unmatched";
       // Set only by the gateway's own routes (credential kind, then the verified scheme): bounded.
       const auth = res.locals.auth ?? "none";
-      end({ endpoint, method: req.method, status: String(res.statusCode), auth });
+      const status = String(res.statusCode);
+      requestSeries({ endpoint, method: req.method, status, auth }).observe(
+        (performance.now() - started) / 1000,
+      );
       // One access line per API call, keyed by the id the client sees in meta.request_id.
       if (config.accessLog && req.path.startsWith("/api/")) {
         deps.logger.info(

@@ -1,10 +1,12 @@
 // The usage stream folded into the system of record: each tollgate.usage.v2 batch becomes, in one
 // PostgreSQL transaction keyed by its batch id, additions to the per-account, per-UTC-day rollups
-// (requests, errors, calls counted in the windows) and the keys' last use. The new totals then go
+// (requests, errors, calls counted in the windows) and the keys' last use. Batches that arrive
+// together (up to FOLD_MAX within FOLD_WAIT_MS) share one transaction: its cost is per transaction,
+// not per call, so it stays flat however many gateways report. The new totals then go
 // to Redis's per-day usage (GetUsage) as maxima, so Redis follows PostgreSQL in any order: a
 // redelivery, a replay of the stream from its start, or a re-seed after a Redis loss changes
 // nothing. Every replica shares the durable consumer; JetStream spreads the batches.
-import type { EventConsumer, UsageCallV2 } from "@tollgate/events";
+import type { DeliveryInfo, EventConsumer, UsageCallV2 } from "@tollgate/events";
 import { USAGE_V1, USAGE_V2 } from "@tollgate/events";
 import type { Logger } from "@tollgate/platform";
 import type { Records, UsageFold } from "./db/records.ts";
@@ -18,6 +20,9 @@ export const ROLLUP_V1_DURABLE = "quota-meter-rollups-v1";
 
 /** Batch ids are kept longer than the stream keeps messages (30 days), so no replay folds twice. */
 export const BATCH_MEMORY_MS = 45 * 24 * 3_600_000;
+/** Usage batches folded in one transaction, at most; and how long the first waits for others. */
+const FOLD_MAX = 200;
+const FOLD_WAIT_MS = 500;
 
 type Call = Pick<UsageCallV2, "account_id" | "key_id" | "status" | "time"> & {
   counted?: boolean | undefined;
@@ -58,19 +63,32 @@ export interface RollupDeps {
 export function startRollups(consumer: EventConsumer, deps: RollupDeps): () => void {
   const { records, store, metrics } = deps;
 
-  async function fold(batchId: string, calls: readonly Call[]): Promise<void> {
+  async function fold(batches: Array<{ id: string; calls: readonly Call[] }>): Promise<void> {
     await deps.schemaReady;
-    const { days, lastUsed } = foldCalls(calls);
-    const totals = await records.foldUsage(batchId, calls.length, days, lastUsed);
-    metrics.usageCounted.inc({ result: totals ? "counted" : "duplicate" }, totals ? calls.length : 1);
-    // A batch folded before (its Redis write may have failed then): push the current totals again.
-    await store.mergeUsage(totals ?? (await records.usageTotals(days)));
+    const { folded, totals } = await records.foldUsage(
+      batches.map((b) => ({ id: b.id, calls: b.calls.length, ...foldCalls(b.calls) })),
+    );
+    metrics.usageCounted.inc({ result: "counted" }, folded);
+    if (batches.length > folded) metrics.usageCounted.inc({ result: "duplicate" }, batches.length - folded);
+    // Totals of every day touched, also of batches folded before (their Redis write may have failed).
+    await store.mergeUsage(totals);
   }
 
   // Folding is two round trips: a short ack wait redelivers a delivery lost in a blip within seconds.
-  const options = { ackWaitMs: 10_000, retryDelayMs: 1_000 };
-  consumer.consume(USAGE_V2, ROLLUP_DURABLE, (batch) => fold(batch.id, batch.calls), options);
-  consumer.consume(USAGE_V1, ROLLUP_V1_DURABLE, (event) => fold(`v1:${event.id}`, [event]), options);
+  const options = { ackWaitMs: 10_000, retryDelayMs: 1_000, maxEvents: FOLD_MAX, maxWaitMs: FOLD_WAIT_MS };
+  const events = <E>(group: Array<{ event: E; info: DeliveryInfo }>) => group.map((g) => g.event);
+  consumer.consumeBatches(
+    USAGE_V2,
+    ROLLUP_DURABLE,
+    (group) => fold(events(group).map((b) => ({ id: b.id, calls: b.calls }))),
+    options,
+  );
+  consumer.consumeBatches(
+    USAGE_V1,
+    ROLLUP_V1_DURABLE,
+    (group) => fold(events(group).map((e) => ({ id: `v1:${e.id}`, calls: [e] }))),
+    options,
+  );
 
   const forget = () =>
     deps.schemaReady

@@ -126,11 +126,11 @@ export async function startRpcProxy(
           `the result exceeds ${config.maxResultBytes} bytes; narrow the block range or add filters`,
         );
       }
-      metrics.operations.inc({ ...labels, code: "ok" });
+      metrics.operationsOf({ ...labels, code: "ok" }).inc();
       return { dataJson, upstreamRoundTrips: ctx.roundTrips };
     } catch (err) {
       const code = err instanceof ServiceError ? err.code : "internal_error";
-      metrics.operations.inc({ ...labels, code });
+      metrics.operationsOf({ ...labels, code }).inc();
       if (code.startsWith("upstream_")) {
         logger.warn(
           { requestId: request.requestId, operation: endpoint.id, network, code },
@@ -139,7 +139,7 @@ export async function startRpcProxy(
       }
       throw err;
     } finally {
-      metrics.roundTrips.inc(labels, ctx.roundTrips);
+      metrics.roundTripsOf(labels).inc(ctx.roundTrips);
     }
   }
 

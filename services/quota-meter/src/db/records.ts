@@ -62,6 +62,14 @@ export interface UsageFold {
   counted: number;
 }
 
+/** One usage batch, folded: its id, its size, what it adds per account-day, each key's last call. */
+export interface UsageBatchFold {
+  id: string;
+  calls: number;
+  days: UsageFold[];
+  lastUsed: Array<{ keyId: string; at: string }>;
+}
+
 export type Records = ReturnType<typeof createRecords>;
 
 export function createRecords(db: Db) {
@@ -246,51 +254,78 @@ export function createRecords(db: Db) {
     },
 
     /**
-     * Folds one usage batch, once per batch id: the id, the account-days and the keys' last use
-     * in one transaction. Returns the account-days' new totals, or undefined when the batch was
-     * already folded (a redelivery or a replay: nothing changes).
+     * Folds usage batches, each once per batch id, in one transaction: the ids, the account-days
+     * and the keys' last use of the batches not folded before. Returns how many were new and the
+     * current totals of every account-day the batches touch (a batch folded before, redelivered
+     * because its Redis write failed then, gets its totals pushed again).
      */
-    async foldUsage(
-      batchId: string,
-      calls: number,
-      days: UsageFold[],
-      lastUsed: Array<{ keyId: string; at: string }>,
-    ): Promise<UsageTotal[] | undefined> {
-      // Rows in one order in every transaction: two batches of one account-day never deadlock.
-      const sorted = [...days].sort((a, b) =>
-        a.accountId === b.accountId ? a.day.localeCompare(b.day) : a.accountId.localeCompare(b.accountId),
-      );
+    async foldUsage(delivered: readonly UsageBatchFold[]): Promise<{ folded: number; totals: UsageTotal[] }> {
+      // One batch delivered twice in one group (its outbox resent it) is one batch.
+      const batches = [...new Map(delivered.map((b) => [b.id, b])).values()];
+      if (batches.length === 0) return { folded: 0, totals: [] };
       return transact(async (tx) => {
-        const first = await tx
+        const inserted = await tx
           .insertInto("usage_batches")
-          .values({ id: batchId, calls })
+          .values(batches.map((b) => ({ id: b.id, calls: b.calls })))
           .onConflict((oc) => oc.column("id").doNothing())
           .returning("id")
-          .executeTakeFirst();
-        if (!first) return undefined;
-        const totals = await tx
-          .insertInto("usage_daily")
-          .values(
-            sorted.map((d) => ({
-              account_id: d.accountId,
-              day: d.day,
-              requests: d.requests,
-              errors: d.errors,
-              counted: d.counted,
-            })),
-          )
-          .onConflict((oc) =>
-            oc.columns(["account_id", "day"]).doUpdateSet((eb) => ({
-              requests: eb("usage_daily.requests", "+", eb.ref("excluded.requests")),
-              errors: eb("usage_daily.errors", "+", eb.ref("excluded.errors")),
-              counted: eb("usage_daily.counted", "+", eb.ref("excluded.counted")),
-            })),
-          )
-          .returning(["account_id", "day", "requests", "errors"])
           .execute();
-        if (lastUsed.length > 0) {
-          const ids = lastUsed.map((u) => u.keyId).sort();
-          // Locked in id order first, then updated in one statement: no deadlock between batches.
+        const fresh = new Set(inserted.map((r) => r.id));
+        const days = new Map<string, UsageFold>();
+        const lastUsed = new Map<string, string>();
+        const touched = new Map<string, { accountId: string; day: string }>();
+        for (const batch of batches) {
+          const isNew = fresh.has(batch.id);
+          for (const d of batch.days) {
+            const k = `${d.accountId} ${d.day}`;
+            touched.set(k, { accountId: d.accountId, day: d.day });
+            if (!isNew) continue;
+            const sum = days.get(k) ?? {
+              accountId: d.accountId,
+              day: d.day,
+              requests: 0,
+              errors: 0,
+              counted: 0,
+            };
+            sum.requests += d.requests;
+            sum.errors += d.errors;
+            sum.counted += d.counted;
+            days.set(k, sum);
+          }
+          if (!isNew) continue;
+          for (const u of batch.lastUsed) {
+            const seen = lastUsed.get(u.keyId);
+            if (!seen || Date.parse(seen) < Date.parse(u.at)) lastUsed.set(u.keyId, u.at);
+          }
+        }
+        // Rows in one order in every transaction: two folds of one account-day never deadlock.
+        const sorted = [...days.values()].sort((a, b) =>
+          a.accountId === b.accountId ? a.day.localeCompare(b.day) : a.accountId.localeCompare(b.accountId),
+        );
+        if (sorted.length > 0) {
+          await tx
+            .insertInto("usage_daily")
+            .values(
+              sorted.map((d) => ({
+                account_id: d.accountId,
+                day: d.day,
+                requests: d.requests,
+                errors: d.errors,
+                counted: d.counted,
+              })),
+            )
+            .onConflict((oc) =>
+              oc.columns(["account_id", "day"]).doUpdateSet((eb) => ({
+                requests: eb("usage_daily.requests", "+", eb.ref("excluded.requests")),
+                errors: eb("usage_daily.errors", "+", eb.ref("excluded.errors")),
+                counted: eb("usage_daily.counted", "+", eb.ref("excluded.counted")),
+              })),
+            )
+            .execute();
+        }
+        if (lastUsed.size > 0) {
+          const ids = [...lastUsed.keys()].sort();
+          // Locked in id order first, then updated in one statement: no deadlock between folds.
           await tx
             .selectFrom("api_keys")
             .select("id")
@@ -298,35 +333,31 @@ export function createRecords(db: Db) {
             .orderBy("id")
             .forUpdate()
             .execute();
-          const values = sql.join(lastUsed.map((u) => sql`(${u.keyId}, ${u.at}::timestamptz)`));
+          const values = sql.join([...lastUsed].map(([keyId, at]) => sql`(${keyId}, ${at}::timestamptz)`));
           await sql`update api_keys as k set last_used_at = greatest(coalesce(k.last_used_at, v.at), v.at)
             from (values ${values}) as v (id, at) where k.id = v.id`.execute(tx);
         }
-        return totals.map((t) => ({
-          accountId: t.account_id,
-          day: t.day,
-          requests: t.requests,
-          errors: t.errors,
-        }));
+        const all = [...touched.values()];
+        const totals =
+          all.length === 0
+            ? []
+            : await tx
+                .selectFrom("usage_daily")
+                .select(["account_id", "day", "requests", "errors"])
+                .where((eb) =>
+                  eb.or(all.map((d) => eb.and([eb("account_id", "=", d.accountId), eb("day", "=", d.day)]))),
+                )
+                .execute();
+        return {
+          folded: fresh.size,
+          totals: totals.map((t) => ({
+            accountId: t.account_id,
+            day: t.day,
+            requests: t.requests,
+            errors: t.errors,
+          })),
+        };
       });
-    },
-
-    /** The current totals of some account-days (a batch already folded, pushed to Redis again). */
-    async usageTotals(days: Array<{ accountId: string; day: string }>): Promise<UsageTotal[]> {
-      if (days.length === 0) return [];
-      const rows = await db
-        .selectFrom("usage_daily")
-        .select(["account_id", "day", "requests", "errors"])
-        .where((eb) =>
-          eb.or(days.map((d) => eb.and([eb("account_id", "=", d.accountId), eb("day", "=", d.day)]))),
-        )
-        .execute();
-      return rows.map((t) => ({
-        accountId: t.account_id,
-        day: t.day,
-        requests: t.requests,
-        errors: t.errors,
-      }));
     },
 
     /** Forgets batch ids folded before `before` (older than any message the stream still keeps). */

@@ -124,14 +124,25 @@ export class Upstream {
         : new TransportError("network_error", "request failed", { sent: true });
     } finally {
       if (outcome !== "breaker_open") {
-        this.#metrics.upstreamLatency.observe({ ...labels, outcome }, (performance.now() - started) / 1000);
+        this.#metrics.upstreamLatencyOf({ ...labels, outcome }).observe((performance.now() - started) / 1000);
       }
-      if (outcome !== "ok") this.#metrics.upstreamErrors.inc({ ...labels, outcome });
+      if (outcome !== "ok") this.#metrics.upstreamErrorsOf({ ...labels, outcome }).inc();
     }
   }
 
   async #post(body: string, count: number, timeoutMs: number): Promise<RpcOutcome[]> {
-    const signal = AbortSignal.timeout(Math.max(1, timeoutMs));
+    // One timer per request, cleared when the answer is in: AbortSignal.timeout would leave every
+    // request's timer to fire later and build an abort error then. (undici's own header timeout
+    // runs on a wheel of about a second, too coarse for attempt timeouts of a few hundred ms.)
+    const abort = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        abort.abort();
+      },
+      Math.max(1, timeoutMs),
+    );
     let text: string;
     let status: number;
     try {
@@ -140,7 +151,7 @@ export class Upstream {
         method: "POST",
         headers: this.#headers,
         body,
-        signal,
+        signal: abort.signal,
       });
       status = res.statusCode;
       if (status < 200 || status > 299) {
@@ -166,13 +177,14 @@ export class Upstream {
       text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)).toString("utf8");
     } catch (err) {
       if (err instanceof TransportError || err instanceof ServiceError) throw err;
-      if (signal.aborted)
-        throw new TransportError("timeout", `no answer within ${timeoutMs} ms`, { sent: true });
+      if (timedOut) throw new TransportError("timeout", `no answer within ${timeoutMs} ms`, { sent: true });
       const code = errorCode(err);
       if (code && NOT_SENT.has(code)) {
         throw new TransportError("connect_error", `cannot connect (${code})`, { sent: false });
       }
       throw new TransportError("network_error", `connection failed (${code ?? "unknown"})`, { sent: true });
+    } finally {
+      clearTimeout(timer);
     }
     return decodeResponse(text, count);
   }
