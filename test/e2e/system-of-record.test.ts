@@ -125,8 +125,12 @@ describe("the system of record on the mesh", () => {
         "--payer",
         payer.address.toUpperCase().replace("0X", "0x"),
       ]);
+      // The same address pays on the Tempo chain in the MPP suites: only this run's x402 settlements.
       const mine = (out.json.settlements as Array<Record<string, string>> | undefined)?.filter(
-        (s) => s.outcome === "settled" && (s.time ?? "") >= new Date(Date.now() - 60_000).toISOString(),
+        (s) =>
+          s.outcome === "settled" &&
+          s.scheme === "exact" &&
+          (s.time ?? "") >= new Date(Date.now() - 60_000).toISOString(),
       );
       return mine && mine.length >= 2 ? { out, mine } : undefined;
     });
