@@ -142,6 +142,7 @@ describe("Challenge", () => {
         symbol: "USDC",
         decimals: 6,
         payTo: devnet.demo.settlement.payTo,
+        method: "",
       },
     ]);
   });
