@@ -142,7 +142,7 @@ describe("one 402 for every way to pay", () => {
   });
 });
 
-describe("MPP charge with the official mppx client", () => {
+describe("MPP charge with the official mppx client — payment-verifier reaches anvil's Tempo mode through the devnet's JSON-RPC shim (a stand-in)", () => {
   for (const [symbol, currency, role] of [
     ["pathUSD", PATH_USD, "payer1"],
     ["USDC.e", USDC_E, "payer2"],
@@ -180,7 +180,7 @@ describe("MPP charge with the official mppx client", () => {
   }
 });
 
-describe("MPP charge: replays, refusals with their reason, concurrency", () => {
+describe("MPP charge: replays, refusals with their reason, concurrency — through the devnet's JSON-RPC shim (a stand-in)", () => {
   const path = "/api/chain/chain-id";
   const price = priceAtomic("0.001");
   const send = async (url: string, authorization: string, body?: unknown) =>
@@ -276,7 +276,7 @@ describe("MPP charge: replays, refusals with their reason, concurrency", () => {
     expect(await balance(USDC_E, PAY_TO)).toBe(before + price);
   });
 
-  it("refuses a payer without funds with a 402 saying so (mppx alone answers 500), moving nothing", async () => {
+  it("refuses a payer without funds with a 402 saying so (mppx alone answers 500), moving nothing — the shim runs the Tempo call batch anvil's eth_call skips", async () => {
     const broke = mppChargePayer(devnet, "spare1", USDC_E);
     expect(await balance(USDC_E, broke.account.address)).toBe(0n);
     const before = await balance(USDC_E, PAY_TO);
