@@ -190,6 +190,27 @@ describe("MPP charge: replays, refusals with their reason, concurrency — throu
       url,
     );
 
+  it("answers a malformed or foreign credential with a 402 saying what is wrong, never a 5xx, charging nothing", async () => {
+    const before = await balance(USDC_E, PAY_TO);
+    const garbage = await send(path, "Payment not-base64url-json");
+    expect(garbage.status).toBe(402);
+    expect(garbage.body.error.message).toMatch(/^Authorization: Payment is not an MPP credential/);
+    expect(garbage.body.type).toBe("https://paymentauth.org/problems/verification-failed");
+    // A well-formed credential of a method this API does not offer.
+    const offer = Challenge.fromResponseList(await fetch(`${mesh.gatewayUrl}${path}`))[0];
+    const stripe = Credential.serialize(
+      Credential.from({
+        challenge: { ...(offer as Challenge.Challenge), method: "stripe" },
+        payload: { token: "tok" },
+      }),
+    );
+    const foreign = await send(path, stripe);
+    expect(foreign.status).toBe(402);
+    expect(foreign.body.error.message).toMatch(/scheme not offered here; offered: mpp-charge, mpp-session/);
+    expect(foreign.headers.get("www-authenticate")).toContain('intent="session"');
+    expect(await balance(USDC_E, PAY_TO)).toBe(before);
+  });
+
   it("takes a hash credential (the client broadcast the transfer itself) once", async () => {
     const payer = mppChargePayer(devnet, "payer3", USDC_E, "push");
     const before = await balance(USDC_E, PAY_TO);
