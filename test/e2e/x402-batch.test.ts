@@ -139,8 +139,7 @@ describe("x402-batch through the gateway, paid with the official batch-settlemen
       address: USDC,
       event: parseAbi(["event Transfer(address indexed from, address indexed to, uint256 value)"])[0],
       args: { from: payer.address },
-      // After the head the run started from: a suite just before may have left the payer's last
-      // transfer in that very block.
+      // The head when the run began may hold an earlier suite's transfer from this payer.
       fromBlock: blockBefore + 1n,
     });
     expect(deposits).toHaveLength(1);

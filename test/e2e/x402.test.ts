@@ -197,13 +197,16 @@ describe("x402 exact through the gateway, paid with the official client librarie
 
       expect(res.status, `${ep.path}: ${JSON.stringify(res.body)}`).toBe(402);
       expect(res.headers["cache-control"]).toBe("no-store");
-      // The envelope (plus the problem members MPP defines, which test/e2e/mpp.test.ts checks).
-      expect(res.body).toMatchObject({
+      // The envelope, plus the problem-details members MPP clients read (README, MPP choices).
+      expect(res.body).toEqual({
         data: null,
         error: { code: "payment_required", message: expect.any(String) },
         meta: { endpoint: ep.path, request_id: expect.any(String) },
+        type: "https://paymentauth.org/problems/payment-required",
+        title: "Payment Required",
+        status: 402,
+        detail: res.body.error.message,
       });
-      expect(Object.keys(res.body.meta).sort()).toEqual(["endpoint", "request_id"]);
       expect(res.headers["payment-response"]).toBeUndefined();
       const header = String(res.headers["payment-required"]);
       // Plain base64 of UTF-8 JSON, readable without the library...

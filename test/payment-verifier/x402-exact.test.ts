@@ -137,6 +137,7 @@ describe("Challenge", () => {
       {
         protocol: "x402",
         scheme: "exact",
+        method: "", // MPP's payment method (tempo); x402 has none
         network: "eip155:84532",
         asset: devnet.demo.settlement.usdc.address,
         symbol: "USDC",
