@@ -143,7 +143,6 @@ describe("Challenge", () => {
         symbol: "USDC",
         decimals: 6,
         payTo: devnet.demo.settlement.payTo,
-        method: "",
       },
     ]);
   });
