@@ -78,7 +78,7 @@ async function retry(path: string, authorization: string): Promise<Response> {
   }
 }
 
-describe("an MPP call that gets no answer costs nothing (the charging rule)", () => {
+describe("an MPP call that gets no answer costs nothing (the charging rule) — stand-ins: the devnet's RPC shim, and for sessions the channel reserve contract of ours for the TIP-1034 precompile", () => {
   it("charge, transaction payload: nothing is broadcast; the same credential then buys its call", async () => {
     const payer = mppChargePayer(devnet, "payer1", PATH_USD, "pull");
     const before = await balance(PATH_USD, PAY_TO);
@@ -134,7 +134,7 @@ describe("an MPP call that gets no answer costs nothing (the charging rule)", ()
   });
 });
 
-describe("a payment-verifier restart mid-session", () => {
+describe("a payment-verifier restart mid-session — channel reserve: a contract of ours for the TIP-1034 precompile, reached through the devnet's RPC shim", () => {
   it("loses nothing: the channel is in Redis, the same secret checks the challenges, close settles every call", async () => {
     const { manager } = mppSessionPayer(devnet, "payer4", "0.05");
     const payToBefore = await balance(USDC_E, PAY_TO);
@@ -165,7 +165,7 @@ describe("a payment-verifier restart mid-session", () => {
   });
 });
 
-describe("scheduled settles of sessions — by the settlement worker, in one place", () => {
+describe("scheduled settles of sessions — by the settlement worker, in one place; channel reserve: a contract of ours for the TIP-1034 precompile", () => {
   it("settles a channel once 0.003 USDC.e is unsettled, before any close, and records it in the ledger as channel_settled", async () => {
     const { manager } = mppSessionPayer(devnet, "payer5", "0.05");
     const payToBefore = await balance(USDC_E, PAY_TO);

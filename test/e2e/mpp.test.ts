@@ -142,7 +142,7 @@ describe("one 402 for every way to pay", () => {
   });
 });
 
-describe("MPP charge with the official mppx client", () => {
+describe("MPP charge with the official mppx client — payment-verifier reaches anvil's Tempo mode through the devnet's JSON-RPC shim (a stand-in)", () => {
   for (const [symbol, currency, role] of [
     ["pathUSD", PATH_USD, "payer1"],
     ["USDC.e", USDC_E, "payer2"],
@@ -180,7 +180,7 @@ describe("MPP charge with the official mppx client", () => {
   }
 });
 
-describe("MPP charge: replays, refusals with their reason, concurrency", () => {
+describe("MPP charge: replays, refusals with their reason, concurrency — through the devnet's JSON-RPC shim (a stand-in)", () => {
   const path = "/api/chain/chain-id";
   const price = priceAtomic("0.001");
   const send = async (url: string, authorization: string, body?: unknown) =>
@@ -189,6 +189,27 @@ describe("MPP charge: replays, refusals with their reason, concurrency", () => {
       body === undefined ? "get" : "post",
       url,
     );
+
+  it("answers a malformed or foreign credential with a 402 saying what is wrong, never a 5xx, charging nothing", async () => {
+    const before = await balance(USDC_E, PAY_TO);
+    const garbage = await send(path, "Payment not-base64url-json");
+    expect(garbage.status).toBe(402);
+    expect(garbage.body.error.message).toMatch(/^Authorization: Payment is not an MPP credential/);
+    expect(garbage.body.type).toBe("https://paymentauth.org/problems/verification-failed");
+    // A well-formed credential of a method this API does not offer.
+    const offer = Challenge.fromResponseList(await fetch(`${mesh.gatewayUrl}${path}`))[0];
+    const stripe = Credential.serialize(
+      Credential.from({
+        challenge: { ...(offer as Challenge.Challenge), method: "stripe" },
+        payload: { token: "tok" },
+      }),
+    );
+    const foreign = await send(path, stripe);
+    expect(foreign.status).toBe(402);
+    expect(foreign.body.error.message).toMatch(/scheme not offered here; offered: mpp-charge, mpp-session/);
+    expect(foreign.headers.get("www-authenticate")).toContain('intent="session"');
+    expect(await balance(USDC_E, PAY_TO)).toBe(before);
+  });
 
   it("takes a hash credential (the client broadcast the transfer itself) once", async () => {
     const payer = mppChargePayer(devnet, "payer3", USDC_E, "push");
@@ -276,7 +297,7 @@ describe("MPP charge: replays, refusals with their reason, concurrency", () => {
     expect(await balance(USDC_E, PAY_TO)).toBe(before + price);
   });
 
-  it("refuses a payer without funds with a 402 saying so (mppx alone answers 500), moving nothing", async () => {
+  it("refuses a payer without funds with a 402 saying so (mppx alone answers 500), moving nothing — the shim runs the Tempo call batch anvil's eth_call skips", async () => {
     const broke = mppChargePayer(devnet, "spare1", USDC_E);
     expect(await balance(USDC_E, broke.account.address)).toBe(0n);
     const before = await balance(USDC_E, PAY_TO);

@@ -159,6 +159,7 @@ const { pathUsd: PATH_USD, usdce: USDC_E } = {
 const mppCharge: ConformanceTarget = {
   scheme: "mpp-charge",
   listedAs: "charge",
+  standIns: "the devnet's JSON-RPC shim in front of anvil's Tempo mode",
   // MPP beside exact, whose credentials are another protocol's.
   start: () => replicas(["mpp-charge", "mpp-session", "exact"]),
   offeredPrice: (headers) => mppOffer(headers, "charge"),
@@ -181,6 +182,7 @@ const mppCharge: ConformanceTarget = {
 const mppSession: ConformanceTarget = {
   scheme: "mpp-session",
   listedAs: "session",
+  standIns: "a channel reserve contract of ours for the TIP-1034 precompile, the devnet's JSON-RPC shim",
   start: () => replicas(["mpp-charge", "mpp-session", "exact"]),
   offeredPrice: (headers) => mppOffer(headers, "session"),
   pay: (client, endpoint) =>

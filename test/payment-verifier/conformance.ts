@@ -12,6 +12,8 @@ export interface ConformanceTarget {
   scheme: string;
   /** Its name in DescribeMethods when the protocol names it otherwise (MPP lists its intents). */
   listedAs?: string;
+  /** What stands in for a part that cannot run here, named in the suite's title. */
+  standIns?: string;
   /** Two replicas sharing Redis, the scheme under test configured. */
   start(): Promise<{ a: VerifierClient; b: VerifierClient; stop(): Promise<void> }>;
   /** This scheme's offer for `endpoint` among the 402's headers: its price in atomic units. */
@@ -27,7 +29,7 @@ export interface ConformanceTarget {
 const paid = "/api/chain/block-number";
 
 export function schemeConformance(target: ConformanceTarget): void {
-  describe(`scheme conformance: ${target.scheme}`, () => {
+  describe(`scheme conformance: ${target.scheme}${target.standIns ? ` — stand-ins: ${target.standIns}` : ""}`, () => {
     let a: VerifierClient;
     let b: VerifierClient;
     let stop: () => Promise<void>;

@@ -45,15 +45,18 @@ export function startSessions(
   let redis: Redis | undefined;
   let settlement: SessionSettlement | undefined;
   let stopped = false;
+  let warned = false;
   let retry: NodeJS.Timeout | undefined;
   const connect = async () => {
     redis = await connectRedis(config.redisUrl, deps.logger);
     if (stopped) return redis?.destroy();
     if (!redis) {
-      deps.logger.warn("Redis is unreachable: MPP session channels are settled once it answers");
+      if (!warned) deps.logger.warn("Redis is unreachable: MPP session channels are settled once it answers");
+      warned = true;
       retry = setTimeout(() => void connect(), 5_000);
       return;
     }
+    if (warned) deps.logger.info("Redis reachable: settling MPP session channels");
     const prefix = `${config.redisPrefix}mpp:`;
     settlement = startSessionSettlement({
       state: redisMppxState(redis, prefix),
