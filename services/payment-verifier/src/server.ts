@@ -17,6 +17,7 @@ import { createFacilitator } from "./adapters/facilitator.ts";
 import { connectRedis, type Redis } from "./adapters/redis.ts";
 import { createSettlementChain } from "./adapters/settlement-chain.ts";
 import { localSignerLock, redisSignerLock } from "./adapters/signer-lock.ts";
+import { memoizeSignatureRecovery } from "./adapters/signature-memo.ts";
 import { chainIdOf, type PaymentVerifierConfig } from "./config.ts";
 import { createSettlementRecorder, type SettlementSink } from "./core/events.ts";
 import { createPaymentMetrics, zeroPaymentMetrics } from "./core/metrics.ts";
@@ -81,6 +82,7 @@ export async function startPaymentVerifier(
   deps: PaymentVerifierDeps = {},
 ): Promise<PaymentVerifierHandle> {
   const logger = deps.logger ?? createLogger("payment-verifier");
+  memoizeSignatureRecovery();
   const registry = deps.registry ?? createRegistry("payment-verifier");
   const metrics = createPaymentMetrics(registry);
 
