@@ -4,7 +4,10 @@ import { secp256k1 } from "@noble/curves/secp256k1";
 import { keccak256, toHex } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { memoizeRecovery, type Recover } from "../../services/payment-verifier/src/adapters/signature-memo.ts";
+import {
+  memoizeRecovery,
+  type Recover,
+} from "../../services/payment-verifier/src/adapters/signature-memo.ts";
 
 type Point = ReturnType<InstanceType<typeof secp256k1.Signature>["recoverPublicKey"]>;
 
