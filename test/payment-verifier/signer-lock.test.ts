@@ -2,13 +2,11 @@
 // lock in Redis, which keeps the next nonce. Two replicas sending at once must never use one nonce
 // twice or skip one, and after a send that failed (the node may or may not have taken it) the next
 // sender asks the node again.
+
+import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "../../services/payment-verifier/src/adapters/redis.ts";
-import {
-  localSignerLock,
-  redisSignerLock,
-} from "../../services/payment-verifier/src/adapters/signer-lock.ts";
 import { uniqueId } from "./support.ts";
 
 let redis: Redis;

@@ -10,13 +10,13 @@ import {
   serveMetrics,
   startGrpcServer,
 } from "@tollgate/platform";
+import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
 import { InMemoryChannelStorage } from "@x402/evm/batch-settlement/server";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
 import { createSettlementEvents } from "./adapters/events.ts";
 import { createFacilitator } from "./adapters/facilitator.ts";
 import { connectRedis, type Redis } from "./adapters/redis.ts";
 import { createSettlementChain } from "./adapters/settlement-chain.ts";
-import { localSignerLock, redisSignerLock } from "./adapters/signer-lock.ts";
 import { chainIdOf, type PaymentVerifierConfig } from "./config.ts";
 import { createSettlementRecorder, type SettlementSink } from "./core/events.ts";
 import { createPaymentMetrics, zeroPaymentMetrics } from "./core/metrics.ts";
@@ -95,7 +95,9 @@ export async function startPaymentVerifier(
   const facilitator = createFacilitator(x402.facilitator, x402.network, {
     logger,
     ...(redis ? { pendingSettlementStore: new RedisPendingSettlementStore(redis, config.redisPrefix) } : {}),
-    signerLock: redis ? redisSignerLock(redis, config.redisPrefix) : localSignerLock(),
+    signerLock: redis
+      ? redisSignerLock(redis, config.redisPrefix, { busy: (m) => new FacilitatorUnavailableError(m) })
+      : localSignerLock(),
   });
   const settlementChain = x402.settlementRpcUrl
     ? createSettlementChain({
