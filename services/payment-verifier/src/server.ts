@@ -11,7 +11,6 @@ import {
   startGrpcServer,
 } from "@tollgate/platform";
 import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
-import { InMemoryChannelStorage } from "@x402/evm/batch-settlement/server";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
 import { createSettlementEvents } from "./adapters/events.ts";
 import { createFacilitator } from "./adapters/facilitator.ts";
@@ -107,20 +106,32 @@ export async function startPaymentVerifier(
         lookbackBlocks: x402.lookbackBlocks,
       })
     : undefined;
-  // x402-batch channel state: shared through Redis by every replica and the settlement worker.
+  // x402-batch channel state: shared through Redis by every replica and the settlement worker. The
+  // in-memory stand-in would keep vouchers the worker never sees (never claimed, lost on restart):
+  // without Redis the scheme is not offered at all.
+  const withoutBatch = !redis && config.schemes.includes("x402-batch");
+  if (withoutBatch) {
+    logger.warn(
+      "x402-batch is not offered: its channel state must be in Redis, shared with the settlement worker that claims it (Redis is unreachable, REDIS_STANDIN=true)",
+    );
+  }
   const channelStorage = redis
     ? new RedisChannelStorage({ client: redis as never, keyPrefix: `${config.redisPrefix}channels:` })
-    : new InMemoryChannelStorage();
+    : undefined;
   // MPP replay claims and session channels: shared by every replica and the session settlement loop.
   const mppState = redis ? redisMppxState(redis, `${config.redisPrefix}mpp:`) : memoryMppxState();
-  const schemes = buildSchemes(config, {
-    logger,
-    metrics,
-    x402Facilitators: [facilitator],
-    settlementChain,
-    channelStorage,
-    mppState,
-  });
+  const offered = withoutBatch ? config.schemes.filter((s) => s !== "x402-batch") : config.schemes;
+  const schemes = buildSchemes(
+    { ...config, schemes: offered },
+    {
+      logger,
+      metrics,
+      x402Facilitators: [facilitator],
+      settlementChain,
+      channelStorage,
+      mppState,
+    },
+  );
   zeroPaymentMetrics(
     metrics,
     schemes.map((s) => s.name),

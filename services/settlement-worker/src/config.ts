@@ -128,7 +128,8 @@ function x402Batch(chain: ChainConfig | undefined): X402BatchClaimConfig | undef
     withdrawDelaySeconds: delay,
     policy: { minClaimAmount: BigInt(minClaim), claimIntervalMs: interval * 1000, idleRefundMs: idle * 1000 },
     tickMs,
-    leaseMs: Math.max(tickMs * 3, 30_000),
+    // Long enough that a slow pass never loses it; a dead holder's lease lapses after it.
+    leaseMs: envInt("X402_BATCH_LEASE_MS", Math.max(tickMs * 3, 30_000)),
     maxClaimsPerBatch,
   };
 }
