@@ -44,7 +44,10 @@ export interface Mesh {
   /** Stops a back end and starts it again with the same environment and ports (a replica restart). */
   restart(name: Exclude<ServiceName, "gateway">): Promise<void>;
   /** Starts another replica of a back end with the same environment (its own ports); stopped with the mesh. */
-  spawnReplica(name: Exclude<ServiceName, "gateway">, env?: Record<string, string>): Promise<RunningService>;
+  spawnReplica(
+    name: Exclude<ServiceName, "gateway">,
+    env?: Record<string, string>,
+  ): Promise<{ service: RunningService; ports: { main: number; metrics: number } }>;
   stop(): Promise<void>;
 }
 
@@ -264,9 +267,10 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       await spawnBackEnd(name);
     },
     async spawnReplica(name, env = {}) {
-      const replica = await startBackEnd(name, { main: await freePort(), metrics: await freePort() }, env);
-      replicas.push(replica);
-      return replica;
+      const own = { main: await freePort(), metrics: await freePort() };
+      const service = await startBackEnd(name, own, env);
+      replicas.push(service);
+      return { service, ports: own };
     },
     stop: stopAll,
   };

@@ -27,7 +27,6 @@ import {
   getAddress,
   type Hex,
   isAddressEqual,
-  type PublicClient,
   parseEventLogs,
   parseSignature,
   type WalletClient,
