@@ -146,15 +146,15 @@ async function claimsOf(channelId: Hex, fromBlock: bigint) {
 
 const metric = async (url: string, name: string) => {
   const text = await (await fetch(url)).text();
-  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
-  return Number(line?.split(" ")[1]);
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  return Number(line?.split(" ").at(-1));
 };
 
 describe("x402-batch claims, settles and refunds by the settlement worker (official client, real chain)", () => {
   it("100 calls over one channel: one payer transaction (the deposit); then payTo holds exactly the prices and the refund returns the rest", async () => {
     const payer = batchPayer(devnet, "payer7");
     const before = await usdcBalance(chain, devnet, payer.address);
-    const startBlock = await chain.getBlockNumber();
+    const startBlock = await chain.getBlockNumber({ cacheTime: 0 });
     for (const c of CALLS) {
       const { res, body } = await call(payer, c);
       expect(res.status, JSON.stringify(body)).toBe(200);
@@ -163,7 +163,7 @@ describe("x402-batch claims, settles and refunds by the settlement worker (offic
       const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
       expect((receipt.extra as { chargedAmount?: string }).chargedAmount).toBe(String(priceAtomic(c.price)));
     }
-    const endBlock = await chain.getBlockNumber();
+    const endBlock = await chain.getBlockNumber({ cacheTime: 0 });
     // The payer's only transfer during the calls: the deposit.
     const fromPayer = await chain.getLogs({
       address: USDC,
@@ -228,13 +228,15 @@ describe("x402-batch claims, settles and refunds by the settlement worker (offic
 
   it("killing the worker and payment-verifier mid-run and restarting them loses no accepted voucher: claimed == served", async () => {
     const payer = batchPayer(devnet, "payer8");
-    const startBlock = await chain.getBlockNumber();
+    const startBlock = await chain.getBlockNumber({ cacheTime: 0 });
     const before = await usdcBalance(chain, devnet, payer.address);
     const payToBefore = await usdcBalance(chain, devnet, PAY_TO);
     let served = 0n;
     const run = async (calls: typeof CALLS) => {
       for (const c of calls) {
-        const { res, body } = await call(payer, c);
+        const { res, body } = await call(payer, c).catch((err) => {
+          throw new Error(`call ${served} ${c.path}: ${err.message}; ${err.cause ?? ""}`);
+        });
         expect(res.status, JSON.stringify(body)).toBe(200);
         served += priceAtomic(c.price);
       }
@@ -244,6 +246,13 @@ describe("x402-batch claims, settles and refunds by the settlement worker (offic
     mesh.services["settlement-worker"].child.kill("SIGKILL");
     mesh.services["payment-verifier"].child.kill("SIGKILL");
     await Promise.all([mesh.restart("settlement-worker"), mesh.restart("payment-verifier")]);
+    // The gateway reconnects to the new payment-verifier: offers come back.
+    await until(
+      "the gateway's offer",
+      async () => (await fetch(`${mesh.gatewayUrl}/api/chain/block-number`)).headers.get("payment-required"),
+      (offer) => offer !== null,
+      60_000,
+    );
     await run(CALLS.slice(50));
     expect(served).toBe(SUM);
     const channelId = await channelOf(payer);

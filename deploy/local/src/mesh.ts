@@ -268,7 +268,9 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     },
     async spawnReplica(name, env = {}) {
       const own = { main: await freePort(), metrics: await freePort() };
-      const service = await startBackEnd(name, own, env);
+      // Each replica journals its events in an outbox of its own (a pod's own volume).
+      const outbox = join(common.OUTBOX_DIR ?? join(stateDir, "outbox"), `replica-${replicas.length + 1}`);
+      const service = await startBackEnd(name, own, { OUTBOX_DIR: outbox, ...env });
       replicas.push(service);
       return { service, ports: own };
     },
