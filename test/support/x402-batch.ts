@@ -24,6 +24,8 @@ export interface BatchPayer {
   fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   /** Every PAYMENT-SIGNATURE header `fetch` sent, in order. */
   signatures: string[];
+  /** How long each request carrying a payment took (ms), in order. */
+  paidMs: number[];
 }
 
 function privateKeyOf(devnet: DevnetInfo, role: string): `0x${string}` {
@@ -53,11 +55,16 @@ export function batchPayer(devnet: DevnetInfo, role: string): BatchPayer {
     .setSpendControls({ allowedAssets: [{ network, asset: devnet.demo.settlement.usdc.address }] })
     .register(network, scheme);
   const signatures: string[] = [];
+  const paidMs: number[] = [];
   const recording = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = new Request(input, init);
     const signature = request.headers.get("payment-signature");
-    if (signature) signatures.push(signature);
-    return fetch(request);
+    if (!signature) return fetch(request);
+    signatures.push(signature);
+    const started = performance.now();
+    const response = await fetch(request);
+    paidMs.push(performance.now() - started);
+    return response;
   };
   return {
     address: account.address,
@@ -67,6 +74,7 @@ export function batchPayer(devnet: DevnetInfo, role: string): BatchPayer {
     http: new x402HTTPClient(client),
     fetch: wrapFetchWithPayment(recording, client),
     signatures,
+    paidMs,
   };
 }
 
