@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { type Address, settlementClient, settlementNetwork, usdcBalance } from "../support/x402.ts";
-import { type BatchPayer, batchPayer } from "../support/x402-batch.ts";
+import { type BatchPayer, batchPayer, hundredCalls } from "../support/x402-batch.ts";
 
 const shared = inject("mesh");
 const devnet = readDevnetFile(shared.devnetFile);
@@ -34,23 +34,9 @@ const transferEvent = parseAbi([
   "event Transfer(address indexed from, address indexed to, uint256 value)",
 ])[0];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const holder = devnet.accounts.find((a) => a.role === "A")?.address as Address;
-const demo = devnet.demo.ethereum;
 
 /** 100 calls at four prices (0.18 USDC in all). */
-const CALLS: { path: string; price: string; body?: unknown }[] = [
-  ...Array.from({ length: 40 }, () => ({ path: "/api/chain/block-number", price: "0.001" })),
-  ...Array.from({ length: 30 }, () => ({ path: "/api/chain/chain-id?network=sepolia", price: "0.001" })),
-  ...Array.from({ length: 20 }, () => ({
-    path: `/api/chain/erc20-balance?address=${holder}&contract=${demo.erc20.address}`,
-    price: "0.003",
-  })),
-  ...Array.from({ length: 10 }, () => ({
-    path: "/api/chain/call",
-    price: "0.005",
-    body: { to: demo.erc20.address, data: "0x18160ddd" },
-  })),
-];
+const CALLS = hundredCalls(devnet);
 const SUM = CALLS.reduce((s, c) => s + priceAtomic(c.price), 0n);
 
 const base = sharedSettlementEnv("spare5");

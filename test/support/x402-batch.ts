@@ -111,3 +111,29 @@ export function batchFacilitator(devnet: DevnetInfo, role = "facilitator"): InPr
     getSupported: async () => facilitator.getSupported() as SupportedResponse,
   };
 }
+
+/** One paid call of a run: its path, catalog price and JSON body (POST) if any. */
+export interface BatchCall {
+  path: string;
+  price: string;
+  body?: unknown;
+}
+
+/** 100 calls at four prices (0.18 USDC in all) on the devnet's demo contracts. */
+export function hundredCalls(devnet: DevnetInfo): BatchCall[] {
+  const demo = devnet.demo.ethereum;
+  const holder = devnet.accounts.find((a) => a.role === "A")?.address;
+  return [
+    ...Array.from({ length: 40 }, () => ({ path: "/api/chain/block-number", price: "0.001" })),
+    ...Array.from({ length: 30 }, () => ({ path: "/api/chain/chain-id?network=sepolia", price: "0.001" })),
+    ...Array.from({ length: 20 }, () => ({
+      path: `/api/chain/erc20-balance?address=${holder}&contract=${demo.erc20.address}`,
+      price: "0.003",
+    })),
+    ...Array.from({ length: 10 }, () => ({
+      path: "/api/chain/call",
+      price: "0.005",
+      body: { to: demo.erc20.address, data: "0x18160ddd" },
+    })),
+  ];
+}
