@@ -112,7 +112,7 @@ export async function startPaymentVerifier(
   const withoutBatch = !redis && config.schemes.includes("x402-batch");
   if (withoutBatch) {
     logger.warn(
-      "x402-batch is not offered: its channel state must be in Redis, shared with the settlement worker that claims it (Redis is unreachable, REDIS_STANDIN=true)",
+      "x402-batch is not offered: its channel state must be in Redis, shared with the settlement worker that claims it, and this process runs on the in-memory stand-in (REDIS_STANDIN=true)",
     );
   }
   const channelStorage = redis
