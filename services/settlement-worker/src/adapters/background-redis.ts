@@ -20,12 +20,14 @@ export function backgroundRedis(url: string, logger: Logger, retryMs = 5_000): B
     const client = await connectRedis(url, logger);
     if (stopped) return client?.destroy();
     if (!client) {
-      if (!warned) logger.warn("Redis is unreachable: channels are settled once it answers");
+      if (!warned)
+        logger.warn("Redis is unreachable: MPP session channels and x402-batch claims wait until it answers");
       warned = true;
       retry = setTimeout(() => void connect(), retryMs);
       return;
     }
-    if (warned) logger.info("Redis reachable: settling channels");
+    if (warned)
+      logger.info("Redis reachable: settling MPP session channels and claiming x402-batch channels");
     redis = client;
     for (const start of waiting.splice(0)) start(client);
   };
