@@ -5,9 +5,7 @@
 // real chain with the official SDK is test/e2e/x402-batch-settlement.test.ts.
 import { randomBytes } from "node:crypto";
 import { settlementEventV2 } from "@tollgate/events";
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Redis } from "../../services/payment-verifier/src/adapters/redis.ts";
+import { describe, expect, it } from "vitest";
 import { type Lease, redisLease } from "../../services/settlement-worker/src/adapters/lease.ts";
 import {
   type ClaimerObserver,
@@ -23,20 +21,10 @@ import {
   type OnChainChannel,
   planClaims,
 } from "../../services/settlement-worker/src/core/x402-batch-claims.ts";
+import { testRedis } from "../support/redis.ts";
 
 const prefix = `test:x402batch:${randomBytes(4).toString("hex")}:`;
-let redis: Redis;
-
-beforeAll(async () => {
-  redis = createClient({ url: "redis://127.0.0.1:6379" }) as unknown as Redis;
-  await redis.connect();
-});
-
-afterAll(async () => {
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length) await redis.del(keys);
-  await redis.close();
-});
+const redis = testRedis(prefix);
 
 const NOW = 1_800_000_000_000;
 const id = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
