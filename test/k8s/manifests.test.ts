@@ -98,6 +98,7 @@ const SERVICES: Record<string, ServiceSpec> = {
       "MPP_PAY_TO",
       "MPP_SECRET_KEY_FILE",
       "MPP_SERVER_PRIVATE_KEY_FILE",
+      "X402_BATCH_AUTHORIZER_PRIVATE_KEY_FILE",
       "MESH_CALLER_GATEWAY_SHA256",
     ],
   },
@@ -134,6 +135,8 @@ const SERVICES: Record<string, ServiceSpec> = {
       "MPP_TEMPO_RPC_URL",
       "MPP_CHAIN_ID",
       "MPP_SERVER_PRIVATE_KEY_FILE",
+      "X402_FACILITATOR_URL",
+      "X402_BATCH_AUTHORIZER_PRIVATE_KEY_FILE",
       "OUTBOX_DIR",
     ],
   },
@@ -144,6 +147,11 @@ const SERVICE_NAMES = Object.keys(SERVICES);
 const SELF_HOSTED_PAYMENT_ENV = [
   ...SERVICES["payment-verifier"]!.env.filter((name) => name !== "X402_FACILITATOR_URL"),
   "X402_SETTLEMENT_RPC_URL",
+  "X402_FACILITATOR_PRIVATE_KEY_FILE",
+];
+/** The settlement worker with the same component: x402-batch claims with that key too. */
+const SELF_HOSTED_WORKER_ENV = [
+  ...SERVICES["settlement-worker"]!.env.filter((name) => name !== "X402_FACILITATOR_URL"),
   "X402_FACILITATOR_PRIVATE_KEY_FILE",
 ];
 
@@ -227,7 +235,8 @@ function sourcesOf(service: string): string {
   walk(join(ROOT, "services", service, "src"));
   walk(join(ROOT, "libs", "platform", "src"));
   walk(join(ROOT, "libs", "db", "src"));
-  // The worker reads MPP's Tempo settings with payment-verifier's reader (one source of truth).
+  // The worker reads MPP's Tempo settings, the facilitator and x402-batch's terms with
+  // payment-verifier's readers (one source of truth).
   if (service === "settlement-worker")
     files.push(readFileSync(join(ROOT, "services", "payment-verifier", "src", "config.ts"), "utf8"));
   return files.join("\n");
@@ -441,8 +450,13 @@ describe.each(["base", "production", "production + self-hosted-facilitator"] as 
       for (const [name, spec] of Object.entries(SERVICES)) {
         const c = containerOf(named(deployments(objects()), name));
         expect(c.envFrom ?? [], `${name}: env names are explicit`).toEqual([]);
+        const selfHosted = which.includes("self-hosted");
         const expected =
-          which.includes("self-hosted") && name === "payment-verifier" ? SELF_HOSTED_PAYMENT_ENV : spec.env;
+          selfHosted && name === "payment-verifier"
+            ? SELF_HOSTED_PAYMENT_ENV
+            : selfHosted && name === "settlement-worker"
+              ? SELF_HOSTED_WORKER_ENV
+              : spec.env;
         expect((c.env ?? []).map((e) => e.name).sort(), name).toEqual([...expected].sort());
         expect(envValue(c, "BIND_HOST"), name).toBe("0.0.0.0");
       }
@@ -699,7 +713,9 @@ describe("env names", () => {
     const names =
       name === "payment-verifier"
         ? [...SERVICES[name]!.env, ...SELF_HOSTED_PAYMENT_ENV]
-        : SERVICES[name]!.env;
+        : name === "settlement-worker"
+          ? [...SERVICES[name]!.env, ...SELF_HOSTED_WORKER_ENV]
+          : SERVICES[name]!.env;
     const unread = [...new Set(names)].filter((env) => !codeReads(source, env));
     expect(unread, `set in k8s but not read by services/${name} or libs/platform`).toEqual([]);
   });
