@@ -27,6 +27,8 @@ export interface MeshOptions {
 
 export interface Mesh {
   gatewayUrl: string;
+  /** The account dashboard (sign in with a wallet, API keys, usage). */
+  dashboardUrl: string;
   ports: Record<ServiceName, { main: number; metrics: number }>;
   /** The local chains, when no upstream URLs were configured. */
   devnet: Devnet | undefined;
@@ -42,7 +44,7 @@ export interface Mesh {
   /** Starts another gateway replica in front of the same back ends. */
   spawnGateway(env?: Record<string, string>): Promise<{ url: string; service: RunningService }>;
   /** Stops a back end and starts it again with the same environment and ports (a replica restart). */
-  restart(name: Exclude<ServiceName, "gateway">): Promise<void>;
+  restart(name: Exclude<ServiceName, "gateway" | "dashboard">): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ const DEFAULT_PORTS: Record<ServiceName, { main: number; metrics: number }> = {
   "payment-verifier": { main: 50052, metrics: 9462 },
   "rpc-proxy": { main: 50053, metrics: 9463 },
   "settlement-worker": { main: 50054, metrics: 9464 },
+  dashboard: { main: 8090, metrics: 9465 },
 };
 function hasUpstreams(env: Record<string, string | undefined>): boolean {
   return Object.keys(env).some((k) => k.startsWith("UPSTREAMS_") && env[k]);
@@ -71,7 +74,12 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     ports[name] = opts.defaultPorts
       ? {
           ...DEFAULT_PORTS[name],
-          main: name === "gateway" ? Number(baseEnv.PORT ?? 8080) : DEFAULT_PORTS[name].main,
+          main:
+            name === "gateway"
+              ? Number(baseEnv.PORT ?? 8080)
+              : name === "dashboard"
+                ? Number(baseEnv.DASHBOARD_PORT ?? 8090)
+                : DEFAULT_PORTS[name].main,
         }
       : { main: await freePort(), metrics: await freePort() };
   }
@@ -117,6 +125,12 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   // The gateway holds its token; the services it calls hold only the token's digest.
   const gatewayTokenFile = localSecret(stateDir, "mesh-token-gateway");
   const gatewayDigest = meshTokenDigest(readFileSync(gatewayTokenFile, "utf8").trim());
+  // The dashboard's own token: quota-meter lets it call AccountService only.
+  const dashboardTokenFile = localSecret(stateDir, "mesh-token-dashboard");
+  const dashboardDigest = meshTokenDigest(readFileSync(dashboardTokenFile, "utf8").trim());
+  const dashboardUrl = `http://127.0.0.1:${ports.dashboard.main}`;
+  // Sign-in messages name the devnet's ethereum chain, where contract-wallet signatures are checked.
+  const signInChain = devnet?.chains.ethereum;
   const addr = (name: ServiceName) => `127.0.0.1:${ports[name].main}`;
   const common: Record<string, string> = {
     BIND_HOST: "127.0.0.1",
@@ -139,6 +153,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       OPERATOR_TOKEN_FILE: operatorTokenFile,
       API_KEY_PEPPER_FILE: pepperFile,
       DATABASE_URL: databaseUrl,
+      [meshCallerEnv("dashboard")]: dashboardDigest,
     },
     "payment-verifier": { ...paymentEnv },
     "settlement-worker": {
@@ -154,6 +169,14 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       RPC_PROXY_ADDR: addr("rpc-proxy"),
       QUOTA_METER_ADDR: addr("quota-meter"),
       PAYMENT_VERIFIER_ADDR: addr("payment-verifier"),
+      DASHBOARD_URL: dashboardUrl,
+    },
+    dashboard: {
+      PORT: String(ports.dashboard.main),
+      MESH_TOKEN_FILE: dashboardTokenFile,
+      QUOTA_METER_ADDR: addr("quota-meter"),
+      ...(opts.namespace ? { DASHBOARD_REDIS_PREFIX: `${opts.namespace}:dash:` } : {}),
+      ...(signInChain ? { SIWE_CHAIN_ID: String(signInChain.chainId), SIWE_RPC_URL: signInChain.rpcUrl } : {}),
     },
   };
 
@@ -162,6 +185,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   const stopAll = async () => {
     for (const g of extraGateways) await g.stop();
     for (const name of [
+      "dashboard",
       "gateway",
       "payment-verifier",
       "settlement-worker",
@@ -196,7 +220,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     extraGateways.push(gateway);
     return { url: `http://127.0.0.1:${port}`, service: gateway };
   };
-  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway">) => {
+  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway" | "dashboard">) => {
     services[name] = await spawnService(
       name,
       {
@@ -230,6 +254,21 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
           () => false,
         ),
     );
+    services.dashboard = await spawnService(
+      "dashboard",
+      {
+        ...common,
+        METRICS_PORT: String(ports.dashboard.metrics),
+        ...envFor.dashboard,
+        ...opts.serviceEnv?.dashboard,
+      },
+      onLine,
+      () =>
+        fetch(`${dashboardUrl}/health`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+    );
   } catch (err) {
     await stopAll();
     throw err;
@@ -237,6 +276,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
 
   return {
     gatewayUrl: `http://127.0.0.1:${ports.gateway.main}`,
+    dashboardUrl,
     ports,
     devnet,
     operatorTokenFile,

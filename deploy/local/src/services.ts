@@ -8,6 +8,7 @@ export const SERVICE_NAMES = [
   "payment-verifier",
   "settlement-worker",
   "gateway",
+  "dashboard",
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 /** What the launcher runs: the services, and the embedded PostgreSQL when no DATABASE_URL is given. */

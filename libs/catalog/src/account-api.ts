@@ -131,12 +131,9 @@ export const ACCOUNT_API = {
     path: path("/nonce"),
     summary: "Start a wallet sign-in (EIP-4361)",
     description:
-      "Returns the Sign-In with Ethereum message to sign, with a server nonce (single use, expires in 5 minutes), this dashboard's domain and URI, the chain id and an expiration time.",
+      "Returns the Sign-In with Ethereum message for the address to sign (personal_sign): a server nonce (single use, valid 5 minutes), this dashboard's domain and URI, the chain contract wallets are checked on, and an expiration time.",
     session: false,
-    body: z.object({
-      address,
-      chain_id: z.number().int().positive().describe("The wallet's chain id (EIP-155)."),
-    }),
+    body: z.object({ address }),
     data: z.object({ message: z.string(), nonce: z.string(), expires_at: z.string() }),
     errors: ["invalid_parameter", "csrf_refused", "service_unavailable"],
   },
