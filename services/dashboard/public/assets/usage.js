@@ -15,7 +15,8 @@ function chart(days) {
   const W = 720;
   const H = 240;
   const pad = { l: 48, r: 8, t: 10, b: 36 };
-  const max = Math.max(1, ...days.map((d) => d.calls));
+  // Gridlines at 0, half and the top, all whole numbers.
+  const max = 2 * Math.ceil(Math.max(1, ...days.map((d) => d.calls)) / 2);
   const step = (W - pad.l - pad.r) / days.length;
   const bar = Math.max(1, step / 2 - 1);
   const y = (v) => H - pad.b - ((H - pad.t - pad.b) * v) / max;
