@@ -176,7 +176,9 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       MESH_TOKEN_FILE: dashboardTokenFile,
       QUOTA_METER_ADDR: addr("quota-meter"),
       ...(opts.namespace ? { DASHBOARD_REDIS_PREFIX: `${opts.namespace}:dash:` } : {}),
-      ...(signInChain ? { SIWE_CHAIN_ID: String(signInChain.chainId), SIWE_RPC_URL: signInChain.rpcUrl } : {}),
+      ...(signInChain
+        ? { SIWE_CHAIN_ID: String(signInChain.chainId), SIWE_RPC_URL: signInChain.rpcUrl }
+        : {}),
     },
   };
 
