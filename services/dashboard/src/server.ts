@@ -145,7 +145,8 @@ export async function startDashboard(config: DashboardConfig, deps: DashboardDep
       logger,
       origin,
       signUpOpen: config.signUpOpen,
-      secureCookie: !isLoopback(new URL(origin).hostname),
+      // Secure everywhere but plain http on loopback (the local run), where a browser would drop it.
+      secureCookie: new URL(origin).protocol === "https:" || !isLoopback(new URL(origin).hostname),
       sessionTtlMs: config.sessionTtlMs,
     }),
   );
