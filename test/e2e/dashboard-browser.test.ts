@@ -6,6 +6,7 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { type Hex, hexToString } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../quota-meter/helpers.ts";
 import { devnet } from "../support/devnet.ts";
 import { mesh } from "../support/gateway.ts";
 
@@ -88,20 +89,6 @@ async function chainCall(key: string) {
   return res;
 }
 
-async function waitUntil<T>(
-  fn: () => Promise<T | false | undefined>,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 describe("the dashboard in a real browser", () => {
   let secret = "";
   let keyPrefix = "";
@@ -156,14 +143,18 @@ describe("the dashboard in a real browser", () => {
     expect(Number(used)).toBeGreaterThanOrEqual(3);
     await page.goto(`${mesh.dashboardUrl}/usage`);
     // The day window is exact at once; the per-day chart follows the usage stream.
-    await waitUntil(async () => {
-      await page.reload();
-      await page.locator("#today-figure").filter({ hasText: "calls" }).waitFor();
-      const figure = (await page.locator("#today-figure").textContent()) ?? "";
-      const todayRow = page.locator("#days tr").last();
-      const calls = Number((await todayRow.locator("td").nth(1).textContent()) ?? "0");
-      return figure.startsWith(`${used} of `) && calls >= 3;
-    }, "usage to show the calls");
+    await waitFor(
+      async () => {
+        await page.reload();
+        await page.locator("#today-figure").filter({ hasText: "calls" }).waitFor();
+        const figure = (await page.locator("#today-figure").textContent()) ?? "";
+        const todayRow = page.locator("#days tr").last();
+        const calls = Number((await todayRow.locator("td").nth(1).textContent()) ?? "0");
+        return figure.startsWith(`${used} of `) && calls >= 3;
+      },
+      15_000,
+      250,
+    );
     await expect(page.locator("#sub-status").textContent()).resolves.toBe("active");
     await expect(page.locator("#chart svg").count()).resolves.toBe(1);
     await page.screenshot({ path: join(ARTIFACTS, "usage.png"), fullPage: true });
@@ -179,10 +170,14 @@ describe("the dashboard in a real browser", () => {
     );
     await page.screenshot({ path: join(ARTIFACTS, "keys-revoked.png"), fullPage: true });
     // A lease the gateway held for the key ends within LEASE_TTL_MS (1 s).
-    const refused = await waitUntil(async () => {
-      const res = await chainCall(secret);
-      return res.status === 401 && res;
-    }, "the gateway to refuse the revoked key");
+    const refused = await waitFor(
+      async () => {
+        const res = await chainCall(secret);
+        return res.status === 401 && res;
+      },
+      15_000,
+      250,
+    );
     expect(refused.status).toBe(401);
   });
 

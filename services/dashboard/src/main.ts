@@ -1,4 +1,4 @@
-import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
+import { configOrExit, createLogger, scrubConsole, stopOnSignals } from "@tollgate/platform";
 import { loadConfig, SERVICE } from "./config.ts";
 import { startDashboard } from "./server.ts";
 
@@ -6,18 +6,4 @@ const logger = createLogger(SERVICE);
 scrubConsole();
 const dashboard = await startDashboard(configOrExit(logger, loadConfig), { logger });
 
-let stopping = false;
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    dashboard.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
-  });
-}
+stopOnSignals(logger, () => dashboard.stop());
