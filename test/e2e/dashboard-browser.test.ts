@@ -165,6 +165,7 @@ describe("the dashboard in a real browser", () => {
     const row = page.locator("tbody#keys tr", { hasText: keyPrefix });
     await row.getByRole("button", { name: `Revoke key ${keyPrefix}…` }).click();
     await page.locator("#keys-status", { hasText: "revoked" }).waitFor();
+    // The list is drawn again before the status line says so.
     await expect(page.locator("tbody#keys tr", { hasText: keyPrefix }).textContent()).resolves.toContain(
       "Revoked",
     );

@@ -48,8 +48,8 @@ async function render() {
         if (!confirm(`Revoke ${key.prefix}…? Calls with it will get 401.`)) return;
         try {
           await api("POST", `/keys/${key.id}/revoke`);
-          status("keys-status", `Key ${key.prefix}… revoked.`);
           await render();
+          status("keys-status", `Key ${key.prefix}… revoked.`);
         } catch (err) {
           fail(err);
         }
