@@ -241,36 +241,26 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     await Promise.all(
       (["rpc-proxy", "quota-meter", "payment-verifier", "settlement-worker"] as const).map(spawnBackEnd),
     );
-    services.gateway = await spawnService(
-      "gateway",
-      {
-        ...common,
-        METRICS_PORT: String(ports.gateway.metrics),
-        ...envFor.gateway,
-        ...opts.serviceEnv?.gateway,
-      },
-      onLine,
-      () =>
-        fetch(`http://127.0.0.1:${ports.gateway.main}/health`).then(
-          (r) => r.ok,
-          () => false,
-        ),
-    );
-    services.dashboard = await spawnService(
-      "dashboard",
-      {
-        ...common,
-        METRICS_PORT: String(ports.dashboard.metrics),
-        ...envFor.dashboard,
-        ...opts.serviceEnv?.dashboard,
-      },
-      onLine,
-      () =>
-        fetch(`${dashboardUrl}/health`).then(
-          (r) => r.ok,
-          () => false,
-        ),
-    );
+    // Both HTTP edges at once (the dashboard needs only quota-meter): the ports picked at the start
+    // are bound sooner, and each one's services entry is set before a failure stops the mesh.
+    const edge = (name: "gateway" | "dashboard", url: string) =>
+      spawnService(
+        name,
+        { ...common, METRICS_PORT: String(ports[name].metrics), ...envFor[name], ...opts.serviceEnv?.[name] },
+        onLine,
+        () =>
+          fetch(`${url}/health`).then(
+            (r) => r.ok,
+            () => false,
+          ),
+      ).then((service) => {
+        services[name] = service;
+      });
+    const started = await Promise.allSettled([
+      edge("gateway", `http://127.0.0.1:${ports.gateway.main}`),
+      edge("dashboard", dashboardUrl),
+    ]);
+    for (const s of started) if (s.status === "rejected") throw s.reason;
   } catch (err) {
     await stopAll();
     throw err;
