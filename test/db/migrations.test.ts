@@ -93,7 +93,7 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
     afterAll(() => database?.close());
 
     it("applies every migration once, in one go, and nothing the second time", async () => {
-      expect(await migrate(database.db, QUOTA)).toEqual(["0001_accounts_keys_usage"]);
+      expect(await migrate(database.db, QUOTA)).toEqual(["0001_accounts_keys_usage", "0002_wallets"]);
       expect(await migrate(database.db, LEDGER)).toEqual(["0001_ledger"]);
       // Replicas starting together, and the operator's `pnpm tollgate migrate`, find nothing to do.
       const again = await Promise.all([
@@ -127,6 +127,21 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
         lastUsedAt: "",
       };
       expect(await records.createKey(key, randomBytes(32), async () => {})).toBe(true);
+      // A wallet's first sign-in makes its account once (serialized per address), later ones find it.
+      const address = `0x${randomBytes(20).toString("hex")}`;
+      const walletAccount = {
+        ...account,
+        id: `acct_${randomBytes(4).toString("hex")}`,
+        name: `wallet ${address}`,
+      };
+      const firsts = await Promise.all([
+        records.walletAccount(address, walletAccount, async () => {}),
+        records.walletAccount(address, { ...walletAccount, id: `${walletAccount.id}b` }, async () => {}),
+      ]);
+      expect(firsts.filter((f) => f?.created)).toHaveLength(1);
+      expect(new Set(firsts.map((f) => f?.account.id)).size).toBe(1);
+      expect((await records.walletAccount(address, undefined, async () => {}))?.created).toBe(false);
+      expect(await records.walletAccount(`0x${"0".repeat(40)}`, undefined, async () => {})).toBeUndefined();
       // A failed hot-copy write rolls the record back: no half-made account.
       await expect(
         records.createAccount({ ...account, id: `${account.id}x` }, async () => {

@@ -9,7 +9,14 @@ import { parse } from "yaml";
 import { OBSERVABILITY, RULES_FILE } from "../support/observability.ts";
 
 const COMPOSE_DIR = resolve(import.meta.dirname, "../../deploy/compose");
-const TOLLGATE = ["gateway", "quota-meter", "payment-verifier", "rpc-proxy", "settlement-worker"];
+const TOLLGATE = [
+  "gateway",
+  "quota-meter",
+  "payment-verifier",
+  "rpc-proxy",
+  "settlement-worker",
+  "dashboard",
+];
 
 interface ComposeService {
   image?: string;
@@ -43,7 +50,7 @@ function hostPathOf(name: string, container: string): string {
 }
 
 describe("compose stack (no Docker engine here: parsed and resolved structurally, not `docker compose config`)", () => {
-  it("runs the five services, PostgreSQL, Redis, NATS, Prometheus and Grafana, every image pinned", () => {
+  it("runs the six services, PostgreSQL, Redis, NATS, Prometheus and Grafana, every image pinned", () => {
     expect(Object.keys(services).sort()).toEqual(
       [...TOLLGATE, "postgres", "redis", "nats", "prometheus", "grafana"].sort(),
     );

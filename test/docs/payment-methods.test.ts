@@ -71,7 +71,11 @@ describe("payment methods: one source for every text that names them", () => {
     const t = texts(methods);
     for (const message of t.messages) expect(message).toContain(t.text);
     expect(t.openapi.info.description).toContain(t.text);
-    const security = Object.keys(t.openapi.components.securitySchemes).sort();
+    // The dashboard's session cookie is a scheme of its own operations (tag account), never of a chain call.
+    expect(Object.keys(t.openapi.components.securitySchemes)).toContain("dashboardSession");
+    const security = Object.keys(t.openapi.components.securitySchemes)
+      .filter((s) => s !== "dashboardSession")
+      .sort();
     expect(security).toEqual(
       ["apiKey", "x402", ...(methods.some((m) => m.protocol === "mpp") ? ["mpp"] : [])].sort(),
     );
@@ -96,7 +100,7 @@ describe("payment methods: one source for every text that names them", () => {
       "payment required: send Authorization: Bearer <API key> (no per-call payment can be taken right now)",
     );
     expect(t.messages[2]).not.toContain("pay per call");
-    expect(Object.keys(t.openapi.components.securitySchemes)).toEqual(["apiKey"]);
+    expect(Object.keys(t.openapi.components.securitySchemes)).toEqual(["apiKey", "dashboardSession"]);
   });
 });
 

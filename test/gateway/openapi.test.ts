@@ -1,5 +1,7 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import {
+  ACCOUNT_API,
+  ACCOUNT_ERRORS,
   ENDPOINTS,
   type Endpoint,
   ERRORS,
@@ -151,6 +153,40 @@ describe("/openapi.json", () => {
         { mpp: [] },
       ]);
     }
+  });
+
+  it("documents the dashboard's JSON API under the tag account, from the catalog's one description, served by the dashboard", () => {
+    expect(doc.tags.map((t: Json) => t.name)).toContain("account");
+    const ops = Object.values(ACCOUNT_API);
+    const documented = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item as Json)
+        .filter(([, op]) => (op as Json).tags?.includes("account"))
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(documented.sort()).toEqual(ops.map((o) => `${o.method} ${o.path}`).sort());
+    for (const op of ops) {
+      const item = doc.paths[op.path];
+      expect(item.servers, op.path).toEqual([
+        { url: mesh.dashboardUrl, description: "The account dashboard" },
+      ]);
+      const described = item[op.method.toLowerCase()];
+      expect(described.operationId).toBe(op.id);
+      expect(described.security).toEqual(op.session ? [{ dashboardSession: [] }] : []);
+      for (const code of op.errors) {
+        expect(
+          described.responses[String(ACCOUNT_ERRORS[code].status)].description,
+          `${op.id} ${code}`,
+        ).toContain(`\`${code}\``);
+      }
+    }
+    expect(
+      doc.paths["/api/dashboard/sign-in"].post.requestBody.content["application/json"].schema.required,
+    ).toEqual(["message", "signature"]);
+    expect(doc.components.securitySchemes.dashboardSession).toMatchObject({
+      type: "apiKey",
+      in: "cookie",
+      name: "tollgate_session",
+    });
   });
 
   it("passes mppx/discovery's validator: x-service-info at the root, x-payment-info (atomic prices, every way to pay) and a 402 on every paid operation", () => {

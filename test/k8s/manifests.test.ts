@@ -31,7 +31,7 @@ type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespa
 >;
 
 interface ServiceSpec {
-  /** The port probes use: gRPC for the internal services, HTTP for the gateway. */
+  /** The port probes use: gRPC for the internal services, HTTP for the gateway and the dashboard. */
   protocol: "grpc" | "http";
   /** Whether the gateway calls it (the settlement worker's one API is the operator's). */
   calledByGateway?: boolean;
@@ -75,6 +75,7 @@ const SERVICES: Record<string, ServiceSpec> = {
       "OPERATOR_TOKEN_FILE",
       "API_KEY_PEPPER_FILE",
       "MESH_CALLER_GATEWAY_SHA256",
+      "MESH_CALLER_DASHBOARD_SHA256",
     ],
   },
   "payment-verifier": {
@@ -138,6 +139,21 @@ const SERVICES: Record<string, ServiceSpec> = {
       "X402_FACILITATOR_URL",
       "X402_BATCH_AUTHORIZER_PRIVATE_KEY_FILE",
       "OUTBOX_DIR",
+    ],
+  },
+  dashboard: {
+    protocol: "http",
+    port: 8090,
+    metricsPort: 9465,
+    env: [
+      ...COMMON,
+      "PORT",
+      "QUOTA_METER_ADDR",
+      "REDIS_URL",
+      "DASHBOARD_PUBLIC_URL",
+      "SIGN_UP",
+      "SIWE_CHAIN_ID",
+      "MESH_TOKEN_FILE",
     ],
   },
 };
@@ -249,7 +265,7 @@ function sourcesOf(service: string): string {
 function codeReads(source: string, name: string): boolean {
   if (source.includes(`"${name}"`) || source.includes(`env.${name}`)) return true;
   const caller = /^MESH_CALLER_(\w+)_SHA256$/.exec(name)?.[1];
-  if (caller) return new RegExp(`readMeshCallers\\(\\[[^\\]]*"${caller.toLowerCase()}"`).test(source);
+  if (caller) return new RegExp(`readMeshCallers\\([^)]*"${caller.toLowerCase()}"`).test(source);
   if (name.endsWith("_FILE") && source.includes(`readSecret("${name.slice(0, -"_FILE".length)}")`))
     return true;
   if (name.startsWith("UPSTREAMS_") && source.includes("UPSTREAMS_")) {
@@ -418,19 +434,22 @@ describe.each(["base", "production", "production + self-hosted-facilitator"] as 
       }
     });
 
-    it("probes the gateway over HTTP on /health and drains before stopping", () => {
-      const d = named(deployments(objects()), "gateway");
-      const c = containerOf(d);
-      expect(containerPort(c, "http")).toBe(SERVICES.gateway!.port);
-      expect(envValue(c, "PORT")).toBe(String(SERVICES.gateway!.port));
-      for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) {
-        expect(probe?.httpGet?.path).toBe("/health");
-        expect([SERVICES.gateway!.port, "http"]).toContain(probe?.httpGet?.port);
-      }
-      const sleep = c.lifecycle?.preStop?.sleep?.seconds ?? 0;
-      expect(sleep).toBeGreaterThan(0);
-      expect(d.spec!.template.spec!.terminationGracePeriodSeconds).toBeGreaterThan(sleep);
-    });
+    it.each(["gateway", "dashboard"])(
+      "probes the %s over HTTP on /health and drains before stopping",
+      (name) => {
+        const d = named(deployments(objects()), name);
+        const c = containerOf(d);
+        expect(containerPort(c, "http")).toBe(SERVICES[name]!.port);
+        expect(envValue(c, "PORT")).toBe(String(SERVICES[name]!.port));
+        for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) {
+          expect(probe?.httpGet?.path).toBe("/health");
+          expect([SERVICES[name]!.port, "http"]).toContain(probe?.httpGet?.port);
+        }
+        const sleep = c.lifecycle?.preStop?.sleep?.seconds ?? 0;
+        expect(sleep).toBeGreaterThan(0);
+        expect(d.spec!.template.spec!.terminationGracePeriodSeconds).toBeGreaterThan(sleep);
+      },
+    );
 
     it("annotates every pod for Prometheus, pointing at its metrics port", () => {
       for (const [name, spec] of Object.entries(SERVICES)) {
@@ -553,12 +572,14 @@ describe("production overlay", () => {
         expect(JSON.stringify(gatewayEgress)).not.toContain(name);
         continue;
       }
-      expect(policy.spec?.ingress).toEqual([
-        {
-          from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": "gateway" } } }],
+      // quota-meter also serves the dashboard (AccountService, which its mesh check keeps to that caller).
+      const callers = name === "quota-meter" ? ["gateway", "dashboard"] : ["gateway"];
+      expect(policy.spec?.ingress).toEqual(
+        callers.map((caller) => ({
+          from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": caller } } }],
           ports: [{ protocol: "TCP", port: "grpc" }],
-        },
-      ]);
+        })),
+      );
       expect(gatewayEgress).toContainEqual({
         to: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } }],
         ports: [{ protocol: "TCP", port: spec.port }],
@@ -619,7 +640,7 @@ describe("production overlay", () => {
   });
 
   it("fixes replicas for the services without an autoscaler", () => {
-    for (const name of ["quota-meter", "rpc-proxy", "settlement-worker"]) {
+    for (const name of ["quota-meter", "rpc-proxy", "settlement-worker", "dashboard"]) {
       expect(named(deployments(production), name).spec?.replicas).toBeGreaterThanOrEqual(2);
     }
   });

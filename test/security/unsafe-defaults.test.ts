@@ -9,6 +9,7 @@ import { devAccounts } from "@tollgate/devnet/accounts";
 import { REPO_ROOT } from "@tollgate/local";
 import { ConfigError, meshCallerEnv } from "@tollgate/platform";
 import { describe, expect, it } from "vitest";
+import { loadConfig as dashboardConfig } from "../../services/dashboard/src/config.ts";
 import { loadConfig as gatewayConfig } from "../../services/gateway/src/config.ts";
 import { loadConfig as paymentConfig } from "../../services/payment-verifier/src/config.ts";
 import { loadConfig as quotaConfig } from "../../services/quota-meter/src/config.ts";
@@ -52,6 +53,8 @@ const CLEAN: Record<string, undefined> = Object.fromEntries(
     "MESH_TOKEN_FILE",
     "REDIS_STANDIN",
     "NODE_ENV",
+    "SIGN_UP",
+    "DASHBOARD_PUBLIC_URL",
     meshCallerEnv("gateway"),
     meshCallerEnv("dashboard"),
   ].map((k) => [k, undefined]),
@@ -119,6 +122,7 @@ describe("a service refuses to start without what has no safe default (one line 
     ["settlement-worker", "DATABASE_URL", {}],
     ["rpc-proxy", meshCallerEnv("gateway"), {}],
     ["gateway", "MESH_TOKEN", {}],
+    ["dashboard", "MESH_TOKEN", {}],
   ] as const)("%s without %s", async (service, variable, env) => {
     const { code, lines } = await run(service, env);
     expect(code).toBe(1);
@@ -127,6 +131,27 @@ describe("a service refuses to start without what has no safe default (one line 
     expect(line.level).toBe(60);
     expect(line.msg).toMatch(new RegExp(`^configuration error: ${variable} `));
     expect(line.msg).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe("dashboard: the origin sign-in is bound to and the sign-up switch", () => {
+  const token = { MESH_TOKEN: randomBytes(32).toString("hex") };
+  it("refuses a DASHBOARD_PUBLIC_URL that is not an http(s) origin (the manifests' SET-ME included)", () => {
+    expect(refusal(dashboardConfig, { ...token, DASHBOARD_PUBLIC_URL: "SET-ME" })).toMatch(
+      /^DASHBOARD_PUBLIC_URL /,
+    );
+    expect(refusal(dashboardConfig, { ...token, DASHBOARD_PUBLIC_URL: "https://d.example/app" })).toMatch(
+      /^DASHBOARD_PUBLIC_URL /,
+    );
+    expect(refusal(dashboardConfig, { ...token, DASHBOARD_PUBLIC_URL: "https://d.example" })).toBeUndefined();
+  });
+
+  it("takes SIGN_UP as open or closed only", () => {
+    expect(refusal(dashboardConfig, { ...token, SIGN_UP: "maybe" })).toMatch(
+      /^SIGN_UP must be "open" or "closed"/,
+    );
+    expect(withEnv({ ...CLEAN, ...token, SIGN_UP: "closed" }, dashboardConfig).signUpOpen).toBe(false);
+    expect(withEnv({ ...CLEAN, ...token }, dashboardConfig).signUpOpen).toBe(true);
   });
 });
 

@@ -7,6 +7,7 @@ import { createTestDatabase } from "../support/postgres.ts";
 
 export interface MeshInfo {
   gatewayUrl: string;
+  dashboardUrl: string;
   devnetFile: string;
   operatorToken: string;
   quotaMeterAddr: string;
@@ -50,6 +51,7 @@ export default async function setup(project: TestProject) {
   if (!mesh.devnet) throw new Error("the test mesh must run on the devnet");
   project.provide("mesh", {
     gatewayUrl: mesh.gatewayUrl,
+    dashboardUrl: mesh.dashboardUrl,
     devnetFile: mesh.devnet.file,
     operatorToken: readFileSync(mesh.operatorTokenFile, "utf8").trim(),
     quotaMeterAddr: `127.0.0.1:${mesh.ports["quota-meter"].main}`,

@@ -26,6 +26,7 @@ export const SOURCE_CONTRACTS = [
   "BatchSettlement",
   "ERC3009DepositCollector",
   "ChannelReserveStandIn",
+  "DemoSmartWallet",
 ] as const;
 /** Prebuilt ENS contracts taken as-is from @ensdomains/ens and @ensdomains/resolver. */
 export const ENS_CONTRACTS = ["ENSRegistry", "ReverseRegistrar", "PublicResolver"] as const;

@@ -27,6 +27,8 @@ export interface MeshOptions {
 
 export interface Mesh {
   gatewayUrl: string;
+  /** The account dashboard (sign in with a wallet, API keys, usage). */
+  dashboardUrl: string;
   ports: Record<ServiceName, { main: number; metrics: number }>;
   /** The local chains, when no upstream URLs were configured. */
   devnet: Devnet | undefined;
@@ -42,10 +44,10 @@ export interface Mesh {
   /** Starts another gateway replica in front of the same back ends. */
   spawnGateway(env?: Record<string, string>): Promise<{ url: string; service: RunningService }>;
   /** Stops a back end and starts it again with the same environment and ports (a replica restart). */
-  restart(name: Exclude<ServiceName, "gateway">): Promise<void>;
+  restart(name: Exclude<ServiceName, "gateway" | "dashboard">): Promise<void>;
   /** Starts another replica of a back end with the same environment (its own ports); stopped with the mesh. */
   spawnReplica(
-    name: Exclude<ServiceName, "gateway">,
+    name: Exclude<ServiceName, "gateway" | "dashboard">,
     env?: Record<string, string>,
   ): Promise<{ service: RunningService; ports: { main: number; metrics: number } }>;
   stop(): Promise<void>;
@@ -57,6 +59,7 @@ const DEFAULT_PORTS: Record<ServiceName, { main: number; metrics: number }> = {
   "payment-verifier": { main: 50052, metrics: 9462 },
   "rpc-proxy": { main: 50053, metrics: 9463 },
   "settlement-worker": { main: 50054, metrics: 9464 },
+  dashboard: { main: 8090, metrics: 9465 },
 };
 function hasUpstreams(env: Record<string, string | undefined>): boolean {
   return Object.keys(env).some((k) => k.startsWith("UPSTREAMS_") && env[k]);
@@ -76,7 +79,12 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     ports[name] = opts.defaultPorts
       ? {
           ...DEFAULT_PORTS[name],
-          main: name === "gateway" ? Number(baseEnv.PORT ?? 8080) : DEFAULT_PORTS[name].main,
+          main:
+            name === "gateway"
+              ? Number(baseEnv.PORT ?? 8080)
+              : name === "dashboard"
+                ? Number(baseEnv.DASHBOARD_PORT ?? 8090)
+                : DEFAULT_PORTS[name].main,
         }
       : { main: await freePort(), metrics: await freePort() };
   }
@@ -122,6 +130,12 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   // The gateway holds its token; the services it calls hold only the token's digest.
   const gatewayTokenFile = localSecret(stateDir, "mesh-token-gateway");
   const gatewayDigest = meshTokenDigest(readFileSync(gatewayTokenFile, "utf8").trim());
+  // The dashboard's own token: quota-meter lets it call AccountService only.
+  const dashboardTokenFile = localSecret(stateDir, "mesh-token-dashboard");
+  const dashboardDigest = meshTokenDigest(readFileSync(dashboardTokenFile, "utf8").trim());
+  const dashboardUrl = `http://127.0.0.1:${ports.dashboard.main}`;
+  // Sign-in messages name the devnet's ethereum chain, where contract-wallet signatures are checked.
+  const signInChain = devnet?.chains.ethereum;
   const addr = (name: ServiceName) => `127.0.0.1:${ports[name].main}`;
   const common: Record<string, string> = {
     BIND_HOST: "127.0.0.1",
@@ -144,6 +158,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       OPERATOR_TOKEN_FILE: operatorTokenFile,
       API_KEY_PEPPER_FILE: pepperFile,
       DATABASE_URL: databaseUrl,
+      [meshCallerEnv("dashboard")]: dashboardDigest,
     },
     "payment-verifier": { ...paymentEnv },
     "settlement-worker": {
@@ -161,6 +176,16 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       RPC_PROXY_ADDR: addr("rpc-proxy"),
       QUOTA_METER_ADDR: addr("quota-meter"),
       PAYMENT_VERIFIER_ADDR: addr("payment-verifier"),
+      DASHBOARD_URL: dashboardUrl,
+    },
+    dashboard: {
+      PORT: String(ports.dashboard.main),
+      MESH_TOKEN_FILE: dashboardTokenFile,
+      QUOTA_METER_ADDR: addr("quota-meter"),
+      ...(opts.namespace ? { DASHBOARD_REDIS_PREFIX: `${opts.namespace}:dash:` } : {}),
+      ...(signInChain
+        ? { SIWE_CHAIN_ID: String(signInChain.chainId), SIWE_RPC_URL: signInChain.rpcUrl }
+        : {}),
     },
   };
 
@@ -171,6 +196,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     for (const g of extraGateways) await g.stop();
     for (const r of replicas) await r.stop();
     for (const name of [
+      "dashboard",
       "gateway",
       "payment-verifier",
       "settlement-worker",
@@ -206,7 +232,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     return { url: `http://127.0.0.1:${port}`, service: gateway };
   };
   const startBackEnd = (
-    name: Exclude<ServiceName, "gateway">,
+    name: Exclude<ServiceName, "gateway" | "dashboard">,
     own: { main: number; metrics: number },
     env: Record<string, string> = {},
   ) =>
@@ -223,7 +249,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       onLine,
       () => checkHealth(`127.0.0.1:${own.main}`),
     );
-  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway">) => {
+  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway" | "dashboard">) => {
     services[name] = await startBackEnd(name, ports[name]);
   };
   try {
@@ -231,21 +257,26 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     await Promise.all(
       (["rpc-proxy", "quota-meter", "payment-verifier", "settlement-worker"] as const).map(spawnBackEnd),
     );
-    services.gateway = await spawnService(
-      "gateway",
-      {
-        ...common,
-        METRICS_PORT: String(ports.gateway.metrics),
-        ...envFor.gateway,
-        ...opts.serviceEnv?.gateway,
-      },
-      onLine,
-      () =>
-        fetch(`http://127.0.0.1:${ports.gateway.main}/health`).then(
-          (r) => r.ok,
-          () => false,
-        ),
-    );
+    // Both HTTP edges at once (the dashboard needs only quota-meter): the ports picked at the start
+    // are bound sooner, and each one's services entry is set before a failure stops the mesh.
+    const edge = (name: "gateway" | "dashboard", url: string) =>
+      spawnService(
+        name,
+        { ...common, METRICS_PORT: String(ports[name].metrics), ...envFor[name], ...opts.serviceEnv?.[name] },
+        onLine,
+        () =>
+          fetch(`${url}/health`).then(
+            (r) => r.ok,
+            () => false,
+          ),
+      ).then((service) => {
+        services[name] = service;
+      });
+    const started = await Promise.allSettled([
+      edge("gateway", `http://127.0.0.1:${ports.gateway.main}`),
+      edge("dashboard", dashboardUrl),
+    ]);
+    for (const s of started) if (s.status === "rejected") throw s.reason;
   } catch (err) {
     await stopAll();
     throw err;
@@ -253,6 +284,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
 
   return {
     gatewayUrl: `http://127.0.0.1:${ports.gateway.main}`,
+    dashboardUrl,
     ports,
     devnet,
     operatorTokenFile,

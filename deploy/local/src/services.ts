@@ -8,6 +8,7 @@ export const SERVICE_NAMES = [
   "payment-verifier",
   "settlement-worker",
   "gateway",
+  "dashboard",
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 /**

@@ -21,6 +21,7 @@ logger.info(
 );
 logger.info(`operator token: ${mesh.operatorTokenFile} (used by \`pnpm tollgate\`)`);
 logger.info(`gateway listening on ${mesh.gatewayUrl}; try ${mesh.gatewayUrl}/llms.txt`);
+logger.info(`dashboard: ${mesh.dashboardUrl} (sign in with a wallet, create API keys, see usage)`);
 
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -1,3 +1,4 @@
+export * from "./account-api.ts";
 export * from "./endpoints.ts";
 export * from "./errors.ts";
 export * from "./formats.ts";

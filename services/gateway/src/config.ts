@@ -12,6 +12,8 @@ export interface GatewayConfig {
    * URLs. Unset, the OpenAPI document has no `servers` (relative) and llms.txt says `{base_url}`.
    */
   publicBaseUrl: string | undefined;
+  /** Where the account dashboard is served: the `servers` entry of its JSON API in /openapi.json. */
+  dashboardUrl: string | undefined;
   /** Largest accepted request body. Chain calls need little; calldata is the only large field. */
   bodyLimitBytes: number;
   /** Per-hop gRPC deadlines: every call the gateway makes has one. */
@@ -40,6 +42,7 @@ export function loadConfig(): GatewayConfig {
     quotaMeterAddr: envString("QUOTA_METER_ADDR", "127.0.0.1:50051"),
     paymentVerifierAddr: envString("PAYMENT_VERIFIER_ADDR", "127.0.0.1:50052"),
     publicBaseUrl: publicBaseUrl(process.env.PUBLIC_BASE_URL),
+    dashboardUrl: publicBaseUrl(process.env.DASHBOARD_URL, "DASHBOARD_URL"),
     bodyLimitBytes: envInt("BODY_LIMIT_BYTES", 128 * 1024),
     deadlines: {
       authorizeMs: envInt("AUTHORIZE_DEADLINE_MS", 1_000),
@@ -59,11 +62,11 @@ export function loadConfig(): GatewayConfig {
 }
 
 /** PUBLIC_BASE_URL: an http(s) origin, optionally with a path prefix; no trailing slash. */
-function publicBaseUrl(value: string | undefined): string | undefined {
+function publicBaseUrl(value: string | undefined, name = "PUBLIC_BASE_URL"): string | undefined {
   if (!value) return undefined;
   const url = URL.parse(value);
   if (!url || !["http:", "https:"].includes(url.protocol) || url.search || url.hash) {
-    throw new Error(`PUBLIC_BASE_URL must be an http(s) URL without query or fragment, got "${value}"`);
+    throw new Error(`${name} must be an http(s) URL without query or fragment, got "${value}"`);
   }
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
 }

@@ -99,7 +99,7 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
       type: ["application/json", "application/*+json"],
     }),
   );
-  app.use(freeRouter({ ...deps, publicBaseUrl: config.publicBaseUrl }));
+  app.use(freeRouter({ ...deps, publicBaseUrl: config.publicBaseUrl, dashboardUrl: config.dashboardUrl }));
   app.use(chainRouter({ ...deps, publicBaseUrl: config.publicBaseUrl }));
   app.use((req, res) => {
     const route = routeOf(req.path);

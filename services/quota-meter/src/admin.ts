@@ -1,66 +1,21 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: gRPC call objects are untyped at this boundary
-import { checkOperator, grpc, type Logger, ServiceError, type UnaryHandler } from "@tollgate/platform";
-import type { Account } from "@tollgate/platform/generated/tollgate/quota/v1/Account";
-import type { ApiKey } from "@tollgate/platform/generated/tollgate/quota/v1/ApiKey";
+import { checkOperator, grpc, type UnaryHandler } from "@tollgate/platform";
 import type { CreateAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/CreateAccountRequest";
 import type { CreateKeyRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/CreateKeyRequest";
 import type { GetAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/GetAccountRequest";
 import type { ListKeysRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ListKeysRequest";
 import type { RevokeKeyRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/RevokeKeyRequest";
 import type { UpdateAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/UpdateAccountRequest";
-import type { Records } from "./db/records.ts";
-import type { KeySnapshot } from "./key-snapshot.ts";
-import { displayPrefix, generateApiKey, type KeyHasher, newAccountId, newKeyId } from "./keys.ts";
-import {
-  ACCOUNT_STATUSES,
-  type AccountPatch,
-  type AccountRecord,
-  isAccountStatus,
-  type KeyRecord,
-  type QuotaStore,
-} from "./store/types.ts";
+import { createKeyOps, fail, type KeyOpsDeps, requireId, toAccount, toApiKey } from "./key-ops.ts";
+import { newAccountId } from "./keys.ts";
+import { ACCOUNT_STATUSES, type AccountPatch, type AccountRecord, isAccountStatus } from "./store/types.ts";
 
-export interface AdminDeps {
-  /** The system of record (PostgreSQL): written first, read by every admin call. */
-  records: Records;
-  /** The hot copy (Redis): written inside the same transaction, after the record. */
-  store: QuotaStore;
-  hasher: KeyHasher;
-  snapshot: KeySnapshot;
-  now: () => number;
-  logger: Logger;
+export interface AdminDeps extends KeyOpsDeps {
   operatorToken: string | undefined;
   defaults: { dailyLimit: number; monthlyLimit: number };
 }
 
 const MAX_LIMIT = 1e12;
-
-function fail(code: grpc.status, name: string, message: string): never {
-  throw new ServiceError(code, name, message);
-}
-
-function toAccount(a: AccountRecord): Account {
-  return {
-    id: a.id,
-    name: a.name,
-    status: a.status,
-    dailyLimit: a.dailyLimit,
-    monthlyLimit: a.monthlyLimit,
-    burstPerSecond: a.burstPerSecond,
-    createdAt: a.createdAt,
-  };
-}
-
-function toApiKey(k: KeyRecord): ApiKey {
-  return {
-    id: k.id,
-    accountId: k.accountId,
-    prefix: k.prefix,
-    createdAt: k.createdAt,
-    revokedAt: k.revokedAt,
-    lastUsedAt: k.lastUsedAt,
-  };
-}
 
 /** proto3 `optional` fields arrive with their oneof marker (`_name`) set only when present. */
 function optional<T>(req: Record<string, unknown>, field: string): T | undefined {
@@ -79,39 +34,10 @@ function limit(value: number | undefined, field: string): number | undefined {
   return value;
 }
 
-function requireId(value: string, field: string): string {
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(value)) {
-    fail(grpc.status.INVALID_ARGUMENT, "invalid_argument", `${field} is required`);
-  }
-  return value;
-}
-
 export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandler<any, any>> {
   const { records, store, logger } = deps;
-  const nowIso = () => new Date(deps.now()).toISOString();
-
-  // Admin calls are rare; a database or Redis failure is simply UNAVAILABLE (never fail-open).
-  // A write is one transaction around both: when Redis refuses, PostgreSQL rolls back, so the
-  // operator's retry never makes a second account or key.
-  async function guarded<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      if (err instanceof ServiceError) throw err;
-      logger.warn({ err }, "admin call failed on PostgreSQL or Redis");
-      throw new ServiceError(
-        grpc.status.UNAVAILABLE,
-        "service_unavailable",
-        "quota records unavailable (PostgreSQL or Redis); retry",
-      );
-    }
-  }
-
-  async function mustGetAccount(id: string): Promise<AccountRecord> {
-    const account = await records.getAccount(requireId(id, "account_id"));
-    if (!account) fail(grpc.status.NOT_FOUND, "not_found", `no account ${id}`);
-    return account;
-  }
+  const ops = createKeyOps(deps);
+  const { nowIso, mustGetAccount } = ops;
 
   const handlers = {
     async CreateAccount(req: CreateAccountRequest__Output) {
@@ -170,26 +96,7 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
     },
 
     async CreateKey(req: CreateKeyRequest__Output) {
-      const account = await mustGetAccount(req.accountId);
-      const secret = generateApiKey();
-      const hash = deps.hasher(secret);
-      const key: KeyRecord = {
-        id: newKeyId(),
-        accountId: account.id,
-        prefix: displayPrefix(secret),
-        createdAt: nowIso(),
-        revokedAt: "",
-        lastUsedAt: "",
-      };
-      const created = await records.createKey(key, hash, async (owner) => {
-        // The account's hot copy may be missing (a seed still running): write it with the key.
-        await store.createAccount(owner);
-        if (!(await store.createKey(key, hash))) throw new Error("the key's account has no hot copy");
-      });
-      if (!created) fail(grpc.status.NOT_FOUND, "not_found", `no account ${account.id}`);
-      deps.snapshot.remember({ hash, keyId: key.id, accountId: account.id, status: account.status });
-      logger.info({ accountId: account.id, keyId: key.id }, "key created");
-      // The secret leaves here once and is never stored or logged.
+      const { key, secret } = await ops.createKey(await mustGetAccount(req.accountId));
       return { key: toApiKey(key), secret };
     },
 
@@ -199,20 +106,7 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
     },
 
     async RevokeKey(req: RevokeKeyRequest__Output) {
-      const accountId = requireId(req.accountId, "account_id");
-      const keyId = requireId(req.keyId, "key_id");
-      const key = await records.revokeKey(accountId, keyId, nowIso(), async (revoked) => {
-        await store.revokeKey(accountId, keyId, revoked.revokedAt);
-      });
-      if (key) {
-        // Once more after the commit: a re-seed that read the key while it was live cannot have
-        // written it back after this (seeder.ts re-applies revocations it may have raced, too).
-        await store.revokeKey(accountId, keyId, key.revokedAt).catch(() => undefined);
-      }
-      if (!key) fail(grpc.status.NOT_FOUND, "not_found", `no key ${req.keyId} on account ${req.accountId}`);
-      deps.snapshot.forgetKey(key.id);
-      logger.info({ accountId: key.accountId, keyId: key.id }, "key revoked");
-      return { key: toApiKey(key) };
+      return { key: toApiKey(await ops.revokeKey(req.accountId, req.keyId)) };
     },
   };
 
@@ -221,7 +115,7 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
       method,
       async (req: any, call: grpc.ServerUnaryCall<any, any>) => {
         checkOperator(call.metadata, deps.operatorToken);
-        return guarded(() => (handler as (r: any) => Promise<unknown>)(req));
+        return ops.guarded(() => (handler as (r: any) => Promise<unknown>)(req));
       },
     ]),
   );

@@ -1,4 +1,4 @@
-import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
+import { configOrExit, createLogger, scrubConsole, stopOnSignals } from "@tollgate/platform";
 import { loadConfig, SERVICE } from "./config.ts";
 import { startQuotaMeter } from "./server.ts";
 
@@ -11,18 +11,4 @@ logger.info(
   "ready",
 );
 
-let stopping = false;
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    service.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
-  });
-}
+stopOnSignals(logger, () => service.stop());

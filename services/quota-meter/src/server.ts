@@ -10,6 +10,7 @@ import {
   serveMetrics,
   startGrpcServer,
 } from "@tollgate/platform";
+import { createAccountHandlers } from "./account.ts";
 import { createAdminHandlers } from "./admin.ts";
 import { type QuotaMeterConfig, SERVICE } from "./config.ts";
 import { MIGRATIONS } from "./db/migrations.ts";
@@ -211,6 +212,31 @@ export async function startQuotaMeter(
             ReportUsage: (req) => usage.reportUsage(req),
             GetUsage: (req) => usage.getUsage(req),
           },
+        },
+        {
+          name: "tollgate.quota.v1.AccountService",
+          definition: proto.AccountService.service,
+          // Only the dashboard, which verified the user's wallet signature, acts for a user.
+          callers: {
+            dashboard: [
+              "ResolveWalletAccount",
+              "ListOwnKeys",
+              "CreateOwnKey",
+              "RevokeOwnKey",
+              "ReplaceOwnKey",
+              "GetOwnUsage",
+            ],
+          },
+          handlers: createAccountHandlers({
+            records,
+            store,
+            hasher,
+            snapshot,
+            now,
+            logger,
+            defaults: { dailyLimit: config.defaultDailyLimit, monthlyLimit: config.defaultMonthlyLimit },
+            defaultBurst: config.defaultBurstPerSecond,
+          }),
         },
         {
           name: "tollgate.quota.v1.QuotaAdminService",

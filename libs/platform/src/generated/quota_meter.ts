@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { Account as _tollgate_quota_v1_Account, Account__Output as _tollgate_quota_v1_Account__Output } from './tollgate/quota/v1/Account.ts';
+import type { AccountServiceClient as _tollgate_quota_v1_AccountServiceClient, AccountServiceDefinition as _tollgate_quota_v1_AccountServiceDefinition } from './tollgate/quota/v1/AccountService.ts';
 import type { ApiKey as _tollgate_quota_v1_ApiKey, ApiKey__Output as _tollgate_quota_v1_ApiKey__Output } from './tollgate/quota/v1/ApiKey.ts';
 import type { AuthorizeRequest as _tollgate_quota_v1_AuthorizeRequest, AuthorizeRequest__Output as _tollgate_quota_v1_AuthorizeRequest__Output } from './tollgate/quota/v1/AuthorizeRequest.ts';
 import type { AuthorizeResponse as _tollgate_quota_v1_AuthorizeResponse, AuthorizeResponse__Output as _tollgate_quota_v1_AuthorizeResponse__Output } from './tollgate/quota/v1/AuthorizeResponse.ts';
@@ -9,22 +10,34 @@ import type { CreateAccountRequest as _tollgate_quota_v1_CreateAccountRequest, C
 import type { CreateAccountResponse as _tollgate_quota_v1_CreateAccountResponse, CreateAccountResponse__Output as _tollgate_quota_v1_CreateAccountResponse__Output } from './tollgate/quota/v1/CreateAccountResponse.ts';
 import type { CreateKeyRequest as _tollgate_quota_v1_CreateKeyRequest, CreateKeyRequest__Output as _tollgate_quota_v1_CreateKeyRequest__Output } from './tollgate/quota/v1/CreateKeyRequest.ts';
 import type { CreateKeyResponse as _tollgate_quota_v1_CreateKeyResponse, CreateKeyResponse__Output as _tollgate_quota_v1_CreateKeyResponse__Output } from './tollgate/quota/v1/CreateKeyResponse.ts';
+import type { CreateOwnKeyRequest as _tollgate_quota_v1_CreateOwnKeyRequest, CreateOwnKeyRequest__Output as _tollgate_quota_v1_CreateOwnKeyRequest__Output } from './tollgate/quota/v1/CreateOwnKeyRequest.ts';
+import type { CreateOwnKeyResponse as _tollgate_quota_v1_CreateOwnKeyResponse, CreateOwnKeyResponse__Output as _tollgate_quota_v1_CreateOwnKeyResponse__Output } from './tollgate/quota/v1/CreateOwnKeyResponse.ts';
 import type { DailyUsage as _tollgate_quota_v1_DailyUsage, DailyUsage__Output as _tollgate_quota_v1_DailyUsage__Output } from './tollgate/quota/v1/DailyUsage.ts';
 import type { GetAccountRequest as _tollgate_quota_v1_GetAccountRequest, GetAccountRequest__Output as _tollgate_quota_v1_GetAccountRequest__Output } from './tollgate/quota/v1/GetAccountRequest.ts';
 import type { GetAccountResponse as _tollgate_quota_v1_GetAccountResponse, GetAccountResponse__Output as _tollgate_quota_v1_GetAccountResponse__Output } from './tollgate/quota/v1/GetAccountResponse.ts';
+import type { GetOwnUsageRequest as _tollgate_quota_v1_GetOwnUsageRequest, GetOwnUsageRequest__Output as _tollgate_quota_v1_GetOwnUsageRequest__Output } from './tollgate/quota/v1/GetOwnUsageRequest.ts';
+import type { GetOwnUsageResponse as _tollgate_quota_v1_GetOwnUsageResponse, GetOwnUsageResponse__Output as _tollgate_quota_v1_GetOwnUsageResponse__Output } from './tollgate/quota/v1/GetOwnUsageResponse.ts';
 import type { GetUsageRequest as _tollgate_quota_v1_GetUsageRequest, GetUsageRequest__Output as _tollgate_quota_v1_GetUsageRequest__Output } from './tollgate/quota/v1/GetUsageRequest.ts';
 import type { GetUsageResponse as _tollgate_quota_v1_GetUsageResponse, GetUsageResponse__Output as _tollgate_quota_v1_GetUsageResponse__Output } from './tollgate/quota/v1/GetUsageResponse.ts';
 import type { Lease as _tollgate_quota_v1_Lease, Lease__Output as _tollgate_quota_v1_Lease__Output } from './tollgate/quota/v1/Lease.ts';
 import type { LeaseReturn as _tollgate_quota_v1_LeaseReturn, LeaseReturn__Output as _tollgate_quota_v1_LeaseReturn__Output } from './tollgate/quota/v1/LeaseReturn.ts';
 import type { ListKeysRequest as _tollgate_quota_v1_ListKeysRequest, ListKeysRequest__Output as _tollgate_quota_v1_ListKeysRequest__Output } from './tollgate/quota/v1/ListKeysRequest.ts';
 import type { ListKeysResponse as _tollgate_quota_v1_ListKeysResponse, ListKeysResponse__Output as _tollgate_quota_v1_ListKeysResponse__Output } from './tollgate/quota/v1/ListKeysResponse.ts';
+import type { ListOwnKeysRequest as _tollgate_quota_v1_ListOwnKeysRequest, ListOwnKeysRequest__Output as _tollgate_quota_v1_ListOwnKeysRequest__Output } from './tollgate/quota/v1/ListOwnKeysRequest.ts';
+import type { ListOwnKeysResponse as _tollgate_quota_v1_ListOwnKeysResponse, ListOwnKeysResponse__Output as _tollgate_quota_v1_ListOwnKeysResponse__Output } from './tollgate/quota/v1/ListOwnKeysResponse.ts';
 import type { Quota as _tollgate_quota_v1_Quota, Quota__Output as _tollgate_quota_v1_Quota__Output } from './tollgate/quota/v1/Quota.ts';
 import type { QuotaAdminServiceClient as _tollgate_quota_v1_QuotaAdminServiceClient, QuotaAdminServiceDefinition as _tollgate_quota_v1_QuotaAdminServiceDefinition } from './tollgate/quota/v1/QuotaAdminService.ts';
 import type { QuotaMeterServiceClient as _tollgate_quota_v1_QuotaMeterServiceClient, QuotaMeterServiceDefinition as _tollgate_quota_v1_QuotaMeterServiceDefinition } from './tollgate/quota/v1/QuotaMeterService.ts';
+import type { ReplaceOwnKeyRequest as _tollgate_quota_v1_ReplaceOwnKeyRequest, ReplaceOwnKeyRequest__Output as _tollgate_quota_v1_ReplaceOwnKeyRequest__Output } from './tollgate/quota/v1/ReplaceOwnKeyRequest.ts';
+import type { ReplaceOwnKeyResponse as _tollgate_quota_v1_ReplaceOwnKeyResponse, ReplaceOwnKeyResponse__Output as _tollgate_quota_v1_ReplaceOwnKeyResponse__Output } from './tollgate/quota/v1/ReplaceOwnKeyResponse.ts';
 import type { ReportUsageRequest as _tollgate_quota_v1_ReportUsageRequest, ReportUsageRequest__Output as _tollgate_quota_v1_ReportUsageRequest__Output } from './tollgate/quota/v1/ReportUsageRequest.ts';
 import type { ReportUsageResponse as _tollgate_quota_v1_ReportUsageResponse, ReportUsageResponse__Output as _tollgate_quota_v1_ReportUsageResponse__Output } from './tollgate/quota/v1/ReportUsageResponse.ts';
+import type { ResolveWalletAccountRequest as _tollgate_quota_v1_ResolveWalletAccountRequest, ResolveWalletAccountRequest__Output as _tollgate_quota_v1_ResolveWalletAccountRequest__Output } from './tollgate/quota/v1/ResolveWalletAccountRequest.ts';
+import type { ResolveWalletAccountResponse as _tollgate_quota_v1_ResolveWalletAccountResponse, ResolveWalletAccountResponse__Output as _tollgate_quota_v1_ResolveWalletAccountResponse__Output } from './tollgate/quota/v1/ResolveWalletAccountResponse.ts';
 import type { RevokeKeyRequest as _tollgate_quota_v1_RevokeKeyRequest, RevokeKeyRequest__Output as _tollgate_quota_v1_RevokeKeyRequest__Output } from './tollgate/quota/v1/RevokeKeyRequest.ts';
 import type { RevokeKeyResponse as _tollgate_quota_v1_RevokeKeyResponse, RevokeKeyResponse__Output as _tollgate_quota_v1_RevokeKeyResponse__Output } from './tollgate/quota/v1/RevokeKeyResponse.ts';
+import type { RevokeOwnKeyRequest as _tollgate_quota_v1_RevokeOwnKeyRequest, RevokeOwnKeyRequest__Output as _tollgate_quota_v1_RevokeOwnKeyRequest__Output } from './tollgate/quota/v1/RevokeOwnKeyRequest.ts';
+import type { RevokeOwnKeyResponse as _tollgate_quota_v1_RevokeOwnKeyResponse, RevokeOwnKeyResponse__Output as _tollgate_quota_v1_RevokeOwnKeyResponse__Output } from './tollgate/quota/v1/RevokeOwnKeyResponse.ts';
 import type { UpdateAccountRequest as _tollgate_quota_v1_UpdateAccountRequest, UpdateAccountRequest__Output as _tollgate_quota_v1_UpdateAccountRequest__Output } from './tollgate/quota/v1/UpdateAccountRequest.ts';
 import type { UpdateAccountResponse as _tollgate_quota_v1_UpdateAccountResponse, UpdateAccountResponse__Output as _tollgate_quota_v1_UpdateAccountResponse__Output } from './tollgate/quota/v1/UpdateAccountResponse.ts';
 import type { UsageRecord as _tollgate_quota_v1_UsageRecord, UsageRecord__Output as _tollgate_quota_v1_UsageRecord__Output } from './tollgate/quota/v1/UsageRecord.ts';
@@ -38,6 +51,14 @@ export interface ProtoGrpcType {
     quota: {
       v1: {
         Account: MessageTypeDefinition<_tollgate_quota_v1_Account, _tollgate_quota_v1_Account__Output>
+        /**
+         * AccountService is what a signed-in user may do to their own account, called by the dashboard
+         * (mesh caller "dashboard") after it verified the user's wallet signature (EIP-4361). Every
+         * method but ResolveWalletAccount names the account; quota-meter answers only about that account's
+         * own keys (a key of another account is NOT_FOUND, as if it did not exist). The operator token is
+         * never involved.
+         */
+        AccountService: SubtypeConstructor<typeof grpc.Client, _tollgate_quota_v1_AccountServiceClient> & { service: _tollgate_quota_v1_AccountServiceDefinition }
         ApiKey: MessageTypeDefinition<_tollgate_quota_v1_ApiKey, _tollgate_quota_v1_ApiKey__Output>
         AuthorizeRequest: MessageTypeDefinition<_tollgate_quota_v1_AuthorizeRequest, _tollgate_quota_v1_AuthorizeRequest__Output>
         AuthorizeResponse: MessageTypeDefinition<_tollgate_quota_v1_AuthorizeResponse, _tollgate_quota_v1_AuthorizeResponse__Output>
@@ -45,16 +66,22 @@ export interface ProtoGrpcType {
         CreateAccountResponse: MessageTypeDefinition<_tollgate_quota_v1_CreateAccountResponse, _tollgate_quota_v1_CreateAccountResponse__Output>
         CreateKeyRequest: MessageTypeDefinition<_tollgate_quota_v1_CreateKeyRequest, _tollgate_quota_v1_CreateKeyRequest__Output>
         CreateKeyResponse: MessageTypeDefinition<_tollgate_quota_v1_CreateKeyResponse, _tollgate_quota_v1_CreateKeyResponse__Output>
+        CreateOwnKeyRequest: MessageTypeDefinition<_tollgate_quota_v1_CreateOwnKeyRequest, _tollgate_quota_v1_CreateOwnKeyRequest__Output>
+        CreateOwnKeyResponse: MessageTypeDefinition<_tollgate_quota_v1_CreateOwnKeyResponse, _tollgate_quota_v1_CreateOwnKeyResponse__Output>
         DailyUsage: MessageTypeDefinition<_tollgate_quota_v1_DailyUsage, _tollgate_quota_v1_DailyUsage__Output>
         Decision: EnumTypeDefinition
         GetAccountRequest: MessageTypeDefinition<_tollgate_quota_v1_GetAccountRequest, _tollgate_quota_v1_GetAccountRequest__Output>
         GetAccountResponse: MessageTypeDefinition<_tollgate_quota_v1_GetAccountResponse, _tollgate_quota_v1_GetAccountResponse__Output>
+        GetOwnUsageRequest: MessageTypeDefinition<_tollgate_quota_v1_GetOwnUsageRequest, _tollgate_quota_v1_GetOwnUsageRequest__Output>
+        GetOwnUsageResponse: MessageTypeDefinition<_tollgate_quota_v1_GetOwnUsageResponse, _tollgate_quota_v1_GetOwnUsageResponse__Output>
         GetUsageRequest: MessageTypeDefinition<_tollgate_quota_v1_GetUsageRequest, _tollgate_quota_v1_GetUsageRequest__Output>
         GetUsageResponse: MessageTypeDefinition<_tollgate_quota_v1_GetUsageResponse, _tollgate_quota_v1_GetUsageResponse__Output>
         Lease: MessageTypeDefinition<_tollgate_quota_v1_Lease, _tollgate_quota_v1_Lease__Output>
         LeaseReturn: MessageTypeDefinition<_tollgate_quota_v1_LeaseReturn, _tollgate_quota_v1_LeaseReturn__Output>
         ListKeysRequest: MessageTypeDefinition<_tollgate_quota_v1_ListKeysRequest, _tollgate_quota_v1_ListKeysRequest__Output>
         ListKeysResponse: MessageTypeDefinition<_tollgate_quota_v1_ListKeysResponse, _tollgate_quota_v1_ListKeysResponse__Output>
+        ListOwnKeysRequest: MessageTypeDefinition<_tollgate_quota_v1_ListOwnKeysRequest, _tollgate_quota_v1_ListOwnKeysRequest__Output>
+        ListOwnKeysResponse: MessageTypeDefinition<_tollgate_quota_v1_ListOwnKeysResponse, _tollgate_quota_v1_ListOwnKeysResponse__Output>
         Quota: MessageTypeDefinition<_tollgate_quota_v1_Quota, _tollgate_quota_v1_Quota__Output>
         /**
          * QuotaAdminService manages accounts and keys. Every call needs the operator token
@@ -66,10 +93,16 @@ export interface ProtoGrpcType {
          * daily and monthly windows (UTC, account-wide) and the burst guard.
          */
         QuotaMeterService: SubtypeConstructor<typeof grpc.Client, _tollgate_quota_v1_QuotaMeterServiceClient> & { service: _tollgate_quota_v1_QuotaMeterServiceDefinition }
+        ReplaceOwnKeyRequest: MessageTypeDefinition<_tollgate_quota_v1_ReplaceOwnKeyRequest, _tollgate_quota_v1_ReplaceOwnKeyRequest__Output>
+        ReplaceOwnKeyResponse: MessageTypeDefinition<_tollgate_quota_v1_ReplaceOwnKeyResponse, _tollgate_quota_v1_ReplaceOwnKeyResponse__Output>
         ReportUsageRequest: MessageTypeDefinition<_tollgate_quota_v1_ReportUsageRequest, _tollgate_quota_v1_ReportUsageRequest__Output>
         ReportUsageResponse: MessageTypeDefinition<_tollgate_quota_v1_ReportUsageResponse, _tollgate_quota_v1_ReportUsageResponse__Output>
+        ResolveWalletAccountRequest: MessageTypeDefinition<_tollgate_quota_v1_ResolveWalletAccountRequest, _tollgate_quota_v1_ResolveWalletAccountRequest__Output>
+        ResolveWalletAccountResponse: MessageTypeDefinition<_tollgate_quota_v1_ResolveWalletAccountResponse, _tollgate_quota_v1_ResolveWalletAccountResponse__Output>
         RevokeKeyRequest: MessageTypeDefinition<_tollgate_quota_v1_RevokeKeyRequest, _tollgate_quota_v1_RevokeKeyRequest__Output>
         RevokeKeyResponse: MessageTypeDefinition<_tollgate_quota_v1_RevokeKeyResponse, _tollgate_quota_v1_RevokeKeyResponse__Output>
+        RevokeOwnKeyRequest: MessageTypeDefinition<_tollgate_quota_v1_RevokeOwnKeyRequest, _tollgate_quota_v1_RevokeOwnKeyRequest__Output>
+        RevokeOwnKeyResponse: MessageTypeDefinition<_tollgate_quota_v1_RevokeOwnKeyResponse, _tollgate_quota_v1_RevokeOwnKeyResponse__Output>
         UpdateAccountRequest: MessageTypeDefinition<_tollgate_quota_v1_UpdateAccountRequest, _tollgate_quota_v1_UpdateAccountRequest__Output>
         UpdateAccountResponse: MessageTypeDefinition<_tollgate_quota_v1_UpdateAccountResponse, _tollgate_quota_v1_UpdateAccountResponse__Output>
         UsageRecord: MessageTypeDefinition<_tollgate_quota_v1_UsageRecord, _tollgate_quota_v1_UsageRecord__Output>

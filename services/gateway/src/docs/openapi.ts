@@ -1,4 +1,9 @@
 import {
+  ACCOUNT_API,
+  ACCOUNT_ERRORS,
+  AccountError,
+  type AccountOperation,
+  CSRF_HEADER,
   ENDPOINTS,
   type Endpoint,
   ERRORS,
@@ -7,6 +12,7 @@ import {
   PAYMENT_HEADERS,
   priceAtomic,
   QUOTA_HEADERS,
+  SESSION_COOKIE,
 } from "@tollgate/catalog";
 import { z } from "zod";
 import { describeMethods, type PaymentMethod } from "../payment-methods.ts";
@@ -227,7 +233,94 @@ function payDocs(methods: readonly PaymentMethod[]): PayDocs {
   };
 }
 
-export function buildOpenApi(serverUrl: string | undefined, methods: readonly PaymentMethod[]): Json {
+/**
+ * The dashboard's JSON API, from the one description in the catalog (the dashboard validates with
+ * the same schemas). It is served by the dashboard, so each path names that server.
+ */
+function accountOperation(op: AccountOperation): Json {
+  const codes = [...op.errors] as (keyof typeof ACCOUNT_ERRORS)[];
+  const statuses = [...new Set(codes.map((c) => ACCOUNT_ERRORS[c].status))].sort();
+  const params = [
+    ...parameters(op.params, "path"),
+    ...(op.session && op.method === "POST"
+      ? [
+          {
+            name: CSRF_HEADER,
+            in: "header",
+            required: true,
+            description: "The session's CSRF token (from sign-in or GET session).",
+            schema: { type: "string" },
+          },
+        ]
+      : []),
+  ];
+  return {
+    operationId: op.id,
+    summary: op.summary,
+    description: op.description,
+    tags: ["account"],
+    security: op.session ? [{ dashboardSession: [] }] : [],
+    ...(params.length ? { parameters: params } : {}),
+    ...(op.body
+      ? {
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: jsonSchema(op.body, "input") } },
+          },
+        }
+      : {}),
+    responses: {
+      "200": {
+        description: "OK",
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              required: ["data"],
+              properties: { data: jsonSchema(op.data, "output") },
+            },
+          },
+        },
+      },
+      ...Object.fromEntries(
+        statuses.map((status) => [
+          String(status),
+          {
+            description: codes
+              .filter((c) => ACCOUNT_ERRORS[c].status === status)
+              .map((c) => `\`${c}\`: ${ACCOUNT_ERRORS[c].description}`)
+              .join(" "),
+            content: { "application/json": { schema: { $ref: "#/components/schemas/AccountError" } } },
+          },
+        ]),
+      ),
+    },
+  };
+}
+
+function accountPaths(dashboardUrl: string | undefined): Json {
+  const servers = [
+    dashboardUrl
+      ? { url: dashboardUrl, description: "The account dashboard" }
+      : {
+          url: "{dashboard}",
+          description: "The account dashboard (its own origin)",
+          variables: { dashboard: { default: "http://127.0.0.1:8090" } },
+        },
+  ];
+  const paths: Record<string, Json> = {};
+  for (const op of Object.values(ACCOUNT_API) as AccountOperation[]) {
+    paths[op.path] ??= { servers };
+    (paths[op.path] as Json)[op.method.toLowerCase()] = accountOperation(op);
+  }
+  return paths;
+}
+
+export function buildOpenApi(
+  serverUrl: string | undefined,
+  methods: readonly PaymentMethod[],
+  dashboardUrl?: string,
+): Json {
   const pay = payDocs(methods);
   const paths: Json = {};
   for (const endpoint of ENDPOINTS) {
@@ -271,6 +364,7 @@ export function buildOpenApi(serverUrl: string | undefined, methods: readonly Pa
       },
     },
   };
+  Object.assign(paths, accountPaths(dashboardUrl));
   paths["/openapi.json"] = freeOperation("openapi", "This document", "application/json", { type: "object" });
   paths["/.well-known/openapi.json"] = freeOperation(
     "openapiWellKnown",
@@ -311,10 +405,23 @@ export function buildOpenApi(serverUrl: string | undefined, methods: readonly Pa
         description: `Paid chain endpoints. Networks: ${NETWORKS.map((n) => n.name).join(", ")}.`,
       },
       { name: "free", description: "Unauthenticated, not quota-counted." },
+      {
+        name: "account",
+        description:
+          "The account dashboard's JSON API (served by the dashboard, not the gateway): sign in with an Ethereum wallet (EIP-4361), create, list, revoke and replace API keys (a key is shown once), and usage against the plan.",
+      },
     ],
     paths,
     components: {
-      securitySchemes: pay.schemes,
+      securitySchemes: {
+        ...pay.schemes,
+        dashboardSession: {
+          type: "apiKey",
+          in: "cookie",
+          name: SESSION_COOKIE,
+          description: "The dashboard's session (HttpOnly, SameSite=Strict), set by sign-in.",
+        },
+      },
       headers: Object.fromEntries([
         ...Object.values(QUOTA_HEADERS).map((h) => [
           h.name,
@@ -370,6 +477,7 @@ export function buildOpenApi(serverUrl: string | undefined, methods: readonly Pa
             detail: { type: "string" },
           },
         },
+        AccountError: jsonSchema(AccountError, "output"),
         LimitError: {
           type: "object",
           required: ["error", "message"],

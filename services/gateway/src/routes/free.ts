@@ -14,6 +14,7 @@ export interface FreeDeps {
   methods: AcceptedMethods;
   logger: Logger;
   publicBaseUrl: string | undefined;
+  dashboardUrl: string | undefined;
 }
 
 /** The unauthenticated endpoints of spec 4.16 (plus the key owner's usage). */
@@ -31,7 +32,7 @@ export function freeRouter(deps: FreeDeps): Router {
   let openApi = "";
   let llmsTxt = "";
   const build = () => {
-    openApi = JSON.stringify(buildOpenApi(deps.publicBaseUrl, deps.methods.list()));
+    openApi = JSON.stringify(buildOpenApi(deps.publicBaseUrl, deps.methods.list(), deps.dashboardUrl));
     llmsTxt = buildLlmsTxt(deps.publicBaseUrl, deps.methods.list());
   };
   build();

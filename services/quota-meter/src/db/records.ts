@@ -97,6 +97,63 @@ export function createRecords(db: Db) {
       });
     },
 
+    /**
+     * The account bound to a wallet address; with `create`, the first sign-in makes it (and binds
+     * the address) in one transaction, serialized per address so two first sign-ins make one.
+     */
+    async walletAccount(
+      address: string,
+      create: AccountRecord | undefined,
+      andThen: (a: AccountRecord) => Promise<void>,
+    ): Promise<{ account: AccountRecord; created: boolean } | undefined> {
+      const find = (q: Db | Transaction<QuotaTables>) =>
+        q
+          .selectFrom("account_wallets as w")
+          .innerJoin("accounts as a", "a.id", "w.account_id")
+          .selectAll("a")
+          .where("w.address", "=", address)
+          .executeTakeFirst();
+      const found = await find(db);
+      if (found) return { account: account(found as AccountRow), created: false };
+      if (!create) return undefined;
+      return transact(async (tx) => {
+        await sql`select pg_advisory_xact_lock(hashtext(${`wallet:${address}`}))`.execute(tx);
+        const raced = await find(tx);
+        if (raced) return { account: account(raced as AccountRow), created: false };
+        await tx
+          .insertInto("accounts")
+          .values({
+            id: create.id,
+            name: create.name,
+            status: create.status,
+            daily_limit: create.dailyLimit,
+            monthly_limit: create.monthlyLimit,
+            burst_per_second: create.burstPerSecond,
+            created_at: create.createdAt,
+            updated_at: create.createdAt,
+          })
+          .execute();
+        await tx
+          .insertInto("account_wallets")
+          .values({ address, account_id: create.id, created_at: create.createdAt })
+          .execute();
+        await andThen(create);
+        return { account: create, created: true };
+      });
+    },
+
+    /** The account's per-day totals from `fromDay` on (inclusive), from the rollups. */
+    async accountUsage(accountId: string, fromDay: string): Promise<UsageTotal[]> {
+      const rows = await db
+        .selectFrom("usage_daily")
+        .select(["day", "requests", "errors"])
+        .where("account_id", "=", accountId)
+        .where("day", ">=", fromDay)
+        .orderBy("day")
+        .execute();
+      return rows.map((r) => ({ accountId, day: r.day, requests: r.requests, errors: r.errors }));
+    },
+
     async getAccount(id: string): Promise<AccountRecord | undefined> {
       const row = await db.selectFrom("accounts").selectAll().where("id", "=", id).executeTakeFirst();
       return row ? account(row as AccountRow) : undefined;

@@ -31,6 +31,11 @@ export interface QuotaTables {
     errors: number;
     counted: number;
   };
+  account_wallets: {
+    address: string;
+    account_id: string;
+    created_at: Timestamp;
+  };
   usage_batches: {
     id: string;
     calls: number;

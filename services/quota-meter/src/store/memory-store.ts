@@ -1,4 +1,5 @@
 import { sameHash } from "../keys.ts";
+import type { Windows } from "../windows.ts";
 import type {
   AccountRecord,
   AuthorizeOutcome,
@@ -251,6 +252,17 @@ export class MemoryStore implements QuotaStore {
       monthUsed: this.#get(`m:${account.id}:${q.windows.month}`, q.nowMs),
       dayLimit: account.dailyLimit,
       monthLimit: account.monthlyLimit,
+    };
+  }
+
+  async readWindows(
+    accountId: string,
+    w: Windows,
+    nowMs: number,
+  ): Promise<{ dayUsed: number; monthUsed: number }> {
+    return {
+      dayUsed: this.#get(`d:${accountId}:${w.day}`, nowMs),
+      monthUsed: this.#get(`m:${accountId}:${w.month}`, nowMs),
     };
   }
 

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { type Logger, type prom, redactUrl } from "@tollgate/platform";
 import { createClient } from "redis";
+import type { Windows } from "../windows.ts";
 import {
   type AccountRecord,
   type AuthorizeOutcome,
@@ -338,6 +339,14 @@ export class RedisStore implements QuotaStore {
       dayLimit: num(reply[7]),
       monthLimit: num(reply[8]),
     };
+  }
+
+  async readWindows(accountId: string, w: Windows): Promise<{ dayUsed: number; monthUsed: number }> {
+    const [day, month] = await this.#client.mGet([
+      `${this.#p}d:${accountId}:${w.day}`,
+      `${this.#p}m:${accountId}:${w.month}`,
+    ]);
+    return { dayUsed: Number(day ?? 0), monthUsed: Number(month ?? 0) };
   }
 
   async close(): Promise<void> {

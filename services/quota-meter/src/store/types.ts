@@ -192,6 +192,12 @@ export interface QuotaStore {
    * day asked, atomically, in one round trip. Counts nothing in the windows.
    */
   readUsage(query: UsageQuery): Promise<UsageOutcome>;
+  /** An account's counts in the current windows, as Authorize counts them (the X-Quota-* numbers). */
+  readWindows(
+    accountId: string,
+    windows: Windows,
+    nowMs: number,
+  ): Promise<{ dayUsed: number; monthUsed: number }>;
 
   close(): Promise<void>;
 }

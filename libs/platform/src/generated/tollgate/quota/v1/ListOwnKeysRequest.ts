@@ -1,0 +1,10 @@
+// Original file: ../../proto/tollgate/quota/v1/quota_meter.proto
+
+
+export interface ListOwnKeysRequest {
+  'accountId'?: (string);
+}
+
+export interface ListOwnKeysRequest__Output {
+  'accountId': (string);
+}

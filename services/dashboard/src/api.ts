@@ -1,0 +1,260 @@
+// The JSON API: one route per operation of the catalog's ACCOUNT_API (the description the
+// gateway's /openapi.json is built from), validated with its zod schemas. Sessions, CSRF and
+// error shapes are handled here once; the handlers speak plain objects.
+import {
+  ACCOUNT_API,
+  ACCOUNT_ERRORS,
+  type AccountApi,
+  type AccountErrorCode,
+  type AccountOperation,
+  CSRF_HEADER,
+  SESSION_COOKIE,
+} from "@tollgate/catalog";
+import { CallError, grpc, type Logger } from "@tollgate/platform";
+import type { ApiKey__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ApiKey";
+import type { Quota__Output } from "@tollgate/platform/generated/tollgate/quota/v1/Quota";
+import express, { type Request, type Response } from "express";
+import type { Hex } from "viem";
+import type { z } from "zod";
+import type { AccountClient } from "./quota-meter.ts";
+import { csrfMatches, type Session, type Sessions } from "./sessions.ts";
+import type { Siwe } from "./siwe.ts";
+
+export class ApiError extends Error {
+  readonly code: AccountErrorCode;
+  readonly parameter: string | undefined;
+  constructor(code: AccountErrorCode, message: string, parameter?: string) {
+    super(message);
+    this.code = code;
+    this.parameter = parameter;
+  }
+}
+
+export interface ApiDeps {
+  quota: AccountClient;
+  siwe: Siwe;
+  sessions: Sessions;
+  logger: Logger;
+  origin: string;
+  signUpOpen: boolean;
+  /** Secure cookies everywhere but loopback http (the local run). */
+  secureCookie: boolean;
+  sessionTtlMs: number;
+}
+
+interface Call<Op extends AccountOperation> {
+  params: Op["params"] extends z.ZodObject ? z.infer<Op["params"]> : Record<string, never>;
+  body: Op["body"] extends z.ZodObject ? z.infer<Op["body"]> : Record<string, never>;
+  /** Set on every operation with `session: true`. */
+  session: Session;
+  sessionId: string;
+  res: Response;
+}
+
+type Handlers = {
+  [K in keyof AccountApi]: (call: Call<AccountApi[K]>) => Promise<z.input<AccountApi[K]["data"]>>;
+};
+
+const nullIfEmpty = (s: string) => (s === "" ? null : s);
+
+function apiKey(k: ApiKey__Output | null) {
+  if (!k) throw new ApiError("service_unavailable", "quota-meter answered without a key");
+  return {
+    id: k.id,
+    prefix: k.prefix,
+    created_at: k.createdAt,
+    last_used_at: nullIfEmpty(k.lastUsedAt),
+    revoked_at: nullIfEmpty(k.revokedAt),
+  };
+}
+
+function window(quota: Quota__Output | null, kind: "day" | "month", id: string) {
+  const q = quota as Record<string, unknown> | null;
+  const capped = q?.[`_${kind}Limit`] === `${kind}Limit`;
+  return {
+    window: id,
+    used: capped ? Number(q?.[`${kind}Used`] ?? 0) : null,
+    limit: capped ? Number(q?.[`${kind}Limit`]) : null,
+  };
+}
+
+/** quota-meter's refusals as the API's errors; anything else is a 503 (never a 500). */
+function fromCall(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof CallError) {
+    const f = err.failure;
+    if (f.code === "not_found" || f.grpcCode === grpc.status.NOT_FOUND)
+      return new ApiError("not_found", f.message);
+    if (f.code === "key_revoked") return new ApiError("key_revoked", f.message);
+    if (f.code === "invalid_argument") return new ApiError("invalid_parameter", f.message);
+  }
+  return new ApiError("service_unavailable", "the account service is unavailable; retry with backoff");
+}
+
+export function readCookie(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+export function sendApiError(res: Response, err: ApiError): void {
+  res.status(ACCOUNT_ERRORS[err.code].status).json({
+    error: { code: err.code, message: err.message, ...(err.parameter ? { parameter: err.parameter } : {}) },
+  });
+}
+
+function firstIssue(error: z.ZodError, where: string): ApiError {
+  const issue = error.issues[0];
+  const parameter = issue?.path.length ? String(issue.path[0]) : where;
+  return new ApiError("invalid_parameter", `${parameter}: ${issue?.message ?? "invalid"}`, parameter);
+}
+
+export function accountRouter(deps: ApiDeps): express.Router {
+  const { quota, sessions } = deps;
+  const cookie = (id: string, maxAgeMs: number) =>
+    `${SESSION_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${Math.floor(maxAgeMs / 1000)}${deps.secureCookie ? "; Secure" : ""}`;
+
+  const sessionView = (s: Session) => ({
+    account: {
+      id: s.accountId,
+      address: s.address,
+      status: s.status as never,
+      created_at: s.accountCreatedAt,
+    },
+    csrf_token: s.csrf,
+    expires_at: s.expiresAt,
+    sign_up_open: deps.signUpOpen,
+  });
+
+  const handlers: Handlers = {
+    async nonce({ body }) {
+      const issued = await deps.siwe.issue(body.address);
+      return { message: issued.message, nonce: issued.nonce, expires_at: issued.expiresAt };
+    },
+    async signIn({ body, res }) {
+      const outcome = await deps.siwe.verify(body.message, body.signature as Hex);
+      if (!outcome.ok) throw new ApiError("siwe_refused", `sign-in refused: ${outcome.reason}`);
+      const resolved = await quota.resolve(outcome.address, deps.signUpOpen).catch((err: unknown) => {
+        const e = fromCall(err);
+        throw e.code === "not_found"
+          ? new ApiError("sign_up_closed", "sign-up is closed: this address has no account")
+          : e;
+      });
+      const account = resolved.account;
+      if (!account) throw new ApiError("service_unavailable", "quota-meter answered without an account");
+      const { id, session } = await sessions.start({
+        accountId: account.id,
+        address: resolved.address,
+        status: account.status,
+        accountCreatedAt: account.createdAt,
+      });
+      res.setHeader("Set-Cookie", cookie(id, deps.sessionTtlMs));
+      deps.logger.info({ accountId: account.id, created: resolved.created }, "signed in");
+      return { ...sessionView(session), created: resolved.created };
+    },
+    async session({ session }) {
+      return sessionView(session);
+    },
+    async signOut({ sessionId, session, res }) {
+      await sessions.end(sessionId);
+      res.setHeader("Set-Cookie", cookie("", 0));
+      deps.logger.info({ accountId: session.accountId }, "signed out");
+      return { signed_out: true as const };
+    },
+    async listKeys({ session }) {
+      const { keys } = await quota.listKeys(session.accountId);
+      return { keys: keys.map(apiKey).reverse() };
+    },
+    async createKey({ session }) {
+      const created = await quota.createKey(session.accountId);
+      return { key: apiKey(created.key), secret: created.secret };
+    },
+    async revokeKey({ session, params }) {
+      const { key } = await quota.revokeKey(session.accountId, params.key_id);
+      return { key: apiKey(key) };
+    },
+    async replaceKey({ session, params }) {
+      const r = await quota.replaceKey(session.accountId, params.key_id);
+      return { key: apiKey(r.key), secret: r.secret, revoked: apiKey(r.revoked) };
+    },
+    async usage({ session }) {
+      const u = await quota.usage(session.accountId, 30);
+      const a = u.account;
+      if (!a) throw new ApiError("service_unavailable", "quota-meter answered without an account");
+      return {
+        account: {
+          id: a.id,
+          address: session.address,
+          status: a.status as never,
+          created_at: a.createdAt,
+        },
+        plan: {
+          daily_limit: a.dailyLimit,
+          monthly_limit: a.monthlyLimit,
+          burst_per_second: u.burstPerSecond,
+        },
+        today: window(u.quota, "day", u.dayWindow),
+        month: window(u.quota, "month", u.monthWindow),
+        days: u.days.map((d) => ({ day: d.day, calls: d.requests, errors: d.errors })),
+      };
+    },
+  };
+
+  const router = express.Router({ caseSensitive: true, strict: true });
+  for (const [name, op] of Object.entries(ACCOUNT_API) as [keyof AccountApi, AccountOperation][]) {
+    const route = op.path.replace(/\{(\w+)\}/g, ":$1");
+    const handler = handlers[name] as (call: Call<AccountOperation>) => Promise<unknown>;
+    router[op.method === "GET" ? "get" : "post"](route, async (req, res) => {
+      res.locals.endpoint = op.path;
+      try {
+        if (op.method === "POST") {
+          // A browser always names the page's origin on a POST; a foreign one is a cross-site request.
+          const origin = req.headers.origin;
+          if ((origin && origin !== deps.origin) || req.headers["sec-fetch-site"] === "cross-site") {
+            throw new ApiError("csrf_refused", "this call is only accepted from the dashboard's own pages");
+          }
+        }
+        let session: Session | undefined;
+        let sessionId = "";
+        if (op.session) {
+          sessionId = readCookie(req, SESSION_COOKIE) ?? "";
+          session = await sessions.read(sessionId).catch(() => {
+            throw new ApiError("service_unavailable", "sessions are unavailable; retry with backoff");
+          });
+          if (!session) throw new ApiError("not_signed_in", "sign in first (no session, or it has ended)");
+          res.locals.principal = session.accountId;
+          if (op.method === "POST" && !csrfMatches(session, req.get(CSRF_HEADER))) {
+            throw new ApiError("csrf_refused", `send the session's CSRF token in the ${CSRF_HEADER} header`);
+          }
+        }
+        const params = op.params ? op.params.safeParse(req.params) : { success: true as const, data: {} };
+        if (!params.success) throw firstIssue(params.error, "path");
+        const body = op.body ? op.body.safeParse(req.body ?? {}) : { success: true as const, data: {} };
+        if (!body.success) throw firstIssue(body.error, "body");
+        const data = await handler({
+          params: params.data as never,
+          body: body.data as never,
+          session: session as Session,
+          sessionId,
+          res,
+        });
+        res.setHeader("Cache-Control", "no-store");
+        res.json({ data });
+      } catch (err) {
+        const e = fromCall(err);
+        if (e.code === "service_unavailable") {
+          deps.logger.warn(
+            { endpoint: op.path, err: err instanceof Error ? err.message : String(err) },
+            "call failed",
+          );
+        }
+        sendApiError(res, e);
+      }
+    });
+  }
+  return router;
+}

@@ -1,0 +1,85 @@
+import {
+  bindHost,
+  ConfigError,
+  envBool,
+  envInt,
+  envString,
+  readMeshToken,
+  readSecret,
+} from "@tollgate/platform";
+
+export const SERVICE = "dashboard";
+
+/** The dashboard's configuration, read once at start (main.ts) and passed in. */
+export interface DashboardConfig {
+  host: string;
+  /** HTTP port of the pages and the JSON API (0 = any free port). */
+  port: number;
+  metricsPort: number;
+  /**
+   * The origin users reach the dashboard at (scheme, host, port; no path). Sign-in messages are
+   * bound to its host and URI, and state-changing calls from any other Origin are refused. Unset:
+   * http://127.0.0.1:<bound port> (the local run).
+   */
+  publicUrl: string | undefined;
+  quotaMeterAddr: string;
+  /** The dashboard's mesh token (quota-meter accepts it by its digest, for AccountService only). */
+  meshToken: string;
+  redisUrl: string;
+  /** Prefix of every Redis key written (nonces, sessions). */
+  redisPrefix: string;
+  /** Use an in-memory store when Redis is unreachable at start (single replica; `pnpm start`). */
+  redisStandIn: boolean;
+  redisConnectTimeoutMs: number;
+  /** Whether a first sign-in creates an account (the operator's switch). */
+  signUpOpen: boolean;
+  /** The EIP-155 chain sign-in messages name, where contract-wallet signatures are checked. */
+  chainId: number;
+  /** A node of that chain, for EIP-1271 / ERC-6492 signatures; unset: wallet keys (EOA) only. */
+  chainRpcUrl: string | undefined;
+  /** How long a sign-in message (and its nonce) is valid. */
+  nonceTtlMs: number;
+  /** How long a session lasts (absolute: no sliding renewal). */
+  sessionTtlMs: number;
+  grpcDeadlineMs: number;
+}
+
+function publicUrl(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const url = URL.parse(value);
+  if (!url || !["http:", "https:"].includes(url.protocol) || url.pathname !== "/" || url.search || url.hash) {
+    throw new ConfigError(`DASHBOARD_PUBLIC_URL must be an http(s) origin without a path, got "${value}"`);
+  }
+  return url.origin;
+}
+
+function signUp(): boolean {
+  const value = envString("SIGN_UP", "open").toLowerCase();
+  if (value !== "open" && value !== "closed") {
+    throw new ConfigError(`SIGN_UP must be "open" or "closed", got "${value}"`);
+  }
+  return value === "open";
+}
+
+export function loadConfig(): DashboardConfig {
+  const chainId = envInt("SIWE_CHAIN_ID", 1);
+  if (chainId < 1) throw new ConfigError("SIWE_CHAIN_ID must be a positive chain id");
+  return {
+    host: bindHost(),
+    port: envInt("PORT", 8090),
+    metricsPort: envInt("METRICS_PORT", 9465),
+    publicUrl: publicUrl(process.env.DASHBOARD_PUBLIC_URL),
+    quotaMeterAddr: envString("QUOTA_METER_ADDR", "127.0.0.1:50051"),
+    meshToken: readMeshToken(),
+    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
+    redisPrefix: envString("DASHBOARD_REDIS_PREFIX", "tg:dash:"),
+    redisStandIn: envBool("REDIS_STANDIN", false),
+    redisConnectTimeoutMs: envInt("REDIS_CONNECT_TIMEOUT_MS", 1_500),
+    signUpOpen: signUp(),
+    chainId,
+    chainRpcUrl: readSecret("SIWE_RPC_URL"),
+    nonceTtlMs: envInt("SIWE_NONCE_TTL_SECONDS", 300) * 1000,
+    sessionTtlMs: envInt("SESSION_TTL_HOURS", 12) * 3_600_000,
+    grpcDeadlineMs: envInt("QUOTA_METER_DEADLINE_MS", 3_000),
+  };
+}

@@ -1,0 +1,2 @@
+export { type DashboardConfig, loadConfig } from "./config.ts";
+export { type DashboardHandle, startDashboard } from "./server.ts";

@@ -1,0 +1,21 @@
+import { contracts, createClient, type MeshClientOptions } from "@tollgate/platform";
+
+/** The dashboard's view of quota-meter: AccountService, the user-scoped operations, nothing else. */
+export function createAccountClient(address: string, mesh: MeshClientOptions, deadlineMs: number) {
+  const client = createClient(contracts.quotaMeter().AccountService, address, {
+    service: "quota-meter",
+    ...mesh,
+    defaultDeadlineMs: deadlineMs,
+  });
+  return {
+    resolve: (address: string, create: boolean) => client.call("ResolveWalletAccount", { address, create }),
+    listKeys: (accountId: string) => client.call("ListOwnKeys", { accountId }),
+    createKey: (accountId: string) => client.call("CreateOwnKey", { accountId }),
+    revokeKey: (accountId: string, keyId: string) => client.call("RevokeOwnKey", { accountId, keyId }),
+    replaceKey: (accountId: string, keyId: string) => client.call("ReplaceOwnKey", { accountId, keyId }),
+    usage: (accountId: string, days: number) => client.call("GetOwnUsage", { accountId, days }),
+    close: () => client.close(),
+  };
+}
+
+export type AccountClient = ReturnType<typeof createAccountClient>;

@@ -1,0 +1,129 @@
+// AccountService: what a signed-in user may do to their own account (the dashboard calls it with
+// its mesh token, after verifying the user's wallet signature). Every key operation is scoped by
+// the account: records.revokeKey matches (account, key), so another account's key is NOT_FOUND.
+// biome-ignore-all lint/suspicious/noExplicitAny: gRPC call objects are untyped at this boundary
+import { grpc, type UnaryHandler } from "@tollgate/platform";
+import type { GetOwnUsageRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/GetOwnUsageRequest";
+import type { GetOwnUsageResponse } from "@tollgate/platform/generated/tollgate/quota/v1/GetOwnUsageResponse";
+import type { ListOwnKeysRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ListOwnKeysRequest";
+import type { ReplaceOwnKeyRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ReplaceOwnKeyRequest";
+import type { ResolveWalletAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ResolveWalletAccountRequest";
+import type { RevokeOwnKeyRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/RevokeOwnKeyRequest";
+import { createKeyOps, fail, type KeyOpsDeps, requireId, toAccount, toApiKey } from "./key-ops.ts";
+import { newAccountId } from "./keys.ts";
+import { quotaOf } from "./meter.ts";
+import type { AccountRecord } from "./store/types.ts";
+import { recentDays, windowsAt } from "./windows.ts";
+
+export interface AccountDeps extends KeyOpsDeps {
+  /** The plan of accounts made at a first sign-in. */
+  defaults: { dailyLimit: number; monthlyLimit: number };
+  /** The burst guard of accounts without their own rate (what Authorize applies). */
+  defaultBurst: number;
+}
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const DEFAULT_DAYS = 30;
+const MAX_DAYS = 366;
+
+export function createAccountHandlers(deps: AccountDeps): Record<string, UnaryHandler<any, any>> {
+  const { records, store } = deps;
+  const ops = createKeyOps(deps);
+
+  /** The account, which must exist and be one the caller names (no listing, no guessing help). */
+  const own = (accountId: string) => ops.mustGetAccount(accountId);
+
+  const handlers = {
+    async ResolveWalletAccount(req: ResolveWalletAccountRequest__Output) {
+      if (!ADDRESS.test(req.address)) {
+        fail(grpc.status.INVALID_ARGUMENT, "invalid_argument", "address: expected 0x and 40 hex digits");
+      }
+      const address = req.address.toLowerCase();
+      const fresh: AccountRecord | undefined = req.create
+        ? {
+            id: newAccountId(),
+            name: `wallet ${address}`,
+            status: "active",
+            dailyLimit: deps.defaults.dailyLimit,
+            monthlyLimit: deps.defaults.monthlyLimit,
+            burstPerSecond: 0,
+            createdAt: ops.nowIso(),
+          }
+        : undefined;
+      const found = await records.walletAccount(address, fresh, (a) => store.createAccount(a));
+      if (!found) fail(grpc.status.NOT_FOUND, "not_found", "no account is bound to this address");
+      if (found.created) deps.logger.info({ accountId: found.account.id }, "account created at sign-in");
+      return { account: toAccount(found.account), created: found.created, address };
+    },
+
+    async ListOwnKeys(req: ListOwnKeysRequest__Output) {
+      const account = await own(req.accountId);
+      return { keys: (await records.listKeys(account.id)).map(toApiKey) };
+    },
+
+    async CreateOwnKey(req: ListOwnKeysRequest__Output) {
+      const { key, secret } = await ops.createKey(await own(req.accountId));
+      return { key: toApiKey(key), secret };
+    },
+
+    async RevokeOwnKey(req: RevokeOwnKeyRequest__Output) {
+      return { key: toApiKey(await ops.revokeKey(req.accountId, req.keyId)) };
+    },
+
+    async ReplaceOwnKey(req: ReplaceOwnKeyRequest__Output) {
+      const account = await own(req.accountId);
+      const keyId = requireId(req.keyId, "key_id");
+      // Refuse before creating anything when the key is not this account's or already revoked.
+      const old = (await records.listKeys(account.id)).find((k) => k.id === keyId);
+      if (!old) fail(grpc.status.NOT_FOUND, "not_found", `no key ${keyId} on account ${account.id}`);
+      if (old.revokedAt)
+        fail(grpc.status.FAILED_PRECONDITION, "key_revoked", `key ${keyId} is already revoked`);
+      // The new key first: a failure between the two leaves the user with a working key.
+      const { key, secret } = await ops.createKey(account);
+      const revoked = await ops.revokeKey(account.id, keyId);
+      return { key: toApiKey(key), secret, revoked: toApiKey(revoked) };
+    },
+
+    async GetOwnUsage(req: GetOwnUsageRequest__Output): Promise<GetOwnUsageResponse> {
+      const account = await own(req.accountId);
+      const count = req.days > 0 ? Math.min(req.days, MAX_DAYS) : DEFAULT_DAYS;
+      const nowMs = deps.now();
+      const windows = windowsAt(nowMs);
+      const days = recentDays(nowMs, count);
+      const [counts, totals] = await Promise.all([
+        // The windows as Authorize counts them; unknown while the store is away (no quota, spec 8.3).
+        store.readWindows(account.id, windows, nowMs).catch(() => undefined),
+        records.accountUsage(account.id, days[0] ?? windows.day),
+      ]);
+      const byDay = new Map(totals.map((t) => [t.day, t]));
+      return {
+        account: toAccount(account),
+        ...(counts
+          ? {
+              quota: quotaOf({
+                dayLimit: account.dailyLimit,
+                monthLimit: account.monthlyLimit,
+                dayUsed: counts.dayUsed,
+                monthUsed: counts.monthUsed,
+              }),
+            }
+          : {}),
+        dayWindow: windows.day,
+        monthWindow: windows.month,
+        days: days.map((day) => ({
+          day,
+          requests: byDay.get(day)?.requests ?? 0,
+          errors: byDay.get(day)?.errors ?? 0,
+        })),
+        burstPerSecond: account.burstPerSecond || deps.defaultBurst,
+      };
+    },
+  };
+
+  return Object.fromEntries(
+    Object.entries(handlers).map(([method, handler]) => [
+      method,
+      (req: any) => ops.guarded(() => (handler as (r: any) => Promise<unknown>)(req)),
+    ]),
+  );
+}
