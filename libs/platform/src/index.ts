@@ -6,3 +6,4 @@ export * from "./metrics.ts";
 export * from "./operator.ts";
 export * from "./redact.ts";
 export * from "./secrets.ts";
+export * from "./service.ts";

@@ -1,4 +1,4 @@
-import { bindHost, envBool, envInt, envString, readMeshToken } from "@tollgate/platform";
+import { bindHost, ConfigError, envBool, envInt, envString, readMeshToken } from "@tollgate/platform";
 
 export interface GatewayConfig {
   host: string;
@@ -63,7 +63,7 @@ function publicBaseUrl(value: string | undefined): string | undefined {
   if (!value) return undefined;
   const url = URL.parse(value);
   if (!url || !["http:", "https:"].includes(url.protocol) || url.search || url.hash) {
-    throw new Error(`PUBLIC_BASE_URL must be an http(s) URL without query or fragment, got "${value}"`);
+    throw new ConfigError(`PUBLIC_BASE_URL must be an http(s) URL without query or fragment, got "${value}"`);
   }
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
 }
@@ -78,7 +78,7 @@ function trustProxyFromEnv(): number | string[] {
     .filter(Boolean);
   for (const entry of list) {
     if (!/^[0-9a-fA-F.:]+(\/[0-9]{1,3})?$/.test(entry)) {
-      throw new Error(`TRUST_PROXY must be a hop count or a list of addresses/CIDRs, got "${entry}"`);
+      throw new ConfigError(`TRUST_PROXY must be a hop count or a list of addresses/CIDRs, got "${entry}"`);
     }
   }
   return list;

@@ -137,6 +137,8 @@ export interface PaymentVerifierConfig {
   redisStandin: boolean;
   /** How long a verified payment stays reserved waiting for Settle or Release. */
   reservationTtlSeconds: number;
+  /** Isolates the settlement event subjects and streams on a shared NATS server (tests); empty in production. */
+  eventsNamespace?: string;
   /** Where settlement events wait (on disk) until JetStream acknowledged them: OUTBOX_DIR/payment-verifier. */
   outboxDir: string;
   /** Payment attempts per client address and per payer (0 turns a limit off), and the refusal memory. */
@@ -438,6 +440,7 @@ export function loadConfig(): PaymentVerifierConfig {
     redisPrefix: envString("PAYMENT_REDIS_PREFIX", "tollgate:payment:"),
     redisStandin: envBool("REDIS_STANDIN", false),
     reservationTtlSeconds: envInt("PAYMENT_RESERVATION_TTL_SECONDS", 120),
+    eventsNamespace: envString("EVENTS_NAMESPACE", ""),
     outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), "payment-verifier"),
     limits: {
       perClient: limitFromEnv("CLIENT", 50, 100),

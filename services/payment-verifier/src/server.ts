@@ -53,6 +53,8 @@ export interface PaymentVerifierHandle {
   reservationStore: ReservationStore["kind"];
   /** Settlement events not yet acknowledged by JetStream. */
   pendingEvents(): number;
+  /** Health checks go NOT_SERVING; calls are still served. */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -153,7 +155,7 @@ export async function startPaymentVerifier(
       outboxDir: config.outboxDir,
       logger,
       registry,
-      ...(deps.eventsNamespace ? { namespace: deps.eventsNamespace } : {}),
+      namespace: deps.eventsNamespace ?? config.eventsNamespace ?? "",
     });
   const payments = new Payments({
     schemes,
@@ -187,6 +189,7 @@ export async function startPaymentVerifier(
   return {
     grpcPort: grpcServer.port,
     metricsPort: metricsServer.port,
+    drain: () => grpcServer.drain(),
     registry,
     reservationStore: reservations.kind,
     pendingEvents: () => events.pending?.() ?? 0,

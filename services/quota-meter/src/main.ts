@@ -1,28 +1,14 @@
-import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
+import { runService } from "@tollgate/platform";
 import { loadConfig, SERVICE } from "./config.ts";
 import { startQuotaMeter } from "./server.ts";
 
-const logger = createLogger(SERVICE);
-scrubConsole();
-const config = configOrExit(logger, loadConfig);
-const service = await startQuotaMeter(config, { logger });
-logger.info(
-  { grpcPort: service.grpcPort, metricsPort: service.metricsPort, store: service.storeKind },
-  "ready",
-);
-
-let stopping = false;
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    service.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
-  });
-}
+await runService({
+  name: SERVICE,
+  loadConfig,
+  start: (config, logger) => startQuotaMeter(config, { logger }),
+  ready: (service) => ({
+    grpcPort: service.grpcPort,
+    metricsPort: service.metricsPort,
+    store: service.storeKind,
+  }),
+});

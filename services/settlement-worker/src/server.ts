@@ -33,6 +33,8 @@ export interface SettlementWorkerHandle {
   ready: Promise<void>;
   /** The MPP session settlement loop, when configured. */
   sessions: SessionsHandle | undefined;
+  /** Health checks go NOT_SERVING; calls are still served. */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -124,6 +126,7 @@ export async function startSettlementWorker(
   return {
     grpcPort: grpcServer.port,
     metricsPort: metricsServer.port,
+    drain: () => grpcServer.drain(),
     ready: migrations.ready,
     sessions,
     stop: () => {
