@@ -2,9 +2,10 @@
 // lock in Redis, which keeps the next nonce. Two replicas sending at once must never use one nonce
 // twice or skip one, and after a send that failed (the node may or may not have taken it) the next
 // sender asks the node again.
+
+import type { Redis } from "@tollgate/platform";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Redis } from "../../services/payment-verifier/src/adapters/redis.ts";
 import {
   localSignerLock,
   redisSignerLock,

@@ -3,9 +3,9 @@
 // for MPP (replay claims, session channels) must behave the same,
 // or the embedded default would not show what production does.
 import { randomBytes } from "node:crypto";
+import type { Redis } from "@tollgate/platform";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Redis } from "../../services/payment-verifier/src/adapters/redis.ts";
 import {
   type AttemptLimiter,
   MemoryAttemptLimiter,

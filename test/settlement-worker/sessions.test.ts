@@ -3,9 +3,9 @@
 // settlement records. The loop itself settles real channels in test/e2e/mpp-own-mesh.test.ts.
 import { randomBytes } from "node:crypto";
 import { parseEvent, SETTLEMENT_V2 } from "@tollgate/events";
+import type { Redis } from "@tollgate/platform";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Redis } from "../../services/payment-verifier/src/adapters/redis.ts";
 import { redisLease } from "../../services/settlement-worker/src/adapters/lease.ts";
 import {
   channelSettledEvent,

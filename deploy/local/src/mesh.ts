@@ -127,8 +127,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     ...(opts.namespace
       ? {
           EVENTS_NAMESPACE: opts.namespace,
-          REDIS_PREFIX: `${opts.namespace}:qm:`,
-          PAYMENT_REDIS_PREFIX: `${opts.namespace}:pay:`,
+          REDIS_PREFIX: `${opts.namespace}:`,
         }
       : {}),
     ...opts.env,

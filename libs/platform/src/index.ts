@@ -5,5 +5,6 @@ export * from "./mesh-auth.ts";
 export * from "./metrics.ts";
 export * from "./operator.ts";
 export * from "./redact.ts";
+export * from "./redis.ts";
 export * from "./secrets.ts";
 export * from "./service.ts";

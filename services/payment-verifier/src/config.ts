@@ -5,11 +5,11 @@ import { priceAtomic } from "@tollgate/catalog";
 import {
   bindHost,
   ConfigError,
-  envBool,
   envInt,
   envString,
   type MeshCallers,
   readMeshCallers,
+  readRedisSettings,
   readSecret,
 } from "@tollgate/platform";
 import { bytesToHex, getAddress, isAddress, isHex } from "viem";
@@ -127,14 +127,14 @@ export interface PaymentVerifierConfig {
   metricsPort: number;
   redisUrl: string;
   natsUrl: string;
-  /** Prefix of every Redis key this service writes (tests use their own). */
+  /** Prefix of every Redis key this service writes: `<REDIS_PREFIX>payment:` (tests use their own). */
   redisPrefix: string;
   /**
    * Redis unreachable at startup: false (the default; several replicas) waits for Redis, so
    * no replica ever serves payments without the shared replay guard; true (the embedded
    * default, one node) uses the in-memory single-node store.
    */
-  redisStandin: boolean;
+  redisStandIn: boolean;
   /** How long a verified payment stays reserved waiting for Settle or Release. */
   reservationTtlSeconds: number;
   /** Isolates the settlement event subjects and streams on a shared NATS server (tests); empty in production. */
@@ -417,7 +417,13 @@ function refusePublicDevAccounts(payTo: Address, facilitator: FacilitatorConfig)
   }
 }
 
+/** Where payment-verifier's keys live in Redis (the settlement worker reads its MPP state there too). */
+export function paymentRedisPrefix(deploymentPrefix: string): string {
+  return `${deploymentPrefix}payment:`;
+}
+
 export function loadConfig(): PaymentVerifierConfig {
+  const redis = readRedisSettings();
   // No default: a default receiver would be someone else's address (or a public test account).
   const payToValue = envString("X402_PAY_TO", "");
   if (!payToValue) {
@@ -435,10 +441,10 @@ export function loadConfig(): PaymentVerifierConfig {
     host: bindHost(),
     grpcPort: envInt("GRPC_PORT", 50052),
     metricsPort: envInt("METRICS_PORT", 9462),
-    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
+    redisUrl: redis.url,
     natsUrl: readSecret("NATS_URL") ?? "nats://127.0.0.1:4222",
-    redisPrefix: envString("PAYMENT_REDIS_PREFIX", "tollgate:payment:"),
-    redisStandin: envBool("REDIS_STANDIN", false),
+    redisPrefix: paymentRedisPrefix(redis.prefix),
+    redisStandIn: redis.standIn,
     reservationTtlSeconds: envInt("PAYMENT_RESERVATION_TTL_SECONDS", 120),
     eventsNamespace: envString("EVENTS_NAMESPACE", ""),
     outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), "payment-verifier"),

@@ -4,11 +4,11 @@ import { readDatabaseUrl } from "@tollgate/db";
 import {
   bindHost,
   ConfigError,
-  envBool,
   envInt,
   envString,
   type MeshCallers,
   readMeshCallers,
+  readRedisSettings,
   readSecret,
 } from "@tollgate/platform";
 
@@ -20,7 +20,7 @@ export interface QuotaMeterConfig {
   metricsPort: number;
 
   redisUrl: string;
-  /** Prefix of every Redis key this service writes (isolates tests and tenants). */
+  /** Prefix of every Redis key this service writes: `<REDIS_PREFIX>quota:` (isolates tests and tenants). */
   redisPrefix: string;
   /** Hot-path budget for the one Authorize round trip; past it the call fails open. */
   redisBudgetMs: number;
@@ -97,17 +97,18 @@ function pepper(): string {
 export const SERVICE = "quota-meter";
 
 export function loadConfig(): QuotaMeterConfig {
+  const redis = readRedisSettings();
   return {
     host: bindHost(),
     grpcPort: envInt("GRPC_PORT", 50051),
     metricsPort: envInt("METRICS_PORT", 9461),
-    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
-    redisPrefix: envString("REDIS_PREFIX", "tg:qm:"),
+    redisUrl: redis.url,
+    redisPrefix: `${redis.prefix}quota:`,
     redisBudgetMs: envInt("REDIS_BUDGET_MS", 50),
     redisMaxWaitMs: envInt("REDIS_MAX_WAIT_MS", 500),
     failOpenCooldownMs: envInt("FAIL_OPEN_COOLDOWN_MS", 1_000),
     redisConnectTimeoutMs: envInt("REDIS_CONNECT_TIMEOUT_MS", 1_500),
-    redisStandIn: envBool("REDIS_STANDIN", false),
+    redisStandIn: redis.standIn,
     keySnapshotRefreshMs: envInt("KEY_SNAPSHOT_REFRESH_MS", 30_000),
     databaseUrl: readDatabaseUrl(),
     databasePoolSize: envInt("DATABASE_POOL_SIZE", 5),

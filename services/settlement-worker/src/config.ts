@@ -1,8 +1,8 @@
 // The settlement worker's configuration, read once from the environment.
 import { resolve } from "node:path";
 import { readDatabaseUrl } from "@tollgate/db";
-import { type MppChainConfig, mppChainFromEnv } from "@tollgate/payment-verifier/config";
-import { bindHost, ConfigError, envInt, envString, readSecret } from "@tollgate/platform";
+import { type MppChainConfig, mppChainFromEnv, paymentRedisPrefix } from "@tollgate/payment-verifier/config";
+import { bindHost, ConfigError, envInt, envString, readRedisSettings, readSecret } from "@tollgate/platform";
 import { type Address, getAddress, isAddress } from "viem";
 
 export const SERVICE = "settlement-worker";
@@ -38,13 +38,13 @@ export interface SettlementWorkerConfig {
 
 /**
  * MPP session channels: settled on a schedule by ONE worker replica (a Redis lease), from the state
- * payment-verifier keeps in Redis (the same REDIS_URL and PAYMENT_REDIS_PREFIX), with the key that
+ * payment-verifier keeps in Redis (the same REDIS_URL and REDIS_PREFIX), with the key that
  * operates the channels (payment-verifier's MPP_SERVER_PRIVATE_KEY).
  */
 export interface SessionSettlementConfig extends MppChainConfig {
   serverKey: `0x${string}`;
   redisUrl: string;
-  /** payment-verifier's PAYMENT_REDIS_PREFIX: its MPP state is under `<prefix>mpp:`. */
+  /** payment-verifier's key prefix (`<REDIS_PREFIX>payment:`): its MPP state is under `<prefix>mpp:`. */
   redisPrefix: string;
   /** How long one replica holds the settling lease without renewing it. */
   leaseMs: number;
@@ -55,12 +55,13 @@ export interface SessionSettlementConfig extends MppChainConfig {
 function sessions(): SessionSettlementConfig | undefined {
   if (!process.env.MPP_SERVER_PRIVATE_KEY && !process.env.MPP_SERVER_PRIVATE_KEY_FILE) return undefined;
   const chain = mppChainFromEnv(true);
+  const redis = readRedisSettings();
   if (!chain.serverKey) throw new ConfigError("MPP_SERVER_PRIVATE_KEY is not set");
   return {
     ...chain,
     serverKey: chain.serverKey,
-    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
-    redisPrefix: envString("PAYMENT_REDIS_PREFIX", "tollgate:payment:"),
+    redisUrl: redis.url,
+    redisPrefix: paymentRedisPrefix(redis.prefix),
     leaseMs: Math.max(chain.settle.tickMs * 3, 30_000),
     outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), SERVICE),
   };

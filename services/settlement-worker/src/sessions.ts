@@ -1,12 +1,11 @@
 // Wiring of the MPP session settlement loop (adapters/session-channels.ts): payment-verifier's
-// Redis state (same REDIS_URL and PAYMENT_REDIS_PREFIX), the Tempo chain with the channels'
+// Redis state (same REDIS_URL and REDIS_PREFIX), the Tempo chain with the channels'
 // operator key, a lease so one replica settles, and the channel_settled events' outbox. Redis is
 // retried in the background until it answers: channels wait in it, nothing is lost meanwhile.
 import { createEventPublisher, SETTLEMENT_V2 } from "@tollgate/events";
-import { connectRedis, type Redis } from "@tollgate/payment-verifier/adapters/redis";
 import { tempoClient } from "@tollgate/payment-verifier/adapters/tempo";
 import { redisMppxState } from "@tollgate/payment-verifier/stores/mppx-store";
-import type { Logger, Registry } from "@tollgate/platform";
+import { connectRedis, type Logger, type Redis, type Registry } from "@tollgate/platform";
 import { privateKeyToAccount } from "viem/accounts";
 import { redisLease } from "./adapters/lease.ts";
 import { type SessionSettlement, startSessionSettlement } from "./adapters/session-channels.ts";
@@ -48,7 +47,7 @@ export function startSessions(
   let warned = false;
   let retry: NodeJS.Timeout | undefined;
   const connect = async () => {
-    redis = await connectRedis(config.redisUrl, deps.logger);
+    redis = await connectRedis({ url: config.redisUrl, logger: deps.logger, unreachable: "give-up" });
     if (stopped) return redis?.destroy();
     if (!redis) {
       if (!warned) deps.logger.warn("Redis is unreachable: MPP session channels are settled once it answers");

@@ -4,9 +4,9 @@
 // lock in Redis, and the lock keeps the key's next nonce. Without Redis (the single-node stand-in)
 // the process's own queue is the only sender, and the node's pending count is the nonce.
 import { randomUUID } from "node:crypto";
+import type { Redis } from "@tollgate/platform";
 import type { Hex } from "viem";
 import { FacilitatorUnavailableError } from "../core/types.ts";
-import type { Redis } from "./redis.ts";
 
 export interface SignerLock {
   /**

@@ -1,7 +1,7 @@
 // A lease in Redis: at most one holder at a time, for `ttlMs` after its last renewal. The holder
 // renews it on every tick; a holder that dies lets it lapse, and another replica takes over.
 import { randomUUID } from "node:crypto";
-import type { Redis } from "@tollgate/payment-verifier/adapters/redis";
+import type { Redis } from "@tollgate/platform";
 
 // KEYS[1] the lease; ARGV[1] our token, ARGV[2] its time to live (ms). Renew ours, or take a free one.
 const HOLD = `
