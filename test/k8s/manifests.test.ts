@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { Deployment, type IDeployment } from "kubernetes-models/apps/v1/Deployment";
+import { type IStatefulSet, StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
@@ -155,6 +156,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   "v1/Secret": Secret,
   "v1/Service": Service,
   "apps/v1/Deployment": Deployment,
+  "apps/v1/StatefulSet": StatefulSet,
   "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
   "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
@@ -182,7 +184,14 @@ function kustomize(dir: string): Obj[] {
 
 const key = (o: Obj) => `${o.apiVersion}/${o.kind}`;
 const ofKind = (objs: Obj[], kind: string) => objs.filter((o) => o.kind === kind);
-const deployments = (objs: Obj[]) => ofKind(objs, "Deployment").map((o) => new Deployment(o as IDeployment));
+/** Every service's workload: a Deployment, or a StatefulSet for a service with an event outbox. */
+type Workload = Deployment | StatefulSet;
+const deployments = (objs: Obj[]): Workload[] => [
+  ...ofKind(objs, "Deployment").map((o) => new Deployment(o as IDeployment)),
+  ...ofKind(objs, "StatefulSet").map((o) => new StatefulSet(o as IStatefulSet)),
+];
+/** The services that publish events through an outbox (OUTBOX_DIR): their pods keep it on a volume of their own. */
+const PUBLISHERS = () => Object.keys(SERVICES).filter((name) => SERVICES[name]!.env.includes("OUTBOX_DIR"));
 
 function named<T extends { metadata?: { name?: string } }>(list: T[], name: string): T {
   const found = list.find((o) => o.metadata?.name === name);
@@ -190,7 +199,7 @@ function named<T extends { metadata?: { name?: string } }>(list: T[], name: stri
   return found;
 }
 
-function containerOf(d: Deployment): IContainer {
+function containerOf(d: Workload): IContainer {
   const containers = d.spec?.template.spec?.containers ?? [];
   expect(containers, `${d.metadata?.name} runs one container`).toHaveLength(1);
   return containers[0]!;
@@ -309,8 +318,18 @@ describe.each(["base", "production", "production + self-hosted-facilitator"] as 
       }
     });
 
-    it("has one Deployment, Service, ServiceAccount and PodDisruptionBudget per service", () => {
-      for (const kind of ["Deployment", "Service", "ServiceAccount", "PodDisruptionBudget"]) {
+    it("has one workload, Service, ServiceAccount and PodDisruptionBudget per service; a StatefulSet for each event publisher", () => {
+      expect(
+        ofKind(objects(), "StatefulSet")
+          .map((o) => o.metadata.name)
+          .sort(),
+      ).toEqual(PUBLISHERS().sort());
+      expect(
+        ofKind(objects(), "Deployment")
+          .map((o) => o.metadata.name)
+          .sort(),
+      ).toEqual(SERVICE_NAMES.filter((n) => !PUBLISHERS().includes(n)).sort());
+      for (const kind of ["Service", "ServiceAccount", "PodDisruptionBudget"]) {
         expect(
           ofKind(objects(), kind)
             .map((o) => o.metadata.name)
@@ -323,7 +342,8 @@ describe.each(["base", "production", "production + self-hosted-facilitator"] as 
       );
       expect(hpas.map((h) => h.metadata?.name).sort()).toEqual(["gateway", "payment-verifier"]);
       for (const hpa of hpas) {
-        expect(hpa.spec?.scaleTargetRef).toMatchObject({ apiVersion: "apps/v1", kind: "Deployment" });
+        const target = named(deployments(objects()), hpa.metadata!.name!);
+        expect(hpa.spec?.scaleTargetRef).toMatchObject({ apiVersion: "apps/v1", kind: target.kind });
         expect(hpa.spec?.scaleTargetRef.name).toBe(hpa.metadata?.name);
         // The autoscaler owns the count: a fixed replicas field would fight it on every apply.
         expect(named(deployments(objects()), hpa.metadata!.name!).spec?.replicas).toBeUndefined();
@@ -358,7 +378,7 @@ describe.each(["base", "production", "production + self-hosted-facilitator"] as 
           });
           expect(c.securityContext?.privileged ?? false).toBe(false);
           expect(c.securityContext?.capabilities?.add ?? []).toEqual([]);
-          // Node writes temp files and the outbox writes its journal: both are emptyDirs.
+          // Node writes temp files to an emptyDir; the outbox journal outlives the pod (a claim of its own).
           const tmp = c.volumeMounts?.find((m) => m.mountPath === "/tmp");
           expect(tmp, `${name} mounts /tmp`).toBeDefined();
           expect(
@@ -366,10 +386,26 @@ describe.each(["base", "production", "production + self-hosted-facilitator"] as 
             `${name} /tmp is an emptyDir`,
           ).toBeDefined();
           const outbox = envValue(c, "OUTBOX_DIR");
+          if (c.name !== name) continue;
+          expect(outbox !== undefined, `${name} has an outbox`).toBe(PUBLISHERS().includes(name!));
           if (outbox) {
             const mount = c.volumeMounts?.find((m) => m.mountPath === outbox);
             expect(mount, `${name} mounts OUTBOX_DIR`).toBeDefined();
-            expect(pod.volumes?.find((v) => v.name === mount?.name)?.emptyDir).toBeDefined();
+            expect(pod.volumes?.find((v) => v.name === mount?.name), `${name}: not a pod volume`).toBeUndefined();
+            expect(d).toBeInstanceOf(StatefulSet);
+            const set = d as StatefulSet;
+            const claim = set.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === mount?.name);
+            expect(claim?.spec?.accessModes, `${name}: its outbox is a claim of its own`).toEqual(["ReadWriteOnce"]);
+            expect(claim?.spec?.resources?.requests?.storage).toBeDefined();
+            // Kept when the pod goes, and when a scale-down removes its ordinal (its events wait there).
+            expect(set.spec?.persistentVolumeClaimRetentionPolicy).toEqual({
+              whenDeleted: "Retain",
+              whenScaled: "Retain",
+            });
+            // The governing Service is the service's own headless one.
+            expect(set.spec?.serviceName).toBe(name);
+            const svc = new Service(named(ofKind(objects(), "Service"), name!) as never);
+            expect(svc.spec?.clusterIP).toBe("None");
           }
         }
       }
