@@ -391,11 +391,16 @@ describe.each(["base", "production", "production + self-hosted-facilitator"] as 
           if (outbox) {
             const mount = c.volumeMounts?.find((m) => m.mountPath === outbox);
             expect(mount, `${name} mounts OUTBOX_DIR`).toBeDefined();
-            expect(pod.volumes?.find((v) => v.name === mount?.name), `${name}: not a pod volume`).toBeUndefined();
+            expect(
+              pod.volumes?.find((v) => v.name === mount?.name),
+              `${name}: not a pod volume`,
+            ).toBeUndefined();
             expect(d).toBeInstanceOf(StatefulSet);
             const set = d as StatefulSet;
             const claim = set.spec?.volumeClaimTemplates?.find((t) => t.metadata?.name === mount?.name);
-            expect(claim?.spec?.accessModes, `${name}: its outbox is a claim of its own`).toEqual(["ReadWriteOnce"]);
+            expect(claim?.spec?.accessModes, `${name}: its outbox is a claim of its own`).toEqual([
+              "ReadWriteOnce",
+            ]);
             expect(claim?.spec?.resources?.requests?.storage).toBeDefined();
             // Kept when the pod goes, and when a scale-down removes its ordinal (its events wait there).
             expect(set.spec?.persistentVolumeClaimRetentionPolicy).toEqual({

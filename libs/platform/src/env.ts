@@ -1,4 +1,5 @@
 /** Small typed readers for service configuration from the environment. */
+import { BIND_HOST_ENV } from "./env-table.ts";
 /** A configuration the service must not start with; the message names the variable. */
 export class ConfigError extends Error {}
 
@@ -25,5 +26,5 @@ export function envBool(name: string, fallback: boolean): boolean {
 
 /** Host every server binds to: loopback unless the operator says otherwise. */
 export function bindHost(): string {
-  return envString("BIND_HOST", "127.0.0.1");
+  return envString(BIND_HOST_ENV.name, BIND_HOST_ENV.default);
 }

@@ -1,4 +1,5 @@
 export * from "./env.ts";
+export * from "./env-table.ts";
 export * from "./grpc.ts";
 export * from "./logger.ts";
 export * from "./mesh-auth.ts";

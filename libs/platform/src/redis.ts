@@ -2,10 +2,9 @@
 // and start-up decision everywhere. Settings: REDIS_URL (or REDIS_URL_FILE), REDIS_PREFIX (the
 // deployment's key namespace; each service adds its own fixed part) and REDIS_STANDIN.
 import { createClient } from "redis";
-import { envBool, envString } from "./env.ts";
+import { envTable, REDIS_ENV } from "./env-table.ts";
 import type { Logger } from "./logger.ts";
 import { redactUrl } from "./redact.ts";
-import { readSecret } from "./secrets.ts";
 
 function newClient(url: string, connectTimeoutMs: number, giveUpBeforeFirst: () => boolean) {
   return createClient({
@@ -41,10 +40,11 @@ export interface RedisSettings {
 }
 
 export function readRedisSettings(): RedisSettings {
+  const env = envTable(REDIS_ENV);
   return {
-    url: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
-    prefix: envString("REDIS_PREFIX", "tollgate:"),
-    standIn: envBool("REDIS_STANDIN", false),
+    url: env.secret("REDIS_URL") ?? "",
+    prefix: env.string("REDIS_PREFIX"),
+    standIn: env.bool("REDIS_STANDIN"),
   };
 }
 

@@ -1,5 +1,6 @@
 // The one front door of every service process: configuration, start, readiness, signals, drain.
-import { ConfigError, envInt } from "./env.ts";
+import { ConfigError } from "./env.ts";
+import { envTable, SHUTDOWN_ENV } from "./env-table.ts";
 import { createLogger, type Logger, scrubConsole } from "./logger.ts";
 
 /** What a started service hands to runService. */
@@ -24,12 +25,13 @@ export interface ServiceDefinition<C, H extends RunningHandle> {
 
 /** Shutdown timings, from the environment every service shares. */
 export function shutdownTimings(): { delayMs: number; timeoutMs: number } {
+  const env = envTable(SHUTDOWN_ENV);
   return {
     // Kubernetes removes a terminating pod from its Services while the signal is delivered: keep
     // serving, unready, this long so no caller is still routed here when the listeners close.
-    delayMs: envInt("SHUTDOWN_DELAY_MS", 0),
+    delayMs: env.int("SHUTDOWN_DELAY_MS"),
     // Under the pod's terminationGracePeriodSeconds (30 s by default), so we exit before SIGKILL.
-    timeoutMs: envInt("SHUTDOWN_TIMEOUT_MS", 25_000),
+    timeoutMs: env.int("SHUTDOWN_TIMEOUT_MS"),
   };
 }
 

@@ -2,8 +2,9 @@
 import { resolve } from "node:path";
 import { readDatabaseUrl } from "@tollgate/db";
 import { type MppChainConfig, mppChainFromEnv, paymentRedisPrefix } from "@tollgate/payment-verifier/config";
-import { bindHost, ConfigError, envInt, envString, readRedisSettings, readSecret } from "@tollgate/platform";
+import { ConfigError, readRedisSettings } from "@tollgate/platform";
 import { type Address, getAddress, isAddress } from "viem";
+import { ENV } from "./env.ts";
 
 export const SERVICE = "settlement-worker";
 
@@ -53,7 +54,7 @@ export interface SessionSettlementConfig extends MppChainConfig {
 }
 
 function sessions(): SessionSettlementConfig | undefined {
-  if (!process.env.MPP_SERVER_PRIVATE_KEY && !process.env.MPP_SERVER_PRIVATE_KEY_FILE) return undefined;
+  if (!ENV.secret("MPP_SERVER_PRIVATE_KEY")) return undefined;
   const chain = mppChainFromEnv(true);
   const redis = readRedisSettings();
   if (!chain.serverKey) throw new ConfigError("MPP_SERVER_PRIVATE_KEY is not set");
@@ -63,7 +64,7 @@ function sessions(): SessionSettlementConfig | undefined {
     redisUrl: redis.url,
     redisPrefix: paymentRedisPrefix(redis.prefix),
     leaseMs: Math.max(chain.settle.tickMs * 3, 30_000),
-    outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), SERVICE),
+    outboxDir: resolve(ENV.string("OUTBOX_DIR"), SERVICE),
   };
 }
 
@@ -74,10 +75,10 @@ function address(name: string, value: string): Address {
 }
 
 function chain(): ChainConfig | undefined {
-  const rpcUrl = readSecret("X402_SETTLEMENT_RPC_URL");
-  const network = envString("X402_NETWORK", "");
-  const asset = envString("X402_ASSET", "");
-  const payTo = envString("X402_PAY_TO", "");
+  const rpcUrl = ENV.secret("X402_SETTLEMENT_RPC_URL");
+  const network = ENV.raw("X402_NETWORK") ?? "";
+  const asset = ENV.raw("X402_ASSET") ?? "";
+  const payTo = ENV.raw("X402_PAY_TO") ?? "";
   if (!rpcUrl && !asset && !payTo) return undefined;
   if (!rpcUrl || !network || !asset || !payTo) {
     throw new ConfigError(
@@ -91,16 +92,16 @@ function chain(): ChainConfig | undefined {
 
 export function loadConfig(): SettlementWorkerConfig {
   return {
-    host: bindHost(),
-    grpcPort: envInt("GRPC_PORT", 50054),
-    metricsPort: envInt("METRICS_PORT", 9464),
+    host: ENV.string("BIND_HOST"),
+    grpcPort: ENV.int("GRPC_PORT"),
+    metricsPort: ENV.int("METRICS_PORT"),
     databaseUrl: readDatabaseUrl(),
-    databasePoolSize: envInt("DATABASE_POOL_SIZE", 5),
-    databaseWaitMs: envInt("DATABASE_WAIT_MS", 10_000),
-    natsUrl: readSecret("NATS_URL") ?? "nats://127.0.0.1:4222",
-    eventsNamespace: envString("EVENTS_NAMESPACE", ""),
-    streamReplicas: envInt("NATS_STREAM_REPLICAS", 1),
-    operatorToken: readSecret("OPERATOR_TOKEN"),
+    databasePoolSize: ENV.int("DATABASE_POOL_SIZE"),
+    databaseWaitMs: ENV.int("DATABASE_WAIT_MS"),
+    natsUrl: ENV.secret("NATS_URL") ?? "",
+    eventsNamespace: ENV.raw("EVENTS_NAMESPACE") ?? "",
+    streamReplicas: ENV.int("NATS_STREAM_REPLICAS"),
+    operatorToken: ENV.secret("OPERATOR_TOKEN"),
     chain: chain(),
     sessions: sessions(),
   };
