@@ -6,7 +6,7 @@
 // the manifests, event outboxes on volumes that outlive the pod, and a Dockerfile whose entry point
 // exists for each service.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { Deployment, type IDeployment } from "kubernetes-models/apps/v1/Deployment";
