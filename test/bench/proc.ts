@@ -59,20 +59,6 @@ export function pidListeningOn(port: number): number | undefined {
   return undefined;
 }
 
-/** Pids of every process whose executable name is `name` (e.g. redis-server). */
-export function pidsNamed(name: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^[0-9]+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === name) pids.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return pids;
-}
-
 /** Samples CPU of named processes around a measurement: µs each used in between. */
 export function cpuMeter(processes: Record<string, number[]>) {
   const read = () =>

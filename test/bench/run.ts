@@ -20,10 +20,10 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { freePort, meshAdmin, startMesh } from "@tollgate/local";
+import { freePort, meshAdmin, startMesh, startPrivateNats, startPrivateRedis } from "@tollgate/local";
 import type autocannon from "autocannon";
 import { measurePaidCalls } from "./paid.ts";
-import { cpuMeter, pidListeningOn, pidsNamed } from "./proc.ts";
+import { cpuMeter, pidListeningOn } from "./proc.ts";
 
 const argv = process.argv.slice(2);
 const { values } = parseArgs({
@@ -128,6 +128,9 @@ async function measure(
 const stateDir = mkdtempSync(join(tmpdir(), "tollgate-bench-"));
 const profileDir = values.profile ? resolve(values.profile) : undefined;
 if (profileDir) mkdirSync(profileDir, { recursive: true });
+// Redis and NATS of the bench's own, so their CPU is the mesh's alone (the machine's shared servers
+// also carry whatever else runs here).
+const [redis, nats] = await Promise.all([startPrivateRedis(), startPrivateNats()]);
 const mesh = await startMesh({
   stateDir,
   // Errors only (the bench runs with logs at error level), so a failed row can be explained.
@@ -135,6 +138,8 @@ const mesh = await startMesh({
   env: {
     LOG_LEVEL: "warn",
     ACCESS_LOG: "false",
+    REDIS_URL: redis.url,
+    NATS_URL: nats.url,
     ...(profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
   },
 });
@@ -159,8 +164,8 @@ try {
     // The embedded PostgreSQL (PGlite) of `pnpm start`, or nothing when DATABASE_URL names a server.
     postgres: mesh.postgres?.child.pid ? [mesh.postgres.child.pid] : [],
     anvil: pid(devnet.chains.ethereum?.port ?? 0),
-    "redis-server": pidsNamed("redis-server"),
-    "nats-server": pidsNamed("nats-server"),
+    "redis-server": [redis.process.child.pid ?? -1],
+    "nats-server": [nats.process.child.pid ?? -1],
   };
   const blockNumber = {
     url: `${mesh.gatewayUrl}/api/chain/block-number`,
@@ -230,5 +235,6 @@ try {
 } finally {
   for (const c of children) c.kill("SIGTERM");
   await mesh.stop();
+  await Promise.all([redis.process.stop(), nats.process.stop()]);
   if (profileDir) console.log(`CPU profiles in ${profileDir}`);
 }

@@ -96,7 +96,7 @@ describe("methods and paths the API does not list", () => {
     expect((await request(mesh.gatewayUrl).head("/health")).status).toBe(200);
   });
 
-  it("another method on a known path is 405 with Allow; OPTIONS advertises only that method", async () => {
+  it("another method on a known path is 405 with Allow; OPTIONS advertises that method (and POST for a payment's own action on a paid GET)", async () => {
     enveloped(await post("/api/pricing", {}), 405, "method_not_allowed", "/api/pricing");
     const put = await request(mesh.gatewayUrl).put("/api/chain/chain-id").set(bearer());
     enveloped(put, 405, "method_not_allowed", "/api/chain/chain-id");
@@ -105,16 +105,19 @@ describe("methods and paths the API does not list", () => {
     enveloped(get405, 405, "method_not_allowed", "/api/chain/call");
     expect(get405.headers.allow).toBe("POST");
 
-    for (const [path, method] of [
-      ["/api/chain/chain-id", "GET"],
-      ["/api/chain/estimate-gas", "POST"],
-      ["/api/chain/code/0x0000000000000000000000000000000000000001", "GET"],
+    for (const [path, method, allowed] of [
+      ["/api/chain/chain-id", "GET", "GET,POST"],
+      // The bodiless POST an MPP session client sends to close or top up (browser callers too).
+      ["/api/chain/chain-id", "POST", "GET,POST"],
+      ["/api/chain/estimate-gas", "POST", "POST"],
+      ["/api/chain/code/0x0000000000000000000000000000000000000001", "GET", "GET,POST"],
+      ["/api/pricing", "GET", "GET"],
     ] as const) {
       const preflight = await request(mesh.gatewayUrl)
         .options(path)
         .set({ Origin: "https://app.example", "Access-Control-Request-Method": method });
       expect(preflight.status, path).toBe(204);
-      expect(preflight.headers["access-control-allow-methods"]).toBe(method);
+      expect(preflight.headers["access-control-allow-methods"]).toBe(allowed);
       expect(preflight.headers["access-control-allow-origin"]).toBe("*");
       expect(preflight.headers["access-control-allow-headers"]).toMatch(/Authorization/);
       expect(preflight.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);

@@ -1,7 +1,17 @@
 import { ENDPOINTS, type EndpointId, endpointById, NETWORKS } from "@tollgate/catalog";
 import type { ChainDemo } from "@tollgate/devnet";
 import type request from "supertest";
-import { formatUnits, numberToHex, pad } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  formatUnits,
+  http,
+  numberToHex,
+  pad,
+  parseUnits,
+} from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.ts";
 import { lower } from "../support/addresses.ts";
@@ -14,6 +24,7 @@ import {
   calldata,
   D,
   devnet,
+  firstToken,
   TRANSFER_TOPIC,
   urlOf,
   validRequests,
@@ -84,6 +95,133 @@ describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known sta
       );
       expect(formatUnits(BigInt(data.balance), 18)).toBe(amount);
     }
+  });
+
+  const node = () => createPublicClient({ transport: http(devnet.chains[network]!.rpcUrl) });
+
+  it("balance: the account's wei as the node has it, at the head and at an earlier block", async () => {
+    const now = await ok("balance", { path: { address: A }, ...q() });
+    expect(now).toEqual({
+      account: lower(A),
+      balance: String(await node().getBalance({ address: A })),
+      decimals: 18,
+      symbol: "ETH",
+      block: "latest",
+    });
+    const then = await ok("balance", { path: { address: A }, ...q({ block: "1" }) });
+    expect(then).toMatchObject({
+      balance: String(await node().getBalance({ address: A, blockNumber: 1n })),
+      block: "0x1",
+    });
+  });
+
+  it("transaction and receipt: a seeded transfer as the node has it, with its Transfer log; 404 for an unknown hash", async () => {
+    const sent = demo.erc20.transfers[1]!; // A → B, 1000 DEMO
+    const raw = await node().getTransaction({ hash: sent.txHash });
+    expect(await ok("transaction", { path: { hash: sent.txHash }, ...q() })).toMatchObject({
+      hash: sent.txHash,
+      block_number: numberToHex(sent.blockNumber),
+      from: lower(A),
+      to: lower(demo.erc20.address),
+      value: "0x0",
+      nonce: numberToHex(raw.nonce),
+      input: raw.input,
+      pending: false,
+    });
+    const receipt = await ok("receipt", { path: { hash: sent.txHash }, ...q() });
+    expect(receipt).toMatchObject({
+      transaction_hash: sent.txHash,
+      block_number: numberToHex(sent.blockNumber),
+      from: lower(A),
+      to: lower(demo.erc20.address),
+      contract_address: null,
+      status: "success",
+    });
+    expect(receipt.logs).toEqual([
+      {
+        address: lower(demo.erc20.address),
+        block_number: numberToHex(sent.blockNumber),
+        data: pad(numberToHex(parseUnits("1000", 18))),
+        log_index: expect.stringMatching(/^0x[0-9a-f]+$/),
+        topics: [TRANSFER_TOPIC, pad(lower(A)), pad(lower(B))],
+        tx_hash: sent.txHash,
+      },
+    ]);
+    const unknown = `0x${"ab".repeat(32)}`;
+    for (const id of ["transaction", "receipt"] as const) {
+      const res = await call(id, { path: { hash: unknown }, ...q() });
+      expect(res.status).toBe(404);
+      expect(res.body.error).toMatchObject({ code: "transaction_not_found" });
+    }
+  });
+
+  it("receipt: a mined revert says reverted; a contract creation names the contract and has no `to`", async () => {
+    const rpcUrl = devnet.chains[network]!.rpcUrl;
+    const account = privateKeyToAccount(generatePrivateKey());
+    await node().request({
+      method: "anvil_setBalance" as never,
+      params: [account.address, numberToHex(10n ** 18n)] as never,
+    });
+    const chain = defineChain({
+      id: await node().getChainId(),
+      name: network,
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [rpcUrl] } },
+    });
+    const wallet = createWalletClient({ account, chain, transport: http(rpcUrl) });
+    const reverted = await wallet.sendTransaction({
+      to: demo.reverter.address,
+      data: calldata.alwaysReverts,
+      gas: 100_000n,
+    });
+    const created = await wallet.sendTransaction({ data: "0x00" });
+    for (const hash of [reverted, created]) await node().waitForTransactionReceipt({ hash });
+    expect(await ok("receipt", { path: { hash: reverted }, ...q() })).toMatchObject({
+      status: "reverted",
+      to: lower(demo.reverter.address),
+      logs: [],
+    });
+    const creation = await ok("receipt", { path: { hash: created }, ...q() });
+    const expected = (await node().getTransactionReceipt({ hash: created })).contractAddress;
+    expect(creation).toMatchObject({
+      status: "success",
+      to: null,
+      contract_address: expected?.toLowerCase(),
+    });
+    expect(await ok("transaction", { path: { hash: created }, ...q() })).toMatchObject({
+      to: null,
+      input: "0x00",
+    });
+  });
+
+  it("nft-metadata: an ERC-721 token's URI and owner, an ERC-1155 id's URI with {id} filled in; a missing token reverts", async () => {
+    const id = firstToken(demo);
+    expect(
+      await ok("nftMetadata", { path: { contract: demo.erc721.address, token_id: id }, ...q() }),
+    ).toEqual({
+      contract: lower(demo.erc721.address),
+      token_id: id,
+      standard: "ERC721",
+      token_uri: `https://tollgate.invalid/dnft/${id}`,
+      owner: lower(A),
+      metadata: null,
+    });
+    expect(
+      await ok("nftMetadata", { path: { contract: demo.erc1155.address, token_id: "1" }, ...q() }),
+    ).toEqual({
+      contract: lower(demo.erc1155.address),
+      token_id: "1",
+      standard: "ERC1155",
+      token_uri: demo.erc1155.uri.replace("{id}", "1".padStart(64, "0")),
+      owner: null,
+      metadata: null,
+    });
+    const missing = await call("nftMetadata", {
+      path: { contract: demo.erc721.address, token_id: "999999" },
+      ...q(),
+    });
+    expect(missing.status).toBe(422);
+    expect(missing.body.error).toMatchObject({ code: "execution_reverted" });
   });
 
   it("allowance: hex amount with the token's decimals", async () => {

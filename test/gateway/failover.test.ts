@@ -61,4 +61,31 @@ describe("rpc-proxy failover through the whole mesh", () => {
     expect(res.body.meta.endpoint).toBe("/api/chain/block-number");
     await assertConforms("get", "/api/chain/block-number", res);
   });
+
+  it("answers 503 (not a 402 without offers) while payment-verifier is down, and keys still work", async () => {
+    await mesh.services["payment-verifier"].stop();
+    try {
+      const unpaid = await request(mesh.gatewayUrl).get("/api/chain/block-number");
+      expect(unpaid.status).toBe(503);
+      expect(unpaid.headers["payment-required"]).toBeUndefined();
+      expect(unpaid.body).toMatchObject({ data: null, error: { code: "service_unavailable" } });
+      expect(unpaid.body.error.message).toContain("Authorization: Bearer");
+      await assertConforms("get", "/api/chain/block-number", unpaid);
+      const keyed = await request(mesh.gatewayUrl)
+        .get("/api/chain/block-number")
+        .set("Authorization", `Bearer ${apiKey}`);
+      expect(keyed.status).toBe(200);
+    } finally {
+      await mesh.restart("payment-verifier");
+    }
+    // The gateway reaches the restarted payment-verifier again within a few seconds.
+    const deadline = Date.now() + 5_000;
+    let offered = await request(mesh.gatewayUrl).get("/api/chain/block-number");
+    while (offered.status === 503 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      offered = await request(mesh.gatewayUrl).get("/api/chain/block-number");
+    }
+    expect(offered.status).toBe(402);
+    expect(offered.headers["payment-required"]).toMatch(/^[A-Za-z0-9+/=]+$/);
+  });
 });

@@ -121,6 +121,14 @@ function requestsFor(endpoint: Endpoint): fc.Arbitrary<ChainRequest> {
       .chain((q) => logRange.map((range) => ({ ...q, ...defined(range) })))
       .map((q) => ({ query: q })),
     networkInfo: query().map((q) => ({ query: q })),
+    balance: fc
+      .tuple(address, query({ block: optional(blockSelector) }))
+      .map(([a, q]) => ({ path: { address: a }, query: q })),
+    nftMetadata: fc
+      .tuple(address, tokenId, query())
+      .map(([contract, token_id, q]) => ({ path: { contract, token_id }, query: q })),
+    receipt: fc.tuple(hash32, query()).map(([hash, q]) => ({ path: { hash }, query: q })),
+    transaction: fc.tuple(hash32, query()).map(([hash, q]) => ({ path: { hash }, query: q })),
   };
   return byId[endpoint.id as EndpointId];
 }

@@ -120,6 +120,10 @@ const METHODS: Record<EndpointId, string[]> = {
   estimateGas: ["eth_estimateGas"],
   events: ["eth_getLogs"],
   networkInfo: ["eth_chainId", "eth_blockNumber", "eth_gasPrice"],
+  balance: ["eth_getBalance"],
+  nftMetadata: ["eth_call"],
+  receipt: ["eth_getTransactionReceipt"],
+  transaction: ["eth_getTransactionByHash"],
 };
 
 describe("one upstream HTTP request per gateway call", () => {

@@ -48,6 +48,7 @@ const FORMATS: Record<string, Format> = {
   topic1: HASH,
   topic2: HASH,
   topic3: HASH,
+  hash: HASH,
   number: BLOCK,
   block: BLOCK,
   from_block: BLOCK,

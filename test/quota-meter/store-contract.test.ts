@@ -113,25 +113,27 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
     });
   });
 
-  it("grants a lease of several units at once: no more than both windows and the burst guard have left", async () => {
+  it("grants a lease of several units at once: at most a quarter of what each window has left, and what the burst guard holds", async () => {
     const now = 5_000_000;
     const a = await account({ dailyLimit: 10, monthlyLimit: 100 });
+    // 10 left today: a lease of 4 gets 3 (a quarter, rounded up), so other gateways get theirs.
     expect(await store.authorize(at(now, a.keyHash, 0, 4))).toMatchObject({
       decision: "allow",
-      units: 4,
-      dayUsed: 4,
+      units: 3,
+      dayUsed: 3,
     });
-    // The day has 6 left: a lease of 8 gets 6, then the window refuses.
-    expect(await store.authorize(at(now, a.keyHash, 0, 8))).toMatchObject({
-      decision: "allow",
-      units: 6,
-      dayUsed: 10,
-    });
+    // Then 7 left: 2, 5 left: 2, 3 left: 1 ... down to the last unit, then the window refuses.
+    const granted: number[] = [];
+    for (let i = 0; i < 5; i++) granted.push((await store.authorize(at(now, a.keyHash, 0, 8))).units);
+    expect(granted).toEqual([2, 2, 1, 1, 1]);
     expect(await store.authorize(at(now, a.keyHash, 0, 8))).toMatchObject({
       decision: "daily_limit_exceeded",
       units: 0,
       dayUsed: 10,
     });
+    // The month's quarter clips too: 100 left, a lease of 64 gets 25.
+    const m = await account({ dailyLimit: 0, monthlyLimit: 100 });
+    expect((await store.authorize(at(now, m.keyHash, 0, 64))).units).toBe(25);
     // The burst guard (5 per second here) grants what its bucket holds, then refuses until it refills.
     const b = await account({ burstPerSecond: 5 });
     expect((await store.authorize(at(now, b.keyHash, 50, 8))).units).toBe(5);

@@ -134,5 +134,16 @@ export function validRequests(network: ChainNetwork | string = "ethereum"): Reco
       query: q({ contract: demo.erc20.address, topic: TRANSFER_TOPIC, from_block: "0", to_block: "latest" }),
     },
     networkInfo: { query: q() },
+    balance: { path: { address: A }, query: q() },
+    nftMetadata: { path: { contract: demo.erc721.address, token_id: firstToken(demo) }, query: q() },
+    receipt: { path: { hash: demo.erc20.transfers[1]!.txHash }, query: q() },
+    transaction: { path: { hash: demo.erc20.transfers[1]!.txHash }, query: q() },
   };
+}
+
+/** A token id of the demo ERC-721 collection that exists (held by A). */
+export function firstToken(demo: ChainDemo): string {
+  const id = demo.erc721.owners[A]?.[0];
+  if (!id) throw new Error("the devnet's ERC-721 demo has no token for A");
+  return id;
 }

@@ -10,8 +10,11 @@ export const SERVICE_NAMES = [
   "gateway",
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
-/** What the launcher runs: the services, and the embedded PostgreSQL when no DATABASE_URL is given. */
-export type ProcessName = ServiceName | "postgres";
+/**
+ * What the launcher runs: the services, and the embedded PostgreSQL when no DATABASE_URL is given
+ * (and private Redis and NATS servers, for runs that measure or stop them: servers.ts).
+ */
+export type ProcessName = ServiceName | "postgres" | "redis-server" | "nats-server";
 
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
@@ -33,8 +36,9 @@ export function spawnService<N extends ProcessName>(
   isReady: () => Promise<boolean>,
   readyTimeoutMs = 30_000,
   args: string[] = [`services/${name}/src/main.ts`],
+  command = process.execPath,
 ): Promise<RunningService> {
-  const child = spawn(process.execPath, args, {
+  const child = spawn(command, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

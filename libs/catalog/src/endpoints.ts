@@ -102,6 +102,12 @@ const log = z.object({
   tx_hash: hash32,
 });
 
+const nullableQuantity = quantity.nullable();
+
+const receiptLog = log.extend({
+  log_index: quantity,
+});
+
 const callBody = {
   to: address.meta({ description: "Target contract address." }),
   data: hexData.meta({ description: "ABI-encoded calldata, hex." }),
@@ -135,6 +141,36 @@ export const ENDPOINTS = [
       },
     },
     errors: ["execution_reverted"],
+  },
+  {
+    id: "balance",
+    method: "GET",
+    path: "/api/chain/balance/{address}",
+    price: "0.002",
+    summary: "Native-coin balance",
+    description:
+      "The account's ETH balance in wei via eth_getBalance, at the latest block or the one `block` names.",
+    networks: CHAIN_NETWORKS,
+    params: {
+      path: z.strictObject({ address }),
+      query: query({
+        block: blockSelector
+          .optional()
+          .meta({ description: "Block to read the balance at. Default latest." }),
+      }),
+    },
+    data: z.object({
+      account: addressOut,
+      balance: decimalAmount.meta({ description: "Wei, decimal string." }),
+      decimals: z.literal(18),
+      symbol: z.literal("ETH"),
+      block: z
+        .string()
+        .meta({ description: "The block read: a tag or a hex block number, as sent to the node." }),
+    }),
+    upstream: "eth_getBalance",
+    example: { path: { address: "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045" } },
+    errors: ["block_not_found"],
   },
   {
     id: "blockNumber",
@@ -452,6 +488,97 @@ export const ENDPOINTS = [
     upstream: "eth_chainId + eth_blockNumber + eth_gasPrice (one batch)",
     example: {},
     errors: [],
+  },
+  {
+    id: "nftMetadata",
+    method: "GET",
+    path: "/api/chain/nft-metadata/{contract}/{token_id}",
+    price: "0.005",
+    summary: "NFT metadata URI and owner",
+    description:
+      "tokenURI (ERC-721) or uri (ERC-1155, `{id}` filled in), the ERC-721 owner and the standard, in one Multicall3 eth_call. Metadata stored on chain (a `data:application/json` URI) is decoded into `metadata`; off-chain metadata (https, ipfs) is not fetched: `token_uri` says where it is.",
+    networks: CHAIN_NETWORKS,
+    params: { path: z.strictObject({ contract: address, token_id: tokenId }), query: query({}) },
+    data: z.object({
+      contract: addressOut,
+      token_id: z.string(),
+      standard: z
+        .enum(["ERC721", "ERC1155"])
+        .nullable()
+        .meta({ description: "From ERC-165; null when undeclared." }),
+      token_uri: z
+        .string()
+        .meta({ description: "The metadata URI, as the standard defines it for this token." }),
+      owner: addressOut.nullable().meta({ description: "ERC-721 ownerOf; null for ERC-1155." }),
+      metadata: z
+        .record(z.string(), z.unknown())
+        .nullable()
+        .meta({ description: "The JSON object of an on-chain data: URI; null for off-chain metadata." }),
+    }),
+    upstream: "eth_call (Multicall3 aggregate3: tokenURI, uri, ownerOf, supportsInterface ×2)",
+    example: { path: { contract: "0xBC4CA0EdA7647A8aB7C2061c2E118A18a936f13D", token_id: "1" } },
+    errors: ["execution_reverted"],
+  },
+  {
+    id: "receipt",
+    method: "GET",
+    path: "/api/chain/receipt/{hash}",
+    price: "0.003",
+    summary: "Transaction receipt",
+    description:
+      "A mined transaction's receipt via eth_getTransactionReceipt: status, gas, the created contract and the logs. An unknown or not yet mined transaction is 404 transaction_not_found.",
+    networks: CHAIN_NETWORKS,
+    params: { path: z.strictObject({ hash: hash32 }), query: query({}) },
+    data: z.object({
+      transaction_hash: hash32,
+      block_hash: hash32,
+      block_number: quantity,
+      transaction_index: quantity,
+      from: addressOut,
+      to: addressOut.nullable().meta({ description: "null for a contract creation." }),
+      contract_address: addressOut.nullable().meta({ description: "The contract created, else null." }),
+      status: z.enum(["success", "reverted"]),
+      gas_used: quantity,
+      cumulative_gas_used: quantity,
+      effective_gas_price: nullableQuantity,
+      type: quantity,
+      logs: z.array(receiptLog),
+    }),
+    upstream: "eth_getTransactionReceipt",
+    example: { path: { hash: "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060" } },
+    errors: ["transaction_not_found"],
+  },
+  {
+    id: "transaction",
+    method: "GET",
+    path: "/api/chain/transaction/{hash}",
+    price: "0.003",
+    summary: "Transaction by hash",
+    description:
+      "A transaction via eth_getTransactionByHash, mined or pending (then its block fields are null). An unknown hash is 404 transaction_not_found.",
+    networks: CHAIN_NETWORKS,
+    params: { path: z.strictObject({ hash: hash32 }), query: query({}) },
+    data: z.object({
+      hash: hash32,
+      block_hash: hash32.nullable(),
+      block_number: nullableQuantity,
+      transaction_index: nullableQuantity,
+      from: addressOut,
+      to: addressOut.nullable().meta({ description: "null for a contract creation." }),
+      value: quantity.meta({ description: "Wei, hex." }),
+      nonce: quantity,
+      gas: quantity,
+      gas_price: nullableQuantity,
+      max_fee_per_gas: nullableQuantity,
+      max_priority_fee_per_gas: nullableQuantity,
+      input: hexData,
+      type: quantity,
+      chain_id: nullableQuantity,
+      pending: z.boolean(),
+    }),
+    upstream: "eth_getTransactionByHash",
+    example: { path: { hash: "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060" } },
+    errors: ["transaction_not_found"],
   },
 ] as const satisfies readonly Endpoint[];
 

@@ -47,6 +47,11 @@ export const ERRORS = {
     description: "The name has no address, or the address has no primary name.",
     charged: true,
   },
+  transaction_not_found: {
+    status: 404,
+    description: "The node knows no transaction with that hash (or, for a receipt, it is not mined yet).",
+    charged: true,
+  },
   method_not_allowed: { status: 405, description: "The endpoint exists but not with this HTTP method." },
   request_timeout: { status: 408, description: "The request did not arrive in time; nothing was read." },
   payload_too_large: { status: 413, description: "The request body exceeds the limit." },

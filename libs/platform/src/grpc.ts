@@ -347,6 +347,10 @@ export function createClient<C extends grpc.Client>(
   const client = new Ctor(address, grpc.credentials.createInsecure(), {
     "grpc.keepalive_time_ms": 30_000,
     "grpc.enable_retries": 1,
+    // A restarted peer is reached again within seconds (grpc-js backs off to 120 s by default,
+    // and the caller answers 503 until it reconnects).
+    "grpc.initial_reconnect_backoff_ms": 250,
+    "grpc.max_reconnect_backoff_ms": 2_000,
     // With a `dns:///` target on a headless Service, spread calls over every pod.
     "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
   });

@@ -178,9 +178,10 @@ const CORS = {
 };
 
 /**
- * CORS, OPTIONS and HEAD. A preflight advertises the one method its path takes (an unknown
- * path is a 404); HEAD under /api/ is a 405 naming that method, so a paid endpoint is never
- * served, counted or charged without its body. Every other request gets the CORS headers
+ * CORS, OPTIONS and HEAD. A preflight advertises the method its path takes (an unknown path is
+ * a 404), plus POST on a paid GET endpoint, where a browser's payment client posts a bodiless
+ * session top-up or close; HEAD under /api/ is a 405 naming the method, so a paid endpoint is
+ * never served, counted or charged without its body. Every other request gets the CORS headers
  * of a simple response.
  */
 function methodEdges() {
@@ -188,6 +189,7 @@ function methodEdges() {
   const preflight = {
     GET: cors({ ...CORS, methods: ["GET"] }),
     POST: cors({ ...CORS, methods: ["POST"] }),
+    paidGET: cors({ ...CORS, methods: ["GET", "POST"] }),
   };
   return (req: Request, res: Response, next: NextFunction) => {
     if (req.method !== "OPTIONS" && req.method !== "HEAD") return simple(req, res, next);
@@ -201,7 +203,8 @@ function methodEdges() {
     }
     res.locals.endpoint = route.template;
     res.setHeader("Allow", route.method);
-    if (req.method === "OPTIONS") return preflight[route.method](req, res, next);
+    if (req.method === "OPTIONS")
+      return preflight[route.paid && route.method === "GET" ? "paidGET" : route.method](req, res, next);
     simple(req, res, () => {
       sendError(res, "method_not_allowed", `${route.template} takes ${route.method}; HEAD is not served`);
     });

@@ -17,6 +17,7 @@ import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-sto
 import { createSettlementEvents } from "./adapters/events.ts";
 import { createFacilitator } from "./adapters/facilitator.ts";
 import { createSettlementChain } from "./adapters/settlement-chain.ts";
+import { memoizeSignatureRecovery } from "./adapters/signature-memo.ts";
 import { localSignerLock, redisSignerLock } from "./adapters/signer-lock.ts";
 import { chainIdOf, type PaymentVerifierConfig } from "./config.ts";
 import { createSettlementRecorder, type SettlementSink } from "./core/events.ts";
@@ -81,6 +82,7 @@ export async function startPaymentVerifier(
   deps: PaymentVerifierDeps = {},
 ): Promise<PaymentVerifierHandle> {
   const logger = deps.logger ?? createLogger("payment-verifier");
+  memoizeSignatureRecovery();
   const registry = deps.registry ?? createRegistry("payment-verifier");
   const metrics = createPaymentMetrics(registry);
 

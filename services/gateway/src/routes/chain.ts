@@ -233,8 +233,18 @@ async function challenge(resource: Resource, res: Response, deps: ChainDeps, err
     copyHeaders(res, offer.headers);
     problem = offer.problem;
   } catch (err) {
-    // Still a 402: the caller needs credentials either way; log why no offer is attached.
     deps.logger.error({ err }, "payment-verifier unreachable while building a challenge");
+    // A 402 without offers would break every paying client (nothing to sign); when the gateway
+    // takes per-call payments, an outage of the offers is a 503 to retry. With none accepted,
+    // the 402 (send an API key) needs no offer.
+    if (deps.methods.list().length > 0) {
+      sendError(
+        res,
+        "service_unavailable",
+        "payment offers are unavailable right now: retry with backoff, or send Authorization: Bearer <API key>",
+      );
+      return;
+    }
   }
   const message = paymentRequiredMessage(deps.methods.text());
   sendError(

@@ -20,6 +20,8 @@ export interface Route {
   /** Path template, as meta.endpoint shows it. */
   template: string;
   method: "GET" | "POST";
+  /** A paid chain endpoint: a bodiless POST may also carry a payment's own action there. */
+  paid: boolean;
   /** Names of the path parameters, in segment order. */
   params: string[];
   exact: RegExp;
@@ -27,7 +29,7 @@ export interface Route {
   loose: RegExp;
 }
 
-function route(template: string, method: "GET" | "POST"): Route {
+function route(template: string, method: "GET" | "POST", paid: boolean): Route {
   const params: string[] = [];
   const source = template
     .split("/")
@@ -43,6 +45,7 @@ function route(template: string, method: "GET" | "POST"): Route {
   return {
     template,
     method,
+    paid,
     params,
     exact: new RegExp(`^${source}$`),
     loose: new RegExp(`^${source}/?$`, "i"),
@@ -50,8 +53,8 @@ function route(template: string, method: "GET" | "POST"): Route {
 }
 
 export const ROUTES: readonly Route[] = [
-  ...ENDPOINTS.map((e) => route(e.path, e.method)),
-  ...Object.values(FREE_PATHS).map((p) => route(p, "GET")),
+  ...ENDPOINTS.map((e) => route(e.path, e.method, true)),
+  ...Object.values(FREE_PATHS).map((p) => route(p, "GET", false)),
 ];
 
 /** The route serving exactly this path (not on the hot path: only for edge cases). */

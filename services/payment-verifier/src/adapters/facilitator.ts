@@ -104,6 +104,25 @@ function isTransportError(err: unknown): boolean {
  */
 const rpcFailures = new AsyncLocalStorage<CallScope>();
 
+/**
+ * Runs one verify or settle in its own scope: a transport failure, or a refusal the library made
+ * while the node was unreachable (`refusedByOutage`), is a FacilitatorUnavailableError (503, retry),
+ * never a payment refused for a reason it does not have.
+ */
+async function outageAware<R>(
+  step: "verify" | "settle",
+  run: () => Promise<R>,
+  refusedByOutage: (result: R) => boolean,
+): Promise<R> {
+  const scope = newScope();
+  const unavailable = () => new FacilitatorUnavailableError(`settlement chain unreachable during ${step}`);
+  const result = await rpcFailures.run(scope, run).catch((err) => {
+    throw scope.failed || isTransportError(err) ? unavailable() : err;
+  });
+  if (scope.failed && refusedByOutage(result)) throw unavailable();
+  return result;
+}
+
 /** One facilitator verify or settle: whether the node was unreachable, and code read so far. */
 interface CallScope {
   failed: boolean;
@@ -249,63 +268,35 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     .register(network, new BatchSettlementFacilitatorScheme(signer));
 
   const client: FacilitatorClient = {
-    async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
-      const scope = newScope();
-      const result = await rpcFailures
-        .run(scope, () => facilitator.verify(payload, requirements))
-        .catch((err) => {
-          if (scope.failed || isTransportError(err)) {
-            throw new FacilitatorUnavailableError("settlement chain unreachable during verify");
-          }
-          throw err;
-        });
-      if (!result.isValid && scope.failed) {
-        throw new FacilitatorUnavailableError("settlement chain unreachable during verify");
-      }
-      return result;
-    },
-    async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
-      const scope = newScope();
-      const result = await rpcFailures
-        .run(scope, () => facilitator.settle(payload, requirements))
-        .catch((err) => {
-          if (scope.failed || isTransportError(err)) {
-            throw new FacilitatorUnavailableError("settlement chain unreachable during settle");
-          }
-          throw err;
-        });
-      // A broadcast transaction (settlement_pending) is reported as is: money may still move.
-      if (!result.success && scope.failed && !result.transaction) {
-        throw new FacilitatorUnavailableError("settlement chain unreachable during settle");
-      }
-      return result;
-    },
+    verify: (payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> =>
+      outageAware(
+        "verify",
+        () => facilitator.verify(payload, requirements),
+        (r) => !r.isValid,
+      ),
+    settle: (payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> =>
+      outageAware(
+        "settle",
+        () => facilitator.settle(payload, requirements),
+        // A broadcast transaction (settlement_pending) is reported as is: money may still move.
+        (r) => !r.success && !r.transaction,
+      ),
     // The facilitator lists the networks it was registered with, all CAIP-2.
     getSupported: async () => facilitator.getSupported() as SupportedResponse,
   };
 
-  const settleVerified = async (
+  const settleVerified = (
     payload: PaymentPayload,
     requirements: PaymentRequirements,
-  ): Promise<SettleResponse> => {
-    const scope = newScope();
-    const result = await rpcFailures
-      .run(scope, () =>
+  ): Promise<SettleResponse> =>
+    outageAware(
+      "settle",
+      () =>
         settleVerifiedTransfer(signer, pendingSettlementStore, payload, requirements, () =>
           client.settle(payload, requirements),
         ),
-      )
-      .catch((err) => {
-        if (scope.failed || isTransportError(err)) {
-          throw new FacilitatorUnavailableError("settlement chain unreachable during settle");
-        }
-        throw err;
-      });
-    if (!result.success && scope.failed && !result.transaction) {
-      throw new FacilitatorUnavailableError("settlement chain unreachable during settle");
-    }
-    return result;
-  };
+      (r) => !r.success && !r.transaction,
+    );
 
   logger.debug({ address: account.address, network }, "in-process x402 facilitator");
   return { mode: "local", client, address: account.address, settleVerified, close: () => rpc.close() };

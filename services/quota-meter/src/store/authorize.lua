@@ -1,8 +1,8 @@
 -- Authorize: one atomic round trip that grants a call, or a lease of several calls, to a key
 -- (guard.lua is loaded in front).
 -- key lookup -> account -> status -> burst guard -> both windows check-and-increment.
--- A lease of `want` units takes what the burst guard and both windows have left, at most
--- `want` and at least one; the gateway serves that many calls before it asks again, and
+-- A lease of `want` units takes what the burst guard has left and at most a quarter of what
+-- each window has left, at most `want` and at least one; the gateway serves that many calls before it asks again, and
 -- returns what it did not use (lease-return.lua). Key names derive from the account found,
 -- so this runs on a standalone (or replicated / sentinel) Redis, not Redis Cluster.
 --
@@ -27,9 +27,11 @@ local m = tonumber(redis.call('GET', mk)) or 0
 -- Monthly first: when both windows are spent, the longer wait is the useful answer. The
 -- windows are checked before the guard takes tokens, so a lease never takes tokens for
 -- units the windows cannot give; a spent window still counts as an attempt for the guard.
+-- A lease takes at most a quarter of what a window has left, so near a limit the last units go
+-- out in small blocks and every gateway serving the key gets its share.
 local want = math.max(1, tonumber(ARGV[9]) or 1)
-if monthly > 0 then want = math.min(want, monthly - m) end
-if daily > 0 then want = math.min(want, daily - d) end
+if monthly > 0 then want = math.min(want, math.ceil((monthly - m) / 4)) end
+if daily > 0 then want = math.min(want, math.ceil((daily - d) / 4)) end
 
 local granted = burstGrant(p, acct, burst, tonumber(ARGV[3]), math.max(want, 1))
 if granted < 1 then return {5, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0} end

@@ -135,10 +135,11 @@ export class MemoryStore implements QuotaStore {
       dayLimit: account.dailyLimit,
       monthLimit: account.monthlyLimit,
     };
-    // authorize.lua's order: the windows clip the lease before the guard takes tokens.
+    // authorize.lua's order: the windows clip the lease (to a quarter of what each has left)
+    // before the guard takes tokens.
     let want = Math.max(1, Math.floor(q.units));
-    if (counts.monthLimit > 0) want = Math.min(want, counts.monthLimit - counts.monthUsed);
-    if (counts.dayLimit > 0) want = Math.min(want, counts.dayLimit - counts.dayUsed);
+    if (counts.monthLimit > 0) want = Math.min(want, Math.ceil((counts.monthLimit - counts.monthUsed) / 4));
+    if (counts.dayLimit > 0) want = Math.min(want, Math.ceil((counts.dayLimit - counts.dayUsed) / 4));
     const units = this.#burstGrant(account, q.defaultBurst, now, Math.max(want, 1));
     if (units < 1) return { ...base, ...counts, units: 0, decision: "rate_limited" };
     if (counts.monthLimit > 0 && counts.monthUsed >= counts.monthLimit) {

@@ -4,13 +4,15 @@ import { call, code, estimateGas } from "./calls.ts";
 import { ens } from "./ens.ts";
 import { erc20Transfers, events } from "./logs.ts";
 import type { Operation } from "./shared.ts";
-import { allowance, contract, erc20Balance, erc721Tokens, erc1155Balance } from "./tokens.ts";
+import { allowance, contract, erc20Balance, erc721Tokens, erc1155Balance, nftMetadata } from "./tokens.ts";
+import { balance, receipt, transaction } from "./transactions.ts";
 
 export type { Operation, OperationContext } from "./shared.ts";
 
 /** The operation table, keyed by catalog endpoint id: the compiler checks it covers the catalog. */
 export const OPERATIONS: Record<EndpointId, Operation> = {
   allowance,
+  balance,
   blockNumber,
   block,
   call,
@@ -25,4 +27,7 @@ export const OPERATIONS: Record<EndpointId, Operation> = {
   estimateGas,
   events,
   networkInfo,
+  nftMetadata,
+  receipt,
+  transaction,
 };

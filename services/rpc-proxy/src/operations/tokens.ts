@@ -1,6 +1,7 @@
 import { grpc, ServiceError } from "@tollgate/platform";
 import { type Address, encodeFunctionData, type Hex, pad, parseAbi, toFunctionSelector } from "viem";
 import { decodeRevertReason } from "../errors.ts";
+import { jsonFromDataUri } from "./data-uri.ts";
 import {
   aggregate3,
   answered,
@@ -23,6 +24,9 @@ const abi = parseAbi([
   "function balanceOf(address account, uint256 id) view returns (uint256)",
   "function allowance(address owner, address spender) view returns (uint256)",
   "function supportsInterface(bytes4 interfaceId) view returns (bool)",
+  "function tokenURI(uint256 tokenId) view returns (string)",
+  "function uri(uint256 id) view returns (string)",
+  "function ownerOf(uint256 tokenId) view returns (address)",
 ]);
 
 const INTERFACE_ERC165 = "0x01ffc9a7";
@@ -144,4 +148,42 @@ export const contract: Operation = async (params, ctx) => {
   if (erc721) interfaces.push("ERC721");
   if (erc1155) interfaces.push("ERC1155");
   return { address, name: textOf(name), symbol: textOf(symbol), decimals: decimalsOf(decimals), interfaces };
+};
+
+/**
+ * An NFT's metadata pointer in ONE aggregate3: tokenURI (ERC-721) and uri (ERC-1155) are both
+ * asked, with ownerOf and the two ERC-165 claims; the standard the contract declares picks which
+ * URI counts. ERC-1155's `{id}` is filled in as the standard says (64 lower-case hex digits).
+ * On-chain JSON (a data: URI) is decoded; off-chain URIs are returned, never fetched.
+ */
+export const nftMetadata: Operation = async (params, ctx) => {
+  const { contract, token_id } = params as { contract: Address; token_id: string };
+  const id = BigInt(token_id);
+  const [is721, is1155, tokenUri, uri, owner] = await aggregate3(
+    ctx,
+    [
+      supports(INTERFACE_ERC721),
+      supports(INTERFACE_ERC1155),
+      encodeFunctionData({ abi, functionName: "tokenURI", args: [id] }),
+      encodeFunctionData({ abi, functionName: "uri", args: [id] }),
+      encodeFunctionData({ abi, functionName: "ownerOf", args: [id] }),
+    ].map((callData) => ({ target: contract, callData })),
+  );
+  const claims = (r: typeof is721) => answered(r) && word(r!) === 1n;
+  const standard = claims(is721) ? "ERC721" : claims(is1155) ? "ERC1155" : null;
+  const text721 = textOf(tokenUri);
+  const text1155 = textOf(uri);
+  const fromUri = text1155 !== null && (standard === "ERC1155" || text721 === null);
+  const picked = fromUri ? text1155 : text721;
+  if (picked === null) throw subCallFailure(tokenUri, contract, "tokenURI(uint256)");
+  const tokenUriText = fromUri ? picked.replaceAll("{id}", id.toString(16).padStart(64, "0")) : picked;
+  return {
+    contract,
+    token_id,
+    standard,
+    token_uri: tokenUriText,
+    owner:
+      standard !== "ERC1155" && answered(owner) ? `0x${owner!.returnData.slice(26, 66).toLowerCase()}` : null,
+    metadata: jsonFromDataUri(tokenUriText),
+  };
 };
