@@ -354,6 +354,22 @@ describe.each(["base", "production", "production + self-hosted-facilitator"] as 
       expect(d.spec!.template.spec!.terminationGracePeriodSeconds).toBeGreaterThan(sleep);
     });
 
+    it("lets every drain finish within the grace period (preStop sleep, then SHUTDOWN_TIMEOUT_MS)", () => {
+      const table = ENV_TABLES.gateway!;
+      const defaultTimeout = Number(table.find((v) => v.name === "SHUTDOWN_TIMEOUT_MS")?.default);
+      expect(defaultTimeout).toBeGreaterThan(0);
+      for (const d of deployments(objects())) {
+        const c = containerOf(d);
+        const sleep = c.lifecycle?.preStop?.sleep?.seconds ?? 0;
+        const timeoutMs = Number(envValue(c, "SHUTDOWN_TIMEOUT_MS") ?? defaultTimeout);
+        const grace = d.spec!.template.spec!.terminationGracePeriodSeconds ?? 30;
+        expect(sleep + timeoutMs / 1000, `${d.metadata?.name}: drain deadline`).toBeLessThan(grace);
+      }
+      // The gateway waits for the longest request it may have in flight: execute, then settle.
+      const gateway = containerOf(named(deployments(objects()), "gateway"));
+      expect(Number(envValue(gateway, "SHUTDOWN_TIMEOUT_MS"))).toBeGreaterThan(40_000);
+    });
+
     it("annotates every pod for Prometheus, pointing at its metrics port", () => {
       for (const [name, spec] of Object.entries(SERVICES)) {
         const d = named(deployments(objects()), name);
