@@ -109,7 +109,11 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
   // Not serving (no listener yet, so probes fail) beats serving without the shared state.
   opts.logger.warn({ url: where }, "Redis is unreachable: waiting for it (REDIS_STANDIN=false)");
   await connecting;
-  while (!client.isReady) await new Promise((r) => setTimeout(r, 250));
+  while (!client.isReady) {
+    await new Promise((r) => setTimeout(r, 250));
+    // The client reconnects by itself; should it have given up, start it again.
+    if (!client.isOpen) await client.connect().catch(() => undefined);
+  }
   opts.logger.info({ url: where }, "Redis reachable");
   return client;
 }
