@@ -4,17 +4,21 @@
  * chains: an API key; x402 `exact` (the official @x402/fetch client, settlement chain); MPP
  * `charge` (the official mppx client, a signed USDC.e transfer broadcast after the call) and MPP
  * `session` (mppx's session manager: one channel opened during warm-up, then one off-chain voucher
- * per call; closed at the end). Every paid call's receipt is checked, and the receiver's balances
- * against calls × price.
+ * per call; closed at the end); x402 `x402-batch` (the official batch-settlement client: one
+ * deposit during warm-up, then one off-chain voucher per call). Every paid call's receipt is
+ * checked, and the receiver's balances against calls × price. Then, alone on the settlement chain,
+ * `batchCalls` calls over one fresh x402-batch channel and the settlement worker's claim and settle
+ * of them: every transaction the settlement chain mined meanwhile is counted.
  */
 import { endpointById, priceAtomic } from "@tollgate/catalog";
 import type { Devnet } from "@tollgate/devnet";
 import type { Mesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { Receipt } from "mppx";
-import { formatUnits } from "viem";
+import { formatUnits, type PublicClient, toEventSelector } from "viem";
 import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
+import { batchPayer } from "../support/x402-batch.ts";
 
 const PATH = "/api/chain/block-number";
 const WARMUP = 3;
@@ -45,6 +49,21 @@ export interface PaidCallsReport {
   x402_exact: PaidWay;
   mpp_charge: PaidWay;
   mpp_session: PaidWay;
+  x402_batch: PaidWay;
+  x402_batch_onchain: BatchOnChain;
+}
+
+/** What x402-batch puts on the settlement chain. */
+export interface BatchOnChain {
+  /** Sequential batch-paid calls over one fresh channel. */
+  calls: number;
+  /** Every transaction the settlement chain mined from the first call until the worker had settled them. */
+  transactions: number;
+  /** Of those, by kind: the deposit, claims, settles, refunds (from the escrow's logs). */
+  kinds: Record<string, number>;
+  transactions_per_1000_calls: number;
+  /** When the worker claims (the bench mesh's settlement-worker settings). */
+  worker: string;
 }
 
 /** Nearest-rank percentile, in ms rounded to 0.1. */
@@ -86,6 +105,8 @@ export async function measurePaidCalls(
   devnet: Devnet,
   apiKey: string,
   n: number,
+  batchCalls: number,
+  batchWorker: string,
 ): Promise<PaidCallsReport> {
   const url = `${mesh.gatewayUrl}${PATH}`;
   const price = endpointById("blockNumber")?.price ?? "";
@@ -105,10 +126,15 @@ export async function measurePaidCalls(
     return ms;
   };
   const x402 = x402Payer(devnet, "payer1");
+  const batch = batchPayer(devnet, "payer4");
+  const batchReceipt = (res: Response) => {
+    const r = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
+    return r.success && (r.extra as { chargedAmount?: string } | undefined)?.chargedAmount !== undefined;
+  };
   const charge = mppChargePayer(devnet, "payer2", usdce);
   const session = mppSessionPayer(devnet, "payer3", "1");
   const mppReceipt = (res: Response) => Receipt.fromResponse(res).status === "success";
-  const ways: Record<"x402_exact" | "mpp_charge" | "mpp_session", Pay> = {
+  const ways: Record<"x402_exact" | "mpp_charge" | "mpp_session" | "x402_batch", Pay> = {
     x402_exact: () =>
       timed(
         () => x402.fetch(url),
@@ -127,8 +153,23 @@ export async function measurePaidCalls(
         mppReceipt,
         () => session.ms.at(-1),
       ),
+    x402_batch: () =>
+      timed(
+        () => batch.fetch(url),
+        batchReceipt,
+        () => batch.paidMs.at(-1),
+      ),
   };
 
+  // Alone on the settlement chain first: then nothing else mines there while it is counted.
+  const onchain = await measureBatchOnChain(
+    url,
+    devnet,
+    settlementChain,
+    batchCalls,
+    priceAtomic(price, settlement.usdc.decimals),
+    batchWorker,
+  );
   const before = { x402: await x402PayTo(), mpp: await mppPayTo() };
   // Warm every path (JIT, keep-alive, the first settlement, the session's open) before measuring.
   for (let i = 0; i < WARMUP; i++) {
@@ -136,10 +177,12 @@ export async function measurePaidCalls(
     for (const pay of Object.values(ways)) await pay();
   }
   const key: number[] = [];
-  const samples = { x402_exact: [[], []], mpp_charge: [[], []], mpp_session: [[], []] } as Record<
-    keyof typeof ways,
-    [number[], number[]]
-  >;
+  const samples = {
+    x402_exact: [[], []],
+    mpp_charge: [[], []],
+    mpp_session: [[], []],
+    x402_batch: [[], []],
+  } as Record<keyof typeof ways, [number[], number[]]>;
   // Interleaved, so drift on the machine weighs on every side alike.
   for (let i = 0; i < n; i++) {
     key.push(await keyCall());
@@ -152,6 +195,7 @@ export async function measurePaidCalls(
   await session.manager.close();
 
   const calls = BigInt(n + WARMUP);
+  // x402 exact's settlements; the batch payer's accruals stay in its channel until the worker claims.
   const x402Settled = (await x402PayTo()) - before.x402;
   const expectedX402 = calls * priceAtomic(price, settlement.usdc.decimals);
   if (x402Settled !== expectedX402)
@@ -181,5 +225,83 @@ export async function measurePaidCalls(
     x402_exact: way("x402_exact", `${formatUnits(x402Settled, 6)} USDC`),
     mpp_charge: way("mpp_charge", `${perWay} USDC.e`),
     mpp_session: way("mpp_session", `${perWay} USDC.e (on close)`),
+    x402_batch: way("x402_batch", `${perWay} USDC accrued (claimed by the settlement worker)`),
+    x402_batch_onchain: onchain,
   };
 }
+
+/**
+ * `calls` sequential x402-batch calls from a payer of their own over one channel, then waits until
+ * the settlement worker has claimed and settled them (payTo received calls × price), and counts
+ * every transaction the settlement chain mined in between, by kind.
+ */
+async function measureBatchOnChain(
+  url: string,
+  devnet: Devnet,
+  chain: PublicClient,
+  calls: number,
+  price: bigint,
+  worker: string,
+): Promise<BatchOnChain> {
+  const payer = batchPayer(devnet, "payer5");
+  const payTo = () => usdcBalance(chain, devnet, devnet.demo.settlement.payTo);
+  const before = await payTo();
+  const first = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+  for (let i = 0; i < calls; i++) {
+    const res = await payer.fetch(url);
+    if (res.status !== 200)
+      throw new Error(`x402-batch call ${i} answered ${res.status}: ${await res.text()}`);
+    await res.arrayBuffer();
+  }
+  const expected = before + BigInt(calls) * price;
+  const deadline = Date.now() + 120_000;
+  while ((await payTo()) !== expected) {
+    if (Date.now() > deadline)
+      throw new Error(`the worker did not settle ${calls} x402-batch calls in 2 minutes`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const last = await chain.getBlockNumber({ cacheTime: 0 });
+  let transactions = 0;
+  const kinds: Record<string, number> = {};
+  for (let b = first; b <= last; b++) {
+    const block = await chain.getBlock({ blockNumber: b, includeTransactions: true });
+    for (const tx of block.transactions) {
+      transactions++;
+      const receipt = await chain.getTransactionReceipt({ hash: tx.hash });
+      const names = new Set<string>();
+      for (const log of receipt.logs) {
+        const kind = BATCH_TOPICS[log.topics[0] ?? ""];
+        if (kind) names.add(kind);
+      }
+      const kind = names.has("deposit")
+        ? "deposit"
+        : names.has("refund")
+          ? "refund"
+          : names.has("claim")
+            ? "claim"
+            : names.has("settle")
+              ? "settle"
+              : "other";
+      kinds[kind] = (kinds[kind] ?? 0) + 1;
+    }
+  }
+  return {
+    calls,
+    transactions,
+    kinds,
+    transactions_per_1000_calls: Math.round((transactions * 1000 * 10) / calls) / 10,
+    worker,
+  };
+}
+
+/** The escrow's event topics (keccak of the signatures) and what their transaction was. */
+const BATCH_TOPICS: Record<string, string> = Object.fromEntries(
+  (
+    [
+      ["Deposited(bytes32,address,uint128,uint128)", "deposit"],
+      ["Claimed(bytes32,address,uint128,uint128)", "claim"],
+      ["Settled(address,address,address,uint128)", "settle"],
+      ["Refunded(bytes32,address,uint128)", "refund"],
+    ] as const
+  ).map(([signature, kind]) => [toEventSelector(signature), kind]),
+);

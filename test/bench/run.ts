@@ -8,9 +8,11 @@
  *   mesh         block-number through the whole mesh with an API key
  *
  * then the ratios the performance issue sets goals on (mesh CPU per request ÷ floor's, throughput
- * and p99 against the floor's), and the latency each way to pay (x402 exact, MPP charge, MPP session)
- * adds over an API-key call.
- * Options: --duration s, --connections n, --paid n (sequential paid calls), --out file.json,
+ * and p99 against the floor's), the latency each way to pay (x402 exact, MPP charge, MPP session,
+ * x402-batch) adds over an API-key call, and the settlement-chain transactions per 1,000
+ * x402-batch calls (their deposit, and the settlement worker's claims and settles).
+ * Options: --duration s, --connections n, --paid n (sequential paid calls), --batch-calls n
+ * (x402-batch calls counted on chain, default 1000), --out file.json,
  * --profile dir (CPU profiles of every service, written when the mesh stops).
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
@@ -32,6 +34,7 @@ const { values } = parseArgs({
     duration: { type: "string", default: "10" },
     connections: { type: "string", default: "32" },
     paid: { type: "string", default: "30" },
+    "batch-calls": { type: "string", default: "1000" },
     out: { type: "string" },
     profile: { type: "string" },
   },
@@ -213,7 +216,14 @@ try {
       p99: ratio(meshRow["p99 ms"], floorRow["p99 ms"]),
     },
   };
-  report.paid = await measurePaidCalls(mesh, devnet, secret, Number(values.paid));
+  report.paid = await measurePaidCalls(
+    mesh,
+    devnet,
+    secret,
+    Number(values.paid),
+    Number(values["batch-calls"]),
+    "settlement-worker defaults: claim once 1 USDC is unclaimed (nudged by the accrual events) or hourly, settle after each claim",
+  );
 
   console.table(
     rows.map((r) => ({

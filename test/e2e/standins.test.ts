@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
 import pg from "pg";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -52,6 +53,14 @@ describe("embedded default without Redis and NATS (stand-ins)", () => {
     expect(said("payment-verifier", /Redis is unreachable.*in memory/)).toBe(1);
     expect(said("quota-meter", /NATS is unreachable.*held locally/)).toBe(1);
     expect(said("payment-verifier", /NATS is unreachable.*held locally/)).toBe(1);
+    expect(said("payment-verifier", /x402-batch is not offered: its channel state must be in Redis/)).toBe(1);
+  });
+
+  it("offers no x402-batch without Redis: vouchers kept in one process's memory would never be claimed", async () => {
+    const res = await fetch(`${mesh.gatewayUrl}/api/chain/block-number`);
+    expect(res.status).toBe(402);
+    const offer = decodePaymentRequiredHeader(res.headers.get("payment-required") ?? "");
+    expect(offer.accepts.map((a) => a.scheme)).toEqual(["exact"]);
   });
 
   it("keeps its records in the embedded PostgreSQL (PGlite), reached like a real server", async () => {

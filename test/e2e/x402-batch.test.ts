@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest";
 import { get, mesh } from "../support/gateway.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { type Address, settlementClient, settlementNetwork, usdcBalance } from "../support/x402.ts";
-import { batchPayer } from "../support/x402-batch.ts";
+import { batchPayer, hundredCalls } from "../support/x402-batch.ts";
 
 const devnet = readDevnetFile(mesh.devnetFile);
 const chain = settlementClient(devnet);
@@ -27,23 +27,9 @@ const MIN_DEPOSIT = 1_000_000n; // the default X402_BATCH_MIN_DEPOSIT: 1 USDC
 const escrowAbi = parseAbi([
   "function channels(bytes32) view returns (uint128 balance, uint128 totalClaimed)",
 ]);
-const demo = devnet.demo.ethereum;
-const holder = devnet.accounts.find((a) => a.role === "A")?.address as Address;
 
-/** The calls of the run, each with its catalog price. */
-const CALLS: { path: string; price: string; body?: unknown }[] = [
-  ...Array.from({ length: 40 }, () => ({ path: "/api/chain/block-number", price: "0.001" })),
-  ...Array.from({ length: 30 }, () => ({ path: "/api/chain/chain-id?network=sepolia", price: "0.001" })),
-  ...Array.from({ length: 20 }, () => ({
-    path: `/api/chain/erc20-balance?address=${holder}&contract=${demo.erc20.address}`,
-    price: "0.003",
-  })),
-  ...Array.from({ length: 10 }, () => ({
-    path: "/api/chain/call",
-    price: "0.005",
-    body: { to: demo.erc20.address, data: "0x18160ddd" },
-  })),
-];
+/** 100 calls at four prices (0.18 USDC in all). */
+const CALLS = hundredCalls(devnet);
 
 interface Answer {
   status: number;

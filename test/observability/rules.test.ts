@@ -71,6 +71,7 @@ describe("Prometheus rules (real promtool)", () => {
         "TollgatePaymentFacilitatorUnavailable",
         "TollgateEventsOutboxGrowing",
         "TollgateMeshCallsRefused",
+        "TollgateBatchClaimsStalled",
       ].sort(),
     );
     for (const rule of alertRules()) {

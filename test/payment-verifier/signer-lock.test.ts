@@ -3,28 +3,13 @@
 // twice or skip one, and after a send that failed (the node may or may not have taken it) the next
 // sender asks the node again.
 
-import type { Redis } from "@tollgate/platform";
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  localSignerLock,
-  redisSignerLock,
-} from "../../services/payment-verifier/src/adapters/signer-lock.ts";
+import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
+import { describe, expect, it } from "vitest";
+import { testRedis } from "../support/redis.ts";
 import { uniqueId } from "./support.ts";
 
-let redis: Redis;
 const prefix = `${uniqueId("test:signerlock:")}:`;
-
-beforeAll(async () => {
-  redis = createClient({ url: "redis://127.0.0.1:6379" }) as unknown as Redis;
-  await redis.connect();
-});
-
-afterAll(async () => {
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length) await redis.del(keys);
-  await redis.close();
-});
+const redis = testRedis(prefix);
 
 /** A node that accepts nonce n only when n is its next one, like a real node with no gaps. */
 function node(start: number) {

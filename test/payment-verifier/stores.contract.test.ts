@@ -3,9 +3,7 @@
 // for MPP (replay claims, session channels) must behave the same,
 // or the embedded default would not show what production does.
 import { randomBytes } from "node:crypto";
-import type { Redis } from "@tollgate/platform";
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   type AttemptLimiter,
   MemoryAttemptLimiter,
@@ -24,21 +22,11 @@ import {
   RedisReservationStore,
   type ReservationStore,
 } from "../../services/payment-verifier/src/stores/reservations.ts";
+import { testRedis } from "../support/redis.ts";
 import { uniqueId } from "./support.ts";
 
-let redis: Redis;
 const prefix = `${uniqueId("test:pvstores:")}:`;
-
-beforeAll(async () => {
-  redis = createClient({ url: "redis://127.0.0.1:6379" }) as unknown as Redis;
-  await redis.connect();
-});
-
-afterAll(async () => {
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length) await redis.del(keys);
-  await redis.close();
-});
+const redis = testRedis(prefix);
 
 const facts = (over: Partial<PaymentFacts> = {}): PaymentFacts => ({
   scheme: "exact",

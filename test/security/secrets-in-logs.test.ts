@@ -148,10 +148,13 @@ beforeAll(async () => {
         X402_ASSET: `0x${randomBytes(20).toString("hex")}`,
         X402_PAY_TO: `0x${randomBytes(20).toString("hex")}`,
         X402_SETTLEMENT_RPC_URL: `http://${settlement}/rpc/${S.settlementKey}`,
-        // It settles MPP session channels from Redis (closed) with the operator key.
+        // It settles MPP session channels from Redis (closed) with the operator key, and claims
+        // x402-batch channels with the receiver-authorizer and facilitator keys.
         REDIS_URL: redisUrl,
         MPP_SERVER_PRIVATE_KEY: S.mppServerKey,
         MPP_TEMPO_RPC_URL: mpp.MPP_TEMPO_RPC_URL,
+        X402_BATCH_AUTHORIZER_PRIVATE_KEY: S.batchAuthorizerKey,
+        X402_FACILITATOR_PRIVATE_KEY: S.facilitatorPrivateKey,
       },
       healthy,
     ),

@@ -3,9 +3,7 @@
 // settlement records. The loop itself settles real channels in test/e2e/mpp-own-mesh.test.ts.
 import { randomBytes } from "node:crypto";
 import { parseEvent, SETTLEMENT_V2 } from "@tollgate/events";
-import type { Redis } from "@tollgate/platform";
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { redisLease } from "../../services/settlement-worker/src/adapters/lease.ts";
 import {
   channelSettledEvent,
@@ -13,20 +11,10 @@ import {
   settledForGood,
   settlementDue,
 } from "../../services/settlement-worker/src/core/session-settlement.ts";
+import { testRedis } from "../support/redis.ts";
 
 const prefix = `test:sessions:${randomBytes(4).toString("hex")}:`;
-let redis: Redis;
-
-beforeAll(async () => {
-  redis = createClient({ url: "redis://127.0.0.1:6379" }) as unknown as Redis;
-  await redis.connect();
-});
-
-afterAll(async () => {
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length) await redis.del(keys);
-  await redis.close();
-});
+const redis = testRedis(prefix);
 
 describe("the session settlement lease (Redis)", () => {
   it("lets one replica hold it, renews it for its holder, and hands it over when let go or lapsed", async () => {

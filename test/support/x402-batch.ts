@@ -24,6 +24,8 @@ export interface BatchPayer {
   fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   /** Every PAYMENT-SIGNATURE header `fetch` sent, in order. */
   signatures: string[];
+  /** How long each request carrying a payment took (ms), in order. */
+  paidMs: number[];
 }
 
 function privateKeyOf(devnet: DevnetInfo, role: string): `0x${string}` {
@@ -53,11 +55,16 @@ export function batchPayer(devnet: DevnetInfo, role: string): BatchPayer {
     .setSpendControls({ allowedAssets: [{ network, asset: devnet.demo.settlement.usdc.address }] })
     .register(network, scheme);
   const signatures: string[] = [];
+  const paidMs: number[] = [];
   const recording = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = new Request(input, init);
     const signature = request.headers.get("payment-signature");
-    if (signature) signatures.push(signature);
-    return fetch(request);
+    if (!signature) return fetch(request);
+    signatures.push(signature);
+    const started = performance.now();
+    const response = await fetch(request);
+    paidMs.push(performance.now() - started);
+    return response;
   };
   return {
     address: account.address,
@@ -67,6 +74,7 @@ export function batchPayer(devnet: DevnetInfo, role: string): BatchPayer {
     http: new x402HTTPClient(client),
     fetch: wrapFetchWithPayment(recording, client),
     signatures,
+    paidMs,
   };
 }
 
@@ -102,4 +110,30 @@ export function batchFacilitator(devnet: DevnetInfo, role = "facilitator"): InPr
     },
     getSupported: async () => facilitator.getSupported() as SupportedResponse,
   };
+}
+
+/** One paid call of a run: its path, catalog price and JSON body (POST) if any. */
+export interface BatchCall {
+  path: string;
+  price: string;
+  body?: unknown;
+}
+
+/** 100 calls at four prices (0.18 USDC in all) on the devnet's demo contracts. */
+export function hundredCalls(devnet: DevnetInfo): BatchCall[] {
+  const demo = devnet.demo.ethereum;
+  const holder = devnet.accounts.find((a) => a.role === "A")?.address;
+  return [
+    ...Array.from({ length: 40 }, () => ({ path: "/api/chain/block-number", price: "0.001" })),
+    ...Array.from({ length: 30 }, () => ({ path: "/api/chain/chain-id?network=sepolia", price: "0.001" })),
+    ...Array.from({ length: 20 }, () => ({
+      path: `/api/chain/erc20-balance?address=${holder}&contract=${demo.erc20.address}`,
+      price: "0.003",
+    })),
+    ...Array.from({ length: 10 }, () => ({
+      path: "/api/chain/call",
+      price: "0.005",
+      body: { to: demo.erc20.address, data: "0x18160ddd" },
+    })),
+  ];
 }

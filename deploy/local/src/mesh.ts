@@ -43,6 +43,11 @@ export interface Mesh {
   spawnGateway(env?: Record<string, string>): Promise<{ url: string; service: RunningService }>;
   /** Stops a back end and starts it again with the same environment and ports (a replica restart). */
   restart(name: Exclude<ServiceName, "gateway">): Promise<void>;
+  /** Starts another replica of a back end with the same environment (its own ports); stopped with the mesh. */
+  spawnReplica(
+    name: Exclude<ServiceName, "gateway">,
+    env?: Record<string, string>,
+  ): Promise<{ service: RunningService; ports: { main: number; metrics: number } }>;
   stop(): Promise<void>;
 }
 
@@ -143,7 +148,9 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     "settlement-worker": {
       OPERATOR_TOKEN_FILE: operatorTokenFile,
       DATABASE_URL: databaseUrl,
-      ...(devnet ? { ...reconcileEnv(paymentEnv), ...sessionSettlementEnv(paymentEnv) } : {}),
+      ...(devnet
+        ? { ...reconcileEnv(paymentEnv), ...sessionSettlementEnv(paymentEnv), ...batchClaimEnv(paymentEnv) }
+        : {}),
     },
     gateway: {
       PORT: String(ports.gateway.main),
@@ -158,8 +165,10 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
 
   const services = {} as Record<ServiceName, RunningService>;
   const extraGateways: RunningService[] = [];
+  const replicas: RunningService[] = [];
   const stopAll = async () => {
     for (const g of extraGateways) await g.stop();
+    for (const r of replicas) await r.stop();
     for (const name of [
       "gateway",
       "payment-verifier",
@@ -195,19 +204,26 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     extraGateways.push(gateway);
     return { url: `http://127.0.0.1:${port}`, service: gateway };
   };
-  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway">) => {
-    services[name] = await spawnService(
+  const startBackEnd = (
+    name: Exclude<ServiceName, "gateway">,
+    own: { main: number; metrics: number },
+    env: Record<string, string> = {},
+  ) =>
+    spawnService(
       name,
       {
         ...common,
-        GRPC_PORT: String(ports[name].main),
-        METRICS_PORT: String(ports[name].metrics),
+        GRPC_PORT: String(own.main),
+        METRICS_PORT: String(own.metrics),
         ...envFor[name],
         ...opts.serviceEnv?.[name],
+        ...env,
       },
       onLine,
-      () => checkHealth(addr(name)),
+      () => checkHealth(`127.0.0.1:${own.main}`),
     );
+  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway">) => {
+    services[name] = await startBackEnd(name, ports[name]);
   };
   try {
     // Back ends first, so the gateway never serves a request it cannot route.
@@ -249,6 +265,14 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       await services[name].stop();
       await spawnBackEnd(name);
     },
+    async spawnReplica(name, env = {}) {
+      const own = { main: await freePort(), metrics: await freePort() };
+      // Each replica journals its events in an outbox of its own (a pod's own volume).
+      const outbox = join(common.OUTBOX_DIR ?? join(stateDir, "outbox"), `replica-${replicas.length + 1}`);
+      const service = await startBackEnd(name, own, { OUTBOX_DIR: outbox, ...env });
+      replicas.push(service);
+      return { service, ports: own };
+    },
     stop: stopAll,
   };
 }
@@ -287,7 +311,16 @@ function sessionSettlementEnv(payment: Record<string, string>): Record<string, s
   return Object.fromEntries(names.filter((n) => payment[n]).map((n) => [n, payment[n] as string]));
 }
 
-/** The settlement worker reconciles against the chain payment-verifier settles on (no signing key). */
+/**
+ * The settlement worker claims x402-batch channels with payment-verifier's settlement key (nonces
+ * shared through the signer lock) and its receiver-authorizer key.
+ */
+function batchClaimEnv(payment: Record<string, string>): Record<string, string> {
+  const names = ["X402_FACILITATOR_PRIVATE_KEY", "X402_BATCH_AUTHORIZER_PRIVATE_KEY_FILE"];
+  return Object.fromEntries(names.filter((n) => payment[n]).map((n) => [n, payment[n] as string]));
+}
+
+/** The settlement worker reconciles against the chain payment-verifier settles on. */
 function reconcileEnv(payment: Record<string, string>): Record<string, string> {
   const { X402_NETWORK = "", X402_ASSET = "", X402_PAY_TO = "", X402_SETTLEMENT_RPC_URL = "" } = payment;
   return { X402_NETWORK, X402_ASSET, X402_PAY_TO, X402_SETTLEMENT_RPC_URL };

@@ -185,7 +185,8 @@ function caip2(name: string, value: string): Caip2 {
   return value as Caip2;
 }
 
-function facilitatorFromEnv(): FacilitatorConfig {
+/** The x402 facilitator: remote, or in-process with our settlement key (the settlement worker reads it too). */
+export function facilitatorFromEnv(): FacilitatorConfig {
   // Either may carry a provider key: read as secrets (never logged).
   const url = ENV.secret("X402_FACILITATOR_URL") ?? "";
   const privateKey = ENV.secret("X402_FACILITATOR_PRIVATE_KEY");
@@ -243,7 +244,11 @@ function schemesFromEnv(): SchemeName[] {
 }
 
 function batchFromEnv(schemes: readonly SchemeName[]): X402BatchConfig | undefined {
-  if (!schemes.includes("x402-batch")) return undefined;
+  return schemes.includes("x402-batch") ? x402BatchFromEnv() : undefined;
+}
+
+/** x402-batch's terms and authorizer key (the settlement worker reads the same variables). */
+export function x402BatchFromEnv(): X402BatchConfig {
   const key = ENV.secret("X402_BATCH_AUTHORIZER_PRIVATE_KEY");
   if (!key) {
     throw new ConfigError(

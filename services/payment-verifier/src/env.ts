@@ -96,9 +96,69 @@ export const X402_CHAIN_ENV = [
   },
 ] as const;
 
+/** The x402 facilitator (remote or self-hosted): payment-verifier settles through it, the settlement worker claims x402-batch channels through it. */
+export const X402_FACILITATOR_ENV = [
+  {
+    name: "X402_FACILITATOR_URL",
+    secret: true,
+    description:
+      "remote facilitator (/verify, /settle, /supported); https (http only on loopback), no user:password. Exactly one of this and `X402_FACILITATOR_PRIVATE_KEY`",
+  },
+  {
+    name: "X402_FACILITATOR_TIMEOUT_MS",
+    default: "10000",
+    description: "timeout of a remote facilitator call",
+  },
+  {
+    name: "X402_FACILITATOR_PRIVATE_KEY",
+    secret: true,
+    description:
+      "self-hosted facilitator: settles with this key (every replica and the settlement worker may hold it: sends are serialised through the Redis signer lock)",
+  },
+  {
+    name: "X402_CONFIRMATION_TIMEOUT_MS",
+    default: "20000",
+    description: "self-hosted: receipt wait; then `settlement_pending`",
+  },
+  { name: "X402_RECEIPT_POLL_MS", default: "250", description: "self-hosted: how often a receipt is polled" },
+  {
+    name: "X402_SETTLEMENT_RPC_TIMEOUT_MS",
+    default: "10000",
+    description: "self-hosted: timeout of one settlement-chain RPC call",
+  },
+] as const satisfies readonly EnvVar[];
+
+/** x402-batch's channel terms and authorizer key: read by payment-verifier and the settlement worker alike. */
+export const X402_BATCH_TERMS_ENV = [
+  {
+    name: "X402_BATCH_AUTHORIZER_PRIVATE_KEY",
+    required: "with x402-batch",
+    secret: true,
+    description:
+      "the receiver-authorizer key x402-batch signs claims and refunds with (the settlement worker's too)",
+  },
+  {
+    name: "X402_BATCH_MIN_DEPOSIT",
+    default: "1000000",
+    description: "the minimum channel deposit x402-batch offers announce (atomic units)",
+  },
+  {
+    name: "X402_BATCH_WITHDRAW_DELAY_SECONDS",
+    default: "86400",
+    description: "how long a payer waits to withdraw unilaterally (900 to 2592000)",
+  },
+] as const satisfies readonly EnvVar[];
+
 export const ENV = envTable([
   ...serviceEnv({ grpc: 50052, metrics: 9462 }),
-  ...REDIS_ENV,
+  ...REDIS_ENV.map((v) =>
+    v.name === "REDIS_STANDIN"
+      ? {
+          ...v,
+          description: `${v.description}; on the stand-in x402-batch is not offered (its channels must be in Redis, where the settlement worker claims them; one start-up line says so)`,
+        }
+      : v,
+  ),
   ...NATS_ENV.filter((v) => v.name !== "NATS_STREAM_REPLICAS"),
   ...outboxEnv("payment-verifier"),
   {
@@ -139,56 +199,13 @@ export const ENV = envTable([
     default: "60",
     description: "validity window an x402 offer grants (at least 10)",
   },
-  {
-    name: "X402_FACILITATOR_URL",
-    secret: true,
-    description:
-      "remote facilitator (/verify, /settle, /supported); https (http only on loopback), no user:password. Exactly one of this and `X402_FACILITATOR_PRIVATE_KEY`",
-  },
-  {
-    name: "X402_FACILITATOR_TIMEOUT_MS",
-    default: "10000",
-    description: "timeout of a remote facilitator call",
-  },
-  {
-    name: "X402_FACILITATOR_PRIVATE_KEY",
-    secret: true,
-    description:
-      "self-hosted facilitator: settles with this key (every replica may hold it: sends are serialised through Redis)",
-  },
+  ...X402_FACILITATOR_ENV,
   {
     name: "X402_AUTHORIZATION_LOOKBACK_BLOCKS",
     default: "5000",
     description: "how many recent blocks are searched for a used authorization",
   },
-  {
-    name: "X402_CONFIRMATION_TIMEOUT_MS",
-    default: "20000",
-    description: "self-hosted: receipt wait; then `settlement_pending`",
-  },
-  { name: "X402_RECEIPT_POLL_MS", default: "250", description: "self-hosted: how often a receipt is polled" },
-  {
-    name: "X402_SETTLEMENT_RPC_TIMEOUT_MS",
-    default: "10000",
-    description: "self-hosted: timeout of one settlement-chain RPC call",
-  },
-  {
-    name: "X402_BATCH_AUTHORIZER_PRIVATE_KEY",
-    required: "with x402-batch",
-    secret: true,
-    description:
-      "the receiver-authorizer key x402-batch signs claims and refunds with (the settlement worker's too)",
-  },
-  {
-    name: "X402_BATCH_MIN_DEPOSIT",
-    default: "1000000",
-    description: "the minimum channel deposit x402-batch offers announce (atomic units)",
-  },
-  {
-    name: "X402_BATCH_WITHDRAW_DELAY_SECONDS",
-    default: "86400",
-    description: "how long a payer waits to withdraw unilaterally (900 to 2592000)",
-  },
+  ...X402_BATCH_TERMS_ENV,
   {
     name: "MPP_SECRET_KEY",
     required: "with an MPP scheme",

@@ -12,13 +12,12 @@ import {
   serveMetrics,
   startGrpcServer,
 } from "@tollgate/platform";
-import { InMemoryChannelStorage } from "@x402/evm/batch-settlement/server";
+import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
 import { createSettlementEvents } from "./adapters/events.ts";
 import { createFacilitator } from "./adapters/facilitator.ts";
 import { createSettlementChain } from "./adapters/settlement-chain.ts";
 import { memoizeSignatureRecovery } from "./adapters/signature-memo.ts";
-import { localSignerLock, redisSignerLock } from "./adapters/signer-lock.ts";
 import { chainIdOf, type PaymentVerifierConfig } from "./config.ts";
 import { createSettlementRecorder, type SettlementSink } from "./core/events.ts";
 import { createPaymentMetrics, zeroPaymentMetrics } from "./core/metrics.ts";
@@ -97,7 +96,9 @@ export async function startPaymentVerifier(
   const facilitator = createFacilitator(x402.facilitator, x402.network, {
     logger,
     ...(redis ? { pendingSettlementStore: new RedisPendingSettlementStore(redis, config.redisPrefix) } : {}),
-    signerLock: redis ? redisSignerLock(redis, config.redisPrefix) : localSignerLock(),
+    signerLock: redis
+      ? redisSignerLock(redis, config.redisPrefix, { busy: (m) => new FacilitatorUnavailableError(m) })
+      : localSignerLock(),
   });
   const settlementChain = x402.settlementRpcUrl
     ? createSettlementChain({
@@ -107,20 +108,32 @@ export async function startPaymentVerifier(
         lookbackBlocks: x402.lookbackBlocks,
       })
     : undefined;
-  // x402-batch channel state: shared through Redis by every replica and the settlement worker.
+  // x402-batch channel state: shared through Redis by every replica and the settlement worker. The
+  // in-memory stand-in would keep vouchers the worker never sees (never claimed, lost on restart):
+  // without Redis the scheme is not offered at all.
+  const withoutBatch = !redis && config.schemes.includes("x402-batch");
+  if (withoutBatch) {
+    logger.warn(
+      "x402-batch is not offered: its channel state must be in Redis, shared with the settlement worker that claims it, and this process runs on the in-memory stand-in (REDIS_STANDIN=true)",
+    );
+  }
   const channelStorage = redis
     ? new RedisChannelStorage({ client: redis as never, keyPrefix: `${config.redisPrefix}channels:` })
-    : new InMemoryChannelStorage();
+    : undefined;
   // MPP replay claims and session channels: shared by every replica and the session settlement loop.
   const mppState = redis ? redisMppxState(redis, `${config.redisPrefix}mpp:`) : memoryMppxState();
-  const schemes = buildSchemes(config, {
-    logger,
-    metrics,
-    x402Facilitators: [facilitator],
-    settlementChain,
-    channelStorage,
-    mppState,
-  });
+  const offered = withoutBatch ? config.schemes.filter((s) => s !== "x402-batch") : config.schemes;
+  const schemes = buildSchemes(
+    { ...config, schemes: offered },
+    {
+      logger,
+      metrics,
+      x402Facilitators: [facilitator],
+      settlementChain,
+      channelStorage,
+      mppState,
+    },
+  );
   zeroPaymentMetrics(
     metrics,
     schemes.map((s) => s.name),

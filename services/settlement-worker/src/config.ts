@@ -1,9 +1,17 @@
 // The settlement worker's configuration, read once from the environment.
 import { resolve } from "node:path";
 import { readDatabaseUrl } from "@tollgate/db";
-import { type MppChainConfig, mppChainFromEnv, paymentRedisPrefix } from "@tollgate/payment-verifier/config";
+import {
+  type FacilitatorConfig,
+  facilitatorFromEnv,
+  type MppChainConfig,
+  mppChainFromEnv,
+  paymentRedisPrefix,
+  x402BatchFromEnv,
+} from "@tollgate/payment-verifier/config";
 import { ConfigError, readRedisSettings } from "@tollgate/platform";
 import { type Address, getAddress, isAddress } from "viem";
+import { type ClaimPolicy, defaultClaimIntervalSeconds } from "./core/x402-batch-claims.ts";
 import { ENV } from "./env.ts";
 
 export const SERVICE = "settlement-worker";
@@ -33,38 +41,99 @@ export interface SettlementWorkerConfig {
   operatorToken: string | undefined;
   /** Undefined: reconciliation is unavailable (no settlement chain configured). */
   chain: ChainConfig | undefined;
+  /** payment-verifier's Redis (REDIS_URL), where the channel state of both channel schemes lives. */
+  redisUrl: string;
+  /** payment-verifier's key prefix (`<REDIS_PREFIX>payment:`): its channels and the signer lock are under it. */
+  redisPrefix: string;
+  /** The channel operations' events' outbox journal (OUTBOX_DIR/settlement-worker). */
+  outboxDir: string;
   /** Undefined: MPP session channels are not settled here (MPP_SERVER_PRIVATE_KEY unset). */
   sessions: SessionSettlementConfig | undefined;
+  /** Undefined: x402-batch channels are not claimed here (X402_BATCH_AUTHORIZER_PRIVATE_KEY unset). */
+  x402Batch: X402BatchClaimConfig | undefined;
+}
+
+/**
+ * x402-batch channels: claimed, settled and refunded by ONE worker replica (a Redis lease with an
+ * epoch), from the channel records payment-verifier keeps in Redis, through the same facilitator
+ * (payment-verifier's X402_FACILITATOR_* settings: the same settlement key, its nonces shared
+ * through the signer lock) and signed with the same receiver-authorizer key.
+ */
+export interface X402BatchClaimConfig {
+  chain: ChainConfig;
+  facilitator: FacilitatorConfig;
+  authorizerKey: `0x${string}`;
+  withdrawDelaySeconds: number;
+  /** When claims run: this much unclaimed, this old, or a payer withdrawing; idle refunds. */
+  policy: ClaimPolicy;
+  /** How often a pass runs (lease renewal, due claims, settles, refunds). */
+  tickMs: number;
+  leaseMs: number;
+  maxClaimsPerBatch: number;
 }
 
 /**
  * MPP session channels: settled on a schedule by ONE worker replica (a Redis lease), from the state
- * payment-verifier keeps in Redis (the same REDIS_URL and REDIS_PREFIX), with the key that
- * operates the channels (payment-verifier's MPP_SERVER_PRIVATE_KEY).
+ * payment-verifier keeps in Redis (under `<REDIS_PREFIX>payment:mpp:`), with the key that operates
+ * the channels (payment-verifier's MPP_SERVER_PRIVATE_KEY).
  */
 export interface SessionSettlementConfig extends MppChainConfig {
   serverKey: `0x${string}`;
-  redisUrl: string;
-  /** payment-verifier's key prefix (`<REDIS_PREFIX>payment:`): its MPP state is under `<prefix>mpp:`. */
-  redisPrefix: string;
   /** How long one replica holds the settling lease without renewing it. */
   leaseMs: number;
-  /** The channel_settled events' outbox journal (OUTBOX_DIR/settlement-worker). */
-  outboxDir: string;
 }
 
 function sessions(): SessionSettlementConfig | undefined {
   if (!ENV.secret("MPP_SERVER_PRIVATE_KEY")) return undefined;
   const chain = mppChainFromEnv(true);
-  const redis = readRedisSettings();
   if (!chain.serverKey) throw new ConfigError("MPP_SERVER_PRIVATE_KEY is not set");
   return {
     ...chain,
     serverKey: chain.serverKey,
-    redisUrl: redis.url,
-    redisPrefix: paymentRedisPrefix(redis.prefix),
     leaseMs: Math.max(chain.settle.tickMs * 3, 30_000),
-    outboxDir: resolve(ENV.string("OUTBOX_DIR"), SERVICE),
+  };
+}
+
+function x402Batch(chain: ChainConfig | undefined): X402BatchClaimConfig | undefined {
+  if (!ENV.secret("X402_BATCH_AUTHORIZER_PRIVATE_KEY")) return undefined;
+  if (!chain) {
+    throw new ConfigError(
+      "x402-batch claims need the settlement chain: X402_SETTLEMENT_RPC_URL, X402_NETWORK, X402_ASSET and X402_PAY_TO",
+    );
+  }
+  const terms = x402BatchFromEnv();
+  const delay = terms.withdrawDelaySeconds;
+  const interval = ENV.raw("X402_BATCH_CLAIM_INTERVAL_SECONDS")
+    ? ENV.int("X402_BATCH_CLAIM_INTERVAL_SECONDS")
+    : defaultClaimIntervalSeconds(delay);
+  // Claims must land before a payer's withdrawal ends: room for at least two passes and retries.
+  if (interval < 1 || interval > delay / 2) {
+    throw new ConfigError(
+      `X402_BATCH_CLAIM_INTERVAL_SECONDS must be from 1 to half the withdraw delay (${delay / 2} s), got ${interval}`,
+    );
+  }
+  const minClaim = ENV.string("X402_BATCH_MIN_CLAIM_AMOUNT");
+  if (!/^[0-9]{1,30}$/.test(minClaim)) {
+    throw new ConfigError(
+      `X402_BATCH_MIN_CLAIM_AMOUNT must be an integer of atomic units, got "${minClaim}"`,
+    );
+  }
+  const idle = ENV.int("X402_BATCH_IDLE_REFUND_SECONDS");
+  if (idle < 0) throw new ConfigError("X402_BATCH_IDLE_REFUND_SECONDS must be 0 (never) or more");
+  const tickMs = ENV.int("X402_BATCH_TICK_MS");
+  if (tickMs < 50) throw new ConfigError("X402_BATCH_TICK_MS must be at least 50");
+  const maxClaimsPerBatch = ENV.int("X402_BATCH_MAX_CLAIMS_PER_BATCH");
+  if (maxClaimsPerBatch < 1) throw new ConfigError("X402_BATCH_MAX_CLAIMS_PER_BATCH must be at least 1");
+  return {
+    chain,
+    facilitator: facilitatorFromEnv(),
+    authorizerKey: terms.authorizerKey,
+    withdrawDelaySeconds: delay,
+    policy: { minClaimAmount: BigInt(minClaim), claimIntervalMs: interval * 1000, idleRefundMs: idle * 1000 },
+    tickMs,
+    // Long enough that a slow pass never loses it; a dead holder's lease lapses after it.
+    leaseMs: ENV.raw("X402_BATCH_LEASE_MS") ? ENV.int("X402_BATCH_LEASE_MS") : Math.max(tickMs * 3, 30_000),
+    maxClaimsPerBatch,
   };
 }
 
@@ -91,6 +160,8 @@ function chain(): ChainConfig | undefined {
 }
 
 export function loadConfig(): SettlementWorkerConfig {
+  const settlementChain = chain();
+  const redis = readRedisSettings();
   return {
     host: ENV.string("BIND_HOST"),
     grpcPort: ENV.int("GRPC_PORT"),
@@ -102,7 +173,11 @@ export function loadConfig(): SettlementWorkerConfig {
     eventsNamespace: ENV.raw("EVENTS_NAMESPACE") ?? "",
     streamReplicas: ENV.int("NATS_STREAM_REPLICAS"),
     operatorToken: ENV.secret("OPERATOR_TOKEN"),
-    chain: chain(),
+    chain: settlementChain,
+    redisUrl: redis.url,
+    redisPrefix: paymentRedisPrefix(redis.prefix),
+    outboxDir: resolve(ENV.string("OUTBOX_DIR"), SERVICE),
     sessions: sessions(),
+    x402Batch: x402Batch(settlementChain),
   };
 }

@@ -1,6 +1,6 @@
 // The settlement worker's environment, declared once: config.ts reads through it, the README table is
 // rendered from it (pnpm gen:env) and the Kubernetes manifests are checked against it (test/k8s).
-import { mppChainEnv } from "@tollgate/payment-verifier/env";
+import { mppChainEnv, X402_BATCH_TERMS_ENV, X402_FACILITATOR_ENV } from "@tollgate/payment-verifier/env";
 import {
   DATABASE_ENV,
   envTable,
@@ -27,7 +27,63 @@ export const ENV = envTable([
   ...mppChainEnv({ rpc: "with MPP_SERVER_PRIVATE_KEY" }),
   ...REDIS_ENV.filter((v) => v.name !== "REDIS_STANDIN").map((v) =>
     v.name === "REDIS_URL"
-      ? { ...v, description: "payment-verifier's Redis (its MPP state, the settling lease); never logged" }
+      ? {
+          ...v,
+          description:
+            "payment-verifier's Redis (its MPP state and x402-batch channels, the signer lock, the leases); never logged",
+        }
+      : v.name === "REDIS_PREFIX"
+        ? {
+            ...v,
+            description: `${v.description}; the same as payment-verifier's: the worker reads its keys under \`<prefix>payment:\``,
+          }
+        : v,
+  ),
+  ...X402_BATCH_TERMS_ENV.map((v) =>
+    v.name === "X402_BATCH_AUTHORIZER_PRIVATE_KEY"
+      ? {
+          name: v.name,
+          secret: v.secret,
+          description:
+            "set: x402-batch channels are claimed here, signed with this key (payment-verifier's); needs the four reconciliation variables above and a facilitator",
+        }
+      : { ...v, description: `${v.description}; payment-verifier's channel terms (the same value)` },
+  ),
+  ...X402_FACILITATOR_ENV.map((v) =>
+    v.name === "X402_FACILITATOR_URL" || v.name === "X402_FACILITATOR_PRIVATE_KEY"
+      ? {
+          ...v,
+          description: `${v.description}; with x402-batch claims: the facilitator they go through (payment-verifier's, its nonces shared through the signer lock)`,
+        }
       : v,
   ),
+  {
+    name: "X402_BATCH_CLAIM_INTERVAL_SECONDS",
+    description:
+      "claim anything unclaimed this often (unset: a quarter of the withdraw delay, 60 to 3600); at most half the withdraw delay",
+  },
+  {
+    name: "X402_BATCH_MIN_CLAIM_AMOUNT",
+    default: "1000000",
+    description: "claim once this much (atomic units, all channels together) is unclaimed",
+  },
+  {
+    name: "X402_BATCH_IDLE_REFUND_SECONDS",
+    default: "86400",
+    description: "refund a channel with no request for this long; `0`: never",
+  },
+  {
+    name: "X402_BATCH_TICK_MS",
+    default: "5000",
+    description: "how often the lease holder passes (claims, settles, refunds); at least 50",
+  },
+  {
+    name: "X402_BATCH_LEASE_MS",
+    description: "how long the claim lease outlives its last renewal (unset: 3 ticks, at least 30 s)",
+  },
+  {
+    name: "X402_BATCH_MAX_CLAIMS_PER_BATCH",
+    default: "100",
+    description: "channels per claim transaction",
+  },
 ]);

@@ -1,8 +1,15 @@
 // Wiring: PostgreSQL (migrated at start-up), the settlement stream into the ledger, the settlement
-// chain reader, the admin gRPC API, /metrics, and the MPP session settlement loop (sessions.ts).
+// chain reader, the admin gRPC API, /metrics, and the channel loops: MPP session settlement
+// (sessions.ts) and x402-batch claims (x402-batch.ts), over payment-verifier's Redis, their events
+// through one outbox.
 // Channel loops: core/ for their rules, adapters/ for the chain and the stores, started below.
 import { openDatabase, startMigrations } from "@tollgate/db";
-import { createEventConsumer } from "@tollgate/events";
+import {
+  createEventConsumer,
+  createEventPublisher,
+  SETTLEMENT_V2,
+  type SettlementEventV2,
+} from "@tollgate/events";
 import {
   contracts,
   createLogger,
@@ -12,6 +19,7 @@ import {
   serveMetrics,
   startGrpcServer,
 } from "@tollgate/platform";
+import { backgroundRedis } from "./adapters/background-redis.ts";
 import { createSettlementChain } from "./adapters/chain.ts";
 import { consumeSettlements } from "./adapters/events.ts";
 import { createLedgerStore, type LedgerTables } from "./adapters/ledger-store.ts";
@@ -20,6 +28,7 @@ import { SERVICE, type SettlementWorkerConfig } from "./config.ts";
 import { createWorkerMetrics } from "./core/metrics.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import { type SessionsHandle, startSessions } from "./sessions.ts";
+import { startX402Batch, type X402BatchHandle } from "./x402-batch.ts";
 
 export interface SettlementWorkerDeps {
   logger?: Logger;
@@ -35,6 +44,8 @@ export interface SettlementWorkerHandle {
   sessions: SessionsHandle | undefined;
   /** Health checks go NOT_SERVING; calls are still served. */
   drain(): void;
+  /** The x402-batch claimer, when configured. */
+  x402Batch: X402BatchHandle | undefined;
   stop(): Promise<void>;
 }
 
@@ -72,18 +83,40 @@ export async function startSettlementWorker(
     streamReplicas: config.streamReplicas,
   });
   consumeSettlements(consumer, ledger, metrics, migrations.ready);
-  const sessions = config.sessions
-    ? startSessions(config.sessions, {
+  const channels = config.sessions || config.x402Batch;
+  const redis = channels ? backgroundRedis(config.redisUrl, logger) : undefined;
+  const events = channels
+    ? createEventPublisher({
+        natsUrl: config.natsUrl,
+        service: SERVICE,
+        outboxDir: config.outboxDir,
         logger,
         registry,
-        metrics,
-        eventsNamespace: config.eventsNamespace,
-        natsUrl: config.natsUrl,
+        ...(config.eventsNamespace ? { namespace: config.eventsNamespace } : {}),
       })
     : undefined;
+  const publish = (event: SettlementEventV2) => events?.publish(SETTLEMENT_V2, event);
+  const sessions =
+    config.sessions && redis
+      ? startSessions(config.sessions, { logger, metrics, redis, redisPrefix: config.redisPrefix, publish })
+      : undefined;
+  const x402Batch =
+    config.x402Batch && redis
+      ? startX402Batch(config.x402Batch, {
+          logger,
+          metrics,
+          redis,
+          redisPrefix: config.redisPrefix,
+          consumer,
+          publish,
+        })
+      : undefined;
 
   const closeBackground = async () => {
     await sessions?.stop();
+    await x402Batch?.stop();
+    redis?.close();
+    await events?.close();
     migrations.stop();
     await consumer.close();
     await database.close();
@@ -129,6 +162,7 @@ export async function startSettlementWorker(
     drain: () => grpcServer.drain(),
     ready: migrations.ready,
     sessions,
+    x402Batch,
     stop: () => {
       stopping ??= (async () => {
         await grpcServer.shutdown();

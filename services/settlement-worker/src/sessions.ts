@@ -1,12 +1,12 @@
 // Wiring of the MPP session settlement loop (adapters/session-channels.ts): payment-verifier's
 // Redis state (same REDIS_URL and REDIS_PREFIX), the Tempo chain with the channels'
-// operator key, a lease so one replica settles, and the channel_settled events' outbox. Redis is
-// retried in the background until it answers: channels wait in it, nothing is lost meanwhile.
-import { createEventPublisher, SETTLEMENT_V2 } from "@tollgate/events";
+// operator key, a lease so one replica settles, and the worker's settlement events.
+import type { SettlementEventV2 } from "@tollgate/events";
 import { tempoClient } from "@tollgate/payment-verifier/adapters/tempo";
 import { redisMppxState } from "@tollgate/payment-verifier/stores/mppx-store";
-import { connectRedis, type Logger, type Redis, type Registry } from "@tollgate/platform";
+import type { Logger } from "@tollgate/platform";
 import { privateKeyToAccount } from "viem/accounts";
+import type { BackgroundRedis } from "./adapters/background-redis.ts";
 import { redisLease } from "./adapters/lease.ts";
 import { type SessionSettlement, startSessionSettlement } from "./adapters/session-channels.ts";
 import type { SessionSettlementConfig } from "./config.ts";
@@ -22,41 +22,22 @@ export function startSessions(
   config: SessionSettlementConfig,
   deps: {
     logger: Logger;
-    registry: Registry;
     metrics: WorkerMetrics;
-    eventsNamespace: string;
-    natsUrl: string;
+    redis: BackgroundRedis;
+    redisPrefix: string;
+    publish(event: SettlementEventV2): void;
   },
 ): SessionsHandle {
   for (const reason of ["amount", "age", "close_requested"])
     deps.metrics.sessionSettles.inc({ reason, result: "settled" }, 0);
   deps.metrics.sessionSettles.inc({ reason: "error", result: "failed" }, 0);
   deps.metrics.sessionLeaseHeld.set(0);
-  const events = createEventPublisher({
-    natsUrl: deps.natsUrl,
-    service: "settlement-worker",
-    outboxDir: config.outboxDir,
-    logger: deps.logger,
-    registry: deps.registry,
-    ...(deps.eventsNamespace ? { namespace: deps.eventsNamespace } : {}),
-  });
   const account = privateKeyToAccount(config.serverKey);
-  let redis: Redis | undefined;
   let settlement: SessionSettlement | undefined;
   let stopped = false;
-  let warned = false;
-  let retry: NodeJS.Timeout | undefined;
-  const connect = async () => {
-    redis = await connectRedis({ url: config.redisUrl, logger: deps.logger, unreachable: "give-up" });
-    if (stopped) return redis?.destroy();
-    if (!redis) {
-      if (!warned) deps.logger.warn("Redis is unreachable: MPP session channels are settled once it answers");
-      warned = true;
-      retry = setTimeout(() => void connect(), 5_000);
-      return;
-    }
-    if (warned) deps.logger.info("Redis reachable: settling MPP session channels");
-    const prefix = `${config.redisPrefix}mpp:`;
+  deps.redis.onReady((redis) => {
+    if (stopped) return;
+    const prefix = `${deps.redisPrefix}mpp:`;
     settlement = startSessionSettlement({
       state: redisMppxState(redis, prefix),
       client: tempoClient({ rpcUrl: config.rpcUrl, chainId: config.chainId, account }),
@@ -64,20 +45,16 @@ export function startSessions(
       feeToken: config.feeToken,
       schedule: config.settle,
       lease: redisLease(redis, `${prefix}settlement-lease`, config.leaseMs),
-      publish: (event) => events.publish(SETTLEMENT_V2, event),
+      publish: deps.publish,
       logger: deps.logger,
       metrics: deps.metrics,
     });
-  };
-  void connect();
+  });
   return {
     settlement: () => settlement,
     async stop() {
       stopped = true;
-      clearTimeout(retry);
       await settlement?.stop();
-      await events.close();
-      redis?.destroy();
     },
   };
 }

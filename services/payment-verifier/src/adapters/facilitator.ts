@@ -5,6 +5,7 @@
 // reached surfaces as FacilitatorUnavailableError, never as an invalid payment.
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Logger } from "@tollgate/platform";
+import { SerialSubmitter, type SignerLock } from "@tollgate/settlement-signer";
 import { type PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
 import { type FacilitatorClient, HTTPFacilitatorClient } from "@x402/core/server";
 import type {
@@ -26,7 +27,6 @@ import {
   getAddress,
   type Hex,
   isAddressEqual,
-  type PublicClient,
   parseEventLogs,
   parseSignature,
   type WalletClient,
@@ -35,7 +35,6 @@ import { privateKeyToAccount } from "viem/accounts";
 import { type Caip2, chainIdOf, type FacilitatorConfig } from "../config.ts";
 import { FacilitatorUnavailableError } from "../core/types.ts";
 import { jsonRpcTransport } from "./json-rpc-transport.ts";
-import type { SignerLock } from "./signer-lock.ts";
 
 export interface Facilitator {
   readonly mode: "remote" | "local";
@@ -147,58 +146,6 @@ async function tracked<T>(call: () => Promise<T>): Promise<T> {
 function swallowTransportError(err: unknown): undefined {
   if (isTransportError(err)) return undefined;
   throw err;
-}
-
-/** The node refused a nonce another submission already used (a replica, or a crashed run). */
-const NONCE_CONFLICT =
-  /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
-
-/**
- * One settlement key, many concurrent settlements: submissions go out one at a time with nonces we
- * count ourselves, so concurrent settles never race for a nonce. Within a process a queue orders
- * them; across replicas holding the same key, the signer lock (Redis) does, and it keeps the next
- * nonce. A nonce is consumed only when the node accepted the transaction; after a failure the next
- * submission re-reads the pending count from the node, and a nonce conflict is retried once with it.
- * Receipt waits happen outside the queue and the lock.
- */
-export class SerialSubmitter {
-  readonly #publicClient: PublicClient;
-  readonly #address: `0x${string}`;
-  readonly #lock: SignerLock;
-  #tail: Promise<unknown> = Promise.resolve();
-  #scope: string | undefined;
-
-  constructor(publicClient: PublicClient, address: `0x${string}`, lock: SignerLock) {
-    this.#publicClient = publicClient;
-    this.#address = address;
-    this.#lock = lock;
-  }
-
-  /** The key on this chain: address, chain id and genesis hash (read once). */
-  async #signer(): Promise<string> {
-    if (!this.#scope) {
-      const [chainId, genesis] = await Promise.all([
-        this.#publicClient.getChainId(),
-        this.#publicClient.getBlock({ blockNumber: 0n }),
-      ]);
-      this.#scope = `${chainId}:${genesis.hash}:${this.#address}`;
-    }
-    return this.#scope;
-  }
-
-  submit(send: (nonce: number) => Promise<Hex>): Promise<Hex> {
-    const pending = () =>
-      this.#publicClient.getTransactionCount({ address: this.#address, blockTag: "pending" });
-    const attempt = async () => this.#lock.withNonce(await this.#signer(), pending, send);
-    const run = () =>
-      attempt().catch((err: unknown) => {
-        if (!NONCE_CONFLICT.test(err instanceof Error ? err.message : String(err))) throw err;
-        return attempt();
-      });
-    const result = this.#tail.then(run, run);
-    this.#tail = result.catch(() => {});
-    return result;
-  }
 }
 
 function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: FacilitatorDeps): Facilitator {

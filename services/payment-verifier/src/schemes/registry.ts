@@ -24,8 +24,8 @@ export interface SchemeDeps {
   /** The x402 facilitators, in the order they are asked. */
   x402Facilitators: readonly Facilitator[];
   settlementChain: SettlementChain | undefined;
-  /** Where x402-batch keeps channel state (Redis, or the single-node stand-in). */
-  channelStorage: ChannelStorage;
+  /** Where x402-batch keeps channel state (Redis; without it the scheme is not offered). */
+  channelStorage: ChannelStorage | undefined;
   /** Where MPP keeps replay claims and session channels (Redis, or the single-node stand-in). */
   mppState: MppxState;
 }
@@ -58,6 +58,7 @@ export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): P
     "x402-batch": () => {
       const terms = config.x402.batch;
       if (!terms) throw new Error("x402-batch is offered without its terms (config.x402.batch)");
+      if (!deps.channelStorage) throw new Error("x402-batch is offered without its Redis channel storage");
       return new X402BatchScheme(config.x402, terms, {
         protocol: x402,
         storage: deps.channelStorage,

@@ -15,10 +15,12 @@ export type Outcome = (typeof OUTCOMES)[number];
 
 /**
  * Outcomes whose transaction moved tokens to the receiver: an `exact` settlement, and a channel's
- * claim or final settlement (the coming batch/session schemes). `failed` may name a transaction
- * that moved nothing; accruals move nothing until claimed; `refunded` goes back to the payer.
+ * settlement (an MPP session's settle, an x402-batch `settle(receiver, token)`). `failed` may name a
+ * transaction that moved nothing; accruals move nothing until claimed; an x402-batch claim moves
+ * the charges to the receiver's side inside the escrow (its settle transfers them); `refunded` goes
+ * back to the payer.
  */
-export const INFLOWS: readonly Outcome[] = ["settled", "claimed", "channel_settled"];
+export const INFLOWS: readonly Outcome[] = ["settled", "channel_settled"];
 
 /** One ledger row: a settlement event as recorded. */
 export interface LedgerEntry {

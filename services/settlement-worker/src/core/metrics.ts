@@ -7,6 +7,20 @@ export interface WorkerMetrics {
   sessionSettles: prom.Counter<"reason" | "result">;
   /** 1 while this replica holds the session settlement lease. */
   sessionLeaseHeld: prom.Gauge;
+  /** x402-batch claim transactions (reason: withdrawal, amount, interval). */
+  batchClaims: prom.Counter<"reason">;
+  /** Vouchers claimed on chain (one per channel per claim). */
+  batchClaimedVouchers: prom.Counter;
+  batchSettles: prom.Counter;
+  batchRefunds: prom.Counter;
+  /** Failed claim, settle, refund or whole passes. */
+  batchFailures: prom.Counter<"operation">;
+  /** Accepted but unclaimed x402-batch charges, atomic units, as the lease holder last saw them. */
+  batchUnclaimed: prom.Gauge;
+  /** Channels whose charges wait for a deposit to confirm on chain. */
+  batchUnconfirmed: prom.Gauge;
+  /** 1 while this replica holds the x402-batch claim lease. */
+  batchLeaseHeld: prom.Gauge;
 }
 
 export function createWorkerMetrics(registry: Registry): WorkerMetrics {
@@ -32,6 +46,48 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
     sessionLeaseHeld: new prom.Gauge({
       name: "settlement_session_lease_held",
       help: "1 while this replica holds the lease to settle MPP session channels (exactly one replica should)",
+      registers: [registry],
+    }),
+    batchClaims: new prom.Counter({
+      name: "settlement_x402_batch_claims_total",
+      help: "x402-batch claimWithSignature transactions, by reason (withdrawal, amount, interval)",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
+    batchClaimedVouchers: new prom.Counter({
+      name: "settlement_x402_batch_claimed_vouchers_total",
+      help: "x402-batch vouchers claimed on chain (one per channel per claim transaction)",
+      registers: [registry],
+    }),
+    batchSettles: new prom.Counter({
+      name: "settlement_x402_batch_settles_total",
+      help: "x402-batch settle(receiver, token) transactions",
+      registers: [registry],
+    }),
+    batchRefunds: new prom.Counter({
+      name: "settlement_x402_batch_refunds_total",
+      help: "x402-batch idle channels refunded cooperatively",
+      registers: [registry],
+    }),
+    batchFailures: new prom.Counter({
+      name: "settlement_x402_batch_failures_total",
+      help: "x402-batch operations that failed (claim, settle, refund, pass); retried on the next pass",
+      labelNames: ["operation"],
+      registers: [registry],
+    }),
+    batchUnclaimed: new prom.Gauge({
+      name: "settlement_x402_batch_unclaimed_atomic",
+      help: "x402-batch charges accepted but not yet claimed on chain, atomic units of the asset (lease holder)",
+      registers: [registry],
+    }),
+    batchUnconfirmed: new prom.Gauge({
+      name: "settlement_x402_batch_unconfirmed_channels",
+      help: "x402-batch channels whose charges exceed their confirmed on-chain balance (left out of claims)",
+      registers: [registry],
+    }),
+    batchLeaseHeld: new prom.Gauge({
+      name: "settlement_x402_batch_lease_held",
+      help: "1 while this replica holds the lease to claim x402-batch channels (exactly one replica should)",
       registers: [registry],
     }),
   };

@@ -1,12 +1,22 @@
-// One settlement key may be mounted in several payment-verifier replicas (the self-hosted
-// facilitator scales with them). Two replicas sending with the same nonce would make one settlement
-// fail after its call was served, so every transaction of a key is sent while holding that key's
-// lock in Redis, and the lock keeps the key's next nonce. Without Redis (the single-node stand-in)
-// the process's own queue is the only sender, and the node's pending count is the nonce.
+// One settlement key may be mounted in several processes: payment-verifier replicas (the
+// self-hosted facilitator settles `exact` payments and batch deposits) and the settlement worker
+// (batch claims, settles, refunds). Two of them sending with the same nonce would make one
+// transaction fail (a call already served, or a claim), so every transaction of a key is sent while
+// holding that key's lock in Redis, and the lock keeps the key's next nonce. Without Redis (the
+// single-node stand-in) the process's own queue is the only sender, and the node's pending count is
+// the nonce.
 import { randomUUID } from "node:crypto";
-import type { Redis } from "@tollgate/platform";
 import type { Hex } from "viem";
-import { FacilitatorUnavailableError } from "../core/types.ts";
+
+/** What the lock needs of a Redis client (node-redis's `eval`). */
+export interface ScriptRunner {
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+
+/** The key stayed locked by another process for longer than the wait. */
+export class SignerBusyError extends Error {
+  override name = "SignerBusyError";
+}
 
 export interface SignerLock {
   /**
@@ -54,14 +64,21 @@ return redis.call('DEL', KEYS[1])`;
 export interface RedisSignerLockOptions {
   /** How long a holder may keep the lock (covers a slow submission; a crashed holder frees it then). */
   holdMs?: number;
-  /** How long to wait for the lock before giving up with "facilitator unavailable". */
+  /** How long to wait for the lock before giving up. */
   waitMs?: number;
+  /** The error thrown when the wait is over (a service's own "unavailable" error); SignerBusyError by default. */
+  busy?: (message: string) => Error;
 }
 
 /** Two round trips per transaction: take the lock with the next nonce, then record it and let go. */
-export function redisSignerLock(redis: Redis, prefix: string, opts: RedisSignerLockOptions = {}): SignerLock {
+export function redisSignerLock(
+  redis: ScriptRunner,
+  prefix: string,
+  opts: RedisSignerLockOptions = {},
+): SignerLock {
   const holdMs = String(opts.holdMs ?? 60_000);
   const waitMs = opts.waitMs ?? 15_000;
+  const busy = opts.busy ?? ((message: string) => new SignerBusyError(message));
   return {
     async withNonce(signer, pending, send) {
       const base = `${prefix}signer:${signer.toLowerCase()}:`;
@@ -79,7 +96,7 @@ export function redisSignerLock(redis: Redis, prefix: string, opts: RedisSignerL
           break;
         }
         if (Date.now() > deadline) {
-          throw new FacilitatorUnavailableError("the settlement key is busy in another replica; retry");
+          throw busy("the settlement key is busy in another replica; retry");
         }
         await new Promise((r) => setTimeout(r, Math.min(2 + attempt, 20) * (0.5 + Math.random())));
       }

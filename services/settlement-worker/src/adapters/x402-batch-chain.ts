@@ -1,0 +1,85 @@
+// The batch settlement contract, read for the claimer: confirmed channel state (one multicall for
+// every channel that matters), what the receiver has claimed but not settled, and the contract's
+// logs in our transactions' receipts (what became settlement events).
+import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
+import { type Address, createPublicClient, type Hex, http, parseAbi, parseEventLogs } from "viem";
+import type { BatchLog, OnChainChannel } from "../core/x402-batch-claims.ts";
+
+export const ESCROW: Address = BATCH_SETTLEMENT_ADDRESS;
+/** Multicall3, at its canonical address on every chain the scheme runs on (the SDK needs it too). */
+const MULTICALL3: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
+
+const abi = parseAbi([
+  "function channels(bytes32) view returns (uint128 balance, uint128 totalClaimed)",
+  "function pendingWithdrawals(bytes32) view returns (uint128 amount, uint40 initiatedAt)",
+  "function receivers(address, address) view returns (uint128 totalClaimed, uint128 totalSettled)",
+  "event Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed)",
+  "event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount)",
+  "event Refunded(bytes32 indexed channelId, address indexed sender, uint128 amount)",
+]);
+
+export interface BatchChain {
+  channels(ids: readonly string[]): Promise<Map<string, OnChainChannel>>;
+  unsettled(): Promise<bigint>;
+  logs(transaction: string): Promise<BatchLog[]>;
+}
+
+export function createBatchChain(rpcUrl: string, receiver: Address, token: Address): BatchChain {
+  const client = createPublicClient({ transport: http(rpcUrl, { timeout: 10_000, retryCount: 2 }) });
+  return {
+    async channels(ids) {
+      const calls = ids.flatMap((id) => [
+        { address: ESCROW, abi, functionName: "channels", args: [id as Hex] } as const,
+        { address: ESCROW, abi, functionName: "pendingWithdrawals", args: [id as Hex] } as const,
+      ]);
+      // Confirmed state only: the latest mined block, never "pending".
+      const results = await client.multicall({
+        contracts: calls,
+        allowFailure: false,
+        multicallAddress: MULTICALL3,
+        blockTag: "latest",
+      });
+      const out = new Map<string, OnChainChannel>();
+      ids.forEach((id, i) => {
+        const [balance, totalClaimed] = results[2 * i] as readonly [bigint, bigint];
+        const [, initiatedAt] = results[2 * i + 1] as readonly [bigint, number];
+        out.set(id.toLowerCase(), { balance, totalClaimed, withdrawing: Number(initiatedAt) !== 0 });
+      });
+      return out;
+    },
+    async unsettled() {
+      const [claimed, settled] = await client.readContract({
+        address: ESCROW,
+        abi,
+        functionName: "receivers",
+        args: [receiver, token],
+      });
+      return claimed - settled;
+    },
+    async logs(transaction) {
+      const receipt = await client.getTransactionReceipt({ hash: transaction as Hex });
+      const escrow = ESCROW.toLowerCase();
+      const parsed = parseEventLogs({
+        abi,
+        logs: receipt.logs.filter((l) => l.address.toLowerCase() === escrow),
+      });
+      const out: BatchLog[] = [];
+      for (const log of parsed) {
+        const logIndex = log.logIndex ?? 0;
+        if (log.eventName === "Claimed")
+          out.push({
+            kind: "claimed",
+            logIndex,
+            channelId: log.args.channelId,
+            amount: log.args.claimAmount,
+            totalClaimed: log.args.newTotalClaimed,
+          });
+        else if (log.eventName === "Settled" && log.args.receiver.toLowerCase() === receiver.toLowerCase())
+          out.push({ kind: "settled", logIndex, receiver: log.args.receiver, amount: log.args.amount });
+        else if (log.eventName === "Refunded")
+          out.push({ kind: "refunded", logIndex, channelId: log.args.channelId, amount: log.args.amount });
+      }
+      return out;
+    },
+  };
+}
