@@ -292,6 +292,15 @@ describe("x402 exact through the gateway, paid with the official client librarie
             ),
         },
         {
+          id: "balance",
+          path: `/api/chain/balance/${B}?network=ethereum`,
+          data: (d) => {
+            expect(String(d.account).toLowerCase()).toBe(B.toLowerCase());
+            expect(d).toMatchObject({ decimals: 18, symbol: "ETH" });
+            expect(d.balance).toMatch(/^[0-9]+$/);
+          },
+        },
+        {
           id: "networkInfo",
           path: `/api/chain/network-info?network=${thirdNetwork}`,
           data: (d) => {

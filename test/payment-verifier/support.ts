@@ -70,7 +70,7 @@ export function devnetConfig(
     redisUrl: "redis://127.0.0.1:6379",
     natsUrl: "nats://127.0.0.1:4222",
     redisPrefix: `${uniqueId("test:pv:")}:`,
-    redisStandin: true,
+    redisStandIn: true,
     reservationTtlSeconds: 120,
     outboxDir: mkdtempSync(join(tmpdir(), "pv-outbox-")),
     limits: {

@@ -216,7 +216,7 @@ describe("Redis required (REDIS_STANDIN=false, production)", () => {
     );
     await new Promise<void>((r) => probe.close(() => r()));
     let started = false;
-    const starting = start(cfg({ redisUrl: `redis://127.0.0.1:${port}`, redisStandin: false })).then((s) => {
+    const starting = start(cfg({ redisUrl: `redis://127.0.0.1:${port}`, redisStandIn: false })).then((s) => {
       started = true;
       return s;
     });

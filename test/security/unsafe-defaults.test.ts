@@ -259,7 +259,7 @@ describe("payment-verifier: receiver and settlement", () => {
   });
 
   it("waits for Redis by default instead of serving payments without the shared replay guard", () => {
-    expect(withEnv({ ...CLEAN, ...PAYMENT_ENV, X402_PAY_TO: OWN_ADDRESS }, paymentConfig).redisStandin).toBe(
+    expect(withEnv({ ...CLEAN, ...PAYMENT_ENV, X402_PAY_TO: OWN_ADDRESS }, paymentConfig).redisStandIn).toBe(
       false,
     );
   });

@@ -13,15 +13,17 @@ export interface Recorded {
 /**
  * An HTTP server in front of a real node that records every request it forwards, so a
  * test can count upstream round trips. `mode = "hang"` accepts requests and never
- * answers (a hung node), `mode = "throttle"` answers like a rate-limiting provider; `close()` makes its port refuse connections, `reopen()` brings
- * it back on the same port.
+ * answers (a hung node), `mode = "throttle"` answers like a rate-limiting provider, `mode = "hold"`
+ * keeps each request until `release()` (calls a test wants in flight); `close()` makes its port refuse
+ * connections, `reopen()` brings it back on the same port.
  */
 export class CountingProxy {
   readonly requests: Recorded[] = [];
-  mode: "forward" | "hang" | "throttle" = "forward";
+  mode: "forward" | "hang" | "throttle" | "hold" = "forward";
   port = 0;
   readonly #target: string;
   #server: Server | undefined;
+  #held: Array<() => void> = [];
 
   constructor(target: string) {
     this.#target = target;
@@ -62,6 +64,7 @@ export class CountingProxy {
       path: req.url ?? "",
     });
     if (this.mode === "hang") return; // never answer; the socket stays open
+    if (this.mode === "hold") await new Promise<void>((resolve) => this.#held.push(resolve));
     if (this.mode === "throttle") {
       // What hosted providers send when throttling: HTTP 200 and a JSON-RPC error per call.
       const error = { code: -32005, message: "rate limit exceeded, too many requests" };
@@ -77,6 +80,12 @@ export class CountingProxy {
     });
     res.writeHead(upstream.status, { "content-type": "application/json" });
     res.end(await upstream.text());
+  }
+
+  /** Forwards every held request and what comes next. */
+  release(): void {
+    this.mode = "forward";
+    for (const resolve of this.#held.splice(0)) resolve();
   }
 
   /** Requests recorded after `mark`, without the background head polls. */

@@ -3,13 +3,13 @@
 // using the unmodified official mppx client. Shared by tests, the benchmark and the example, so it
 // must not depend on vitest.
 import type { DevnetFile } from "@tollgate/devnet";
+import type { Redis as ServiceRedis } from "@tollgate/platform";
 import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
 import { createClient as createRedis } from "redis";
 import { type Account, createClient, erc20Abi, type Hex, http, isAddressEqual, type Transport } from "viem";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { getBlock, readContract } from "viem/actions";
 import { tempo } from "viem/tempo/chains";
-import type { Redis as ServiceRedis } from "../../services/payment-verifier/src/adapters/redis.ts";
 import { redisAtomicStore } from "../../services/payment-verifier/src/stores/mppx-store.ts";
 
 const newRedis = () => createRedis({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379" });

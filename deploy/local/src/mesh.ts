@@ -146,8 +146,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     ...(opts.namespace
       ? {
           EVENTS_NAMESPACE: opts.namespace,
-          REDIS_PREFIX: `${opts.namespace}:qm:`,
-          PAYMENT_REDIS_PREFIX: `${opts.namespace}:pay:`,
+          REDIS_PREFIX: `${opts.namespace}:`,
         }
       : {}),
     ...opts.env,
@@ -182,7 +181,6 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       PORT: String(ports.dashboard.main),
       MESH_TOKEN_FILE: dashboardTokenFile,
       QUOTA_METER_ADDR: addr("quota-meter"),
-      ...(opts.namespace ? { DASHBOARD_REDIS_PREFIX: `${opts.namespace}:dash:` } : {}),
       ...(signInChain
         ? { SIWE_CHAIN_ID: String(signInChain.chainId), SIWE_RPC_URL: signInChain.rpcUrl }
         : {}),

@@ -1,6 +1,5 @@
 /** Small typed readers for service configuration from the environment. */
-import type { Logger } from "./logger.ts";
-
+import { BIND_HOST_ENV } from "./env-table.ts";
 /** A configuration the service must not start with; the message names the variable. */
 export class ConfigError extends Error {}
 
@@ -27,19 +26,5 @@ export function envBool(name: string, fallback: boolean): boolean {
 
 /** Host every server binds to: loopback unless the operator says otherwise. */
 export function bindHost(): string {
-  return envString("BIND_HOST", "127.0.0.1");
-}
-
-/**
- * Reads a service's configuration once at startup. A ConfigError ends the process with
- * one plain log line naming the variable and exit code 1: no stack trace to scroll past.
- */
-export function configOrExit<T>(logger: Logger, load: () => T): T {
-  try {
-    return load();
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    logger.fatal(`configuration error: ${err.message}`);
-    process.exit(1);
-  }
+  return envString(BIND_HOST_ENV.name, BIND_HOST_ENV.default);
 }

@@ -103,6 +103,9 @@ export interface GrpcServerHandle {
   server: grpc.Server;
   port: number;
   health: HealthImplementation;
+  /** Health checks answer NOT_SERVING from now on; calls are still served. */
+  drain(): void;
+  /** NOT_SERVING, refuse new calls, wait for in-flight ones (20 s at most), close. */
   shutdown(): Promise<void>;
 }
 
@@ -249,17 +252,23 @@ export async function startGrpcServer(opts: {
       err ? reject(err) : resolve(bound),
     );
   });
+  const drain = () => {
+    for (const name of Object.keys(statusMap)) health.setStatus(name, "NOT_SERVING");
+  };
   return {
     server,
     port,
     health,
+    drain,
     shutdown: () =>
       new Promise<void>((resolve) => {
-        for (const name of Object.keys(statusMap)) health.setStatus(name, "NOT_SERVING");
+        drain();
+        // In-flight calls finish (a settlement may wait for its receipt); the process's own drain
+        // deadline (SHUTDOWN_TIMEOUT_MS, 25 s) is longer.
         const timer = setTimeout(() => {
           server.forceShutdown();
           resolve();
-        }, 5_000);
+        }, 20_000);
         server.tryShutdown(() => {
           clearTimeout(timer);
           resolve();

@@ -1,12 +1,5 @@
-import {
-  bindHost,
-  ConfigError,
-  envBool,
-  envInt,
-  envString,
-  readMeshToken,
-  readSecret,
-} from "@tollgate/platform";
+import { ConfigError, readMeshToken } from "@tollgate/platform";
+import { ENV } from "./env.ts";
 
 export const SERVICE = "dashboard";
 
@@ -54,7 +47,7 @@ function publicUrl(value: string | undefined): string | undefined {
 }
 
 function signUp(): boolean {
-  const value = envString("SIGN_UP", "open").toLowerCase();
+  const value = ENV.string("SIGN_UP").toLowerCase();
   if (value !== "open" && value !== "closed") {
     throw new ConfigError(`SIGN_UP must be "open" or "closed", got "${value}"`);
   }
@@ -62,24 +55,25 @@ function signUp(): boolean {
 }
 
 export function loadConfig(): DashboardConfig {
-  const chainId = envInt("SIWE_CHAIN_ID", 1);
+  const chainId = ENV.int("SIWE_CHAIN_ID");
   if (chainId < 1) throw new ConfigError("SIWE_CHAIN_ID must be a positive chain id");
   return {
-    host: bindHost(),
-    port: envInt("PORT", 8090),
-    metricsPort: envInt("METRICS_PORT", 9465),
-    publicUrl: publicUrl(process.env.DASHBOARD_PUBLIC_URL),
-    quotaMeterAddr: envString("QUOTA_METER_ADDR", "127.0.0.1:50051"),
+    host: ENV.string("BIND_HOST"),
+    port: ENV.int("PORT"),
+    metricsPort: ENV.int("METRICS_PORT"),
+    publicUrl: publicUrl(ENV.raw("DASHBOARD_PUBLIC_URL")),
+    quotaMeterAddr: ENV.string("QUOTA_METER_ADDR"),
     meshToken: readMeshToken(),
-    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
-    redisPrefix: envString("DASHBOARD_REDIS_PREFIX", "tg:dash:"),
-    redisStandIn: envBool("REDIS_STANDIN", false),
-    redisConnectTimeoutMs: envInt("REDIS_CONNECT_TIMEOUT_MS", 1_500),
+    redisUrl: ENV.secret("REDIS_URL") ?? "",
+    // The deployment's one namespace; the dashboard's keys under its own part of it.
+    redisPrefix: `${ENV.string("REDIS_PREFIX")}dashboard:`,
+    redisStandIn: ENV.bool("REDIS_STANDIN"),
+    redisConnectTimeoutMs: ENV.int("REDIS_CONNECT_TIMEOUT_MS"),
     signUpOpen: signUp(),
     chainId,
-    chainRpcUrl: readSecret("SIWE_RPC_URL"),
-    nonceTtlMs: envInt("SIWE_NONCE_TTL_SECONDS", 300) * 1000,
-    sessionTtlMs: envInt("SESSION_TTL_HOURS", 12) * 3_600_000,
-    grpcDeadlineMs: envInt("QUOTA_METER_DEADLINE_MS", 3_000),
+    chainRpcUrl: ENV.secret("SIWE_RPC_URL"),
+    nonceTtlMs: ENV.int("SIWE_NONCE_TTL_SECONDS") * 1000,
+    sessionTtlMs: ENV.int("SESSION_TTL_HOURS") * 3_600_000,
+    grpcDeadlineMs: ENV.int("QUOTA_METER_DEADLINE_MS"),
   };
 }

@@ -1,9 +1,10 @@
-import { configOrExit, createLogger, scrubConsole, stopOnSignals } from "@tollgate/platform";
+import { runService } from "@tollgate/platform";
 import { loadConfig, SERVICE } from "./config.ts";
 import { startDashboard } from "./server.ts";
 
-const logger = createLogger(SERVICE);
-scrubConsole();
-const dashboard = await startDashboard(configOrExit(logger, loadConfig), { logger });
-
-stopOnSignals(logger, () => dashboard.stop());
+await runService({
+  name: SERVICE,
+  loadConfig,
+  start: (config, logger) => startDashboard(config, { logger }),
+  ready: (dashboard) => ({ url: dashboard.url, port: dashboard.port, metricsPort: dashboard.metricsPort }),
+});

@@ -1,4 +1,5 @@
-import { bindHost, envBool, envInt, envString, readMeshToken } from "@tollgate/platform";
+import { ConfigError, readMeshToken } from "@tollgate/platform";
+import { ENV } from "./env.ts";
 
 export interface GatewayConfig {
   host: string;
@@ -35,28 +36,28 @@ export interface GatewayConfig {
 
 export function loadConfig(): GatewayConfig {
   return {
-    host: bindHost(),
-    port: envInt("PORT", 8080),
-    metricsPort: envInt("METRICS_PORT", 9460),
-    rpcProxyAddr: envString("RPC_PROXY_ADDR", "127.0.0.1:50053"),
-    quotaMeterAddr: envString("QUOTA_METER_ADDR", "127.0.0.1:50051"),
-    paymentVerifierAddr: envString("PAYMENT_VERIFIER_ADDR", "127.0.0.1:50052"),
-    publicBaseUrl: publicBaseUrl(process.env.PUBLIC_BASE_URL),
-    dashboardUrl: publicBaseUrl(process.env.DASHBOARD_URL, "DASHBOARD_URL"),
-    bodyLimitBytes: envInt("BODY_LIMIT_BYTES", 128 * 1024),
+    host: ENV.string("BIND_HOST"),
+    port: ENV.int("PORT"),
+    metricsPort: ENV.int("METRICS_PORT"),
+    rpcProxyAddr: ENV.string("RPC_PROXY_ADDR"),
+    quotaMeterAddr: ENV.string("QUOTA_METER_ADDR"),
+    paymentVerifierAddr: ENV.string("PAYMENT_VERIFIER_ADDR"),
+    publicBaseUrl: publicBaseUrl(ENV.raw("PUBLIC_BASE_URL")),
+    dashboardUrl: publicBaseUrl(ENV.raw("DASHBOARD_URL"), "DASHBOARD_URL"),
+    bodyLimitBytes: ENV.int("BODY_LIMIT_BYTES"),
     deadlines: {
-      authorizeMs: envInt("AUTHORIZE_DEADLINE_MS", 1_000),
-      executeMs: envInt("EXECUTE_DEADLINE_MS", 10_000),
-      verifyMs: envInt("VERIFY_DEADLINE_MS", 10_000),
-      settleMs: envInt("SETTLE_DEADLINE_MS", 30_000),
+      authorizeMs: ENV.int("AUTHORIZE_DEADLINE_MS"),
+      executeMs: ENV.int("EXECUTE_DEADLINE_MS"),
+      verifyMs: ENV.int("VERIFY_DEADLINE_MS"),
+      settleMs: ENV.int("SETTLE_DEADLINE_MS"),
     },
-    leaseMaxUnits: Math.max(1, envInt("LEASE_MAX_UNITS", 64)),
+    leaseMaxUnits: Math.max(1, ENV.int("LEASE_MAX_UNITS")),
     usageBatch: {
-      maxRecords: envInt("USAGE_BATCH_MAX", 200),
-      maxDelayMs: envInt("USAGE_BATCH_DELAY_MS", 100),
+      maxRecords: ENV.int("USAGE_BATCH_MAX"),
+      maxDelayMs: ENV.int("USAGE_BATCH_DELAY_MS"),
     },
     trustProxy: trustProxyFromEnv(),
-    accessLog: envBool("ACCESS_LOG", true),
+    accessLog: ENV.bool("ACCESS_LOG"),
     meshToken: readMeshToken(),
   };
 }
@@ -66,14 +67,14 @@ function publicBaseUrl(value: string | undefined, name = "PUBLIC_BASE_URL"): str
   if (!value) return undefined;
   const url = URL.parse(value);
   if (!url || !["http:", "https:"].includes(url.protocol) || url.search || url.hash) {
-    throw new Error(`${name} must be an http(s) URL without query or fragment, got "${value}"`);
+    throw new ConfigError(`${name} must be an http(s) URL without query or fragment, got "${value}"`);
   }
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
 }
 
 /** TRUST_PROXY: a number of hops (e.g. `1` behind one load balancer), or a comma-separated list of proxy addresses or CIDRs. */
 function trustProxyFromEnv(): number | string[] {
-  const raw = envString("TRUST_PROXY", "0").trim();
+  const raw = ENV.string("TRUST_PROXY").trim();
   if (/^[0-9]+$/.test(raw)) return Number(raw);
   const list = raw
     .split(",")
@@ -81,7 +82,7 @@ function trustProxyFromEnv(): number | string[] {
     .filter(Boolean);
   for (const entry of list) {
     if (!/^[0-9a-fA-F.:]+(\/[0-9]{1,3})?$/.test(entry)) {
-      throw new Error(`TRUST_PROXY must be a hop count or a list of addresses/CIDRs, got "${entry}"`);
+      throw new ConfigError(`TRUST_PROXY must be a hop count or a list of addresses/CIDRs, got "${entry}"`);
     }
   }
   return list;

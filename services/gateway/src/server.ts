@@ -36,6 +36,12 @@ export interface GatewayDeps {
   usage: UsageReporter;
   logger: Logger;
   registry: Registry;
+  /** Set when the process drains: /health answers 503 and every answer closes its connection. */
+  lifecycle?: Lifecycle;
+}
+
+export interface Lifecycle {
+  draining: boolean;
 }
 
 /** The express app: routing, validation, envelope and the auth decision; no chain logic. */
@@ -59,8 +65,11 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
     registers: [deps.registry],
   });
   const requestSeries = seriesOf(requests, ["endpoint", "method", "status", "auth"] as const);
+  const lifecycle = deps.lifecycle ?? { draining: false };
   app.use((req, res, next) => {
     const started = performance.now();
+    // Draining: keep-alive clients reconnect (to another replica) after this answer.
+    if (lifecycle.draining) res.setHeader("Connection", "close");
     res.once("finish", () => {
       // Only templates are labels (unknown paths share one), so callers cannot blow up
       // metric cardinality with the paths they send.
@@ -99,7 +108,14 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
       type: ["application/json", "application/*+json"],
     }),
   );
-  app.use(freeRouter({ ...deps, publicBaseUrl: config.publicBaseUrl, dashboardUrl: config.dashboardUrl }));
+  app.use(
+    freeRouter({
+      ...deps,
+      lifecycle,
+      publicBaseUrl: config.publicBaseUrl,
+      dashboardUrl: config.dashboardUrl,
+    }),
+  );
   app.use(chainRouter({ ...deps, publicBaseUrl: config.publicBaseUrl }));
   app.use((req, res) => {
     const route = routeOf(req.path);
@@ -249,7 +265,18 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
   // Ended leases give their unused units back with the next usage batch.
   const sweeper = setInterval(() => usage.returnLeases(leases.sweep()), 250);
   sweeper.unref();
-  const app = createApp(config, { rpc, quota, payments, methods, leases, usage, logger, registry });
+  const lifecycle: Lifecycle = { draining: false };
+  const app = createApp(config, {
+    rpc,
+    quota,
+    payments,
+    methods,
+    leases,
+    usage,
+    logger,
+    registry,
+    lifecycle,
+  });
 
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
@@ -262,14 +289,26 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
   server.keepAliveTimeout = 65_000;
   const metrics = await serveMetrics(registry, config.metricsPort, config.host);
   const port = (server.address() as AddressInfo).port;
-  logger.info({ port, metricsPort: metrics.port }, "ready");
 
   return {
     port,
     metricsPort: metrics.port,
+    /** /health answers 503 (load balancers stop sending here); requests are still served. */
+    drain() {
+      lifecycle.draining = true;
+    },
+    /**
+     * Refuses new connections, lets every request in flight finish (its gRPC calls, settlement
+     * included), returns leases and flushes usage, then closes the gRPC channels.
+     */
     async stop() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
+      lifecycle.draining = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // close() ends the idle keep-alive sockets; a busy one becomes idle after its answer (its
+      // request started before the drain, so its answer may not say Connection: close).
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      await closed;
+      clearInterval(sweep);
       clearInterval(sweeper);
       usage.returnLeases(leases.drain());
       await usage.flush();

@@ -2,18 +2,10 @@
 import { pbkdf2Sync } from "node:crypto";
 import { resolve } from "node:path";
 import { priceAtomic } from "@tollgate/catalog";
-import {
-  bindHost,
-  ConfigError,
-  envBool,
-  envInt,
-  envString,
-  type MeshCallers,
-  readMeshCallers,
-  readSecret,
-} from "@tollgate/platform";
+import { ConfigError, type MeshCallers, readMeshCallers, readRedisSettings } from "@tollgate/platform";
 import { bytesToHex, getAddress, isAddress, isHex } from "viem";
 import { HDKey, privateKeyToAddress } from "viem/accounts";
+import { ENV, MPP_ENV } from "./env.ts";
 
 export { ConfigError };
 
@@ -127,16 +119,18 @@ export interface PaymentVerifierConfig {
   metricsPort: number;
   redisUrl: string;
   natsUrl: string;
-  /** Prefix of every Redis key this service writes (tests use their own). */
+  /** Prefix of every Redis key this service writes: `<REDIS_PREFIX>payment:` (tests use their own). */
   redisPrefix: string;
   /**
    * Redis unreachable at startup: false (the default; several replicas) waits for Redis, so
    * no replica ever serves payments without the shared replay guard; true (the embedded
    * default, one node) uses the in-memory single-node store.
    */
-  redisStandin: boolean;
+  redisStandIn: boolean;
   /** How long a verified payment stays reserved waiting for Settle or Release. */
   reservationTtlSeconds: number;
+  /** Isolates the settlement event subjects and streams on a shared NATS server (tests); empty in production. */
+  eventsNamespace?: string;
   /** Where settlement events wait (on disk) until JetStream acknowledged them: OUTBOX_DIR/payment-verifier. */
   outboxDir: string;
   /** Payment attempts per client address and per payer (0 turns a limit off), and the refusal memory. */
@@ -149,10 +143,6 @@ export interface PaymentVerifierConfig {
   /** Mesh callers accepted (the gateway) and their token digests. */
   meshCallers: MeshCallers;
 }
-
-/** The default settlement: Base mainnet USDC (its EIP-712 domain is the X402_ASSET_* defaults). */
-export const BASE_NETWORK: Caip2 = "eip155:8453";
-export const BASE_USDC: Address = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 
 /**
  * anvil's and Hardhat's default mnemonic. Every key it derives is public: whatever an address of
@@ -198,8 +188,8 @@ function caip2(name: string, value: string): Caip2 {
 /** The x402 facilitator: remote, or in-process with our settlement key (the settlement worker reads it too). */
 export function facilitatorFromEnv(): FacilitatorConfig {
   // Either may carry a provider key: read as secrets (never logged).
-  const url = readSecret("X402_FACILITATOR_URL") ?? "";
-  const privateKey = readSecret("X402_FACILITATOR_PRIVATE_KEY");
+  const url = ENV.secret("X402_FACILITATOR_URL") ?? "";
+  const privateKey = ENV.secret("X402_FACILITATOR_PRIVATE_KEY");
   if (url && privateKey) {
     throw new ConfigError(
       "set either X402_FACILITATOR_URL (remote) or X402_FACILITATOR_PRIVATE_KEY (self-hosted)",
@@ -215,23 +205,23 @@ export function facilitatorFromEnv(): FacilitatorConfig {
     if (parsed.username || parsed.password) {
       throw new ConfigError("X402_FACILITATOR_URL must not carry user:password (put a key in the path)");
     }
-    return { mode: "remote", url, timeoutMs: envInt("X402_FACILITATOR_TIMEOUT_MS", 10_000) };
+    return { mode: "remote", url, timeoutMs: ENV.int("X402_FACILITATOR_TIMEOUT_MS") };
   }
   if (privateKey) {
     const key = privateKey.startsWith("0x") ? privateKey : `0x${privateKey}`;
     if (!isHex(key) || key.length !== 66) {
       throw new ConfigError("X402_FACILITATOR_PRIVATE_KEY must be a 32-byte hex private key");
     }
-    const rpcUrl = readSecret("X402_SETTLEMENT_RPC_URL") ?? "";
+    const rpcUrl = ENV.secret("X402_SETTLEMENT_RPC_URL") ?? "";
     if (!rpcUrl)
       throw new ConfigError("X402_SETTLEMENT_RPC_URL is required with X402_FACILITATOR_PRIVATE_KEY");
     return {
       mode: "local",
       privateKey: key,
       rpcUrl,
-      confirmationTimeoutMs: envInt("X402_CONFIRMATION_TIMEOUT_MS", 20_000),
-      pollingIntervalMs: envInt("X402_RECEIPT_POLL_MS", 250),
-      rpcTimeoutMs: envInt("X402_SETTLEMENT_RPC_TIMEOUT_MS", 10_000),
+      confirmationTimeoutMs: ENV.int("X402_CONFIRMATION_TIMEOUT_MS"),
+      pollingIntervalMs: ENV.int("X402_RECEIPT_POLL_MS"),
+      rpcTimeoutMs: ENV.int("X402_SETTLEMENT_RPC_TIMEOUT_MS"),
     };
   }
   throw new ConfigError(
@@ -240,7 +230,7 @@ export function facilitatorFromEnv(): FacilitatorConfig {
 }
 
 function schemesFromEnv(): SchemeName[] {
-  const names = envString("PAYMENT_SCHEMES", SCHEME_NAMES.join(","))
+  const names = ENV.string("PAYMENT_SCHEMES")
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
@@ -259,7 +249,7 @@ function batchFromEnv(schemes: readonly SchemeName[]): X402BatchConfig | undefin
 
 /** x402-batch's terms and authorizer key (the settlement worker reads the same variables). */
 export function x402BatchFromEnv(): X402BatchConfig {
-  const key = readSecret("X402_BATCH_AUTHORIZER_PRIVATE_KEY");
+  const key = ENV.secret("X402_BATCH_AUTHORIZER_PRIVATE_KEY");
   if (!key) {
     throw new ConfigError(
       "X402_BATCH_AUTHORIZER_PRIVATE_KEY is not set: x402-batch signs claims and refunds with it (or leave x402-batch out of PAYMENT_SCHEMES)",
@@ -269,13 +259,13 @@ export function x402BatchFromEnv(): X402BatchConfig {
   if (!isHex(authorizerKey) || authorizerKey.length !== 66) {
     throw new ConfigError("X402_BATCH_AUTHORIZER_PRIVATE_KEY must be a 32-byte hex private key");
   }
-  const minDeposit = envString("X402_BATCH_MIN_DEPOSIT", "1000000");
+  const minDeposit = ENV.string("X402_BATCH_MIN_DEPOSIT");
   if (!/^[1-9][0-9]{0,30}$/.test(minDeposit)) {
     throw new ConfigError(
       `X402_BATCH_MIN_DEPOSIT must be a positive integer of atomic units, got "${minDeposit}"`,
     );
   }
-  const withdrawDelaySeconds = envInt("X402_BATCH_WITHDRAW_DELAY_SECONDS", 86_400);
+  const withdrawDelaySeconds = ENV.int("X402_BATCH_WITHDRAW_DELAY_SECONDS");
   if (withdrawDelaySeconds < 900 || withdrawDelaySeconds > 2_592_000) {
     throw new ConfigError("X402_BATCH_WITHDRAW_DELAY_SECONDS must be from 900 (15 min) to 2592000 (30 days)");
   }
@@ -301,12 +291,12 @@ function decimalAmount(name: string, value: string): string {
  * the chain, the server's key that operates session channels, the fee token, the settle schedule.
  */
 export function mppChainFromEnv(needServerKey: boolean): MppChainConfig {
-  const rpcUrl = readSecret("MPP_TEMPO_RPC_URL") ?? "";
+  const rpcUrl = MPP_ENV.secret("MPP_TEMPO_RPC_URL") ?? "";
   if (!rpcUrl) throw new ConfigError("MPP_TEMPO_RPC_URL is not set: the Tempo chain's JSON-RPC");
   if (!rpcUrl.startsWith("https://") && !isLoopback(rpcUrl)) {
     throw new ConfigError("MPP_TEMPO_RPC_URL must be https (plain http only on this machine)");
   }
-  const rawKey = readSecret("MPP_SERVER_PRIVATE_KEY");
+  const rawKey = MPP_ENV.secret("MPP_SERVER_PRIVATE_KEY");
   let serverKey: `0x${string}` | undefined;
   if (rawKey) {
     const key = rawKey.startsWith("0x") ? rawKey : `0x${rawKey}`;
@@ -324,22 +314,22 @@ export function mppChainFromEnv(needServerKey: boolean): MppChainConfig {
       "MPP_SERVER_PRIVATE_KEY is a public development key (the anvil/Hardhat test mnemonic): use a key of your own",
     );
   }
-  const chainId = envInt("MPP_CHAIN_ID", 4217);
+  const chainId = MPP_ENV.int("MPP_CHAIN_ID");
   if (chainId === 0) throw new ConfigError("MPP_CHAIN_ID must be a chain id (4217 is Tempo mainnet)");
   const settleMinAmount = decimalAmount(
     "MPP_SESSION_SETTLE_MIN_AMOUNT",
-    envString("MPP_SESSION_SETTLE_MIN_AMOUNT", "1"),
+    MPP_ENV.string("MPP_SESSION_SETTLE_MIN_AMOUNT"),
   );
   return {
     rpcUrl,
     chainId,
     serverKey,
-    feeToken: address("MPP_FEE_TOKEN", envString("MPP_FEE_TOKEN", MPP_CURRENCIES.pathUsd.address)),
-    channelReserve: address("MPP_CHANNEL_RESERVE", envString("MPP_CHANNEL_RESERVE", TIP1034_CHANNEL_RESERVE)),
+    feeToken: address("MPP_FEE_TOKEN", MPP_ENV.string("MPP_FEE_TOKEN")),
+    channelReserve: address("MPP_CHANNEL_RESERVE", MPP_ENV.string("MPP_CHANNEL_RESERVE")),
     settle: {
       minAmount: priceAtomic(settleMinAmount),
-      intervalMs: envInt("MPP_SESSION_SETTLE_INTERVAL_SECONDS", 3_600) * 1000,
-      tickMs: Math.max(1, envInt("MPP_SESSION_SETTLE_TICK_SECONDS", 10)) * 1000,
+      intervalMs: MPP_ENV.int("MPP_SESSION_SETTLE_INTERVAL_SECONDS") * 1000,
+      tickMs: Math.max(1, MPP_ENV.int("MPP_SESSION_SETTLE_TICK_SECONDS")) * 1000,
     },
   };
 }
@@ -349,7 +339,7 @@ export function mppChainFromEnv(needServerKey: boolean): MppChainConfig {
  * operator address on every chain.
  */
 export function mppFromEnv(x402PayTo: Address | undefined, needServerKey: boolean): MppConfig {
-  const secretKey = readSecret("MPP_SECRET_KEY");
+  const secretKey = ENV.secret("MPP_SECRET_KEY");
   if (!secretKey) {
     throw new ConfigError(
       "MPP_SECRET_KEY (or MPP_SECRET_KEY_FILE) is not set: the key every replica signs MPP challenge ids with (>= 32 bytes; or leave mpp-charge and mpp-session out of PAYMENT_SCHEMES)",
@@ -359,9 +349,9 @@ export function mppFromEnv(x402PayTo: Address | undefined, needServerKey: boolea
     throw new ConfigError("MPP_SECRET_KEY is shorter than 32 bytes (generate one: openssl rand -base64 32)");
   }
   const chain = mppChainFromEnv(needServerKey);
-  const payToValue = envString("MPP_PAY_TO", "") || x402PayTo || "";
+  const payToValue = (ENV.raw("MPP_PAY_TO") ?? "") || x402PayTo || "";
   if (!payToValue) throw new ConfigError("MPP_PAY_TO is not set: the address that receives MPP payments");
-  const payTo = address(process.env.MPP_PAY_TO ? "MPP_PAY_TO" : "X402_PAY_TO", payToValue);
+  const payTo = address(ENV.raw("MPP_PAY_TO") ? "MPP_PAY_TO" : "X402_PAY_TO", payToValue);
   if (!isLoopback(chain.rpcUrl) && publicDevAccounts().addresses.has(payTo)) {
     throw new ConfigError(
       "MPP_PAY_TO is a public development account (the anvil/Hardhat test mnemonic): anyone could take what it receives; set your own address",
@@ -370,27 +360,32 @@ export function mppFromEnv(x402PayTo: Address | undefined, needServerKey: boolea
   return {
     ...chain,
     secretKey,
-    realm: envString("MPP_REALM", "tollgate"),
+    realm: ENV.string("MPP_REALM"),
     payTo,
     suggestedDeposit: decimalAmount(
       "MPP_SESSION_SUGGESTED_DEPOSIT",
-      envString("MPP_SESSION_SUGGESTED_DEPOSIT", "1"),
+      ENV.string("MPP_SESSION_SUGGESTED_DEPOSIT"),
     ),
   };
 }
 
-function limitFromEnv(scope: string, perSecond: number, burst: number): AttemptLimit {
+function limitFromEnv(scope: "CLIENT" | "PAYER"): AttemptLimit {
   return {
-    perSecond: envInt(`PAYMENT_ATTEMPTS_PER_${scope}_PER_SECOND`, perSecond),
-    burst: envInt(`PAYMENT_ATTEMPTS_PER_${scope}_BURST`, burst),
+    perSecond: ENV.int(`PAYMENT_ATTEMPTS_PER_${scope}_PER_SECOND`),
+    burst: ENV.int(`PAYMENT_ATTEMPTS_PER_${scope}_BURST`),
   };
 }
 
 /** Where payments settle: Base mainnet USDC, or an explicit network and asset together. */
 function settlementAsset(): { network: Caip2; asset: Address } {
-  const network = envString("X402_NETWORK", "");
-  const asset = envString("X402_ASSET", "");
-  if (!network && !asset) return { network: BASE_NETWORK, asset: BASE_USDC };
+  const network = ENV.raw("X402_NETWORK") ?? "";
+  const asset = ENV.raw("X402_ASSET") ?? "";
+  if (!network && !asset) {
+    return {
+      network: caip2("X402_NETWORK", ENV.string("X402_NETWORK")),
+      asset: address("X402_ASSET", ENV.string("X402_ASSET")),
+    };
+  }
   // One without the other would offer a token address on a chain where it is something else.
   if (!network || !asset) {
     throw new ConfigError(
@@ -420,9 +415,15 @@ function refusePublicDevAccounts(payTo: Address, facilitator: FacilitatorConfig)
   }
 }
 
+/** Where payment-verifier's keys live in Redis (the settlement worker reads its MPP state there too). */
+export function paymentRedisPrefix(deploymentPrefix: string): string {
+  return `${deploymentPrefix}payment:`;
+}
+
 export function loadConfig(): PaymentVerifierConfig {
+  const redis = readRedisSettings();
   // No default: a default receiver would be someone else's address (or a public test account).
-  const payToValue = envString("X402_PAY_TO", "");
+  const payToValue = ENV.raw("X402_PAY_TO") ?? "";
   if (!payToValue) {
     throw new ConfigError("X402_PAY_TO is not set: the address that receives every payment");
   }
@@ -430,40 +431,41 @@ export function loadConfig(): PaymentVerifierConfig {
   const { network, asset } = settlementAsset();
   const facilitator = facilitatorFromEnv();
   refusePublicDevAccounts(payTo, facilitator);
-  const maxTimeoutSeconds = envInt("X402_MAX_TIMEOUT_SECONDS", 60);
+  const maxTimeoutSeconds = ENV.int("X402_MAX_TIMEOUT_SECONDS");
   const schemes = schemesFromEnv();
   // The exact scheme's facilitator refuses authorizations that expire within 6 s.
   if (maxTimeoutSeconds < 10) throw new ConfigError("X402_MAX_TIMEOUT_SECONDS must be at least 10");
   return {
-    host: bindHost(),
-    grpcPort: envInt("GRPC_PORT", 50052),
-    metricsPort: envInt("METRICS_PORT", 9462),
-    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
-    natsUrl: readSecret("NATS_URL") ?? "nats://127.0.0.1:4222",
-    redisPrefix: envString("PAYMENT_REDIS_PREFIX", "tollgate:payment:"),
-    redisStandin: envBool("REDIS_STANDIN", false),
-    reservationTtlSeconds: envInt("PAYMENT_RESERVATION_TTL_SECONDS", 120),
-    outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), "payment-verifier"),
+    host: ENV.string("BIND_HOST"),
+    grpcPort: ENV.int("GRPC_PORT"),
+    metricsPort: ENV.int("METRICS_PORT"),
+    redisUrl: redis.url,
+    natsUrl: ENV.secret("NATS_URL") ?? "",
+    redisPrefix: paymentRedisPrefix(redis.prefix),
+    redisStandIn: redis.standIn,
+    reservationTtlSeconds: ENV.int("PAYMENT_RESERVATION_TTL_SECONDS"),
+    eventsNamespace: ENV.string("EVENTS_NAMESPACE"),
+    outboxDir: resolve(ENV.string("OUTBOX_DIR"), "payment-verifier"),
     limits: {
-      perClient: limitFromEnv("CLIENT", 50, 100),
-      perPayer: limitFromEnv("PAYER", 50, 100),
-      refusalMemorySeconds: envInt("PAYMENT_REFUSAL_MEMORY_SECONDS", 30),
+      perClient: limitFromEnv("CLIENT"),
+      perPayer: limitFromEnv("PAYER"),
+      refusalMemorySeconds: ENV.int("PAYMENT_REFUSAL_MEMORY_SECONDS"),
     },
     schemes,
     x402: {
       network,
       asset,
-      assetName: envString("X402_ASSET_NAME", "USD Coin"),
-      assetVersion: envString("X402_ASSET_VERSION", "2"),
-      assetSymbol: envString("X402_ASSET_SYMBOL", "USDC"),
-      assetDecimals: envInt("X402_ASSET_DECIMALS", 6),
+      assetName: ENV.string("X402_ASSET_NAME"),
+      assetVersion: ENV.string("X402_ASSET_VERSION"),
+      assetSymbol: ENV.string("X402_ASSET_SYMBOL"),
+      assetDecimals: ENV.int("X402_ASSET_DECIMALS"),
       payTo,
       maxTimeoutSeconds,
       facilitator,
       settlementRpcUrl:
-        envString("X402_SETTLEMENT_RPC_URL", "") ||
+        ENV.secret("X402_SETTLEMENT_RPC_URL") ||
         (facilitator.mode === "local" ? facilitator.rpcUrl : undefined),
-      lookbackBlocks: envInt("X402_AUTHORIZATION_LOOKBACK_BLOCKS", 5_000),
+      lookbackBlocks: ENV.int("X402_AUTHORIZATION_LOOKBACK_BLOCKS"),
       batch: batchFromEnv(schemes),
     },
     mpp: schemes.some((s) => s.startsWith("mpp-"))

@@ -1,19 +1,12 @@
-import { configOrExit, createLogger, scrubConsole } from "@tollgate/platform";
+import { runService } from "@tollgate/platform";
 import { loadConfig } from "./config.ts";
 import { startPaymentVerifier } from "./server.ts";
 
-const logger = createLogger("payment-verifier");
-scrubConsole();
-const config = configOrExit(logger, loadConfig);
-// A library promise nobody awaited must not take every in-flight payment down with the process.
-process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled promise rejection"));
-const eventsNamespace = process.env.EVENTS_NAMESPACE;
-const verifier = await startPaymentVerifier(config, {
-  logger,
-  ...(eventsNamespace ? { eventsNamespace } : {}),
-});
-logger.info(
-  {
+await runService({
+  name: "payment-verifier",
+  loadConfig,
+  start: (config, logger) => startPaymentVerifier(config, { logger }),
+  ready: (verifier, config) => ({
     grpcPort: verifier.grpcPort,
     metricsPort: verifier.metricsPort,
     network: config.x402.network,
@@ -22,14 +15,5 @@ logger.info(
     facilitator: config.x402.facilitator.mode,
     schemes: config.schemes,
     reservations: verifier.reservationStore,
-  },
-  "ready",
-);
-
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, async () => {
-    logger.info({ signal }, "shutting down");
-    await verifier.stop();
-    process.exit(0);
-  });
-}
+  }),
+});

@@ -1,10 +1,12 @@
 // Wiring: stores (Redis, or single-node stand-ins), the settlement chain reader, facilitators, the
 // configured schemes, the scheme-neutral core, and its gRPC face. Nothing here decides a payment.
 import {
+  connectRedis,
   contracts,
   createLogger,
   createRegistry,
   type Logger,
+  type Redis,
   type Registry,
   redactUrl,
   serveMetrics,
@@ -14,7 +16,6 @@ import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
 import { createSettlementEvents } from "./adapters/events.ts";
 import { createFacilitator } from "./adapters/facilitator.ts";
-import { connectRedis, type Redis } from "./adapters/redis.ts";
 import { createSettlementChain } from "./adapters/settlement-chain.ts";
 import { memoizeSignatureRecovery } from "./adapters/signature-memo.ts";
 import { chainIdOf, type PaymentVerifierConfig } from "./config.ts";
@@ -53,25 +54,24 @@ export interface PaymentVerifierHandle {
   reservationStore: ReservationStore["kind"];
   /** Settlement events not yet acknowledged by JetStream. */
   pendingEvents(): number;
+  /** Health checks go NOT_SERVING; calls are still served. */
+  drain(): void;
   stop(): Promise<void>;
 }
 
+/** Redis, decided once at startup: reachable, a single-node stand-in (REDIS_STANDIN), or waited for. */
 async function openRedis(config: PaymentVerifierConfig, logger: Logger): Promise<Redis | undefined> {
-  let redis = await connectRedis(config.redisUrl, logger);
-  if (!redis && config.redisStandin) {
+  const redis = await connectRedis({
+    url: config.redisUrl,
+    logger,
+    // Without the stand-in, not serving (no gRPC server yet, so probes fail) beats serving without
+    // the shared replay guard.
+    unreachable: config.redisStandIn ? "give-up" : "wait",
+  });
+  if (!redis) {
     logger.warn(
       `Redis is unreachable at ${redactUrl(config.redisUrl)}: payment reservations are kept in memory (single node only)`,
     );
-  } else if (!redis) {
-    // Not serving (no gRPC server yet, so probes fail) beats serving without the replay guard.
-    logger.warn(
-      `Redis is unreachable at ${redactUrl(config.redisUrl)}: waiting for it (REDIS_STANDIN=false)`,
-    );
-    for (let attempt = 1; !redis; attempt++) {
-      await new Promise((r) => setTimeout(r, Math.min(250 * attempt, 5_000)));
-      redis = await connectRedis(config.redisUrl, logger);
-    }
-    logger.info("Redis reachable: payment reservations are shared");
   }
   return redis;
 }
@@ -168,7 +168,7 @@ export async function startPaymentVerifier(
       outboxDir: config.outboxDir,
       logger,
       registry,
-      ...(deps.eventsNamespace ? { namespace: deps.eventsNamespace } : {}),
+      namespace: deps.eventsNamespace ?? config.eventsNamespace ?? "",
     });
   const payments = new Payments({
     schemes,
@@ -202,6 +202,7 @@ export async function startPaymentVerifier(
   return {
     grpcPort: grpcServer.port,
     metricsPort: metricsServer.port,
+    drain: () => grpcServer.drain(),
     registry,
     reservationStore: reservations.kind,
     pendingEvents: () => events.pending?.() ?? 0,

@@ -1,16 +1,7 @@
 import { resolve } from "node:path";
-import { PLAN_DEFAULTS } from "@tollgate/catalog";
 import { readDatabaseUrl } from "@tollgate/db";
-import {
-  bindHost,
-  ConfigError,
-  envBool,
-  envInt,
-  envString,
-  type MeshCallers,
-  readMeshCallers,
-  readSecret,
-} from "@tollgate/platform";
+import { ConfigError, type MeshCallers, readMeshCallers, readRedisSettings } from "@tollgate/platform";
+import { ENV } from "./env.ts";
 
 /** quota-meter's configuration, from the environment. Defaults suit the embedded local run. */
 export interface QuotaMeterConfig {
@@ -20,7 +11,7 @@ export interface QuotaMeterConfig {
   metricsPort: number;
 
   redisUrl: string;
-  /** Prefix of every Redis key this service writes (isolates tests and tenants). */
+  /** Prefix of every Redis key this service writes: `<REDIS_PREFIX>quota:` (isolates tests and tenants). */
   redisPrefix: string;
   /** Hot-path budget for the one Authorize round trip; past it the call fails open. */
   redisBudgetMs: number;
@@ -80,7 +71,7 @@ export interface QuotaMeterConfig {
 const MIN_PEPPER_LENGTH = 16;
 
 function pepper(): string {
-  const value = readSecret("API_KEY_PEPPER");
+  const value = ENV.secret("API_KEY_PEPPER");
   if (!value) {
     throw new ConfigError(
       "API_KEY_PEPPER (or API_KEY_PEPPER_FILE) is not set: the secret pepper API keys are hashed with (32 random bytes; keep it stable)",
@@ -97,33 +88,34 @@ function pepper(): string {
 export const SERVICE = "quota-meter";
 
 export function loadConfig(): QuotaMeterConfig {
+  const redis = readRedisSettings();
   return {
-    host: bindHost(),
-    grpcPort: envInt("GRPC_PORT", 50051),
-    metricsPort: envInt("METRICS_PORT", 9461),
-    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
-    redisPrefix: envString("REDIS_PREFIX", "tg:qm:"),
-    redisBudgetMs: envInt("REDIS_BUDGET_MS", 50),
-    redisMaxWaitMs: envInt("REDIS_MAX_WAIT_MS", 500),
-    failOpenCooldownMs: envInt("FAIL_OPEN_COOLDOWN_MS", 1_000),
-    redisConnectTimeoutMs: envInt("REDIS_CONNECT_TIMEOUT_MS", 1_500),
-    redisStandIn: envBool("REDIS_STANDIN", false),
-    keySnapshotRefreshMs: envInt("KEY_SNAPSHOT_REFRESH_MS", 30_000),
+    host: ENV.string("BIND_HOST"),
+    grpcPort: ENV.int("GRPC_PORT"),
+    metricsPort: ENV.int("METRICS_PORT"),
+    redisUrl: redis.url,
+    redisPrefix: `${redis.prefix}quota:`,
+    redisBudgetMs: ENV.int("REDIS_BUDGET_MS"),
+    redisMaxWaitMs: ENV.int("REDIS_MAX_WAIT_MS"),
+    failOpenCooldownMs: ENV.int("FAIL_OPEN_COOLDOWN_MS"),
+    redisConnectTimeoutMs: ENV.int("REDIS_CONNECT_TIMEOUT_MS"),
+    redisStandIn: redis.standIn,
+    keySnapshotRefreshMs: ENV.int("KEY_SNAPSHOT_REFRESH_MS"),
     databaseUrl: readDatabaseUrl(),
-    databasePoolSize: envInt("DATABASE_POOL_SIZE", 5),
-    databaseWaitMs: envInt("DATABASE_WAIT_MS", 10_000),
-    seedCheckMs: envInt("REDIS_SEED_CHECK_MS", 1_000),
-    natsUrl: readSecret("NATS_URL") ?? "nats://127.0.0.1:4222",
-    eventsNamespace: envString("EVENTS_NAMESPACE", ""),
-    outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), SERVICE),
-    streamReplicas: envInt("NATS_STREAM_REPLICAS", 1),
-    usageDedupeTtlMs: envInt("USAGE_DEDUPE_TTL_HOURS", 48) * 3_600_000,
-    defaultDailyLimit: envInt("DAILY_LIMIT", PLAN_DEFAULTS.dailyLimit),
-    defaultMonthlyLimit: envInt("MONTHLY_LIMIT", PLAN_DEFAULTS.monthlyLimit),
-    defaultBurstPerSecond: envInt("BURST_PER_SECOND", 50),
-    leaseMaxUnits: Math.max(1, envInt("LEASE_MAX_UNITS", 64)),
-    leaseTtlMs: envInt("LEASE_TTL_MS", 1_000),
-    operatorToken: readSecret("OPERATOR_TOKEN"),
+    databasePoolSize: ENV.int("DATABASE_POOL_SIZE"),
+    databaseWaitMs: ENV.int("DATABASE_WAIT_MS"),
+    seedCheckMs: ENV.int("REDIS_SEED_CHECK_MS"),
+    natsUrl: ENV.secret("NATS_URL") ?? "",
+    eventsNamespace: ENV.string("EVENTS_NAMESPACE"),
+    outboxDir: resolve(ENV.string("OUTBOX_DIR"), SERVICE),
+    streamReplicas: ENV.int("NATS_STREAM_REPLICAS"),
+    usageDedupeTtlMs: ENV.int("USAGE_DEDUPE_TTL_HOURS") * 3_600_000,
+    defaultDailyLimit: ENV.int("DAILY_LIMIT"),
+    defaultMonthlyLimit: ENV.int("MONTHLY_LIMIT"),
+    defaultBurstPerSecond: ENV.int("BURST_PER_SECOND"),
+    leaseMaxUnits: Math.max(1, ENV.int("LEASE_MAX_UNITS")),
+    leaseTtlMs: ENV.int("LEASE_TTL_MS"),
+    operatorToken: ENV.secret("OPERATOR_TOKEN"),
     apiKeyPepper: pepper(),
     meshCallers: readMeshCallers(["gateway"], ["dashboard"]),
   };

@@ -4,6 +4,7 @@ import type { AuthorizeRequest__Output } from "@tollgate/platform/generated/toll
 import type { AuthorizeResponse } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeResponse";
 import type { Decision as ProtoDecision } from "@tollgate/platform/generated/tollgate/quota/v1/Decision";
 import type { Quota } from "@tollgate/platform/generated/tollgate/quota/v1/Quota";
+import { BudgetWatch, OVER_BUDGET } from "./budget.ts";
 import type { KeySnapshot } from "./key-snapshot.ts";
 import { isWellFormedKey, type KeyHasher, sameHash } from "./keys.ts";
 import type { FailOpenReason, QuotaMetrics } from "./metrics.ts";
@@ -32,56 +33,8 @@ export function quotaOf(o: {
   };
 }
 
-class BudgetExceeded extends Error {}
-
 /** Consecutive timeouts that open the breaker (skip Redis for the cooldown). */
 const TIMEOUTS_TO_TRIP = 3;
-/** Above this event-loop utilization the wait is our own queue, not Redis. */
-const BUSY_LOOP = 0.8;
-
-/**
- * Waits for the store's reply within the Redis budget. Past `budgetMs` the call fails
- * open if this process was mostly idle meanwhile (Redis is slow or gone). If the event
- * loop was busy instead (a burst of calls queued on our side), failing open would serve
- * calls past their quota for no Redis trouble at all, so it waits on, up to `maxMs`.
- * Each check first lets pending I/O run: timers run before I/O in Node's loop, so a reply
- * may already be waiting, unread.
- */
-function awaitReply<T>(p: Promise<T>, budgetMs: number, maxMs: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const started = Date.now();
-    const loopAtStart = performance.eventLoopUtilization();
-    let settled = false;
-    let timer: NodeJS.Timeout;
-    const check = () =>
-      setImmediate(() => {
-        if (settled) return;
-        const waited = Date.now() - started;
-        const busy = performance.eventLoopUtilization(loopAtStart).utilization > BUSY_LOOP;
-        if (waited >= maxMs || !busy) {
-          settled = true;
-          reject(new BudgetExceeded());
-          return;
-        }
-        timer = setTimeout(check, Math.min(budgetMs, maxMs - waited));
-      });
-    timer = setTimeout(check, budgetMs);
-    p.then(
-      (value) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (err: unknown) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
-  });
-}
 
 export interface MeterDeps {
   store: QuotaStore;
@@ -108,6 +61,8 @@ export function createMeter(deps: MeterDeps) {
   const { store, snapshot, metrics, logger } = deps;
   // Wall-clock, not the injected clock: the breaker is about real elapsed time.
   let skipUntil = 0;
+  // One timer for every Authorize in flight (not one per call): the Redis budget.
+  const budget = new BudgetWatch(deps.budgetMs, deps.maxWaitMs);
   // Timeouts since Redis last answered in time: one slow answer (a scheduling hiccup on a
   // busy machine) must not turn the next second of traffic unmetered.
   let timeoutsInARow = 0;
@@ -165,9 +120,8 @@ export function createMeter(deps: MeterDeps) {
       });
       let o: AuthorizeOutcome;
       try {
-        o = await awaitReply(granting, deps.budgetMs, Math.max(deps.budgetMs, deps.maxWaitMs));
-      } catch (err) {
-        if (err instanceof BudgetExceeded) {
+        const reply = await budget.wait(granting);
+        if (reply === OVER_BUDGET) {
           if (++timeoutsInARow >= TIMEOUTS_TO_TRIP) skipUntil = Date.now() + deps.cooldownMs;
           // Served unmetered: whatever the store still grants after we stopped waiting goes
           // straight back, so a late answer never leaves units counted that nobody used.
@@ -187,6 +141,8 @@ export function createMeter(deps: MeterDeps) {
           );
           return failOpen(hash, "timeout");
         }
+        o = reply;
+      } catch (err) {
         return failOpen(hash, "error", err);
       }
 

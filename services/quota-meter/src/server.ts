@@ -41,6 +41,8 @@ export interface QuotaMeterHandle {
   metricsPort: number;
   /** "redis", or "memory" when the stand-in is in use. */
   storeKind: "redis" | "memory";
+  /** Health checks go NOT_SERVING; calls are still served. */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -272,6 +274,7 @@ export async function startQuotaMeter(
   return {
     grpcPort: grpcServer.port,
     metricsPort: metricsServer.port,
+    drain: () => grpcServer.drain(),
     storeKind: store.kind,
     stop: () => {
       stopping ??= (async () => {

@@ -1,15 +1,7 @@
 import { NETWORKS } from "@tollgate/catalog";
-import {
-  bindHost,
-  ConfigError,
-  envBool,
-  envInt,
-  envString,
-  type MeshCallers,
-  readMeshCallers,
-  readSecret,
-} from "@tollgate/platform";
+import { ConfigError, type MeshCallers, readMeshCallers, readSecret } from "@tollgate/platform";
 import { getAddress } from "viem";
+import { ENV, upstreamsEnvName } from "./env.ts";
 
 /** One network's upstream node URLs, in the operator's order of preference. */
 export interface NetworkConfig {
@@ -59,11 +51,6 @@ export interface UpstreamPolicyConfig {
   verifyChainId: boolean;
 }
 
-/** `UPSTREAMS_<NETWORK>`: the network name upper-cased, non-alphanumerics as `_`. */
-export function upstreamsEnvName(network: string): string {
-  return `UPSTREAMS_${network.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
-}
-
 function parseUrls(value: string | undefined, name: string): string[] {
   if (!value) return [];
   return value
@@ -82,9 +69,9 @@ function parseUrls(value: string | undefined, name: string): string[] {
 
 export function loadConfig(): RpcProxyConfig {
   return {
-    host: bindHost(),
-    grpcPort: envInt("GRPC_PORT", 50053),
-    metricsPort: envInt("METRICS_PORT", 9463),
+    host: ENV.string("BIND_HOST"),
+    grpcPort: ENV.int("GRPC_PORT"),
+    metricsPort: ENV.int("METRICS_PORT"),
     networks: NETWORKS.map((n) => ({
       name: n.name,
       chainId: n.chainId,
@@ -92,28 +79,26 @@ export function loadConfig(): RpcProxyConfig {
       upstreams: parseUrls(readSecret(upstreamsEnvName(n.name)), upstreamsEnvName(n.name)),
     })),
     upstream: {
-      timeoutMs: envInt("UPSTREAM_TIMEOUT_MS", 2_500),
-      requestTimeoutMs: envInt("UPSTREAM_REQUEST_TIMEOUT_MS", 10_000),
-      maxAttempts: Math.max(1, envInt("UPSTREAM_MAX_ATTEMPTS", 3)),
-      backoffBaseMs: envInt("UPSTREAM_BACKOFF_BASE_MS", 50),
-      backoffMaxMs: envInt("UPSTREAM_BACKOFF_MAX_MS", 1_000),
-      breakerThreshold: Math.max(1, envInt("UPSTREAM_BREAKER_THRESHOLD", 3)),
-      breakerCooldownMs: envInt("UPSTREAM_BREAKER_COOLDOWN_MS", 5_000),
-      headPollMs: Math.max(100, envInt("UPSTREAM_HEAD_POLL_MS", 2_000)),
-      maxLagBlocks: envInt("UPSTREAM_MAX_LAG_BLOCKS", 5),
-      connections: Math.max(1, envInt("UPSTREAM_CONNECTIONS", 64)),
-      maxBodyBytes: Math.max(1024, envInt("UPSTREAM_MAX_BODY_BYTES", 16 * 1024 * 1024)),
-      verifyChainId: envBool("UPSTREAM_VERIFY_CHAIN_ID", true),
+      timeoutMs: ENV.int("UPSTREAM_TIMEOUT_MS"),
+      requestTimeoutMs: ENV.int("UPSTREAM_REQUEST_TIMEOUT_MS"),
+      maxAttempts: Math.max(1, ENV.int("UPSTREAM_MAX_ATTEMPTS")),
+      backoffBaseMs: ENV.int("UPSTREAM_BACKOFF_BASE_MS"),
+      backoffMaxMs: ENV.int("UPSTREAM_BACKOFF_MAX_MS"),
+      breakerThreshold: Math.max(1, ENV.int("UPSTREAM_BREAKER_THRESHOLD")),
+      breakerCooldownMs: ENV.int("UPSTREAM_BREAKER_COOLDOWN_MS"),
+      headPollMs: Math.max(100, ENV.int("UPSTREAM_HEAD_POLL_MS")),
+      maxLagBlocks: ENV.int("UPSTREAM_MAX_LAG_BLOCKS"),
+      connections: Math.max(1, ENV.int("UPSTREAM_CONNECTIONS")),
+      maxBodyBytes: Math.max(1024, ENV.int("UPSTREAM_MAX_BODY_BYTES")),
+      verifyChainId: ENV.bool("UPSTREAM_VERIFY_CHAIN_ID"),
     },
     logs: {
-      maxBlockRange: Math.max(1, envInt("LOGS_MAX_BLOCK_RANGE", 10_000)),
-      defaultBlockRange: Math.max(1, envInt("LOGS_DEFAULT_BLOCK_RANGE", 1_000)),
+      maxBlockRange: Math.max(1, ENV.int("LOGS_MAX_BLOCK_RANGE")),
+      defaultBlockRange: Math.max(1, ENV.int("LOGS_DEFAULT_BLOCK_RANGE")),
     },
-    maxResultBytes: Math.max(1024, envInt("MAX_RESULT_BYTES", 4_000_000)),
+    maxResultBytes: Math.max(1024, ENV.int("MAX_RESULT_BYTES")),
     // Where viem's mainnet and sepolia chain objects place it.
-    ensUniversalResolver: getAddress(
-      envString("ENS_UNIVERSAL_RESOLVER", "0xeeeeeeee14d718c2b47d9923deab1335e144eeee"),
-    ),
+    ensUniversalResolver: getAddress(ENV.string("ENS_UNIVERSAL_RESOLVER")),
     meshCallers: readMeshCallers(["gateway"]),
   };
 }

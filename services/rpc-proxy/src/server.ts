@@ -26,6 +26,8 @@ export interface RpcProxyHandle {
   grpcPort: number;
   metricsPort: number;
   registry: Registry;
+  /** Health checks go NOT_SERVING; calls are still served. */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -179,6 +181,7 @@ export async function startRpcProxy(
   return {
     grpcPort: grpcServer.port,
     metricsPort: metricsServer.port,
+    drain: () => grpcServer.drain(),
     registry,
     async stop() {
       tracker.stop();

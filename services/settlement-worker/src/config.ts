@@ -6,11 +6,13 @@ import {
   facilitatorFromEnv,
   type MppChainConfig,
   mppChainFromEnv,
+  paymentRedisPrefix,
   x402BatchFromEnv,
 } from "@tollgate/payment-verifier/config";
-import { bindHost, ConfigError, envInt, envString, readSecret } from "@tollgate/platform";
+import { ConfigError, readRedisSettings } from "@tollgate/platform";
 import { type Address, getAddress, isAddress } from "viem";
 import { type ClaimPolicy, defaultClaimIntervalSeconds } from "./core/x402-batch-claims.ts";
+import { ENV } from "./env.ts";
 
 export const SERVICE = "settlement-worker";
 
@@ -41,7 +43,7 @@ export interface SettlementWorkerConfig {
   chain: ChainConfig | undefined;
   /** payment-verifier's Redis (REDIS_URL), where the channel state of both channel schemes lives. */
   redisUrl: string;
-  /** payment-verifier's PAYMENT_REDIS_PREFIX: its keys (channels, the signer lock) are under it. */
+  /** payment-verifier's key prefix (`<REDIS_PREFIX>payment:`): its channels and the signer lock are under it. */
   redisPrefix: string;
   /** The channel operations' events' outbox journal (OUTBOX_DIR/settlement-worker). */
   outboxDir: string;
@@ -72,7 +74,7 @@ export interface X402BatchClaimConfig {
 
 /**
  * MPP session channels: settled on a schedule by ONE worker replica (a Redis lease), from the state
- * payment-verifier keeps in Redis (under `<PAYMENT_REDIS_PREFIX>mpp:`), with the key that operates
+ * payment-verifier keeps in Redis (under `<REDIS_PREFIX>payment:mpp:`), with the key that operates
  * the channels (payment-verifier's MPP_SERVER_PRIVATE_KEY).
  */
 export interface SessionSettlementConfig extends MppChainConfig {
@@ -82,7 +84,7 @@ export interface SessionSettlementConfig extends MppChainConfig {
 }
 
 function sessions(): SessionSettlementConfig | undefined {
-  if (!process.env.MPP_SERVER_PRIVATE_KEY && !process.env.MPP_SERVER_PRIVATE_KEY_FILE) return undefined;
+  if (!ENV.secret("MPP_SERVER_PRIVATE_KEY")) return undefined;
   const chain = mppChainFromEnv(true);
   if (!chain.serverKey) throw new ConfigError("MPP_SERVER_PRIVATE_KEY is not set");
   return {
@@ -93,8 +95,7 @@ function sessions(): SessionSettlementConfig | undefined {
 }
 
 function x402Batch(chain: ChainConfig | undefined): X402BatchClaimConfig | undefined {
-  if (!process.env.X402_BATCH_AUTHORIZER_PRIVATE_KEY && !process.env.X402_BATCH_AUTHORIZER_PRIVATE_KEY_FILE)
-    return undefined;
+  if (!ENV.secret("X402_BATCH_AUTHORIZER_PRIVATE_KEY")) return undefined;
   if (!chain) {
     throw new ConfigError(
       "x402-batch claims need the settlement chain: X402_SETTLEMENT_RPC_URL, X402_NETWORK, X402_ASSET and X402_PAY_TO",
@@ -102,24 +103,26 @@ function x402Batch(chain: ChainConfig | undefined): X402BatchClaimConfig | undef
   }
   const terms = x402BatchFromEnv();
   const delay = terms.withdrawDelaySeconds;
-  const interval = envInt("X402_BATCH_CLAIM_INTERVAL_SECONDS", defaultClaimIntervalSeconds(delay));
+  const interval = ENV.raw("X402_BATCH_CLAIM_INTERVAL_SECONDS")
+    ? ENV.int("X402_BATCH_CLAIM_INTERVAL_SECONDS")
+    : defaultClaimIntervalSeconds(delay);
   // Claims must land before a payer's withdrawal ends: room for at least two passes and retries.
   if (interval < 1 || interval > delay / 2) {
     throw new ConfigError(
       `X402_BATCH_CLAIM_INTERVAL_SECONDS must be from 1 to half the withdraw delay (${delay / 2} s), got ${interval}`,
     );
   }
-  const minClaim = envString("X402_BATCH_MIN_CLAIM_AMOUNT", "1000000");
+  const minClaim = ENV.string("X402_BATCH_MIN_CLAIM_AMOUNT");
   if (!/^[0-9]{1,30}$/.test(minClaim)) {
     throw new ConfigError(
       `X402_BATCH_MIN_CLAIM_AMOUNT must be an integer of atomic units, got "${minClaim}"`,
     );
   }
-  const idle = envInt("X402_BATCH_IDLE_REFUND_SECONDS", 86_400);
+  const idle = ENV.int("X402_BATCH_IDLE_REFUND_SECONDS");
   if (idle < 0) throw new ConfigError("X402_BATCH_IDLE_REFUND_SECONDS must be 0 (never) or more");
-  const tickMs = envInt("X402_BATCH_TICK_MS", 5_000);
+  const tickMs = ENV.int("X402_BATCH_TICK_MS");
   if (tickMs < 50) throw new ConfigError("X402_BATCH_TICK_MS must be at least 50");
-  const maxClaimsPerBatch = envInt("X402_BATCH_MAX_CLAIMS_PER_BATCH", 100);
+  const maxClaimsPerBatch = ENV.int("X402_BATCH_MAX_CLAIMS_PER_BATCH");
   if (maxClaimsPerBatch < 1) throw new ConfigError("X402_BATCH_MAX_CLAIMS_PER_BATCH must be at least 1");
   return {
     chain,
@@ -129,7 +132,7 @@ function x402Batch(chain: ChainConfig | undefined): X402BatchClaimConfig | undef
     policy: { minClaimAmount: BigInt(minClaim), claimIntervalMs: interval * 1000, idleRefundMs: idle * 1000 },
     tickMs,
     // Long enough that a slow pass never loses it; a dead holder's lease lapses after it.
-    leaseMs: envInt("X402_BATCH_LEASE_MS", Math.max(tickMs * 3, 30_000)),
+    leaseMs: ENV.raw("X402_BATCH_LEASE_MS") ? ENV.int("X402_BATCH_LEASE_MS") : Math.max(tickMs * 3, 30_000),
     maxClaimsPerBatch,
   };
 }
@@ -141,10 +144,10 @@ function address(name: string, value: string): Address {
 }
 
 function chain(): ChainConfig | undefined {
-  const rpcUrl = readSecret("X402_SETTLEMENT_RPC_URL");
-  const network = envString("X402_NETWORK", "");
-  const asset = envString("X402_ASSET", "");
-  const payTo = envString("X402_PAY_TO", "");
+  const rpcUrl = ENV.secret("X402_SETTLEMENT_RPC_URL");
+  const network = ENV.raw("X402_NETWORK") ?? "";
+  const asset = ENV.raw("X402_ASSET") ?? "";
+  const payTo = ENV.raw("X402_PAY_TO") ?? "";
   if (!rpcUrl && !asset && !payTo) return undefined;
   if (!rpcUrl || !network || !asset || !payTo) {
     throw new ConfigError(
@@ -158,21 +161,22 @@ function chain(): ChainConfig | undefined {
 
 export function loadConfig(): SettlementWorkerConfig {
   const settlementChain = chain();
+  const redis = readRedisSettings();
   return {
-    host: bindHost(),
-    grpcPort: envInt("GRPC_PORT", 50054),
-    metricsPort: envInt("METRICS_PORT", 9464),
+    host: ENV.string("BIND_HOST"),
+    grpcPort: ENV.int("GRPC_PORT"),
+    metricsPort: ENV.int("METRICS_PORT"),
     databaseUrl: readDatabaseUrl(),
-    databasePoolSize: envInt("DATABASE_POOL_SIZE", 5),
-    databaseWaitMs: envInt("DATABASE_WAIT_MS", 10_000),
-    natsUrl: readSecret("NATS_URL") ?? "nats://127.0.0.1:4222",
-    eventsNamespace: envString("EVENTS_NAMESPACE", ""),
-    streamReplicas: envInt("NATS_STREAM_REPLICAS", 1),
-    operatorToken: readSecret("OPERATOR_TOKEN"),
+    databasePoolSize: ENV.int("DATABASE_POOL_SIZE"),
+    databaseWaitMs: ENV.int("DATABASE_WAIT_MS"),
+    natsUrl: ENV.secret("NATS_URL") ?? "",
+    eventsNamespace: ENV.raw("EVENTS_NAMESPACE") ?? "",
+    streamReplicas: ENV.int("NATS_STREAM_REPLICAS"),
+    operatorToken: ENV.secret("OPERATOR_TOKEN"),
     chain: settlementChain,
-    redisUrl: readSecret("REDIS_URL") ?? "redis://127.0.0.1:6379",
-    redisPrefix: envString("PAYMENT_REDIS_PREFIX", "tollgate:payment:"),
-    outboxDir: resolve(envString("OUTBOX_DIR", ".tollgate/outbox"), SERVICE),
+    redisUrl: redis.url,
+    redisPrefix: paymentRedisPrefix(redis.prefix),
+    outboxDir: resolve(ENV.string("OUTBOX_DIR"), SERVICE),
     sessions: sessions(),
     x402Batch: x402Batch(settlementChain),
   };

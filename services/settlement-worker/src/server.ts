@@ -42,6 +42,8 @@ export interface SettlementWorkerHandle {
   ready: Promise<void>;
   /** The MPP session settlement loop, when configured. */
   sessions: SessionsHandle | undefined;
+  /** Health checks go NOT_SERVING; calls are still served. */
+  drain(): void;
   /** The x402-batch claimer, when configured. */
   x402Batch: X402BatchHandle | undefined;
   stop(): Promise<void>;
@@ -157,6 +159,7 @@ export async function startSettlementWorker(
   return {
     grpcPort: grpcServer.port,
     metricsPort: metricsServer.port,
+    drain: () => grpcServer.drain(),
     ready: migrations.ready,
     sessions,
     x402Batch,

@@ -1,5 +1,5 @@
 // Wiring of the MPP session settlement loop (adapters/session-channels.ts): payment-verifier's
-// Redis state (same REDIS_URL and PAYMENT_REDIS_PREFIX), the Tempo chain with the channels'
+// Redis state (same REDIS_URL and REDIS_PREFIX), the Tempo chain with the channels'
 // operator key, a lease so one replica settles, and the worker's settlement events.
 import type { SettlementEventV2 } from "@tollgate/events";
 import { tempoClient } from "@tollgate/payment-verifier/adapters/tempo";

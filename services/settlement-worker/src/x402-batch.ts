@@ -1,6 +1,6 @@
 // Wiring of the x402-batch claimer (core/x402-batch-claimer.ts): the official server scheme over
 // the SAME channel records payment-verifier writes (RedisChannelStorage under
-// `<PAYMENT_REDIS_PREFIX>channels:`), its channel manager over an in-process x402 facilitator with
+// `<REDIS_PREFIX>payment:channels:`), its channel manager over an in-process x402 facilitator with
 // the batch-settlement facilitator scheme (payment-verifier's facilitator adapter: the same
 // settlement key, nonces shared through the signer lock under the same prefix), the contract reader,
 // the claim lease (with its epoch) and the worker's settlement events. Driven by the schedule and

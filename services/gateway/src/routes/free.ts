@@ -15,6 +15,7 @@ export interface FreeDeps {
   logger: Logger;
   publicBaseUrl: string | undefined;
   dashboardUrl: string | undefined;
+  lifecycle: { draining: boolean };
 }
 
 /** The unauthenticated endpoints of spec 4.16 (plus the key owner's usage). */
@@ -39,7 +40,9 @@ export function freeRouter(deps: FreeDeps): Router {
   deps.methods.onChange(build);
 
   get(FREE_PATHS.health, (_req, res) => {
-    res.json({ status: "ok" });
+    // Unready while draining, so the load balancer stops routing here before the listener closes.
+    if (deps.lifecycle.draining) res.status(503).json({ status: "draining" });
+    else res.json({ status: "ok" });
   });
   for (const path of [FREE_PATHS.openapi, FREE_PATHS.openapiWellKnown]) {
     get(path, (_req, res) => {

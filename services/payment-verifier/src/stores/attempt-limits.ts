@@ -2,7 +2,7 @@
 // through Redis): a flood of forged or replayed payments costs the attacker a 429, not us a
 // facilitator round trip each. The Redis script and the in-memory stand-in implement the same
 // rule; test/payment-verifier/attempt-limits.contract.test.ts runs one suite against both.
-import type { Redis } from "../adapters/redis.ts";
+import type { Redis } from "@tollgate/platform";
 
 export interface Limit {
   /** Sustained attempts per second; 0 turns the limit off. */

@@ -9,8 +9,9 @@
 //
 // The in-memory twin (the single-node stand-in when Redis is unreachable at start) keeps the same
 // rules; test/payment-verifier/stores.contract.test.ts runs one suite against both.
+
+import type { Redis } from "@tollgate/platform";
 import { Store } from "mppx/server";
-import type { Redis } from "../adapters/redis.ts";
 
 /** mppx's JSON: bigints travel as "<digits>#__bigint" (ox's Json), so both sides read each other. */
 const BIGINT_SUFFIX = "#__bigint";
@@ -130,7 +131,7 @@ export function redisAtomicStore(
   } as never) as Store.AtomicStore;
 }
 
-/** Redis-backed state under `prefix` (the service's PAYMENT_REDIS_PREFIX + "mpp:"). */
+/** Redis-backed state under `prefix` (the service's key prefix + "mpp:"). */
 export function redisMppxState(redis: Redis, prefix: string, retention = DEFAULT_RETENTION): MppxState {
   const index = `${prefix}channel-ids`;
   return {

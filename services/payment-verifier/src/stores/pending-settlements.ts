@@ -1,8 +1,9 @@
 // The exact facilitator's memory of broadcast-but-unconfirmed settlements (keyed by the payment's
 // signature), shared through Redis so that a settle retried on any replica reconciles with the
 // transaction already sent instead of broadcasting a second one.
+
+import type { Redis } from "@tollgate/platform";
 import type { PendingSettlementStore } from "@x402/core/facilitator";
-import type { Redis } from "../adapters/redis.ts";
 
 const KEEP_MS = 15 * 60_000;
 

@@ -6,7 +6,7 @@
 //
 // The Redis store (Lua, atomic per key) and the in-memory stand-in implement the same state machine;
 // test/payment-verifier/reservations.contract.test.ts runs one suite against both.
-import type { Redis } from "../adapters/redis.ts";
+import type { Redis } from "@tollgate/platform";
 
 export type ReservationState = "reserved" | "settling" | "settled";
 

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { type Logger, type prom, redactUrl } from "@tollgate/platform";
-import { createClient } from "redis";
+import { connectRedis, type Logger, type prom, type Redis } from "@tollgate/platform";
 import type { Windows } from "../windows.ts";
 import {
   type AccountRecord,
@@ -56,11 +55,11 @@ const USAGE_DECISIONS: Record<number, UsageOutcome["decision"]> = {
   5: "rate_limited",
 };
 
-type Client = ReturnType<typeof createClient>;
+type Client = Redis;
 
 export interface RedisStoreOptions {
   url: string;
-  /** Prefix of every key (e.g. "tg:qm:"). */
+  /** Prefix of every key (`<REDIS_PREFIX>quota:`). */
   prefix: string;
   logger: Logger;
   /** Redis round-trip latency, by script. */
@@ -68,56 +67,26 @@ export interface RedisStoreOptions {
 }
 
 /**
- * Opens the Redis store. Commands never queue while disconnected (they fail at once, so
- * the hot path never waits on a reconnect) and the client reconnects on its own.
- * Resolves undefined when Redis cannot be reached within `connectTimeoutMs` and
- * `giveUp` is set (the caller then uses the stand-in).
+ * Opens the Redis store (the platform's connector: commands never queue while disconnected, so the
+ * hot path never waits on a reconnect, and the client reconnects on its own). Resolves undefined
+ * when Redis cannot be reached within `connectTimeoutMs` and `giveUp` is set (the caller then uses
+ * the stand-in); otherwise serves, failing open, until Redis answers.
  */
 export async function openRedisStore(
   opts: RedisStoreOptions & { connectTimeoutMs: number; giveUp: boolean },
 ): Promise<RedisStore | undefined> {
-  let lastErrorLog = 0;
-  let connectedOnce = false;
-  const client: Client = createClient({
+  const client = await connectRedis({
     url: opts.url,
-    disableOfflineQueue: true,
-    pingInterval: 5_000,
-    socket: {
-      connectTimeout: Math.max(200, Math.min(opts.connectTimeoutMs, 2_000)),
-      reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1_000),
+    logger: opts.logger,
+    connectTimeoutMs: opts.connectTimeoutMs,
+    unreachable: opts.giveUp ? "give-up" : "background",
+    // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
+    onReady: (c) => {
+      for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, USAGE_MAX])
+        c.scriptLoad(s.source).catch(() => undefined);
     },
   });
-  client.on("error", (err: Error) => {
-    // Reconnect errors repeat every second while Redis is away; one line per minute.
-    if (!connectedOnce || Date.now() - lastErrorLog < 60_000) return;
-    lastErrorLog = Date.now();
-    opts.logger.warn({ err: err.message }, "Redis connection error; reconnecting");
-  });
-  client.on("ready", () => {
-    connectedOnce = true;
-    // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
-    for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, USAGE_MAX])
-      client.scriptLoad(s.source).catch(() => undefined);
-  });
-  const connecting = client.connect().then(
-    () => true,
-    () => false,
-  );
-  const connected = await Promise.race([
-    connecting,
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), opts.connectTimeoutMs).unref()),
-  ]);
-  if (!connected && opts.giveUp) {
-    client.destroy();
-    return undefined;
-  }
-  if (!connected) {
-    opts.logger.warn(
-      { url: redactUrl(opts.url) },
-      "Redis is unreachable; failing open until it is reachable",
-    );
-  }
-  return new RedisStore(client, opts);
+  return client ? new RedisStore(client, opts) : undefined;
 }
 
 const num = (v: unknown): number => (v === null || v === undefined || v === "" ? 0 : Number(v));

@@ -1,8 +1,7 @@
 // payment-verifier's Redis, reached in the background: the channel loops start once it answers and
 // it is retried until then (channels wait in it, nothing is lost meanwhile). Said once when it is
 // unreachable, once when it answers again.
-import { connectRedis, type Redis } from "@tollgate/payment-verifier/adapters/redis";
-import type { Logger } from "@tollgate/platform";
+import { connectRedis, type Logger, type Redis } from "@tollgate/platform";
 
 export interface BackgroundRedis {
   /** Runs `start` with the connection once Redis answered (at once when it already has). */
@@ -17,7 +16,7 @@ export function backgroundRedis(url: string, logger: Logger, retryMs = 5_000): B
   let warned = false;
   let retry: NodeJS.Timeout | undefined;
   const connect = async () => {
-    const client = await connectRedis(url, logger);
+    const client = await connectRedis({ url, logger, unreachable: "give-up" });
     if (stopped) return client?.destroy();
     if (!client) {
       if (!warned)

@@ -1,0 +1,119 @@
+// The one Redis connector of every service: the same client options, reconnect strategy, logging
+// and start-up decision everywhere. Settings: REDIS_URL (or REDIS_URL_FILE), REDIS_PREFIX (the
+// deployment's key namespace; each service adds its own fixed part) and REDIS_STANDIN.
+import { createClient } from "redis";
+import { envTable, REDIS_ENV } from "./env-table.ts";
+import type { Logger } from "./logger.ts";
+import { redactUrl } from "./redact.ts";
+
+function newClient(url: string, connectTimeoutMs: number, giveUpBeforeFirst: () => boolean) {
+  return createClient({
+    url,
+    // Commands fail at once while the connection is down instead of queueing: the hot paths decide
+    // (fail open, refuse a payment) rather than wait on a reconnect.
+    disableOfflineQueue: true,
+    // Finds a dead connection (a Redis failover, a dropped NAT entry) between commands. No
+    // per-command timeout: that would be a timer per call on the hot path.
+    pingInterval: 5_000,
+    socket: {
+      connectTimeout: connectTimeoutMs,
+      // Before the first connection, a caller that has a fallback gives up at once; otherwise back
+      // off and keep trying, capped at 2 s.
+      reconnectStrategy: (retries: number, cause: Error) =>
+        giveUpBeforeFirst() ? cause : Math.min(50 * 2 ** retries, 2_000),
+    },
+  });
+}
+
+export type Redis = ReturnType<typeof newClient>;
+
+/** The shared Redis settings, spelled the same in every service. */
+export interface RedisSettings {
+  url: string;
+  /** The deployment's key namespace (`tollgate:`); a service's keys live under `<prefix><service part>`. */
+  prefix: string;
+  /**
+   * Redis unreachable at start-up: use the in-memory single-node stand-in (one process only: replicas
+   * with private state would each grant the whole plan and miss each other's replays). Off by default.
+   */
+  standIn: boolean;
+}
+
+export function readRedisSettings(): RedisSettings {
+  const env = envTable(REDIS_ENV);
+  return {
+    url: env.secret("REDIS_URL") ?? "",
+    prefix: env.string("REDIS_PREFIX"),
+    standIn: env.bool("REDIS_STANDIN"),
+  };
+}
+
+export interface ConnectRedisOptions {
+  url: string;
+  logger: Logger;
+  /** How long start-up waits for the first connection. */
+  connectTimeoutMs?: number;
+  /**
+   * Not reachable within connectTimeoutMs: "give-up" resolves undefined (the caller uses a stand-in
+   * or tries later), "background" resolves the client, which keeps connecting (the caller fails
+   * open meanwhile), "wait" keeps trying until Redis answers.
+   */
+  unreachable: "give-up" | "background" | "wait";
+  /** Runs on every (re)connection, e.g. to load scripts. */
+  onReady?: (client: Redis) => void;
+}
+
+/** Connects to Redis (see ConnectRedisOptions.unreachable for what happens when it cannot). */
+export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | undefined> {
+  const timeoutMs = opts.connectTimeoutMs ?? 2_000;
+  const where = redactUrl(opts.url);
+  let connectedOnce = false;
+  let lastErrorLog = 0;
+  let down = false;
+  const giveUp = () => !connectedOnce && opts.unreachable === "give-up";
+  const client = newClient(opts.url, Math.max(200, Math.min(timeoutMs, 2_000)), giveUp);
+  client.on("error", (err: Error) => {
+    // A failed reconnect attempt errors every couple of seconds while Redis is away: one line a minute.
+    down = true;
+    if (!connectedOnce || Date.now() - lastErrorLog < 60_000) return;
+    lastErrorLog = Date.now();
+    opts.logger.warn({ url: where, err: err.message }, "Redis connection error; reconnecting");
+  });
+  client.on("ready", () => {
+    if (connectedOnce && down) opts.logger.info({ url: where }, "Redis connection restored");
+    connectedOnce = true;
+    down = false;
+    opts.onReady?.(client);
+  });
+  const connecting = client.connect().then(
+    () => true,
+    () => false,
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const connected = await Promise.race([
+    connecting,
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (connected) return client;
+  if (opts.unreachable === "give-up") {
+    client.destroy();
+    return undefined;
+  }
+  if (opts.unreachable === "background") {
+    opts.logger.warn({ url: where }, "Redis is unreachable; connecting in the background");
+    return client;
+  }
+  // Not serving (no listener yet, so probes fail) beats serving without the shared state.
+  opts.logger.warn({ url: where }, "Redis is unreachable: waiting for it (REDIS_STANDIN=false)");
+  await connecting;
+  while (!client.isReady) {
+    await new Promise((r) => setTimeout(r, 250));
+    // The client reconnects by itself; should it have given up, start it again.
+    if (!client.isOpen) await client.connect().catch(() => undefined);
+  }
+  opts.logger.info({ url: where }, "Redis reachable");
+  return client;
+}

@@ -1,0 +1,42 @@
+// The dashboard's environment, declared once: config.ts reads through it, the README table is
+// rendered from it (pnpm gen:env) and the Kubernetes manifests are checked against it (test/k8s).
+import { envTable, REDIS_ENV, serviceEnv } from "@tollgate/platform";
+
+export const ENV = envTable([
+  ...serviceEnv({ http: 8090, metrics: 9465 }),
+  {
+    name: "DASHBOARD_PUBLIC_URL",
+    description:
+      "the origin users reach the dashboard at (no path): sign-in messages name its host and URI, POSTs from any other `Origin` are refused, cookies are `Secure` unless it is loopback `http`; unset: `http://<BIND_HOST>:<port>`",
+  },
+  {
+    name: "SIGN_UP",
+    default: "open",
+    description:
+      "`open`: a first sign-in creates an account on the default plan; `closed`: only addresses that already have an account sign in (others get 403 `sign_up_closed`)",
+  },
+  { name: "QUOTA_METER_ADDR", default: "127.0.0.1:50051", description: "quota-meter's gRPC address" },
+  { name: "QUOTA_METER_DEADLINE_MS", default: "3000", description: "deadline of every gRPC call" },
+  {
+    name: "MESH_TOKEN",
+    required: true,
+    secret: true,
+    description:
+      "the dashboard's own mesh token; quota-meter accepts it by `MESH_CALLER_DASHBOARD_SHA256` (AccountService and GetUsage only)",
+  },
+  ...REDIS_ENV,
+  { name: "REDIS_CONNECT_TIMEOUT_MS", default: "1500", description: "how long start-up waits for Redis" },
+  { name: "SIWE_CHAIN_ID", default: "1", description: "the chain sign-in messages name" },
+  {
+    name: "SIWE_RPC_URL",
+    secret: true,
+    description:
+      "a node of that chain: contract wallets (EIP-1271, and ERC-6492 not yet deployed) can sign in; unset: wallet keys (EOA) only",
+  },
+  {
+    name: "SIWE_NONCE_TTL_SECONDS",
+    default: "300",
+    description: "how long a sign-in message (and its nonce) is valid",
+  },
+  { name: "SESSION_TTL_HOURS", default: "12", description: "session lifetime (absolute)" },
+]);

@@ -1,0 +1,65 @@
+// The gateway's environment, declared once: config.ts reads through it, the README table is rendered
+// from it (pnpm gen:env) and the Kubernetes manifests are checked against it (test/k8s).
+import { envTable, serviceEnv } from "@tollgate/platform";
+
+export const ENV = envTable([
+  ...serviceEnv({ http: 8080, metrics: 9460 }),
+  {
+    name: "MESH_TOKEN",
+    required: true,
+    secret: true,
+    description:
+      "the token presented on every gRPC call; the services accept its SHA-256 (`MESH_CALLER_GATEWAY_SHA256`), see SECURITY.md",
+  },
+  {
+    name: "QUOTA_METER_ADDR",
+    default: "127.0.0.1:50051",
+    description:
+      "quota-meter's gRPC address; `dns:///<service>:<port>` spreads calls over every pod behind a headless Service",
+  },
+  {
+    name: "PAYMENT_VERIFIER_ADDR",
+    default: "127.0.0.1:50052",
+    description: "payment-verifier's gRPC address",
+  },
+  { name: "RPC_PROXY_ADDR", default: "127.0.0.1:50053", description: "rpc-proxy's gRPC address" },
+  { name: "AUTHORIZE_DEADLINE_MS", default: "1000", description: "deadline of the quota-meter hop" },
+  { name: "EXECUTE_DEADLINE_MS", default: "10000", description: "deadline of the rpc-proxy hop" },
+  { name: "VERIFY_DEADLINE_MS", default: "10000", description: "deadline of a payment's Verify" },
+  { name: "SETTLE_DEADLINE_MS", default: "30000", description: "deadline of a payment's Settle" },
+  {
+    name: "PUBLIC_BASE_URL",
+    description:
+      "the origin clients use (http(s), optional path prefix): OpenAPI `servers`, llms.txt links, payment resource URLs (never taken from the caller's `Host`); unset, the docs are relative",
+  },
+  {
+    name: "DASHBOARD_URL",
+    description:
+      "where the account dashboard is served (http(s)): the `servers` of the `account` operations in /openapi.json; unset, a `{dashboard}` placeholder",
+  },
+  { name: "BODY_LIMIT_BYTES", default: "131072", description: "larger bodies: 413 `payload_too_large`" },
+  {
+    name: "LEASE_MAX_UNITS",
+    default: "64",
+    description:
+      "the largest quota lease asked for a hot key (1 = ask quota-meter on every call); see quota-meter's README",
+  },
+  {
+    name: "TRUST_PROXY",
+    default: "0",
+    description:
+      "`X-Forwarded-For` to believe for the client address (payment attempt limits): a hop count, or the proxies' addresses/CIDRs",
+  },
+  {
+    name: "USAGE_BATCH_MAX",
+    default: "200",
+    description: "usage reports to quota-meter are flushed at this many records",
+  },
+  { name: "USAGE_BATCH_DELAY_MS", default: "100", description: "… or at this age (off the hot path)" },
+  {
+    name: "ACCESS_LOG",
+    default: "true",
+    description:
+      "one JSON line per `/api/*` call (request id, endpoint, status, latency, auth kind, account or payer); `false` for raw throughput",
+  },
+]);

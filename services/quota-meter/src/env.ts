@@ -1,0 +1,81 @@
+// quota-meter's environment, declared once: config.ts reads through it, the README table is rendered
+// from it (pnpm gen:env) and the Kubernetes manifests are checked against it (test/k8s).
+import { PLAN_DEFAULTS } from "@tollgate/catalog";
+import {
+  DATABASE_ENV,
+  envTable,
+  meshCallerRows,
+  NATS_ENV,
+  OPERATOR_ENV,
+  outboxEnv,
+  REDIS_ENV,
+  serviceEnv,
+} from "@tollgate/platform";
+
+export const ENV = envTable([
+  ...serviceEnv({ grpc: 50051, metrics: 9461 }),
+  ...REDIS_ENV,
+  {
+    name: "REDIS_BUDGET_MS",
+    default: "50",
+    description: "budget of the one Authorize round trip; past it the call fails open",
+  },
+  {
+    name: "REDIS_MAX_WAIT_MS",
+    default: "500",
+    description:
+      "longest Authorize wait while this process itself is busy (see fail-open); under the gateway's 1 s deadline",
+  },
+  {
+    name: "FAIL_OPEN_COOLDOWN_MS",
+    default: "1000",
+    description: "after 3 timed-out Authorize calls in a row, skip Redis (fail open at once) this long",
+  },
+  { name: "REDIS_CONNECT_TIMEOUT_MS", default: "1500", description: "how long start-up waits for Redis" },
+  {
+    name: "REDIS_SEED_CHECK_MS",
+    default: "1000",
+    description:
+      "how often the Redis copy's mark is checked (a lost copy is re-seeded from PostgreSQL; a reconnect checks at once)",
+  },
+  { name: "KEY_SNAPSHOT_REFRESH_MS", default: "30000", description: "reload of the fail-open key snapshot" },
+  ...DATABASE_ENV,
+  ...NATS_ENV,
+  ...outboxEnv("quota-meter"),
+  {
+    name: "USAGE_DEDUPE_TTL_HOURS",
+    default: "48",
+    description:
+      "how long a refunded request id is remembered (usage batches are deduplicated in PostgreSQL)",
+  },
+  {
+    name: "DAILY_LIMIT",
+    default: String(PLAN_DEFAULTS.dailyLimit),
+    description: "daily quota of new accounts (0 = uncapped)",
+  },
+  {
+    name: "MONTHLY_LIMIT",
+    default: String(PLAN_DEFAULTS.monthlyLimit),
+    description: "monthly quota of new accounts (0 = uncapped)",
+  },
+  {
+    name: "BURST_PER_SECOND",
+    default: "50",
+    description: "burst guard of accounts without their own rate (0 = no default guard)",
+  },
+  {
+    name: "LEASE_MAX_UNITS",
+    default: "64",
+    description: "the largest lease one Authorize grants (1 = no leases)",
+  },
+  { name: "LEASE_TTL_MS", default: "1000", description: "how long a gateway may serve from a lease" },
+  ...OPERATOR_ENV,
+  {
+    name: "API_KEY_PEPPER",
+    required: true,
+    secret: true,
+    description:
+      "HMAC pepper for key hashes (16+ characters; 32 random bytes); changing it invalidates every key",
+  },
+  ...meshCallerRows(["gateway"], ["dashboard"]),
+]);

@@ -1,0 +1,100 @@
+// rpc-proxy's environment, declared once: config.ts reads through it, the README table is rendered
+// from it (pnpm gen:env) and the Kubernetes manifests are checked against it (test/k8s).
+import { NETWORKS } from "@tollgate/catalog";
+import { envTable, meshCallerRows, serviceEnv } from "@tollgate/platform";
+
+/** `UPSTREAMS_<NETWORK>`: the network name upper-cased, non-alphanumerics as `_`. */
+export function upstreamsEnvName(network: string): string {
+  return `UPSTREAMS_${network.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
+}
+
+export const ENV = envTable([
+  ...serviceEnv({ grpc: 50053, metrics: 9463 }),
+  {
+    name: "UPSTREAMS_<NETWORK>",
+    names: NETWORKS.map((n) => upstreamsEnvName(n.name)),
+    secret: true,
+    description: `Comma-separated node URLs per network, in order of preference; the name is upper-cased with non-alphanumerics as \`_\` (${NETWORKS.map((n) => `\`${upstreamsEnvName(n.name)}\``).join(", ")}). Upstreams are labelled \`<network>-<index>\` in logs, metrics and ListNetworks; URLs (which may hold a key) are never shown. \`user:pass@\` in a URL becomes Basic auth.`,
+  },
+  {
+    name: "UPSTREAM_TIMEOUT_MS",
+    default: "2500",
+    description: "Timeout of one HTTP attempt (never beyond the caller's gRPC deadline).",
+  },
+  {
+    name: "UPSTREAM_REQUEST_TIMEOUT_MS",
+    default: "10000",
+    description: "Budget of an operation when the caller sets no deadline.",
+  },
+  {
+    name: "UPSTREAM_MAX_ATTEMPTS",
+    default: "3",
+    description:
+      "Attempts per operation, spread over the healthy upstreams (failover first, then retries with exponential backoff and full jitter).",
+  },
+  {
+    name: "UPSTREAM_BACKOFF_BASE_MS",
+    default: "50",
+    description: "Backoff before re-trying an upstream already tried in the same operation…",
+  },
+  { name: "UPSTREAM_BACKOFF_MAX_MS", default: "1000", description: "… and its cap." },
+  {
+    name: "UPSTREAM_BREAKER_THRESHOLD",
+    default: "3",
+    description:
+      "Consecutive transport failures (connect, timeout, HTTP error, unreadable answer) that open a URL's circuit breaker. JSON-RPC errors (reverts…) do not count.",
+  },
+  {
+    name: "UPSTREAM_BREAKER_COOLDOWN_MS",
+    default: "5000",
+    description: "Time an open breaker rejects calls; then one probe (half-open) decides.",
+  },
+  {
+    name: "UPSTREAM_HEAD_POLL_MS",
+    default: "2000",
+    description:
+      "Background `eth_blockNumber` poll per upstream: health, head, lag; the polls are also the half-open probes.",
+  },
+  {
+    name: "UPSTREAM_MAX_LAG_BLOCKS",
+    default: "5",
+    description: "Blocks behind the best upstream before an upstream counts as unhealthy.",
+  },
+  {
+    name: "UPSTREAM_CONNECTIONS",
+    default: "64",
+    description: "Keep-alive connections per URL (undici Pool).",
+  },
+  {
+    name: "UPSTREAM_VERIFY_CHAIN_ID",
+    default: "true",
+    description: "First poll checks `eth_chainId`; a URL on the wrong chain is never used.",
+  },
+  {
+    name: "UPSTREAM_MAX_BODY_BYTES",
+    default: "16777216",
+    description:
+      "Largest answer read from a node, counted as it streams in (never buffered whole first); more is `result_too_large`, not retried elsewhere, not a breaker failure.",
+  },
+  {
+    name: "MAX_RESULT_BYTES",
+    default: "4000000",
+    description: "Largest `data` answered to the gateway (the gRPC hop); more is `result_too_large`.",
+  },
+  {
+    name: "LOGS_MAX_BLOCK_RANGE",
+    default: "10000",
+    description: "Largest span of `events` / `erc20-transfers`; more is `block_range_too_large`.",
+  },
+  {
+    name: "LOGS_DEFAULT_BLOCK_RANGE",
+    default: "1000",
+    description: "Missing `to_block` = `latest`; missing `from_block` = `to_block` − 1000 + 1 (not below 0).",
+  },
+  {
+    name: "ENS_UNIVERSAL_RESOLVER",
+    default: "0xeeeeeeee14d718c2b47d9923deab1335e144eeee",
+    description: "ENS Universal Resolver (mainnet and Sepolia).",
+  },
+  ...meshCallerRows(["gateway"]),
+]);

@@ -1,0 +1,93 @@
+// runService, the front door of every service process (libs/platform/src/service.ts), on a small
+// service of its own: configuration errors, unhandled rejections, uncaught exceptions, the drain and
+// its deadline.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { describe, expect, it } from "vitest";
+
+interface Line {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+function start(env: Record<string, string>) {
+  const child = spawn(process.execPath, [new URL("./fixtures/service.ts", import.meta.url).pathname], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: Line[] = [];
+  const raw: string[] = [];
+  const waiters: Array<() => void> = [];
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on("line", (text) => {
+      raw.push(text);
+      try {
+        lines.push(JSON.parse(text) as Line);
+      } catch {
+        lines.push({ level: 0, msg: text });
+      }
+      for (const w of waiters.splice(0)) w();
+    });
+  }
+  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const line = async (msg: string, timeoutMs = 10_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = lines.find((l) => l.msg === msg);
+      if (found) return found;
+      if (Date.now() > deadline) throw new Error(`no "${msg}" line in:\n${raw.join("\n")}`);
+      await new Promise<void>((r) => {
+        waiters.push(r);
+        setTimeout(r, 100);
+      });
+    }
+  };
+  return { child: child as ChildProcess, lines, raw, exit, line };
+}
+
+describe("runService", () => {
+  it("a configuration error is one fatal line naming the variable, no stack, exit 1", async () => {
+    const service = start({ FIXTURE_BAD_CONFIG: "1" });
+    expect(await service.exit).toBe(1);
+    expect(service.raw, service.raw.join("\n")).toHaveLength(1);
+    expect(service.lines[0]).toMatchObject({
+      level: 60,
+      msg: "configuration error: FIXTURE_BAD_CONFIG must not be set",
+    });
+    expect(service.raw[0]).not.toMatch(/\\n\s+at /);
+  });
+
+  it("logs an unhandled rejection and keeps serving; SIGTERM makes it unready, then stops, exit 0", async () => {
+    const service = start({ FIXTURE_REJECT: "1", SHUTDOWN_DELAY_MS: "200" });
+    expect(await service.line("ready")).toMatchObject({ level: 30, port: 1234 });
+    const rejection = await service.line("unhandled promise rejection");
+    expect(rejection.level).toBe(50);
+    expect(JSON.stringify(rejection.err)).toContain("nobody awaited this");
+    expect(service.child.exitCode).toBeNull();
+
+    service.child.kill("SIGTERM");
+    expect(await service.exit).toBe(0);
+    const steps = ["draining", "unready", "stopped"];
+    expect(service.lines.map((l) => l.msg).filter((m) => steps.includes(m))).toEqual(steps);
+  });
+
+  it("exits 1 when the drain outlasts SHUTDOWN_TIMEOUT_MS", async () => {
+    const service = start({ FIXTURE_STOP_MS: "10000", SHUTDOWN_TIMEOUT_MS: "300" });
+    await service.line("ready");
+    const signalled = Date.now();
+    service.child.kill("SIGTERM");
+    expect(await service.exit).toBe(1);
+    expect(Date.now() - signalled).toBeLessThan(5_000);
+    expect((await service.line("drain did not finish in SHUTDOWN_TIMEOUT_MS; exiting")).level).toBe(50);
+  });
+
+  it("logs an uncaught exception, drains and exits 1", async () => {
+    const service = start({ FIXTURE_THROW: "1" });
+    const fatal = await service.line("uncaught exception");
+    expect(fatal.level).toBe(60);
+    expect(JSON.stringify(fatal.err)).toContain("thrown from a timer");
+    expect(await service.exit).toBe(1);
+    expect(service.lines.map((l) => l.msg)).toContain("unready");
+  });
+});
