@@ -53,7 +53,7 @@ export const ENV = envTable([
     v.name === "X402_FACILITATOR_URL" || v.name === "X402_FACILITATOR_PRIVATE_KEY"
       ? {
           ...v,
-          description: `${v.description}; with x402-batch claims: the facilitator they go through (payment-verifier's, its nonces shared through the signer lock)`,
+          description: `${v.description}; here: x402-batch claims go through it (set as on payment-verifier)`,
         }
       : v,
   ),
