@@ -58,25 +58,3 @@ export function scrubConsole(): void {
   console.warn = to(process.stderr);
   console.error = to(process.stderr);
 }
-
-/**
- * Stops a service once on SIGINT or SIGTERM (a second signal is ignored while it stops), then
- * exits 0, or 1 with one log line when stopping failed.
- */
-export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
-  let stopping = false;
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.on(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      logger.info({ signal }, "shutting down");
-      stop().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          logger.error({ err }, "shutdown failed");
-          process.exit(1);
-        },
-      );
-    });
-  }
-}

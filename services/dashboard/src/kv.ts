@@ -1,8 +1,6 @@
 // Where nonces and sessions live: Redis (shared by every replica), or an in-memory stand-in when
 // Redis is unreachable at start and REDIS_STANDIN is set (`pnpm start` on a machine without Redis).
-import type { Logger } from "@tollgate/platform";
-import { redactUrl } from "@tollgate/platform";
-import { createClient } from "redis";
+import { connectRedis, type Logger, redactUrl } from "@tollgate/platform";
 
 export interface Kv {
   readonly kind: "redis" | "memory";
@@ -52,33 +50,16 @@ export async function openKv(opts: {
   standIn: boolean;
   logger: Logger;
 }): Promise<Kv> {
-  const client = createClient({
+  // The platform's one connector: no offline queue (commands fail at once while disconnected, a
+  // 503), the same reconnect policy as every service; unreachable at start-up with the stand-in
+  // allowed: in-memory, else keep connecting in the background (sign-in answers 503 meanwhile).
+  const client = await connectRedis({
     url: opts.url,
-    // Commands fail at once while disconnected (a 503), rather than queue behind a reconnect.
-    disableOfflineQueue: true,
-    socket: {
-      connectTimeout: opts.connectTimeoutMs,
-      reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2_000),
-    },
+    logger: opts.logger,
+    connectTimeoutMs: opts.connectTimeoutMs,
+    unreachable: opts.standIn ? "give-up" : "background",
   });
-  let warned = false;
-  client.on("error", (err: Error) => {
-    if (warned) return;
-    warned = true;
-    opts.logger.warn({ err: err.message, redis: redactUrl(opts.url) }, "Redis unreachable; retrying");
-    setTimeout(() => {
-      warned = false;
-    }, 10_000).unref();
-  });
-  const connected = await Promise.race([
-    client.connect().then(
-      () => true,
-      () => false,
-    ),
-    new Promise<false>((r) => setTimeout(() => r(false), opts.connectTimeoutMs).unref()),
-  ]);
-  if (!connected && opts.standIn) {
-    client.destroy();
+  if (!client) {
     opts.logger.warn(
       `Redis is unreachable at ${redactUrl(opts.url)}: nonces and sessions live in this process only (one replica; sessions end on restart)`,
     );
