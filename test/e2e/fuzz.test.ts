@@ -5,16 +5,25 @@
 // error table at that code's status and naming the parameter at fault, every answer matches
 // /openapi.json, and nothing is counted against the key but the calls that were served.
 import { connect } from "node:net";
-import { ERRORS, isCharged, isErrorCode, LIMIT_ERRORS } from "@tollgate/catalog";
+import { isCharged } from "@tollgate/catalog";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.ts";
 import { A, calldata, devnet } from "../support/devnet.ts";
+import {
+  type Answer,
+  answerOf,
+  deepJson,
+  deepObject,
+  encode,
+  expectWellRefused,
+  hostileJson,
+  hostileString,
+} from "../support/fuzz.ts";
 import { mesh } from "../support/gateway.ts";
-import { assertConforms } from "../support/openapi.ts";
 import { dayUsed, SUITE_BURST } from "../support/quota.ts";
 
-const RUNS = Number(process.env.FUZZ_RUNS ?? 30);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
 const demo = devnet.demo.ethereum;
 
 type Json = Record<string, unknown>;
@@ -24,14 +33,6 @@ interface Operation {
   pathParams: string[];
   queryParams: string[];
   bodyFields: string[];
-}
-
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  // biome-ignore lint/suspicious/noExplicitAny: checked against /openapi.json by assertConforms
-  body: any;
-  text: string;
 }
 
 let operations: Operation[] = [];
@@ -60,75 +61,6 @@ beforeAll(async () => {
   }
   operations = operations.sort((a, b) => a.template.localeCompare(b.template));
 });
-
-/** Strings an attacker or a buggy client sends. */
-const NASTY = [
-  "",
-  " ",
-  "%00",
-  "\u0000",
-  "\uFEFF",
-  "\u202E0xdead",
-  "∞",
-  "🦊.eth",
-  "𝕏".repeat(100),
-  "__proto__",
-  "constructor",
-  "prototype",
-  "0x",
-  "0X00",
-  "-1",
-  "-0",
-  "1e309",
-  "NaN",
-  "Infinity",
-  "null",
-  "true",
-  "[]",
-  "{}",
-  "../../etc/passwd",
-  "<script>alert(1)</script>",
-  "' OR 1=1 --",
-  "$" + "{jndi:ldap://x}",
-  "latest\nearliest",
-  A,
-  A.toUpperCase(),
-  demo.erc20.address,
-  "0x".padEnd(66, "f"),
-  "18446744073709551616",
-  "115792089237316195423570985008687907853269984665640564039457584007913129639936",
-];
-
-const hostileString: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom(...NASTY),
-  fc.string({ unit: "grapheme", maxLength: 40 }),
-  fc.string({ unit: "binary", maxLength: 40 }),
-  fc.stringMatching(/^0x[0-9a-fA-FxX]{0,90}$/),
-  fc.bigInt({ min: -(2n ** 300n), max: 2n ** 300n }).map(String),
-  fc.double().map(String),
-  fc
-    .tuple(fc.constantFrom("f", "9", "a", "é", "🦊"), fc.integer({ min: 1_000, max: 20_000 }))
-    .map(([c, n]) => c.repeat(n)),
-);
-
-/** A JSON value nested `depth` levels deep, as text (JSON.stringify would recurse). */
-const deepJson = (depth: number, open = "[", close = "]") => `${open.repeat(depth)}${close.repeat(depth)}`;
-const deepObject = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
-
-const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
-  hostileString,
-  fc.jsonValue({ maxDepth: 4 }),
-  fc.constantFrom(0, -1, 1e308, -1e-308, true, false, null, [], [[]], { a: 1 }, { __proto__: { x: 1 } }),
-);
-
-/** Percent-encodes anything, lone surrogates included (encodeURIComponent throws on those). */
-const encode = (s: string) => {
-  try {
-    return encodeURIComponent(s);
-  } catch {
-    return [...Buffer.from(s, "utf8")].map((b) => `%${b.toString(16).padStart(2, "0")}`).join("");
-  }
-};
 
 /** Header values fetch can send (latin-1, no CR/LF/NUL), and hostile within that. */
 const headerValue = fc.oneof(
@@ -272,46 +204,6 @@ async function send(call: Call): Promise<Answer> {
     },
   );
   return answerOf(call.op.method, url, res);
-}
-
-async function answerOf(method: string, url: string, res: Response): Promise<Answer> {
-  const text = await res.text();
-  const answer: Answer = {
-    status: res.status,
-    headers: Object.fromEntries(res.headers),
-    body: undefined,
-    text,
-  };
-  if ((res.headers.get("content-type") ?? "").includes("application/json")) answer.body = JSON.parse(text);
-  await assertConforms(method.toLowerCase(), url.split("?")[0] ?? url, answer as never);
-  return answer;
-}
-
-/**
- * The refusal rules every hostile call is held to: no 5xx; a 4xx is the envelope with a catalog
- * code at its own status (429: the flat shape); a parameter refusal names a parameter.
- */
-function expectWellRefused(answer: Answer, context: string, names: readonly string[] = []): void {
-  const why = `${context} → ${answer.status} ${answer.text.slice(0, 300)}`;
-  expect(answer.status, why).toBeLessThan(500);
-  if (answer.status < 400) return;
-  if (answer.status === 429) {
-    expect(Object.keys(LIMIT_ERRORS), why).toContain(answer.body.error);
-    return;
-  }
-  expect(answer.body?.data, why).toBeNull();
-  const code = answer.body?.error?.code as string | undefined;
-  expect(isErrorCode(code), why).toBe(true);
-  expect(ERRORS[code as keyof typeof ERRORS].status, why).toBe(answer.status);
-  expect(typeof answer.body.error.message, why).toBe("string");
-  expect(answer.body.error.message.length, why).toBeGreaterThan(0);
-  expect(typeof answer.body.meta?.request_id, why).toBe("string");
-  if (code === "invalid_parameter" || code === "unknown_parameter") {
-    const message: string = answer.body.error.message;
-    // The server reads a lone surrogate as U+FFFD, so the name it quotes is the well-formed one.
-    const named = names.some((n) => message.startsWith(`${n.toWellFormed()}: `));
-    expect(names.length === 0 || named, `${why}: names none of the parameters sent`).toBe(true);
-  }
 }
 
 /** Calls whose answer the key's windows count: served (or answered by the node) chain calls. */

@@ -41,6 +41,7 @@ const USED_VOUCHER_MS = 60 * 60_000;
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "expected a 20-byte hex address");
 const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "expected a 32-byte hex value");
+const hex = z.string().regex(/^0x[0-9a-fA-F]{2,4096}$/, "expected a hex signature");
 const uint = z.string().regex(/^[0-9]{1,78}$/, "expected a decimal integer string");
 const channelConfig = z.object({
   payer: address,
@@ -54,15 +55,32 @@ const channelConfig = z.object({
 const voucher = z.object({
   channelId: hex32,
   maxClaimableAmount: uint,
-  signature: z.string().regex(/^0x[0-9a-fA-F]{2,4096}$/, "expected a hex signature"),
+  signature: hex,
 });
+/** The deposit's token authorization, checked here so the SDK never converts a malformed field. */
+const depositAuthorization = z.union([
+  z.object({
+    erc3009Authorization: z.object({ validAfter: uint, validBefore: uint, salt: hex32, signature: hex }),
+  }),
+  z.object({
+    permit2Authorization: z.object({
+      from: address,
+      permitted: z.object({ token: address, amount: uint }),
+      spender: address,
+      nonce: uint,
+      deadline: uint,
+      witness: z.object({ channelId: hex32 }),
+      signature: hex,
+    }),
+  }),
+]);
 const batchPayload = z.discriminatedUnion("type", [
   z.object({ type: z.literal("voucher"), channelConfig, voucher }),
   z.object({
     type: z.literal("deposit"),
     channelConfig,
     voucher,
-    deposit: z.object({ amount: uint }).loose(),
+    deposit: z.object({ amount: uint, authorization: depositAuthorization }).loose(),
   }),
   z.object({ type: z.literal("refund"), channelConfig, voucher }).loose(),
 ]);
