@@ -20,6 +20,13 @@ export interface MeshOptions {
    * several meshes at once). Unset for `pnpm start`.
    */
   namespace?: string;
+  /**
+   * The upstream URL list rpc-proxy gets for a devnet network (default: the devnet's node), e.g.
+   * two front doors of one node that a chaos run kills and hangs.
+   */
+  upstreams?: (network: string, rpcUrl: string) => Promise<string> | string;
+  /** payment-verifier replicas (default 1); the gateway spreads its calls over all of them. */
+  paymentVerifierReplicas?: number;
   /** Called with every log line of every service (and of the embedded PostgreSQL). */
   onLine?: (service: ServiceName | "postgres", line: string) => void;
   log?: (line: string) => void;
@@ -39,10 +46,15 @@ export interface Mesh {
   gatewayTokenFile: string;
   stateDir: string;
   services: Record<ServiceName, RunningService>;
+  /** payment-verifier replicas beyond the first (services["payment-verifier"]), with their ports. */
+  replicas: { service: RunningService; ports: { main: number; metrics: number } }[];
   /** Starts another gateway replica in front of the same back ends. */
   spawnGateway(env?: Record<string, string>): Promise<{ url: string; service: RunningService }>;
-  /** Stops a back end and starts it again with the same environment and ports (a replica restart). */
-  restart(name: Exclude<ServiceName, "gateway">): Promise<void>;
+  /**
+   * Stops a service and starts it again with the same environment and ports (a replica restart);
+   * `replica` 1.. names one of `replicas`.
+   */
+  restart(name: ServiceName, replica?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -86,7 +98,9 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     devnet = await startDevnet({ stateDir, file, log });
     for (const [name, chain] of Object.entries(devnet.chains)) {
       if (name === "settlement" || name === "tempo") continue; // payment chains, not served networks
-      upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = chain.rpcUrl;
+      upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = opts.upstreams
+        ? await opts.upstreams(name, chain.rpcUrl)
+        : chain.rpcUrl;
     }
     Object.assign(paymentEnv, x402DevnetEnv(devnet), mppDevnetEnv(devnet));
     // x402-batch's receiver-authorizer key (signs claims and refunds), generated once like the others.
@@ -118,6 +132,14 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   const gatewayTokenFile = localSecret(stateDir, "mesh-token-gateway");
   const gatewayDigest = meshTokenDigest(readFileSync(gatewayTokenFile, "utf8").trim());
   const addr = (name: ServiceName) => `127.0.0.1:${ports[name].main}`;
+  const replicaPorts: { main: number; metrics: number }[] = [];
+  for (let i = 1; i < (opts.paymentVerifierReplicas ?? 1); i++) {
+    replicaPorts.push({ main: await freePort(), metrics: await freePort() });
+  }
+  // One address, or every replica's for the client's round-robin over a static list.
+  const paymentVerifierAddr = replicaPorts.length
+    ? `ipv4:${[ports["payment-verifier"], ...replicaPorts].map((p) => `127.0.0.1:${p.main}`).join(",")}`
+    : addr("payment-verifier");
   const common: Record<string, string> = {
     BIND_HOST: "127.0.0.1",
     // One node of each service: the in-memory stand-ins may replace an unreachable Redis.
@@ -153,14 +175,16 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       MESH_TOKEN_FILE: gatewayTokenFile,
       RPC_PROXY_ADDR: addr("rpc-proxy"),
       QUOTA_METER_ADDR: addr("quota-meter"),
-      PAYMENT_VERIFIER_ADDR: addr("payment-verifier"),
+      PAYMENT_VERIFIER_ADDR: paymentVerifierAddr,
     },
   };
 
   const services = {} as Record<ServiceName, RunningService>;
+  const replicas: Mesh["replicas"] = [];
   const extraGateways: RunningService[] = [];
   const stopAll = async () => {
     for (const g of extraGateways) await g.stop();
+    for (const r of replicas) await r.service.stop();
     for (const name of [
       "gateway",
       "payment-verifier",
@@ -196,26 +220,21 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     extraGateways.push(gateway);
     return { url: `http://127.0.0.1:${port}`, service: gateway };
   };
-  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway">) => {
-    services[name] = await spawnService(
+  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway">, at = ports[name]) =>
+    spawnService(
       name,
       {
         ...common,
-        GRPC_PORT: String(ports[name].main),
-        METRICS_PORT: String(ports[name].metrics),
+        GRPC_PORT: String(at.main),
+        METRICS_PORT: String(at.metrics),
         ...envFor[name],
         ...opts.serviceEnv?.[name],
       },
       onLine,
-      () => checkHealth(addr(name)),
+      () => checkHealth(`127.0.0.1:${at.main}`),
     );
-  };
-  try {
-    // Back ends first, so the gateway never serves a request it cannot route.
-    await Promise.all(
-      (["rpc-proxy", "quota-meter", "payment-verifier", "settlement-worker"] as const).map(spawnBackEnd),
-    );
-    services.gateway = await spawnService(
+  const spawnMainGateway = () =>
+    spawnService(
       "gateway",
       {
         ...common,
@@ -230,6 +249,17 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
           () => false,
         ),
     );
+  try {
+    // Back ends first, so the gateway never serves a request it cannot route.
+    await Promise.all(
+      (["rpc-proxy", "quota-meter", "payment-verifier", "settlement-worker"] as const).map(async (name) => {
+        services[name] = await spawnBackEnd(name);
+      }),
+    );
+    for (const at of replicaPorts) {
+      replicas.push({ service: await spawnBackEnd("payment-verifier", at), ports: at });
+    }
+    services.gateway = await spawnMainGateway();
   } catch (err) {
     await stopAll();
     throw err;
@@ -245,10 +275,18 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     gatewayTokenFile,
     stateDir,
     services,
+    replicas,
     spawnGateway,
-    async restart(name) {
+    async restart(name, replica = 0) {
+      if (replica > 0) {
+        const r = replicas[replica - 1];
+        if (!r || name !== "payment-verifier") throw new Error(`no replica ${replica} of ${name}`);
+        await r.service.stop();
+        r.service = await spawnBackEnd(name, r.ports);
+        return;
+      }
       await services[name].stop();
-      await spawnBackEnd(name);
+      services[name] = name === "gateway" ? await spawnMainGateway() : await spawnBackEnd(name);
     },
     stop: stopAll,
   };
