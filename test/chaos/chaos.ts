@@ -37,6 +37,8 @@ interface ClassStats {
   bad5xx: number;
   lastFailureAt: number;
   firstFailureAt: number;
+  /** The refusals seen, by status and code, with one message each (diagnosis). */
+  reasons: Record<string, string>;
 }
 
 export interface PhaseReport {
@@ -51,6 +53,8 @@ export interface PhaseReport {
   recoverS: Record<Class, number>;
   /** Answers with a 500 (never acceptable), or 5xx outside 502/503/504. */
   bad5xx: number;
+  /** The refusals seen, by class, status and code, with one message each. */
+  reasons: Record<Class, Record<string, string>>;
   /** Reconciliation after recovery (cumulative since the start). */
   check: Reconciliation;
 }
@@ -111,7 +115,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();
 
 function emptyStats(): ClassStats {
-  return { statuses: {}, served: 0, failOpen: 0, bad5xx: 0, lastFailureAt: 0, firstFailureAt: 0 };
+  return {
+    statuses: {},
+    served: 0,
+    failOpen: 0,
+    bad5xx: 0,
+    lastFailureAt: 0,
+    firstFailureAt: 0,
+    reasons: {},
+  };
 }
 
 /** What the load generator saw: per phase, and the tallies the system of record is checked against. */
@@ -130,9 +142,16 @@ class Tally {
   servedTwice = 0;
   readonly total = { answered: { key: 0, x402: 0, batch: 0 }, served: { key: 0, x402: 0, batch: 0 } };
 
-  record(cls: Class, status: number, t = now()): void {
+  record(cls: Class, status: number, reason = "", t = now()): void {
     const s = this.phase[cls];
-    s.statuses[status] = (s.statuses[status] ?? 0) + 1;
+    // No answer at all: the connection was refused (the gateway was down, nothing was sent) or cut
+    // with the request on it.
+    const label = status === 0 ? (reason.includes("ECONNREFUSED") ? "refused" : "cut") : String(status);
+    if (status !== 200) {
+      const key = `${label} ${/"code":"([a-z_]+)"/.exec(reason)?.[1] ?? ""}`.trim();
+      if (!(key in s.reasons)) s.reasons[key] = reason.slice(0, 300);
+    }
+    s.statuses[label] = (s.statuses[label] ?? 0) + 1;
     this.total.answered[cls]++;
     if (status === 200) {
       s.served++;
@@ -142,7 +161,7 @@ class Tally {
     // A 402 on a paid class mid-fault is the payment being refused or re-synchronised; still a failure.
     if (!s.firstFailureAt) s.firstFailureAt = t;
     s.lastFailureAt = t;
-    if (status === 500 || (status > 500 && ![502, 503, 504].includes(status)) || status === 0) s.bad5xx++;
+    if (status === 500 || (status > 500 && ![502, 503, 504].includes(status))) s.bad5xx++;
   }
 
   newPhase(): Record<Class, ClassStats> {
@@ -258,6 +277,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       await lift();
       const liftedAt = now();
       await sleep(observe);
+      // A quiet mesh for the books: no call in flight while each side is read.
+      await load.pause();
       const stats = tally.newPhase();
       const check = await reconcile(
         mesh,
@@ -270,6 +291,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         paidBefore,
         log,
       );
+      load.resume();
       const report: PhaseReport = {
         fault,
         heldS: round((liftedAt - t0) / 1000),
@@ -280,6 +302,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
           CLASSES.map((c) => [c, round(Math.max(0, stats[c].lastFailureAt - liftedAt) / 1000)]),
         ) as PhaseReport["recoverS"],
         bad5xx: CLASSES.reduce((n, c) => n + stats[c].bad5xx, 0),
+        reasons: Object.fromEntries(CLASSES.map((c) => [c, stats[c].reasons])) as PhaseReport["reasons"],
         check,
       };
       phases.push(report);
@@ -412,11 +435,22 @@ function startLoad(
 ) {
   let running = true;
   let paidWaiters: (() => void)[] = [];
+  // Paused, each loop waits before its next call: the reconciliation reads a quiet mesh.
+  let paused: Promise<void> | undefined;
+  let resume = () => {};
+  let inFlight = 0;
+  const gate = async () => {
+    inFlight--;
+    while (paused) await paused;
+    inFlight++;
+  };
   const loops: Promise<void>[] = [];
   const url = (path: string) => `${mesh.gatewayUrl}${path}`;
   const keyLoop = async (account: Account, path: string) => {
     while (running) {
+      await gate();
       let status = 0;
+      let reason = "";
       try {
         const res = await fetch(url(path), {
           headers: { authorization: `Bearer ${account.key}` },
@@ -424,25 +458,31 @@ function startLoad(
         });
         status = res.status;
         const used = res.headers.get("x-quota-day-used");
-        await res.arrayBuffer();
-        if (status !== 429 && status !== 401)
-          tally.reported.set(account.id, (tally.reported.get(account.id) ?? 0) + 1);
+        const text = await res.text();
+        if (status !== 200) reason = text;
+        // Usage is reported for every call past authorization (not when quota-meter could not say).
+        const authorized =
+          status !== 429 && status !== 401 && !text.includes("API-key service is unavailable");
+        if (authorized) tally.reported.set(account.id, (tally.reported.get(account.id) ?? 0) + 1);
         if (status === 200 && used !== null) {
           tally.counted.set(account.id, (tally.counted.get(account.id) ?? 0) + 1);
           tally.lastWindow.set(account.id, Number(used));
         }
         if (status === 200 && used === null) tally.phase.key.failOpen++;
-      } catch {
+      } catch (err) {
         status = 0; // no answer at all (the gateway was down): not a 5xx, but a failure
+        reason = errorText(err);
       }
-      tally.record("key", status);
+      tally.record("key", status, reason);
       if (status === 0) await sleep(100);
       await sleep(60);
     }
   };
   const x402Loop = async (payer: ReturnType<typeof x402Payer>) => {
     while (running) {
+      await gate();
       let status = 0;
+      let reason = "";
       try {
         const pending = payer.fetch(url("/api/chain/chain-id"), { signal: AbortSignal.timeout(30_000) });
         if (paidWaiters.length) {
@@ -453,29 +493,34 @@ function startLoad(
         }
         const res = await pending;
         status = res.status;
-        await res.arrayBuffer();
+        const text = await res.text();
+        if (status !== 200) reason = text;
         if (status === 200) {
           const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
           if (receipt.transaction && tally.transactions.has(receipt.transaction)) tally.servedTwice++;
           if (receipt.transaction) tally.transactions.add(receipt.transaction);
           tally.x402Served.set(payer.address, (tally.x402Served.get(payer.address) ?? 0) + 1);
         }
-      } catch {
+      } catch (err) {
         status = 0;
+        reason = errorText(err);
       }
-      tally.record("x402", status);
+      tally.record("x402", status, reason);
       await sleep(status === 0 ? 300 : 150);
     }
   };
   const batchLoop = async () => {
     while (running) {
+      await gate();
       let status = 0;
+      let reason = "";
       try {
         const res = await batch.fetch(url("/api/chain/block-number"), {
           signal: AbortSignal.timeout(30_000),
         });
         status = res.status;
-        await res.arrayBuffer();
+        const text = await res.text();
+        if (status !== 200) reason = text;
         if (status === 200) {
           tally.batchServed++;
           const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
@@ -483,10 +528,11 @@ function startLoad(
             ?.channelState;
           if (state?.chargedCumulativeAmount) tally.batchCumulative = BigInt(state.chargedCumulativeAmount);
         }
-      } catch {
+      } catch (err) {
         status = 0;
+        reason = errorText(err);
       }
-      tally.record("batch", status);
+      tally.record("batch", status, reason);
       await sleep(status === 0 ? 300 : 200);
     }
   };
@@ -495,7 +541,19 @@ function startLoad(
   }
   for (const p of payers) loops.push(x402Loop(p));
   loops.push(batchLoop());
+  inFlight = loops.length;
   return {
+    /** Stops new calls and resolves once every loop is between calls. */
+    async pause() {
+      paused = new Promise<void>((r) => {
+        resume = r;
+      });
+      while (inFlight > 0) await sleep(20);
+    },
+    resume() {
+      paused = undefined;
+      resume();
+    },
     /** Resolves while an x402 call's signed request is in flight. */
     paidInFlight: () => new Promise<void>((resolve) => paidWaiters.push(resolve)),
     async stop() {
@@ -520,8 +578,7 @@ async function reconcile(
   paidBefore: Map<string, bigint>,
   log: (line: string) => void,
 ): Promise<Reconciliation> {
-  // Pause nothing: the load keeps running; read each side, then wait until PostgreSQL caught up
-  // with a snapshot of the tally taken now.
+  // The load is paused: the tally is final; wait until PostgreSQL has folded every event.
   const snapshot = {
     counted: sum(tally.counted),
     reported: sum(tally.reported),
@@ -545,15 +602,17 @@ async function reconcile(
     usage = { requests: Number(u?.requests ?? 0), counted: Number(u?.counted ?? 0) };
     ledger = { settled: Number(l?.settled ?? 0), transactions: Number(l?.transactions ?? 0) };
     const caughtUp =
-      usage.counted >= snapshot.counted &&
-      usage.requests >= snapshot.reported &&
-      ledger.settled >= snapshot.x402;
+      usage.counted === snapshot.counted &&
+      usage.requests === snapshot.reported &&
+      ledger.settled === snapshot.x402;
     if (caughtUp || now() - t0 > 30_000) break;
     await sleep(250);
   }
   const convergeS = round((now() - t0) / 1000);
 
-  // Windows: one more metered call per account, recorded in the tally like any other.
+  // Windows: once every lease has ended and given back its unused units (1 s TTL, 250 ms sweep),
+  // one more metered call per account, recorded in the tally like any other.
+  await sleep(1_500);
   const windows: Reconciliation["windows"] = [];
   for (const a of accounts) {
     let window = -1;
@@ -617,6 +676,11 @@ async function reconcile(
   };
 }
 
+function errorText(err: unknown): string {
+  const e = err as Error & { cause?: { code?: string; message?: string } };
+  return `${e.name}: ${e.message}${e.cause ? ` (${e.cause.code ?? ""} ${e.cause.message ?? ""})` : ""}`;
+}
+
 const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 
 function summaryLine(p: PhaseReport): string {
@@ -674,7 +738,7 @@ export function table(report: ChaosReport): string {
   const rule = `|${"---|".repeat(12)}`;
   const fmt = (r: Record<string, number>) =>
     Object.entries(r)
-      .map(([s, n]) => `${s === "0" ? "no answer" : s}×${n}`)
+      .map(([s, n]) => `${s}×${n}`)
       .join(" ");
   const rows = report.phases.map((p) =>
     [

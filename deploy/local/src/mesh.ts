@@ -220,11 +220,13 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     extraGateways.push(gateway);
     return { url: `http://127.0.0.1:${port}`, service: gateway };
   };
-  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway">, at = ports[name]) =>
+  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway">, at = ports[name], replica = 1) =>
     spawnService(
       name,
       {
         ...common,
+        // Each replica journals its events in an outbox of its own (one process per outbox).
+        ...(replica > 1 ? { OUTBOX_DIR: join(common.OUTBOX_DIR ?? "", `replica-${replica}`) } : {}),
         GRPC_PORT: String(at.main),
         METRICS_PORT: String(at.metrics),
         ...envFor[name],
@@ -256,8 +258,8 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
         services[name] = await spawnBackEnd(name);
       }),
     );
-    for (const at of replicaPorts) {
-      replicas.push({ service: await spawnBackEnd("payment-verifier", at), ports: at });
+    for (const [i, at] of replicaPorts.entries()) {
+      replicas.push({ service: await spawnBackEnd("payment-verifier", at, i + 2), ports: at });
     }
     services.gateway = await spawnMainGateway();
   } catch (err) {
@@ -282,7 +284,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
         const r = replicas[replica - 1];
         if (!r || name !== "payment-verifier") throw new Error(`no replica ${replica} of ${name}`);
         await r.service.stop();
-        r.service = await spawnBackEnd(name, r.ports);
+        r.service = await spawnBackEnd(name, r.ports, replica + 1);
         return;
       }
       await services[name].stop();
