@@ -1,16 +1,25 @@
 // The CI form of the chaos run (`pnpm chaos --short`): a whole mesh on its own Redis, NATS and
 // database, under mixed load, through every fault in turn. A regression in fail-open metering,
-// failover, event durability, restarts or the charging rule fails here.
+// failover, event durability, restarts or the charging rule fails here. Regression test of the
+// chaos run's findings: a payment-verifier replica killed mid-settlement (its transfer waiting in
+// the mempool) leaves no charged call unanswered; a quota-meter restart loses no usage.
 import { describe, expect, it } from "vitest";
-import { type ChaosReport, runChaos, table } from "./chaos.ts";
+import { runChaos, table } from "./chaos.ts";
 
 describe("chaos run, short form", () => {
-  let report: ChaosReport;
-
   it("holds the load through every fault: no 500, nothing lost or duplicated, nothing charged unserved", async () => {
-    report = await runChaos({ short: true, log: () => {} });
+    const report = await runChaos({ short: true, log: () => {} });
     process.stderr.write(`${table(report)}\n`);
-    expect(report.phases.map((p) => p.fault)).toHaveLength(8);
+    expect(report.phases.map((p) => p.fault)).toEqual([
+      "baseline (no fault)",
+      "Redis stopped, restarted",
+      "NATS stopped 8 s, restarted",
+      "upstream 1 of 2 killed",
+      "upstream 1 of 2 hung (stand-in: accepts, never answers)",
+      "payment-verifier replica killed mid-settlement",
+      "quota-meter killed, restarted",
+      "gateway SIGTERM, restarted",
+    ]);
     for (const p of report.phases) {
       const why = `${p.fault}: ${JSON.stringify(p)}`;
       expect(p.bad5xx, why).toBe(0);
@@ -18,17 +27,18 @@ describe("chaos run, short form", () => {
       expect(p.check.duplicated, why).toBe(0);
       expect(p.check.windowsExact, why).toBe(true);
       expect(p.check.servedTwice, why).toBe(0);
+      // x402 exact: what the payers paid on chain is the price of the calls served, exactly.
       expect(p.check.charged.onChain, why).toBe(p.check.charged.forServed);
       expect(p.check.batchCharged.channel, why).toBe(p.check.batchCharged.forServed);
-      // Every class served calls again after the part came back, within bounds.
-      for (const cls of ["key", "x402", "batch"] as const) {
+      // API keys and x402 served again after the part came back, within bounds.
+      for (const cls of ["key", "x402"] as const) {
         expect(p.served[cls], `${why}: ${cls} served`).toBeGreaterThan(0);
-        expect(p.recoverS[cls], `${why}: ${cls} recovery`).toBeLessThanOrEqual(6);
+        expect(p.recoverS[cls], `${why}: ${cls} recovery`).toBeLessThanOrEqual(5);
       }
     }
-    // The baseline is clean: every call served, every API-key call metered.
-    const [baseline] = report.phases;
-    expect(Object.keys(baseline?.answered.key ?? {})).toEqual(["200"]);
-    expect(baseline?.failOpen).toBe(0);
-  }, 300_000);
+    const pv = report.phases[5];
+    expect(pv?.notes.join(""), "settlements were in flight at the kill").toMatch(/^[1-9]\d* settlement/);
+    // A Redis outage is never blamed on the payment: x402-batch refusals are 503s, not 402s.
+    expect(JSON.stringify(report.phases[1]?.reasons.batch)).not.toContain("verification_state_unavailable");
+  }, 420_000);
 });

@@ -55,6 +55,8 @@ export interface PhaseReport {
   bad5xx: number;
   /** The refusals seen, by class, status and code, with one message each. */
   reasons: Record<Class, Record<string, string>>;
+  /** What the fault found when it struck (e.g. settlements in flight). */
+  notes: string[];
   /** Reconciliation after recovery (cumulative since the start). */
   check: Reconciliation;
 }
@@ -270,6 +272,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       heldMs: number,
     ) => {
       tally.newPhase();
+      notes = [];
       log(`fault: ${fault}`);
       const t0 = now();
       await inject();
@@ -302,6 +305,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
           CLASSES.map((c) => [c, round(Math.max(0, stats[c].lastFailureAt - liftedAt) / 1000)]),
         ) as PhaseReport["recoverS"],
         bad5xx: CLASSES.reduce((n, c) => n + stats[c].bad5xx, 0),
+        notes,
         reasons: Object.fromEntries(CLASSES.map((c) => [c, stats[c].reasons])) as PhaseReport["reasons"],
         check,
       };
@@ -309,6 +313,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       log(summaryLine(report));
     };
     const none = async () => {};
+    const settlementUrl = devnet.chains.settlement?.rpcUrl ?? "";
+    let notes: string[] = [];
 
     if (opts.soakMs) {
       const pids = () => servicePids(mesh, redis, nats);
@@ -362,9 +368,20 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     await phase(
       "payment-verifier replica killed mid-settlement",
       async () => {
-        // Kill one of the two replicas while a paid call is being verified or settled.
-        await load.paidInFlight();
+        // Mid-settlement for certain: the settlement chain stops mining, so each replica's
+        // settlement transfer waits in the mempool; one replica is killed while they wait.
+        await anvil(settlementUrl, "evm_setAutomine", [false]);
+        const t0 = now();
+        let pending = 0;
+        while (pending < 2 && now() - t0 < 5_000) {
+          pending = Number((await anvil<{ pending: string }>(settlementUrl, "txpool_status", [])).pending);
+          await sleep(10);
+        }
+        notes.push(`${pending} settlement transfers were waiting in the mempool at the kill`);
         mesh.services["payment-verifier"].child.kill("SIGKILL");
+        await sleep(500);
+        await anvil(settlementUrl, "evm_setAutomine", [true]);
+        await anvil(settlementUrl, "evm_mine", []);
       },
       () => mesh.restart("payment-verifier"),
       hold(5, 2),
@@ -434,7 +451,6 @@ function startLoad(
   tally: Tally,
 ) {
   let running = true;
-  let paidWaiters: (() => void)[] = [];
   // Paused, each loop waits before its next call: the reconciliation reads a quiet mesh.
   let paused: Promise<void> | undefined;
   let resume = () => {};
@@ -485,12 +501,6 @@ function startLoad(
       let reason = "";
       try {
         const pending = payer.fetch(url("/api/chain/chain-id"), { signal: AbortSignal.timeout(30_000) });
-        if (paidWaiters.length) {
-          // By now the 402 is back and the signed call is being verified or settled.
-          await sleep(60);
-          for (const w of paidWaiters) w();
-          paidWaiters = [];
-        }
         const res = await pending;
         status = res.status;
         const text = await res.text();
@@ -521,6 +531,13 @@ function startLoad(
         status = res.status;
         const text = await res.text();
         if (status !== 200) reason = text;
+        if (status === 402 && text.includes("mismatch") && process.env.CHAOS_DEBUG) {
+          const offer = res.headers.get("payment-required") ?? "";
+          const decoded = JSON.parse(Buffer.from(offer, "base64").toString("utf8")) as {
+            accepts: { extra: unknown }[];
+          };
+          process.stderr.write(`batch mismatch: ${JSON.stringify(decoded.accepts.map((a) => a.extra))}\n`);
+        }
         if (status === 200) {
           tally.batchServed++;
           const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
@@ -554,8 +571,6 @@ function startLoad(
       paused = undefined;
       resume();
     },
-    /** Resolves while an x402 call's signed request is in flight. */
-    paidInFlight: () => new Promise<void>((resolve) => paidWaiters.push(resolve)),
     async stop() {
       running = false;
       await Promise.all(loops);
@@ -681,6 +696,18 @@ function errorText(err: unknown): string {
   return `${e.name}: ${e.message}${e.cause ? ` (${e.cause.code ?? ""} ${e.cause.message ?? ""})` : ""}`;
 }
 
+/** One JSON-RPC call to a devnet node (anvil's own methods included). */
+async function anvil<T = unknown>(url: string, method: string, params: unknown[]): Promise<T> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = (await res.json()) as { result?: T; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result as T;
+}
+
 const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 
 function summaryLine(p: PhaseReport): string {
@@ -688,7 +715,7 @@ function summaryLine(p: PhaseReport): string {
     Object.entries(p.answered[c])
       .map(([s, n]) => `${s}×${n}`)
       .join(" ");
-  return `  ${p.fault}: key[${statuses("key")}] x402[${statuses("x402")}] batch[${statuses("batch")}] failOpen=${p.failOpen} recover=${JSON.stringify(p.recoverS)} lost=${p.check.lost} dup=${p.check.duplicated} windowsExact=${p.check.windowsExact} charged=${p.check.charged.onChain}/${p.check.charged.forServed}`;
+  return `  ${p.fault}: key[${statuses("key")}] x402[${statuses("x402")}] batch[${statuses("batch")}] failOpen=${p.failOpen} recover=${JSON.stringify(p.recoverS)} lost=${p.check.lost} dup=${p.check.duplicated} windowsExact=${p.check.windowsExact} charged=${p.check.charged.onChain}/${p.check.charged.forServed} ${p.notes.join("; ")}`;
 }
 
 function servicePids(mesh: Mesh, redis: OwnServer, nats: OwnServer): [string, number][] {

@@ -8,7 +8,7 @@ import {
   QUOTA_HEADERS,
   validateRequest,
 } from "@tollgate/catalog";
-import { CallError, grpc, type Logger } from "@tollgate/platform";
+import { CallError, type Logger } from "@tollgate/platform";
 import { type NextFunction, type Request, type Response, Router } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
@@ -281,15 +281,7 @@ async function settleOrRefuse(
 ): Promise<Settled | undefined> {
   let settled: Settled;
   try {
-    settled = await deps.payments
-      .settle(res.locals.requestId, paymentId, resource, credentials)
-      .catch((err: unknown) => {
-        // The replica went away mid-call (its transfer may be on chain already): the same Settle
-        // once more reaches another replica, which finishes that settlement rather than leaving
-        // a charged call unanswered.
-        if (!(err instanceof CallError) || err.failure.grpcCode !== grpc.status.UNAVAILABLE) throw err;
-        return deps.payments.settle(res.locals.requestId, paymentId, resource, credentials);
-      });
+    settled = await deps.payments.settle(res.locals.requestId, paymentId, resource, credentials);
   } catch (err) {
     const failure = failureOf(err);
     // Nothing was collected: say why in the log, the client gets a 503 to retry.

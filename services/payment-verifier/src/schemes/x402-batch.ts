@@ -110,6 +110,9 @@ const REASONS: Record<string, string> = {
     "the deposit is below the announced minimum deposit",
 };
 
+/** The SDK's refusal when it cannot read the channel's state (its store is unreachable). */
+const STATE_UNAVAILABLE = "invalid_batch_settlement_evm_verification_state_unavailable";
+
 /** Refusals whose answer carries the channel's state, so the official client can resynchronise. */
 const CORRECTIVE = new Set([
   "invalid_batch_settlement_evm_cumulative_amount_mismatch",
@@ -289,6 +292,8 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
     }
     if (!result.isValid) {
       const reason = describe(result.invalidReason, result.invalidMessage);
+      // The channel store (Redis) did not answer: nothing is wrong with the payment; retry.
+      if (result.invalidReason === STATE_UNAVAILABLE) return this.#unavailable("verify", new Error(reason));
       // The channel's state goes back with the refusal, so the official client resynchronises.
       const challenge = CORRECTIVE.has(result.invalidReason ?? "")
         ? await this.protocol.render(
