@@ -64,6 +64,12 @@ export interface PhaseReport {
 export interface Reconciliation {
   /** Per account: X-Quota-Day-Used vs the load generator's served-with-headers tally. */
   windowsExact: boolean;
+  /**
+   * API-key calls answered 503 so far because Authorize did not answer within its deadline (or
+   * quota-meter was down): the most the windows can be over the tally (a late Authorize counted a
+   * unit the gateway had given up on).
+   */
+  authGaveUp: number;
   windows: { account: string; window: number; tally: number }[];
   /** usage_daily.counted vs tally, and requests vs calls reported. */
   usageCounted: { pg: number; tally: number };
@@ -139,6 +145,8 @@ class Tally {
   /** Per exact payer: paid calls served. */
   readonly x402Served = new Map<string, number>();
   batchServed = 0;
+  /** API-key calls answered 503 because Authorize did not answer in time (its unit may be counted). */
+  authGaveUp = 0;
   batchCumulative = 0n;
   readonly transactions = new Set<string>();
   servedTwice = 0;
@@ -477,6 +485,7 @@ function startLoad(
         const text = await res.text();
         if (status !== 200) reason = text;
         // Usage is reported for every call past authorization (not when quota-meter could not say).
+        if (text.includes("API-key service is unavailable")) tally.authGaveUp++;
         const authorized =
           status !== 429 && status !== 401 && !text.includes("API-key service is unavailable");
         if (authorized) tally.reported.set(account.id, (tally.reported.get(account.id) ?? 0) + 1);
@@ -675,6 +684,7 @@ async function reconcile(
   if (lost || duplicated) log(`reconcile: ${JSON.stringify({ usageCounted, usageRequests, ledgerSettled })}`);
   return {
     windowsExact: windows.every((w) => w.window === w.tally),
+    authGaveUp: tally.authGaveUp,
     windows,
     usageCounted,
     usageRequests,
