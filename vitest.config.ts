@@ -25,7 +25,17 @@ export default defineConfig({
         test: {
           name: "components",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/gateway/**", "test/e2e/**", "**/node_modules/**"],
+          exclude: ["test/gateway/**", "test/e2e/**", "test/chaos/**", "**/node_modules/**"],
+          ...shared,
+        },
+      },
+      {
+        // The chaos run's CI form loads both cores for two minutes: it runs after every other
+        // suite, alone, so it neither blurs their timings nor is blurred by them.
+        test: {
+          name: "chaos",
+          include: ["test/chaos/**/*.test.ts"],
+          sequence: { groupOrder: 1 },
           ...shared,
         },
       },
