@@ -17,6 +17,7 @@ export default defineConfig({
           // One file at a time: suites assert on the mesh's own counters (no call
           // reached the node, no unit was counted), which a neighbour's traffic would blur.
           fileParallelism: false,
+          sequence: { groupOrder: 0 },
           ...shared,
         },
       },
@@ -26,6 +27,7 @@ export default defineConfig({
           name: "components",
           include: ["test/**/*.test.ts"],
           exclude: ["test/gateway/**", "test/e2e/**", "test/chaos/**", "**/node_modules/**"],
+          sequence: { groupOrder: 0 },
           ...shared,
         },
       },

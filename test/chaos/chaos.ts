@@ -211,7 +211,19 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       `redis :${redis.port}, nats :${nats.port}, database ${database.name}, upstreams ${upstreams.map((u) => u.port)}`,
     );
 
-    const mesh = await startMesh({
+    // A free port found by binding port 0 can be taken by another process on this shared machine
+    // before a service binds it: start again on fresh ports.
+    const startOnFreePorts = async (options: Parameters<typeof startMesh>[0]) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await startMesh(options);
+        } catch (err) {
+          if (attempt >= 3 || !String(err).includes("EADDRINUSE")) throw err;
+          log("a port was taken meanwhile; starting the mesh again");
+        }
+      }
+    };
+    const mesh = await startOnFreePorts({
       stateDir: mkdir(dir, "state"),
       paymentVerifierReplicas: 2,
       upstreams: (network, rpcUrl) => {
