@@ -234,6 +234,9 @@ function answerClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, 
   );
 }
 
+/** How long a stopping gateway waits for in-flight calls before closing their connections. */
+const DRAIN_MS = 3_000;
+
 export async function startGateway(config: GatewayConfig, logger = createLogger("gateway")) {
   const registry = createRegistry("gateway");
   const mesh = { registry, token: config.meshToken };
@@ -265,7 +268,11 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
     port,
     metricsPort: metrics.port,
     async stop() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // In-flight calls get a while to finish; then their connections are closed, so one slow
+      // call cannot hold the usage flush below past the supervisor's kill (the chaos run's
+      // gateway restart lost the usage of the calls served just before a hung call).
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.race([closed, new Promise((r) => setTimeout(r, DRAIN_MS).unref())]);
       server.closeAllConnections();
       clearInterval(sweeper);
       usage.returnLeases(leases.drain());
