@@ -17,6 +17,7 @@ export default defineConfig({
           // One file at a time: suites assert on the mesh's own counters (no call
           // reached the node, no unit was counted), which a neighbour's traffic would blur.
           fileParallelism: false,
+          sequence: { groupOrder: 0 },
           ...shared,
         },
       },
@@ -25,7 +26,18 @@ export default defineConfig({
         test: {
           name: "components",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/gateway/**", "test/e2e/**", "**/node_modules/**"],
+          exclude: ["test/gateway/**", "test/e2e/**", "test/chaos/**", "**/node_modules/**"],
+          sequence: { groupOrder: 0 },
+          ...shared,
+        },
+      },
+      {
+        // The chaos run's CI form loads both cores for two minutes: it runs after every other
+        // suite, alone, so it neither blurs their timings nor is blurred by them.
+        test: {
+          name: "chaos",
+          include: ["test/chaos/**/*.test.ts"],
+          sequence: { groupOrder: 1 },
           ...shared,
         },
       },

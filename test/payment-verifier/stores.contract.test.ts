@@ -99,9 +99,13 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     expect((await store.beginSettle(key, "tok", uniqueId("req-"), 60_000)).ok).toBe(false);
     const begun = await store.beginSettle(key, "tok", f.requestId, 60_000);
     expect(begun).toMatchObject({ ok: true, reservation: { state: "settling", token: "tok", ...f } });
-    expect((await store.beginSettle(key, "tok", f.requestId, 60_000)).ok).toBe(false);
+    // The same call's Settle again (its first attempt lost its replica, chaos run) goes on; no other.
+    expect((await store.beginSettle(key, "tok", f.requestId, 60_000)).ok).toBe(true);
+    expect((await store.beginSettle(key, "other", f.requestId, 60_000)).ok).toBe(false);
+    expect((await store.beginSettle(key, "tok", uniqueId("req-"), 60_000)).ok).toBe(false);
     await store.markSettled(key, "tok", "0xtx", '[{"name":"PAYMENT-RESPONSE","value":"r"}]', 60_000);
     expect(await store.get(key)).toMatchObject({ state: "settled", transaction: "0xtx", token: "tok" });
+    expect((await store.beginSettle(key, "tok", f.requestId, 60_000)).ok).toBe(false);
     // Used: nobody reserves it again.
     expect((await store.reserve(key, "again", facts(), 60_000)).ok).toBe(false);
   });

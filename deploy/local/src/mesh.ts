@@ -20,6 +20,13 @@ export interface MeshOptions {
    * several meshes at once). Unset for `pnpm start`.
    */
   namespace?: string;
+  /**
+   * The upstream URL list rpc-proxy gets for a devnet network (default: the devnet's node), e.g.
+   * two front doors of one node that a chaos run kills and hangs.
+   */
+  upstreams?: (network: string, rpcUrl: string) => Promise<string> | string;
+  /** payment-verifier replicas (default 1); the gateway spreads its calls over all of them. */
+  paymentVerifierReplicas?: number;
   /** Called with every log line of every service (and of the embedded PostgreSQL). */
   onLine?: (service: ServiceName | "postgres", line: string) => void;
   log?: (line: string) => void;
@@ -41,17 +48,21 @@ export interface Mesh {
   gatewayTokenFile: string;
   stateDir: string;
   services: Record<ServiceName, RunningService>;
+  /** Back-end replicas beyond the first of each (services[name]), with their ports, in start order. */
+  replicas: { name: BackEnd; service: RunningService; ports: { main: number; metrics: number } }[];
   /** Starts another gateway replica in front of the same back ends. */
   spawnGateway(env?: Record<string, string>): Promise<{ url: string; service: RunningService }>;
-  /** Stops a back end and starts it again with the same environment and ports (a replica restart). */
-  restart(name: Exclude<ServiceName, "gateway" | "dashboard">): Promise<void>;
+  /** Stops a service and starts it again with the same environment and ports (a replica restart). */
+  restart(name: ServiceName): Promise<void>;
   /** Starts another replica of a back end with the same environment (its own ports); stopped with the mesh. */
   spawnReplica(
-    name: Exclude<ServiceName, "gateway" | "dashboard">,
+    name: BackEnd,
     env?: Record<string, string>,
   ): Promise<{ service: RunningService; ports: { main: number; metrics: number } }>;
   stop(): Promise<void>;
 }
+
+type BackEnd = Exclude<ServiceName, "gateway" | "dashboard">;
 
 const DEFAULT_PORTS: Record<ServiceName, { main: number; metrics: number }> = {
   gateway: { main: 8080, metrics: 9460 },
@@ -99,7 +110,9 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     devnet = await startDevnet({ stateDir, file, log });
     for (const [name, chain] of Object.entries(devnet.chains)) {
       if (name === "settlement" || name === "tempo") continue; // payment chains, not served networks
-      upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = chain.rpcUrl;
+      upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = opts.upstreams
+        ? await opts.upstreams(name, chain.rpcUrl)
+        : chain.rpcUrl;
     }
     Object.assign(paymentEnv, x402DevnetEnv(devnet), mppDevnetEnv(devnet));
     // x402-batch's receiver-authorizer key (signs claims and refunds), generated once like the others.
@@ -137,6 +150,14 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   // Sign-in messages name the devnet's ethereum chain, where contract-wallet signatures are checked.
   const signInChain = devnet?.chains.ethereum;
   const addr = (name: ServiceName) => `127.0.0.1:${ports[name].main}`;
+  const replicaPorts: { main: number; metrics: number }[] = [];
+  for (let i = 1; i < (opts.paymentVerifierReplicas ?? 1); i++) {
+    replicaPorts.push({ main: await freePort(), metrics: await freePort() });
+  }
+  // One address, or every replica's for the client's round-robin over a static list.
+  const paymentVerifierAddr = replicaPorts.length
+    ? `ipv4:${[ports["payment-verifier"], ...replicaPorts].map((p) => `127.0.0.1:${p.main}`).join(",")}`
+    : addr("payment-verifier");
   const common: Record<string, string> = {
     BIND_HOST: "127.0.0.1",
     // One node of each service: the in-memory stand-ins may replace an unreachable Redis.
@@ -174,7 +195,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       MESH_TOKEN_FILE: gatewayTokenFile,
       RPC_PROXY_ADDR: addr("rpc-proxy"),
       QUOTA_METER_ADDR: addr("quota-meter"),
-      PAYMENT_VERIFIER_ADDR: addr("payment-verifier"),
+      PAYMENT_VERIFIER_ADDR: paymentVerifierAddr,
       DASHBOARD_URL: dashboardUrl,
     },
     dashboard: {
@@ -189,10 +210,10 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
 
   const services = {} as Record<ServiceName, RunningService>;
   const extraGateways: RunningService[] = [];
-  const replicas: RunningService[] = [];
+  const replicas: Mesh["replicas"] = [];
   const stopAll = async () => {
     for (const g of extraGateways) await g.stop();
-    for (const r of replicas) await r.stop();
+    for (const r of replicas) await r.service.stop();
     for (const name of [
       "dashboard",
       "gateway",
@@ -230,7 +251,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     return { url: `http://127.0.0.1:${port}`, service: gateway };
   };
   const startBackEnd = (
-    name: Exclude<ServiceName, "gateway" | "dashboard">,
+    name: BackEnd,
     own: { main: number; metrics: number },
     env: Record<string, string> = {},
   ) =>
@@ -247,33 +268,43 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       onLine,
       () => checkHealth(`127.0.0.1:${own.main}`),
     );
-  const spawnBackEnd = async (name: Exclude<ServiceName, "gateway" | "dashboard">) => {
+  const spawnBackEnd = async (name: BackEnd) => {
     services[name] = await startBackEnd(name, ports[name]);
   };
+  /** Another replica of a back end on `own` ports, journalling its events in an outbox of its own. */
+  const startReplica = async (
+    name: BackEnd,
+    own: { main: number; metrics: number },
+    env: Record<string, string> = {},
+  ) => {
+    const outbox = join(common.OUTBOX_DIR ?? join(stateDir, "outbox"), `replica-${replicas.length + 2}`);
+    const service = await startBackEnd(name, own, { OUTBOX_DIR: outbox, ...env });
+    replicas.push({ name, service, ports: own });
+    return { service, ports: own };
+  };
+  // The HTTP edges (the gateway and the dashboard) on their ports, ready when /health answers.
+  const edge = (name: "gateway" | "dashboard") =>
+    spawnService(
+      name,
+      { ...common, METRICS_PORT: String(ports[name].metrics), ...envFor[name], ...opts.serviceEnv?.[name] },
+      onLine,
+      () =>
+        fetch(`http://127.0.0.1:${ports[name].main}/health`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+    ).then((service) => {
+      services[name] = service;
+    });
   try {
     // Back ends first, so the gateway never serves a request it cannot route.
     await Promise.all(
       (["rpc-proxy", "quota-meter", "payment-verifier", "settlement-worker"] as const).map(spawnBackEnd),
     );
+    for (const own of replicaPorts) await startReplica("payment-verifier", own);
     // Both HTTP edges at once (the dashboard needs only quota-meter): the ports picked at the start
     // are bound sooner, and each one's services entry is set before a failure stops the mesh.
-    const edge = (name: "gateway" | "dashboard", url: string) =>
-      spawnService(
-        name,
-        { ...common, METRICS_PORT: String(ports[name].metrics), ...envFor[name], ...opts.serviceEnv?.[name] },
-        onLine,
-        () =>
-          fetch(`${url}/health`).then(
-            (r) => r.ok,
-            () => false,
-          ),
-      ).then((service) => {
-        services[name] = service;
-      });
-    const started = await Promise.allSettled([
-      edge("gateway", `http://127.0.0.1:${ports.gateway.main}`),
-      edge("dashboard", dashboardUrl),
-    ]);
+    const started = await Promise.allSettled([edge("gateway"), edge("dashboard")]);
     for (const s of started) if (s.status === "rejected") throw s.reason;
   } catch (err) {
     await stopAll();
@@ -291,18 +322,15 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     gatewayTokenFile,
     stateDir,
     services,
+    replicas,
     spawnGateway,
     async restart(name) {
       await services[name].stop();
-      await spawnBackEnd(name);
+      if (name === "gateway" || name === "dashboard") await edge(name);
+      else await spawnBackEnd(name);
     },
     async spawnReplica(name, env = {}) {
-      const own = { main: await freePort(), metrics: await freePort() };
-      // Each replica journals its events in an outbox of its own (a pod's own volume).
-      const outbox = join(common.OUTBOX_DIR ?? join(stateDir, "outbox"), `replica-${replicas.length + 1}`);
-      const service = await startBackEnd(name, own, { OUTBOX_DIR: outbox, ...env });
-      replicas.push(service);
-      return { service, ports: own };
+      return startReplica(name, { main: await freePort(), metrics: await freePort() }, env);
     },
     stop: stopAll,
   };

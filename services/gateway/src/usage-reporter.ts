@@ -2,7 +2,13 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "@tollgate/platform";
 import type { LeaseReturn, QuotaMeterClient, UsageRecord } from "./clients/quota-meter.ts";
 
-const MAX_ATTEMPTS = 5;
+/**
+ * How long one batch is retried while quota-meter is unreachable (a restart takes seconds; five
+ * quick attempts lost the usage of every call served across a quota-meter restart), and the
+ * longest wait between attempts.
+ */
+const RETRY_FOR_MS = 10 * 60_000;
+const MAX_BACKOFF_MS = 5_000;
 /** Batches waiting to be sent; past this, during a long quota-meter outage, new ones are dropped (logged). */
 const MAX_QUEUED_BATCHES = 500;
 
@@ -26,17 +32,22 @@ export function createUsageReporter(
   async function send(records: UsageRecord[], leaseReturns: LeaseReturn[]): Promise<void> {
     // One id per batch, kept across resends: quota-meter stores and counts the batch once.
     const batchId = randomUUID();
+    const giveUpAt = Date.now() + RETRY_FOR_MS;
     for (let attempt = 1; ; attempt++) {
       try {
         await quota.report(records, batchId, leaseReturns);
         return;
       } catch (err) {
-        if (attempt >= MAX_ATTEMPTS) {
+        if (Date.now() >= giveUpAt) {
           // Losing a report loses usage events or refunds, never a response; say so.
           logger.error({ err, records: records.length }, "usage report dropped after retries");
           return;
         }
-        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt * Math.random()));
+        if (attempt === 5) {
+          logger.warn({ err, records: records.length }, "usage report delayed: quota-meter unreachable");
+        }
+        const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** attempt);
+        await new Promise((r) => setTimeout(r, backoff / 2 + (backoff / 2) * Math.random()));
       }
     }
   }

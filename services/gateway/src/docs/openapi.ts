@@ -69,16 +69,7 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
   // Any answer can be over the byte caps; everything else 404/422 is the endpoint's own.
   const own = new Set<string>([...endpoint.errors, "result_too_large"]);
   for (const code of own) statuses.add(ERRORS[code as keyof typeof ERRORS].status);
-  // The HTTP parser and the JSON body parser run before routing, so any request can meet
-  // their limits: timeouts, header size, body size and media types.
-  for (const code of [
-    "request_timeout",
-    "payload_too_large",
-    "unsupported_media_type",
-    "headers_too_large",
-  ] as const) {
-    statuses.add(ERRORS[code].status);
-  }
+  for (const code of BEFORE_ROUTING) statuses.add(ERRORS[code].status);
   const errors: Json = {};
   for (const status of [...statuses].sort()) {
     const entries = Object.entries(ERRORS).filter(
@@ -147,6 +138,27 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
   };
 }
 
+/**
+ * The HTTP parser and the JSON body parser run before routing, so any request, free or paid, can
+ * meet their limits: a malformed request, timeouts, header size, body size and media types.
+ */
+const BEFORE_ROUTING = [
+  "malformed_request",
+  "request_timeout",
+  "payload_too_large",
+  "unsupported_media_type",
+  "headers_too_large",
+] as const;
+
+/** The refusals of BEFORE_ROUTING, for operations that document no other error at their status. */
+const beforeRouting = (): Json =>
+  Object.fromEntries(
+    BEFORE_ROUTING.map((code) => [
+      String(ERRORS[code].status),
+      errorResponse(`\`${code}\`: ${ERRORS[code].description}`),
+    ]),
+  );
+
 function freeOperation(id: string, summary: string, contentType: string, schema: Json): Json {
   return {
     get: {
@@ -154,7 +166,10 @@ function freeOperation(id: string, summary: string, contentType: string, schema:
       summary,
       tags: ["free"],
       security: [],
-      responses: { "200": { description: "OK", content: { [contentType]: { schema } } } },
+      responses: {
+        "200": { description: "OK", content: { [contentType]: { schema } } },
+        ...beforeRouting(),
+      },
     },
   };
 }
@@ -348,11 +363,14 @@ export function buildOpenApi(
         { name: "days", in: "query", required: false, schema: { type: "string", pattern: "^[0-9]{1,3}$" } },
       ],
       responses: {
+        ...beforeRouting(),
         "200": {
           description: "OK",
           content: { "application/json": { schema: envelopeOf({ type: "object" }) } },
         },
-        "400": errorResponse("`invalid_parameter`: `days` is not an integer from 1 to 366."),
+        "400": errorResponse(
+          "`invalid_parameter`: `days` is not an integer from 1 to 366. `malformed_request`: the HTTP request itself is malformed.",
+        ),
         "401": errorResponse("Missing or invalid key."),
         "403": errorResponse("`subscription_inactive`: the key's subscription is not active."),
         "429": {

@@ -41,6 +41,7 @@ const USED_VOUCHER_MS = 60 * 60_000;
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "expected a 20-byte hex address");
 const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "expected a 32-byte hex value");
+const hex = z.string().regex(/^0x[0-9a-fA-F]{2,4096}$/, "expected a hex signature");
 const uint = z.string().regex(/^[0-9]{1,78}$/, "expected a decimal integer string");
 const channelConfig = z.object({
   payer: address,
@@ -54,15 +55,32 @@ const channelConfig = z.object({
 const voucher = z.object({
   channelId: hex32,
   maxClaimableAmount: uint,
-  signature: z.string().regex(/^0x[0-9a-fA-F]{2,4096}$/, "expected a hex signature"),
+  signature: hex,
 });
+/** The deposit's token authorization, checked here so the SDK never converts a malformed field. */
+const depositAuthorization = z.union([
+  z.object({
+    erc3009Authorization: z.object({ validAfter: uint, validBefore: uint, salt: hex32, signature: hex }),
+  }),
+  z.object({
+    permit2Authorization: z.object({
+      from: address,
+      permitted: z.object({ token: address, amount: uint }),
+      spender: address,
+      nonce: uint,
+      deadline: uint,
+      witness: z.object({ channelId: hex32 }),
+      signature: hex,
+    }),
+  }),
+]);
 const batchPayload = z.discriminatedUnion("type", [
   z.object({ type: z.literal("voucher"), channelConfig, voucher }),
   z.object({
     type: z.literal("deposit"),
     channelConfig,
     voucher,
-    deposit: z.object({ amount: uint }).loose(),
+    deposit: z.object({ amount: uint, authorization: depositAuthorization }).loose(),
   }),
   z.object({ type: z.literal("refund"), channelConfig, voucher }).loose(),
 ]);
@@ -91,6 +109,9 @@ const REASONS: Record<string, string> = {
   invalid_batch_settlement_evm_deposit_below_min_deposit:
     "the deposit is below the announced minimum deposit",
 };
+
+/** The SDK's refusal when it cannot read the channel's state (its store is unreachable). */
+const STATE_UNAVAILABLE = "invalid_batch_settlement_evm_verification_state_unavailable";
 
 /** Refusals whose answer carries the channel's state, so the official client can resynchronise. */
 const CORRECTIVE = new Set([
@@ -271,6 +292,8 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
     }
     if (!result.isValid) {
       const reason = describe(result.invalidReason, result.invalidMessage);
+      // The channel store (Redis) did not answer: nothing is wrong with the payment; retry.
+      if (result.invalidReason === STATE_UNAVAILABLE) return this.#unavailable("verify", new Error(reason));
       // The channel's state goes back with the refusal, so the official client resynchronises.
       const challenge = CORRECTIVE.has(result.invalidReason ?? "")
         ? await this.protocol.render(

@@ -91,6 +91,8 @@ const FINAL = new Set([
 ]);
 
 const NONCE_USED = "invalid_exact_evm_nonce_already_used";
+/** Lookups (1 s apart) for the transfer of an authorization a settlement found used. */
+const SETTLED_LOOKUPS = 10;
 
 function describe(code: string | undefined, message?: string): string {
   if (!code) return message || "the facilitator refused the payment";
@@ -392,6 +394,26 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         transaction: err.transaction,
         network: err.network,
       };
+    }
+    if (!result.success && result.errorReason === NONCE_USED) {
+      // This call's settlement is under way (core: it holds the reservation) and the authorization
+      // is used: an earlier attempt of this Settle, on a replica that died before answering, landed
+      // it. The money is ours once; the call is served with that transfer as its receipt.
+      // That transfer may still be in the mempool (the nonce reads as used, no log yet): give it
+      // the time a few blocks take.
+      let landed: Verdict | undefined;
+      for (let i = 0; i < SETTLED_LOOKUPS && !(landed?.ok && landed.collected); i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 1_000));
+        landed = await this.#alreadyCollected(payment).catch(() => undefined);
+      }
+      if (landed?.ok && landed.collected) {
+        const transaction = landed.collected.transaction;
+        return {
+          ok: true,
+          collection: { kind: "transaction", transaction },
+          receipt: this.receiptFor(call, parsed, transaction),
+        };
+      }
     }
     if (!result.success) {
       const reason = `settlement failed: ${describe(result.errorReason, result.errorMessage)}`;

@@ -63,7 +63,7 @@ export interface ReservationStore {
    * to collect), and what the scheme holds until Settle or Release.
    */
   markVerified(key: string, token: string, verified: { collected: string; hold: string }): Promise<void>;
-  /** reserved (by `token`, for `requestId`) → settling. */
+  /** reserved (by `token`, for `requestId`) → settling; again for the same call if already settling. */
   beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle>;
   /** settling (by `token`) → settled, remembered for `retentionMs`. */
   markSettled(
@@ -180,9 +180,12 @@ return 1`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] request id; ARGV[3] ttl ms.
 // Reply: {1, fields...} now settling | {0, fields...} refused, with what is there (maybe nothing).
+// A reservation already 'settling' for this very call (same token and request id) is the call's
+// Settle again after its first attempt lost its replica: the settlement goes on, once (the
+// scheme's own settlement is idempotent: one transfer per authorization, one voucher per amount).
 const BEGIN_SETTLE = `
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
-if cur[1] ~= 'reserved' or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] then
+if (cur[1] ~= 'reserved' and cur[1] ~= 'settling') or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] then
   return {0, redis.call('HGETALL', KEYS[1])}
 end
 redis.call('HSET', KEYS[1], 'state', 'settling')
@@ -353,7 +356,8 @@ export class MemoryReservationStore implements ReservationStore {
 
   async beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle> {
     const current = this.#live(key);
-    if (current?.state !== "reserved" || current.token !== token || current.requestId !== requestId) {
+    const open = current?.state === "reserved" || current?.state === "settling"; // see BEGIN_SETTLE
+    if (!current || !open || current.token !== token || current.requestId !== requestId) {
       return { ok: false, current: current && { ...current } };
     }
     const settling = { ...current, state: "settling" as const };

@@ -1,0 +1,50 @@
+// The CI form of the chaos run (`pnpm chaos --short`): a whole mesh on its own Redis, NATS and
+// database, under mixed load, through every fault in turn. A regression in fail-open metering,
+// failover, event durability, restarts or the charging rule fails here. Regression test of the
+// chaos run's findings: a payment-verifier replica killed mid-settlement (its transfer waiting in
+// the mempool) leaves no charged call unanswered; a quota-meter restart loses no usage.
+import { describe, expect, it } from "vitest";
+import { runChaos, table } from "./chaos.ts";
+
+describe("chaos run, short form", () => {
+  it("holds the load through every fault: no 500, nothing lost or duplicated, nothing charged unserved", async () => {
+    const report = await runChaos({ short: true, log: () => {} });
+    process.stderr.write(`${table(report)}\n`);
+    expect(report.phases.map((p) => p.fault)).toEqual([
+      "baseline (no fault)",
+      "Redis stopped, restarted",
+      "NATS stopped 8 s, restarted",
+      "upstream 1 of 2 killed",
+      "upstream 1 of 2 hung (stand-in: accepts, never answers)",
+      "payment-verifier replica killed mid-settlement",
+      "quota-meter killed, restarted",
+      "gateway SIGTERM, restarted",
+    ]);
+    for (const p of report.phases) {
+      const why = `${p.fault}: ${JSON.stringify(p)}`;
+      expect(p.bad5xx, why).toBe(0);
+      expect(p.check.lost, why).toBe(0);
+      expect(p.check.duplicated, why).toBe(0);
+      // Each window is the calls served with quota headers, plus at most the units of Authorize
+      // calls that answered after the gateway gave up on them (503; see README, Not yet).
+      const over = p.check.windows.map((w) => w.window - w.tally);
+      expect(Math.min(...over), why).toBeGreaterThanOrEqual(0);
+      expect(
+        over.reduce((a, b) => a + b, 0),
+        why,
+      ).toBeLessThanOrEqual(p.check.authGaveUp);
+      expect(p.check.servedTwice, why).toBe(0);
+      // x402 exact: what the payers paid on chain is the price of the calls served, exactly.
+      expect(p.check.charged.onChain, why).toBe(p.check.charged.forServed);
+      expect(p.check.batchCharged.channel, why).toBe(p.check.batchCharged.forServed);
+      // API keys and x402 served again after the part came back, within bounds (x402 took up to
+      // 22 s after a Redis restart on two cores under a full test run; cause not yet established).
+      expect(p.recoverS.key, `${why}: key recovery`).toBeLessThanOrEqual(10);
+      expect(p.recoverS.x402, `${why}: x402 recovery`).toBeLessThanOrEqual(40);
+    }
+    const pv = report.phases[5];
+    expect(pv?.notes.join(""), "settlements were in flight at the kill").toMatch(/^[1-9]\d* settlement/);
+    // A Redis outage is never blamed on the payment: x402-batch refusals are 503s, not 402s.
+    expect(JSON.stringify(report.phases[1]?.reasons.batch)).not.toContain("verification_state_unavailable");
+  }, 420_000);
+});

@@ -1,0 +1,809 @@
+// The chaos run (issue 16): a mesh from deploy/local on its own Redis, NATS and database, two
+// upstream front doors of one node and two payment-verifier replicas, under a steady mixed load
+// (API keys on several accounts; x402 exact and x402-batch paid with the official client), while
+// faults are injected one after another with recovery between. After each fault it reconciles what
+// the load generator saw against the windows (Redis), the usage rollups and the payment ledger
+// (PostgreSQL) and the chain: nothing lost, nothing twice, nothing charged that was not served.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { priceAtomic } from "@tollgate/catalog";
+import type { DevnetFile } from "@tollgate/devnet";
+import { type Mesh, meshAdmin, type RunningService, startMesh } from "@tollgate/local";
+import { decodePaymentResponseHeader } from "@x402/fetch";
+import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
+import { type Address, settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
+import { batchPayer } from "../support/x402-batch.ts";
+import { type OwnServer, ownNats, ownRedis, Upstream } from "./servers.ts";
+
+export interface ChaosOptions {
+  /** The CI form: short holds and observation windows. */
+  short?: boolean;
+  /** Steady load for this long (ms), no faults: RSS and fds of every service sampled. */
+  soakMs?: number;
+  log?: (line: string) => void;
+}
+
+type Class = "key" | "x402" | "batch";
+const CLASSES: Class[] = ["key", "x402", "batch"];
+
+interface ClassStats {
+  statuses: Record<string, number>;
+  /** Answers that were 200. */
+  served: number;
+  /** API-key 200s without X-Quota headers: served while metering was out of reach (spec 8.3). */
+  failOpen: number;
+  /** Answers with a status of 500 or one not in the error table's 5xx (502/503/504). */
+  bad5xx: number;
+  lastFailureAt: number;
+  firstFailureAt: number;
+  /** The refusals seen, by status and code, with one message each (diagnosis). */
+  reasons: Record<string, string>;
+}
+
+export interface PhaseReport {
+  fault: string;
+  /** Seconds the fault was held (until the part came back). */
+  heldS: number;
+  /** Per class: answers by status. */
+  answered: Record<Class, Record<string, number>>;
+  served: Record<Class, number>;
+  failOpen: number;
+  /** Seconds from the part being back to the last failed answer (0: none failed after). */
+  recoverS: Record<Class, number>;
+  /** Answers with a 500 (never acceptable), or 5xx outside 502/503/504. */
+  bad5xx: number;
+  /** The refusals seen, by class, status and code, with one message each. */
+  reasons: Record<Class, Record<string, string>>;
+  /** What the fault found when it struck (e.g. settlements in flight). */
+  notes: string[];
+  /** Reconciliation after recovery (cumulative since the start). */
+  check: Reconciliation;
+}
+
+export interface Reconciliation {
+  /** Per account: X-Quota-Day-Used vs the load generator's served-with-headers tally. */
+  windowsExact: boolean;
+  /**
+   * API-key calls answered 503 so far because Authorize did not answer within its deadline (or
+   * quota-meter was down): the most the windows can be over the tally (a late Authorize counted a
+   * unit the gateway had given up on).
+   */
+  authGaveUp: number;
+  windows: { account: string; window: number; tally: number }[];
+  /** usage_daily.counted vs tally, and requests vs calls reported. */
+  usageCounted: { pg: number; tally: number };
+  usageRequests: { pg: number; tally: number };
+  /** Payment ledger (settlement worker) settled rows of the exact payers vs paid calls served. */
+  ledgerSettled: { pg: number; tally: number; duplicateTransactions: number };
+  /** What the exact payers paid on chain vs price × served. */
+  charged: { onChain: string; forServed: string };
+  /** The batch channel's charged cumulative amount vs price × served batch calls. */
+  batchCharged: { channel: string; forServed: string };
+  /** Paid answers that named a settlement transaction another answer already named. */
+  servedTwice: number;
+  /** Seconds until the rollups and the ledger matched the tally. */
+  convergeS: number;
+  lost: number;
+  duplicated: number;
+}
+
+export interface SoakSample {
+  t: number;
+  process: string;
+  rssKb: number;
+  fds: number;
+}
+
+export interface ChaosReport {
+  mode: "full" | "short" | "soak";
+  startedAt: string;
+  durationS: number;
+  load: { keyAccounts: number; x402Payers: number; batchPayers: number };
+  phases: PhaseReport[];
+  totals: {
+    answered: Record<Class, number>;
+    served: Record<Class, number>;
+    bad5xx: number;
+    lost: number;
+    duplicated: number;
+    chargedNotServed: string;
+    servedTwice: number;
+    maxRecoverS: number;
+  };
+  soak?: {
+    minutes: number;
+    slopes: { process: string; rssKbPerMin: number; fdsPerMin: number }[];
+    outboxFiles: number;
+  };
+}
+
+const PRICE = priceAtomic("0.001"); // chain-id and block-number
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.now();
+
+function emptyStats(): ClassStats {
+  return {
+    statuses: {},
+    served: 0,
+    failOpen: 0,
+    bad5xx: 0,
+    lastFailureAt: 0,
+    firstFailureAt: 0,
+    reasons: {},
+  };
+}
+
+/** What the load generator saw: per phase, and the tallies the system of record is checked against. */
+class Tally {
+  phase: Record<Class, ClassStats> = { key: emptyStats(), x402: emptyStats(), batch: emptyStats() };
+  /** Per account id: API-key 200s that carried X-Quota headers (counted in the windows). */
+  readonly counted = new Map<string, number>();
+  /** Per account id: API-key answers the gateway reports as usage (every answer past auth). */
+  readonly reported = new Map<string, number>();
+  readonly lastWindow = new Map<string, number>();
+  /** Per exact payer: paid calls served. */
+  readonly x402Served = new Map<string, number>();
+  batchServed = 0;
+  /** API-key calls answered 503 because Authorize did not answer in time (its unit may be counted). */
+  authGaveUp = 0;
+  batchCumulative = 0n;
+  readonly transactions = new Set<string>();
+  servedTwice = 0;
+  readonly total = { answered: { key: 0, x402: 0, batch: 0 }, served: { key: 0, x402: 0, batch: 0 } };
+
+  record(cls: Class, status: number, reason = "", t = now()): void {
+    const s = this.phase[cls];
+    // No answer at all: the connection was refused (the gateway was down, nothing was sent) or cut
+    // with the request on it.
+    const label = status === 0 ? (reason.includes("ECONNREFUSED") ? "refused" : "cut") : String(status);
+    if (status !== 200) {
+      const key = `${label} ${/"code":"([a-z_]+)"/.exec(reason)?.[1] ?? ""}`.trim();
+      if (!(key in s.reasons)) s.reasons[key] = reason.slice(0, 300);
+    }
+    s.statuses[label] = (s.statuses[label] ?? 0) + 1;
+    this.total.answered[cls]++;
+    if (status === 200) {
+      s.served++;
+      this.total.served[cls]++;
+      return;
+    }
+    // A 402 on a paid class mid-fault is the payment being refused or re-synchronised; still a failure.
+    if (!s.firstFailureAt) s.firstFailureAt = t;
+    s.lastFailureAt = t;
+    if (status === 500 || (status > 500 && ![502, 503, 504].includes(status))) s.bad5xx++;
+  }
+
+  newPhase(): Record<Class, ClassStats> {
+    const done = this.phase;
+    this.phase = { key: emptyStats(), x402: emptyStats(), batch: emptyStats() };
+    return done;
+  }
+}
+
+interface Account {
+  id: string;
+  key: string;
+}
+
+export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
+  const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const short = opts.short ?? false;
+  const mode: ChaosReport["mode"] = opts.soakMs ? "soak" : short ? "short" : "full";
+  const started = Date.now();
+  const dir = mkdtempSync(join(tmpdir(), "tollgate-chaos-"));
+  const cleanup: (() => Promise<void>)[] = [];
+  const lines: string[] = [];
+  try {
+    // Own Redis and NATS, as processes of their own on free ports.
+    const redis = await ownRedis(mkdir(dir, "redis"));
+    cleanup.push(() => redis.stop());
+    const nats = await ownNats(mkdir(dir, "nats"));
+    cleanup.push(() => nats.stop());
+    const database: TestDatabase = await createTestDatabase("chaos");
+    cleanup.push(() => database.drop());
+    const upstreams = [new Upstream(), new Upstream()];
+    for (const u of upstreams) {
+      await u.start();
+      cleanup.push(() => u.stop());
+    }
+    log(
+      `redis :${redis.port}, nats :${nats.port}, database ${database.name}, upstreams ${upstreams.map((u) => u.port)}`,
+    );
+
+    // A free port found by binding port 0 can be taken by another process on this shared machine
+    // before a service binds it: start again on fresh ports.
+    const startOnFreePorts = async (options: Parameters<typeof startMesh>[0]) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await startMesh(options);
+        } catch (err) {
+          if (attempt >= 3 || !String(err).includes("EADDRINUSE")) throw err;
+          log("a port was taken meanwhile; starting the mesh again");
+        }
+      }
+    };
+    const mesh = await startOnFreePorts({
+      stateDir: mkdir(dir, "state"),
+      paymentVerifierReplicas: 2,
+      upstreams: (network, rpcUrl) => {
+        if (network !== "ethereum") return rpcUrl;
+        for (const u of upstreams) u.target = rpcUrl;
+        return upstreams.map((u) => u.url).join(",");
+      },
+      env: {
+        LOG_LEVEL: "warn",
+        REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+        NATS_URL: `nats://127.0.0.1:${nats.port}`,
+        DATABASE_URL: database.url,
+        // The real Redis or nothing: an in-memory stand-in would hide the fail-open path.
+        REDIS_STANDIN: "false",
+      },
+      serviceEnv: {
+        // A hung node is given up on quickly, so its calls fail over rather than time out.
+        "rpc-proxy": {
+          UPSTREAM_TIMEOUT_MS: "1000",
+          UPSTREAM_BREAKER_COOLDOWN_MS: "2000",
+          UPSTREAM_HEAD_POLL_MS: "500",
+        },
+        "payment-verifier": {
+          PAYMENT_ATTEMPTS_PER_CLIENT_PER_SECOND: "1000",
+          PAYMENT_ATTEMPTS_PER_CLIENT_BURST: "1000",
+        },
+      },
+      onLine: (service, line) => {
+        lines.push(`[${service}] ${line}`);
+        if (lines.length > 400) lines.shift();
+        if (process.env.CHAOS_LOGS) process.stderr.write(`[${service}] ${line}\n`);
+      },
+      log,
+    });
+    cleanup.unshift(() => mesh.stop());
+    if (!mesh.devnet) throw new Error("the chaos mesh runs on its own devnet");
+    const devnet = mesh.devnet as unknown as DevnetFile;
+    log(`mesh up: gateway ${mesh.gatewayUrl}`);
+
+    const admin = meshAdmin(mesh);
+    const accounts: Account[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { account, secret } = await admin.quickstart(`chaos-${i}`, { burst: 100_000 });
+      accounts.push({ id: account.id, key: secret });
+    }
+    admin.close();
+
+    const tally = new Tally();
+    const x402Payers = ["payer1", "payer2"].map((role) => x402Payer(devnet, role));
+    const batch = batchPayer(devnet, "payer3");
+    const chain = settlementClient(devnet);
+    const paidBefore = new Map<string, bigint>();
+    for (const p of x402Payers) paidBefore.set(p.address, await usdcBalance(chain, devnet, p.address));
+
+    const load = startLoad(mesh, accounts, x402Payers, batch, tally);
+    cleanup.unshift(() => load.stop());
+    const phases: PhaseReport[] = [];
+    const hold = (fullS: number, shortS: number) => (short ? shortS : fullS) * 1000;
+    const observe = hold(15, 6);
+
+    /** One fault: inject, hold, lift, watch recovery, then reconcile. */
+    const phase = async (
+      fault: string,
+      inject: () => Promise<void>,
+      lift: () => Promise<void>,
+      heldMs: number,
+    ) => {
+      tally.newPhase();
+      notes = [];
+      log(`fault: ${fault}`);
+      const t0 = now();
+      await inject();
+      await sleep(heldMs);
+      await lift();
+      const liftedAt = now();
+      await sleep(observe);
+      // A quiet mesh for the books: no call in flight while each side is read.
+      await load.pause();
+      const stats = tally.newPhase();
+      const check = await reconcile(
+        mesh,
+        database,
+        accounts,
+        x402Payers,
+        tally,
+        chain,
+        devnet,
+        paidBefore,
+        log,
+      );
+      load.resume();
+      const report: PhaseReport = {
+        fault,
+        heldS: round((liftedAt - t0) / 1000),
+        answered: Object.fromEntries(CLASSES.map((c) => [c, stats[c].statuses])) as PhaseReport["answered"],
+        served: Object.fromEntries(CLASSES.map((c) => [c, stats[c].served])) as PhaseReport["served"],
+        failOpen: stats.key.failOpen,
+        recoverS: Object.fromEntries(
+          CLASSES.map((c) => [c, round(Math.max(0, stats[c].lastFailureAt - liftedAt) / 1000)]),
+        ) as PhaseReport["recoverS"],
+        bad5xx: CLASSES.reduce((n, c) => n + stats[c].bad5xx, 0),
+        notes,
+        reasons: Object.fromEntries(CLASSES.map((c) => [c, stats[c].reasons])) as PhaseReport["reasons"],
+        check,
+      };
+      phases.push(report);
+      log(summaryLine(report));
+    };
+    const none = async () => {};
+    const settlementUrl = devnet.chains.settlement?.rpcUrl ?? "";
+    let notes: string[] = [];
+
+    if (opts.soakMs) {
+      const pids = () => servicePids(mesh, redis, nats);
+      const samples: SoakSample[] = [];
+      const t0 = Date.now();
+      await sleep(short ? 5_000 : 20_000); // warm-up: JIT, pools and caches settle first
+      while (Date.now() - t0 < opts.soakMs) {
+        for (const [name, pid] of pids())
+          samples.push({ t: (Date.now() - t0) / 60_000, process: name, ...procStats(pid) });
+        await sleep(10_000);
+      }
+      await phase("soak (no fault)", none, none, 0);
+      const slopes = [...new Set(samples.map((s) => s.process))].map((process) => {
+        const mine = samples.filter((s) => s.process === process);
+        return {
+          process,
+          rssKbPerMin: round(slope(mine.map((s) => [s.t, s.rssKb]))),
+          fdsPerMin: round(slope(mine.map((s) => [s.t, s.fds]))),
+        };
+      });
+      const outboxFiles = countFiles(join(mesh.stateDir, "outbox"));
+      return finish({ minutes: round(opts.soakMs / 60_000), slopes, outboxFiles });
+    }
+
+    await sleep(hold(10, 4));
+    await phase("baseline (no fault)", none, none, 0);
+    await phase(
+      "Redis stopped, restarted",
+      () => redis.stop(),
+      () => redis.start(),
+      hold(15, 5),
+    );
+    await phase(
+      `NATS stopped ${short ? 8 : 30} s, restarted`,
+      () => nats.stop(),
+      () => nats.start(),
+      hold(30, 8),
+    );
+    await phase(
+      "upstream 1 of 2 killed",
+      () => (upstreams[0] as Upstream).kill(),
+      () => (upstreams[0] as Upstream).restore(),
+      hold(15, 5),
+    );
+    await phase(
+      "upstream 1 of 2 hung (stand-in: accepts, never answers)",
+      () => (upstreams[0] as Upstream).hang(),
+      () => (upstreams[0] as Upstream).restore(),
+      hold(15, 6),
+    );
+    await phase(
+      "payment-verifier replica killed mid-settlement",
+      async () => {
+        // Mid-settlement for certain: the settlement chain stops mining, so each replica's
+        // settlement transfer waits in the mempool; one replica is killed while they wait.
+        await anvil(settlementUrl, "evm_setAutomine", [false]);
+        const t0 = now();
+        let pending = 0;
+        while (pending < 2 && now() - t0 < 5_000) {
+          pending = Number((await anvil<{ pending: string }>(settlementUrl, "txpool_status", [])).pending);
+          await sleep(10);
+        }
+        notes.push(`${pending} settlement transfers were waiting in the mempool at the kill`);
+        mesh.services["payment-verifier"].child.kill("SIGKILL");
+        await sleep(500);
+        await anvil(settlementUrl, "evm_setAutomine", [true]);
+        await anvil(settlementUrl, "evm_mine", []);
+      },
+      () => mesh.restart("payment-verifier"),
+      hold(5, 2),
+    );
+    await phase(
+      "quota-meter killed, restarted",
+      async () => {
+        mesh.services["quota-meter"].child.kill("SIGKILL");
+      },
+      () => mesh.restart("quota-meter"),
+      hold(5, 3),
+    );
+    await phase(
+      "gateway SIGTERM, restarted",
+      () => mesh.services.gateway.stop(),
+      () => mesh.restart("gateway"),
+      hold(2, 1),
+    );
+    return finish(undefined);
+
+    function finish(soak: ChaosReport["soak"]): ChaosReport {
+      const last = phases.at(-1)?.check;
+      return {
+        mode,
+        startedAt: new Date(started).toISOString(),
+        durationS: round((Date.now() - started) / 1000),
+        load: { keyAccounts: accounts.length, x402Payers: x402Payers.length, batchPayers: 1 },
+        phases,
+        totals: {
+          answered: tally.total.answered,
+          served: tally.total.served,
+          bad5xx: phases.reduce((n, p) => n + p.bad5xx, 0),
+          lost: last?.lost ?? 0,
+          duplicated: last?.duplicated ?? 0,
+          chargedNotServed: last
+            ? String(BigInt(last.charged.onChain) - BigInt(last.charged.forServed))
+            : "0",
+          servedTwice: tally.servedTwice,
+          maxRecoverS: Math.max(0, ...phases.flatMap((p) => Object.values(p.recoverS))),
+        },
+        ...(soak ? { soak } : {}),
+      };
+    }
+  } catch (err) {
+    log(lines.slice(-60).join("\n"));
+    throw err;
+  } finally {
+    for (const fn of cleanup) await fn().catch((e) => log(`cleanup: ${e}`));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function mkdir(base: string, name: string): string {
+  const path = join(base, name);
+  mkdirSync(path, { recursive: true });
+  return path;
+}
+
+const round = (n: number) => Math.round(n * 10) / 10;
+
+/** The steady mixed load: loops per account and per payer, each one call at a time. */
+function startLoad(
+  mesh: Mesh,
+  accounts: Account[],
+  payers: ReturnType<typeof x402Payer>[],
+  batch: ReturnType<typeof batchPayer>,
+  tally: Tally,
+) {
+  let running = true;
+  // Paused, each loop waits before its next call: the reconciliation reads a quiet mesh.
+  let paused: Promise<void> | undefined;
+  let resume = () => {};
+  let inFlight = 0;
+  const gate = async () => {
+    inFlight--;
+    while (paused) await paused;
+    inFlight++;
+  };
+  const loops: Promise<void>[] = [];
+  const url = (path: string) => `${mesh.gatewayUrl}${path}`;
+  const keyLoop = async (account: Account, path: string) => {
+    while (running) {
+      await gate();
+      let status = 0;
+      let reason = "";
+      try {
+        const res = await fetch(url(path), {
+          headers: { authorization: `Bearer ${account.key}` },
+          signal: AbortSignal.timeout(15_000),
+        });
+        status = res.status;
+        const used = res.headers.get("x-quota-day-used");
+        const text = await res.text();
+        if (status !== 200) reason = text;
+        // Usage is reported for every call past authorization (not when quota-meter could not say).
+        if (text.includes("API-key service is unavailable")) tally.authGaveUp++;
+        const authorized =
+          status !== 429 && status !== 401 && !text.includes("API-key service is unavailable");
+        if (authorized) tally.reported.set(account.id, (tally.reported.get(account.id) ?? 0) + 1);
+        if (status === 200 && used !== null) {
+          tally.counted.set(account.id, (tally.counted.get(account.id) ?? 0) + 1);
+          tally.lastWindow.set(account.id, Number(used));
+        }
+        if (status === 200 && used === null) tally.phase.key.failOpen++;
+      } catch (err) {
+        status = 0; // no answer at all (the gateway was down): not a 5xx, but a failure
+        reason = errorText(err);
+      }
+      tally.record("key", status, reason);
+      if (status === 0) await sleep(100);
+      await sleep(60);
+    }
+  };
+  const x402Loop = async (payer: ReturnType<typeof x402Payer>) => {
+    while (running) {
+      await gate();
+      let status = 0;
+      let reason = "";
+      try {
+        const pending = payer.fetch(url("/api/chain/chain-id"), { signal: AbortSignal.timeout(30_000) });
+        const res = await pending;
+        status = res.status;
+        const text = await res.text();
+        if (status !== 200) reason = text;
+        if (status === 200) {
+          const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
+          if (receipt.transaction && tally.transactions.has(receipt.transaction)) tally.servedTwice++;
+          if (receipt.transaction) tally.transactions.add(receipt.transaction);
+          tally.x402Served.set(payer.address, (tally.x402Served.get(payer.address) ?? 0) + 1);
+        }
+      } catch (err) {
+        status = 0;
+        reason = errorText(err);
+      }
+      tally.record("x402", status, reason);
+      await sleep(status === 0 ? 300 : 150);
+    }
+  };
+  const batchLoop = async () => {
+    while (running) {
+      await gate();
+      let status = 0;
+      let reason = "";
+      try {
+        const res = await batch.fetch(url("/api/chain/block-number"), {
+          signal: AbortSignal.timeout(30_000),
+        });
+        status = res.status;
+        const text = await res.text();
+        if (status !== 200) reason = text;
+        if (status === 402 && text.includes("mismatch") && process.env.CHAOS_DEBUG) {
+          const offer = res.headers.get("payment-required") ?? "";
+          const decoded = JSON.parse(Buffer.from(offer, "base64").toString("utf8")) as {
+            accepts: { extra: unknown }[];
+          };
+          process.stderr.write(`batch mismatch: ${JSON.stringify(decoded.accepts.map((a) => a.extra))}\n`);
+        }
+        if (status === 200) {
+          tally.batchServed++;
+          const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
+          const state = (receipt.extra as { channelState?: { chargedCumulativeAmount?: string } } | undefined)
+            ?.channelState;
+          if (state?.chargedCumulativeAmount) tally.batchCumulative = BigInt(state.chargedCumulativeAmount);
+        }
+      } catch (err) {
+        status = 0;
+        reason = errorText(err);
+      }
+      tally.record("batch", status, reason);
+      await sleep(status === 0 ? 300 : 200);
+    }
+  };
+  for (const a of accounts) {
+    loops.push(keyLoop(a, "/api/chain/block-number"), keyLoop(a, "/api/chain/chain-id"));
+  }
+  for (const p of payers) loops.push(x402Loop(p));
+  loops.push(batchLoop());
+  inFlight = loops.length;
+  return {
+    /** Stops new calls and resolves once every loop is between calls. */
+    async pause() {
+      paused = new Promise<void>((r) => {
+        resume = r;
+      });
+      while (inFlight > 0) await sleep(20);
+    },
+    resume() {
+      paused = undefined;
+      resume();
+    },
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/**
+ * After recovery: the windows (a metered call per account), the usage rollups and the ledger
+ * (PostgreSQL, polled until they stop moving) and the chain, each against the tally.
+ */
+async function reconcile(
+  mesh: Mesh,
+  database: TestDatabase,
+  accounts: Account[],
+  payers: ReturnType<typeof x402Payer>[],
+  tally: Tally,
+  chain: ReturnType<typeof settlementClient>,
+  devnet: DevnetFile,
+  paidBefore: Map<string, bigint>,
+  log: (line: string) => void,
+): Promise<Reconciliation> {
+  // The load is paused: the tally is final; wait until PostgreSQL has folded every event.
+  const snapshot = {
+    counted: sum(tally.counted),
+    reported: sum(tally.reported),
+    x402: sum(tally.x402Served),
+  };
+  const t0 = now();
+  const addresses = payers.map((p) => p.address.toLowerCase());
+  let usage = { requests: 0, counted: 0 };
+  let ledger = { settled: 0, transactions: 0 };
+  const ids = accounts.map((a) => a.id);
+  for (;;) {
+    const [u] = await database.query<{ requests: string | null; counted: string | null }>(
+      "SELECT sum(requests) AS requests, sum(counted) AS counted FROM usage_daily WHERE account_id = ANY($1)",
+      [ids],
+    );
+    const [l] = await database.query<{ settled: string; transactions: string }>(
+      `SELECT count(*) AS settled, count(DISTINCT "transaction") AS transactions FROM settlements
+       WHERE outcome = 'settled' AND scheme = 'exact' AND lower(payer) = ANY($1)`,
+      [addresses],
+    );
+    usage = { requests: Number(u?.requests ?? 0), counted: Number(u?.counted ?? 0) };
+    ledger = { settled: Number(l?.settled ?? 0), transactions: Number(l?.transactions ?? 0) };
+    const caughtUp =
+      usage.counted === snapshot.counted &&
+      usage.requests === snapshot.reported &&
+      ledger.settled === snapshot.x402;
+    if (caughtUp || now() - t0 > 30_000) break;
+    await sleep(250);
+  }
+  const convergeS = round((now() - t0) / 1000);
+
+  // Windows: once every lease has ended and given back its unused units (1 s TTL, 250 ms sweep),
+  // one more metered call per account, recorded in the tally like any other.
+  await sleep(1_500);
+  const windows: Reconciliation["windows"] = [];
+  for (const a of accounts) {
+    let window = -1;
+    for (let i = 0; i < 20 && window < 0; i++) {
+      const res = await fetch(`${mesh.gatewayUrl}/api/chain/chain-id`, {
+        headers: { authorization: `Bearer ${a.key}` },
+      });
+      await res.arrayBuffer();
+      tally.record("key", res.status);
+      if (res.status !== 200) continue;
+      tally.reported.set(a.id, (tally.reported.get(a.id) ?? 0) + 1);
+      const used = res.headers.get("x-quota-day-used");
+      if (used === null) {
+        tally.phase.key.failOpen++;
+        await sleep(200);
+        continue;
+      }
+      tally.counted.set(a.id, (tally.counted.get(a.id) ?? 0) + 1);
+      window = Number(used);
+    }
+    windows.push({ account: a.id, window, tally: tally.counted.get(a.id) ?? 0 });
+  }
+
+  // The chain: what the exact payers paid vs what was served to them.
+  let onChain = 0n;
+  for (const p of payers)
+    onChain += (paidBefore.get(p.address) ?? 0n) - (await usdcBalance(chain, devnet, p.address as Address));
+  const served = BigInt(sum(tally.x402Served));
+  const usageCounted = { pg: usage.counted, tally: snapshot.counted };
+  const usageRequests = { pg: usage.requests, tally: snapshot.reported };
+  const ledgerSettled = {
+    pg: ledger.settled,
+    tally: snapshot.x402,
+    duplicateTransactions: ledger.settled - ledger.transactions,
+  };
+  const lost =
+    Math.max(0, usageCounted.tally - usageCounted.pg) +
+    Math.max(0, usageRequests.tally - usageRequests.pg) +
+    Math.max(0, ledgerSettled.tally - ledgerSettled.pg);
+  const duplicated =
+    Math.max(0, usageCounted.pg - usageCounted.tally) +
+    Math.max(0, usageRequests.pg - usageRequests.tally) +
+    Math.max(0, ledgerSettled.pg - ledgerSettled.tally) +
+    ledgerSettled.duplicateTransactions;
+  if (lost || duplicated) log(`reconcile: ${JSON.stringify({ usageCounted, usageRequests, ledgerSettled })}`);
+  return {
+    windowsExact: windows.every((w) => w.window === w.tally),
+    authGaveUp: tally.authGaveUp,
+    windows,
+    usageCounted,
+    usageRequests,
+    ledgerSettled,
+    charged: { onChain: String(onChain), forServed: String(PRICE * served) },
+    batchCharged: {
+      channel: String(tally.batchCumulative),
+      forServed: String(PRICE * BigInt(tally.batchServed)),
+    },
+    servedTwice: tally.servedTwice,
+    convergeS,
+    lost,
+    duplicated,
+  };
+}
+
+function errorText(err: unknown): string {
+  const e = err as Error & { cause?: { code?: string; message?: string } };
+  return `${e.name}: ${e.message}${e.cause ? ` (${e.cause.code ?? ""} ${e.cause.message ?? ""})` : ""}`;
+}
+
+/** One JSON-RPC call to a devnet node (anvil's own methods included). */
+async function anvil<T = unknown>(url: string, method: string, params: unknown[]): Promise<T> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = (await res.json()) as { result?: T; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result as T;
+}
+
+const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+
+function summaryLine(p: PhaseReport): string {
+  const statuses = (c: Class) =>
+    Object.entries(p.answered[c])
+      .map(([s, n]) => `${s}×${n}`)
+      .join(" ");
+  return `  ${p.fault}: key[${statuses("key")}] x402[${statuses("x402")}] batch[${statuses("batch")}] failOpen=${p.failOpen} recover=${JSON.stringify(p.recoverS)} lost=${p.check.lost} dup=${p.check.duplicated} windowsExact=${p.check.windowsExact} charged=${p.check.charged.onChain}/${p.check.charged.forServed} ${p.notes.join("; ")}`;
+}
+
+function servicePids(mesh: Mesh, redis: OwnServer, nats: OwnServer): [string, number][] {
+  const list: [string, RunningService | undefined][] = [
+    ...Object.entries(mesh.services),
+    ...mesh.replicas.map((r, i) => [`${r.name}#${i + 2}`, r.service] as [string, RunningService]),
+  ];
+  const pids = list.flatMap(([name, s]) => (s?.child.pid ? [[name, s.child.pid] as [string, number]] : []));
+  if (redis.pid) pids.push(["redis-server", redis.pid]);
+  if (nats.pid) pids.push(["nats-server", nats.pid]);
+  return pids;
+}
+
+function procStats(pid: number): { rssKb: number; fds: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    return { rssKb, fds: readdirSync(`/proc/${pid}/fd`).length };
+  } catch {
+    return { rssKb: 0, fds: 0 };
+  }
+}
+
+/** Least-squares slope of y over x. */
+function slope(points: [number, number][]): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mx = points.reduce((a, [x]) => a + x, 0) / n;
+  const my = points.reduce((a, [, y]) => a + y, 0) / n;
+  const num = points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0);
+  const den = points.reduce((a, [x]) => a + (x - mx) ** 2, 0);
+  return den ? num / den : 0;
+}
+
+function countFiles(dir: string): number {
+  try {
+    return readdirSync(dir, { recursive: true }).length;
+  } catch {
+    return 0;
+  }
+}
+
+/** The table the README shows: one row per fault. */
+export function table(report: ChaosReport): string {
+  const head =
+    "| Fault | Held s | API-key answers (status×n) | x402 exact | x402-batch | Fail-open | Recover s (key/x402/batch) | 5xx other than 502/503/504 | Lost | Duplicated | Windows exact | Charged − served (µUSDC) |";
+  const rule = `|${"---|".repeat(12)}`;
+  const fmt = (r: Record<string, number>) =>
+    Object.entries(r)
+      .map(([s, n]) => `${s}×${n}`)
+      .join(" ");
+  const rows = report.phases.map((p) =>
+    [
+      p.fault,
+      p.heldS,
+      fmt(p.answered.key),
+      fmt(p.answered.x402),
+      fmt(p.answered.batch),
+      p.failOpen,
+      `${p.recoverS.key}/${p.recoverS.x402}/${p.recoverS.batch}`,
+      p.bad5xx,
+      p.check.lost,
+      p.check.duplicated,
+      p.check.windowsExact ? "yes" : "NO",
+      String(BigInt(p.check.charged.onChain) - BigInt(p.check.charged.forServed)),
+    ].join(" | "),
+  );
+  return [head, rule, ...rows.map((r) => `| ${r} |`)].join("\n");
+}
