@@ -145,6 +145,16 @@ const mesh = await startMesh({
     NATS_URL: nats.url,
     ...(profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
   },
+  // The paid rows send calls back to back from one client and one payer (a thousand x402-batch
+  // vouchers among them): the bench measures paying, not payment-verifier's attempt limits.
+  serviceEnv: {
+    "payment-verifier": {
+      PAYMENT_ATTEMPTS_PER_CLIENT_PER_SECOND: "100000",
+      PAYMENT_ATTEMPTS_PER_CLIENT_BURST: "100000",
+      PAYMENT_ATTEMPTS_PER_PAYER_PER_SECOND: "100000",
+      PAYMENT_ATTEMPTS_PER_PAYER_BURST: "100000",
+    },
+  },
 });
 try {
   const devnet = mesh.devnet;
