@@ -112,8 +112,13 @@ const reportable = (err: Error) => {
 
 /** x402 header garbage: strings, base64 of random JSON, and envelopes naming each scheme. */
 const x402Garbage = fc.oneof(
-  // Raw UTF-8 bytes on the wire (fetch sends a header's characters as latin-1 bytes).
-  hostileString.map((s) => Buffer.from(s.slice(0, 8_000), "utf8").toString("latin1")),
+  // Raw UTF-8 bytes on the wire (fetch sends a header's characters as latin-1 bytes); NUL, CR and
+  // LF no HTTP client can put in a header value (fetch refuses them before sending).
+  hostileString.map((s) =>
+    Buffer.from(s.slice(0, 8_000), "utf8")
+      .toString("latin1")
+      .replace(/[\0\r\n]/g, ""),
+  ),
   fc.jsonValue({ maxDepth: 5 }).map((j) => b64(JSON.stringify(j))),
   fc
     .record({
