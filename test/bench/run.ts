@@ -24,6 +24,8 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { freePort, meshAdmin, startMesh, startPrivateNats, startPrivateRedis } from "@tollgate/local";
 import type autocannon from "autocannon";
+import { formatUnits } from "viem";
+import { ENV as WORKER_ENV } from "../../services/settlement-worker/src/env.ts";
 import { measurePaidCalls } from "./paid.ts";
 import { cpuMeter, pidListeningOn } from "./proc.ts";
 
@@ -232,7 +234,11 @@ try {
     secret,
     Number(values.paid),
     Number(values["batch-calls"]),
-    "settlement-worker defaults: claim once 1 USDC is unclaimed (nudged by the accrual events) or hourly, settle after each claim",
+    // The worker's defaults, read from its environment table (the one place they are written).
+    `settlement-worker defaults: claim once ${formatUnits(
+      BigInt(WORKER_ENV.vars.find((v) => v.name === "X402_BATCH_MIN_CLAIM_AMOUNT")?.default ?? "0"),
+      6,
+    )} USDC is unclaimed (nudged by the accrual events) or every claim interval, settle after each claim`,
   );
 
   console.table(
