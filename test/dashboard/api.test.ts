@@ -1,3 +1,4 @@
+import { ACCOUNT_KEY_LIMITS } from "@tollgate/catalog";
 import { contracts, createClient, grpc } from "@tollgate/platform";
 import { createSiweMessage } from "viem/siwe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -210,6 +211,25 @@ describe("keys", () => {
     expect(twice.body.error.code).toBe("key_revoked");
     const keys = (await wallet.call("GET", "/keys")).body.data.keys;
     expect(keys.map((k: { id: string }) => k.id).sort()).toEqual([key.id, replaced.body.data.key.id].sort());
+  });
+
+  it("bounds what a free account can make: 20 live keys, then 409 too_many_keys until one is revoked", async () => {
+    expect(ACCOUNT_KEY_LIMITS.live).toBe(20);
+    const wallet = new Wallet(dash.url);
+    await wallet.signIn();
+    const made: { id: string }[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await wallet.call("POST", "/keys");
+      expect(res.status).toBe(200);
+      made.push(res.body.data.key);
+    }
+    const over = await wallet.call("POST", "/keys");
+    expect(over.status).toBe(409);
+    expect(over.body.error.code).toBe("too_many_keys");
+    expect(over.body.error.message).toContain("revoke one first");
+    expect((await wallet.call("GET", "/keys")).body.data.keys).toHaveLength(20);
+    expect((await wallet.call("POST", `/keys/${made[0]?.id}/revoke`)).status).toBe(200);
+    expect((await wallet.call("POST", "/keys")).status).toBe(200);
   });
 
   it("revoke: the key is refused at once", async () => {

@@ -73,6 +73,12 @@ const Session = z.object({
 });
 
 /** Every error the account API answers, with its status. */
+/**
+ * What one account may make through the dashboard (quota-meter enforces it): live keys, and keys in
+ * all (revoked ones stay as records). Sign-up is free, so both are bounded.
+ */
+export const ACCOUNT_KEY_LIMITS = { live: 20, total: 200 } as const;
+
 export const ACCOUNT_ERRORS = {
   invalid_parameter: {
     status: 400,
@@ -94,6 +100,10 @@ export const ACCOUNT_ERRORS = {
   },
   not_found: { status: 404, description: "No such key on this account." },
   key_revoked: { status: 409, description: "The key is already revoked." },
+  too_many_keys: {
+    status: 409,
+    description: `The account holds ${ACCOUNT_KEY_LIMITS.live} live keys (revoke one first), or has made ${ACCOUNT_KEY_LIMITS.total} keys in all.`,
+  },
   service_unavailable: { status: 503, description: "A dependency is unreachable; retry with backoff." },
 } as const;
 
@@ -195,7 +205,7 @@ export const ACCOUNT_API = {
       "A new key for `Authorization: Bearer`. The secret is in this answer only: it is stored hashed and cannot be shown again. All keys share the account's quota (spec 5.3).",
     session: true,
     data: NewKey,
-    errors: ["not_signed_in", "csrf_refused", "service_unavailable"],
+    errors: ["not_signed_in", "csrf_refused", "too_many_keys", "service_unavailable"],
   },
   revokeKey: {
     id: "accountRevokeKey",
@@ -223,6 +233,7 @@ export const ACCOUNT_API = {
       "csrf_refused",
       "not_found",
       "key_revoked",
+      "too_many_keys",
       "service_unavailable",
     ],
   },

@@ -86,6 +86,7 @@ function fromCall(err: unknown): ApiError {
     if (f.code === "not_found" || f.grpcCode === grpc.status.NOT_FOUND)
       return new ApiError("not_found", f.message);
     if (f.code === "key_revoked") return new ApiError("key_revoked", f.message);
+    if (f.code === "too_many_keys") return new ApiError("too_many_keys", f.message);
     if (f.code === "invalid_argument") return new ApiError("invalid_parameter", f.message);
   }
   return new ApiError("service_unavailable", "the account service is unavailable; retry with backoff");

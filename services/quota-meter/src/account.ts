@@ -2,6 +2,7 @@
 // its mesh token, after verifying the user's wallet signature). Every key operation is scoped by
 // the account: records.revokeKey matches (account, key), so another account's key is NOT_FOUND.
 // biome-ignore-all lint/suspicious/noExplicitAny: gRPC call objects are untyped at this boundary
+import { ACCOUNT_KEY_LIMITS } from "@tollgate/catalog";
 import { grpc, type UnaryHandler } from "@tollgate/platform";
 import type { GetOwnUsageRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/GetOwnUsageRequest";
 import type { GetOwnUsageResponse } from "@tollgate/platform/generated/tollgate/quota/v1/GetOwnUsageResponse";
@@ -15,6 +16,7 @@ import { quotaOf } from "./meter.ts";
 import type { AccountRecord } from "./store/types.ts";
 import { recentDays, windowsAt } from "./windows.ts";
 
+const { live: MAX_LIVE_KEYS, total: MAX_KEYS } = ACCOUNT_KEY_LIMITS;
 export interface AccountDeps extends KeyOpsDeps {
   /** The plan of accounts made at a first sign-in. */
   defaults: { dailyLimit: number; monthlyLimit: number };
@@ -32,6 +34,30 @@ export function createAccountHandlers(deps: AccountDeps): Record<string, UnaryHa
 
   /** The account, which must exist and be one the caller names (no listing, no guessing help). */
   const own = (accountId: string) => ops.mustGetAccount(accountId);
+
+  /**
+   * Self-service sign-up is free, so what one account may make is bounded: live keys (each is in
+   * Redis and every gateway's fail-open snapshot) and keys in all (revoked ones stay as records).
+   * Two concurrent creates may pass the count together: a bound, not an exact quota.
+   */
+  const roomForKey = async (accountId: string, live: boolean) => {
+    const keys = await records.listKeys(accountId);
+    if (live && keys.filter((k) => !k.revokedAt).length >= MAX_LIVE_KEYS) {
+      fail(
+        grpc.status.FAILED_PRECONDITION,
+        "too_many_keys",
+        `an account holds at most ${MAX_LIVE_KEYS} live keys: revoke one first`,
+      );
+    }
+    if (keys.length >= MAX_KEYS) {
+      fail(
+        grpc.status.FAILED_PRECONDITION,
+        "too_many_keys",
+        `an account makes at most ${MAX_KEYS} keys from the dashboard; ask the operator for more`,
+      );
+    }
+    return keys;
+  };
 
   const handlers = {
     async ResolveWalletAccount(req: ResolveWalletAccountRequest__Output) {
@@ -62,7 +88,9 @@ export function createAccountHandlers(deps: AccountDeps): Record<string, UnaryHa
     },
 
     async CreateOwnKey(req: ListOwnKeysRequest__Output) {
-      const { key, secret } = await ops.createKey(await own(req.accountId));
+      const account = await own(req.accountId);
+      await roomForKey(account.id, true);
+      const { key, secret } = await ops.createKey(account);
       return { key: toApiKey(key), secret };
     },
 
@@ -74,7 +102,8 @@ export function createAccountHandlers(deps: AccountDeps): Record<string, UnaryHa
       const account = await own(req.accountId);
       const keyId = requireId(req.keyId, "key_id");
       // Refuse before creating anything when the key is not this account's or already revoked.
-      const old = (await records.listKeys(account.id)).find((k) => k.id === keyId);
+      // Replacing keeps the live count; the total still bounds a replace loop.
+      const old = (await roomForKey(account.id, false)).find((k) => k.id === keyId);
       if (!old) fail(grpc.status.NOT_FOUND, "not_found", `no key ${keyId} on account ${account.id}`);
       if (old.revokedAt)
         fail(grpc.status.FAILED_PRECONDITION, "key_revoked", `key ${keyId} is already revoked`);
