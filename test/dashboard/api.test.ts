@@ -132,6 +132,57 @@ describe("sign-in with Ethereum", () => {
   });
 });
 
+describe("sign-in rate limit", () => {
+  it("answers 429 rate_limited with Retry-After past the per-minute limit of one client address; others are not held back", async () => {
+    const limited = await dash.another({
+      noncesPerMinute: 3,
+      trustProxy: 1,
+      redisPrefix: `${dash.prefix}rl1:`,
+    });
+    const from = (ip: string) => ({ "x-forwarded-for": ip });
+    const ask = (ip: string) =>
+      new Wallet(limited.url).call(
+        "POST",
+        "/nonce",
+        { address: new Wallet(limited.url).account.address },
+        from(ip),
+      );
+    for (let i = 0; i < 3; i++) expect((await ask("203.0.113.7")).status).toBe(200);
+    const refused = await ask("203.0.113.7");
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe("rate_limited");
+    expect(refused.body.error.message).toContain("at most 3");
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers.get("retry-after"))).toBeLessThanOrEqual(60);
+    // Another client address, and another /64 of IPv6, have their own allowance...
+    expect((await ask("203.0.113.8")).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await ask(`2001:db8:1:2::${i + 1}`)).status).toBe(200);
+    // ...but the addresses of one /64 share one.
+    expect((await ask("2001:db8:1:2:ffff::9")).status).toBe(429);
+    expect((await ask("2001:db8:1:3::1")).status).toBe(200);
+    await limited.stop();
+  });
+
+  it("does not believe X-Forwarded-For unless TRUST_PROXY says so: a spoofed header is the same client", async () => {
+    const limited = await dash.another({
+      noncesPerMinute: 2,
+      trustProxy: 0,
+      redisPrefix: `${dash.prefix}rl2:`,
+    });
+    const ask = (ip: string) =>
+      new Wallet(limited.url).call(
+        "POST",
+        "/nonce",
+        { address: new Wallet(limited.url).account.address },
+        { "x-forwarded-for": ip },
+      );
+    expect((await ask("198.51.100.1")).status).toBe(200);
+    expect((await ask("198.51.100.2")).status).toBe(200);
+    expect((await ask("198.51.100.3")).status).toBe(429);
+    await limited.stop();
+  });
+});
+
 describe("sessions", () => {
   it("needs the session's CSRF token on every state-changing call and refuses other origins", async () => {
     const wallet = new Wallet(dash.url);

@@ -13,6 +13,8 @@ export const DASHBOARD_TOKEN = generateMeshToken();
 
 export interface TestDashboard {
   url: string;
+  /** The Redis prefix of this dashboard; `another` may take one below it (cleaned up with it). */
+  prefix: string;
   meter: TestMeter;
   /** Every log line of quota-meter and the dashboard, in order. */
   logLines(): Array<Record<string, unknown>>;
@@ -45,6 +47,8 @@ export async function startTestDashboard(
     redisUrl: "redis://127.0.0.1:6379",
     redisPrefix: prefix,
     chainRpcUrl: undefined,
+    // Every suite signs in many wallets from 127.0.0.1; the limit has a test of its own.
+    noncesPerMinute: 10_000,
     ...o,
   });
   const started: Array<{ stop(): Promise<void> }> = [];
@@ -60,6 +64,7 @@ export async function startTestDashboard(
   const main = await start({}, {});
   return {
     url: main.url,
+    prefix,
     meter,
     logLines: () => [...meterLog.lines(), ...dashLog.lines()],
     another: (o, d = {}) => start(o, d),

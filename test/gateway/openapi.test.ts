@@ -277,6 +277,12 @@ describe("/llms.txt", () => {
     for (const n of NETWORKS) expect(text).toContain(`\`${n.name}\` (chain id ${n.chainIdHex})`);
   });
 
+  it("tells an agent where to get an API key: the dashboard's address (DASHBOARD_URL)", () => {
+    expect(text).toContain(
+      `Get a key: sign in with an Ethereum wallet (EIP-4361) at the [dashboard](${mesh.dashboardUrl})`,
+    );
+  });
+
   it("gives examples the gateway accepts as valid input", async () => {
     const { apiKey } = await createAccountWithKey({ burst: SUITE_BURST });
     for (const e of ENDPOINTS) {

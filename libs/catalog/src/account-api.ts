@@ -104,6 +104,11 @@ export const ACCOUNT_ERRORS = {
     status: 409,
     description: `The account holds ${ACCOUNT_KEY_LIMITS.live} live keys (revoke one first), or has made ${ACCOUNT_KEY_LIMITS.total} keys in all.`,
   },
+  rate_limited: {
+    status: 429,
+    description:
+      "Too many sign-in messages asked for from this client address in a minute; `Retry-After` says when to try again.",
+  },
   service_unavailable: { status: 503, description: "A dependency is unreachable; retry with backoff." },
 } as const;
 
@@ -141,11 +146,11 @@ export const ACCOUNT_API = {
     path: path("/nonce"),
     summary: "Start a wallet sign-in (EIP-4361)",
     description:
-      "Returns the Sign-In with Ethereum message for the address to sign (personal_sign): a server nonce (single use, valid 5 minutes), this dashboard's domain and URI, the chain contract wallets are checked on, and an expiration time.",
+      "Returns the Sign-In with Ethereum message for the address to sign (personal_sign): a server nonce (single use, valid 5 minutes), this dashboard's domain and URI, the chain contract wallets are checked on, and an expiration time. Each client address may ask for a limited number per minute (the operator's `SIWE_NONCES_PER_MINUTE`, 20 by default).",
     session: false,
     body: z.object({ address }),
     data: z.object({ message: z.string(), nonce: z.string(), expires_at: z.string() }),
-    errors: ["invalid_parameter", "csrf_refused", "service_unavailable"],
+    errors: ["invalid_parameter", "csrf_refused", "rate_limited", "service_unavailable"],
   },
   signIn: {
     id: "accountSignIn",

@@ -16,6 +16,7 @@ import type { Quota__Output } from "@tollgate/platform/generated/tollgate/quota/
 import express, { type Request, type Response } from "express";
 import type { Hex } from "viem";
 import type { z } from "zod";
+import type { Kv } from "./kv.ts";
 import type { AccountClient } from "./quota-meter.ts";
 import { csrfMatches, type Session, type Sessions } from "./sessions.ts";
 import type { Siwe } from "./siwe.ts";
@@ -40,6 +41,9 @@ export interface ApiDeps {
   /** Secure cookies everywhere but loopback http (the local run). */
   secureCookie: boolean;
   sessionTtlMs: number;
+  /** Where the sign-in rate limit counts (shared by every replica). */
+  kv: Kv;
+  noncesPerMinute: number;
 }
 
 interface Call<Op extends AccountOperation> {
@@ -48,6 +52,8 @@ interface Call<Op extends AccountOperation> {
   /** Set on every operation with `session: true`. */
   session: Session;
   sessionId: string;
+  /** The client's address (X-Forwarded-For as far as TRUST_PROXY allows). */
+  ip: string;
   res: Response;
 }
 
@@ -92,6 +98,26 @@ function fromCall(err: unknown): ApiError {
   return new ApiError("service_unavailable", "the account service is unavailable; retry with backoff");
 }
 
+/**
+ * Who a rate limit counts: an IPv4 address, or an IPv6 address's /64 (one subscriber's usual
+ * allocation: counting single IPv6 addresses would let one client mint 2^64 of them).
+ */
+export function clientKey(ip: string): string {
+  const v4 = ip.startsWith("::ffff:") ? ip.slice(7) : ip;
+  if (!v4.includes(":")) return v4;
+  const [head = "", tail] = v4.split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups =
+    tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill("0"), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g || "0", 16).toString(16))
+    .join(":")}::/64`;
+}
+
+const MINUTE_MS = 60_000;
+
 export function readCookie(req: Request, name: string): string | undefined {
   const header = req.headers.cookie;
   if (!header) return undefined;
@@ -132,7 +158,16 @@ export function accountRouter(deps: ApiDeps): express.Router {
   });
 
   const handlers: Handlers = {
-    async nonce({ body }) {
+    async nonce({ body, ip, res }) {
+      // Every message issued is kept until it expires: bound what anonymous callers can store.
+      const { count, resetMs } = await deps.kv.hit(`rate:nonce:${clientKey(ip)}`, MINUTE_MS);
+      if (count > deps.noncesPerMinute) {
+        res.setHeader("Retry-After", String(Math.max(1, Math.ceil(resetMs / 1000))));
+        throw new ApiError(
+          "rate_limited",
+          `at most ${deps.noncesPerMinute} sign-in messages a minute from one address; retry after the Retry-After seconds`,
+        );
+      }
       const issued = await deps.siwe.issue(body.address);
       return { message: issued.message, nonce: issued.nonce, expires_at: issued.expiresAt };
     },
@@ -241,6 +276,7 @@ export function accountRouter(deps: ApiDeps): express.Router {
           body: body.data as never,
           session: session as Session,
           sessionId,
+          ip: req.ip ?? "",
           res,
         });
         res.setHeader("Cache-Control", "no-store");

@@ -1,4 +1,4 @@
-import { ConfigError, readMeshToken } from "@tollgate/platform";
+import { ConfigError, parseTrustProxy, readMeshToken } from "@tollgate/platform";
 import { ENV } from "./env.ts";
 
 export const SERVICE = "dashboard";
@@ -32,6 +32,10 @@ export interface DashboardConfig {
   chainRpcUrl: string | undefined;
   /** How long a sign-in message (and its nonce) is valid. */
   nonceTtlMs: number;
+  /** Sign-in messages one client address may ask for per minute. */
+  noncesPerMinute: number;
+  /** Express's `trust proxy`: which X-Forwarded-For hops name the client. */
+  trustProxy: number | string[];
   /** How long a session lasts (absolute: no sliding renewal). */
   sessionTtlMs: number;
   grpcDeadlineMs: number;
@@ -73,6 +77,8 @@ export function loadConfig(): DashboardConfig {
     chainId,
     chainRpcUrl: ENV.secret("SIWE_RPC_URL"),
     nonceTtlMs: ENV.int("SIWE_NONCE_TTL_SECONDS") * 1000,
+    noncesPerMinute: ENV.int("SIWE_NONCES_PER_MINUTE"),
+    trustProxy: parseTrustProxy(ENV.string("TRUST_PROXY")),
     sessionTtlMs: ENV.int("SESSION_TTL_HOURS") * 3_600_000,
     grpcDeadlineMs: ENV.int("QUOTA_METER_DEADLINE_MS"),
   };

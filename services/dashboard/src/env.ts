@@ -38,5 +38,17 @@ export const ENV = envTable([
     default: "300",
     description: "how long a sign-in message (and its nonce) is valid",
   },
+  {
+    name: "SIWE_NONCES_PER_MINUTE",
+    default: "20",
+    description:
+      "sign-in messages one client address may ask for per minute (more: 429 `rate_limited`); each is kept in Redis until it expires, so this bounds what anonymous callers can store",
+  },
+  {
+    name: "TRUST_PROXY",
+    default: "0",
+    description:
+      "`X-Forwarded-For` to believe for the client address (the sign-in rate limit): a hop count, or the proxies' addresses/CIDRs",
+  },
   { name: "SESSION_TTL_HOURS", default: "12", description: "session lifetime (absolute)" },
 ]);

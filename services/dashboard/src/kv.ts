@@ -10,6 +10,11 @@ export interface Kv {
   /** Reads and deletes in one step: what makes a nonce single-use across replicas. */
   take(key: string): Promise<string | null>;
   del(key: string): Promise<void>;
+  /**
+   * Counts one hit on `key` in a fixed window of `windowMs` that starts at the first hit, and
+   * returns the count so far and the milliseconds left in the window.
+   */
+  hit(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>;
   close(): Promise<void>;
 }
 
@@ -39,6 +44,16 @@ export class MemoryKv implements Kv {
   }
   async del(key: string) {
     this.#entries.delete(key);
+  }
+  async hit(key: string, windowMs: number) {
+    const now = this.#now();
+    const e = this.#entries.get(key);
+    if (!e || e.expiresAt <= now) {
+      this.#entries.set(key, { value: "1", expiresAt: now + windowMs });
+      return { count: 1, resetMs: windowMs };
+    }
+    e.value = String(Number(e.value) + 1);
+    return { count: Number(e.value), resetMs: e.expiresAt - now };
   }
   async close() {}
 }
@@ -79,6 +94,16 @@ export async function openKv(opts: {
     },
     async del(key) {
       await client.del(p + key);
+    },
+    async hit(key, windowMs) {
+      // One round trip: the count, the window set only by the first hit (NX), and what is left of it.
+      const [count, , ttl] = (await client
+        .multi()
+        .incr(p + key)
+        .pExpire(p + key, windowMs, "NX")
+        .pTTL(p + key)
+        .exec()) as unknown as [number, number, number];
+      return { count, resetMs: ttl > 0 ? ttl : windowMs };
     },
     async close() {
       if (client.isReady) await client.close().catch(() => client.destroy());

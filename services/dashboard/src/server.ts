@@ -80,6 +80,7 @@ export async function startDashboard(config: DashboardConfig, deps: DashboardDep
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "simple");
+  app.set("trust proxy", config.trustProxy);
   const requests = new prom.Histogram({
     name: "http_request_duration_seconds",
     help: "Latency of dashboard requests, by route template, method and status",
@@ -148,6 +149,8 @@ export async function startDashboard(config: DashboardConfig, deps: DashboardDep
       // Secure everywhere but plain http on loopback (the local run), where a browser would drop it.
       secureCookie: new URL(origin).protocol === "https:" || !isLoopback(new URL(origin).hostname),
       sessionTtlMs: config.sessionTtlMs,
+      kv,
+      noncesPerMinute: config.noncesPerMinute,
     }),
   );
   app.use(ACCOUNT_API_BASE, (_req, res) => {

@@ -1,4 +1,4 @@
-import { ConfigError, readMeshToken } from "@tollgate/platform";
+import { ConfigError, parseTrustProxy, readMeshToken } from "@tollgate/platform";
 import { ENV } from "./env.ts";
 
 export interface GatewayConfig {
@@ -56,7 +56,7 @@ export function loadConfig(): GatewayConfig {
       maxRecords: ENV.int("USAGE_BATCH_MAX"),
       maxDelayMs: ENV.int("USAGE_BATCH_DELAY_MS"),
     },
-    trustProxy: trustProxyFromEnv(),
+    trustProxy: parseTrustProxy(ENV.string("TRUST_PROXY")),
     accessLog: ENV.bool("ACCESS_LOG"),
     meshToken: readMeshToken(),
   };
@@ -70,20 +70,4 @@ function publicBaseUrl(value: string | undefined, name = "PUBLIC_BASE_URL"): str
     throw new ConfigError(`${name} must be an http(s) URL without query or fragment, got "${value}"`);
   }
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
-}
-
-/** TRUST_PROXY: a number of hops (e.g. `1` behind one load balancer), or a comma-separated list of proxy addresses or CIDRs. */
-function trustProxyFromEnv(): number | string[] {
-  const raw = ENV.string("TRUST_PROXY").trim();
-  if (/^[0-9]+$/.test(raw)) return Number(raw);
-  const list = raw
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  for (const entry of list) {
-    if (!/^[0-9a-fA-F.:]+(\/[0-9]{1,3})?$/.test(entry)) {
-      throw new ConfigError(`TRUST_PROXY must be a hop count or a list of addresses/CIDRs, got "${entry}"`);
-    }
-  }
-  return list;
 }

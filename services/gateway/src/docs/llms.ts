@@ -18,7 +18,11 @@ function example(endpoint: Endpoint, base: string): string {
  * Links are absolute under the configured public base URL; without one, `{base_url}` stands
  * for it (the document never echoes what a caller sent as Host).
  */
-export function buildLlmsTxt(publicBaseUrl: string | undefined, methods: readonly PaymentMethod[]): string {
+export function buildLlmsTxt(
+  publicBaseUrl: string | undefined,
+  methods: readonly PaymentMethod[],
+  dashboardUrl?: string,
+): string {
   const base = publicBaseUrl ?? "{base_url}";
   const schemes = (protocol: string) => [
     ...new Set(methods.filter((m) => m.protocol === protocol).map((m) => `\`${m.scheme}\``)),
@@ -46,6 +50,7 @@ export function buildLlmsTxt(publicBaseUrl: string | undefined, methods: readonl
     ...(publicBaseUrl ? [] : ["`{base_url}` below is the address you reach this gateway at.", ""]),
     "## Authenticate or pay",
     "- API-key plan: `Authorization: Bearer <API key>`. Daily and monthly quotas per account; X-Quota-* headers on every response.",
+    `  - Get a key: sign in with an Ethereum wallet (EIP-4361) at ${dashboardUrl ? `the [dashboard](${dashboardUrl})` : "the operator's dashboard"} to create, revoke and replace keys and see usage; its JSON API is the \`account\` tag of [/openapi.json](${base}/openapi.json).`,
     x402.length
       ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`
       : "- x402: not accepted by this deployment right now.",

@@ -34,7 +34,7 @@ export function freeRouter(deps: FreeDeps): Router {
   let llmsTxt = "";
   const build = () => {
     openApi = JSON.stringify(buildOpenApi(deps.publicBaseUrl, deps.methods.list(), deps.dashboardUrl));
-    llmsTxt = buildLlmsTxt(deps.publicBaseUrl, deps.methods.list());
+    llmsTxt = buildLlmsTxt(deps.publicBaseUrl, deps.methods.list(), deps.dashboardUrl);
   };
   build();
   deps.methods.onChange(build);
