@@ -202,7 +202,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     const transfer = eip3009Transfer(payload, requirements);
     const scope = rpcFailures.getStore();
     if (!transfer || !scope) return;
-    void getCode(transfer.from);
+    getCode(transfer.from).catch(() => undefined); // the library awaits it, or refused before it did
     const read = tracked(() =>
       publicClient.readContract({
         address: transfer.asset,
@@ -503,6 +503,8 @@ const VALID_BEFORE_MARGIN_SECONDS = 6;
 
 /** A broadcast settlement of this signature is still pending: the library awaits it. */
 class PendingSettlement extends Error {}
+/** The pending-settlement store could not be asked: nothing is sent. */
+class PendingUnknown extends Error {}
 
 interface TransferSettler {
   signer: ReturnType<typeof toFacilitatorEvmSigner>;
@@ -550,15 +552,20 @@ async function settleVerifiedTransfer(
   if (BigInt(auth.validBefore) < BigInt(Math.floor(Date.now() / 1000) + VALID_BEFORE_MARGIN_SECONDS)) {
     return refused("invalid_exact_evm_payload_authorization_valid_before");
   }
-  // Asked while the signer lock is taken (one Redis round trip for both); awaited before sending.
-  const abort = pending
-    ? pending.get(signature).then((tx) => (tx ? new PendingSettlement() : undefined))
+  // Asked while the signer lock is taken (one Redis round trip for both), awaited before sending;
+  // it never rejects (nothing may await it before the lock is taken): a store failure is thrown there.
+  const abort: Promise<Error | undefined> = pending
+    ? pending.get(signature).then(
+        (tx) => (tx ? new PendingSettlement() : undefined),
+        (err: unknown) => new PendingUnknown(errorText(err), { cause: err }),
+      )
     : Promise.resolve(undefined);
   let tx: Hex;
   try {
     tx = await deps.submit(transfer, prepared, abort);
   } catch (err) {
     if (err instanceof PendingSettlement) return viaLibrary();
+    if (err instanceof PendingUnknown) throw err.cause; // as before: the store's error, not a refusal
     if (isTransportError(err)) throw err;
     return refused(transferErrorReason(err), "", errorText(err));
   }
