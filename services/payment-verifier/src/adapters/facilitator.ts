@@ -28,6 +28,7 @@ import {
   erc20Abi,
   getAddress,
   type Hex,
+  hexToBytes,
   isAddressEqual,
   parseEventLogs,
   parseSignature,
@@ -38,6 +39,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { type Caip2, chainIdOf, type FacilitatorConfig } from "../config.ts";
 import { FacilitatorUnavailableError } from "../core/types.ts";
 import { jsonRpcTransport } from "./json-rpc-transport.ts";
+import { signTransactionWasm } from "./secp256k1-wasm.ts";
 
 export interface Facilitator {
   readonly mode: "remote" | "local";
@@ -179,6 +181,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
   const transport = rpc.transport;
   const publicClient = createPublicClient({ chain, transport, pollingInterval: cfg.pollingIntervalMs });
   const account = privateKeyToAccount(cfg.privateKey);
+  const privateKey = hexToBytes(cfg.privateKey);
   const wallet: WalletClient = createWalletClient({ account, chain, transport });
   const submitter = new SerialSubmitter(publicClient, account.address, deps.signerLock);
 
@@ -336,14 +339,17 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
         if (stop) throw stop;
         if (!prepared) return filled(nonce);
         const { at: _, ...fields } = prepared;
-        const signed = await account.signTransaction({
-          ...fields,
-          ...(fields.gasPrice === undefined ? { type: "eip1559" } : { type: "legacy" }),
-          chainId: chain.id,
-          to: transfer.asset,
-          data,
-          nonce,
-        } as TransactionSerializable);
+        const signed = signTransactionWasm(
+          {
+            ...fields,
+            ...(fields.gasPrice === undefined ? { type: "eip1559" } : { type: "legacy" }),
+            chainId: chain.id,
+            to: transfer.asset,
+            data,
+            nonce,
+          } as TransactionSerializable,
+          privateKey,
+        );
         return publicClient.sendRawTransaction({ serializedTransaction: signed }).catch((err: unknown) => {
           // Refused by the node (it answered): not in its pool, so the nonce is still free. A nonce
           // conflict is the submitter's to retry; anything else (fees, gas) is prepared again.
