@@ -21,10 +21,7 @@ import {
   type SettleResult,
   type Verdict,
 } from "../../services/payment-verifier/src/core/types.ts";
-import {
-  MemoryAttemptLimiter,
-  RefusalMemory,
-} from "../../services/payment-verifier/src/stores/attempt-limits.ts";
+import { RefusalMemory } from "../../services/payment-verifier/src/stores/attempt-limits.ts";
 import {
   MemoryReservationStore,
   type Reservation,
@@ -147,7 +144,6 @@ function build(limits = { perSecond: 1000, burst: 1000 }) {
   payments = new Payments({
     schemes: [alpha, beta],
     reservations: new MemoryReservationStore(),
-    limiter: new MemoryAttemptLimiter(),
     refusals: new RefusalMemory({ max: 100, ttlMs: 60_000 }),
     limits: { perClient: limits, perPayer: limits },
     events: { record: (reservation, outcome) => events.push({ reservation, outcome }) },

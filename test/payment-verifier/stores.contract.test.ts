@@ -4,12 +4,7 @@
 // or the embedded default would not show what production does.
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
-import {
-  type AttemptLimiter,
-  MemoryAttemptLimiter,
-  RedisAttemptLimiter,
-  RefusalMemory,
-} from "../../services/payment-verifier/src/stores/attempt-limits.ts";
+import { RefusalMemory } from "../../services/payment-verifier/src/stores/attempt-limits.ts";
 import {
   type MppxState,
   memoryMppxState,
@@ -157,22 +152,26 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 });
 
-const limiters: [string, () => AttemptLimiter][] = [
-  ["Redis (Lua)", () => new RedisAttemptLimiter(redis, prefix)],
-  ["in-memory stand-in", () => new MemoryAttemptLimiter()],
-];
+type Check = { scope: string; id: string; limit: { perSecond: number; burst: number } };
 
-describe.each(limiters)("attempt limit contract: %s", (_name, make) => {
-  let limiter: AttemptLimiter;
+// The attempt limits are counted by the reserve, in the same round trip (one Lua script in Redis).
+describe.each(stores)("attempt limit contract (counted by reserve): %s", (_name, make) => {
+  let store: ReservationStore;
   beforeAll(() => {
-    limiter = make();
+    store = make();
   });
   const limit = { perSecond: 10, burst: 5 };
+  /** One attempt, reserving a fresh payment: the scope of the limit that refused it, if any. */
+  const take = async (checks: Check[], nowMs: number) => {
+    const r = await store.reserve(uniqueId("k-"), uniqueId("t-"), facts(), 60_000, { checks, nowMs });
+    if (!r.ok && !r.limited) throw new Error("a fresh payment was refused without a limit");
+    return r.ok ? undefined : r.limited;
+  };
 
   it("allows a burst, then refuses, then allows again at the sustained rate", async () => {
     const client = uniqueId("ip-");
     const now = 1_000_000;
-    const at = (ms: number) => limiter.take([{ scope: "client", id: client, limit }], ms);
+    const at = (ms: number) => take([{ scope: "client", id: client, limit }], ms);
     for (let i = 0; i < 5; i++) expect(await at(now)).toBeUndefined();
     expect(await at(now)).toBe("client");
     expect(await at(now + 50)).toBe("client");
@@ -189,10 +188,10 @@ describe.each(limiters)("attempt limit contract: %s", (_name, make) => {
         { scope: "client", id: uniqueId("ip-"), limit },
         { scope: "payer", id: payer, limit },
       ];
-      expect(await limiter.take(checks, now)).toBeUndefined();
+      expect(await take(checks, now)).toBeUndefined();
     }
     expect(
-      await limiter.take(
+      await take(
         [
           { scope: "client", id: uniqueId("ip-"), limit },
           { scope: "payer", id: payer, limit },
@@ -202,9 +201,9 @@ describe.each(limiters)("attempt limit contract: %s", (_name, make) => {
     ).toBe("payer");
     // An unknown client (no address) is not limited by address; a zero limit is off.
     for (let i = 0; i < 20; i++) {
-      expect(await limiter.take([{ scope: "client", id: "", limit }], now)).toBeUndefined();
+      expect(await take([{ scope: "client", id: "", limit }], now)).toBeUndefined();
       expect(
-        await limiter.take([{ scope: "client", id: "1.2.3.4", limit: { perSecond: 0, burst: 0 } }], now),
+        await take([{ scope: "client", id: "1.2.3.4", limit: { perSecond: 0, burst: 0 } }], now),
       ).toBeUndefined();
     }
   });
@@ -214,9 +213,33 @@ describe.each(limiters)("attempt limit contract: %s", (_name, make) => {
     const now = 3_000_000;
     for (let i = 0; i < 5; i++) {
       const id = i % 2 ? payer.toLowerCase() : payer.toUpperCase();
-      expect(await limiter.take([{ scope: "payer", id, limit }], now)).toBeUndefined();
+      expect(await take([{ scope: "payer", id, limit }], now)).toBeUndefined();
     }
-    expect(await limiter.take([{ scope: "payer", id: payer, limit }], now)).toBe("payer");
+    expect(await take([{ scope: "payer", id: payer, limit }], now)).toBe("payer");
+  });
+
+  it("reserves nothing for a refused attempt, and counts an attempt on a payment already held", async () => {
+    const client = uniqueId("ip-");
+    const now = 4_000_000;
+    const checks = [{ scope: "client", id: client, limit }];
+    const held = uniqueId("k-");
+    expect((await store.reserve(held, "holder", facts(), 60_000, { checks, nowMs: now })).ok).toBe(true);
+    // Replays of the held payment are refused as held, and each one counts against the client.
+    for (let i = 0; i < 4; i++) {
+      const replay = await store.reserve(held, uniqueId("t-"), facts(), 60_000, { checks, nowMs: now });
+      expect(replay).toMatchObject({ ok: false, current: { token: "holder" } });
+      expect(replay.ok || replay.limited).toBeFalsy();
+    }
+    const key = uniqueId("k-");
+    expect(await store.reserve(key, "late", facts(), 60_000, { checks, nowMs: now })).toEqual({
+      ok: false,
+      current: undefined,
+      limited: "client",
+    });
+    expect(await store.get(key)).toBeUndefined();
+    // The refused attempt advanced nothing: one interval later exactly one more is taken.
+    expect((await store.reserve(key, "later", facts(), 60_000, { checks, nowMs: now + 100 })).ok).toBe(true);
+    expect((await store.get(key))?.token).toBe("later");
   });
 });
 

@@ -70,7 +70,7 @@ export interface RedisSignerLockOptions {
   busy?: (message: string) => Error;
 }
 
-/** Two round trips per transaction: take the lock with the next nonce, then record it and let go. */
+/** Two round trips per transaction (the sender waits for one): take the lock with the next nonce, then record it and let go. */
 export function redisSignerLock(
   redis: ScriptRunner,
   prefix: string,
@@ -108,7 +108,9 @@ export function redisSignerLock(
         next = String(nonce + 1);
         return hash;
       } finally {
-        await redis.eval(UNLOCK, { keys, arguments: [token, next] }).catch(() => undefined);
+        // Not awaited: the sender has its hash a round trip sooner, and this process's next LOCK is
+        // sent after this UNLOCK on the same connection (Redis answers a connection in order).
+        redis.eval(UNLOCK, { keys, arguments: [token, next] }).catch(() => undefined);
       }
     },
   };

@@ -24,7 +24,7 @@ import { createPaymentMetrics, zeroPaymentMetrics } from "./core/metrics.ts";
 import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
-import { MemoryAttemptLimiter, RedisAttemptLimiter, RefusalMemory } from "./stores/attempt-limits.ts";
+import { RefusalMemory } from "./stores/attempt-limits.ts";
 import { memoryMppxState, redisMppxState } from "./stores/mppx-store.ts";
 import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
 import {
@@ -90,7 +90,6 @@ export async function startPaymentVerifier(
   const reservations =
     deps.reservations ??
     (redis ? new RedisReservationStore(redis, config.redisPrefix) : new MemoryReservationStore());
-  const limiter = redis ? new RedisAttemptLimiter(redis, config.redisPrefix) : new MemoryAttemptLimiter();
 
   const { x402 } = config;
   const facilitator = createFacilitator(x402.facilitator, x402.network, {
@@ -142,7 +141,6 @@ export async function startPaymentVerifier(
     for (const s of schemes) await s.close();
     await facilitator.close();
     await settlementChain?.close();
-    await limiter.close();
     await reservations.close();
   };
   for (const scheme of schemes) {
@@ -173,7 +171,6 @@ export async function startPaymentVerifier(
   const payments = new Payments({
     schemes,
     reservations,
-    limiter,
     refusals: new RefusalMemory({ max: 10_000, ttlMs: config.limits.refusalMemorySeconds * 1000 }),
     limits: config.limits,
     events: createSettlementRecorder(events, logger),

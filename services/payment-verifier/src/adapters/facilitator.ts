@@ -20,21 +20,26 @@ import { BatchSettlementEvmScheme as BatchSettlementFacilitatorScheme } from "@x
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import {
   type Abi,
+  type Address,
   createPublicClient,
   createWalletClient,
   defineChain,
+  encodeFunctionData,
   erc20Abi,
   getAddress,
   type Hex,
+  hexToBytes,
   isAddressEqual,
   parseEventLogs,
   parseSignature,
+  type TransactionSerializable,
   type WalletClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type Caip2, chainIdOf, type FacilitatorConfig } from "../config.ts";
 import { FacilitatorUnavailableError } from "../core/types.ts";
 import { jsonRpcTransport } from "./json-rpc-transport.ts";
+import { signTransactionWasm } from "./secp256k1-wasm.ts";
 
 export interface Facilitator {
   readonly mode: "remote" | "local";
@@ -42,12 +47,20 @@ export interface Facilitator {
   /** The settlement account (local mode). */
   readonly address?: `0x${string}`;
   /**
+   * Local mode: the gas and fee fields of the transaction that would settle an `exact` EIP-3009
+   * payment, read while it is verified (see PreparedFees), encoded for the reservation's hold; ""
+   * when they cannot be read (Settle then reads them itself). Never rejects.
+   */
+  readonly prepareSettle?: (payload: PaymentPayload, requirements: PaymentRequirements) => Promise<string>;
+  /**
    * Local mode: settles an `exact` EIP-3009 payment that Verify accepted, with the same payload and
-   * requirements, without verifying it a second time (see settleVerifiedTransfer).
+   * requirements, without verifying it a second time (see settleVerifiedTransfer), with the fields
+   * prepareSettle read at Verify while they are fresh.
    */
   readonly settleVerified?: (
     payload: PaymentPayload,
     requirements: PaymentRequirements,
+    prepared?: string,
   ) => Promise<SettleResponse>;
   close(): Promise<void>;
 }
@@ -122,14 +135,21 @@ async function outageAware<R>(
   return result;
 }
 
-/** One facilitator verify or settle: whether the node was unreachable, and code read so far. */
+/** One facilitator verify or settle: whether the node was unreachable, and reads made so far. */
 interface CallScope {
   failed: boolean;
   /** The exact scheme reads the payer's code twice per verify; once is enough. */
   code: Map<string, Promise<Hex | undefined>>;
+  /** Contract reads started ahead of the library (readAhead), by call (see readKey). */
+  reads: Map<string, Promise<unknown>>;
 }
 
-const newScope = (): CallScope => ({ failed: false, code: new Map() });
+const newScope = (): CallScope => ({ failed: false, code: new Map(), reads: new Map() });
+
+/** A contract read's identity: the contract, the function and its arguments. */
+function readKey(address: string, functionName: string, args: readonly unknown[] | undefined): string {
+  return `${address}|${functionName}|${(args ?? []).map(String).join("|")}`.toLowerCase();
+}
 
 async function tracked<T>(call: () => Promise<T>): Promise<T> {
   try {
@@ -161,26 +181,57 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
   const transport = rpc.transport;
   const publicClient = createPublicClient({ chain, transport, pollingInterval: cfg.pollingIntervalMs });
   const account = privateKeyToAccount(cfg.privateKey);
+  const privateKey = hexToBytes(cfg.privateKey);
   const wallet: WalletClient = createWalletClient({ account, chain, transport });
   const submitter = new SerialSubmitter(publicClient, account.address, deps.signerLock);
+
+  function getCode(address: `0x${string}`): Promise<Hex | undefined> {
+    const memo = rpcFailures.getStore()?.code;
+    const key = address.toLowerCase();
+    const cached = memo?.get(key);
+    if (cached) return cached;
+    const read = tracked(() => publicClient.getCode({ address })).catch(swallowTransportError);
+    memo?.set(key, read);
+    return read;
+  }
+
+  /**
+   * The library's verify of a plain ECDSA EIP-3009 payment reads the payer's code, recovers the
+   * signer (CPU), then simulates the transfer: the two reads are started at once, before the
+   * recovery, so the node answers both while the signature is checked. Its calls find them in the
+   * scope; a call with other arguments reads for itself.
+   */
+  function readAhead(payload: PaymentPayload, requirements: PaymentRequirements): void {
+    const transfer = eip3009Transfer(payload, requirements);
+    const scope = rpcFailures.getStore();
+    if (!transfer || !scope) return;
+    getCode(transfer.from).catch(() => undefined); // the library awaits it, or refused before it did
+    const read = tracked(() =>
+      publicClient.readContract({
+        address: transfer.asset,
+        abi: eip3009ABI as Abi, // a state-changing function, simulated
+        functionName: "transferWithAuthorization",
+        args: transfer.args,
+      }),
+    );
+    read.catch(() => undefined); // awaited by the library, or by no one when it refused earlier
+    scope.reads.set(readKey(transfer.asset, "transferWithAuthorization", transfer.args), read);
+  }
 
   const signer = toFacilitatorEvmSigner(
     {
       address: account.address,
-      readContract: (args) =>
-        tracked(() => publicClient.readContract({ ...args, abi: args.abi as Abi, args: args.args ?? [] })),
+      readContract: (args) => {
+        const ahead = rpcFailures.getStore()?.reads.get(readKey(args.address, args.functionName, args.args));
+        return (
+          ahead ??
+          tracked(() => publicClient.readContract({ ...args, abi: args.abi as Abi, args: args.args ?? [] }))
+        );
+      },
       verifyTypedData: (args) => tracked(() => publicClient.verifyTypedData(args as never)),
       // A failed getCode must not throw: the exact scheme starts an asset check with it that it
       // may never await (an unhandled rejection). The outage is noted and reported instead.
-      getCode: (args) => {
-        const memo = rpcFailures.getStore()?.code;
-        const key = args.address.toLowerCase();
-        const cached = memo?.get(key);
-        if (cached) return cached;
-        const read = tracked(() => publicClient.getCode(args)).catch(swallowTransportError);
-        memo?.set(key, read);
-        return read;
-      },
+      getCode: (args) => getCode(args.address),
       waitForTransactionReceipt: (args) => tracked(() => publicClient.waitForTransactionReceipt(args)),
       writeContract: (args) =>
         tracked(() =>
@@ -218,7 +269,10 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     verify: (payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> =>
       outageAware(
         "verify",
-        () => facilitator.verify(payload, requirements),
+        () => {
+          readAhead(payload, requirements);
+          return facilitator.verify(payload, requirements);
+        },
         (r) => !r.isValid,
       ),
     settle: (payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> =>
@@ -232,26 +286,211 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     getSupported: async () => facilitator.getSupported() as SupportedResponse,
   };
 
+  /**
+   * Reads gas and fees for the transfer the way viem prepares a transaction (one eth_fillTransaction
+   * where the node has it, else the fee history and an estimate), without a nonce: the nonce is
+   * only ever taken under the signer lock.
+   */
+  async function prepareSettle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<string> {
+    const transfer = eip3009Transfer(payload, requirements);
+    if (!transfer) return "";
+    try {
+      const at = Date.now();
+      const request = await wallet.prepareTransactionRequest({
+        account,
+        chain,
+        to: transfer.asset,
+        data: transferData(transfer),
+        parameters: ["fees", "gas", "type"],
+      });
+      return encodePreparedFees({
+        at,
+        gas: (request.gas * (100n + GAS_HEADROOM_PERCENT)) / 100n,
+        ...(request.type === "legacy" || request.type === "eip2930"
+          ? { gasPrice: request.gasPrice ?? 0n }
+          : {
+              maxFeePerGas: request.maxFeePerGas ?? 0n,
+              maxPriorityFeePerGas: request.maxPriorityFeePerGas ?? 0n,
+            }),
+      });
+    } catch {
+      return ""; // a transfer the node would refuse is the verification's to report; Settle reads for itself
+    }
+  }
+
+  /**
+   * Sends the transfer with the next nonce, under the signer lock: signed with the fields read at
+   * Verify while they are fresh (no estimate under the lock), else prepared the ordinary way. A
+   * prepared send the node refuses (a fee below the base fee, too little gas) is prepared again once,
+   * with the same nonce, before the lock is let go. `abort` is awaited before anything is sent: a
+   * reason there stops the send and frees the lock.
+   */
+  function submitTransfer(
+    transfer: Eip3009Transfer,
+    prepared: PreparedFees | undefined,
+    abort: Promise<Error | undefined>,
+  ): Promise<Hex> {
+    const data = transferData(transfer);
+    const filled = (nonce: number) =>
+      wallet.sendTransaction({ to: transfer.asset, data, account, chain, nonce });
+    return tracked(() =>
+      submitter.submit(async (nonce) => {
+        const stop = await abort;
+        if (stop) throw stop;
+        if (!prepared) return filled(nonce);
+        const { at: _, ...fields } = prepared;
+        const signed = signTransactionWasm(
+          {
+            ...fields,
+            ...(fields.gasPrice === undefined ? { type: "eip1559" } : { type: "legacy" }),
+            chainId: chain.id,
+            to: transfer.asset,
+            data,
+            nonce,
+          } as TransactionSerializable,
+          privateKey,
+        );
+        return publicClient.sendRawTransaction({ serializedTransaction: signed }).catch((err: unknown) => {
+          // Refused by the node (it answered): not in its pool, so the nonce is still free. A nonce
+          // conflict is the submitter's to retry; anything else (fees, gas) is prepared again.
+          if (isTransportError(err) || NONCE_REFUSED.test(errorText(err))) throw err;
+          return filled(nonce);
+        });
+      }),
+    );
+  }
+
   const settleVerified = (
     payload: PaymentPayload,
     requirements: PaymentRequirements,
+    prepared = "",
   ): Promise<SettleResponse> =>
     outageAware(
       "settle",
       () =>
-        settleVerifiedTransfer(signer, pendingSettlementStore, payload, requirements, () =>
-          client.settle(payload, requirements),
+        settleVerifiedTransfer(
+          { signer, pending: pendingSettlementStore, submit: submitTransfer },
+          payload,
+          requirements,
+          decodePreparedFees(prepared, Date.now()),
+          () => client.settle(payload, requirements),
         ),
       (r) => !r.success && !r.transaction,
     );
 
   logger.debug({ address: account.address, network }, "in-process x402 facilitator");
-  return { mode: "local", client, address: account.address, settleVerified, close: () => rpc.close() };
+  return {
+    mode: "local",
+    client,
+    address: account.address,
+    prepareSettle,
+    settleVerified,
+    close: () => rpc.close(),
+  };
 }
+
+// ---- the exact scheme's transfer, settled without a second verification ----
+
+/** A node refusal that means the nonce is taken (the submitter retries those with a fresh one). */
+const NONCE_REFUSED =
+  /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
+
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** Unused gas is not paid for: the limit read at Verify gets this much headroom for a state that moved. */
+const GAS_HEADROOM_PERCENT = 20n;
+/**
+ * How long fees read at Verify are used for the settlement. A base fee rises at most 12.5% a block,
+ * and the node's fill (or viem's estimate) leaves room for at least one block: within a couple of
+ * seconds the transaction is sure to be priced into the next block. Older, Settle reads them again.
+ */
+export const PREPARED_FEES_TTL_MS = 2_000;
+
+/** The gas and fee fields of a settlement transaction, read at Verify; every field but the nonce. */
+export interface PreparedFees {
+  /** When they were read (ms since the epoch). */
+  at: number;
+  gas: bigint;
+  maxFeePerGas?: bigint;
+  maxPriorityFeePerGas?: bigint;
+  gasPrice?: bigint;
+}
+
+/** The hold written with the reservation: `fees1:` then the fields, as JSON with decimal strings. */
+export function encodePreparedFees(fees: PreparedFees): string {
+  return `fees1:${JSON.stringify(fees, (_, v) => (typeof v === "bigint" ? v.toString() : v))}`;
+}
+
+/** The fees of a hold, if it holds fees read less than PREPARED_FEES_TTL_MS before `now`. */
+export function decodePreparedFees(hold: string, now: number): PreparedFees | undefined {
+  if (!hold.startsWith("fees1:")) return undefined;
+  try {
+    const raw = JSON.parse(hold.slice("fees1:".length)) as Record<string, string | number>;
+    const at = Number(raw.at);
+    if (!(now - at >= 0 && now - at < PREPARED_FEES_TTL_MS)) return undefined;
+    const big = (k: string) => (raw[k] === undefined ? undefined : BigInt(raw[k]));
+    const gas = big("gas");
+    if (!gas) return undefined;
+    const gasPrice = big("gasPrice");
+    const maxFeePerGas = big("maxFeePerGas");
+    const maxPriorityFeePerGas = big("maxPriorityFeePerGas");
+    if (gasPrice !== undefined) return { at, gas, gasPrice };
+    if (maxFeePerGas === undefined || maxPriorityFeePerGas === undefined) return undefined;
+    return { at, gas, maxFeePerGas, maxPriorityFeePerGas };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A plain (65-byte ECDSA) EIP-3009 authorization of the exact scheme, as transferWithAuthorization takes it. */
+interface Eip3009Transfer {
+  asset: Address;
+  from: Address;
+  auth: ExactEIP3009Payload["authorization"];
+  signature: Hex;
+  /** from, to, value, validAfter, validBefore, nonce, v, r, s. */
+  args: readonly [Address, Address, bigint, bigint, bigint, Hex, number, Hex, Hex];
+}
+
+function eip3009Transfer(
+  payload: PaymentPayload,
+  requirements: PaymentRequirements,
+): Eip3009Transfer | undefined {
+  const inner = payload.payload;
+  if (requirements.scheme !== "exact" || !isEIP3009Payload(inner as never)) return undefined;
+  const { authorization: auth, signature } = inner as unknown as ExactEIP3009Payload;
+  if (signature?.length !== 132) return undefined;
+  try {
+    const { r, s, v, yParity } = parseSignature(signature as Hex);
+    const from = getAddress(auth.from);
+    return {
+      asset: getAddress(requirements.asset),
+      from,
+      auth,
+      signature: signature as Hex,
+      args: [
+        from,
+        getAddress(auth.to),
+        BigInt(auth.value),
+        BigInt(auth.validAfter),
+        BigInt(auth.validBefore),
+        auth.nonce as Hex,
+        Number(v ?? yParity),
+        r,
+        s,
+      ],
+    };
+  } catch {
+    return undefined; // not an authorization the contract could take: the library's verdict stands
+  }
+}
+
+const transferData = (t: Eip3009Transfer): Hex =>
+  encodeFunctionData({ abi: eip3009ABI, functionName: "transferWithAuthorization", args: t.args });
 
 /** What transferWithAuthorization reverts with, as the exact scheme's refusal codes. */
 function transferErrorReason(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
+  const msg = errorText(err);
   if (/authorization.*(expired|valid before)|AuthorizationExpired/i.test(msg))
     return "invalid_exact_evm_payload_authorization_valid_before";
   if (/authorization.*not.*valid|AuthorizationNotYetValid/i.test(msg))
@@ -268,28 +507,44 @@ function transferErrorReason(err: unknown): string {
 /** Seconds a settlement must still have before the authorization expires (the library's margin). */
 const VALID_BEFORE_MARGIN_SECONDS = 6;
 
+/** A broadcast settlement of this signature is still pending: the library awaits it. */
+class PendingSettlement extends Error {}
+/** The pending-settlement store could not be asked: nothing is sent. */
+class PendingUnknown extends Error {}
+
+interface TransferSettler {
+  signer: ReturnType<typeof toFacilitatorEvmSigner>;
+  pending: PendingSettlementStore | undefined;
+  submit(
+    transfer: Eip3009Transfer,
+    prepared: PreparedFees | undefined,
+    abort: Promise<Error | undefined>,
+  ): Promise<Hex>;
+}
+
 /**
  * Settles an `exact` EIP-3009 payment that Verify accepted moments ago, with the same payload and
  * requirements (the core proves it from the reservation), without the library's second verification
  * in settle (another getCode and another secp256k1 recovery, pure JS, about 2 ms of CPU a call).
  * Only time can change in between, so it is checked again here. Nothing is given away by skipping
- * the rest: a transfer the token would refuse fails gas estimation and is never broadcast, and a call
- * is answered only after its settlement succeeded. The pending-settlement bookkeeping and the
- * Transfer-event check are the library's. Anything but a plain ECDSA authorization (a smart wallet,
- * ERC-6492), or a payment with a broadcast settlement still pending, goes through the library.
+ * the rest: a call is answered only after its settlement succeeded (a transfer the token refuses
+ * now is refused by gas estimation when it is prepared here, or reverts on chain when it was
+ * prepared at Verify; either way nothing moved and the call is not served). The pending-settlement
+ * bookkeeping and the Transfer-event check are the library's. Anything but a plain ECDSA
+ * authorization (a smart wallet, ERC-6492), or a payment with a broadcast settlement still pending,
+ * goes through the library.
  */
 async function settleVerifiedTransfer(
-  signer: ReturnType<typeof toFacilitatorEvmSigner>,
-  pending: PendingSettlementStore | undefined,
+  deps: TransferSettler,
   payload: PaymentPayload,
   requirements: PaymentRequirements,
+  prepared: PreparedFees | undefined,
   viaLibrary: () => Promise<SettleResponse>,
 ): Promise<SettleResponse> {
-  const inner = payload.payload;
-  if (requirements.scheme !== "exact" || !isEIP3009Payload(inner as never)) return viaLibrary();
-  const { authorization: auth, signature } = inner as unknown as ExactEIP3009Payload;
-  if (signature?.length !== 132) return viaLibrary();
-  if (pending && (await pending.get(signature))) return viaLibrary();
+  const transfer = eip3009Transfer(payload, requirements);
+  if (!transfer) return viaLibrary();
+  const { signer, pending } = deps;
+  const { auth, signature, asset } = transfer;
   const network = requirements.network;
   const payer = auth.from;
   const refused = (errorReason: string, transaction = "", errorMessage?: string): SettleResponse => ({
@@ -303,36 +558,29 @@ async function settleVerifiedTransfer(
   if (BigInt(auth.validBefore) < BigInt(Math.floor(Date.now() / 1000) + VALID_BEFORE_MARGIN_SECONDS)) {
     return refused("invalid_exact_evm_payload_authorization_valid_before");
   }
-  const asset = getAddress(requirements.asset);
-  const { r, s, v, yParity } = parseSignature(signature as Hex);
+  // Asked while the signer lock is taken (one Redis round trip for both), awaited before sending;
+  // it never rejects (nothing may await it before the lock is taken): a store failure is thrown there.
+  const abort: Promise<Error | undefined> = pending
+    ? pending.get(signature).then(
+        (tx) => (tx ? new PendingSettlement() : undefined),
+        (err: unknown) => new PendingUnknown(errorText(err), { cause: err }),
+      )
+    : Promise.resolve(undefined);
   let tx: Hex;
   try {
-    tx = await signer.writeContract({
-      address: asset,
-      abi: eip3009ABI,
-      functionName: "transferWithAuthorization",
-      args: [
-        getAddress(auth.from),
-        getAddress(auth.to),
-        BigInt(auth.value),
-        BigInt(auth.validAfter),
-        BigInt(auth.validBefore),
-        auth.nonce,
-        v ?? BigInt(yParity),
-        r,
-        s,
-      ],
-    });
+    tx = await deps.submit(transfer, prepared, abort);
   } catch (err) {
+    if (err instanceof PendingSettlement) return viaLibrary();
+    if (err instanceof PendingUnknown) throw err.cause; // as before: the store's error, not a refusal
     if (isTransportError(err)) throw err;
-    return refused(transferErrorReason(err), "", err instanceof Error ? err.message : String(err));
+    return refused(transferErrorReason(err), "", errorText(err));
   }
   let receipt: Awaited<ReturnType<typeof signer.waitForTransactionReceipt>>;
   try {
     receipt = await signer.waitForTransactionReceipt({ hash: tx });
   } catch (err) {
     // Broadcast but not seen confirmed: a retry with the same payment awaits this transaction.
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorText(err);
     try {
       await pending?.set(signature, tx);
     } catch (storeError) {
@@ -344,7 +592,23 @@ async function settleVerifiedTransfer(
     }
     return refused("settlement_pending", tx, message.slice(0, 400));
   }
-  if (receipt.status !== "success") return refused("invalid_exact_evm_transaction_failed", tx);
+  if (receipt.status !== "success") {
+    // Sent without an estimate (fields read at Verify): the transfer is simulated again for the
+    // reason the token refuses it now (spent balance, an authorization used since: an earlier
+    // attempt of this settlement that landed, which the scheme then serves).
+    const reason = await signer
+      .readContract({
+        address: asset,
+        abi: eip3009ABI as Abi,
+        functionName: "transferWithAuthorization",
+        args: transfer.args,
+      })
+      .then(
+        () => "invalid_exact_evm_transaction_failed",
+        (err: unknown) => transferErrorReason(err),
+      );
+    return refused(reason, tx);
+  }
   const transferred = parseEventLogs({
     abi: erc20Abi,
     eventName: "Transfer",

@@ -6,7 +6,7 @@
 // for the gRPC mapping); payment problems are answers, never exceptions.
 import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "@tollgate/platform";
-import type { AttemptLimiter, Limit, RefusalMemory } from "../stores/attempt-limits.ts";
+import type { Limit, RefusalMemory } from "../stores/attempt-limits.ts";
 import type { PaymentFacts, Reservation, ReservationStore } from "../stores/reservations.ts";
 import type { SettlementRecorder } from "./events.ts";
 import type { PaymentMetrics } from "./metrics.ts";
@@ -30,8 +30,8 @@ const SETTLING_TTL_MS = 5 * 60_000;
 export interface PaymentsOptions {
   /** In the order offers are listed; the first scheme of a protocol that claims a credential takes it. */
   schemes: readonly PaymentScheme[];
+  /** Also counts payment attempts against `limits` (in the reserve's round trip). */
   reservations: ReservationStore;
-  limiter: AttemptLimiter;
   refusals: RefusalMemory;
   limits: { perClient: Limit; perPayer: Limit };
   events: SettlementRecorder;
@@ -229,30 +229,29 @@ export class Payments {
     }
     const facts = this.#facts(call, scheme, payment, print);
     try {
-      const limited = await this.#store(() =>
-        this.#o.limiter.take(
-          [
-            { scope: "client", id: call.client, limit: this.#o.limits.perClient },
-            { scope: "payer", id: payment.payer, limit: this.#o.limits.perPayer },
-          ],
-          now,
-        ),
+      // The reservation comes first, so concurrent copies of one payment cost one verification;
+      // the attempt is counted against the limits in the same round trip.
+      const token = randomUUID();
+      const attempt = {
+        checks: [
+          { scope: "client", id: call.client, limit: this.#o.limits.perClient },
+          { scope: "payer", id: payment.payer, limit: this.#o.limits.perPayer },
+        ],
+        nowMs: now,
+      };
+      const reserved = await this.#store(() =>
+        this.#o.reservations.reserve(payment.key, token, facts, this.#o.reservationTtlMs, attempt),
       );
-      if (limited) {
-        this.#o.metrics.attemptsLimited.inc({ scope: limited });
+      if (!reserved.ok && reserved.limited) {
+        this.#o.metrics.attemptsLimited.inc({ scope: reserved.limited });
         return {
           valid: false,
           code: "rate_limited",
-          reason: `too many payment attempts from this ${limited}; back off briefly (Retry-After: 1) and retry`,
+          reason: `too many payment attempts from this ${reserved.limited}; back off briefly (Retry-After: 1) and retry`,
           headers: [],
           scheme: scheme.name,
         };
       }
-      // The reservation comes first, so concurrent copies of one payment cost one verification.
-      const token = randomUUID();
-      const reserved = await this.#store(() =>
-        this.#o.reservations.reserve(payment.key, token, facts, this.#o.reservationTtlMs),
-      );
       if (!reserved.ok) {
         const answer = await scheme.conflict?.(call, payment).catch(() => undefined);
         if (answer) {

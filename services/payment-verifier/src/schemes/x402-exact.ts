@@ -116,9 +116,9 @@ export interface X402ExactDeps {
   /**
    * The in-process facilitator, when it is the only one: its verify recovers the signer itself (so
    * ours would be a second recovery), and Settle of the credentials Verify accepted goes to it
-   * directly, without a third.
+   * directly, without a third, with the gas and fees it read while Verify ran (the hold).
    */
-  local?: Pick<Facilitator, "settleVerified">;
+  local?: Pick<Facilitator, "settleVerified" | "prepareSettle">;
   logger: Logger;
   onInitFailure: () => void;
 }
@@ -300,6 +300,8 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         final: true,
       };
     }
+    // The settlement's gas and fees, read while the facilitator verifies (never rejects).
+    const prepared = this.#deps.local?.prepareSettle?.(payment.payload, requirements);
     let result: VerifyResponse;
     try {
       result = await this.protocol.verify(this.name, payment.payload, requirements);
@@ -327,7 +329,8 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         final: true,
       };
     }
-    return { ok: true };
+    const hold = await prepared;
+    return hold ? { ok: true, hold } : { ok: true };
   }
 
   /**
@@ -381,7 +384,7 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
     try {
       const direct = verified.sameCredentials ? this.#deps.local?.settleVerified : undefined;
       result = direct
-        ? await direct(payment.payload, requirements)
+        ? await direct(payment.payload, requirements, verified.hold)
         : await this.protocol.settle(this.name, payment.payload, requirements);
     } catch (err) {
       if (!(err instanceof SettleError))

@@ -1,8 +1,8 @@
 // Limits on payment attempts per client address and per payer (GCRA, shared by every replica
 // through Redis): a flood of forged or replayed payments costs the attacker a 429, not us a
-// facilitator round trip each. The Redis script and the in-memory stand-in implement the same
-// rule; test/payment-verifier/attempt-limits.contract.test.ts runs one suite against both.
-import type { Redis } from "@tollgate/platform";
+// facilitator round trip each. Counted with the reservation (stores/reservations.ts), in the same
+// Lua script; the in-memory stand-in implements the same rule, and
+// test/payment-verifier/stores.contract.test.ts runs one suite against both.
 
 export interface Limit {
   /** Sustained attempts per second; 0 turns the limit off. */
@@ -18,66 +18,47 @@ export interface AttemptCheck {
   limit: Limit;
 }
 
-export interface AttemptLimiter {
-  /** Counts one attempt against every check; returns the scope of the first limit exceeded, if any. */
-  take(checks: readonly AttemptCheck[], nowMs: number): Promise<string | undefined>;
-  close(): Promise<void>;
-}
-
-// KEYS: one per check. ARGV: now ms, then per check: interval ms, burst.
-// A refused attempt does not advance its bucket, so a client that backs off is served again.
-const TAKE = `
-local now = tonumber(ARGV[1])
-for i, key in ipairs(KEYS) do
-  local interval = tonumber(ARGV[i * 2])
-  local burst = tonumber(ARGV[i * 2 + 1])
-  local tat = tonumber(redis.call('GET', key)) or now
-  if tat < now then tat = now end
-  if tat + interval - now > burst * interval then return i end
+/**
+ * The rule in Lua, for a script that counts attempts (stores/reservations.ts: with the reservation,
+ * in one round trip): `take_attempts(keys, args, now)` counts one attempt against every bucket
+ * `keys[i]` (`args[2i-1]` interval ms, `args[2i]` burst) and returns 0, or the index of the first
+ * bucket that is full, counting nothing. A refused attempt does not advance its bucket, so a client
+ * that backs off is served again.
+ */
+export const TAKE_ATTEMPTS_LUA = `
+local function take_attempts(keys, args, now)
+  for i, key in ipairs(keys) do
+    local interval = tonumber(args[i * 2 - 1])
+    local burst = tonumber(args[i * 2])
+    local tat = tonumber(redis.call('GET', key)) or now
+    if tat < now then tat = now end
+    if tat + interval - now > burst * interval then return i end
+  end
+  for i, key in ipairs(keys) do
+    local interval = tonumber(args[i * 2 - 1])
+    local tat = tonumber(redis.call('GET', key)) or now
+    if tat < now then tat = now end
+    local nextTat = tat + interval
+    redis.call('SET', key, string.format('%.3f', nextTat), 'PX', math.ceil(nextTat - now) + 1000)
+  end
+  return 0
 end
-for i, key in ipairs(KEYS) do
-  local interval = tonumber(ARGV[i * 2])
-  local tat = tonumber(redis.call('GET', key)) or now
-  if tat < now then tat = now end
-  local nextTat = tat + interval
-  redis.call('SET', key, string.format('%.3f', nextTat), 'PX', math.ceil(nextTat - now) + 1000)
-end
-return 0`;
+`;
 
-function active(checks: readonly AttemptCheck[]): AttemptCheck[] {
+/** The checks that count (an empty id or a zero limit skips one). */
+export function activeChecks(checks: readonly AttemptCheck[]): AttemptCheck[] {
   return checks.filter((c) => c.id !== "" && c.limit.perSecond > 0 && c.limit.burst > 0);
 }
 
-const intervalOf = (limit: Limit) => 1000 / limit.perSecond;
+/** A bucket's interval (ms between sustained attempts). */
+export const intervalOf = (limit: Limit) => 1000 / limit.perSecond;
 
-export class RedisAttemptLimiter implements AttemptLimiter {
-  readonly #redis: Redis;
-  readonly #prefix: string;
-
-  constructor(redis: Redis, prefix: string) {
-    this.#redis = redis;
-    this.#prefix = `${prefix}attempts:`;
-  }
-
-  async take(checks: readonly AttemptCheck[], nowMs: number): Promise<string | undefined> {
-    const used = active(checks);
-    if (used.length === 0) return undefined;
-    const reply = await this.#redis.eval(TAKE, {
-      keys: used.map((c) => `${this.#prefix}${c.scope}:${c.id.toLowerCase()}`),
-      arguments: [
-        String(nowMs),
-        ...used.flatMap((c) => [String(intervalOf(c.limit)), String(c.limit.burst)]),
-      ],
-    });
-    const index = Number(reply);
-    return index > 0 ? used[index - 1]?.scope : undefined;
-  }
-
-  async close(): Promise<void> {}
-}
+/** The Redis key of a check's bucket under a service's prefix (payer addresses in any casing are one). */
+export const attemptKey = (prefix: string, check: AttemptCheck) =>
+  `${prefix}attempts:${check.scope}:${check.id.toLowerCase()}`;
 
 /** Single-node stand-in: the same rule, in this process. Entries expire once their bucket is full again. */
-export class MemoryAttemptLimiter implements AttemptLimiter {
+export class MemoryAttemptLimiter {
   readonly #tat = new Map<string, number>();
   readonly #sweeper: NodeJS.Timeout;
 
@@ -89,8 +70,9 @@ export class MemoryAttemptLimiter implements AttemptLimiter {
     this.#sweeper.unref();
   }
 
-  async take(checks: readonly AttemptCheck[], nowMs: number): Promise<string | undefined> {
-    const used = active(checks);
+  /** Counts one attempt against every check; returns the scope of the first limit exceeded, if any. */
+  take(checks: readonly AttemptCheck[], nowMs: number): string | undefined {
+    const used = activeChecks(checks);
     const keys = used.map((c) => `${c.scope}:${c.id.toLowerCase()}`);
     for (const [i, c] of used.entries()) {
       const tat = Math.max(this.#tat.get(keys[i] ?? "") ?? nowMs, nowMs);
@@ -105,7 +87,7 @@ export class MemoryAttemptLimiter implements AttemptLimiter {
     return undefined;
   }
 
-  async close(): Promise<void> {
+  close(): void {
     clearInterval(this.#sweeper);
     this.#tat.clear();
   }

@@ -4,9 +4,18 @@
 // reservation. reserved → settling → settled (kept while the payment could still be collected);
 // Release, or a settlement that moved nothing, deletes it so the client may pay again.
 //
-// The Redis store (Lua, atomic per key) and the in-memory stand-in implement the same state machine;
-// test/payment-verifier/reservations.contract.test.ts runs one suite against both.
+// A reserve also counts the attempt against the attempt limits (stores/attempt-limits.ts), in the
+// same round trip. The Redis store (Lua, atomic per key) and the in-memory stand-in implement the
+// same state machine; test/payment-verifier/stores.contract.test.ts runs one suite against both.
 import type { Redis } from "@tollgate/platform";
+import {
+  type AttemptCheck,
+  activeChecks,
+  attemptKey,
+  intervalOf,
+  MemoryAttemptLimiter,
+  TAKE_ATTEMPTS_LUA,
+} from "./attempt-limits.ts";
 
 export type ReservationState = "reserved" | "settling" | "settled";
 
@@ -41,9 +50,16 @@ export interface Reservation extends PaymentFacts {
   receipt: string;
 }
 
+/** The attempt a reserve counts: one against each check's limit, at `nowMs`. */
+export interface Attempt {
+  checks: readonly AttemptCheck[];
+  nowMs: number;
+}
+
 export type ReserveResult =
   | { ok: true; token: string; retried: boolean }
-  | { ok: false; current: Reservation | undefined };
+  /** Held or used (`current`), or refused by the attempt limit of scope `limited` (nothing counted or reserved). */
+  | { ok: false; current: Reservation | undefined; limited?: string };
 
 export type BeginSettle =
   | { ok: true; reservation: Reservation }
@@ -53,11 +69,18 @@ export interface ReservationStore {
   readonly kind: "redis" | "memory";
   get(key: string): Promise<Reservation | undefined>;
   /**
-   * Takes the payment for one request. A Verify retried for the same request (same mesh request id,
-   * same endpoint, network, amount and payer) gets the token it already holds; anything else that
-   * finds the key held or used is refused.
+   * Counts the attempt (a full limit refuses it, and nothing else happens), then takes the payment
+   * for one request. A Verify retried for the same request (same mesh request id, same endpoint,
+   * network, amount and payer) gets the token it already holds; anything else that finds the key
+   * held or used is refused.
    */
-  reserve(key: string, token: string, facts: PaymentFacts, ttlMs: number): Promise<ReserveResult>;
+  reserve(
+    key: string,
+    token: string,
+    facts: PaymentFacts,
+    ttlMs: number,
+    attempt?: Attempt,
+  ): Promise<ReserveResult>;
   /**
    * Records the verdict on a reservation held by `token`: the money that already moved (nothing
    * to collect), and what the scheme holds until Settle or Release.
@@ -150,19 +173,25 @@ function isRetryOf(current: Reservation, facts: PaymentFacts): boolean {
   );
 }
 
-// KEYS[1] reservation; ARGV[1] ttl ms; ARGV[2..] field/value pairs (state reserved).
-// Reply: {1, token} taken | {2, token} retried by the same request | {0} held or used.
-const RESERVE = `
+// KEYS[1] reservation, KEYS[2..] attempt buckets; ARGV[1] ttl ms, ARGV[2] now ms, ARGV[3] the
+// number of buckets n, then per bucket its interval ms and burst, then field/value pairs (state reserved).
+// Reply: {3, i} bucket i is full (nothing counted or reserved) | {1, token} taken | {2, token}
+// retried by the same request | {0} held or used.
+const RESERVE = `${TAKE_ATTEMPTS_LUA}
+local n = tonumber(ARGV[3])
+local full = take_attempts({unpack(KEYS, 2, n + 1)}, {unpack(ARGV, 4, 3 + 2 * n)}, tonumber(ARGV[2]))
+if full > 0 then return {3, full} end
+local f = 4 + 2 * n
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then
-  redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+  redis.call('HSET', KEYS[1], unpack(ARGV, f))
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  return {1, ARGV[5]}
+  return {1, ARGV[f + 3]}
 end
 if state == 'reserved' then
   local cur = redis.call('HMGET', KEYS[1], 'request_id', 'endpoint', 'network', 'amount', 'payer', 'token', 'credential')
   local want = {}
-  for i = 2, #ARGV, 2 do want[ARGV[i]] = ARGV[i + 1] end
+  for i = f, #ARGV, 2 do want[ARGV[i]] = ARGV[i + 1] end
   if want['request_id'] ~= '' and cur[1] == want['request_id'] and cur[2] == want['endpoint']
     and cur[3] == want['network'] and cur[4] == want['amount'] and string.lower(cur[5]) == string.lower(want['payer'])
     and (cur[7] or '') == want['credential'] then
@@ -220,8 +249,11 @@ export class RedisReservationStore implements ReservationStore {
   readonly #redis: Redis;
   readonly #prefix: string;
 
+  readonly #servicePrefix: string;
+
   constructor(redis: Redis, prefix: string) {
     this.#redis = redis;
+    this.#servicePrefix = prefix;
     this.#prefix = `${prefix}reservation:`;
   }
 
@@ -229,13 +261,28 @@ export class RedisReservationStore implements ReservationStore {
     return fromHash(await this.#redis.hGetAll(this.#prefix + key));
   }
 
-  async reserve(key: string, token: string, facts: PaymentFacts, ttlMs: number): Promise<ReserveResult> {
+  async reserve(
+    key: string,
+    token: string,
+    facts: PaymentFacts,
+    ttlMs: number,
+    attempt?: Attempt,
+  ): Promise<ReserveResult> {
+    const checks = attempt ? activeChecks(attempt.checks) : [];
     const reply = (await this.#redis.eval(RESERVE, {
-      keys: [this.#prefix + key],
-      arguments: [String(ttlMs), ...toFields(token, facts)],
-    })) as [number, string?];
+      keys: [this.#prefix + key, ...checks.map((c) => attemptKey(this.#servicePrefix, c))],
+      arguments: [
+        String(ttlMs),
+        String(attempt?.nowMs ?? 0),
+        String(checks.length),
+        ...checks.flatMap((c) => [String(intervalOf(c.limit)), String(c.limit.burst)]),
+        ...toFields(token, facts),
+      ],
+    })) as [number, string | number | undefined];
     if (reply[0] === 1 || reply[0] === 2)
       return { ok: true, token: String(reply[1]), retried: reply[0] === 2 };
+    if (reply[0] === 3)
+      return { ok: false, current: undefined, limited: checks[Number(reply[1]) - 1]?.scope };
     return { ok: false, current: await this.get(key) };
   }
 
@@ -294,6 +341,7 @@ export class RedisReservationStore implements ReservationStore {
 export class MemoryReservationStore implements ReservationStore {
   readonly kind = "memory" as const;
   readonly #entries = new Map<string, { reservation: Reservation; expiresAt: number }>();
+  readonly #attempts = new MemoryAttemptLimiter();
   readonly #sweeper: NodeJS.Timeout;
 
   constructor() {
@@ -323,7 +371,15 @@ export class MemoryReservationStore implements ReservationStore {
     return r && { ...r };
   }
 
-  async reserve(key: string, token: string, facts: PaymentFacts, ttlMs: number): Promise<ReserveResult> {
+  async reserve(
+    key: string,
+    token: string,
+    facts: PaymentFacts,
+    ttlMs: number,
+    attempt?: Attempt,
+  ): Promise<ReserveResult> {
+    const limited = attempt && this.#attempts.take(attempt.checks, attempt.nowMs);
+    if (limited) return { ok: false, current: undefined, limited };
     const current = this.#live(key);
     if (!current) {
       const reservation: Reservation = {
@@ -395,6 +451,7 @@ export class MemoryReservationStore implements ReservationStore {
 
   async close(): Promise<void> {
     clearInterval(this.#sweeper);
+    this.#attempts.close();
     this.#entries.clear();
   }
 }
