@@ -37,10 +37,12 @@ describe("chaos run, short form", () => {
       // x402 exact: what the payers paid on chain is the price of the calls served, exactly.
       expect(p.check.charged.onChain, why).toBe(p.check.charged.forServed);
       expect(p.check.batchCharged.channel, why).toBe(p.check.batchCharged.forServed);
-      // API keys and x402 served again after the part came back, within bounds (x402 took up to
-      // 22 s after a Redis restart on two cores under a full test run; cause not yet established).
+      // API keys, x402 and x402-batch served again after the part came back, within bounds (x402
+      // took up to 22 s after a Redis restart on two cores under a full test run; cause not yet
+      // established). x402-batch: no channel left out of step by a Redis outage any more.
       expect(p.recoverS.key, `${why}: key recovery`).toBeLessThanOrEqual(10);
       expect(p.recoverS.x402, `${why}: x402 recovery`).toBeLessThanOrEqual(40);
+      expect(p.recoverS.batch, `${why}: x402-batch recovery`).toBeLessThanOrEqual(40);
     }
     const pv = report.phases[5];
     expect(pv?.notes.join(""), "settlements were in flight at the kill").toMatch(/^[1-9]\d* settlement/);

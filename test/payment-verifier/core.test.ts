@@ -138,12 +138,26 @@ let beta: TestScheme;
 let events: { reservation: Reservation; outcome: CallOutcome }[];
 let payments: Payments;
 
-function build(limits = { perSecond: 1000, burst: 1000 }) {
+/** The in-memory reservation store, unreachable while `down` (as Redis is during an outage). */
+function outageStore(): MemoryReservationStore & { down: boolean } {
+  const store = new MemoryReservationStore() as MemoryReservationStore & { down: boolean };
+  store.down = false;
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== "function" || prop === "close") return value;
+      return (...args: unknown[]) =>
+        target.down ? Promise.reject(new Error("store unreachable")) : value.apply(target, args);
+    },
+  });
+}
+
+function build(limits = { perSecond: 1000, burst: 1000 }, reservations = new MemoryReservationStore()) {
   const logger = createLogger("payment-verifier");
   logger.level = "silent";
   payments = new Payments({
     schemes: [alpha, beta],
-    reservations: new MemoryReservationStore(),
+    reservations,
     refusals: new RefusalMemory({ max: 100, ttlMs: 60_000 }),
     limits: { perClient: limits, perPayer: limits },
     events: { record: (reservation, outcome) => events.push({ reservation, outcome }) },
@@ -249,6 +263,45 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
     alpha.down = false;
     alpha.verdict = { ok: true };
     expect((await payments.verify(call(), pay("alpha", "retry"))).valid).toBe(true);
+  });
+
+  it("frees, once the store answers again, what a call in flight during a store outage could not: the next Verify of the same payment goes through", async () => {
+    const store = outageStore();
+    build(undefined, store);
+    const pending = [call(), call()];
+    const verified = [];
+    for (const [i, c] of pending.entries()) {
+      const v = await payments.verify(c, pay("alpha", `outage${i}`));
+      if (!v.valid) throw new Error(v.reason);
+      verified.push(v);
+    }
+    store.down = true;
+    // One call's node never answered (Release), the other's did but its Settle could not begin.
+    await payments.release(
+      pending[0]?.requestId ?? "",
+      pending[0],
+      verified[0]?.paymentId ?? "",
+      pay("alpha", "outage0"),
+      "timeout",
+    );
+    const settle = await payments.settle(
+      pending[1] as PricedCall,
+      verified[1]?.paymentId ?? "",
+      pay("alpha", "outage1"),
+    );
+    expect(settle).toMatchObject({ settled: false, code: "service_unavailable" });
+    expect(await payments.verify(call(), pay("alpha", "outage0"))).toMatchObject({
+      valid: false,
+      code: "service_unavailable",
+    });
+    expect(alpha.releases).toBe(0);
+    store.down = false;
+    // Back: the payer's very next calls with the same payments are verified; the scheme's holds were undone.
+    expect((await payments.verify(call(), pay("alpha", "outage0"))).valid).toBe(true);
+    expect((await payments.verify(call(), pay("alpha", "outage1"))).valid).toBe(true);
+    expect(alpha.releases).toBe(2);
+    expect(alpha.settles).toBe(0);
+    expect(events.map((e) => e.outcome)).toEqual(["released", "released"]);
   });
 
   it("answers a refusal that cannot change from memory, without asking the scheme again", async () => {

@@ -11,8 +11,10 @@ import {
   type ClaimerObserver,
   type ClaimerPorts,
   createClaimer,
+  type Intent,
 } from "../../services/settlement-worker/src/core/x402-batch-claimer.ts";
 import {
+  type BatchEvent,
   type BatchLog,
   batchEvents,
   type ChannelRecord,
@@ -202,14 +204,19 @@ function recorder(): ClaimerObserver & { seen: string[] } {
   };
 }
 
-/** A contract and a channel manager made for the test: claims raise the chain's totals. */
+/**
+ * A contract and a channel manager made for the test: claims raise the chain's totals; transaction
+ * n is mined in block n. Intents live in a map (Redis in the worker), shared by claimers.
+ */
 function world(records: ChannelRecord[], onchain: Map<string, OnChainChannel>) {
   let unsettled = 0n;
   let txs = 0;
   const sent: string[] = [];
   const logs = new Map<string, BatchLog[]>();
   const lease = fakeLease();
-  const published: unknown[] = [];
+  const published: BatchEvent[] = [];
+  const intents = new Map<string, Intent>();
+  let ids = 0;
   const ports: ClaimerPorts = {
     channels: {
       list: async () => records,
@@ -223,6 +230,16 @@ function world(records: ChannelRecord[], onchain: Map<string, OnChainChannel>) {
         new Map(ids.map((i) => [i.toLowerCase(), onchain.get(i) ?? chain({ balance: 0n })])),
       unsettled: async () => unsettled,
       logs: async (tx) => logs.get(tx) ?? [],
+      blockNumber: async () => BigInt(txs),
+      logsSince: async (fromBlock, channelIds) => {
+        const out = new Map<string, BatchLog[]>();
+        for (const [tx, list] of logs) {
+          if (BigInt(tx) < fromBlock) continue;
+          const ours = list.filter((l) => l.kind === "settled" || channelIds.includes(l.channelId));
+          if (ours.length) out.set(tx, ours);
+        }
+        return out;
+      },
     },
     manager: {
       claim: async (ids, confirmed) => {
@@ -262,10 +279,16 @@ function world(records: ChannelRecord[], onchain: Map<string, OnChainChannel>) {
       },
     },
     lease,
+    intents: {
+      open: async (i) => void intents.set(i.id, i),
+      close: async (id) => void intents.delete(id),
+      list: async () => [...intents.values()],
+    },
     publish: (e) => published.push(e),
     now: () => NOW,
+    newId: () => `intent-${++ids}`,
   };
-  return { ports, lease, sent, published };
+  return { ports, lease, sent, published, intents };
 }
 
 const settings = { policy, network: "eip155:84532", asset: "0xusdc", escrow: "0xescrow" };
@@ -325,6 +348,53 @@ describe("one pass of the x402-batch claimer (createClaimer)", () => {
     const pass = await createClaimer(w.ports, settings, recorder()).pass();
     expect(w.sent).toEqual(["settle"]);
     expect(pass.settle).toMatch(/^0x/);
+  });
+
+  it("a claimer that died between its mined claim and the events: the next holder journals each missing event once, from the chain", async () => {
+    const records = [
+      record(1, { chargedCumulativeAmount: "7000" }),
+      record(2, { chargedCumulativeAmount: "4000" }),
+    ];
+    const w = world(
+      records,
+      new Map([
+        [id(1), chain()],
+        [id(2), chain()],
+      ]),
+    );
+    // The receipt is never read: the process died right after the claim was mined.
+    const died = {
+      ...w.ports,
+      chain: { ...w.ports.chain, logs: async () => Promise.reject(new Error("killed")) },
+    };
+    const first = await createClaimer(died, settings, recorder()).pass();
+    // Its claim and settle were mined; no receipt was read, no event journaled.
+    expect(w.sent).toEqual(["claim 2", "settle"]);
+    expect(first.events).toEqual([]);
+    expect(w.published).toEqual([]);
+    expect([...w.intents.values()].map((i) => i.operation)).toEqual(["claim", "settle"]);
+
+    const observe = recorder();
+    const next = createClaimer(w.ports, { ...settings, intentHorizonMs: 60_000 }, observe);
+    const pass = await next.pass();
+    expect(w.sent).toEqual(["claim 2", "settle"]); // nothing sent again
+    expect(w.published.map((e) => [e.outcome, e.channel, e.amount, e.payer])).toEqual([
+      ["claimed", id(1), "7000", payer(1)],
+      ["claimed", id(2), "4000", payer(2)],
+      ["channel_settled", null, "11000", "0xescrow"],
+    ]);
+    expect(pass.events).toEqual(w.published);
+    // Still open (inside its horizon) but nothing is journaled twice; past it, the intent goes.
+    expect((await next.pass()).events).toEqual([]);
+    expect(w.intents.size).toBe(2);
+    const ids = w.published.map((e) => e.id);
+    expect(new Set(ids).size).toBe(3);
+    // Another process past the horizon: it may journal them again, under the same ids (the ledger
+    // records each id once), and closes the intents.
+    const late = createClaimer(w.ports, { ...settings, intentHorizonMs: 0 }, recorder());
+    await late.pass();
+    expect(w.intents.size).toBe(0);
+    expect(new Set(w.published.map((e) => e.id))).toEqual(new Set(ids));
   });
 
   it("nudged by accruals: a pass runs once the minimum has accrued since the last claim", async () => {

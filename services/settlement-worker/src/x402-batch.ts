@@ -9,7 +9,7 @@ import { type EventConsumer, SETTLEMENT_V2, type SettlementEventV2 } from "@toll
 import { createFacilitator } from "@tollgate/payment-verifier/adapters/facilitator";
 import type { Caip2 } from "@tollgate/payment-verifier/config";
 import { FacilitatorUnavailableError } from "@tollgate/payment-verifier/core/types";
-import type { Logger } from "@tollgate/platform";
+import type { Logger, Redis } from "@tollgate/platform";
 import { redisSignerLock } from "@tollgate/settlement-signer";
 import { BatchSettlementEvmScheme, type Channel } from "@x402/evm/batch-settlement/server";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
@@ -19,7 +19,13 @@ import { redisLease } from "./adapters/lease.ts";
 import { createBatchChain, ESCROW } from "./adapters/x402-batch-chain.ts";
 import type { X402BatchClaimConfig } from "./config.ts";
 import type { WorkerMetrics } from "./core/metrics.ts";
-import { type Claimer, type ClaimerObserver, createClaimer } from "./core/x402-batch-claimer.ts";
+import {
+  type Claimer,
+  type ClaimerObserver,
+  type ClaimerPorts,
+  createClaimer,
+  type Intent,
+} from "./core/x402-batch-claimer.ts";
 import type { ChannelRecord } from "./core/x402-batch-claims.ts";
 
 /** The accrual events' durable: every replica shares it; an accrual nudges the claimer. */
@@ -54,6 +60,10 @@ function observer(metrics: WorkerMetrics, log: Logger): ClaimerObserver {
       metrics.batchRefunds.inc();
       log.info("x402-batch idle channel refunded");
     },
+    recovered(events) {
+      metrics.batchReconciled.inc(events);
+      log.warn({ events }, "x402-batch events journaled from the chain for an operation left open");
+    },
     failed(operation, err) {
       metrics.batchFailures.inc({ operation });
       log.warn(
@@ -61,6 +71,15 @@ function observer(metrics: WorkerMetrics, log: Logger): ClaimerObserver {
         "x402-batch operation failed",
       );
     },
+  };
+}
+
+/** Open intents: one hash in Redis (field = intent id), shared by the replicas like the lease. */
+function redisIntents(redis: Redis, key: string): ClaimerPorts["intents"] {
+  return {
+    open: async (intent) => void (await redis.hSet(key, intent.id, JSON.stringify(intent))),
+    close: async (id) => void (await redis.hDel(key, id)),
+    list: async () => Object.values(await redis.hGetAll(key)).map((v) => JSON.parse(v) as Intent),
   };
 }
 
@@ -136,6 +155,7 @@ export function startX402Batch(
           },
         },
         lease: redisLease(redis, `${deps.redisPrefix}x402-batch:claim-lease`, config.leaseMs),
+        intents: redisIntents(redis, `${deps.redisPrefix}x402-batch:intents`),
         publish: deps.publish,
       },
       { policy: config.policy, network, asset, escrow: ESCROW },

@@ -26,6 +26,16 @@ import {
 
 /** A settling payment is held this long if the process dies mid-settlement. */
 const SETTLING_TTL_MS = 5 * 60_000;
+/** How often a clean-up that could not reach the store is tried again, and how many wait at most. */
+const DEFERRED_RETRY_MS = 500;
+const DEFERRED_MAX = 10_000;
+
+/** A clean-up the store refused (it was unreachable), tried again until it lands or lapses. */
+interface Deferred {
+  /** Past this, the reservation it frees has lapsed on its own. */
+  until: number;
+  run(): Promise<void>;
+}
 
 export interface PaymentsOptions {
   /** In the order offers are listed; the first scheme of a protocol that claims a credential takes it. */
@@ -106,6 +116,15 @@ export class Payments {
   readonly #protocols: readonly { protocol: PaymentProtocol; schemes: PaymentScheme[] }[];
   readonly #o: PaymentsOptions;
   readonly #now: () => number;
+  /**
+   * Releases of calls that got no answer while the store (Redis) was unreachable. Left undone, the
+   * payment stays reserved and a channel scheme's request stays held until their TTLs, so a payer
+   * re-signing the same voucher (an x402-batch client that was never charged) is refused for
+   * minutes after Redis is back; done first thing once it answers, the next call goes through.
+   */
+  readonly #deferred: Deferred[] = [];
+  #retrying: Promise<void> | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
 
   constructor(opts: PaymentsOptions) {
     this.#o = opts;
@@ -214,6 +233,8 @@ export class Payments {
         scheme: scheme.name,
       };
     }
+    // Clean-ups left over from a store outage come first: this call may re-use what they free.
+    if (this.#deferred.length > 0) await this.#retryDeferred();
     const now = this.#now();
     const print = fingerprint(credentials);
     const remembered = this.#o.refusals.recall(print, now);
@@ -296,7 +317,16 @@ export class Payments {
       }
       if (verdict.collected || verdict.hold) {
         const verified = { collected: verdict.collected?.transaction ?? "", hold: verdict.hold ?? "" };
-        await this.#store(() => this.#o.reservations.markVerified(payment.key, reserved.token, verified));
+        await this.#store(() =>
+          this.#o.reservations.markVerified(payment.key, reserved.token, verified),
+        ).catch((err: unknown) => {
+          // Refused 503 with the scheme's hold taken: undo both once the store answers.
+          const id = { key: payment.key, token: reserved.token };
+          this.#defer(this.#o.reservationTtlMs, () =>
+            this.#release(call.requestId, call, id, credentials, "store_unavailable", verdict.hold),
+          );
+          throw err;
+        });
       }
       return {
         valid: true,
@@ -351,6 +381,10 @@ export class Payments {
         this.#o.reservations.beginSettle(payment.key, id.token, call.requestId, SETTLING_TTL_MS),
       );
     } catch (err) {
+      // Answered 503, no data: what Verify reserved is freed once the store answers again.
+      this.#defer(this.#o.reservationTtlMs, () =>
+        this.#release(call.requestId, call, id, credentials, "store_unavailable"),
+      );
       return this.#settleUnavailable((err as Error).message);
     }
     if (!begun.ok) {
@@ -420,6 +454,7 @@ export class Payments {
     // when the client retries): forget the reservation; the client was not served and may pay again.
     await this.#o.reservations.drop(payment.key, id.token).catch((err: unknown) => {
       this.#o.logger.warn({ err, scheme: scheme.name }, "could not drop a failed payment's reservation");
+      this.#defer(SETTLING_TTL_MS, () => this.#o.reservations.drop(payment.key, id.token));
     });
     const transaction = result.transaction
       ? { kind: "transaction" as const, transaction: result.transaction }
@@ -471,26 +506,67 @@ export class Payments {
   ): Promise<void> {
     const id = splitPaymentId(paymentId);
     if (!id) return;
-    let freed: Reservation | undefined;
-    try {
-      freed = await this.#o.reservations.release(id.key, id.token, requestId);
-    } catch (err) {
-      // The reservation lapses on its own after its TTL.
-      this.#o.logger.warn({ err }, "could not release a payment reservation");
-      return;
-    }
+    await this.#release(requestId, call, id, credentials, reason).catch((err: unknown) => {
+      this.#o.logger.warn({ err }, "could not release a payment reservation: retried once the store answers");
+      this.#defer(this.#o.reservationTtlMs, () => this.#release(requestId, call, id, credentials, reason));
+    });
+  }
+
+  /** The release itself; throws when the store is unreachable (the caller defers it). */
+  async #release(
+    requestId: string,
+    call: PricedCall | undefined,
+    id: { key: string; token: string },
+    credentials: readonly Header[],
+    reason: string,
+    hold?: string,
+  ): Promise<void> {
+    const freed = await this.#o.reservations.release(id.key, id.token, requestId);
     if (!freed) return;
     this.#o.metrics.releases.inc({ scheme: freed.scheme });
     this.#o.events.record(freed, "released", null, reason || "call_failed");
     const detected = this.#detect(credentials);
-    if (call && detected.kind === "payment" && detected.payment.key === id.key && detected.scheme.release) {
-      await detected.scheme.release(call, detected.payment, freed.hold).catch((err: unknown) => {
-        this.#o.logger.warn(
-          { err, scheme: freed.scheme },
-          "scheme could not undo its hold on a released payment",
-        );
-      });
-    }
+    const undo = detected.kind === "payment" ? detected.scheme.release?.bind(detected.scheme) : undefined;
+    if (!call || !undo || detected.kind !== "payment" || detected.payment.key !== id.key) return;
+    const { payment } = detected;
+    const held = hold || freed.hold;
+    await undo(call, payment, held).catch((err: unknown) => {
+      this.#o.logger.warn(
+        { err, scheme: freed.scheme },
+        "scheme could not undo its hold on a released payment",
+      );
+      this.#defer(this.#o.reservationTtlMs, () => undo(call, payment, held));
+    });
+  }
+
+  #defer(ttlMs: number, run: () => Promise<unknown>): void {
+    if (this.#deferred.length >= DEFERRED_MAX) this.#deferred.shift();
+    this.#deferred.push({ until: this.#now() + ttlMs, run: async () => void (await run()) });
+    this.#retryTimer ??= setInterval(() => void this.#retryDeferred(), DEFERRED_RETRY_MS).unref();
+  }
+
+  /** Runs the deferred clean-ups once (coalesced); those the store still refuses wait again. */
+  #retryDeferred(): Promise<void> {
+    this.#retrying ??= (async () => {
+      const due = this.#deferred.splice(0);
+      for (const [i, d] of due.entries()) {
+        if (d.until <= this.#now()) continue;
+        try {
+          await d.run();
+        } catch {
+          // Still unreachable: keep this one and the rest for the next round.
+          this.#deferred.unshift(...due.slice(i));
+          break;
+        }
+      }
+      if (this.#deferred.length === 0) {
+        clearInterval(this.#retryTimer);
+        this.#retryTimer = undefined;
+      }
+    })().finally(() => {
+      this.#retrying = undefined;
+    });
+    return this.#retrying;
   }
 
   methods(): PaymentMethodInfo[] {

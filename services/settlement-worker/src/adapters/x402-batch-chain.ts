@@ -1,8 +1,9 @@
 // The batch settlement contract, read for the claimer: confirmed channel state (one multicall for
 // every channel that matters), what the receiver has claimed but not settled, and the contract's
-// logs in our transactions' receipts (what became settlement events).
+// logs in our transactions' receipts (what became settlement events) or since a block (what an
+// open intent may have left out).
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
-import { type Address, createPublicClient, type Hex, http, parseAbi, parseEventLogs } from "viem";
+import { type Address, createPublicClient, type Hex, http, type Log, parseAbi, parseEventLogs } from "viem";
 import type { BatchLog, OnChainChannel } from "../core/x402-batch-claims.ts";
 
 export const ESCROW: Address = BATCH_SETTLEMENT_ADDRESS;
@@ -18,10 +19,18 @@ const abi = parseAbi([
   "event Refunded(bytes32 indexed channelId, address indexed sender, uint128 amount)",
 ]);
 
+const events = {
+  Claimed: abi[3],
+  Settled: abi[4],
+  Refunded: abi[5],
+} as const;
+
 export interface BatchChain {
   channels(ids: readonly string[]): Promise<Map<string, OnChainChannel>>;
   unsettled(): Promise<bigint>;
   logs(transaction: string): Promise<BatchLog[]>;
+  blockNumber(): Promise<bigint>;
+  logsSince(fromBlock: bigint, channelIds: readonly string[]): Promise<Map<string, BatchLog[]>>;
 }
 
 export function createBatchChain(rpcUrl: string, receiver: Address, token: Address): BatchChain {
@@ -59,27 +68,56 @@ export function createBatchChain(rpcUrl: string, receiver: Address, token: Addre
     async logs(transaction) {
       const receipt = await client.getTransactionReceipt({ hash: transaction as Hex });
       const escrow = ESCROW.toLowerCase();
-      const parsed = parseEventLogs({
-        abi,
-        logs: receipt.logs.filter((l) => l.address.toLowerCase() === escrow),
-      });
-      const out: BatchLog[] = [];
-      for (const log of parsed) {
-        const logIndex = log.logIndex ?? 0;
-        if (log.eventName === "Claimed")
-          out.push({
+      return toBatchLogs(receipt.logs.filter((l) => l.address.toLowerCase() === escrow)).map(([, l]) => l);
+    },
+    blockNumber: () => client.getBlockNumber({ cacheTime: 0 }),
+    async logsSince(fromBlock, channelIds) {
+      const ids = channelIds as Hex[];
+      const [claimed, refunded, settled] = await Promise.all([
+        ids.length
+          ? client.getLogs({ address: ESCROW, event: events.Claimed, args: { channelId: ids }, fromBlock })
+          : [],
+        ids.length
+          ? client.getLogs({ address: ESCROW, event: events.Refunded, args: { channelId: ids }, fromBlock })
+          : [],
+        client.getLogs({ address: ESCROW, event: events.Settled, args: { receiver, token }, fromBlock }),
+      ]);
+      const out = new Map<string, BatchLog[]>();
+      for (const [transaction, log] of toBatchLogs([...claimed, ...refunded, ...settled])) {
+        const list = out.get(transaction) ?? [];
+        list.push(log);
+        out.set(transaction, list);
+      }
+      for (const list of out.values()) list.sort((a, b) => a.logIndex - b.logIndex);
+      return out;
+    },
+  };
+
+  /** The money-moving logs among these escrow logs, with their transaction. */
+  function toBatchLogs(logs: readonly Log[]): [string, BatchLog][] {
+    const out: [string, BatchLog][] = [];
+    for (const log of parseEventLogs({ abi, logs: logs as Log[] })) {
+      const logIndex = log.logIndex ?? 0;
+      const tx = log.transactionHash ?? "";
+      if (log.eventName === "Claimed")
+        out.push([
+          tx,
+          {
             kind: "claimed",
             logIndex,
             channelId: log.args.channelId,
             amount: log.args.claimAmount,
             totalClaimed: log.args.newTotalClaimed,
-          });
-        else if (log.eventName === "Settled" && log.args.receiver.toLowerCase() === receiver.toLowerCase())
-          out.push({ kind: "settled", logIndex, receiver: log.args.receiver, amount: log.args.amount });
-        else if (log.eventName === "Refunded")
-          out.push({ kind: "refunded", logIndex, channelId: log.args.channelId, amount: log.args.amount });
-      }
-      return out;
-    },
-  };
+          },
+        ]);
+      else if (log.eventName === "Settled" && log.args.receiver.toLowerCase() === receiver.toLowerCase())
+        out.push([tx, { kind: "settled", logIndex, receiver: log.args.receiver, amount: log.args.amount }]);
+      else if (log.eventName === "Refunded")
+        out.push([
+          tx,
+          { kind: "refunded", logIndex, channelId: log.args.channelId, amount: log.args.amount },
+        ]);
+    }
+    return out;
+  }
 }

@@ -13,6 +13,7 @@ export interface WorkerMetrics {
   batchClaimedVouchers: prom.Counter;
   batchSettles: prom.Counter;
   batchRefunds: prom.Counter;
+  batchReconciled: prom.Counter;
   /** Failed claim, settle, refund or whole passes. */
   batchFailures: prom.Counter<"operation">;
   /** Accepted but unclaimed x402-batch charges, atomic units, as the lease holder last saw them. */
@@ -67,6 +68,11 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
     batchRefunds: new prom.Counter({
       name: "settlement_x402_batch_refunds_total",
       help: "x402-batch idle channels refunded cooperatively",
+      registers: [registry],
+    }),
+    batchReconciled: new prom.Counter({
+      name: "settlement_x402_batch_reconciled_events_total",
+      help: "x402-batch settlement events journaled from the chain's logs for an operation left open (a crash or failure between a transaction and its event)",
       registers: [registry],
     }),
     batchFailures: new prom.Counter({

@@ -4,6 +4,13 @@
 // are behind the chain, claim what is due in batches, settle to the receiver whatever the contract
 // holds claimed but unsettled, and refund at most one idle channel. The lease's fence is checked
 // right before each transaction. Every money-moving log of our transactions becomes one event.
+//
+// An event must outlive a crash between a mined transaction and its journaling: before each
+// operation the claimer records an intent (the block it starts from, the channels and their payers)
+// in Redis, and removes it once the events are journaled. Every pass first reconciles the intents
+// left open (by a crash, a lost receipt, a failed send) against the escrow's logs since their block
+// and journals what they find; event ids are the chain's own, so a re-journaled event is the same.
+import { randomUUID } from "node:crypto";
 import type { Lease } from "../adapters/lease.ts";
 import {
   type BatchEvent,
@@ -29,6 +36,12 @@ export interface ClaimerPorts {
     unsettled(): Promise<bigint>;
     /** The batch settlement contract's logs in our transaction's receipt. */
     logs(transaction: string): Promise<BatchLog[]>;
+    blockNumber(): Promise<bigint>;
+    /**
+     * The escrow's money-moving logs since `fromBlock`: claims and refunds of these channels,
+     * settles to our receiver; by transaction.
+     */
+    logsSince(fromBlock: bigint, channelIds: readonly string[]): Promise<Map<string, BatchLog[]>>;
   };
   /** The official channel manager's operations (claimWithSignature batches, settle, refund). */
   manager: {
@@ -44,8 +57,27 @@ export interface ClaimerPorts {
     refund(channelId: string): Promise<{ transaction: string } | undefined>;
   };
   lease: Lease;
+  /** Operations about to send transactions, kept (Redis) until their events are journaled. */
+  intents: {
+    open(intent: Intent): Promise<void>;
+    close(id: string): Promise<void>;
+    list(): Promise<Intent[]>;
+  };
   publish(event: BatchEvent): void;
   now?: () => number;
+  newId?: () => string;
+}
+
+/** An operation (claim, settle or refund) recorded before it sends anything. */
+export interface Intent {
+  id: string;
+  operation: "claim" | "settle" | "refund";
+  /** The latest block before the send: its transactions are mined in this block or later. */
+  fromBlock: string;
+  /** The channels it touches (lowercase), and each one's payer (for the events). */
+  payers: Record<string, string>;
+  reason: string;
+  at: number;
 }
 
 export interface ClaimerSettings {
@@ -53,7 +85,14 @@ export interface ClaimerSettings {
   network: string;
   asset: string;
   escrow: string;
+  /**
+   * How long an open intent is reconciled (default 10 minutes): a transaction of a process that
+   * died is mined (or dropped) well within it.
+   */
+  intentHorizonMs?: number;
 }
+
+const INTENT_HORIZON_MS = 10 * 60_000;
 
 export interface ClaimerObserver {
   leaseHeld(held: boolean): void;
@@ -62,6 +101,8 @@ export interface ClaimerObserver {
   settled(): void;
   refunded(): void;
   failed(operation: "claim" | "settle" | "refund" | "pass", err: unknown): void;
+  /** Events journaled from an open intent's logs (a crash or failure had left them out). */
+  recovered?(events: number): void;
 }
 
 export interface PassResult {
@@ -96,6 +137,10 @@ export function createClaimer(
   observe: ClaimerObserver,
 ): Claimer {
   const now = ports.now ?? Date.now;
+  const newId = ports.newId ?? (() => randomUUID());
+  const horizon = settings.intentHorizonMs ?? INTENT_HORIZON_MS;
+  /** Event ids this process journaled while intents are open (so none is journaled twice here). */
+  const journaled = new Set<string>();
   let lastClaimAt = now();
   let heldEpoch = 0;
   let accruedSince = 0n;
@@ -105,14 +150,13 @@ export function createClaimer(
     return act();
   };
 
-  const record = async (
+  const eventsOf = (
     transaction: string,
-    payers: Map<string, string>,
+    logs: BatchLog[],
+    payers: ReadonlyMap<string, string>,
     reason: string,
-    out: BatchEvent[],
-  ) => {
-    const logs = await ports.chain.logs(transaction);
-    const events = batchEvents(logs, {
+  ) =>
+    batchEvents(logs, {
       network: settings.network,
       asset: settings.asset,
       escrow: settings.escrow,
@@ -121,8 +165,66 @@ export function createClaimer(
       reason,
       time: now(),
     });
-    for (const e of events) ports.publish(e);
+
+  const record = async (
+    transaction: string,
+    payers: Map<string, string>,
+    reason: string,
+    out: BatchEvent[],
+  ) => {
+    const events = eventsOf(transaction, await ports.chain.logs(transaction), payers, reason);
+    for (const e of events) {
+      journaled.add(e.id);
+      ports.publish(e);
+    }
     out.push(...events);
+  };
+
+  /** Records the intent, runs the operation, and closes the intent once its events are journaled. */
+  const intended = async <T>(
+    operation: Intent["operation"],
+    channels: readonly string[],
+    payers: ReadonlyMap<string, string>,
+    reason: string,
+    act: () => Promise<T>,
+  ): Promise<T> => {
+    const ids = channels.map((c) => c.toLowerCase());
+    const intent: Intent = {
+      id: newId(),
+      operation,
+      fromBlock: String(await ports.chain.blockNumber()),
+      payers: Object.fromEntries(ids.map((c) => [c, payers.get(c) ?? "unknown"])),
+      reason,
+      at: now(),
+    };
+    await ports.intents.open(intent);
+    const done = await act();
+    await ports.intents.close(intent.id);
+    return done;
+  };
+
+  /** Journals what open intents left out; forgets an intent once past its horizon. */
+  const reconcile = async (out: BatchEvent[]) => {
+    const open = await ports.intents.list();
+    if (open.length === 0) journaled.clear();
+    for (const intent of open) {
+      const payers = new Map(Object.entries(intent.payers));
+      const found = await ports.chain.logsSince(BigInt(intent.fromBlock), [...payers.keys()]);
+      let recovered = 0;
+      for (const [transaction, logs] of found) {
+        for (const e of eventsOf(transaction, logs, payers, `${intent.reason} (reconciled)`)) {
+          if (journaled.has(e.id)) continue;
+          journaled.add(e.id);
+          ports.publish(e);
+          out.push(e);
+          recovered++;
+        }
+      }
+      if (recovered > 0) observe.recovered?.(recovered);
+      if (now() - intent.at >= horizon) {
+        await ports.intents.close(intent.id);
+      }
+    }
   };
 
   const pass = async (): Promise<PassResult> => {
@@ -142,6 +244,7 @@ export function createClaimer(
       heldEpoch = ports.lease.epoch();
       lastClaimAt = now();
     }
+    await reconcile(result.events);
     const t = now();
     const records = await ports.channels.list();
     const payers = new Map(records.map((c) => [c.channelId.toLowerCase(), c.channelConfig.payer]));
@@ -160,14 +263,18 @@ export function createClaimer(
     if (plan.reason) {
       try {
         const confirmed = new Map([...onchain].map(([id, c]) => [id, c.balance]));
-        result.claims = await fenced(() => ports.manager.claim(plan.claim, confirmed));
+        const reason = `claim: ${plan.reason}`;
+        result.claims = await fenced(() =>
+          intended("claim", plan.claim, payers, reason, async () => {
+            const claims = await ports.manager.claim(plan.claim, confirmed);
+            for (const c of claims) await record(c.transaction, payers, reason, result.events);
+            return claims;
+          }),
+        );
         result.reason = plan.reason;
         lastClaimAt = now();
         accruedSince = 0n;
-        for (const c of result.claims) {
-          observe.claimed(c.vouchers, plan.reason);
-          await record(c.transaction, payers, `claim: ${plan.reason}`, result.events);
-        }
+        for (const c of result.claims) observe.claimed(c.vouchers, plan.reason);
       } catch (err) {
         observe.failed("claim", err);
         if (err instanceof LeaseLostError) return result;
@@ -175,10 +282,16 @@ export function createClaimer(
     }
     try {
       if ((await ports.chain.unsettled()) > 0n) {
-        const { transaction } = await fenced(() => ports.manager.settle());
+        const reason = "settle to the receiver";
+        const { transaction } = await fenced(() =>
+          intended("settle", [], payers, reason, async () => {
+            const settled = await ports.manager.settle();
+            await record(settled.transaction, payers, reason, result.events);
+            return settled;
+          }),
+        );
         result.settle = transaction;
         observe.settled();
-        await record(transaction, payers, "settle to the receiver", result.events);
       }
     } catch (err) {
       observe.failed("settle", err);
@@ -187,11 +300,17 @@ export function createClaimer(
     if (plan.refund) {
       const channel = plan.refund;
       try {
-        const refunded = await fenced(() => ports.manager.refund(channel));
+        const reason = "refund: idle channel";
+        const refunded = await fenced(() =>
+          intended("refund", [channel], payers, reason, async () => {
+            const done = await ports.manager.refund(channel);
+            if (done) await record(done.transaction, payers, reason, result.events);
+            return done;
+          }),
+        );
         if (refunded) {
           result.refund = { channel, transaction: refunded.transaction };
           observe.refunded();
-          await record(refunded.transaction, payers, "refund: idle channel", result.events);
         }
       } catch (err) {
         observe.failed("refund", err);

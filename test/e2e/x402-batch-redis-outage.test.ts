@@ -1,0 +1,183 @@
+// x402-batch across a Redis outage, with the real Redis server and the unmodified official client:
+// a private redis-server (append-only file) that this suite stops and starts, a mesh of its own on
+// it, and a call in flight (paid and verified, waiting on the node) when Redis goes away. That call
+// is answered without data and charged nothing; once Redis is back, the payer's very next call is
+// served (no 402 from a channel left out of step), and the channel charged exactly the calls served.
+import { mkdtempSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { priceAtomic } from "@tollgate/catalog";
+import { readDevnetFile } from "@tollgate/devnet";
+import { type Mesh, startMesh } from "@tollgate/local";
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import { createClient } from "redis";
+import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type OwnServer, ownRedis } from "../chaos/servers.ts";
+import { sharedSettlementEnv } from "../support/devnet.ts";
+import { batchPayer } from "../support/x402-batch.ts";
+
+const shared = inject("mesh");
+const devnet = readDevnetFile(shared.devnetFile);
+const PATH = "/api/chain/block-number";
+const PRICE = priceAtomic("0.001");
+// This suite's own receiver: a channel of its own, whatever other suites did with the payer.
+const PAY_TO = privateKeyToAddress(generatePrivateKey());
+const NAMESPACE = `xbredis${process.pid}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The ethereum node's front door: forwards to the devnet's anvil, and while `held` keeps each
+ * request waiting (a node slow to answer), so a paid call is in flight at a chosen moment.
+ */
+class HeldUpstream {
+  target = "";
+  held: Promise<void> | undefined;
+  #release: (() => void) | undefined;
+  waiting = 0;
+  #server: Server | undefined;
+  port = 0;
+  async start() {
+    this.#server = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      if (this.held) {
+        this.waiting++;
+        await this.held;
+        this.waiting--;
+      }
+      try {
+        const upstream = await fetch(this.target, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: Buffer.concat(chunks),
+        });
+        res.writeHead(upstream.status, { "content-type": "application/json" });
+        res.end(Buffer.from(await upstream.arrayBuffer()));
+      } catch {
+        res.destroy();
+      }
+    });
+    await new Promise<void>((r) => this.#server?.listen(0, "127.0.0.1", r));
+    this.port = (this.#server.address() as { port: number }).port;
+  }
+  hold() {
+    this.held = new Promise((r) => {
+      this.#release = r;
+    });
+  }
+  letGo() {
+    this.held = undefined;
+    this.#release?.();
+  }
+  async stop() {
+    this.letGo();
+    this.#server?.closeAllConnections();
+    await new Promise<void>((r) => this.#server?.close(() => r()));
+  }
+}
+
+let redis: OwnServer;
+let mesh: Mesh;
+const upstream = new HeldUpstream();
+
+beforeAll(async () => {
+  redis = await ownRedis(mkdtempSync(join(tmpdir(), "xb-redis-")));
+  upstream.target = devnet.chains.ethereum?.rpcUrl ?? "";
+  await upstream.start();
+  const base = sharedSettlementEnv("spare5");
+  mesh = await startMesh({
+    stateDir: shared.stateDir,
+    namespace: NAMESPACE,
+    onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),
+    env: {
+      LOG_LEVEL: "warn",
+      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      // The real Redis or nothing.
+      REDIS_STANDIN: "false",
+      UPSTREAMS_ETHEREUM: `http://127.0.0.1:${upstream.port}`,
+      UPSTREAMS_SEPOLIA: devnet.chains.sepolia?.rpcUrl ?? "",
+    },
+    serviceEnv: {
+      "payment-verifier": { ...base, X402_PAY_TO: PAY_TO, PAYMENT_SCHEMES: "exact,x402-batch" },
+      // The node is held for a while on purpose: the gateway waits for it.
+      "rpc-proxy": { UPSTREAM_TIMEOUT_MS: "30000" },
+    },
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await mesh?.stop();
+  await upstream.stop();
+  await redis?.stop();
+});
+
+describe("x402-batch across a Redis outage (private redis-server stopped and started, official client)", () => {
+  it("a call in flight when Redis stops charges nothing, and the payer's next call once Redis is back is served in step", async () => {
+    const payer = batchPayer(devnet, "payer6");
+    const call = () => payer.fetch(`${mesh.gatewayUrl}${PATH}`);
+    let served = 0n;
+    const receipts: string[] = [];
+    const serve = async () => {
+      const res = await call();
+      const body = await res.text();
+      expect(res.status, body).toBe(200);
+      const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
+      receipts.push(
+        (receipt.extra as { channelState?: { chargedCumulativeAmount?: string } }).channelState
+          ?.chargedCumulativeAmount ?? "",
+      );
+      served += PRICE;
+    };
+    // The deposit and two vouchers.
+    for (let i = 0; i < 3; i++) await serve();
+
+    // A voucher call verified (the channel held for it) and waiting on the node when Redis stops.
+    upstream.hold();
+    const inFlight = call().then(
+      async (res) => ({ status: res.status, body: await res.text() }),
+      (err: unknown) => ({ status: 0, body: String(err) }),
+    );
+    for (let i = 0; upstream.waiting === 0; i++) {
+      if (i > 400) throw new Error("the paid call never reached the node");
+      await sleep(25);
+    }
+    await redis.stop();
+    upstream.letGo();
+    const lost = await inFlight;
+    expect(lost.status, lost.body).not.toBe(200);
+
+    await redis.start();
+    // Back: the first answer that is not "Redis unavailable" (503, while payment-verifier
+    // reconnects) is the call served, with the channel in step (no 402 in between).
+    const answers: number[] = [];
+    for (let i = 0; ; i++) {
+      const res = await call();
+      const body = await res.text();
+      answers.push(res.status);
+      if (res.status === 503 && i < 100) {
+        await sleep(200);
+        continue;
+      }
+      expect(res.status, `${body} after ${answers.join(",")}`).toBe(200);
+      served += PRICE;
+      break;
+    }
+    for (let i = 0; i < 3; i++) await serve();
+
+    // What the channel charged is exactly the calls served: the lost call was never charged.
+    const client = createClient({ url: `redis://127.0.0.1:${redis.port}` });
+    await client.connect();
+    try {
+      const keys = (await client.keys("*:server:channel:*")).filter((k) => !k.endsWith(":lock"));
+      expect(keys.length).toBe(1);
+      const record = JSON.parse((await client.get(keys[0] ?? "")) ?? "{}") as {
+        chargedCumulativeAmount: string;
+      };
+      expect(BigInt(record.chargedCumulativeAmount)).toBe(served);
+    } finally {
+      await client.quit();
+    }
+  }, 240_000);
+});

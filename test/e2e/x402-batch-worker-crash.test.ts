@@ -1,0 +1,215 @@
+// The settlement worker killed (SIGKILL) between a claim it sent and that claim's settlement event:
+// the claim is mined while the worker is dead, and the worker started again journals the event from
+// the chain. A mesh of its own (one worker) on the shared devnet's settlement chain, the unmodified
+// official batch-settlement client, the ledger in PostgreSQL fed through NATS JetStream.
+import { readFileSync } from "node:fs";
+import { priceAtomic } from "@tollgate/catalog";
+import { readDevnetFile } from "@tollgate/devnet";
+import { type Mesh, startMesh } from "@tollgate/local";
+import { decodePaymentSignatureHeader } from "@x402/core/http";
+import { type Hex, parseAbi } from "viem";
+import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
+import { sharedSettlementEnv } from "../support/devnet.ts";
+import { type Address, settlementClient, usdcBalance } from "../support/x402.ts";
+import { batchPayer } from "../support/x402-batch.ts";
+
+const shared = inject("mesh");
+const devnet = readDevnetFile(shared.devnetFile);
+const chain = settlementClient(devnet);
+const RPC = devnet.chains.settlement?.rpcUrl ?? "";
+const ESCROW = devnet.chains.settlement?.contracts.batchSettlement as Address;
+const PATH = "/api/chain/block-number";
+const PRICE = priceAtomic("0.001");
+const DEPOSIT = 1_000_000n;
+// This suite's own receiver: a channel of its own, and payTo's balance is only this suite's.
+const PAY_TO = privateKeyToAddress(generatePrivateKey());
+const escrowAbi = parseAbi([
+  "function channels(bytes32) view returns (uint128 balance, uint128 totalClaimed)",
+  "event Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed)",
+]);
+const settledEvent = parseAbi([
+  "event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount)",
+])[0];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const base = sharedSettlementEnv("spare5");
+const FACILITATOR = privateKeyToAddress(base.X402_FACILITATOR_PRIVATE_KEY as Hex);
+const x402 = {
+  X402_NETWORK: base.X402_NETWORK ?? "",
+  X402_ASSET: base.X402_ASSET ?? "",
+  X402_ASSET_NAME: base.X402_ASSET_NAME ?? "",
+  X402_ASSET_VERSION: base.X402_ASSET_VERSION ?? "",
+  X402_PAY_TO: PAY_TO,
+  X402_SETTLEMENT_RPC_URL: base.X402_SETTLEMENT_RPC_URL ?? "",
+  X402_FACILITATOR_PRIVATE_KEY: base.X402_FACILITATOR_PRIVATE_KEY ?? "",
+  X402_BATCH_AUTHORIZER_PRIVATE_KEY: base.X402_BATCH_AUTHORIZER_PRIVATE_KEY ?? "",
+};
+
+let mesh: Mesh;
+
+beforeAll(async () => {
+  mesh = await startMesh({
+    stateDir: shared.stateDir,
+    namespace: `xbcrash${process.pid}`,
+    onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),
+    env: {
+      LOG_LEVEL: "warn",
+      REDIS_STANDIN: "false",
+      UPSTREAMS_ETHEREUM: devnet.chains.ethereum?.rpcUrl ?? "",
+      UPSTREAMS_SEPOLIA: devnet.chains.sepolia?.rpcUrl ?? "",
+    },
+    serviceEnv: {
+      "payment-verifier": { ...base, ...x402, PAYMENT_SCHEMES: "exact,x402-batch" },
+      // Claims every 2 s, a pass every 0.5 s, a channel idle for 15 s refunded.
+      "settlement-worker": {
+        ...x402,
+        X402_BATCH_TICK_MS: "500",
+        X402_BATCH_LEASE_MS: "3000",
+        X402_BATCH_CLAIM_INTERVAL_SECONDS: "2",
+        X402_BATCH_MIN_CLAIM_AMOUNT: "100000",
+        X402_BATCH_IDLE_REFUND_SECONDS: "15",
+      },
+    },
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await anvil("evm_setAutomine", [true]).catch(() => undefined);
+  await mesh?.stop();
+});
+
+async function anvil(method: string, params: unknown[] = []): Promise<unknown> {
+  const res = await fetch(RPC, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 90_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (done(v)) return v;
+    if (Date.now() > deadline)
+      throw new Error(
+        `${what}: still ${JSON.stringify(v, (_, x) => (typeof x === "bigint" ? String(x) : x))} after ${ms} ms`,
+      );
+    await sleep(250);
+  }
+}
+
+describe("x402-batch settlement events survive a worker crash (SIGKILL between a mined claim and its event)", () => {
+  it("the claim mined while the worker was dead is journaled after the restart: one ledger event per claim, settle and refund; claimed == served", async () => {
+    const payer = batchPayer(devnet, "payer4");
+    const call = async () => {
+      const res = await payer.fetch(`${mesh.gatewayUrl}${PATH}`);
+      expect(res.status, await res.text()).toBe(200);
+    };
+    const startBlock = await chain.getBlockNumber({ cacheTime: 0 });
+    await call(); // the deposit and the first voucher
+    const channelId = (
+      decodePaymentSignatureHeader(payer.signatures[0] ?? "").payload as { voucher: { channelId: Hex } }
+    ).voucher.channelId;
+    let served = PRICE;
+    // The worker claims and settles the first voucher.
+    await until(
+      "payTo's balance",
+      () => usdcBalance(chain, devnet, PAY_TO),
+      (b) => b === served,
+    );
+
+    // Blocks are no longer mined: the worker's next claim waits in the mempool.
+    await anvil("evm_setAutomine", [false]);
+    try {
+      for (let i = 0; i < 5; i++) {
+        await call();
+        served += PRICE;
+      }
+      const nonce = (tag: string) =>
+        chain.getTransactionCount({ address: FACILITATOR, blockTag: tag as "latest" });
+      await until(
+        "the worker's claim in the mempool",
+        async () => (await nonce("pending")) - (await nonce("latest")),
+        (pending) => pending > 0,
+        30_000,
+      );
+      mesh.services["settlement-worker"].child.kill("SIGKILL");
+      await sleep(200);
+      await anvil("evm_mine");
+    } finally {
+      await anvil("evm_setAutomine", [true]);
+    }
+    // Mined with nobody left to journal it: on chain, everything served is claimed.
+    await until(
+      "the channel's claimed total",
+      async () =>
+        (
+          await chain.readContract({
+            address: ESCROW,
+            abi: escrowAbi,
+            functionName: "channels",
+            args: [channelId],
+          })
+        )[1],
+      (c) => c === served,
+      30_000,
+    );
+
+    await mesh.restart("settlement-worker");
+    const ledger = createLedgerClient(
+      `127.0.0.1:${mesh.ports["settlement-worker"].main}`,
+      readFileSync(mesh.operatorTokenFile, "utf8").trim(),
+    );
+    try {
+      const entries = await until(
+        "the ledger's channel entries",
+        async () => (await ledger.list({ channel: channelId.toLowerCase(), limit: 1000 })).settlements ?? [],
+        (list) => list.some((e) => e.outcome === "refunded"),
+        120_000,
+      );
+      const claimLogs = await chain.getLogs({
+        address: ESCROW,
+        event: escrowAbi[1],
+        args: { channelId },
+        fromBlock: startBlock,
+      });
+      const claimed = entries.filter((e) => e.outcome === "claimed");
+      // One event per claim on chain (the one mined during the crash included), none twice.
+      expect(claimed.map((e) => e.transaction).sort()).toEqual(
+        claimLogs.map((l) => l.transactionHash.toLowerCase()).sort(),
+      );
+      expect(claimLogs.length).toBeGreaterThanOrEqual(2);
+      expect(claimed.reduce((s, e) => s + BigInt(e.amount ?? "0"), 0n)).toBe(served);
+      const refunded = entries.filter((e) => e.outcome === "refunded");
+      expect(refunded.map((e) => e.amount)).toEqual([String(DEPOSIT - served)]);
+      // Every settle to this suite's receiver recorded once, and they add up to what it received.
+      const settleLogs = await chain.getLogs({
+        address: ESCROW,
+        event: settledEvent,
+        args: { receiver: PAY_TO },
+        fromBlock: startBlock,
+      });
+      const settleTxs = new Set(settleLogs.map((l) => l.transactionHash.toLowerCase()));
+      const settles = await until(
+        "the ledger's settles to this receiver",
+        async () =>
+          (
+            (await ledger.list({ payer: ESCROW, outcome: "channel_settled", limit: 1000 })).settlements ?? []
+          ).filter((e) => settleTxs.has(e.transaction ?? "")),
+        (list) => list.length >= settleLogs.length,
+        60_000,
+      );
+      expect(settles.map((e) => e.transaction).sort()).toEqual([...settleTxs].sort());
+      expect(settles.reduce((s, e) => s + BigInt(e.amount ?? "0"), 0n)).toBe(served);
+      expect(await usdcBalance(chain, devnet, PAY_TO)).toBe(served);
+    } finally {
+      ledger.close();
+    }
+  }, 300_000);
+});
