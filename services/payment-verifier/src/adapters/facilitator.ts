@@ -320,7 +320,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
 
   /**
    * Sends the transfer with the next nonce, under the signer lock: signed with the fields read at
-   * Verify while they are fresh (no estimate under the lock), else prepared the ordinary way. A
+   * Verify while they are still fresh then (no estimate under the lock), else prepared the ordinary way. A
    * prepared send the node refuses (a fee below the base fee, too little gas) is prepared again once,
    * with the same nonce, before the lock is let go. `abort` is awaited before anything is sent: a
    * reason there stops the send and frees the lock.
@@ -337,7 +337,8 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
       submitter.submit(async (nonce) => {
         const stop = await abort;
         if (stop) throw stop;
-        if (!prepared) return filled(nonce);
+        // Fresh when the lock is taken, not only when Settle began: sends queue behind each other.
+        if (!prepared || Date.now() - prepared.at >= PREPARED_FEES_TTL_MS) return filled(nonce);
         const { at: _, ...fields } = prepared;
         const signed = signTransactionWasm(
           {
