@@ -32,6 +32,7 @@ import {
   isAddressEqual,
   parseEventLogs,
   parseSignature,
+  type TransactionReceipt,
   type TransactionSerializable,
   type WalletClient,
 } from "viem";
@@ -361,6 +362,15 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     );
   }
 
+  async function receiptSoon(hash: Hex): Promise<TransactionReceipt | undefined> {
+    for (const wait of RECEIPT_SOON_MS) {
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const receipt = await publicClient.getTransactionReceipt({ hash }).catch(() => undefined);
+      if (receipt) return receipt;
+    }
+    return undefined;
+  }
+
   const settleVerified = (
     payload: PaymentPayload,
     requirements: PaymentRequirements,
@@ -370,7 +380,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
       "settle",
       () =>
         settleVerifiedTransfer(
-          { signer, pending: pendingSettlementStore, submit: submitTransfer },
+          { signer, pending: pendingSettlementStore, submit: submitTransfer, receiptSoon },
           payload,
           requirements,
           decodePreparedFees(prepared, Date.now()),
@@ -397,6 +407,14 @@ const NONCE_REFUSED =
   /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
 
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/**
+ * When the receipt is read right after the send (ms after the previous read), before the library's
+ * wait, which polls every X402_RECEIPT_POLL_MS: a chain that mines at once (a local one, or a
+ * preconfirming sequencer) may answer the send a moment before its receipt is there, and a 250 ms
+ * poll for it would cost more than the whole settlement.
+ */
+const RECEIPT_SOON_MS = [0, 1, 3, 10];
 
 /** Unused gas is not paid for: the limit read at Verify gets this much headroom for a state that moved. */
 const GAS_HEADROOM_PERCENT = 20n;
@@ -521,6 +539,8 @@ interface TransferSettler {
     prepared: PreparedFees | undefined,
     abort: Promise<Error | undefined>,
   ): Promise<Hex>;
+  /** The receipt if it is there within a few ms of the send (see RECEIPT_SOON_MS). */
+  receiptSoon(hash: Hex): Promise<TransactionReceipt | undefined>;
 }
 
 /**
@@ -578,7 +598,7 @@ async function settleVerifiedTransfer(
   }
   let receipt: Awaited<ReturnType<typeof signer.waitForTransactionReceipt>>;
   try {
-    receipt = await signer.waitForTransactionReceipt({ hash: tx });
+    receipt = (await deps.receiptSoon(tx)) ?? (await signer.waitForTransactionReceipt({ hash: tx }));
   } catch (err) {
     // Broadcast but not seen confirmed: a retry with the same payment awaits this transaction.
     const message = errorText(err);
