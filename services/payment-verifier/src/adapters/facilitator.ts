@@ -32,6 +32,7 @@ import {
   isAddressEqual,
   parseEventLogs,
   parseSignature,
+  type TransactionReceipt,
   type TransactionSerializable,
   type WalletClient,
 } from "viem";
@@ -320,7 +321,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
 
   /**
    * Sends the transfer with the next nonce, under the signer lock: signed with the fields read at
-   * Verify while they are fresh (no estimate under the lock), else prepared the ordinary way. A
+   * Verify while they are still fresh then (no estimate under the lock), else prepared the ordinary way. A
    * prepared send the node refuses (a fee below the base fee, too little gas) is prepared again once,
    * with the same nonce, before the lock is let go. `abort` is awaited before anything is sent: a
    * reason there stops the send and frees the lock.
@@ -337,7 +338,8 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
       submitter.submit(async (nonce) => {
         const stop = await abort;
         if (stop) throw stop;
-        if (!prepared) return filled(nonce);
+        // Fresh when the lock is taken, not only when Settle began: sends queue behind each other.
+        if (!prepared || Date.now() - prepared.at >= PREPARED_FEES_TTL_MS) return filled(nonce);
         const { at: _, ...fields } = prepared;
         const signed = signTransactionWasm(
           {
@@ -360,6 +362,15 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     );
   }
 
+  async function receiptSoon(hash: Hex): Promise<TransactionReceipt | undefined> {
+    for (const wait of RECEIPT_SOON_MS) {
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const receipt = await publicClient.getTransactionReceipt({ hash }).catch(() => undefined);
+      if (receipt) return receipt;
+    }
+    return undefined;
+  }
+
   const settleVerified = (
     payload: PaymentPayload,
     requirements: PaymentRequirements,
@@ -369,7 +380,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
       "settle",
       () =>
         settleVerifiedTransfer(
-          { signer, pending: pendingSettlementStore, submit: submitTransfer },
+          { signer, pending: pendingSettlementStore, submit: submitTransfer, receiptSoon },
           payload,
           requirements,
           decodePreparedFees(prepared, Date.now()),
@@ -396,6 +407,14 @@ const NONCE_REFUSED =
   /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
 
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/**
+ * When the receipt is read right after the send (ms after the previous read), before the library's
+ * wait, which polls every X402_RECEIPT_POLL_MS: a chain that mines at once (a local one, or a
+ * preconfirming sequencer) may answer the send a moment before its receipt is there, and a 250 ms
+ * poll for it would cost more than the whole settlement.
+ */
+const RECEIPT_SOON_MS = [0, 1, 3, 10];
 
 /** Unused gas is not paid for: the limit read at Verify gets this much headroom for a state that moved. */
 const GAS_HEADROOM_PERCENT = 20n;
@@ -520,6 +539,8 @@ interface TransferSettler {
     prepared: PreparedFees | undefined,
     abort: Promise<Error | undefined>,
   ): Promise<Hex>;
+  /** The receipt if it is there within a few ms of the send (see RECEIPT_SOON_MS). */
+  receiptSoon(hash: Hex): Promise<TransactionReceipt | undefined>;
 }
 
 /**
@@ -577,7 +598,7 @@ async function settleVerifiedTransfer(
   }
   let receipt: Awaited<ReturnType<typeof signer.waitForTransactionReceipt>>;
   try {
-    receipt = await signer.waitForTransactionReceipt({ hash: tx });
+    receipt = (await deps.receiptSoon(tx)) ?? (await signer.waitForTransactionReceipt({ hash: tx }));
   } catch (err) {
     // Broadcast but not seen confirmed: a retry with the same payment awaits this transaction.
     const message = errorText(err);
