@@ -7,11 +7,7 @@
 // leaves only its schemes out; it is asked again at most once a second, and a fresh resource server
 // replaces the old one only once it initialised, so serving schemes never see a half-built registry.
 import { PAYMENT_HEADERS } from "@tollgate/catalog";
-import {
-  decodePaymentSignatureHeader,
-  encodePaymentRequiredHeader,
-  encodePaymentResponseHeader,
-} from "@x402/core/http";
+import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { PaymentPayloadV2Schema } from "@x402/core/schemas";
 import { type FacilitatorClient, x402ResourceServer } from "@x402/core/server";
 import type {
@@ -140,12 +136,14 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
     const invalid = (reason: string) => ({ kind: "invalid" as const, reason });
     if (!value) return invalid(`${name} is empty`);
     if (value.length > MAX_HEADER_CHARS) return invalid(`${name} is too large`);
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value)) {
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value) || value.length % 4 === 1) {
       return invalid(`${name} is not base64 (expected base64 of a JSON PaymentPayload)`);
     }
     let json: unknown;
     try {
-      json = decodePaymentSignatureHeader(value);
+      // What the SDK's decodePaymentSignatureHeader does, with Node's base64 decoder instead of its
+      // atob and byte-by-byte copy (a measurable share of a voucher call, done at Verify and Settle).
+      json = JSON.parse(Buffer.from(value, "base64").toString("utf8"));
     } catch {
       return invalid(`${name} does not decode to JSON (expected base64 of a JSON PaymentPayload)`);
     }

@@ -10,6 +10,7 @@
 // Amounts are decimal strings; the caller passes them canonical (no leading zeros), so Lua compares
 // them as strings (length, then digits) and never as doubles. There is no in-memory twin: without
 // Redis, x402-batch is not offered at all.
+import { createHash } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
 
 /** What the official SDK keeps per channel (its `Channel`), as far as these scripts read it. */
@@ -60,6 +61,16 @@ export type Committed =
   | { kind: "lost" }
   | { kind: "missing" };
 
+/** A script sent by its SHA1 (EVALSHA): the hot path does not send its text with every call. */
+interface Script {
+  source: string;
+  sha: string;
+}
+
+function script(source: string): Script {
+  return { source, sha: createHash("sha1").update(source).digest("hex") };
+}
+
 const DECIMAL_GT = `
 local function gt(a, b)
   if #a ~= #b then return #a > #b end
@@ -67,7 +78,7 @@ local function gt(a, b)
 end`;
 
 // KEYS[1] channel record. ARGV: cumulative, charged, pendingId, requestId, now, expiresAt, freshMs.
-const ADMIT = `${DECIMAL_GT}
+const ADMIT = script(`${DECIMAL_GT}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'unknown'} end
 local ch = cjson.decode(raw)
@@ -85,11 +96,11 @@ end
 ch.pendingRequest = {pendingId = ARGV[3], signedMaxClaimable = ARGV[1], expiresAt = tonumber(ARGV[6]), requestId = ARGV[4]}
 ch.lastRequestTimestamp = now
 redis.call('SET', KEYS[1], cjson.encode(ch))
-return {'reserved', ARGV[3]}`;
+return {'reserved', ARGV[3]}`);
 
 // KEYS[1] channel record. ARGV: pendingId, cumulative, charged, signature, now, requestId.
 // settledPendingId stays on the record until the next SDK rewrite: it only serves a retried Settle.
-const COMMIT = `
+const COMMIT = script(`
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'missing'} end
 local ch = cjson.decode(raw)
@@ -108,10 +119,10 @@ ch.lastRequestTimestamp = tonumber(ARGV[5])
 ch.pendingRequest = nil
 ch.settledPendingId = ARGV[1]
 redis.call('SET', KEYS[1], cjson.encode(ch))
-return {'committed', raw}`;
+return {'committed', raw}`);
 
 // KEYS[1] channel record. ARGV: pendingId, requestId.
-const RELEASE = `
+const RELEASE = script(`
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
 local ch = cjson.decode(raw)
@@ -119,7 +130,7 @@ local p = ch.pendingRequest
 if type(p) ~= 'table' or p.pendingId ~= ARGV[1] or p.requestId ~= ARGV[2] then return 0 end
 ch.pendingRequest = nil
 redis.call('SET', KEYS[1], cjson.encode(ch))
-return 1`;
+return 1`);
 
 export class BatchVoucherStore {
   readonly #redis: Redis;
@@ -131,19 +142,27 @@ export class BatchVoucherStore {
     this.#prefix = `${keyPrefix}:server:channel:`;
   }
 
+  async #run(s: Script, key: string, args: string[]): Promise<unknown> {
+    const options = { keys: [this.#prefix + key], arguments: args };
+    try {
+      return await this.#redis.evalSha(s.sha, options);
+    } catch (err) {
+      // Not loaded yet (first use, or Redis restarted): once with its text, which loads it.
+      if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
+      return await this.#redis.eval(s.source, options);
+    }
+  }
+
   async admit(a: VoucherAdmission): Promise<Admitted> {
-    const [kind, record] = (await this.#redis.eval(ADMIT, {
-      keys: [this.#prefix + a.channelId],
-      arguments: [
-        a.cumulative,
-        a.charged,
-        a.pendingId,
-        a.requestId,
-        String(a.now),
-        String(a.expiresAt),
-        String(a.freshMs),
-      ],
-    })) as [Admitted["kind"], string?];
+    const [kind, record] = (await this.#run(ADMIT, a.channelId, [
+      a.cumulative,
+      a.charged,
+      a.pendingId,
+      a.requestId,
+      String(a.now),
+      String(a.expiresAt),
+      String(a.freshMs),
+    ])) as [Admitted["kind"], string?];
     if (kind === "mismatch" || kind === "below_claimed") return { kind, record: record ?? "" };
     if (kind === "reserved") return { kind, pendingId: record ?? "" };
     return { kind } as Admitted;
@@ -157,10 +176,14 @@ export class BatchVoucherStore {
     voucher: { cumulative: string; charged: string; signature: string },
     now: number,
   ): Promise<Committed> {
-    const [kind, record] = (await this.#redis.eval(COMMIT, {
-      keys: [this.#prefix + channelId],
-      arguments: [pendingId, voucher.cumulative, voucher.charged, voucher.signature, String(now), requestId],
-    })) as [Committed["kind"], string?];
+    const [kind, record] = (await this.#run(COMMIT, channelId, [
+      pendingId,
+      voucher.cumulative,
+      voucher.charged,
+      voucher.signature,
+      String(now),
+      requestId,
+    ])) as [Committed["kind"], string?];
     if (kind === "committed" || kind === "already")
       return { kind, record: JSON.parse(record ?? "{}") as ChannelRecord };
     return { kind } as Committed;
@@ -168,10 +191,7 @@ export class BatchVoucherStore {
 
   /** Frees the lock `pendingId` holds for `requestId`; false when it holds none. */
   async release(channelId: string, pendingId: string, requestId: string): Promise<boolean> {
-    const freed = await this.#redis.eval(RELEASE, {
-      keys: [this.#prefix + channelId],
-      arguments: [pendingId, requestId],
-    });
+    const freed = await this.#run(RELEASE, channelId, [pendingId, requestId]);
     return freed === 1;
   }
 }
