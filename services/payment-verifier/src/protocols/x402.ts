@@ -28,6 +28,8 @@ import {
 
 /** Far above any real payload (a few KB); refuse before decoding anything larger. */
 const MAX_HEADER_CHARS = 16_384;
+/** How many credentials found valid are remembered (see #checked). */
+const CHECKED_MAX = 1_024;
 /** How often a facilitator that could not be reached is asked again, at most. */
 const INIT_RETRY_MS = 1_000;
 
@@ -47,6 +49,12 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
   #initializing: Promise<void> | undefined;
   #lastAttempt = 0;
   #lastError = "";
+  /**
+   * Header values already checked against the PaymentPayload schema: Verify and Settle (or Release)
+   * of a call decode the same one, and the schema check (zod) costs as much as a voucher's signature
+   * recovery. Each decode still parses its own object; only the check is skipped. Oldest out first.
+   */
+  readonly #checked = new Set<string>();
 
   constructor(facilitators: readonly FacilitatorClient[]) {
     this.#facilitators = facilitators;
@@ -150,6 +158,7 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
     if ((json as { x402Version?: unknown } | null)?.x402Version === 1) {
       return invalid("x402 v1 payment payloads are not accepted; pay with x402 v2 (PAYMENT-SIGNATURE)");
     }
+    if (this.#checked.has(value)) return { kind: "credential" as const, credential: json as PaymentPayload };
     const parsed = PaymentPayloadV2Schema.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -160,6 +169,9 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
     if (!/^[0-9]{1,78}$/.test(payload.accepted.amount)) {
       return invalid(`${name} is not an x402 v2 PaymentPayload: accepted.amount: expected an integer string`);
     }
+    if (this.#checked.size >= CHECKED_MAX)
+      this.#checked.delete(this.#checked.values().next().value as string);
+    this.#checked.add(value);
     return { kind: "credential" as const, credential: payload };
   }
 
