@@ -13,6 +13,7 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/
 import type { PaymentPayload } from "@x402/core/types";
 import { signVoucher } from "@x402/evm/batch-settlement/client";
 import { createClient as createRedis } from "redis";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BatchPayer, batchPayer } from "../support/x402-batch.ts";
 import {
@@ -40,6 +41,7 @@ const namespace = uniqueId("pvbatch");
 const prefixes: string[] = [];
 const outboxDirs: string[] = [];
 const PRICE = priceOf(BLOCK_NUMBER);
+const NETWORK = () => devnet.demo.settlement.network;
 
 /** A TCP hop in front of the machine's Redis that a test can cut (every connection refused). */
 async function cuttableRedis(): Promise<{ url: string; cut(): void; close(): Promise<void> }> {
@@ -118,14 +120,12 @@ async function openChannel(client: VerifierClient, role: string) {
     channelId,
     /** PAYMENT-SIGNATURE carrying a voucher for `cumulative` on this channel. */
     async voucher(cumulative: bigint): Promise<Header[]> {
-      const v = await signVoucher(
-        payer.account,
-        channelId,
-        String(cumulative),
-        required.accepts[0]?.network ?? "",
-      );
+      return this.withVoucher(await signVoucher(payer.account, channelId, String(cumulative), NETWORK()));
+    },
+    /** PAYMENT-SIGNATURE carrying `voucher` as this channel's. */
+    withVoucher(voucher: unknown): Header[] {
       const { deposit: _, ...rest } = deposit.payload as Record<string, unknown>;
-      return encode(payer, { ...deposit, payload: { ...rest, type: "voucher", voucher: v } });
+      return encode(payer, { ...deposit, payload: { ...rest, type: "voucher", voucher } });
     },
   };
 }
@@ -248,6 +248,40 @@ describe("x402-batch vouchers on a known channel, two replicas sharing Redis", (
     const s = await settle(a, credentials, retry);
     expect(s.settled, s.reason).toBe(true);
     expect((await record(ch.channelId)).chargedCumulativeAmount).toBe(String(2n * PRICE));
+  });
+
+  it("does not hold a payer's own vouchers to the attempt limits, while vouchers forged in its name still meet them", async () => {
+    const config = {
+      ...shared,
+      outboxDir: devnetConfig(devnet).outboxDir,
+      limits: { ...shared.limits, perPayer: { perSecond: 0.2, burst: 2 } },
+    };
+    outboxDirs.push(config.outboxDir);
+    const limited = await startVerifier(config, { eventsNamespace: namespace });
+    stops.push(async () => {
+      limited.client.close();
+      await limited.handle.stop();
+    });
+    const ch = await openChannel(limited.client, "payer8"); // the deposit: one attempt
+    for (let n = 2n; n <= 6n; n++) {
+      const credentials = await ch.voucher(n * PRICE);
+      const v = await verify(limited.client, credentials);
+      expect(v.valid, v.reason).toBe(true);
+      expect((await settle(limited.client, credentials, v)).settled).toBe(true);
+    }
+    // Vouchers for the channel's next amount, each signed by another key: the payer's limit.
+    const forged = [];
+    for (let i = 0; i < 3; i++) {
+      const other = privateKeyToAccount(generatePrivateKey());
+      const voucher = await signVoucher(other, ch.channelId, String(7n * PRICE), NETWORK());
+      forged.push(await verify(limited.client, ch.withVoucher(voucher)));
+    }
+    expect(forged.every((r) => !r.valid)).toBe(true);
+    expect(forged[0]?.reason).toMatch(/voucher_signature/);
+    expect(forged.at(-1)?.errorCode).toBe("rate_limited");
+    // The payer's own next voucher is still served.
+    const v = await verify(limited.client, await ch.voucher(7n * PRICE));
+    expect(v.valid, v.reason).toBe(true);
   });
 
   it("refuses with 503 (service_unavailable), never a payment, while Redis is unreachable", async () => {
