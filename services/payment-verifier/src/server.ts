@@ -25,6 +25,7 @@ import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
+import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
 import { memoryMppxState, redisMppxState } from "./stores/mppx-store.ts";
 import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
 import {
@@ -116,9 +117,12 @@ export async function startPaymentVerifier(
       "x402-batch is not offered: its channel state must be in Redis, shared with the settlement worker that claims it, and this process runs on the in-memory stand-in (REDIS_STANDIN=true)",
     );
   }
+  const channelsPrefix = `${config.redisPrefix}channels:`;
   const channelStorage = redis
-    ? new RedisChannelStorage({ client: redis as never, keyPrefix: `${config.redisPrefix}channels:` })
+    ? new RedisChannelStorage({ client: redis as never, keyPrefix: channelsPrefix })
     : undefined;
+  // The same records, one script per step, for vouchers on known channels (the hot path).
+  const batchVouchers = redis ? new BatchVoucherStore(redis, channelsPrefix) : undefined;
   // MPP replay claims and session channels: shared by every replica and the session settlement loop.
   const mppState = redis ? redisMppxState(redis, `${config.redisPrefix}mpp:`) : memoryMppxState();
   const offered = withoutBatch ? config.schemes.filter((s) => s !== "x402-batch") : config.schemes;
@@ -130,6 +134,7 @@ export async function startPaymentVerifier(
       x402Facilitators: [facilitator],
       settlementChain,
       channelStorage,
+      batchVouchers,
       mppState,
     },
   );

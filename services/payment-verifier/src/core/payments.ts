@@ -22,6 +22,8 @@ import {
   type PaymentScheme,
   type PricedCall,
   type Problem,
+  type SettleResult,
+  type Verdict,
 } from "./types.ts";
 
 /** A settling payment is held this long if the process dies mid-settlement. */
@@ -36,6 +38,8 @@ interface Deferred {
   until: number;
   run(): Promise<void>;
 }
+/** Marks the token of a payment its scheme guards itself (SelfGuarded): no reservation holds it. */
+const GUARDED = "g-";
 
 export interface PaymentsOptions {
   /** In the order offers are listed; the first scheme of a protocol that claims a credential takes it. */
@@ -248,6 +252,8 @@ export class Payments {
         scheme.protocol.problem?.("payment_invalid", remembered),
       );
     }
+    const guarded = await this.#verifyGuarded(call, scheme, payment, print);
+    if (guarded) return guarded;
     const facts = this.#facts(call, scheme, payment, print);
     try {
       // The reservation comes first, so concurrent copies of one payment cost one verification;
@@ -300,20 +306,7 @@ export class Payments {
       });
       if (!verdict.ok) {
         await free();
-        if (verdict.final) this.#o.refusals.remember(print, verdict.reason, this.#now());
-        const problem = verdict.problem ?? scheme.protocol.problem?.(verdict.code, verdict.reason);
-        if (verdict.challenge) {
-          const { code, reason } = verdict;
-          return {
-            valid: false,
-            code,
-            reason,
-            headers: verdict.challenge,
-            scheme: scheme.name,
-            ...(problem ? { problem } : {}),
-          };
-        }
-        return this.#refuse(call, scheme.name, verdict.code, verdict.reason, problem);
+        return this.#refused(call, scheme, verdict, print);
       }
       if (verdict.collected || verdict.hold) {
         const verified = { collected: verdict.collected?.transaction ?? "", hold: verdict.hold ?? "" };
@@ -375,6 +368,7 @@ export class Payments {
       );
     }
     const { scheme, payment } = detected;
+    if (id.token.startsWith(GUARDED)) return this.#settleGuarded(call, scheme, payment, id, credentials);
     let begun: Awaited<ReturnType<ReservationStore["beginSettle"]>>;
     try {
       begun = await this.#store(() =>
@@ -460,6 +454,14 @@ export class Payments {
       ? { kind: "transaction" as const, transaction: result.transaction }
       : null;
     this.#o.events.record(reservation, "failed", transaction, result.reason);
+    return this.#settleFailed(call, scheme, result);
+  }
+
+  async #settleFailed(
+    call: PricedCall,
+    scheme: PaymentScheme,
+    result: Extract<SettleResult, { ok: false }>,
+  ): Promise<SettleOutcome> {
     const offer =
       result.code === "service_unavailable" ? [] : await this.#challengeOrNone(call, result.reason);
     const problem = result.problem ?? scheme.protocol.problem?.(result.code, result.reason);
@@ -521,6 +523,7 @@ export class Payments {
     reason: string,
     hold?: string,
   ): Promise<void> {
+    if (id.token.startsWith(GUARDED)) return this.#releaseGuarded(requestId, call, id, credentials, reason);
     const freed = await this.#o.reservations.release(id.key, id.token, requestId);
     if (!freed) return;
     this.#o.metrics.releases.inc({ scheme: freed.scheme });
@@ -571,6 +574,108 @@ export class Payments {
 
   methods(): PaymentMethodInfo[] {
     return this.#schemes.flatMap((s) => s.methods());
+  }
+
+  // ---- payments their scheme guards itself (SelfGuarded) ----
+  //
+  // No reservation and no attempt limits: the scheme's own state holds one request at a time and
+  // refuses replays, and it admits only payments whose signature checked out, so a flood costs the
+  // sender a valid key (a voucher on a known x402-batch channel; see its scheme). The core still
+  // generates the token, remembers final refusals and records every outcome as an event.
+
+  async #verifyGuarded(
+    call: PricedCall,
+    scheme: PaymentScheme,
+    payment: ParsedPayment,
+    print: string,
+  ): Promise<VerifyOutcome | undefined> {
+    if (!scheme.guarded) return undefined;
+    const token = `${GUARDED}${randomUUID()}`;
+    let verdict: Verdict | undefined;
+    try {
+      verdict = await scheme.guarded.admit(call, payment, token);
+    } catch (err) {
+      return { ...this.#guardedUnavailable(scheme, err), headers: [], scheme: scheme.name, valid: false };
+    }
+    if (!verdict) return undefined;
+    if (!verdict.ok) return this.#refused(call, scheme, verdict, print);
+    return {
+      valid: true,
+      // A Verify retried for the same request finds the payment held under its first token.
+      paymentId: paymentIdOf(payment.key, verdict.hold || token),
+      payer: payment.payer,
+      scheme: scheme.name,
+      noService: payment.noService === true,
+    };
+  }
+
+  async #settleGuarded(
+    call: PricedCall,
+    scheme: PaymentScheme,
+    payment: ParsedPayment,
+    id: { key: string; token: string },
+    credentials: readonly Header[],
+  ): Promise<SettleOutcome> {
+    const token = id.token;
+    if (!scheme.guarded) {
+      return this.#settleRefusal(call, "payment_invalid", "the payment was not verified", scheme.protocol);
+    }
+    let result: SettleResult;
+    try {
+      result = await scheme.guarded.commit(call, payment, token);
+    } catch (err) {
+      // Answered 503, no data: the call's hold on the channel is let go once the store answers
+      // (a commit that did land leaves nothing to let go: the release is then a no-op).
+      this.#defer(this.#o.reservationTtlMs, () =>
+        this.#releaseGuarded(call.requestId, call, id, credentials, "store_unavailable"),
+      );
+      return this.#settleUnavailable(this.#guardedUnavailable(scheme, err).reason);
+    }
+    const record = guardedRecord(call.requestId, call, scheme, payment, token);
+    if (!result.ok) {
+      this.#o.events.record(record, "failed", null, result.reason);
+      return this.#settleFailed(call, scheme, result);
+    }
+    this.#o.events.record(record, outcomeOf(result.collection), result.collection, null);
+    return {
+      settled: true,
+      headers: result.receipt,
+      meta: scheme.meta(call, payment),
+      collection: result.collection,
+    };
+  }
+
+  async #releaseGuarded(
+    requestId: string,
+    call: PricedCall | undefined,
+    id: { key: string; token: string },
+    credentials: readonly Header[],
+    reason: string,
+  ): Promise<void> {
+    const detected = this.#detect(credentials);
+    if (detected.kind !== "payment" || detected.payment.key !== id.key) return;
+    const { scheme, payment } = detected;
+    // Throws when the store is unreachable: release() defers it, so the channel is not left busy
+    // until its lock's TTL once the store is back.
+    const freed = (await scheme.guarded?.release(requestId, payment, id.token)) === true;
+    if (!freed) return;
+    this.#o.metrics.releases.inc({ scheme: scheme.name });
+    this.#o.events.record(
+      guardedRecord(requestId, call, scheme, payment, id.token),
+      "released",
+      null,
+      reason || "call_failed",
+    );
+  }
+
+  #guardedUnavailable(scheme: PaymentScheme, err: unknown): { code: "service_unavailable"; reason: string } {
+    this.#o.logger.warn(
+      { err: err instanceof Error ? err.message : err, scheme: scheme.name },
+      "payment store unavailable",
+    );
+    const reason =
+      err instanceof FacilitatorUnavailableError ? err.message : "payment replay protection is unavailable";
+    return { code: "service_unavailable", reason };
   }
 
   // ---- helpers ----
@@ -629,6 +734,29 @@ export class Payments {
     }
   }
 
+  /** A scheme's refusal: its own answer headers (a corrective offer), or the 402's. */
+  async #refused(
+    call: PricedCall,
+    scheme: PaymentScheme,
+    verdict: Extract<Verdict, { ok: false }>,
+    print: string,
+  ): Promise<VerifyOutcome> {
+    if (verdict.final) this.#o.refusals.remember(print, verdict.reason, this.#now());
+    const problem = verdict.problem ?? scheme.protocol.problem?.(verdict.code, verdict.reason);
+    if (verdict.challenge) {
+      const { code, reason } = verdict;
+      return {
+        valid: false,
+        code,
+        reason,
+        headers: verdict.challenge,
+        scheme: scheme.name,
+        ...(problem ? { problem } : {}),
+      };
+    }
+    return this.#refuse(call, scheme.name, verdict.code, verdict.reason, problem);
+  }
+
   async #refuse(
     call: PricedCall,
     scheme: string,
@@ -677,6 +805,33 @@ export class Payments {
       ...(problem ? { problem } : {}),
     };
   }
+}
+
+/** What the events record of a self-guarded payment (in the shape of a reservation). */
+function guardedRecord(
+  requestId: string,
+  call: PricedCall | undefined,
+  scheme: PaymentScheme,
+  payment: ParsedPayment,
+  token: string,
+): Reservation {
+  return {
+    state: "reserved",
+    token,
+    scheme: scheme.name,
+    requestId,
+    endpoint: call?.endpoint.path ?? "",
+    network: call?.network ?? "",
+    payer: payment.payer,
+    amount: payment.amount,
+    asset: payment.asset,
+    paymentNetwork: payment.paymentNetwork,
+    credential: "",
+    collected: "",
+    hold: "",
+    transaction: "",
+    receipt: "",
+  };
 }
 
 function conflictReason(current: Reservation | undefined): string {

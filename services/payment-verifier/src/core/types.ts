@@ -180,6 +180,25 @@ export interface PaymentProtocol<Credential = unknown, Offer = unknown> {
   problem?(code: PaymentErrorCode, reason: string): Problem | undefined;
 }
 
+/**
+ * Payments a scheme admits, collects and frees on its own, without the core's reservation and
+ * attempt limits, because the scheme's own state already holds one request at a time across
+ * replicas and refuses a replay (an x402-batch voucher on a known channel: the channel's lock and
+ * its cumulative amount). `token` is the mesh-generated id the payment is held under.
+ */
+export interface SelfGuarded<P = unknown> {
+  /**
+   * undefined: not such a payment (or not now); the core's path takes it. A payment admitted before
+   * for the same request (a retried Verify) answers with the token it holds as `hold`. Throws when
+   * its store is down.
+   */
+  admit(call: PricedCall, payment: ParsedPayment<P>, token: string): Promise<Verdict | undefined>;
+  /** Collects a payment `admit` held under `token`, after the node answered. */
+  commit(call: PricedCall, payment: ParsedPayment<P>, token: string): Promise<SettleResult>;
+  /** Frees it, collecting nothing; false when `token` holds nothing for `requestId`. */
+  release(requestId: string, payment: ParsedPayment<P>, token: string): Promise<boolean>;
+}
+
 export interface PaymentScheme<Credential = unknown, Offer = unknown, P = unknown> {
   /** Name in metrics, events and the access log, e.g. "exact", "x402-batch", "mpp-charge". */
   readonly name: string;
@@ -205,6 +224,8 @@ export interface PaymentScheme<Credential = unknown, Offer = unknown, P = unknow
     call: PricedCall,
     payment: ParsedPayment<P>,
   ): Promise<{ reason: string; challenge: Header[] } | undefined>;
+  /** Payments this scheme guards itself (see SelfGuarded). */
+  readonly guarded?: SelfGuarded<P>;
   /** The receipt for a payment whose money had already moved (see Verdict.collected). */
   receiptFor(call: PricedCall, payment: ParsedPayment<P>, transaction: string): Header[];
   /** How long a used payment's key must be remembered so it cannot be served again. */

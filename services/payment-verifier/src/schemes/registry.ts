@@ -12,6 +12,7 @@ import type { PaymentMetrics } from "../core/metrics.ts";
 import type { PaymentScheme } from "../core/types.ts";
 import { MppProtocol } from "../protocols/mpp.ts";
 import { X402Protocol } from "../protocols/x402.ts";
+import type { BatchVoucherStore } from "../stores/batch-vouchers.ts";
 import type { MppxState } from "../stores/mppx-store.ts";
 import { MppChargeScheme } from "./mpp-charge.ts";
 import { MppSessionScheme } from "./mpp-session.ts";
@@ -26,6 +27,8 @@ export interface SchemeDeps {
   settlementChain: SettlementChain | undefined;
   /** Where x402-batch keeps channel state (Redis; without it the scheme is not offered). */
   channelStorage: ChannelStorage | undefined;
+  /** The same channel records, one Redis script per step, for vouchers on known channels. */
+  batchVouchers: BatchVoucherStore | undefined;
   /** Where MPP keeps replay claims and session channels (Redis, or the single-node stand-in). */
   mppState: MppxState;
 }
@@ -58,10 +61,12 @@ export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): P
     "x402-batch": () => {
       const terms = config.x402.batch;
       if (!terms) throw new Error("x402-batch is offered without its terms (config.x402.batch)");
-      if (!deps.channelStorage) throw new Error("x402-batch is offered without its Redis channel storage");
+      if (!deps.channelStorage || !deps.batchVouchers)
+        throw new Error("x402-batch is offered without its Redis channel storage");
       return new X402BatchScheme(config.x402, terms, {
         protocol: x402,
         storage: deps.channelStorage,
+        vouchers: deps.batchVouchers,
         authorizer: privateKeyToAccount(terms.authorizerKey),
         logger: deps.logger,
         onInitFailure: () => deps.metrics.facilitatorInitFailures.inc({ scheme: "x402-batch" }),

@@ -9,6 +9,11 @@
 // travels as the scheme's hold in the core's reservation, and the channel state comes back from
 // Redis. Inside, the scheme is always named "batch-settlement" (the SDK compares that literal);
 // the spec's name "x402-batch" is offered beside it and translated at this boundary.
+//
+// A voucher on a channel whose record is in Redis with fresh on-chain state (every call after the
+// deposit) takes a shorter road that needs no chain call and no core reservation (see `guarded`):
+// the same checks as the SDK's, one Redis script at Verify, one at Settle. Anything else (a
+// deposit, an unknown or stale channel, a smart-wallet payer) goes through the SDK as before.
 import { priceAtomic } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
@@ -16,7 +21,8 @@ import { SettleError, VerifyError } from "@x402/core/types";
 import { BatchSettlementEvmScheme, type ChannelStorage } from "@x402/evm/batch-settlement/server";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { z } from "zod";
-import type { X402BatchConfig, X402Config } from "../config.ts";
+import { ChannelIds, voucherSigner } from "../adapters/voucher-signer.ts";
+import { chainIdOf, type X402BatchConfig, type X402Config } from "../config.ts";
 import {
   type Claim,
   FacilitatorUnavailableError,
@@ -26,11 +32,13 @@ import {
   type PaymentMethodInfo,
   type PaymentScheme,
   type PricedCall,
+  type SelfGuarded,
   type SettleResult,
   type Verdict,
   type VerifiedPayment,
 } from "../core/types.ts";
 import type { X402Protocol } from "../protocols/x402.ts";
+import type { BatchVoucherStore, ChannelRecord } from "../stores/batch-vouchers.ts";
 
 /** The SDK's name for the scheme; the spec's `x402-batch` is offered beside it. */
 export const SDK_SCHEME = "batch-settlement";
@@ -110,6 +118,14 @@ const REASONS: Record<string, string> = {
     "the deposit is below the announced minimum deposit",
 };
 
+const BUSY = "invalid_batch_settlement_evm_channel_busy";
+const MISMATCH = "invalid_batch_settlement_evm_cumulative_amount_mismatch";
+const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
+/** The SDK's bounds on a channel's withdraw delay (MIN_WITHDRAW_DELAY, MAX_WITHDRAW_DELAY). */
+const WITHDRAW_DELAY_RANGE = [900, 2_592_000] as const;
+/** The SDK's bounds on how long a request holds a channel (pendingExpiresAt). */
+const PENDING_TTL_MS = [5_000, 10 * 60_000] as const;
+
 /** The SDK's refusal when it cannot read the channel's state (its store is unreachable). */
 const STATE_UNAVAILABLE = "invalid_batch_settlement_evm_verification_state_unavailable";
 
@@ -129,9 +145,39 @@ function sameAddress(a: string, b: string): boolean {
   return a.toLowerCase() === b.toLowerCase();
 }
 
+type VoucherPayload = { channelConfig: z.infer<typeof channelConfig>; voucher: z.infer<typeof voucher> };
+
+/** The SDK's receipt for a charged voucher: what it charged and the channel's state after it. */
+function voucherReceipt(
+  before: ChannelRecord,
+  payment: BatchPayment,
+  requirements: PaymentRequirements,
+): SettleResponse {
+  return {
+    success: true,
+    payer: payment.payer.toLowerCase() as `0x${string}`,
+    transaction: "",
+    network: requirements.network,
+    amount: "",
+    extra: {
+      channelState: {
+        channelId: before.channelId,
+        balance: before.balance,
+        totalClaimed: before.totalClaimed,
+        withdrawRequestedAt: before.withdrawRequestedAt,
+        refundNonce: String(before.refundNonce),
+        chargedCumulativeAmount: payment.cumulative,
+      },
+      chargedAmount: requirements.amount,
+    },
+  };
+}
+
 export interface X402BatchDeps {
   protocol: X402Protocol;
   storage: ChannelStorage;
+  /** The same channel records, one script per step, for vouchers on known channels. */
+  vouchers: BatchVoucherStore;
   authorizer: PrivateKeyAccount;
   logger: Logger;
   onInitFailure: () => void;
@@ -145,12 +191,15 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
   readonly #deps: X402BatchDeps;
   readonly #server: BatchSettlementEvmScheme;
   readonly #requirements = new Map<string, PaymentRequirements>();
+  readonly #chainId: number;
+  readonly #channelIds = new ChannelIds();
 
   constructor(cfg: X402Config, terms: X402BatchConfig, deps: X402BatchDeps) {
     this.#cfg = cfg;
     this.#terms = terms;
     this.#deps = deps;
     this.protocol = deps.protocol;
+    this.#chainId = chainIdOf(cfg.network);
     this.#server = new BatchSettlementEvmScheme(cfg.payTo, {
       storage: deps.storage,
       receiverAuthorizerSigner: deps.authorizer,
@@ -321,6 +370,140 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
     const code = "invalid_batch_settlement_evm_cumulative_amount_mismatch";
     const challenge = await this.protocol.render(call, await this.offers(call), code, parsed.payload.payload);
     return { reason: describe(code), challenge };
+  }
+
+  /**
+   * Vouchers on known channels, admitted, charged and released here with one Redis script each
+   * and no core reservation. The channel's lock (the SDK's pendingRequest, in the record every
+   * replica reads) holds one request at a time; a replayed voucher no longer continues what the
+   * channel charged, so it is answered with the corrective 402 and never served twice. Only vouchers
+   * whose signature and channel terms check out get here, so the answers given without the core's
+   * attempt limits (served, busy, corrective 402, over the deposit) all need the payer's key;
+   * anything else (a bad signature, other terms, a deposit, an unknown or stale channel) is left to
+   * the core's path, attempt limits included, and the SDK.
+   */
+  readonly guarded: SelfGuarded<BatchPayment> = {
+    admit: (call, parsed, token) => this.#admit(call, parsed.payload, token),
+    commit: (call, parsed, token) => this.#commit(call, parsed.payload, token),
+    release: (requestId, parsed, token) =>
+      this.#deps.vouchers.release(parsed.payload.channelId.toLowerCase(), token, requestId),
+  };
+
+  async #admit(call: PricedCall, payment: BatchPayment, token: string): Promise<Verdict | undefined> {
+    if (payment.type !== "voucher") return undefined;
+    const { channelConfig: config, voucher: v } = payment.payload.payload as VoucherPayload;
+    const cumulative = v.maxClaimableAmount;
+    // A smart-wallet payer (no payer authorizer) or an amount not written canonically: the SDK decides.
+    if (sameAddress(config.payerAuthorizer, ZERO_ADDRESS) || BigInt(cumulative).toString() !== cumulative)
+      return undefined;
+    if (this.#refusal(call, payment)) return undefined;
+    const requirements = await this.#matching(call, payment);
+    const channelId = v.channelId.toLowerCase();
+    if (!requirements || !this.#termsHold(config, channelId, requirements)) return undefined;
+    if (voucherSigner(this.#chainId, v) !== config.payerAuthorizer.toLowerCase()) return undefined;
+    const now = Date.now();
+    const ttl = Math.max(PENDING_TTL_MS[0], (requirements.maxTimeoutSeconds ?? 0) * 1000);
+    const admitted = await this.#deps.vouchers.admit({
+      channelId,
+      cumulative,
+      charged: (BigInt(cumulative) - BigInt(requirements.amount)).toString(),
+      pendingId: token,
+      requestId: call.requestId,
+      now,
+      expiresAt: now + Math.min(PENDING_TTL_MS[1], ttl),
+      freshMs: this.#server.getOnchainStateTtlMs(),
+    });
+    switch (admitted.kind) {
+      case "unknown":
+        return undefined;
+      case "reserved":
+        return { ok: true, hold: admitted.pendingId };
+      case "busy":
+        return { ok: false, code: "payment_invalid", reason: describe(BUSY) };
+      case "exceeds_balance":
+        return {
+          ok: false,
+          code: "payment_invalid",
+          reason: describe("invalid_batch_settlement_evm_cumulative_exceeds_balance"),
+        };
+      default: {
+        const code =
+          admitted.kind === "mismatch" ? MISMATCH : "invalid_batch_settlement_evm_cumulative_below_claimed";
+        // The SDK's corrective offer reads the channel from here instead of from Redis again.
+        this.#server.rememberChannelSnapshot(payment.payload, JSON.parse(admitted.record));
+        const challenge = await this.protocol.render(call, await this.offers(call), code, payment.payload);
+        return { ok: false, code: "payment_invalid", reason: describe(code), challenge };
+      }
+    }
+  }
+
+  /** The SDK's validateChannelConfig: the voucher's channel is one of this API's terms. */
+  #termsHold(
+    config: z.infer<typeof channelConfig>,
+    channelId: string,
+    requirements: PaymentRequirements,
+  ): boolean {
+    const extra = requirements.extra as { receiverAuthorizer?: unknown; withdrawDelay?: unknown };
+    return (
+      this.#channelIds.of(config, this.#chainId) === channelId &&
+      sameAddress(config.receiver, requirements.payTo) &&
+      typeof extra.receiverAuthorizer === "string" &&
+      sameAddress(config.receiverAuthorizer, extra.receiverAuthorizer) &&
+      sameAddress(config.token, requirements.asset) &&
+      (extra.withdrawDelay === undefined || config.withdrawDelay === Number(extra.withdrawDelay)) &&
+      config.withdrawDelay >= WITHDRAW_DELAY_RANGE[0] &&
+      config.withdrawDelay <= WITHDRAW_DELAY_RANGE[1]
+    );
+  }
+
+  /** Charges the call a voucher admitted (the SDK's handleBeforeSettle, one script). */
+  async #commit(call: PricedCall, payment: BatchPayment, token: string): Promise<SettleResult> {
+    const requirements = await this.#matching(call, payment);
+    if (!requirements) {
+      return {
+        ok: false,
+        code: "payment_invalid",
+        reason: "the payment was not verified for this call",
+        transaction: "",
+        receipt: [],
+      };
+    }
+    const { voucher: v } = payment.payload.payload as VoucherPayload;
+    const cumulative = v.maxClaimableAmount;
+    const charged = (BigInt(cumulative) - BigInt(requirements.amount)).toString();
+    const done = await this.#deps.vouchers.commit(
+      v.channelId.toLowerCase(),
+      token,
+      call.requestId,
+      { cumulative, charged, signature: v.signature },
+      Date.now(),
+    );
+    const network = requirements.network;
+    if (done.kind === "lost" || done.kind === "missing") {
+      // As the SDK answers: the lock lapsed and another request took the channel; nothing charged.
+      const errorReason = done.kind === "lost" ? BUSY : "invalid_batch_settlement_evm_missing_channel";
+      const reason = `settlement failed: ${describe(errorReason)}`;
+      return {
+        ok: false,
+        code: "payment_invalid",
+        reason,
+        transaction: "",
+        receipt: [
+          this.protocol.receipt({
+            success: false,
+            errorReason,
+            errorMessage: reason,
+            transaction: "",
+            network,
+          }),
+        ],
+      };
+    }
+    return {
+      ok: true,
+      collection: { kind: "accrual", channel: payment.channelId, amount: requirements.amount, cumulative },
+      receipt: [this.protocol.receipt(voucherReceipt(done.record, payment, requirements))],
+    };
   }
 
   /** Gives the SDK back, on a payload decoded anew, the reservation Verify made (on any replica). */

@@ -1,0 +1,93 @@
+// Who signed an x402-batch voucher, and which channel a channel config names, at the cost a
+// per-call hot path can carry. Every voucher is a new signature, so the recovery memo
+// (signature-memo.ts) never helps; viem's recovery is pure-JS curve math (1.5-3 ms here), the
+// largest cost of a voucher call. libsecp256k1 compiled to WebAssembly (tiny-secp256k1, bitcoinjs)
+// recovers the same key in a fraction of that. The digest is the SDK's EIP-712 Voucher digest
+// (its voucherTypes and domain) with the domain separator computed once per chain.
+import { BATCH_SETTLEMENT_ADDRESS, BATCH_SETTLEMENT_DOMAIN, voucherTypes } from "@x402/evm";
+import { computeChannelId } from "@x402/evm/batch-settlement/client";
+import { recover } from "tiny-secp256k1";
+import { concat, domainSeparator, getAddress, type Hex, hashStruct, hexToBytes, keccak256 } from "viem";
+
+type ChannelConfig = Parameters<typeof computeChannelId>[0];
+/** A channel config as decoded (addresses checked as hex, not yet typed as such). */
+type DecodedConfig = {
+  [K in keyof ChannelConfig]: ChannelConfig[K] extends string ? string : ChannelConfig[K];
+};
+
+const separators = new Map<number, Hex>();
+
+function separatorOf(chainId: number): Hex {
+  let separator = separators.get(chainId);
+  if (!separator) {
+    separator = domainSeparator({
+      domain: {
+        ...BATCH_SETTLEMENT_DOMAIN,
+        chainId,
+        verifyingContract: getAddress(BATCH_SETTLEMENT_ADDRESS),
+      },
+    });
+    separators.set(chainId, separator);
+  }
+  return separator;
+}
+
+/**
+ * The address that signed the voucher (lowercase), or undefined when the signature is not a plain
+ * 65-byte ECDSA signature this can recover (the caller then leaves it to the SDK's verification).
+ */
+export function voucherSigner(
+  chainId: number,
+  voucher: { channelId: string; maxClaimableAmount: string; signature: string },
+): string | undefined {
+  const signature = voucher.signature;
+  if (signature.length !== 132) return undefined;
+  const v = Number.parseInt(signature.slice(130), 16);
+  const recoveryId = v >= 27 ? v - 27 : v;
+  if (recoveryId !== 0 && recoveryId !== 1) return undefined;
+  let key: Uint8Array | null;
+  try {
+    const digest = keccak256(
+      concat([
+        "0x1901",
+        separatorOf(chainId),
+        hashStruct({
+          types: voucherTypes,
+          primaryType: "Voucher",
+          data: {
+            channelId: voucher.channelId as Hex,
+            maxClaimableAmount: BigInt(voucher.maxClaimableAmount),
+          },
+        }),
+      ]),
+      "bytes",
+    );
+    key = recover(digest, hexToBytes(signature.slice(0, 130) as Hex), recoveryId, false);
+  } catch {
+    // An amount out of uint128, r or s out of range: the SDK's verification refuses it, with its reason.
+    return undefined;
+  }
+  if (!key) return undefined;
+  return `0x${keccak256(key.subarray(1), "hex").slice(-40)}`;
+}
+
+/** The channel a config names (the SDK's computeChannelId, an EIP-712 hash), remembered per config. */
+export class ChannelIds {
+  readonly #known = new Map<string, string>();
+  readonly #max: number;
+
+  constructor(max = 10_000) {
+    this.#max = max;
+  }
+
+  of(config: DecodedConfig, chainId: number): string {
+    const key = `${chainId}:${config.payer}:${config.payerAuthorizer}:${config.receiver}:${config.receiverAuthorizer}:${config.token}:${config.withdrawDelay}:${config.salt}`;
+    let id = this.#known.get(key);
+    if (id === undefined) {
+      id = computeChannelId(config as ChannelConfig, chainId).toLowerCase();
+      if (this.#known.size >= this.#max) this.#known.delete(this.#known.keys().next().value as string);
+      this.#known.set(key, id);
+    }
+    return id;
+  }
+}
