@@ -1,9 +1,10 @@
 // x402 v2, scheme `exact` on EVM (EIP-3009 transferWithAuthorization), through the official
 // ExactEvmScheme registered on the x402 protocol's shared resource server. What this module adds:
 // the payment's identity for replay protection, refusals that say exactly why, a signature check of
-// our own before a remote facilitator is asked (a forged payload costs us one recovery, not a
-// round trip), payments whose settlement landed after its answer was lost, and, with the in-process
-// facilitator, one signature recovery per paid call instead of three (see X402ExactDeps).
+// our own before the facilitator is asked (a forged payload costs us one recovery, not a round trip
+// or the in-process facilitator's chain reads), payments whose settlement landed after its answer
+// was lost, and, with the in-process facilitator, one signature recovery per paid call instead of
+// three (the second is the recovery memo's, see adapters/signature-memo.ts; X402ExactDeps).
 import { createHash } from "node:crypto";
 import { priceAtomic } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
@@ -114,9 +115,9 @@ export interface X402ExactDeps {
   /** Reads the settlement chain; without it smart-wallet payers and lost settlements go to the facilitator alone. */
   chain: SettlementChain | undefined;
   /**
-   * The in-process facilitator, when it is the only one: its verify recovers the signer itself (so
-   * ours would be a second recovery), and Settle of the credentials Verify accepted goes to it
-   * directly, without a third, with the gas and fees it read while Verify ran (the hold).
+   * The in-process facilitator, when it is the only one: Settle of the credentials Verify accepted
+   * goes to it directly, without verifying again, with the gas and fees it read while Verify ran
+   * (the hold).
    */
   local?: Pick<Facilitator, "settleVerified" | "prepareSettle">;
   logger: Logger;
@@ -287,10 +288,10 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
     const payment = parsed.payload;
     const refusal = this.#refusal(call, payment);
     if (refusal) return { ok: false, code: "payment_invalid", reason: refusal };
-    if (!this.#deps.local) {
-      const forged = await this.#signatureRefusal(payment);
-      if (forged) return { ok: false, code: "payment_invalid", reason: forged, final: true };
-    }
+    // Also before the in-process facilitator: its chain reads and the settlement's fees start only
+    // for a signature that is the payer's, and its own recovery of it is the memo's (one recovery).
+    const forged = await this.#signatureRefusal(payment);
+    if (forged) return { ok: false, code: "payment_invalid", reason: forged, final: true };
     const requirements = await this.#matching(call, payment);
     if (!requirements) {
       return {
