@@ -9,7 +9,7 @@ import type { KeySnapshot } from "./key-snapshot.ts";
 import { isWellFormedKey, type KeyHasher, sameHash } from "./keys.ts";
 import type { FailOpenReason, QuotaMetrics } from "./metrics.ts";
 import type { AuthorizeOutcome, Decision, QuotaStore } from "./store/types.ts";
-import { WINDOW_GRACE_MS, windowsAt } from "./windows.ts";
+import { WINDOW_GRACE_MS, type Windows, windowsAt } from "./windows.ts";
 
 const PROTO_DECISION: Record<Decision, ProtoDecision> = {
   allow: "DECISION_ALLOW",
@@ -103,6 +103,19 @@ export function createMeter(deps: MeterDeps) {
     return answer("allow", false, ids);
   }
 
+  /** What the store granted after its caller stopped waiting goes straight back: nobody serves from it. */
+  async function giveBack(late: AuthorizeOutcome, leaseId: string, windows: Windows): Promise<void> {
+    if (late.decision !== "allow" || late.units < 1) return;
+    const back = {
+      leaseId,
+      accountId: late.accountId,
+      day: windows.day,
+      month: windows.month,
+      units: late.units,
+    };
+    await store.returnLease(back, deps.lease.dedupeTtlMs);
+  }
+
   return {
     /**
      * `deadline` (ms since epoch, wall clock): when the caller stops waiting. Past it the caller
@@ -130,18 +143,6 @@ export function createMeter(deps: MeterDeps) {
         units,
         authorizationId: leaseId,
       });
-      // Whatever the store granted goes straight back: nobody will serve from it.
-      const giveBack = (late: AuthorizeOutcome) => {
-        if (late.decision !== "allow" || late.units < 1) return;
-        const back = {
-          leaseId,
-          accountId: late.accountId,
-          day: windows.day,
-          month: windows.month,
-          units: late.units,
-        };
-        return store.returnLease(back, deps.lease.dedupeTtlMs);
-      };
       let o: AuthorizeOutcome;
       try {
         const reply = await budget.wait(granting);
@@ -149,7 +150,7 @@ export function createMeter(deps: MeterDeps) {
           if (++timeoutsInARow >= TIMEOUTS_TO_TRIP) skipUntil = Date.now() + deps.cooldownMs;
           // Served unmetered: whatever the store still grants after we stopped waiting goes
           // straight back, so a late answer never leaves units counted that nobody used.
-          granting.then(giveBack, () => undefined).catch(() => undefined);
+          granting.then((late) => giveBack(late, leaseId, windows)).catch(() => undefined);
           return failOpen(hash, "timeout");
         }
         o = reply;
@@ -161,7 +162,7 @@ export function createMeter(deps: MeterDeps) {
       if (o.decision === "released") throw tooLate();
       if (Date.now() >= deadline) {
         // Answered after the caller gave up: it will release this id too (once for both).
-        giveBack(o)?.catch(() => undefined);
+        giveBack(o, leaseId, windows).catch(() => undefined);
         throw tooLate();
       }
       if (o.decision === "invalid_key" || !o.storedHash || !sameHash(o.storedHash, hash)) {
