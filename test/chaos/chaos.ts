@@ -11,6 +11,8 @@ import { priceAtomic } from "@tollgate/catalog";
 import type { DevnetFile } from "@tollgate/devnet";
 import { type Mesh, meshAdmin, type RunningService, startMesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
+import { Receipt } from "mppx";
+import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 import { type Address, settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
@@ -24,8 +26,8 @@ export interface ChaosOptions {
   log?: (line: string) => void;
 }
 
-type Class = "key" | "x402" | "batch";
-const CLASSES: Class[] = ["key", "x402", "batch"];
+type Class = "key" | "x402" | "batch" | "mpp" | "session";
+const CLASSES: Class[] = ["key", "x402", "batch", "mpp", "session"];
 
 interface ClassStats {
   statuses: Record<string, number>;
@@ -80,6 +82,13 @@ export interface Reconciliation {
   charged: { onChain: string; forServed: string };
   /** The batch channel's charged cumulative amount vs price × served batch calls. */
   batchCharged: { channel: string; forServed: string };
+  /** What the MPP charge payer's transfers brought the payee (pathUSD, on chain) vs price × served. */
+  mppCharged: { onChain: string; forServed: string };
+  /**
+   * The MPP session channel: what the server accepted (the receipts' `spent`) vs price × served,
+   * and what has been settled to the payee on chain (USDC.e) by the scheduled session settle.
+   */
+  session: { accepted: string; forServed: string; settled: string };
   /** Paid answers that named a settlement transaction another answer already named. */
   servedTwice: number;
   /** Seconds until the rollups and the ledger matched the tally. */
@@ -99,7 +108,13 @@ export interface ChaosReport {
   mode: "full" | "short" | "soak";
   startedAt: string;
   durationS: number;
-  load: { keyAccounts: number; x402Payers: number; batchPayers: number };
+  load: {
+    keyAccounts: number;
+    x402Payers: number;
+    batchPayers: number;
+    mppPayers: number;
+    sessionPayers: number;
+  };
   phases: PhaseReport[];
   totals: {
     answered: Record<Class, number>;
@@ -135,8 +150,11 @@ function emptyStats(): ClassStats {
 }
 
 /** What the load generator saw: per phase, and the tallies the system of record is checked against. */
+const perClass = <T>(make: () => T) =>
+  Object.fromEntries(CLASSES.map((c) => [c, make()])) as Record<Class, T>;
+
 class Tally {
-  phase: Record<Class, ClassStats> = { key: emptyStats(), x402: emptyStats(), batch: emptyStats() };
+  phase: Record<Class, ClassStats> = perClass(emptyStats);
   /** Per account id: API-key 200s that carried X-Quota headers (counted in the windows). */
   readonly counted = new Map<string, number>();
   /** Per account id: API-key answers the gateway reports as usage (every answer past auth). */
@@ -148,9 +166,13 @@ class Tally {
   /** API-key calls answered 503 because Authorize did not answer in time (its unit may be counted). */
   authGaveUp = 0;
   batchCumulative = 0n;
+  mppServed = 0;
+  sessionServed = 0;
+  /** The session channel's accepted amount, as the last served call's receipt gave it. */
+  sessionSpent = 0n;
   readonly transactions = new Set<string>();
   servedTwice = 0;
-  readonly total = { answered: { key: 0, x402: 0, batch: 0 }, served: { key: 0, x402: 0, batch: 0 } };
+  readonly total = { answered: perClass(() => 0), served: perClass(() => 0) };
 
   record(cls: Class, status: number, reason = "", t = now()): void {
     const s = this.phase[cls];
@@ -176,7 +198,7 @@ class Tally {
 
   newPhase(): Record<Class, ClassStats> {
     const done = this.phase;
-    this.phase = { key: emptyStats(), x402: emptyStats(), batch: emptyStats() };
+    this.phase = perClass(emptyStats);
     return done;
   }
 }
@@ -246,6 +268,11 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
           UPSTREAM_BREAKER_COOLDOWN_MS: "2000",
           UPSTREAM_HEAD_POLL_MS: "500",
         },
+        // The session channel is settled on chain during the run (every 20 calls' worth).
+        "settlement-worker": {
+          MPP_SESSION_SETTLE_MIN_AMOUNT: "0.02",
+          MPP_SESSION_SETTLE_TICK_SECONDS: "2",
+        },
         "payment-verifier": {
           PAYMENT_ATTEMPTS_PER_CLIENT_PER_SECOND: "1000",
           PAYMENT_ATTEMPTS_PER_CLIENT_BURST: "1000",
@@ -277,8 +304,24 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     const chain = settlementClient(devnet);
     const paidBefore = new Map<string, bigint>();
     for (const p of x402Payers) paidBefore.set(p.address, await usdcBalance(chain, devnet, p.address));
+    // MPP with the official mppx client: `charge` in pathUSD (one transfer per call) and a
+    // `session` in USDC.e (one channel, a voucher per call); the payee's balance of each token
+    // moves only for that payer, so it is what each one was charged, or settled.
+    const tempo = {
+      ...devnet.demo.tempo,
+      rpc: tempoChain(devnet).anvilRpcUrl,
+    };
+    const mpp = {
+      charge: mppChargePayer(devnet, "payer4", tempo.pathUsd.address),
+      session: mppSessionPayer(devnet, "payer5", "1"),
+      balances: async () => ({
+        pathUsd: await tip20Balance(tempo.rpc, tempo.pathUsd.address, tempo.payTo),
+        usdce: await tip20Balance(tempo.rpc, tempo.usdce.address, tempo.payTo),
+      }),
+    };
+    const payeeBefore = await mpp.balances();
 
-    const load = startLoad(mesh, accounts, x402Payers, batch, tally);
+    const load = startLoad(mesh, accounts, x402Payers, batch, mpp, tally);
     cleanup.unshift(() => load.stop());
     const phases: PhaseReport[] = [];
     const hold = (fullS: number, shortS: number) => (short ? shortS : fullS) * 1000;
@@ -312,6 +355,10 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         chain,
         devnet,
         paidBefore,
+        async () => {
+          const b = await mpp.balances();
+          return { charged: b.pathUsd - payeeBefore.pathUsd, settled: b.usdce - payeeBefore.usdce };
+        },
         log,
       );
       load.resume();
@@ -428,7 +475,13 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         mode,
         startedAt: new Date(started).toISOString(),
         durationS: round((Date.now() - started) / 1000),
-        load: { keyAccounts: accounts.length, x402Payers: x402Payers.length, batchPayers: 1 },
+        load: {
+          keyAccounts: accounts.length,
+          x402Payers: x402Payers.length,
+          batchPayers: 1,
+          mppPayers: 1,
+          sessionPayers: 1,
+        },
         phases,
         totals: {
           answered: tally.total.answered,
@@ -468,6 +521,7 @@ function startLoad(
   accounts: Account[],
   payers: ReturnType<typeof x402Payer>[],
   batch: ReturnType<typeof batchPayer>,
+  mpp: { charge: ReturnType<typeof mppChargePayer>; session: ReturnType<typeof mppSessionPayer> },
   tally: Tally,
 ) {
   let running = true;
@@ -574,9 +628,62 @@ function startLoad(
       await sleep(status === 0 ? 300 : 200);
     }
   };
+  const mppChargeLoop = async () => {
+    const references = new Set<string>();
+    while (running) {
+      await gate();
+      let status = 0;
+      let reason = "";
+      try {
+        const res = await mpp.charge.fetch(url("/api/chain/chain-id"), {
+          signal: AbortSignal.timeout(30_000),
+        });
+        status = res.status;
+        const text = await res.text();
+        if (status !== 200) reason = text;
+        if (status === 200) {
+          tally.mppServed++;
+          // Each charge is its own transfer: one named twice was served twice.
+          const reference = Receipt.fromResponse(res).reference;
+          if (references.has(reference)) tally.servedTwice++;
+          references.add(reference);
+        }
+      } catch (err) {
+        status = 0;
+        reason = errorText(err);
+      }
+      tally.record("mpp", status, reason);
+      await sleep(status === 0 ? 300 : 200);
+    }
+  };
+  const sessionLoop = async () => {
+    while (running) {
+      await gate();
+      let status = 0;
+      let reason = "";
+      try {
+        const res = await mpp.session.manager.fetch(url("/api/chain/block-number"), {
+          signal: AbortSignal.timeout(30_000),
+        });
+        status = res.status;
+        const text = await res.text();
+        if (status !== 200) reason = text;
+        if (status === 200) {
+          tally.sessionServed++;
+          if (res.receipt?.spent) tally.sessionSpent = BigInt(res.receipt.spent);
+        }
+      } catch (err) {
+        status = 0;
+        reason = errorText(err);
+      }
+      tally.record("session", status, reason);
+      await sleep(status === 0 ? 300 : 200);
+    }
+  };
   for (const a of accounts) {
     loops.push(keyLoop(a, "/api/chain/block-number"), keyLoop(a, "/api/chain/chain-id"));
   }
+  loops.push(mppChargeLoop(), sessionLoop());
   for (const p of payers) loops.push(x402Loop(p));
   loops.push(batchLoop());
   inFlight = loops.length;
@@ -612,6 +719,8 @@ async function reconcile(
   chain: ReturnType<typeof settlementClient>,
   devnet: DevnetFile,
   paidBefore: Map<string, bigint>,
+  /** What the MPP payee received since the start: charges (pathUSD) and session settles (USDC.e). */
+  mppPayee: () => Promise<{ charged: bigint; settled: bigint }>,
   log: (line: string) => void,
 ): Promise<Reconciliation> {
   // The load is paused: the tally is final; wait until PostgreSQL has folded every event.
@@ -677,6 +786,7 @@ async function reconcile(
   for (const p of payers)
     onChain += (paidBefore.get(p.address) ?? 0n) - (await usdcBalance(chain, devnet, p.address as Address));
   const served = BigInt(sum(tally.x402Served));
+  const payee = await mppPayee();
   const usageCounted = { pg: usage.counted, tally: snapshot.counted };
   const usageRequests = { pg: usage.requests, tally: snapshot.reported };
   const ledgerSettled = {
@@ -705,6 +815,12 @@ async function reconcile(
     batchCharged: {
       channel: String(tally.batchCumulative),
       forServed: String(PRICE * BigInt(tally.batchServed)),
+    },
+    mppCharged: { onChain: String(payee.charged), forServed: String(PRICE * BigInt(tally.mppServed)) },
+    session: {
+      accepted: String(tally.sessionSpent),
+      forServed: String(PRICE * BigInt(tally.sessionServed)),
+      settled: String(payee.settled),
     },
     servedTwice: tally.servedTwice,
     convergeS,
@@ -737,7 +853,7 @@ function summaryLine(p: PhaseReport): string {
     Object.entries(p.answered[c])
       .map(([s, n]) => `${s}×${n}`)
       .join(" ");
-  return `  ${p.fault}: key[${statuses("key")}] x402[${statuses("x402")}] batch[${statuses("batch")}] failOpen=${p.failOpen} recover=${JSON.stringify(p.recoverS)} lost=${p.check.lost} dup=${p.check.duplicated} windowsExact=${p.check.windowsExact} charged=${p.check.charged.onChain}/${p.check.charged.forServed} ${p.notes.join("; ")}`;
+  return `  ${p.fault}: key[${statuses("key")}] x402[${statuses("x402")}] batch[${statuses("batch")}] mpp[${statuses("mpp")}] session[${statuses("session")}] failOpen=${p.failOpen} recover=${JSON.stringify(p.recoverS)} lost=${p.check.lost} dup=${p.check.duplicated} windowsExact=${p.check.windowsExact} charged=${p.check.charged.onChain}/${p.check.charged.forServed} mpp=${p.check.mppCharged.onChain}/${p.check.mppCharged.forServed} session=${p.check.session.accepted}/${p.check.session.forServed} settled=${p.check.session.settled} ${p.notes.join("; ")}`;
 }
 
 function servicePids(mesh: Mesh, redis: OwnServer, nats: OwnServer): [string, number][] {
@@ -783,8 +899,9 @@ function countFiles(dir: string): number {
 /** The table the README shows: one row per fault. */
 export function table(report: ChaosReport): string {
   const head =
-    "| Fault | Held s | API-key answers (status×n) | x402 exact | x402-batch | Fail-open | Recover s (key/x402/batch) | 5xx other than 502/503/504 | Lost | Duplicated | Windows exact | Charged − served (µUSDC) |";
-  const rule = `|${"---|".repeat(12)}`;
+    "| Fault | Held s | API-key answers (status×n) | x402 exact | x402-batch | MPP charge | MPP session | Fail-open | Recover s (key/x402/batch/mpp/session) | 5xx other than 502/503/504 | Lost | Duplicated | Windows exact | Charged − served (µUSDC: x402/MPP charge/session) | Session settled (µUSDC) |";
+  const rule = `|${"---|".repeat(15)}`;
+  const over = (charged: string, forServed: string) => String(BigInt(charged) - BigInt(forServed));
   const fmt = (r: Record<string, number>) =>
     Object.entries(r)
       .map(([s, n]) => `${s}×${n}`)
@@ -796,13 +913,20 @@ export function table(report: ChaosReport): string {
       fmt(p.answered.key),
       fmt(p.answered.x402),
       fmt(p.answered.batch),
+      fmt(p.answered.mpp),
+      fmt(p.answered.session),
       p.failOpen,
-      `${p.recoverS.key}/${p.recoverS.x402}/${p.recoverS.batch}`,
+      CLASSES.map((c) => p.recoverS[c]).join("/"),
       p.bad5xx,
       p.check.lost,
       p.check.duplicated,
       p.check.windowsExact ? "yes" : "NO",
-      String(BigInt(p.check.charged.onChain) - BigInt(p.check.charged.forServed)),
+      [
+        over(p.check.charged.onChain, p.check.charged.forServed),
+        over(p.check.mppCharged.onChain, p.check.mppCharged.forServed),
+        over(p.check.session.accepted, p.check.session.forServed),
+      ].join("/"),
+      p.check.session.settled,
     ].join(" | "),
   );
   return [head, rule, ...rows.map((r) => `| ${r} |`)].join("\n");

@@ -3,8 +3,10 @@
 // twice or skip one, and after a send that failed (the node may or may not have taken it) the next
 // sender asks the node again.
 
+import { connectRedis } from "@tollgate/platform";
 import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
 import { describe, expect, it } from "vitest";
+import { REDIS_PORT, silentLogger, tcpProxy } from "../quota-meter/helpers.ts";
 import { testRedis } from "../support/redis.ts";
 import { uniqueId } from "./support.ts";
 
@@ -59,6 +61,37 @@ describe("settlement key lock (Redis)", () => {
     await lock.withNonce(signer, pending, chain.send);
     expect(asked).toBe(1);
     expect(chain.used).toEqual([0, 1]);
+  });
+});
+
+describe("settlement key lock across a Redis outage (the link cut by a TCP proxy in front of the machine's Redis)", () => {
+  it("frees the lock once Redis is back when the outage struck mid-send: the next sender goes on at once, with the next nonce", async () => {
+    const proxy = await tcpProxy(REDIS_PORT);
+    const viaProxy = await connectRedis({
+      url: proxy.url("redis"),
+      logger: silentLogger(),
+      unreachable: "wait",
+    });
+    try {
+      const chain = node(0);
+      const signer = uniqueId("signer-");
+      const cutMidSend = redisSignerLock(viaProxy as never, prefix);
+      const other = redisSignerLock(redis, prefix, { waitMs: 10_000 });
+      // The transaction goes out, then Redis is out of reach as the lock is let go.
+      await cutMidSend.withNonce(signer, chain.pending, async (nonce) => {
+        await proxy.cut();
+        return chain.send(nonce);
+      });
+      await proxy.restore();
+      const started = performance.now();
+      await other.withNonce(signer, chain.pending, chain.send);
+      // Not the lock's 60 s hold (nor the 10 s wait, then "busy"): the reconnect, at most 2 s.
+      expect(performance.now() - started).toBeLessThan(4_000);
+      expect(chain.used).toEqual([0, 1]);
+    } finally {
+      viaProxy?.destroy();
+      await proxy.close();
+    }
   });
 });
 

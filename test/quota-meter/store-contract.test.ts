@@ -74,12 +74,13 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
 
   const account = (plan: Partial<AccountRecord> = {}) => newAccount(store, plan);
 
-  const at = (nowMs: number, keyHash: Buffer, defaultBurst = 50, units = 1) => ({
+  const at = (nowMs: number, keyHash: Buffer, defaultBurst = 50, units = 1, authorizationId = "") => ({
     keyHash,
     nowMs,
     windows: windowsAt(nowMs),
     defaultBurst,
     units,
+    authorizationId,
   });
   const read = (nowMs: number, keyHash: Buffer, days = 3, defaultBurst = 50) =>
     store.readUsage({ ...at(nowMs, keyHash, defaultBurst), days: recentDays(nowMs, days) });
@@ -163,6 +164,43 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
     expect(await store.returnLease({ ...back, leaseId: `${back.leaseId}-2`, units: 50 }, DAY)).toBe(true);
     const usage = await read(now, a.keyHash, 1, 0);
     expect([usage.dayUsed, usage.monthUsed]).toEqual([0, 0]);
+  });
+
+  it("releases an Authorize the gateway gave up on: its units go back once, never with its lease's return too, and one not run yet counts nothing", async () => {
+    const now = Date.now();
+    const w = windowsAt(now);
+    const a = await account({ dailyLimit: 100, monthlyLimit: 100 });
+    const used = async () => (await store.readWindows(a.accountId, w, now)).dayUsed;
+    await store.authorize(at(now, a.keyHash, 0, 1, randomUUID())); // served: stays counted
+    const late = randomUUID();
+    expect(await store.authorize(at(now, a.keyHash, 0, 8, late))).toMatchObject({
+      decision: "allow",
+      units: 8,
+    });
+    expect(await used()).toBe(9);
+    expect(await store.release(late, DAY)).toBe(true);
+    expect(await used()).toBe(1);
+    expect(await store.release(late, DAY)).toBe(false); // resent report
+    // quota-meter's own return of that grant (it answered past the deadline) finds it given back.
+    const back = { leaseId: late, accountId: a.accountId, day: w.day, month: w.month, units: 8 };
+    expect(await store.returnLease(back, DAY)).toBe(false);
+    expect(await used()).toBe(1);
+
+    // The other way round: returned first, then released: still given back once.
+    const returned = randomUUID();
+    await store.authorize(at(now, a.keyHash, 0, 4, returned));
+    expect(await store.returnLease({ ...back, leaseId: returned, units: 4 }, DAY)).toBe(true);
+    expect(await store.release(returned, DAY)).toBe(true);
+    expect(await used()).toBe(1);
+
+    // Released before its script ran (the release overtook it): it counts nothing when it runs.
+    const overtaken = randomUUID();
+    expect(await store.release(overtaken, DAY)).toBe(true);
+    expect((await store.authorize(at(now, a.keyHash, 0, 4, overtaken))).decision).toBe("released");
+    expect(await used()).toBe(1);
+    // A release of an id never seen touches no window.
+    expect(await store.release(randomUUID(), DAY)).toBe(true);
+    expect(await used()).toBe(1);
   });
 
   it("reads usage in one step: the asked days, both windows and the plan, counting nothing", async () => {

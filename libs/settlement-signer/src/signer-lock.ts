@@ -70,6 +70,19 @@ export interface RedisSignerLockOptions {
   busy?: (message: string) => Error;
 }
 
+/**
+ * The unlock failed (Redis went away mid-send): try again until Redis answers or the hold has run
+ * out anyway. Otherwise a lock Redis kept across its restart stays held for the rest of its hold
+ * (60 s), and every sender of the key waits on it, then gives up, long after Redis is back.
+ */
+function unlockLater(unlock: () => Promise<unknown>, until: number): void {
+  const retry = () => {
+    if (Date.now() >= until) return;
+    unlock().catch(() => setTimeout(retry, 250).unref());
+  };
+  setTimeout(retry, 250).unref();
+}
+
 /** Two round trips per transaction (the sender waits for one): take the lock with the next nonce, then record it and let go. */
 export function redisSignerLock(
   redis: ScriptRunner,
@@ -85,6 +98,7 @@ export function redisSignerLock(
       const keys = [`${base}lock`, `${base}nonce`];
       const token = randomUUID();
       const deadline = Date.now() + waitMs;
+      let takenAt = 0;
       let stored: string | null = null;
       for (let attempt = 0; ; attempt++) {
         const [taken, next] = (await redis.eval(LOCK, { keys, arguments: [token, holdMs] })) as [
@@ -93,6 +107,7 @@ export function redisSignerLock(
         ];
         if (taken === 1) {
           stored = next;
+          takenAt = Date.now();
           break;
         }
         if (Date.now() > deadline) {
@@ -110,7 +125,8 @@ export function redisSignerLock(
       } finally {
         // Not awaited: the sender has its hash a round trip sooner, and this process's next LOCK is
         // sent after this UNLOCK on the same connection (Redis answers a connection in order).
-        redis.eval(UNLOCK, { keys, arguments: [token, next] }).catch(() => undefined);
+        const unlock = () => redis.eval(UNLOCK, { keys, arguments: [token, next] });
+        unlock().catch(() => unlockLater(unlock, takenAt + Number(holdMs)));
       }
     },
   };

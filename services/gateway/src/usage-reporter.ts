@@ -13,7 +13,8 @@ const MAX_BACKOFF_MS = 5_000;
 const MAX_QUEUED_BATCHES = 500;
 
 /**
- * Collects finished API-key calls (and the unused units of ended leases) and reports them to
+ * Collects finished API-key calls (and the unused units of ended leases, and the Authorize calls
+ * given up on) and reports them to
  * quota-meter in batches, after the responses have gone out: the hot path never waits on usage
  * bookkeeping. A failed batch is sent again with backoff under the same batch id (quota-meter
  * stores a batch, a refund and a lease return once each, so resending is safe).
@@ -25,17 +26,22 @@ export function createUsageReporter(
 ) {
   let buffer: UsageRecord[] = [];
   let returns: LeaseReturn[] = [];
+  let released: string[] = [];
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
   let queued = 0;
 
-  async function send(records: UsageRecord[], leaseReturns: LeaseReturn[]): Promise<void> {
+  async function send(
+    records: UsageRecord[],
+    leaseReturns: LeaseReturn[],
+    releases: string[],
+  ): Promise<void> {
     // One id per batch, kept across resends: quota-meter stores and counts the batch once.
     const batchId = randomUUID();
     const giveUpAt = Date.now() + RETRY_FOR_MS;
     for (let attempt = 1; ; attempt++) {
       try {
-        await quota.report(records, batchId, leaseReturns);
+        await quota.report(records, batchId, leaseReturns, releases);
         return;
       } catch (err) {
         if (Date.now() >= giveUpAt) {
@@ -55,11 +61,13 @@ export function createUsageReporter(
   function flush(): Promise<void> {
     if (timer) clearTimeout(timer);
     timer = undefined;
-    if (buffer.length === 0 && returns.length === 0) return inFlight;
+    if (buffer.length === 0 && returns.length === 0 && released.length === 0) return inFlight;
     const records = buffer;
     const leaseReturns = returns;
+    const releases = released;
     buffer = [];
     returns = [];
+    released = [];
     if (queued >= MAX_QUEUED_BATCHES) {
       // Memory stays bounded; what is lost is usage events and refunds, never responses.
       logger.error({ records: records.length }, "usage report dropped: quota-meter backlog is full");
@@ -67,7 +75,7 @@ export function createUsageReporter(
     }
     queued++;
     inFlight = inFlight
-      .then(() => send(records, leaseReturns))
+      .then(() => send(records, leaseReturns, releases))
       .finally(() => {
         queued--;
       });
@@ -84,6 +92,14 @@ export function createUsageReporter(
     returnLeases(ended: LeaseReturn[]): void {
       if (ended.length === 0) return;
       returns.push(...ended);
+      timer ??= setTimeout(() => void flush(), opts.maxDelayMs);
+    },
+    /**
+     * An Authorize this gateway gave up on (it answered the call 503): quota-meter gives back
+     * whatever it counted, or counts nothing if it has not run it yet. Sent with the next batch.
+     */
+    release(authorizationId: string): void {
+      released.push(authorizationId);
       timer ??= setTimeout(() => void flush(), opts.maxDelayMs);
     },
     flush,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Logger } from "@tollgate/platform";
+import { grpc, type Logger, ServiceError } from "@tollgate/platform";
 import type { AuthorizeRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeRequest";
 import type { AuthorizeResponse } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeResponse";
 import type { Decision as ProtoDecision } from "@tollgate/platform/generated/tollgate/quota/v1/Decision";
@@ -9,7 +9,7 @@ import type { KeySnapshot } from "./key-snapshot.ts";
 import { isWellFormedKey, type KeyHasher, sameHash } from "./keys.ts";
 import type { FailOpenReason, QuotaMetrics } from "./metrics.ts";
 import type { AuthorizeOutcome, Decision, QuotaStore } from "./store/types.ts";
-import { WINDOW_GRACE_MS, windowsAt } from "./windows.ts";
+import { WINDOW_GRACE_MS, type Windows, windowsAt } from "./windows.ts";
 
 const PROTO_DECISION: Record<Decision, ProtoDecision> = {
   allow: "DECISION_ALLOW",
@@ -32,6 +32,10 @@ export function quotaOf(o: {
     ...(o.monthLimit > 0 ? { monthLimit: o.monthLimit, monthUsed: o.monthUsed } : {}),
   };
 }
+
+/** The caller's deadline passed: it has answered without this Authorize. */
+const tooLate = () =>
+  new ServiceError(grpc.status.DEADLINE_EXCEEDED, "service_unavailable", "the caller's deadline passed");
 
 /** Consecutive timeouts that open the breaker (skip Redis for the cooldown). */
 const TIMEOUTS_TO_TRIP = 3;
@@ -99,10 +103,29 @@ export function createMeter(deps: MeterDeps) {
     return answer("allow", false, ids);
   }
 
+  /** What the store granted after its caller stopped waiting goes straight back: nobody serves from it. */
+  async function giveBack(late: AuthorizeOutcome, leaseId: string, windows: Windows): Promise<void> {
+    if (late.decision !== "allow" || late.units < 1) return;
+    const back = {
+      leaseId,
+      accountId: late.accountId,
+      day: windows.day,
+      month: windows.month,
+      units: late.units,
+    };
+    await store.returnLease(back, deps.lease.dedupeTtlMs);
+  }
+
   return {
-    async authorize(req: AuthorizeRequest__Output): Promise<AuthorizeResponse> {
+    /**
+     * `deadline` (ms since epoch, wall clock): when the caller stops waiting. Past it the caller
+     * has answered its call without this grant, so nothing may be counted for it.
+     */
+    async authorize(req: AuthorizeRequest__Output, deadline = Infinity): Promise<AuthorizeResponse> {
       // Never touch the store for what cannot be a key.
       if (!isWellFormedKey(req.apiKey)) return answer("invalid_key", false, { quota: null });
+      // Queued here past the gateway's deadline (a busy process): it answered 503 already.
+      if (Date.now() >= deadline) throw tooLate();
       const hash = deps.hasher(req.apiKey);
       if (!store.isReady()) return failOpen(hash, "unavailable");
       if (Date.now() < skipUntil) return failOpen(hash, "cooldown");
@@ -110,13 +133,15 @@ export function createMeter(deps: MeterDeps) {
       const nowMs = deps.now();
       const windows = windowsAt(nowMs);
       const units = Math.min(Math.max(1, req.leaseUnits), deps.lease.maxUnits);
-      const leaseId = randomUUID();
+      // The gateway's id, so it can release what this counted if it gives up waiting.
+      const leaseId = req.authorizationId || randomUUID();
       const granting = store.authorize({
         keyHash: hash,
         nowMs,
         windows,
         defaultBurst: deps.defaultBurst,
         units,
+        authorizationId: leaseId,
       });
       let o: AuthorizeOutcome;
       try {
@@ -125,20 +150,7 @@ export function createMeter(deps: MeterDeps) {
           if (++timeoutsInARow >= TIMEOUTS_TO_TRIP) skipUntil = Date.now() + deps.cooldownMs;
           // Served unmetered: whatever the store still grants after we stopped waiting goes
           // straight back, so a late answer never leaves units counted that nobody used.
-          granting.then(
-            (late) => {
-              if (late.decision !== "allow" || late.units < 1) return;
-              const back = {
-                leaseId,
-                accountId: late.accountId,
-                day: windows.day,
-                month: windows.month,
-                units: late.units,
-              };
-              return store.returnLease(back, deps.lease.dedupeTtlMs);
-            },
-            () => undefined,
-          );
+          granting.then((late) => giveBack(late, leaseId, windows)).catch(() => undefined);
           return failOpen(hash, "timeout");
         }
         o = reply;
@@ -147,6 +159,12 @@ export function createMeter(deps: MeterDeps) {
       }
 
       timeoutsInARow = 0;
+      if (o.decision === "released") throw tooLate();
+      if (Date.now() >= deadline) {
+        // Answered after the caller gave up: it will release this id too (once for both).
+        giveBack(o, leaseId, windows).catch(() => undefined);
+        throw tooLate();
+      }
       if (o.decision === "invalid_key" || !o.storedHash || !sameHash(o.storedHash, hash)) {
         snapshot.forget(hash);
         return answer("invalid_key", false, { quota: null });

@@ -6,6 +6,7 @@ export interface QuotaMetrics {
   redisLatency: prom.Histogram<"op">;
   snapshotKeys: prom.Gauge;
   refunds: prom.Counter<"result">;
+  authorizationsReleased: prom.Counter<"result">;
   usageCounted: prom.Counter<"result">;
   usageRejected: prom.Counter<"reason">;
   /** Units granted in leases, and units given back unused. */
@@ -61,6 +62,12 @@ export function createQuotaMetrics(registry: Registry): QuotaMetrics {
       labelNames: ["result"],
       registers: [registry],
     }),
+    authorizationsReleased: new prom.Counter({
+      name: "quota_authorizations_released_total",
+      help: "Authorize calls the gateways gave up on, released (what they counted given back), by result (applied, duplicate)",
+      labelNames: ["result"],
+      registers: [registry],
+    }),
     usageCounted: new prom.Counter({
       name: "quota_usage_events_total",
       help: "Usage events counted into per-day usage, by result (counted, duplicate)",
@@ -79,5 +86,6 @@ export function createQuotaMetrics(registry: Registry): QuotaMetrics {
   for (const reason of FAIL_OPEN_REASONS) metrics.failOpen.inc({ reason }, 0);
   for (const reason of USAGE_REJECT_REASONS) metrics.usageRejected.inc({ reason }, 0);
   for (const result of ["applied", "duplicate", "failed"]) metrics.refunds.inc({ result }, 0);
+  for (const result of ["applied", "duplicate"]) metrics.authorizationsReleased.inc({ result }, 0);
   return metrics;
 }

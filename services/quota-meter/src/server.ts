@@ -99,6 +99,11 @@ function startSnapshotRefresh(
   return () => clearInterval(timer);
 }
 
+/** A gRPC deadline as ms since epoch (Infinity: none). */
+function deadlineMs(d: Date | number): number {
+  return d instanceof Date ? d.getTime() : d;
+}
+
 /** Starts quota-meter: gRPC (meter + admin), /metrics, the usage consumer and the event outbox. */
 export async function startQuotaMeter(
   config: QuotaMeterConfig,
@@ -210,7 +215,7 @@ export async function startQuotaMeter(
           // The dashboard reads a user's own usage (by their key); only the gateway meters.
           callers: { gateway: ["Authorize", "ReportUsage", "GetUsage"], dashboard: ["GetUsage"] },
           handlers: {
-            Authorize: (req) => meter.authorize(req),
+            Authorize: (req, call) => meter.authorize(req, deadlineMs(call.getDeadline())),
             ReportUsage: (req) => usage.reportUsage(req),
             GetUsage: (req) => usage.getUsage(req),
           },

@@ -110,7 +110,8 @@ export function createUsage(deps: UsageDeps) {
       }
       deps.publisher.publishMany(USAGE_V2, events);
       const returns = req.leaseReturns.filter((l) => l.leaseId && l.accountId && l.units > 0);
-      const [refunded, returned] = await Promise.all([
+      const releases = req.releasedAuthorizations.filter((id) => id !== "");
+      const [refunded, returned, released] = await Promise.all([
         Promise.allSettled(refunds.map((f) => store.refund(f, deps.dedupeTtlMs))),
         Promise.allSettled(
           returns.map((l) => {
@@ -127,6 +128,7 @@ export function createUsage(deps: UsageDeps) {
             );
           }),
         ),
+        Promise.allSettled(releases.map((id) => store.release(id, deps.dedupeTtlMs))),
       ]);
       let failed = 0;
       for (const result of refunded) {
@@ -139,15 +141,19 @@ export function createUsage(deps: UsageDeps) {
         if (result.status === "rejected") failed++;
         else if (result.value) metrics.leaseUnitsReturned.inc(returns[i]?.units ?? 0);
       }
+      for (const result of released) {
+        if (result.status === "rejected") failed++;
+        else metrics.authorizationsReleased.inc({ result: result.value ? "applied" : "duplicate" });
+      }
       if (failed > 0) {
         logger.warn(
           { failed },
-          "refunds or lease returns could not be applied; the gateway may resend the batch",
+          "refunds, lease returns or releases could not be applied; the gateway may resend the batch",
         );
         throw new ServiceError(
           grpc.status.UNAVAILABLE,
           "service_unavailable",
-          `${failed} refund(s) or lease return(s) not applied; resend the batch`,
+          `${failed} refund(s), lease return(s) or release(s) not applied; resend the batch`,
         );
       }
       return { accepted: calls.length };

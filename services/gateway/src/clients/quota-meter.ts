@@ -21,11 +21,22 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
       endpoint: string;
       network: string;
       leaseUnits: number;
+      /** This gateway's id of the Authorize: the lease's id, and what a release names. */
+      authorizationId: string;
     }) {
       return client.call("Authorize", req);
     },
-    report(records: UsageRecord[], batchId: string, leaseReturns: LeaseReturn[] = []) {
-      return client.call("ReportUsage", { records, batchId, leaseReturns }, { deadlineMs: 5_000 });
+    report(
+      records: UsageRecord[],
+      batchId: string,
+      leaseReturns: LeaseReturn[] = [],
+      releasedAuthorizations: string[] = [],
+    ) {
+      return client.call(
+        "ReportUsage",
+        { records, batchId, leaseReturns, releasedAuthorizations },
+        { deadlineMs: 5_000 },
+      );
     },
     usage(apiKey: string, days: number) {
       return client.call("GetUsage", { apiKey, days });

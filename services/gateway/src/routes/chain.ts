@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   DEFAULT_NETWORK,
   ENDPOINTS,
@@ -160,15 +161,24 @@ async function serveWithKey(
   let authz: Grant;
   try {
     // A unit of the key's lease when this gateway holds one; quota-meter otherwise.
-    authz = await deps.leases.grant(apiKey, (leaseUnits) =>
-      deps.quota.authorize({
-        requestId: res.locals.requestId,
-        apiKey,
-        endpoint: endpoint.path,
-        network,
-        leaseUnits,
-      }),
-    );
+    authz = await deps.leases.grant(apiKey, (leaseUnits) => {
+      const authorizationId = randomUUID();
+      return deps.quota
+        .authorize({
+          requestId: res.locals.requestId,
+          apiKey,
+          endpoint: endpoint.path,
+          network,
+          leaseUnits,
+          authorizationId,
+        })
+        .catch((err: unknown) => {
+          // Given up on (past the deadline, or the connection failed): quota-meter may still have
+          // counted it, or count it yet. The call is answered 503, so whatever it counted goes back.
+          deps.usage.release(authorizationId);
+          throw err;
+        });
+    });
   } catch (err) {
     const failure = failureOf(err);
     if (!failure.ok) deps.logger.warn({ code: failure.code }, "quota-meter unreachable");

@@ -8,12 +8,16 @@
 --
 -- ARGV: 1 prefix, 2 key hash (hex), 3 now (ms), 4 day id, 5 month id,
 --       6 day counter TTL (ms), 7 month counter TTL (ms), 8 default burst per second,
---       9 units wanted (>= 1)
+--       9 units wanted (>= 1), 10 authorization id (the gateway's; "" = none),
+--       11 how long a grant is remembered for release.lua (ms)
 -- Reply: {code, key id, account id, status, stored hash, day used, month used, day limit,
 --         month limit, units granted}
--- code: 0 allow, 1 invalid key, 2 subscription inactive, 3 daily, 4 monthly, 5 rate limited
+-- code: 0 allow, 1 invalid key, 2 subscription inactive, 3 daily, 4 monthly, 5 rate limited,
+--       6 released (the gateway gave up on this Authorize before it ran: nothing counted)
 -- When allowed, the used counts include every unit granted (unit k of n is call "used - n + k").
 local p = ARGV[1]
+local id = ARGV[10] or ''
+if id ~= '' and redis.call('EXISTS', p .. 'ax:' .. id) == 1 then return {6} end
 
 local k, refused = activeKey(p, ARGV[2], ARGV[8])
 if not k then return refused end
@@ -42,4 +46,8 @@ d = redis.call('INCRBY', dk, granted)
 if d == granted then redis.call('PEXPIRE', dk, ARGV[6]) end
 m = redis.call('INCRBY', mk, granted)
 if m == granted then redis.call('PEXPIRE', mk, ARGV[7]) end
+-- Remembered so a release of this id (the gateway gave up waiting) gives these units back.
+if id ~= '' then
+  redis.call('SET', p .. 'ag:' .. id, acct .. '|' .. ARGV[4] .. '|' .. ARGV[5] .. '|' .. granted, 'PX', ARGV[11])
+end
 return {0, keyId, acct, 'active', storedHash, d, m, daily, monthly, granted}

@@ -1,18 +1,19 @@
 import { sameHash } from "../keys.ts";
 import type { Windows } from "../windows.ts";
-import type {
-  AccountRecord,
-  AuthorizeOutcome,
-  AuthorizeQuery,
-  DailyUsage,
-  KeyRecord,
-  LeaseReturn,
-  QuotaStore,
-  Refund,
-  UsageOutcome,
-  UsageQuery,
-  UsageTotal,
-  WindowCount,
+import {
+  type AccountRecord,
+  AUTHORIZATION_MEMORY_MS,
+  type AuthorizeOutcome,
+  type AuthorizeQuery,
+  type DailyUsage,
+  type KeyRecord,
+  type LeaseReturn,
+  type QuotaStore,
+  type Refund,
+  type UsageOutcome,
+  type UsageQuery,
+  type UsageTotal,
+  type WindowCount,
 } from "./types.ts";
 
 /** What a refusal for an unknown key carries (nothing about any account). */
@@ -52,6 +53,8 @@ export class MemoryStore implements QuotaStore {
   readonly #tat = new Map<string, number>();
   readonly #seen = new Map<string, number>();
   readonly #usage = new Map<string, DailyUsage>();
+  /** authorize.lua's `ag:` records: what each authorization id granted, for release(). */
+  readonly #grants = new Map<string, { lease: LeaseReturn; expiresAt: number }>();
   #sweeps = 0;
   #mark: string | null = null;
   #held = false;
@@ -87,11 +90,15 @@ export class MemoryStore implements QuotaStore {
     const now = this.#clock();
     if ((this.#seen.get(id) ?? 0) > now) return false;
     this.#seen.set(id, now + ttlMs);
-    if (++this.#sweeps % 10_000 === 0) {
-      for (const [k, exp] of this.#seen) if (exp <= now) this.#seen.delete(k);
-      for (const [k, c] of this.#counters) if (c.expiresAt <= now) this.#counters.delete(k);
-    }
+    this.#sweepNowAndThen(now);
     return true;
+  }
+
+  #sweepNowAndThen(now: number): void {
+    if (++this.#sweeps % 10_000 !== 0) return;
+    for (const [k, exp] of this.#seen) if (exp <= now) this.#seen.delete(k);
+    for (const [k, c] of this.#counters) if (c.expiresAt <= now) this.#counters.delete(k);
+    for (const [k, g] of this.#grants) if (g.expiresAt <= now) this.#grants.delete(k);
   }
 
   /** guard.lua's lookup: the live key behind a hash and its account. */
@@ -121,6 +128,9 @@ export class MemoryStore implements QuotaStore {
 
   async authorize(q: AuthorizeQuery): Promise<AuthorizeOutcome> {
     const none: AuthorizeOutcome = { ...NO_KEY, status: "" };
+    if (q.authorizationId && (this.#seen.get(`ax:${q.authorizationId}`) ?? 0) > this.#clock()) {
+      return { ...none, decision: "released" };
+    }
     const found = this.#lookup(q.keyHash);
     if (!found) return none;
     const { key, account } = found;
@@ -151,7 +161,28 @@ export class MemoryStore implements QuotaStore {
     }
     counts.dayUsed = this.#incr(dk, now, q.windows.dayTtlMs, units);
     counts.monthUsed = this.#incr(mk, now, q.windows.monthTtlMs, units);
+    if (q.authorizationId) {
+      const lease = {
+        leaseId: q.authorizationId,
+        accountId: account.id,
+        day: q.windows.day,
+        month: q.windows.month,
+        units,
+      };
+      const t = this.#clock();
+      this.#grants.set(q.authorizationId, { lease, expiresAt: t + AUTHORIZATION_MEMORY_MS });
+      this.#sweepNowAndThen(t);
+    }
     return { ...base, ...counts, units, decision: "allow" };
+  }
+
+  /** release.lua's twin. */
+  async release(authorizationId: string, dedupeTtlMs: number): Promise<boolean> {
+    if (!this.#firstTime(`ax:${authorizationId}`, AUTHORIZATION_MEMORY_MS)) return false;
+    const grant = this.#grants.get(authorizationId);
+    this.#grants.delete(authorizationId);
+    if (grant && grant.expiresAt > this.#clock()) await this.returnLease(grant.lease, dedupeTtlMs);
+    return true;
   }
 
   async returnLease(l: LeaseReturn, dedupeTtlMs: number): Promise<boolean> {

@@ -4,9 +4,9 @@ import { connectRedis, type Logger, type prom, type Redis } from "@tollgate/plat
 import type { Windows } from "../windows.ts";
 import {
   type AccountRecord,
+  AUTHORIZATION_MEMORY_MS,
   type AuthorizeOutcome,
   type AuthorizeQuery,
-  type Decision,
   type KeyRecord,
   type LeaseReturn,
   type QuotaStore,
@@ -37,15 +37,17 @@ const AUTHORIZE = script("authorize", GUARD);
 const READ_USAGE = script("read-usage", GUARD);
 const REFUND = script("refund");
 const LEASE_RETURN = script("lease-return");
+const RELEASE = script("release");
 const USAGE_MAX = script("usage-max");
 
-const DECISIONS: Decision[] = [
+const DECISIONS: AuthorizeOutcome["decision"][] = [
   "allow",
   "invalid_key",
   "subscription_inactive",
   "daily_limit_exceeded",
   "monthly_limit_exceeded",
   "rate_limited",
+  "released",
 ];
 
 const USAGE_DECISIONS: Record<number, UsageOutcome["decision"]> = {
@@ -82,7 +84,7 @@ export async function openRedisStore(
     unreachable: opts.giveUp ? "give-up" : "background",
     // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
     onReady: (c) => {
-      for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, USAGE_MAX])
+      for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, RELEASE, USAGE_MAX])
         c.scriptLoad(s.source).catch(() => undefined);
     },
   });
@@ -133,6 +135,8 @@ export class RedisStore implements QuotaStore {
       String(q.windows.monthTtlMs),
       String(q.defaultBurst),
       String(Math.max(1, Math.floor(q.units))),
+      q.authorizationId,
+      String(AUTHORIZATION_MEMORY_MS),
     ])) as unknown[];
     const stored = str(reply[4]);
     return {
@@ -158,6 +162,16 @@ export class RedisStore implements QuotaStore {
       l.month,
       String(l.units),
       String(dedupeTtlMs),
+    ]);
+    return num(reply) === 1;
+  }
+
+  async release(authorizationId: string, dedupeTtlMs: number): Promise<boolean> {
+    const reply = await this.#eval(RELEASE, [
+      this.#p,
+      authorizationId,
+      String(dedupeTtlMs),
+      String(AUTHORIZATION_MEMORY_MS),
     ]);
     return num(reply) === 1;
   }

@@ -50,14 +50,23 @@ export interface AuthorizeQuery {
   defaultBurst: number;
   /** Units wanted: 1 for one call, more for a lease the gateway serves calls from. */
   units: number;
+  /** The gateway's id of this Authorize ("" = none): what a release names. */
+  authorizationId: string;
 }
+
+/**
+ * How long a grant is remembered for a release of its authorization id, and a release for an
+ * Authorize that has not run yet: longer than the gateway resends a usage batch (10 minutes).
+ */
+export const AUTHORIZATION_MEMORY_MS = 15 * 60_000;
 
 /**
  * What the store decided. Counts are "used including every unit granted" when it was
  * allowed, and the current counts (not incremented) when it was refused.
  */
 export interface AuthorizeOutcome {
-  decision: Decision;
+  /** "released": the gateway released this authorization id before it ran; nothing counted. */
+  decision: Decision | "released";
   keyId: string;
   accountId: string;
   status: string;
@@ -163,6 +172,12 @@ export interface QuotaStore {
   refund(refund: Refund, dedupeTtlMs: number): Promise<boolean>;
   /** Gives a lease's unused units back to both windows; once per (account, lease id). */
   returnLease(lease: LeaseReturn, dedupeTtlMs: number): Promise<boolean>;
+  /**
+   * The gateway gave up on the Authorize of `authorizationId`: what it granted goes back (unless
+   * that lease was returned already), and an Authorize of that id not run yet counts nothing.
+   * Once per id; false when it was released before.
+   */
+  release(authorizationId: string, dedupeTtlMs: number): Promise<boolean>;
 
   /** Writes the account as given (creates or replaces its hot copy). */
   createAccount(account: AccountRecord): Promise<void>;

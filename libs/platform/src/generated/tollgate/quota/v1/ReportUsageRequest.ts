@@ -14,6 +14,11 @@ export interface ReportUsageRequest {
    * Leases that expired with units unused (applied once per lease id).
    */
   'leaseReturns'?: (_tollgate_quota_v1_LeaseReturn)[];
+  /**
+   * Authorize calls the gateway gave up on (their authorization_id): whatever they counted goes
+   * back, and one not run yet counts nothing; once per id, never for a lease already returned.
+   */
+  'releasedAuthorizations'?: (string)[];
 }
 
 export interface ReportUsageRequest__Output {
@@ -27,4 +32,9 @@ export interface ReportUsageRequest__Output {
    * Leases that expired with units unused (applied once per lease id).
    */
   'leaseReturns': (_tollgate_quota_v1_LeaseReturn__Output)[];
+  /**
+   * Authorize calls the gateway gave up on (their authorization_id): whatever they counted goes
+   * back, and one not run yet counts nothing; once per id, never for a lease already returned.
+   */
+  'releasedAuthorizations': (string)[];
 }

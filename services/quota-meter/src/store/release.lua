@@ -1,0 +1,20 @@
+-- Release: the gateway gave up waiting for the Authorize of this id (its deadline passed) and
+-- answered the call 503, so nothing it counted may stay counted. Once per id: the tombstone
+-- makes an Authorize of this id that runs later count nothing (authorize.lua); one that already
+-- ran gives its units back to both windows, under the lease-return mark of that lease, so
+-- quota-meter's own return of a late grant and this release never both apply. Never below zero.
+-- ARGV: 1 prefix, 2 authorization id, 3 dedupe TTL (ms), 4 how long the tombstone lives (ms)
+-- Reply: 1 released now, 0 released before.
+local p = ARGV[1]
+local id = ARGV[2]
+if not redis.call('SET', p .. 'ax:' .. id, '1', 'NX', 'PX', ARGV[4]) then return 0 end
+local grant = redis.call('GET', p .. 'ag:' .. id)
+if not grant then return 1 end
+local acct, day, month, units = string.match(grant, '^(.*)|(.*)|(.*)|(%d+)$')
+if not redis.call('SET', p .. 'lr:' .. acct .. ':' .. id, '1', 'NX', 'PX', ARGV[3]) then return 1 end
+units = tonumber(units)
+for _, k in ipairs({ p .. 'd:' .. acct .. ':' .. day, p .. 'm:' .. acct .. ':' .. month }) do
+  local v = tonumber(redis.call('GET', k))
+  if v and v > 0 then redis.call('DECRBY', k, math.min(v, units)) end
+end
+return 1
