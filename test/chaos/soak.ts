@@ -26,6 +26,8 @@ export interface SoakSample {
   heapUsedKb?: number;
   /** Memory held outside the V8 heap by JS objects (nodejs_external_memory_bytes), KB. */
   externalKb?: number;
+  /** Heap V8 has reserved (nodejs_heap_size_total_bytes), KB: what RSS follows. */
+  heapTotalKb?: number;
   /** Heap in use right after a full collection (the once-a-minute probe), KB. */
   liveHeapKb?: number;
   /** Events waiting in the service's outboxes for a JetStream ack (events_outbox_depth, summed). */
@@ -48,6 +50,9 @@ export interface SoakSlope {
   /** Slope of every heap-in-use sample (garbage included: the sawtooth between collections). */
   heapUsedKbPerMin?: number;
   externalKbPerMin?: number;
+  /** Slope of the heap V8 has reserved, whole run and second half. */
+  heapTotalKbPerMin?: number;
+  heapTotalKbPerMinSecondHalf?: number;
   /** The most events queued (outbox depth + consumer lag) in any sample, and in the last one. */
   queued?: { max: number; last: number };
   /** The live heap's second-half slope is under FLAT_LIVE_HEAP_KB_PER_MIN. */
@@ -115,18 +120,22 @@ function procStats(pid: number): { rssKb: number; fds: number } {
 
 async function heapStats(
   port: number,
-): Promise<Pick<SoakSample, "heapUsedKb" | "externalKb" | "outboxDepth" | "consumerPending">> {
+): Promise<
+  Pick<SoakSample, "heapUsedKb" | "heapTotalKb" | "externalKb" | "outboxDepth" | "consumerPending">
+> {
   try {
     const text = await (
       await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) })
     ).text();
     const heapUsed = gauge(text, "nodejs_heap_size_used_bytes");
     const external = gauge(text, "nodejs_external_memory_bytes");
+    const heapTotal = gauge(text, "nodejs_heap_size_total_bytes");
     const outboxDepth = gaugeSum(text, "events_outbox_depth");
     const consumerPending = gaugeSum(text, "events_consumer_pending");
     return {
       ...(heapUsed !== undefined ? { heapUsedKb: Math.round(heapUsed / 1024) } : {}),
       ...(external !== undefined ? { externalKb: Math.round(external / 1024) } : {}),
+      ...(heapTotal !== undefined ? { heapTotalKb: Math.round(heapTotal / 1024) } : {}),
       ...(outboxDepth !== undefined ? { outboxDepth } : {}),
       ...(consumerPending !== undefined ? { consumerPending } : {}),
     };
@@ -180,6 +189,7 @@ export function slopes(samples: SoakSample[], minutes: number): SoakSlope[] {
     const external = mine.flatMap((s): [number, number][] =>
       s.externalKb !== undefined ? [[s.t, s.externalKb]] : [],
     );
+    const heapTotal = mine.flatMap((s): [number, number][] => (s.heapTotalKb ? [[s.t, s.heapTotalKb]] : []));
     const queued = mine.flatMap((s) =>
       s.outboxDepth !== undefined || s.consumerPending !== undefined
         ? [(s.outboxDepth ?? 0) + (s.consumerPending ?? 0)]
@@ -200,6 +210,8 @@ export function slopes(samples: SoakSample[], minutes: number): SoakSlope[] {
         : {}),
       heapUsedKbPerMin: round(slope(heap)),
       externalKbPerMin: round(slope(external)),
+      heapTotalKbPerMin: round(slope(heapTotal)),
+      heapTotalKbPerMinSecondHalf: round(slope(heapTotal.filter(([t]) => t >= half))),
       ...(queued.length ? { queued: { max: Math.max(...queued), last: queued.at(-1) ?? 0 } } : {}),
     };
   });
