@@ -125,6 +125,9 @@ export interface ChaosReport {
     minutes: number;
     slopes: SoakSlope[];
     outboxFiles: number;
+    /** Answers while sampled, by class and status, and one message per refusal (the soak's phase counts only its own window). */
+    answered: PhaseReport["answered"];
+    reasons: PhaseReport["reasons"];
     /** Every sample (minutes since the soak started), for plotting or a second look. */
     samples: SoakSample[];
     heapSnapshots?: HeapGrowth[];
@@ -401,6 +404,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         await sleep(10_000);
       }
       await snapshot();
+      // What the load saw while sampled (the phase below starts a fresh count for its own window).
+      const during = tally.newPhase();
       await phase("soak (no fault)", none, none, 0);
       const minutes = opts.soakMs / 60_000;
       const heap = [...(snapshots[0]?.keys() ?? [])].map((name) =>
@@ -414,6 +419,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         minutes: round(minutes),
         slopes: slopes(samples, minutes),
         outboxFiles,
+        answered: Object.fromEntries(CLASSES.map((c) => [c, during[c].statuses])) as PhaseReport["answered"],
+        reasons: Object.fromEntries(CLASSES.map((c) => [c, during[c].reasons])) as PhaseReport["reasons"],
         samples,
         ...(heap.length ? { heapSnapshots: heap } : {}),
       });

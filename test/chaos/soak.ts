@@ -340,6 +340,7 @@ export function soakTable(soak: {
   minutes: number;
   slopes: SoakSlope[];
   outboxFiles: number;
+  answered?: Record<string, Record<string, number>>;
   heapSnapshots?: HeapGrowth[];
 }): string {
   const lines = [
@@ -364,6 +365,7 @@ export function soakTable(soak: {
     ),
   ].map((l) => (l.startsWith("|") ? l : `| ${l} |`));
   lines.push("", `outbox files left: ${soak.outboxFiles}`);
+  if (soak.answered) lines.push(`answered while sampled: ${JSON.stringify(soak.answered)}`);
   for (const h of soak.heapSnapshots ?? []) {
     lines.push(
       `heap snapshots ${h.process}: live ${h.liveKb.map((k) => `${(k / 1024).toFixed(1)} MB`).join(" → ")}; grew most in the 2nd half: ${h.top
