@@ -386,11 +386,14 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         const now = await sample(targets(), t);
         // Once a minute, the live heap (a full collection in each service: not every 10 s, so the
         // probe does not do the collector's work for it and flatten what RSS shows).
+        // The load waits meanwhile: a collection of everything stops a service for a moment, and a
+        // call it held past its deadline would blur the books, not the memory.
         if (probeDir && i % 6 === 0) {
+          await load.pause();
           const live = await probeLiveHeap(
             targets().filter((x) => x.metricsPort),
             probeDir,
-          );
+          ).finally(() => load.resume());
           for (const s of now) {
             const kb = live.get(s.process);
             if (kb !== undefined) s.liveHeapKb = kb;
