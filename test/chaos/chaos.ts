@@ -4,9 +4,10 @@
 // faults are injected one after another with recovery between. After each fault it reconciles what
 // the load generator saw against the windows (Redis), the usage rollups and the payment ledger
 // (PostgreSQL) and the chain: nothing lost, nothing twice, nothing charged that was not served.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { priceAtomic } from "@tollgate/catalog";
 import type { DevnetFile } from "@tollgate/devnet";
 import { type Mesh, meshAdmin, type RunningService, startMesh } from "@tollgate/local";
@@ -17,12 +18,28 @@ import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 import { type Address, settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 import { type OwnServer, ownNats, ownRedis, Upstream } from "./servers.ts";
+import {
+  type HeapGrowth,
+  heapGrowth,
+  probeLiveHeap,
+  type SoakSample,
+  type SoakSlope,
+  type SoakTarget,
+  sample,
+  slopes,
+  takeHeapSnapshots,
+} from "./soak.ts";
 
 export interface ChaosOptions {
   /** The CI form: short holds and observation windows. */
   short?: boolean;
   /** Steady load for this long (ms), no faults: RSS and fds of every service sampled. */
   soakMs?: number;
+  /**
+   * With soakMs: a directory where every service writes a heap snapshot at start, middle and end
+   * (kept after the run, for DevTools); the report compares them by constructor (soak.ts).
+   */
+  heapSnapshots?: string;
   log?: (line: string) => void;
 }
 
@@ -97,13 +114,6 @@ export interface Reconciliation {
   duplicated: number;
 }
 
-export interface SoakSample {
-  t: number;
-  process: string;
-  rssKb: number;
-  fds: number;
-}
-
 export interface ChaosReport {
   mode: "full" | "short" | "soak";
   startedAt: string;
@@ -128,8 +138,14 @@ export interface ChaosReport {
   };
   soak?: {
     minutes: number;
-    slopes: { process: string; rssKbPerMin: number; fdsPerMin: number }[];
+    slopes: SoakSlope[];
     outboxFiles: number;
+    /** Answers while sampled, by class and status, and one message per refusal (the soak's phase counts only its own window). */
+    answered: PhaseReport["answered"];
+    reasons: PhaseReport["reasons"];
+    /** Every sample (minutes since the soak started), for plotting or a second look. */
+    samples: SoakSample[];
+    heapSnapshots?: HeapGrowth[];
   };
 }
 
@@ -233,6 +249,15 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       `redis :${redis.port}, nats :${nats.port}, database ${database.name}, upstreams ${upstreams.map((u) => u.port)}`,
     );
 
+    // A soak preloads the live-heap probe into every service, and with heapSnapshots has each write
+    // a heap snapshot on SIGUSR2 where the soak reads them (soak.ts).
+    const probeDir = opts.soakMs ? mkdir(dir, "probe") : undefined;
+    const heapDir = opts.soakMs && opts.heapSnapshots ? mkdir(opts.heapSnapshots, "") : undefined;
+    const nodeOptions = [
+      ...(probeDir ? [`--import=${fileURLToPath(new URL("./heap-probe.ts", import.meta.url))}`] : []),
+      ...(heapDir ? ["--heapsnapshot-signal=SIGUSR2", `--diagnostic-dir=${heapDir}`] : []),
+    ];
+
     // A free port found by binding port 0 can be taken by another process on this shared machine
     // before a service binds it: start again on fresh ports.
     const startOnFreePorts = async (options: Parameters<typeof startMesh>[0]) => {
@@ -260,6 +285,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         DATABASE_URL: database.url,
         // The real Redis or nothing: an in-memory stand-in would hide the fail-open path.
         REDIS_STANDIN: "false",
+        ...(probeDir ? { SOAK_PROBE_DIR: probeDir, NODE_OPTIONS: nodeOptions.join(" ") } : {}),
       },
       serviceEnv: {
         // A hung node is given up on quickly, so its calls fail over rather than time out.
@@ -384,26 +410,70 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     let notes: string[] = [];
 
     if (opts.soakMs) {
-      const pids = () => servicePids(mesh, redis, nats);
+      const targets = () => soakTargets(mesh, redis, nats);
       const samples: SoakSample[] = [];
-      const t0 = Date.now();
+      const snapshots: Map<string, string>[] = [];
+      const snapshot = async () => {
+        if (!heapDir) return;
+        await load.pause(); // no call in flight is stalled past its deadline by the stopped process
+        snapshots.push(
+          await takeHeapSnapshots(
+            targets().filter((t) => t.metricsPort),
+            heapDir,
+          ),
+        );
+        load.resume();
+      };
       await sleep(short ? 5_000 : 20_000); // warm-up: JIT, pools and caches settle first
-      while (Date.now() - t0 < opts.soakMs) {
-        for (const [name, pid] of pids())
-          samples.push({ t: (Date.now() - t0) / 60_000, process: name, ...procStats(pid) });
+      await snapshot();
+      const t0 = Date.now();
+      let midTaken = false;
+      for (let i = 0; Date.now() - t0 < opts.soakMs; i++) {
+        const t = (Date.now() - t0) / 60_000;
+        const now = await sample(targets(), t);
+        // Once a minute, the live heap (a full collection in each service: not every 10 s, so the
+        // probe does not do the collector's work for it and flatten what RSS shows).
+        // The load waits meanwhile: a collection of everything stops a service for a moment, and a
+        // call it held past its deadline would blur the books, not the memory.
+        if (probeDir && i % 6 === 0) {
+          await load.pause();
+          const live = await probeLiveHeap(
+            targets().filter((x) => x.metricsPort),
+            probeDir,
+          ).finally(() => load.resume());
+          for (const s of now) {
+            const kb = live.get(s.process);
+            if (kb !== undefined) s.liveHeapKb = kb;
+          }
+        }
+        samples.push(...now);
+        if (!midTaken && Date.now() - t0 >= opts.soakMs / 2) {
+          midTaken = true;
+          await snapshot();
+        }
         await sleep(10_000);
       }
+      await snapshot();
+      // What the load saw while sampled (the phase below starts a fresh count for its own window).
+      const during = tally.newPhase();
       await phase("soak (no fault)", none, none, 0);
-      const slopes = [...new Set(samples.map((s) => s.process))].map((process) => {
-        const mine = samples.filter((s) => s.process === process);
-        return {
-          process,
-          rssKbPerMin: round(slope(mine.map((s) => [s.t, s.rssKb]))),
-          fdsPerMin: round(slope(mine.map((s) => [s.t, s.fds]))),
-        };
-      });
+      const minutes = opts.soakMs / 60_000;
+      const heap = [...(snapshots[0]?.keys() ?? [])].map((name) =>
+        heapGrowth(
+          name,
+          snapshots.flatMap((s) => s.get(name) ?? []),
+        ),
+      );
       const outboxFiles = countFiles(join(mesh.stateDir, "outbox"));
-      return finish({ minutes: round(opts.soakMs / 60_000), slopes, outboxFiles });
+      return finish({
+        minutes: round(minutes),
+        slopes: slopes(samples, minutes),
+        outboxFiles,
+        answered: Object.fromEntries(CLASSES.map((c) => [c, during[c].statuses])) as PhaseReport["answered"],
+        reasons: Object.fromEntries(CLASSES.map((c) => [c, during[c].reasons])) as PhaseReport["reasons"],
+        samples,
+        ...(heap.length ? { heapSnapshots: heap } : {}),
+      });
     }
 
     await sleep(hold(10, 4));
@@ -856,36 +926,22 @@ function summaryLine(p: PhaseReport): string {
   return `  ${p.fault}: key[${statuses("key")}] x402[${statuses("x402")}] batch[${statuses("batch")}] mpp[${statuses("mpp")}] session[${statuses("session")}] failOpen=${p.failOpen} recover=${JSON.stringify(p.recoverS)} lost=${p.check.lost} dup=${p.check.duplicated} windowsExact=${p.check.windowsExact} charged=${p.check.charged.onChain}/${p.check.charged.forServed} mpp=${p.check.mppCharged.onChain}/${p.check.mppCharged.forServed} session=${p.check.session.accepted}/${p.check.session.forServed} settled=${p.check.session.settled} ${p.notes.join("; ")}`;
 }
 
-function servicePids(mesh: Mesh, redis: OwnServer, nats: OwnServer): [string, number][] {
-  const list: [string, RunningService | undefined][] = [
-    ...Object.entries(mesh.services),
-    ...mesh.replicas.map((r, i) => [`${r.name}#${i + 2}`, r.service] as [string, RunningService]),
+function soakTargets(mesh: Mesh, redis: OwnServer, nats: OwnServer): SoakTarget[] {
+  const list: [string, RunningService | undefined, number | undefined][] = [
+    ...Object.entries(mesh.services).map(
+      ([name, s]) =>
+        [name, s, mesh.ports[name as keyof Mesh["ports"]]?.metrics] as [string, RunningService, number],
+    ),
+    ...mesh.replicas.map(
+      (r, i) => [`${r.name}#${i + 2}`, r.service, r.ports.metrics] as [string, RunningService, number],
+    ),
   ];
-  const pids = list.flatMap(([name, s]) => (s?.child.pid ? [[name, s.child.pid] as [string, number]] : []));
-  if (redis.pid) pids.push(["redis-server", redis.pid]);
-  if (nats.pid) pids.push(["nats-server", nats.pid]);
-  return pids;
-}
-
-function procStats(pid: number): { rssKb: number; fds: number } {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-    return { rssKb, fds: readdirSync(`/proc/${pid}/fd`).length };
-  } catch {
-    return { rssKb: 0, fds: 0 };
-  }
-}
-
-/** Least-squares slope of y over x. */
-function slope(points: [number, number][]): number {
-  const n = points.length;
-  if (n < 2) return 0;
-  const mx = points.reduce((a, [x]) => a + x, 0) / n;
-  const my = points.reduce((a, [, y]) => a + y, 0) / n;
-  const num = points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0);
-  const den = points.reduce((a, [x]) => a + (x - mx) ** 2, 0);
-  return den ? num / den : 0;
+  const targets = list.flatMap(([process, s, metricsPort]) =>
+    s?.child.pid ? [{ process, pid: s.child.pid, ...(metricsPort ? { metricsPort } : {}) }] : [],
+  );
+  if (redis.pid) targets.push({ process: "redis-server", pid: redis.pid });
+  if (nats.pid) targets.push({ process: "nats-server", pid: nats.pid });
+  return targets;
 }
 
 function countFiles(dir: string): number {

@@ -1,14 +1,17 @@
-// `pnpm chaos [--short] [--soak 10m] [--out file.json]`: the chaos run (see chaos.ts), its table
+// `pnpm chaos [--short] [--soak 10m [--heap-snapshots dir]] [--out file.json]`: the chaos run (see chaos.ts), its table
 // printed, its report written as JSON.
 import { writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { runChaos, table } from "./chaos.ts";
+import { soakTable } from "./soak.ts";
 
 const { values } = parseArgs({
   options: {
     short: { type: "boolean", default: false },
     soak: { type: "string" },
     out: { type: "string", default: "chaos-report.json" },
+    "heap-snapshots": { type: "string" },
   },
 });
 
@@ -22,14 +25,10 @@ function duration(text: string): number {
 const report = await runChaos({
   short: values.short,
   ...(values.soak ? { soakMs: duration(values.soak) } : {}),
+  ...(values["heap-snapshots"] ? { heapSnapshots: resolve(values["heap-snapshots"]) } : {}),
 });
 writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
 process.stdout.write(`\n${table(report)}\n\n`);
 process.stdout.write(`totals: ${JSON.stringify(report.totals)}\n`);
-if (report.soak) {
-  process.stdout.write("\n| Process | RSS slope (KB/min) | Open fds slope (/min) |\n|---|---|---|\n");
-  for (const s of report.soak.slopes)
-    process.stdout.write(`| ${s.process} | ${s.rssKbPerMin} | ${s.fdsPerMin} |\n`);
-  process.stdout.write(`outbox files left: ${report.soak.outboxFiles}\n`);
-}
+if (report.soak) process.stdout.write(`\n${soakTable(report.soak)}\n`);
 process.stdout.write(`report: ${values.out}\n`);
