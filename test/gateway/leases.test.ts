@@ -3,15 +3,22 @@
 // they reach), X-Quota-*-Used numbers every served call once, a hot key stops costing a
 // quota-meter hop per call, and what a lease did not use goes back.
 import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 let mesh: Mesh;
 let second: string;
+/** sepolia's node in this mesh: accepts connections and closes them (every sepolia call fails, not charged). */
+let deadNode: Server;
 
 beforeAll(async () => {
+  deadNode = createServer((socket) => socket.destroy());
+  await new Promise<void>((r) => deadNode.listen(0, "127.0.0.1", r));
+  const deadPort = (deadNode.address() as { port: number }).port;
   mesh = await startMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `leases${process.pid}`,
@@ -19,7 +26,7 @@ beforeAll(async () => {
       LOG_LEVEL: "warn",
       REDIS_BUDGET_MS: "2000",
       UPSTREAMS_ETHEREUM: devnet.chains.ethereum.rpcUrl,
-      UPSTREAMS_SEPOLIA: devnet.chains.sepolia.rpcUrl,
+      UPSTREAMS_SEPOLIA: `http://127.0.0.1:${deadPort}`,
     },
     serviceEnv: {
       "payment-verifier": {
@@ -32,6 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mesh?.stop();
+  deadNode?.close();
 });
 
 async function account(plan: { daily?: number; monthly?: number; burst?: number }) {
@@ -106,5 +114,61 @@ describe("quota leases across two gateways", () => {
     const res = await call(second, key);
     expect(res.status).toBe(200);
     expect(Number(res.headers.get("x-quota-day-used"))).toBe(served + 1);
+  });
+
+  it("a failed call's unit given back to its lease is counted once in the usage rollups (the windows after a Redis loss are rebuilt from them)", async () => {
+    const admin = meshAdmin(mesh);
+    const created = await admin.quickstart(`lease-${Math.random()}`, {
+      daily: 1_000,
+      monthly: 0,
+      burst: 1_000_000,
+    });
+    admin.close();
+    const key = created.secret;
+    // Warm the key so its calls are served from a lease, then fail some (the node never answers:
+    // not charged; each unit goes back to the live lease) between served ones.
+    for (let i = 0; i < 4; i++) {
+      const batch = await Promise.all(Array.from({ length: 16 }, () => call(mesh.gatewayUrl, key)));
+      for (const res of batch) expect(res.status).toBe(200);
+    }
+    let served = 64;
+    let failed = 0;
+    for (let round = 0; round < 5; round++) {
+      const batch = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          fetch(`${mesh.gatewayUrl}/api/chain/chain-id${i % 2 ? "?network=sepolia" : ""}`, {
+            headers: { authorization: `Bearer ${key}` },
+          }),
+        ),
+      );
+      for (const res of batch) {
+        await res.arrayBuffer();
+        if (res.status === 200) served++;
+        else {
+          // The node refused (502), or rpc-proxy has given up on it for now (503): not charged either way.
+          expect([502, 503]).toContain(res.status);
+          failed++;
+        }
+      }
+    }
+    expect(failed).toBe(20);
+    const db = new pg.Pool({ connectionString: mesh.databaseUrl, max: 1 });
+    try {
+      const rollup = async () =>
+        (
+          await db.query<{ requests: number; counted: number }>(
+            "select coalesce(sum(requests), 0)::int as requests, coalesce(sum(counted), 0)::int as counted from usage_daily where account_id = $1",
+            [created.account.id],
+          )
+        ).rows[0];
+      const deadline = Date.now() + 20_000;
+      while ((await rollup())?.requests !== served + failed && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 200));
+      // Every call reported once; only the served ones counted (before: a failed call's unit was
+      // counted for it and again for the call that reused it).
+      expect(await rollup()).toEqual({ requests: served + failed, counted: served });
+    } finally {
+      await db.end();
+    }
   });
 });

@@ -80,8 +80,10 @@ export function createUsage(deps: UsageDeps) {
           status: r.status,
           latency_ms: Math.max(0, Number.isFinite(r.latencyMs) ? r.latencyMs : 0),
           time,
-          // Authorize names the windows only of a call it counted (fail-open calls have none).
-          counted: isDayId(r.dayWindow) && !r.refund,
+          // Authorize names the windows only of a call it counted (fail-open calls have none). A
+          // failed call's unit refunded, or given back to its lease for the next call, is not this
+          // call's: counting it would count the unit twice.
+          counted: isDayId(r.dayWindow) && !r.refund && !r.returnedToLease,
         };
         // A record that does not fit the event (a caller bug) is dropped alone, not the batch.
         if (!usageBatchV2.shape.calls.element.safeParse(call).success) {

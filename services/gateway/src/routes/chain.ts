@@ -213,6 +213,10 @@ async function serveWithKey(
   const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
   if (outcome.ok) sendData(res, outcome.data);
   else sendError(res, outcome.code, outcome.message, outcome.extra);
+  // A call that got no answer is not charged: its unit goes back to its lease when that is still
+  // live (served again at once), else to both windows.
+  const uncharged = authz.metered && !charged(outcome);
+  const returnedToLease = uncharged && deps.leases.giveBack(apiKey, authz);
   deps.usage.add({
     requestId: res.locals.requestId,
     accountId: authz.accountId,
@@ -222,9 +226,8 @@ async function serveWithKey(
     status,
     latencyMs: performance.now() - started,
     time: receivedAt,
-    // A call that got no answer is not charged: its unit goes back to its lease when that is
-    // still live (served again at once), else to both windows.
-    refund: authz.metered && !charged(outcome) && !deps.leases.giveBack(apiKey, authz),
+    refund: uncharged && !returnedToLease,
+    returnedToLease,
     dayWindow: authz.dayWindow,
     monthWindow: authz.monthWindow,
   });

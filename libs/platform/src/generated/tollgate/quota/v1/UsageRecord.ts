@@ -19,6 +19,11 @@ export interface UsageRecord {
   'refund'?: (boolean);
   'dayWindow'?: (string);
   'monthWindow'?: (string);
+  /**
+   * The call failed and its unit went back to the live lease it came from (the next call served
+   * from that lease uses it): not counted for this call, and nothing to refund.
+   */
+  'returnedToLease'?: (boolean);
 }
 
 export interface UsageRecord__Output {
@@ -39,4 +44,9 @@ export interface UsageRecord__Output {
   'refund': (boolean);
   'dayWindow': (string);
   'monthWindow': (string);
+  /**
+   * The call failed and its unit went back to the live lease it came from (the next call served
+   * from that lease uses it): not counted for this call, and nothing to refund.
+   */
+  'returnedToLease': (boolean);
 }
