@@ -185,7 +185,12 @@ function callFor(op: Operation): fc.Arbitrary<Call> {
 
 function urlOf(call: Call): string {
   let path = call.op.template;
-  for (const [name, value] of Object.entries(call.path)) path = path.replace(`{${name}}`, encode(value));
+  for (const [name, value] of Object.entries(call.path)) {
+    // "." and ".." are dot segments: every URL parser (fetch's too, even as %2E) removes them before
+    // the request leaves, so a client cannot send them as a parameter; the next value stands in.
+    const segment = value === "." || value === ".." ? `${value}.` : value;
+    path = path.replace(`{${name}}`, encode(segment));
+  }
   const query = call.query.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&");
   return query ? `${path}?${query}` : path;
 }

@@ -10,8 +10,13 @@ import { readDevnetFile } from "@tollgate/devnet";
 import { freePort, type Mesh, startMesh } from "@tollgate/local";
 import { Credential, Receipt } from "mppx";
 import { type Hex, parseEventLogs } from "viem";
-import { getTransactionReceipt, readContract } from "viem/actions";
-import { Abis } from "viem/tempo";
+import {
+  getTransactionReceipt,
+  readContract,
+  sendRawTransaction,
+  waitForTransactionReceipt,
+} from "viem/actions";
+import { Abis, Transaction } from "viem/tempo";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
@@ -92,6 +97,39 @@ describe("an MPP call that gets no answer costs nothing (the charging rule) — 
     expect(served.status, await served.clone().text()).toBe(200);
     expect(Receipt.fromResponse(served).status).toBe("success");
     expect(await balance(PATH_USD, PAY_TO)).toBe(before + price);
+  });
+
+  it("charge, transaction payload broadcast by a replica that died before answering: the gateway's retried Settle serves the call with that transfer, charging once", async () => {
+    const payer = mppChargePayer(devnet, "payer5", PATH_USD, "pull");
+    const before = await balance(PATH_USD, PAY_TO);
+    const dead = await payer.fetch(`${mesh.gatewayUrl}/api/chain/chain-id?network=sepolia`);
+    expect(dead.status).toBe(503);
+    const credential = payer.sent.at(-1) ?? "";
+    // What the dying replica did: the client's transaction sent; the chain has not mined it yet.
+    const signed = (Credential.deserialize(credential).payload as { signature: Hex }).signature;
+    const chain = tempoClient(tempo.anvilRpcUrl);
+    await chain.request({ method: "evm_setAutomine", params: [false] } as never);
+    let hash: Hex;
+    let served: Response;
+    try {
+      hash = await sendRawTransaction(chain, {
+        serializedTransaction: await Transaction.serialize(Transaction.deserialize(signed)),
+      });
+      // The same call's credential again (as the gateway's Settle retry carries it) while the
+      // transfer waits in the mempool; the chain mines it a moment later.
+      const retried = retry("/api/chain/chain-id", credential);
+      await sleep(1_000);
+      await chain.request({ method: "evm_mine", params: [] } as never);
+      served = await retried;
+    } finally {
+      await chain.request({ method: "evm_setAutomine", params: [true] } as never);
+    }
+    expect((await waitForTransactionReceipt(chain, { hash })).status).toBe("success");
+    // Served with that transfer, not refused 402 (the client would pay a second time for one call).
+    expect(served.status, await served.clone().text()).toBe(200);
+    expect(Receipt.fromResponse(served).reference).toBe(hash);
+    expect(await balance(PATH_USD, PAY_TO)).toBe(before + price);
+    expect((await at("/api/chain/chain-id", credential)).status).toBe(402); // used now
   });
 
   it("charge, hash payload: the client's own transfer landed, so the credential stays good for a retry, served without paying again", async () => {
