@@ -624,11 +624,15 @@ export class Payments {
     try {
       result = await scheme.guarded.commit(call, payment, token);
     } catch (err) {
-      // Answered 503, no data: the call's hold on the channel is let go once the store answers
-      // (a commit that did land leaves nothing to let go: the release is then a no-op).
-      this.#defer(this.#o.reservationTtlMs, () =>
-        this.#releaseGuarded(call.requestId, call, id, credentials, "store_unavailable"),
-      );
+      // Answered 503, no data, so nothing may stay charged: once the store answers, a commit that
+      // landed though its answer was lost is taken back, and a hold it left is let go.
+      const guarded = scheme.guarded;
+      this.#defer(this.#o.reservationTtlMs, async () => {
+        if (await guarded.undo(call, payment, token)) {
+          this.#o.logger.warn({ scheme: scheme.name }, "a charge whose answer was lost was taken back");
+        }
+        await this.#releaseGuarded(call.requestId, call, id, credentials, "store_unavailable");
+      });
       return this.#settleUnavailable(this.#guardedUnavailable(scheme, err).reason);
     }
     const record = guardedRecord(call.requestId, call, scheme, payment, token);

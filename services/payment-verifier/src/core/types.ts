@@ -197,6 +197,11 @@ export interface SelfGuarded<P = unknown> {
   commit(call: PricedCall, payment: ParsedPayment<P>, token: string): Promise<SettleResult>;
   /** Frees it, collecting nothing; false when `token` holds nothing for `requestId`. */
   release(requestId: string, payment: ParsedPayment<P>, token: string): Promise<boolean>;
+  /**
+   * Takes back a `commit` whose answer was lost (its call was answered 503), if it landed and
+   * nothing followed it; false when there is nothing to take back.
+   */
+  undo(call: PricedCall, payment: ParsedPayment<P>, token: string): Promise<boolean>;
 }
 
 export interface PaymentScheme<Credential = unknown, Offer = unknown, P = unknown> {

@@ -387,6 +387,16 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
     commit: (call, parsed, token) => this.#commit(call, parsed.payload, token),
     release: (requestId, parsed, token) =>
       this.#deps.vouchers.release(parsed.payload.channelId.toLowerCase(), token, requestId),
+    undo: async (call, parsed, token) => {
+      const requirements = await this.#matching(call, parsed.payload);
+      if (!requirements) return false;
+      const { voucher: v } = parsed.payload.payload.payload as VoucherPayload;
+      const cumulative = v.maxClaimableAmount;
+      return this.#deps.vouchers.uncommit(v.channelId.toLowerCase(), token, {
+        cumulative,
+        charged: (BigInt(cumulative) - BigInt(requirements.amount)).toString(),
+      });
+    },
   };
 
   async #admit(call: PricedCall, payment: BatchPayment, token: string): Promise<Verdict | undefined> {

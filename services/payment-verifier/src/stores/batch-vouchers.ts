@@ -132,6 +132,20 @@ ch.pendingRequest = nil
 redis.call('SET', KEYS[1], cjson.encode(ch))
 return 1`);
 
+// A commit whose answer was lost (the connection dropped with Redis) may have landed while its call
+// was answered 503: taken back when it is still the channel's last charge and nothing is pending on
+// it. The voucher's signature stays (it allows up to its amount; claims take only what is charged).
+const UNCOMMIT = script(`
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local ch = cjson.decode(raw)
+if ch.settledPendingId ~= ARGV[1] or ch.chargedCumulativeAmount ~= ARGV[2] then return 0 end
+if type(ch.pendingRequest) == 'table' then return 0 end
+ch.chargedCumulativeAmount = ARGV[3]
+ch.settledPendingId = nil
+redis.call('SET', KEYS[1], cjson.encode(ch))
+return 1`);
+
 export class BatchVoucherStore {
   readonly #redis: Redis;
   readonly #prefix: string;
@@ -187,6 +201,19 @@ export class BatchVoucherStore {
     if (kind === "committed" || kind === "already")
       return { kind, record: JSON.parse(record ?? "{}") as ChannelRecord };
     return { kind } as Committed;
+  }
+
+  /**
+   * Takes back the charge `pendingId` committed (from `voucher.cumulative` to `voucher.charged`)
+   * when it is still the channel's last and nothing is pending; false otherwise.
+   */
+  async uncommit(
+    channelId: string,
+    pendingId: string,
+    voucher: { cumulative: string; charged: string },
+  ): Promise<boolean> {
+    const undone = await this.#run(UNCOMMIT, channelId, [pendingId, voucher.cumulative, voucher.charged]);
+    return undone === 1;
   }
 
   /** Frees the lock `pendingId` holds for `requestId`; false when it holds none. */
