@@ -42,6 +42,15 @@ import type { BatchVoucherStore, ChannelRecord } from "../stores/batch-vouchers.
 
 /** The SDK's name for the scheme; the spec's `x402-batch` is offered beside it. */
 export const SDK_SCHEME = "batch-settlement";
+/** A Settle for a payment this scheme did not verify for the call. */
+const NOT_VERIFIED: SettleResult = {
+  ok: false,
+  code: "payment_invalid",
+  reason: "the payment was not verified for this call",
+  transaction: "",
+  receipt: [],
+};
+
 const SPEC_SCHEME = "x402-batch";
 
 /** How long a voucher's key stays reserved as used: the channel state refuses it after that anyway. */
@@ -470,13 +479,7 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
   async #commit(call: PricedCall, payment: BatchPayment, token: string): Promise<SettleResult> {
     const requirements = await this.#matching(call, payment);
     if (!requirements) {
-      return {
-        ok: false,
-        code: "payment_invalid",
-        reason: "the payment was not verified for this call",
-        transaction: "",
-        receipt: [],
-      };
+      return NOT_VERIFIED;
     }
     const { voucher: v } = payment.payload.payload as VoucherPayload;
     const cumulative = v.maxClaimableAmount;
@@ -536,13 +539,7 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
     const payment = parsed.payload;
     const requirements = await this.#matching(call, payment);
     if (!requirements || !hold) {
-      return {
-        ok: false,
-        code: "payment_invalid",
-        reason: "the payment was not verified for this call",
-        transaction: "",
-        receipt: [],
-      };
+      return NOT_VERIFIED;
     }
     await this.#handOver(payment, hold);
     let result: SettleResponse;
