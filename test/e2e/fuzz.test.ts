@@ -187,8 +187,8 @@ function urlOf(call: Call): string {
   let path = call.op.template;
   for (const [name, value] of Object.entries(call.path)) {
     // "." and ".." are dot segments: every URL parser (fetch's too, even as %2E) removes them before
-    // the request leaves, so a client cannot send them as a parameter; the next value stands in.
-    const segment = value === "." || value === ".." ? `${value}.` : value;
+    // the request leaves, so a client cannot send them as a parameter; "_." and "_.." stand in.
+    const segment = value === "." || value === ".." ? `_${value}` : value;
     path = path.replace(`{${name}}`, encode(segment));
   }
   const query = call.query.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&");
