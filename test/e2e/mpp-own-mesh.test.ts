@@ -99,13 +99,14 @@ describe("an MPP call that gets no answer costs nothing (the charging rule) — 
     expect(await balance(PATH_USD, PAY_TO)).toBe(before + price);
   });
 
-  it("charge, transaction payload broadcast by a replica that died before answering: the gateway's retried Settle serves the call with that transfer, charging once", async () => {
+  it("charge, transaction payload already sent and waiting in the mempool when its credential comes again: the call is served with that transfer, charging once", async () => {
     const payer = mppChargePayer(devnet, "payer5", PATH_USD, "pull");
     const before = await balance(PATH_USD, PAY_TO);
     const dead = await payer.fetch(`${mesh.gatewayUrl}/api/chain/chain-id?network=sepolia`);
     expect(dead.status).toBe(503);
     const credential = payer.sent.at(-1) ?? "";
-    // What the dying replica did: the client's transaction sent; the chain has not mined it yet.
+    // The client's transaction sent by someone else (as a replica that died mid-settlement would
+    // have); the chain has not mined it yet.
     const signed = (Credential.deserialize(credential).payload as { signature: Hex }).signature;
     const chain = tempoClient(tempo.anvilRpcUrl);
     await chain.request({ method: "evm_setAutomine", params: [false] } as never);
@@ -115,8 +116,8 @@ describe("an MPP call that gets no answer costs nothing (the charging rule) — 
       hash = await sendRawTransaction(chain, {
         serializedTransaction: await Transaction.serialize(Transaction.deserialize(signed)),
       });
-      // The same call's credential again (as the gateway's Settle retry carries it) while the
-      // transfer waits in the mempool; the chain mines it a moment later.
+      // The same credential again while the transfer waits in the mempool; the chain mines it a
+      // moment later.
       const retried = retry("/api/chain/chain-id", credential);
       await sleep(1_000);
       await chain.request({ method: "evm_mine", params: [] } as never);

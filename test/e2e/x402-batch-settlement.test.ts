@@ -7,15 +7,15 @@
 import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
-import { type Mesh, startMesh } from "@tollgate/local";
+import type { Mesh } from "@tollgate/local";
 import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
 import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
-import { sharedSettlementEnv } from "../support/devnet.ts";
 import { type Address, settlementClient, settlementNetwork, usdcBalance } from "../support/x402.ts";
 import { type BatchPayer, batchPayer, hundredCalls } from "../support/x402-batch.ts";
+import { ESCROW_ABI, startBatchMesh } from "../support/x402-batch-mesh.ts";
 
 const shared = inject("mesh");
 const devnet = readDevnetFile(shared.devnetFile);
@@ -26,10 +26,7 @@ const ESCROW = devnet.chains.settlement?.contracts.batchSettlement as Address;
 const DEPOSIT = 1_000_000n; // the default X402_BATCH_MIN_DEPOSIT: 1 USDC
 // This suite's own receiver: its balance is what this suite's channels were settled, nothing else.
 const PAY_TO = privateKeyToAddress(generatePrivateKey());
-const escrowAbi = parseAbi([
-  "function channels(bytes32) view returns (uint128 balance, uint128 totalClaimed)",
-  "event Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed)",
-]);
+
 const transferEvent = parseAbi([
   "event Transfer(address indexed from, address indexed to, uint256 value)",
 ])[0];
@@ -39,46 +36,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CALLS = hundredCalls(devnet);
 const SUM = CALLS.reduce((s, c) => s + priceAtomic(c.price), 0n);
 
-const base = sharedSettlementEnv("spare5");
-const x402 = {
-  X402_NETWORK: base.X402_NETWORK ?? "",
-  X402_ASSET: base.X402_ASSET ?? "",
-  X402_ASSET_NAME: base.X402_ASSET_NAME ?? "",
-  X402_ASSET_VERSION: base.X402_ASSET_VERSION ?? "",
-  X402_PAY_TO: PAY_TO,
-  X402_SETTLEMENT_RPC_URL: base.X402_SETTLEMENT_RPC_URL ?? "",
-  X402_FACILITATOR_PRIVATE_KEY: base.X402_FACILITATOR_PRIVATE_KEY ?? "",
-  X402_BATCH_AUTHORIZER_PRIVATE_KEY: base.X402_BATCH_AUTHORIZER_PRIVATE_KEY ?? "",
-};
-/** Claims every 2 s or at 0.1 USDC, a pass every 0.5 s, a channel idle for 15 s refunded. */
-const WORKER = {
-  ...x402,
-  X402_BATCH_TICK_MS: "500",
-  X402_BATCH_LEASE_MS: "3000",
-  X402_BATCH_CLAIM_INTERVAL_SECONDS: "2",
-  X402_BATCH_MIN_CLAIM_AMOUNT: "100000",
-  X402_BATCH_IDLE_REFUND_SECONDS: "15",
-};
-
 let mesh: Mesh;
 let replicaMetrics: string;
 
 beforeAll(async () => {
-  mesh = await startMesh({
+  mesh = await startBatchMesh({
     stateDir: shared.stateDir,
     namespace: `xbatch${process.pid}`,
-    onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),
-    env: {
-      LOG_LEVEL: "warn",
-      REDIS_BUDGET_MS: "2000",
-      // Redis is on this machine: no replica may fall back to a stand-in.
-      REDIS_STANDIN: "false",
-      UPSTREAMS_ETHEREUM: devnet.chains.ethereum?.rpcUrl ?? "",
-      UPSTREAMS_SEPOLIA: devnet.chains.sepolia?.rpcUrl ?? "",
-    },
-    serviceEnv: {
-      "payment-verifier": { ...base, ...x402, PAYMENT_SCHEMES: "exact,x402-batch" },
-      "settlement-worker": WORKER,
+    payTo: PAY_TO,
+    upstreams: {
+      ethereum: devnet.chains.ethereum?.rpcUrl ?? "",
+      sepolia: devnet.chains.sepolia?.rpcUrl ?? "",
     },
   });
   // A second worker replica: exactly one of the two claims at any time.
@@ -107,7 +75,7 @@ async function channelOf(payer: BatchPayer): Promise<Hex> {
 }
 
 const onchain = async (channelId: Hex) =>
-  chain.readContract({ address: ESCROW, abi: escrowAbi, functionName: "channels", args: [channelId] });
+  chain.readContract({ address: ESCROW, abi: ESCROW_ABI, functionName: "channels", args: [channelId] });
 
 async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 90_000) {
   const deadline = Date.now() + ms;
@@ -123,7 +91,7 @@ async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => bo
 async function claimsOf(channelId: Hex, fromBlock: bigint) {
   const logs = await chain.getLogs({
     address: ESCROW,
-    event: escrowAbi[1],
+    event: ESCROW_ABI[1],
     args: { channelId },
     fromBlock,
   });

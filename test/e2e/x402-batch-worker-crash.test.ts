@@ -5,15 +5,15 @@
 import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
-import { type Mesh, startMesh } from "@tollgate/local";
+import type { Mesh } from "@tollgate/local";
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
-import { sharedSettlementEnv } from "../support/devnet.ts";
 import { type Address, settlementClient, usdcBalance } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
+import { batchMeshEnv, ESCROW_ABI, startBatchMesh } from "../support/x402-batch-mesh.ts";
 
 const shared = inject("mesh");
 const devnet = readDevnetFile(shared.devnetFile);
@@ -25,52 +25,23 @@ const PRICE = priceAtomic("0.001");
 const DEPOSIT = 1_000_000n;
 // This suite's own receiver: a channel of its own, and payTo's balance is only this suite's.
 const PAY_TO = privateKeyToAddress(generatePrivateKey());
-const escrowAbi = parseAbi([
-  "function channels(bytes32) view returns (uint128 balance, uint128 totalClaimed)",
-  "event Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed)",
-]);
+
 const settledEvent = parseAbi([
   "event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount)",
 ])[0];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const base = sharedSettlementEnv("spare5");
-const FACILITATOR = privateKeyToAddress(base.X402_FACILITATOR_PRIVATE_KEY as Hex);
-const x402 = {
-  X402_NETWORK: base.X402_NETWORK ?? "",
-  X402_ASSET: base.X402_ASSET ?? "",
-  X402_ASSET_NAME: base.X402_ASSET_NAME ?? "",
-  X402_ASSET_VERSION: base.X402_ASSET_VERSION ?? "",
-  X402_PAY_TO: PAY_TO,
-  X402_SETTLEMENT_RPC_URL: base.X402_SETTLEMENT_RPC_URL ?? "",
-  X402_FACILITATOR_PRIVATE_KEY: base.X402_FACILITATOR_PRIVATE_KEY ?? "",
-  X402_BATCH_AUTHORIZER_PRIVATE_KEY: base.X402_BATCH_AUTHORIZER_PRIVATE_KEY ?? "",
-};
-
+const FACILITATOR = privateKeyToAddress(batchMeshEnv(PAY_TO).base.X402_FACILITATOR_PRIVATE_KEY as Hex);
 let mesh: Mesh;
 
 beforeAll(async () => {
-  mesh = await startMesh({
+  mesh = await startBatchMesh({
     stateDir: shared.stateDir,
     namespace: `xbcrash${process.pid}`,
-    onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),
-    env: {
-      LOG_LEVEL: "warn",
-      REDIS_STANDIN: "false",
-      UPSTREAMS_ETHEREUM: devnet.chains.ethereum?.rpcUrl ?? "",
-      UPSTREAMS_SEPOLIA: devnet.chains.sepolia?.rpcUrl ?? "",
-    },
-    serviceEnv: {
-      "payment-verifier": { ...base, ...x402, PAYMENT_SCHEMES: "exact,x402-batch" },
-      // Claims every 2 s, a pass every 0.5 s, a channel idle for 15 s refunded.
-      "settlement-worker": {
-        ...x402,
-        X402_BATCH_TICK_MS: "500",
-        X402_BATCH_LEASE_MS: "3000",
-        X402_BATCH_CLAIM_INTERVAL_SECONDS: "2",
-        X402_BATCH_MIN_CLAIM_AMOUNT: "100000",
-        X402_BATCH_IDLE_REFUND_SECONDS: "15",
-      },
+    payTo: PAY_TO,
+    upstreams: {
+      ethereum: devnet.chains.ethereum?.rpcUrl ?? "",
+      sepolia: devnet.chains.sepolia?.rpcUrl ?? "",
     },
   });
 }, 180_000);
@@ -152,7 +123,7 @@ describe("x402-batch settlement events survive a worker crash (SIGKILL between a
         (
           await chain.readContract({
             address: ESCROW,
-            abi: escrowAbi,
+            abi: ESCROW_ABI,
             functionName: "channels",
             args: [channelId],
           })
@@ -175,7 +146,7 @@ describe("x402-batch settlement events survive a worker crash (SIGKILL between a
       );
       const claimLogs = await chain.getLogs({
         address: ESCROW,
-        event: escrowAbi[1],
+        event: ESCROW_ABI[1],
         args: { channelId },
         fromBlock: startBlock,
       });

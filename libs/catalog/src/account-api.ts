@@ -146,7 +146,7 @@ export const ACCOUNT_API = {
     path: path("/nonce"),
     summary: "Start a wallet sign-in (EIP-4361)",
     description:
-      "Returns the Sign-In with Ethereum message for the address to sign (personal_sign): a server nonce (single use, valid 5 minutes), this dashboard's domain and URI, the chain contract wallets are checked on, and an expiration time. Each client address may ask for a limited number per minute (the operator's `SIWE_NONCES_PER_MINUTE`, 20 by default).",
+      "Returns the Sign-In with Ethereum message for the address to sign (personal_sign): a server nonce (single use, valid 5 minutes), this dashboard's domain and URI, the chain contract wallets are checked on, and an expiration time. Each client address may ask for a limited number per minute (the dashboard's `SIWE_NONCES_PER_MINUTE`); past it, 429 `rate_limited` with `Retry-After`.",
     session: false,
     body: z.object({ address }),
     data: z.object({ message: z.string(), nonce: z.string(), expires_at: z.string() }),
