@@ -150,6 +150,12 @@ export interface ChaosReport {
 }
 
 const PRICE = priceAtomic("0.001"); // chain-id and block-number
+
+/** USDC for the MPP session's channel: ten minutes of calls at 5 a second beyond the soak, if any. */
+function sessionDeposit(soakMs = 0): string {
+  return String(Math.ceil(((soakMs / 1000 + 600) * 5 * Number(PRICE)) / 1e6));
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();
 
@@ -339,7 +345,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     };
     const mpp = {
       charge: mppChargePayer(devnet, "payer4", tempo.pathUsd.address),
-      session: mppSessionPayer(devnet, "payer5", "1"),
+      // The deposit covers the whole run (a payer makes at most ~5 calls a second): an emptied channel
+      // is refused by the client itself, which a long soak would show as a fault that is not one.
+      session: mppSessionPayer(devnet, "payer5", sessionDeposit(opts.soakMs)),
       balances: async () => ({
         pathUsd: await tip20Balance(tempo.rpc, tempo.pathUsd.address, tempo.payTo),
         usdce: await tip20Balance(tempo.rpc, tempo.usdce.address, tempo.payTo),
