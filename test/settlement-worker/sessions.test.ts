@@ -58,7 +58,7 @@ describe("when a session channel is due", () => {
   const schedule = { minAmount: 10_000n, intervalMs: 60_000 };
   const now = 1_000_000 + 30_000;
 
-  it("settles at the minimum amount, past the interval, or at once on the payer's close request; never a closed or settled channel, nor a voucher for a call not served", () => {
+  it("settles at the minimum amount, past the interval, or at once on the payer's close request; never a closed or settled channel", () => {
     expect(settlementDue(channel(), schedule, now, false)).toBeUndefined();
     expect(
       settlementDue(channel({ highestVoucherAmount: 10_000n, spent: 10_000n }), schedule, now, false),
@@ -68,11 +68,6 @@ describe("when a session channel is due", () => {
     const recent = channel({ lastSettlementAt: new Date(now).toISOString(), settledOnChain: 1_000n });
     expect(settlementDue(recent, schedule, now + 30_000, false)).toBeUndefined();
     expect(settlementDue(channel(), schedule, now, true)).toBe("close_requested");
-    // The last voucher paid for a call that was not served: not settled on schedule (the payer's
-    // next voucher for a served call carries the same amount), only when the payer closes on chain.
-    const unserved = channel({ highestVoucherAmount: 11_000n, spent: 10_000n });
-    expect(settlementDue(unserved, schedule, now + 60_000, false)).toBeUndefined();
-    expect(settlementDue(unserved, schedule, now, true)).toBe("close_requested");
     expect(settlementDue(channel({ settledOnChain: 5_000n }), schedule, now + 60_000, true)).toBeUndefined();
     expect(settlementDue(channel({ finalized: true }), schedule, now + 60_000, true)).toBeUndefined();
     expect(settledForGood(channel({ finalized: true }))).toBe(true);

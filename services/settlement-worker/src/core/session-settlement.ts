@@ -2,8 +2,7 @@
 // channel (as mppx keeps it in payment-verifier's Redis state) is settled when the vouchers it
 // accepted beyond what is settled on chain reach the minimum amount, when its oldest unsettled
 // charge is older than the interval, or at once when its payer asked the reserve (on chain) to
-// close it: the charges must land before the close's grace period ends. Not while its highest
-// voucher is beyond what was spent (a call it paid for was not served). A closed (finalized)
+// close it: the charges must land before the close's grace period ends. A closed (finalized)
 // channel is done.
 import type { SettlementEventV2 } from "@tollgate/events";
 
@@ -45,10 +44,6 @@ export function settlementDue(
   const unsettled = channel.highestVoucherAmount - channel.settledOnChain;
   if (unsettled <= 0n) return undefined;
   if (closeRequested) return "close_requested";
-  // A voucher accepted for a call that was then not served (highest above spent) is not settled:
-  // the payer's next voucher for a served call carries the same amount, and a close captures only
-  // what was spent, which a settle beyond it would make impossible (chaos run: settled > accepted).
-  if (channel.highestVoucherAmount > channel.spent) return undefined;
   if (unsettled >= schedule.minAmount) return "amount";
   const since = Date.parse(channel.lastSettlementAt ?? channel.createdAt);
   if (Number.isFinite(since) && now - since >= schedule.intervalMs) return "age";
