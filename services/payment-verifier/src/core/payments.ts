@@ -169,13 +169,21 @@ export class Payments {
    * schemes' settlements are idempotent for that.
    */
   async start(): Promise<void> {
+    let failing = false; // logged once per outage, not on every beat
     const beat = () =>
-      this.#o.reservations.heartbeat(this.#replica, ALIVE_TTL_MS).catch((err: unknown) => {
-        this.#o.logger.warn(
-          { err: err instanceof Error ? err.message : err },
-          "could not renew this replica's liveness",
-        );
-      });
+      this.#o.reservations.heartbeat(this.#replica, ALIVE_TTL_MS).then(
+        () => {
+          failing = false;
+        },
+        (err: unknown) => {
+          if (failing) return;
+          failing = true;
+          this.#o.logger.warn(
+            { err: err instanceof Error ? err.message : err },
+            "could not renew this replica's liveness",
+          );
+        },
+      );
     await beat();
     this.#heartbeat ??= setInterval(() => void beat(), HEARTBEAT_MS).unref();
   }
