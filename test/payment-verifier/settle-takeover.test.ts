@@ -11,6 +11,7 @@ import type { Devnet } from "@tollgate/devnet";
 import { freePort, mppDevnetEnv, type RunningService, spawnService, x402DevnetEnv } from "@tollgate/local";
 import { type CallError, checkHealth } from "@tollgate/platform";
 import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
+import { createClient as createRedis } from "redis";
 import { type Address, isAddressEqual } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -90,7 +91,7 @@ beforeAll(async () => {
     REDIS_PREFIX: prefix,
     NATS_URL: "nats://127.0.0.1:4222",
     EVENTS_NAMESPACE: namespace,
-    PAYMENT_SCHEMES: "exact,mpp-charge",
+    PAYMENT_SCHEMES: "exact,mpp-charge,mpp-session",
     // One HMAC key for both replicas: a challenge one issued verifies on the other.
     MPP_SECRET_KEY: randomBytes(32).toString("base64"),
     X402_BATCH_AUTHORIZER_PRIVATE_KEY: `0x${randomBytes(32).toString("hex")}`,
@@ -224,5 +225,66 @@ describe("payment-verifier: the owner of a settlement killed mid-settlement, its
     expect(await tip20Balance(tempo, USDC_E, payTo)).toBe(before + priceOf(BLOCK_NUMBER));
     expect(again.settled, again.reason).toBe(true);
     expect(again.headers).toEqual(s.headers);
+  });
+
+  // A session voucher moves no money on chain: its charge is a write to the channel's record. The
+  // crash point is made exact instead: the owner's settlement completes, then the reservation is
+  // put back as that owner left it had it died between mppx's charge and its record (settling,
+  // owned by a replica whose liveness key is gone).
+  it("MPP session: a voucher the dead owner charged is answered, not charged again", async () => {
+    const tempo = devnet.chains.tempo?.anvilRpcUrl ?? "";
+    const mpp = MppxClient.create({
+      polyfill: false,
+      methods: [
+        tempoPayer.session({
+          account: privateKeyToAccount(account("payer2")),
+          getClient: () => tempoClient(tempo),
+          maxDeposit: "0.05",
+        }),
+      ],
+      orderChallenges: (candidates) =>
+        candidates.filter((c) => isAddressEqual(c.challenge.request.currency as Address, USDC_E)),
+    });
+    const value = await mpp.createCredential(
+      paymentRequiredResponse(await challenge(b.client, BLOCK_NUMBER)),
+    );
+    const credentials = [{ name: "Authorization", value }];
+    const requestId = uniqueId("req-");
+    const v = await b.client.call("Verify", { requestId, resource: resource(BLOCK_NUMBER), credentials });
+    expect(v.valid, v.reason).toBe(true);
+    const settle = () =>
+      b.client.call("Settle", {
+        requestId,
+        paymentId: v.paymentId,
+        resource: resource(BLOCK_NUMBER),
+        credentials,
+      });
+    // payment-verifier writes under <REDIS_PREFIX>payment:.
+    const reservation = `${prefix}payment:reservation:${v.paymentId.slice(0, v.paymentId.lastIndexOf("#"))}`;
+    const redis = createRedis({ url: "redis://127.0.0.1:6379" });
+    await redis.connect();
+    let first: Awaited<ReturnType<typeof settle>>;
+    try {
+      const verified = await redis.hGetAll(reservation);
+      expect(verified.state).toBe("reserved");
+      first = await settle();
+      expect(first.settled, first.reason).toBe(true);
+      // As the owner left it had it died after mppx's charge, before recording the settlement.
+      await redis.hSet(reservation, { ...verified, state: "settling", owner: uniqueId("dead-replica-") });
+      await redis.pExpire(reservation, 60_000);
+    } finally {
+      await redis.close();
+    }
+    const taken = lines.length;
+    const again = await settle();
+    expect(again.settled, again.reason).toBe(true);
+    // The replica's log line may trail its answer on the pipe.
+    for (let i = 0; i < 20 && !lines.slice(taken).some((l) => l.includes("took over")); i++) await sleep(50);
+    expect(lines.slice(taken).join("\n")).toContain("took over a settlement whose replica died running it");
+    // The same charge: the channel spent the price once.
+    const spent = (headers: Header[]) =>
+      JSON.parse(Buffer.from(headers[0]?.value ?? "", "base64url").toString()).spent as string;
+    expect(spent(again.headers)).toBe(String(priceOf(BLOCK_NUMBER)));
+    expect(spent(again.headers)).toBe(spent(first.headers));
   });
 });
