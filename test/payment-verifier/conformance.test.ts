@@ -2,6 +2,7 @@
 import { dirname } from "node:path";
 import type { Devnet } from "@tollgate/devnet";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
+import type { PaymentPayload } from "@x402/core/types";
 import { Challenge } from "mppx";
 import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
 import { type Address, isAddressEqual } from "viem";
@@ -92,19 +93,30 @@ const exact: ConformanceTarget = {
  */
 const BATCH_PAYERS = ["payer3", "payer5", "payer6", "payer7"];
 let batchPaid = 0;
+let lastBatchPayer: ReturnType<typeof batchPayer> | undefined;
+let lastBatchPayload: PaymentPayload | undefined;
+async function batchCredentials(p: ReturnType<typeof batchPayer>, client: VerifierClient, endpoint: string) {
+  const required = p.http.getPaymentRequiredResponse(headerGetter(await challenge(client, endpoint)));
+  const payload = await p.client.createPaymentPayload(required);
+  lastBatchPayload = payload;
+  return Object.entries(p.http.encodePaymentSignatureHeader(payload)).map(([name, value]) => ({
+    name,
+    value,
+  }));
+}
 const batch: ConformanceTarget = {
   scheme: "x402-batch",
   start: exact.start,
   offeredPrice: (headers) => x402Offer(headers, "batch-settlement"),
-  async pay(client, endpoint) {
+  pay(client, endpoint) {
     // A payer (and channel) per payment: one test leaves a verified channel reserved on purpose.
-    const p = batchPayer(devnet, BATCH_PAYERS[batchPaid++ % BATCH_PAYERS.length] ?? "payer3");
-    const required = p.http.getPaymentRequiredResponse(headerGetter(await challenge(client, endpoint)));
-    const payload = await p.client.createPaymentPayload(required);
-    return Object.entries(p.http.encodePaymentSignatureHeader(payload)).map(([name, value]) => ({
-      name,
-      value,
-    }));
+    lastBatchPayer = batchPayer(devnet, BATCH_PAYERS[batchPaid++ % BATCH_PAYERS.length] ?? "payer3");
+    return batchCredentials(lastBatchPayer, client, endpoint);
+  },
+  // The same client's next voucher on the channel its deposit opened: the self-guarded road.
+  payAgain(client, endpoint) {
+    if (!lastBatchPayer) throw new Error("payAgain before pay");
+    return batchCredentials(lastBatchPayer, client, endpoint);
   },
   async foreign(client, endpoint) {
     return (await pay(client, payer(devnet, "payer4"), endpoint)).credentials; // an exact payment
@@ -117,6 +129,18 @@ const batch: ConformanceTarget = {
       devnet,
       devnet.chains.settlement?.contracts.batchSettlement as `0x${string}`,
     ),
+  async settled(answer) {
+    if (!lastBatchPayer || !lastBatchPayload) throw new Error("settled before pay");
+    await lastBatchPayer.http.processPaymentResult(lastBatchPayload, headerGetter(answer), 200);
+  },
+  // A deposit moves its amount into the escrow; a voucher moves nothing on chain (it accrues).
+  moves(credentials) {
+    const signature = headerGetter(credentials)("PAYMENT-SIGNATURE") ?? "";
+    const { payload } = JSON.parse(Buffer.from(signature, "base64").toString()) as {
+      payload: { type: string; deposit?: { amount: string } };
+    };
+    return payload.type === "deposit" ? BigInt(payload.deposit?.amount ?? "") : 0n;
+  },
 };
 
 const tempoPayerAccount = (role: string) => {
@@ -146,6 +170,9 @@ async function mppCredential(
   const value = await payer.createCredential(paymentRequiredResponse(await challenge(client, endpoint)));
   return [{ name: "Authorization", value }];
 }
+
+const SESSION_DEPOSIT_USD = "0.05";
+const SESSION_DEPOSIT = 50_000n;
 
 const { pathUsd: PATH_USD, usdce: USDC_E } = {
   pathUsd: "0x20C0000000000000000000000000000000000000",
@@ -192,7 +219,7 @@ const mppSession: ConformanceTarget = {
       tempoPayer.session({
         account: tempoPayerAccount("payer2"),
         getClient: tempoChainClient,
-        maxDeposit: "0.05",
+        maxDeposit: SESSION_DEPOSIT_USD,
       }),
       USDC_E,
     ),
@@ -206,6 +233,8 @@ const mppSession: ConformanceTarget = {
   // The open moves the deposit into the reserve: none may land for a call that got no answer.
   received: () =>
     tip20Balance(devnet.chains.tempo?.anvilRpcUrl ?? "", USDC_E, devnet.demo.tempo.channelReserve.address),
+  // Every payment opens a channel with the client's deposit (maxDeposit above, 6 decimals).
+  moves: () => SESSION_DEPOSIT,
 };
 
 schemeConformance(exact);

@@ -20,11 +20,13 @@ import {
   type PricedCall,
   type SettleResult,
   type Verdict,
+  type VerifiedPayment,
 } from "../../services/payment-verifier/src/core/types.ts";
 import { RefusalMemory } from "../../services/payment-verifier/src/stores/attempt-limits.ts";
 import {
   MemoryReservationStore,
   type Reservation,
+  type ReservationStore,
 } from "../../services/payment-verifier/src/stores/reservations.ts";
 
 type Credential = { scheme: string; key: string; payer: string; amount: string };
@@ -51,6 +53,10 @@ class TestScheme implements PaymentScheme<Credential, string, Credential> {
   down = false;
   verifies = 0;
   settles = 0;
+  /** Set: each settle waits for it (a transfer waiting to be mined). */
+  gate: Promise<void> | undefined;
+  /** What each settle was told about the payment's Verify. */
+  readonly settledAs: (VerifiedPayment | undefined)[] = [];
   releases = 0;
   readonly name: string;
   constructor(name: string) {
@@ -81,8 +87,14 @@ class TestScheme implements PaymentScheme<Credential, string, Credential> {
     if (this.down) throw new FacilitatorUnavailableError(`${this.name} is down`);
     return this.verdict;
   }
-  async settle(_call: PricedCall, p: ParsedPayment<Credential>): Promise<SettleResult> {
+  async settle(
+    _call: PricedCall,
+    p: ParsedPayment<Credential>,
+    verified?: VerifiedPayment,
+  ): Promise<SettleResult> {
     this.settles++;
+    this.settledAs.push(verified);
+    await this.gate;
     return (
       this.settleResult ?? {
         ok: true,
@@ -153,9 +165,14 @@ function outageStore(): MemoryReservationStore & { down: boolean } {
 }
 
 function build(limits = { perSecond: 1000, burst: 1000 }, reservations = new MemoryReservationStore()) {
+  payments = replica(reservations, limits);
+}
+
+/** One replica's core over `reservations` (shared by the replicas of a test). */
+function replica(reservations: ReservationStore, limits = { perSecond: 1000, burst: 1000 }): Payments {
   const logger = createLogger("payment-verifier");
   logger.level = "silent";
-  payments = new Payments({
+  return new Payments({
     schemes: [alpha, beta],
     reservations,
     refusals: new RefusalMemory({ max: 100, ttlMs: 60_000 }),
@@ -397,5 +414,88 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
     const s = await payments.settle(c, v.paymentId, pay("beta", "voucher"));
     expect(s).toMatchObject({ settled: true, collection: { kind: "accrual", channel: "0xchan" } });
     expect(events.map((e) => e.outcome)).toEqual(["accrued"]);
+  });
+});
+
+describe("payment core: one Settle of a call at a time, across replicas sharing the store", () => {
+  let store: MemoryReservationStore;
+  let a: Payments;
+  let b: Payments;
+  let open: () => void;
+  beforeEach(async () => {
+    store = new MemoryReservationStore();
+    [a, b] = [replica(store), replica(store)];
+    await a.start();
+    await b.start();
+    alpha.gate = new Promise((r) => {
+      open = r;
+    });
+  });
+
+  async function verified(key: string) {
+    const c = call();
+    const v = await a.verify(c, pay("alpha", key));
+    if (!v.valid) throw new Error(v.reason);
+    return { c, id: v.paymentId, credentials: pay("alpha", key) };
+  }
+
+  it("a second Settle of the call on the owner's replica joins the settlement in flight; on another, it waits for its outcome", async () => {
+    const { c, id, credentials } = await verified("joined");
+    const first = a.settle(c, id, credentials);
+    const again = a.settle(c, id, credentials);
+    const elsewhere = b.settle(c, id, credentials);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(alpha.settles).toBe(1); // the others wait
+    open();
+    const outcomes = await Promise.all([first, again, elsewhere]);
+    expect(outcomes.map((o) => o.settled)).toEqual([true, true, true]);
+    expect(outcomes[1]?.headers).toEqual(outcomes[0]?.headers);
+    expect(outcomes[2]?.headers).toEqual(outcomes[0]?.headers);
+    expect(alpha.settles).toBe(1);
+    expect(events.filter((e) => e.outcome === "settled")).toHaveLength(1);
+    a.close();
+    b.close();
+  });
+
+  it("a waiting Settle answers 503 when the owner's settlement moved nothing, and before its caller's deadline", async () => {
+    alpha.settleResult = {
+      ok: false,
+      code: "payment_invalid",
+      reason: "reverted",
+      transaction: "",
+      receipt: [],
+    };
+    const { c, id, credentials } = await verified("nothing");
+    const first = a.settle(c, id, credentials);
+    const waiting = b.settle(c, id, credentials);
+    await new Promise((r) => setTimeout(r, 100));
+    open();
+    expect(await first).toMatchObject({ settled: false, code: "payment_invalid" });
+    expect(await waiting).toMatchObject({ settled: false, code: "service_unavailable" });
+    // Still settling at the deadline: 503 in time (0.5 s before it), the owner carries on.
+    alpha.gate = new Promise(() => {});
+    const slow = await verified("slow");
+    void a.settle(slow.c, slow.id, slow.credentials);
+    const started = Date.now();
+    const late = await b.settle(slow.c, slow.id, slow.credentials, Date.now() + 800);
+    expect(late).toMatchObject({ settled: false, code: "service_unavailable" });
+    expect(Date.now() - started).toBeLessThan(800);
+    a.close();
+    b.close();
+  });
+
+  it("takes the settlement over once its owner died (liveness lapsed), telling the scheme; not before", async () => {
+    const { c, id, credentials } = await verified("orphan");
+    void a.settle(c, id, credentials); // never answers: its process dies
+    await new Promise((r) => setTimeout(r, 50));
+    a.close(); // no more heartbeats: the owner's liveness lapses within 2 s
+    const started = Date.now();
+    alpha.gate = undefined;
+    const taken = await b.settle(c, id, credentials);
+    expect(taken.settled).toBe(true);
+    expect(Date.now() - started).toBeGreaterThan(1_000);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(alpha.settledAs.map((v) => v?.takenOver ?? false)).toEqual([false, true]);
+    b.close();
   });
 });

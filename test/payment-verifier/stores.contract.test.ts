@@ -90,19 +90,67 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     const key = uniqueId("k-");
     const f = facts();
     await store.reserve(key, "tok", f, 60_000);
-    expect((await store.beginSettle(key, "other", f.requestId, 60_000)).ok).toBe(false);
-    expect((await store.beginSettle(key, "tok", uniqueId("req-"), 60_000)).ok).toBe(false);
-    const begun = await store.beginSettle(key, "tok", f.requestId, 60_000);
-    expect(begun).toMatchObject({ ok: true, reservation: { state: "settling", token: "tok", ...f } });
-    // The same call's Settle again (its first attempt lost its replica, chaos run) goes on; no other.
-    expect((await store.beginSettle(key, "tok", f.requestId, 60_000)).ok).toBe(true);
-    expect((await store.beginSettle(key, "other", f.requestId, 60_000)).ok).toBe(false);
-    expect((await store.beginSettle(key, "tok", uniqueId("req-"), 60_000)).ok).toBe(false);
+    await store.heartbeat("replica-a", 60_000);
+    expect((await store.beginSettle(key, "other", f.requestId, 60_000, "replica-a")).ok).toBe(false);
+    expect((await store.beginSettle(key, "tok", uniqueId("req-"), 60_000, "replica-a")).ok).toBe(false);
+    const begun = await store.beginSettle(key, "tok", f.requestId, 60_000, "replica-a");
+    expect(begun).toMatchObject({
+      ok: true,
+      takenOver: false,
+      reservation: { state: "settling", token: "tok", owner: "replica-a", ...f },
+    });
+    expect((await store.beginSettle(key, "other", f.requestId, 60_000, "replica-b")).ok).toBe(false);
+    expect((await store.beginSettle(key, "tok", uniqueId("req-"), 60_000, "replica-b")).ok).toBe(false);
     await store.markSettled(key, "tok", "0xtx", '[{"name":"PAYMENT-RESPONSE","value":"r"}]', 60_000);
     expect(await store.get(key)).toMatchObject({ state: "settled", transaction: "0xtx", token: "tok" });
-    expect((await store.beginSettle(key, "tok", f.requestId, 60_000)).ok).toBe(false);
+    expect(await store.beginSettle(key, "tok", f.requestId, 60_000, "replica-a")).toMatchObject({
+      ok: false,
+      busy: false,
+      current: { state: "settled", receipt: '[{"name":"PAYMENT-RESPONSE","value":"r"}]' },
+    });
     // Used: nobody reserves it again.
     expect((await store.reserve(key, "again", facts(), 60_000)).ok).toBe(false);
+  });
+
+  it("runs one Settle of a call at a time: the same call again is busy while its owner lives, taken over once it died", async () => {
+    const key = uniqueId("k-");
+    const f = facts();
+    const [a, b, c] = [uniqueId("replica-a-"), uniqueId("replica-b-"), uniqueId("replica-c-")];
+    await store.reserve(key, "tok", f, 60_000);
+    await store.heartbeat(a, 300);
+    await store.heartbeat(b, 60_000);
+    expect((await store.beginSettle(key, "tok", f.requestId, 60_000, a)).ok).toBe(true);
+    // The same call's Settle again (the gateway's retry after a lost answer), on the owner itself
+    // or on another replica: busy while the owner is alive; the owner stays.
+    for (const who of [a, b]) {
+      expect(await store.beginSettle(key, "tok", f.requestId, 60_000, who)).toMatchObject({
+        ok: false,
+        busy: true,
+        current: { state: "settling", owner: a },
+      });
+    }
+    // Another call never joins or takes it, owner alive or not.
+    expect(await store.beginSettle(key, "tok", uniqueId("req-"), 60_000, b)).toMatchObject({
+      ok: false,
+      busy: false,
+    });
+    await new Promise((r) => setTimeout(r, 400)); // a's liveness lapsed: it died mid-settlement
+    const [first, second] = await Promise.all([
+      store.beginSettle(key, "tok", f.requestId, 60_000, b),
+      store.beginSettle(key, "tok", f.requestId, 60_000, c),
+    ]);
+    // Exactly one takes it over (compare-and-set of the owner); the other finds it busy under b.
+    expect(first).toMatchObject({ ok: true, takenOver: true, reservation: { state: "settling", owner: b } });
+    expect(second).toMatchObject({ ok: false, busy: true, current: { owner: b } });
+    expect((await store.get(key))?.owner).toBe(b);
+    // An owner never marked alive is dead too.
+    await store.drop(key, "tok");
+    await store.reserve(key, "tok2", f, 60_000);
+    expect((await store.beginSettle(key, "tok2", f.requestId, 60_000, uniqueId("never-"))).ok).toBe(true);
+    expect(await store.beginSettle(key, "tok2", f.requestId, 60_000, b)).toMatchObject({
+      ok: true,
+      takenOver: true,
+    });
   });
 
   it("releases only for the holder, and a released payment can be reserved again", async () => {
@@ -119,7 +167,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     const key = uniqueId("k-");
     const f = facts();
     await store.reserve(key, "tok", f, 60_000);
-    await store.beginSettle(key, "tok", f.requestId, 60_000);
+    await store.beginSettle(key, "tok", f.requestId, 60_000, "replica-a");
     await store.drop(key, "someone-else");
     expect((await store.get(key))?.state).toBe("settling");
     await store.drop(key, "tok");
@@ -139,7 +187,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
       state: "reserved",
     });
     // The hold travels to Settle and Release.
-    const begun = await store.beginSettle(key, "tok", f.requestId, 60_000);
+    const begun = await store.beginSettle(key, "tok", f.requestId, 60_000, "replica-a");
     expect(begun.ok && begun.reservation.hold).toBe("pending-1");
   });
 

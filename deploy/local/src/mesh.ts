@@ -341,7 +341,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
  * seeds each session open for the channel reserve stand-in), the facilitator account operates
  * session channels and pays their fees in pathUSD.
  */
-function mppDevnetEnv(devnet: Devnet): Record<string, string> {
+export function mppDevnetEnv(devnet: Devnet): Record<string, string> {
   const tempo = devnet.chains.tempo;
   const server = devnet.accounts.find((a) => a.role === "facilitator");
   const payTo = devnet.accounts.find((a) => a.role === "payTo");
@@ -386,7 +386,7 @@ function reconcileEnv(payment: Record<string, string>): Record<string, string> {
 }
 
 /** payment-verifier's x402 settings for the local settlement chain. */
-function x402DevnetEnv(devnet: Devnet): Record<string, string> {
+export function x402DevnetEnv(devnet: Devnet): Record<string, string> {
   const settlement = devnet.chains.settlement;
   const facilitator = devnet.accounts.find((a) => a.role === "facilitator");
   const payTo = devnet.accounts.find((a) => a.role === "payTo");

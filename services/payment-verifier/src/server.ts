@@ -183,6 +183,7 @@ export async function startPaymentVerifier(
     logger,
     reservationTtlMs: config.reservationTtlSeconds * 1000,
   });
+  await payments.start();
 
   const grpcServer = await startGrpcServer({
     host: config.host,
@@ -210,6 +211,7 @@ export async function startPaymentVerifier(
     pendingEvents: () => events.pending?.() ?? 0,
     async stop() {
       await grpcServer.shutdown();
+      payments.close();
       await metricsServer.close();
       await events.close?.();
       await closeAll();

@@ -88,9 +88,19 @@ export function grpcHandlers(payments: Payments) {
         problem: outcome.problem ?? null,
       };
     },
-    async Settle(req: SettleRequest__Output): Promise<SettleResponse> {
+    async Settle(
+      req: SettleRequest__Output,
+      rpc?: { getDeadline(): Date | number },
+    ): Promise<SettleResponse> {
       const call = pricedCall(req.requestId, req.resource);
-      const outcome = await payments.settle(call, required(req.paymentId, "payment_id"), req.credentials);
+      // A Settle waiting for the same call's settlement elsewhere answers before its caller gives up.
+      const deadline = rpc?.getDeadline();
+      const outcome = await payments.settle(
+        call,
+        required(req.paymentId, "payment_id"),
+        req.credentials,
+        deadline instanceof Date ? deadline.getTime() : deadline,
+      );
       if (!outcome.settled) {
         const { code, reason, headers, transaction } = outcome;
         return {

@@ -28,6 +28,18 @@ import {
 
 /** A settling payment is held this long if the process dies mid-settlement. */
 const SETTLING_TTL_MS = 5 * 60_000;
+/**
+ * Liveness of this replica (the owner of the settlements it runs): renewed every HEARTBEAT_MS, it
+ * lapses ALIVE_TTL_MS after the process died, and another replica's Settle of a call it was
+ * settling then takes the settlement over.
+ */
+const HEARTBEAT_MS = 500;
+const ALIVE_TTL_MS = 2_000;
+/** How often a Settle waiting for the same call's settlement under another owner looks again. */
+const SETTLE_POLL_MS = 50;
+/** A waiting Settle answers this long before its caller's deadline; without a deadline it waits at most SETTLE_WAIT_MAX_MS. */
+const DEADLINE_MARGIN_MS = 500;
+const SETTLE_WAIT_MAX_MS = 30_000;
 /** How often a clean-up that could not reach the store is tried again, and how many wait at most. */
 const DEFERRED_RETRY_MS = 500;
 const DEFERRED_MAX = 10_000;
@@ -52,6 +64,8 @@ export interface PaymentsOptions {
   metrics: PaymentMetrics;
   logger: Logger;
   reservationTtlMs: number;
+  /** This process's replica id, the owner of the settlements it runs (a random one if not given). */
+  replica?: string;
   now?: () => number;
 }
 
@@ -129,11 +143,16 @@ export class Payments {
   readonly #deferred: Deferred[] = [];
   #retrying: Promise<void> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
+  readonly #replica: string;
+  #heartbeat: NodeJS.Timeout | undefined;
+  /** The settlements this replica runs, by call: a second Settle of one of them joins it. */
+  readonly #inFlight = new Map<string, Promise<SettleOutcome>>();
 
   constructor(opts: PaymentsOptions) {
     this.#o = opts;
     this.#schemes = opts.schemes;
     this.#now = opts.now ?? Date.now;
+    this.#replica = opts.replica ?? randomUUID();
     const byProtocol = new Map<PaymentProtocol, PaymentScheme[]>();
     for (const scheme of opts.schemes) {
       const list = byProtocol.get(scheme.protocol) ?? [];
@@ -141,6 +160,38 @@ export class Payments {
       byProtocol.set(scheme.protocol, list);
     }
     this.#protocols = [...byProtocol].map(([protocol, schemes]) => ({ protocol, schemes }));
+  }
+
+  /**
+   * Marks this replica alive (awaited once, so no Settle of ours begins unowned), then renews it
+   * from one interval. An unreachable store is tried again on the next beat: if it stays away past
+   * ALIVE_TTL_MS, another replica may take our settlements over once it answers again, and the
+   * schemes' settlements are idempotent for that.
+   */
+  async start(): Promise<void> {
+    let failing = false; // logged once per outage, not on every beat
+    const beat = () =>
+      this.#o.reservations.heartbeat(this.#replica, ALIVE_TTL_MS).then(
+        () => {
+          failing = false;
+        },
+        (err: unknown) => {
+          if (failing) return;
+          failing = true;
+          this.#o.logger.warn(
+            { err: err instanceof Error ? err.message : err },
+            "could not renew this replica's liveness",
+          );
+        },
+      );
+    await beat();
+    this.#heartbeat ??= setInterval(() => void beat(), HEARTBEAT_MS).unref();
+  }
+
+  /** Stops the liveness beat (the process is going away). */
+  close(): void {
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
   }
 
   /**
@@ -342,11 +393,17 @@ export class Payments {
     }
   }
 
-  async settle(call: PricedCall, paymentId: string, credentials: readonly Header[]): Promise<SettleOutcome> {
+  /** `deadline`: when the caller stops waiting for the answer (epoch ms), if it said. */
+  async settle(
+    call: PricedCall,
+    paymentId: string,
+    credentials: readonly Header[],
+    deadline = Number.POSITIVE_INFINITY,
+  ): Promise<SettleOutcome> {
     const started = performance.now();
     const detected = this.#detect(credentials);
     const scheme = detected.kind === "payment" ? detected.scheme.name : "none";
-    const outcome = await this.#settle(call, paymentId, detected, credentials);
+    const outcome = await this.#settle(call, paymentId, detected, credentials, deadline);
     const label = outcome.settled ? outcomeOf(outcome.collection) : outcome.code;
     this.#o.metrics.settleSeconds.observe({ scheme, outcome: label }, (performance.now() - started) / 1000);
     return outcome;
@@ -357,6 +414,7 @@ export class Payments {
     paymentId: string,
     detected: Detected,
     credentials: readonly Header[],
+    deadline: number,
   ): Promise<SettleOutcome> {
     const id = splitPaymentId(paymentId);
     if (detected.kind !== "payment" || !id || id.key !== detected.payment.key) {
@@ -369,11 +427,33 @@ export class Payments {
     }
     const { scheme, payment } = detected;
     if (id.token.startsWith(GUARDED)) return this.#settleGuarded(call, scheme, payment, id, credentials);
+    // One Settle of a call at a time: a second one here joins the first (no store round trip).
+    const callKey = `${paymentId}\n${call.requestId}`;
+    const joined = this.#inFlight.get(callKey);
+    if (joined) return joined;
     let begun: Awaited<ReturnType<ReservationStore["beginSettle"]>>;
     try {
-      begun = await this.#store(() =>
-        this.#o.reservations.beginSettle(payment.key, id.token, call.requestId, SETTLING_TTL_MS),
-      );
+      begun = await this.#begin(payment.key, id.token, call.requestId);
+      // The same call settling under a live owner (a retry while the first Settle still runs, here
+      // or on another replica): wait for its outcome, or take it over once the owner died.
+      const waitUntil = Math.min(deadline - DEADLINE_MARGIN_MS, this.#now() + SETTLE_WAIT_MAX_MS);
+      while (!begun.ok && begun.busy) {
+        const here = this.#inFlight.get(callKey);
+        if (here) return here;
+        if (this.#now() >= waitUntil) {
+          return this.#settleUnavailable(
+            "the payment is still being settled by another Settle of this call; retry",
+          );
+        }
+        await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
+        begun = await this.#begin(payment.key, id.token, call.requestId);
+        // Gone while we waited: the first Settle moved nothing and freed the payment.
+        if (!begun.ok && !begun.busy && !begun.current) {
+          return this.#settleUnavailable(
+            "the payment's settlement by another Settle of this call moved nothing; retry",
+          );
+        }
+      }
     } catch (err) {
       // Answered 503, no data: what Verify reserved is freed once the store answers again.
       this.#defer(this.#o.reservationTtlMs, () =>
@@ -400,7 +480,34 @@ export class Payments {
       this.#o.metrics.reservationConflicts.inc({ scheme: scheme.name, operation: "settle" });
       return this.#settleRefusal(call, "payment_invalid", conflictReason(current), scheme.protocol);
     }
-    const reservation = begun.reservation;
+    const running = this.#run(call, scheme, payment, id, credentials, begun.reservation, begun.takenOver);
+    this.#inFlight.set(callKey, running);
+    try {
+      return await running;
+    } finally {
+      this.#inFlight.delete(callKey);
+    }
+  }
+
+  #begin(key: string, token: string, requestId: string) {
+    return this.#store(() =>
+      this.#o.reservations.beginSettle(key, token, requestId, SETTLING_TTL_MS, this.#replica),
+    );
+  }
+
+  /** Runs the settlement this replica owns (begun, or taken over from a dead owner). */
+  async #run(
+    call: PricedCall,
+    scheme: PaymentScheme,
+    payment: ParsedPayment,
+    id: { key: string; token: string },
+    credentials: readonly Header[],
+    reservation: Reservation,
+    takenOver: boolean,
+  ): Promise<SettleOutcome> {
+    if (takenOver) {
+      this.#o.logger.warn({ scheme: scheme.name }, "took over a settlement whose replica died running it");
+    }
     if (reservation.endpoint !== call.endpoint.path || reservation.network !== call.network) {
       await this.#o.reservations.drop(payment.key, id.token).catch(() => undefined);
       return this.#settleRefusal(
@@ -425,6 +532,7 @@ export class Payments {
       result = await scheme.settle(call, payment, {
         hold: reservation.hold,
         sameCredentials: reservation.credential !== "" && reservation.credential === fingerprint(credentials),
+        ...(takenOver ? { takenOver } : {}),
       });
     } catch (err) {
       if (!(err instanceof FacilitatorUnavailableError))
@@ -835,6 +943,7 @@ function guardedRecord(
     hold: "",
     transaction: "",
     receipt: "",
+    owner: "",
   };
 }
 

@@ -105,6 +105,11 @@ export interface VerifiedPayment {
    * kept with it): a scheme may then skip checks that cannot have changed since.
    */
   sameCredentials: boolean;
+  /**
+   * This Settle took the settlement over from a replica that died running it (core: one Settle of
+   * a call at a time): whatever that replica sent may have landed, so collect idempotently.
+   */
+  takenOver?: boolean;
 }
 
 /** How the money moved: a transaction now, or an accrual to a channel that is settled later. */

@@ -14,7 +14,7 @@
 import type { Logger } from "@tollgate/platform";
 import { tempo } from "mppx/server";
 import { getAddress, type Hex, keccak256 } from "viem";
-import { getTransactionReceipt } from "viem/actions";
+import { getTransaction, getTransactionReceipt, waitForTransactionReceipt } from "viem/actions";
 import { Transaction } from "viem/tempo";
 import { z } from "zod";
 import type { TempoClient } from "../adapters/tempo.ts";
@@ -29,12 +29,15 @@ import type {
   PricedCall,
   SettleResult,
   Verdict,
+  VerifiedPayment,
 } from "../core/types.ts";
 import { MPP_METHOD, type MppCredential, type MppOffer, type MppProtocol } from "../protocols/mpp.ts";
 import type { MppxState } from "../stores/mppx-store.ts";
 
 /** A used credential is remembered past its challenge's expiry (mppx refuses it after that anyway). */
 const USED_MARGIN_MS = 10 * 60_000;
+/** How long a taken-over settlement waits for the dead owner's broadcast transfer to be mined. */
+const TAKEOVER_WAIT_MS = 15_000;
 const hex = z.string().regex(/^0x[0-9a-fA-F]+$/, "expected hex");
 const chargePayload = z.discriminatedUnion("type", [
   z.object({
@@ -191,8 +194,16 @@ export class MppChargeScheme implements PaymentScheme<MppCredential, MppOffer, C
     return this.protocol.validate(payment.credential, this.#offer(call, payment.request.currency));
   }
 
-  async settle(call: PricedCall, parsed: ParsedPayment<ChargePayment>): Promise<SettleResult> {
+  async settle(
+    call: PricedCall,
+    parsed: ParsedPayment<ChargePayment>,
+    verified?: VerifiedPayment,
+  ): Promise<SettleResult> {
     const payment = parsed.payload;
+    if (verified?.takenOver && payment.kind === "transaction") {
+      const sent = await this.#sentByDeadOwner(payment);
+      if (sent) return sent;
+    }
     const offer = this.#offer(call, payment.request.currency);
     try {
       const receipt = await this.protocol.broadcast(payment.credential, offer);
@@ -211,22 +222,62 @@ export class MppChargeScheme implements PaymentScheme<MppCredential, MppOffer, C
             { transaction: landed },
             "mpp-charge transfer landed after its answer was lost",
           );
-          const receipt = {
-            method: MPP_METHOD,
-            reference: landed,
-            status: "success" as const,
-            timestamp: new Date().toISOString(),
-          };
-          return {
-            ok: true,
-            collection: { kind: "transaction", transaction: landed },
-            receipt: [this.protocol.receipt(receipt)],
-          };
+          return this.#collected(landed);
         }
       }
       this.#deps.logger.info({ reason: refused.reason }, "mpp-charge collection failed");
       return { ok: false, ...refused, transaction: "", receipt: [] };
     }
+  }
+
+  #collected(transaction: Hex): SettleResult {
+    const receipt = {
+      method: MPP_METHOD,
+      reference: transaction,
+      status: "success" as const,
+      timestamp: new Date().toISOString(),
+    };
+    return {
+      ok: true,
+      collection: { kind: "transaction", transaction },
+      receipt: [this.protocol.receipt(receipt)],
+    };
+  }
+
+  /**
+   * A settlement taken over from a replica that died running it: mppx there claimed the
+   * transaction's hash (so mppx here would refuse it as used) and may have broadcast it. Sent (in
+   * the mempool or mined): its outcome is this call's. Never sent: the dead owner's claims are let
+   * go and the settlement runs here (undefined).
+   */
+  async #sentByDeadOwner(payment: ChargePayment): Promise<SettleResult | undefined> {
+    const signature = (payment.credential.payload as { signature: Hex }).signature;
+    const canonical = keccak256(await Transaction.serialize(Transaction.deserialize(signature)));
+    const client = this.#deps.client;
+    const known = await getTransaction(client, { hash: canonical }).then(
+      () => true,
+      () => false,
+    );
+    if (!known) {
+      for (const hash of new Set([payment.hash, canonical.toLowerCase()]))
+        await this.#deps.state.charges.delete(`mppx:charge:${hash.toLowerCase()}`);
+      return undefined;
+    }
+    const receipt = await waitForTransactionReceipt(client, {
+      hash: canonical,
+      timeout: TAKEOVER_WAIT_MS,
+      pollingInterval: 250,
+    }).catch(() => undefined);
+    if (!receipt) {
+      const reason = "the payment's transfer is still pending on the Tempo chain; retry";
+      return { ok: false, code: "service_unavailable", reason, transaction: canonical, receipt: [] };
+    }
+    if (receipt.status !== "success") {
+      const reason = "the payment's transfer reverted on the Tempo chain; sign a new payment";
+      return { ok: false, code: "payment_invalid", reason, transaction: canonical, receipt: [] };
+    }
+    this.#deps.logger.info({ transaction: canonical }, "mpp-charge transfer sent by a dead replica landed");
+    return this.#collected(receipt.transactionHash);
   }
 
   /** The client's transaction, mined successfully (mppx broadcasts its canonical serialization). */

@@ -33,6 +33,7 @@ import type {
   PricedCall,
   SettleResult,
   Verdict,
+  VerifiedPayment,
 } from "../core/types.ts";
 import {
   type CapturedRequest,
@@ -223,8 +224,16 @@ export class MppSessionScheme implements PaymentScheme<MppCredential, MppOffer, 
     return { method: "GET", url, headers: new Headers(), hasBody: false };
   }
 
-  async settle(call: PricedCall, parsed: ParsedPayment<SessionPayment>): Promise<SettleResult> {
+  async settle(
+    call: PricedCall,
+    parsed: ParsedPayment<SessionPayment>,
+    verified?: VerifiedPayment,
+  ): Promise<SettleResult> {
     const payment = parsed.payload;
+    if (verified?.takenOver && (payment.action === "voucher" || payment.action === "open")) {
+      const charged = await this.#chargedByDeadOwner(call, payment);
+      if (charged) return charged;
+    }
     let receipt: SessionReceipt;
     let header: Header;
     try {
@@ -245,6 +254,36 @@ export class MppSessionScheme implements PaymentScheme<MppCredential, MppOffer, 
       return { ok: false, ...refused, transaction: "", receipt: [] };
     }
     return { ok: true, collection: this.#collection(call, payment, receipt), receipt: [header] };
+  }
+
+  /**
+   * A settlement taken over from a replica that died running it: when the channel's record shows
+   * this voucher's amount spent already, the dead owner charged this call (mppx would now refuse
+   * it: nothing left to spend), so its receipt is answered again, as mppx makes it.
+   */
+  async #chargedByDeadOwner(call: PricedCall, payment: SessionPayment): Promise<SettleResult | undefined> {
+    const cumulative = (payment.credential.payload as { cumulativeAmount?: string }).cumulativeAmount;
+    const channel = (await this.#deps.state.channels.get(payment.channelId)) as {
+      spent?: bigint;
+      highestVoucherAmount?: bigint;
+      units?: number;
+    } | null;
+    if (!cumulative || channel?.spent === undefined || channel.spent < BigInt(cumulative)) return undefined;
+    const result = {
+      method: "tempo",
+      intent: "session",
+      status: "success",
+      timestamp: new Date().toISOString(),
+      reference: payment.channelId,
+      challengeId: payment.credential.challenge.id,
+      channelId: payment.channelId,
+      acceptedCumulative: String(channel.highestVoucherAmount ?? channel.spent),
+      spent: String(channel.spent),
+      ...(channel.units !== undefined ? { units: channel.units } : {}),
+    };
+    this.#deps.logger.info({ channel: payment.channelId }, "mpp-session voucher charged by a dead replica");
+    const header = this.protocol.receipt(result as unknown as Parameters<MppProtocol["receipt"]>[0]);
+    return { ok: true, collection: this.#collection(call, payment, result), receipt: [header] };
   }
 
   #collection(call: PricedCall, payment: SessionPayment, receipt: SessionReceipt): Collection {

@@ -48,6 +48,8 @@ export interface Reservation extends PaymentFacts {
   transaction: string;
   /** The receipt headers of a settled payment (JSON), so a repeated Settle answers the same. */
   receipt: string;
+  /** The replica whose Settle runs the settlement (set when it begins, moved by a takeover). */
+  owner: string;
 }
 
 /** The attempt a reserve counts: one against each check's limit, at `nowMs`. */
@@ -61,9 +63,14 @@ export type ReserveResult =
   /** Held or used (`current`), or refused by the attempt limit of scope `limited` (nothing counted or reserved). */
   | { ok: false; current: Reservation | undefined; limited?: string };
 
+/**
+ * `ok`: this replica runs the settlement (`takenOver`: from an owner that died mid-settlement).
+ * Otherwise what is there: `busy` when the same call is settling under a live owner (this replica
+ * included), who will answer it; the caller waits for the outcome.
+ */
 export type BeginSettle =
-  | { ok: true; reservation: Reservation }
-  | { ok: false; current: Reservation | undefined };
+  | { ok: true; reservation: Reservation; takenOver: boolean }
+  | { ok: false; current: Reservation | undefined; busy: boolean };
 
 export interface ReservationStore {
   readonly kind: "redis" | "memory";
@@ -86,8 +93,20 @@ export interface ReservationStore {
    * to collect), and what the scheme holds until Settle or Release.
    */
   markVerified(key: string, token: string, verified: { collected: string; hold: string }): Promise<void>;
-  /** reserved (by `token`, for `requestId`) → settling; again for the same call if already settling. */
-  beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle>;
+  /**
+   * reserved (by `token`, for `requestId`) → settling, owned by `owner`. One Settle of a call at a
+   * time: the same call already settling is `busy` while its owner is alive (its liveness key,
+   * `heartbeat`), and taken over by `owner` (compare-and-set) once it is not.
+   */
+  beginSettle(
+    key: string,
+    token: string,
+    requestId: string,
+    ttlMs: number,
+    owner: string,
+  ): Promise<BeginSettle>;
+  /** Marks replica `owner` alive for `ttlMs` (one renewal per process, not per call). */
+  heartbeat(owner: string, ttlMs: number): Promise<void>;
   /** settling (by `token`) → settled, remembered for `retentionMs`. */
   markSettled(
     key: string,
@@ -135,6 +154,8 @@ function toFields(token: string, f: PaymentFacts): string[] {
     "",
     "receipt",
     "",
+    "owner",
+    "",
   ];
 }
 
@@ -156,6 +177,7 @@ function fromHash(h: Record<string, string>): Reservation | undefined {
     hold: h.hold ?? "",
     transaction: h.transaction ?? "",
     receipt: h.receipt ?? "",
+    owner: h.owner ?? "",
   };
 }
 
@@ -207,19 +229,31 @@ if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'collected', ARGV[2], 'transaction', ARGV[2], 'hold', ARGV[3])
 return 1`;
 
-// KEYS[1] reservation; ARGV[1] token; ARGV[2] request id; ARGV[3] ttl ms.
-// Reply: {1, fields...} now settling | {0, fields...} refused, with what is there (maybe nothing).
-// A reservation already 'settling' for this very call (same token and request id) is the call's
-// Settle again after its first attempt lost its replica: the settlement goes on, once (the
-// scheme's own settlement is idempotent: one transfer per authorization, one voucher per amount).
+// KEYS[1] reservation; ARGV[1] token; ARGV[2] request id; ARGV[3] ttl ms; ARGV[4] owner (this
+// replica); ARGV[5] the prefix of the replicas' liveness keys.
+// Reply: {1, fields...} now settling, owned by ARGV[4] | {2, fields...} taken over from a dead
+// owner | {3, fields...} the same call is settling under a live owner (busy) | {0, fields...}
+// refused, with what is there (maybe nothing).
+// One Settle of a call at a time: a second one (the gateway's retry after a lost answer, on this or
+// another replica) waits for the owner's outcome, and runs the settlement itself only once the
+// owner's liveness key lapsed (its process died); the scheme then finds what the owner sent.
+// The liveness key is read by name (not in KEYS): a single Redis, as every store here assumes.
 const BEGIN_SETTLE = `
-local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
+local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id', 'owner')
 if (cur[1] ~= 'reserved' and cur[1] ~= 'settling') or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] then
   return {0, redis.call('HGETALL', KEYS[1])}
 end
-redis.call('HSET', KEYS[1], 'state', 'settling')
+local reply = 1
+if cur[1] == 'settling' then
+  local owner = cur[4] or ''
+  if owner == ARGV[4] or (owner ~= '' and redis.call('EXISTS', ARGV[5] .. owner) == 1) then
+    return {3, redis.call('HGETALL', KEYS[1])}
+  end
+  reply = 2
+end
+redis.call('HSET', KEYS[1], 'state', 'settling', 'owner', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return {1, redis.call('HGETALL', KEYS[1])}`;
+return {reply, redis.call('HGETALL', KEYS[1])}`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] transaction; ARGV[3] receipt; ARGV[4] retention ms.
 const MARK_SETTLED = `
@@ -250,11 +284,13 @@ export class RedisReservationStore implements ReservationStore {
   readonly #prefix: string;
 
   readonly #servicePrefix: string;
+  readonly #alivePrefix: string;
 
   constructor(redis: Redis, prefix: string) {
     this.#redis = redis;
     this.#servicePrefix = prefix;
     this.#prefix = `${prefix}reservation:`;
+    this.#alivePrefix = `${prefix}alive:`;
   }
 
   async get(key: string): Promise<Reservation | undefined> {
@@ -297,14 +333,25 @@ export class RedisReservationStore implements ReservationStore {
     });
   }
 
-  async beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle> {
+  async beginSettle(
+    key: string,
+    token: string,
+    requestId: string,
+    ttlMs: number,
+    owner: string,
+  ): Promise<BeginSettle> {
     const [begun, fields] = (await this.#redis.eval(BEGIN_SETTLE, {
       keys: [this.#prefix + key],
-      arguments: [token, requestId, String(ttlMs)],
+      arguments: [token, requestId, String(ttlMs), owner, this.#alivePrefix],
     })) as [number, unknown];
     const current = fromHash(pairsToHash(fields));
-    if (begun === 1 && current) return { ok: true, reservation: current };
-    return { ok: false, current };
+    if ((begun === 1 || begun === 2) && current)
+      return { ok: true, reservation: current, takenOver: begun === 2 };
+    return { ok: false, current, busy: begun === 3 };
+  }
+
+  async heartbeat(owner: string, ttlMs: number): Promise<void> {
+    await this.#redis.set(this.#alivePrefix + owner, "1", { PX: ttlMs });
   }
 
   async markSettled(
@@ -341,6 +388,8 @@ export class RedisReservationStore implements ReservationStore {
 export class MemoryReservationStore implements ReservationStore {
   readonly kind = "memory" as const;
   readonly #entries = new Map<string, { reservation: Reservation; expiresAt: number }>();
+  /** Liveness of the owners (replica ids) seen here: until when each is alive. */
+  readonly #alive = new Map<string, number>();
   readonly #attempts = new MemoryAttemptLimiter();
   readonly #sweeper: NodeJS.Timeout;
 
@@ -390,6 +439,7 @@ export class MemoryReservationStore implements ReservationStore {
         hold: "",
         transaction: "",
         receipt: "",
+        owner: "",
       };
       this.#put(key, reservation, ttlMs);
       return { ok: true, token, retried: false };
@@ -410,15 +460,33 @@ export class MemoryReservationStore implements ReservationStore {
     current.hold = verified.hold;
   }
 
-  async beginSettle(key: string, token: string, requestId: string, ttlMs: number): Promise<BeginSettle> {
+  async beginSettle(
+    key: string,
+    token: string,
+    requestId: string,
+    ttlMs: number,
+    owner: string,
+  ): Promise<BeginSettle> {
     const current = this.#live(key);
     const open = current?.state === "reserved" || current?.state === "settling"; // see BEGIN_SETTLE
     if (!current || !open || current.token !== token || current.requestId !== requestId) {
-      return { ok: false, current: current && { ...current } };
+      return { ok: false, current: current && { ...current }, busy: false };
     }
-    const settling = { ...current, state: "settling" as const };
+    const takenOver = current.state === "settling";
+    if (takenOver && (current.owner === owner || this.#isAlive(current.owner))) {
+      return { ok: false, current: { ...current }, busy: true };
+    }
+    const settling = { ...current, state: "settling" as const, owner };
     this.#put(key, settling, ttlMs);
-    return { ok: true, reservation: { ...settling } };
+    return { ok: true, reservation: { ...settling }, takenOver };
+  }
+
+  #isAlive(owner: string): boolean {
+    return owner !== "" && (this.#alive.get(owner) ?? 0) > Date.now();
+  }
+
+  async heartbeat(owner: string, ttlMs: number): Promise<void> {
+    this.#alive.set(owner, Date.now() + ttlMs);
   }
 
   async markSettled(
@@ -453,5 +521,6 @@ export class MemoryReservationStore implements ReservationStore {
     clearInterval(this.#sweeper);
     this.#attempts.close();
     this.#entries.clear();
+    this.#alive.clear();
   }
 }

@@ -1,0 +1,290 @@
+// A payment-verifier replica killed (SIGKILL) mid-settlement, after its scheme sent the money and
+// before it answered: the gateway's Settle sent once more reaches the other replica, which waits for
+// the dead owner's liveness to lapse, takes the settlement over and finds what the owner sent. The
+// call is served once and paid once. Two real processes sharing the real Redis and the devnet's
+// chains; each chain stops mining while the owner is killed, so its transfer is still in the mempool.
+import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import type { Devnet } from "@tollgate/devnet";
+import { freePort, mppDevnetEnv, type RunningService, spawnService, x402DevnetEnv } from "@tollgate/local";
+import { type CallError, checkHealth } from "@tollgate/platform";
+import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
+import { createClient as createRedis } from "redis";
+import { type Address, isAddressEqual } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MESH_CALLERS_ENV } from "../support/mesh.ts";
+import { paymentRequiredResponse, tempoClient, tip20Balance } from "../support/mppx.ts";
+import {
+  BLOCK_NUMBER,
+  challenge,
+  cleanUp,
+  type Header,
+  pay,
+  payer,
+  priceOf,
+  resource,
+  settlementReader,
+  startSettlementDevnet,
+  uniqueId,
+  usdcBalance,
+  type VerifierClient,
+  verifierClient,
+} from "./support.ts";
+
+const USDC_E = "0x20C000000000000000000000b9537d11c60E8b50" as Address;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const account = (role: string) => {
+  const found = devnet.accounts.find((x) => x.role === role);
+  if (!found) throw new Error(`no devnet account ${role}`);
+  return found.privateKey;
+};
+
+let devnet: Devnet;
+const namespace = uniqueId("pvtakeover");
+const prefix = `${uniqueId("test:pvtakeover:")}:`;
+const outboxDirs: string[] = [];
+const running: RunningService[] = [];
+const lines: string[] = [];
+
+interface Replica {
+  service: RunningService;
+  client: VerifierClient;
+}
+
+/** One payment-verifier process, configured only by environment, as deploy/local runs it. */
+async function replica(shared: Record<string, string>): Promise<Replica> {
+  const grpc = await freePort();
+  const outbox = mkdtempSync(join(tmpdir(), "pv-outbox-"));
+  outboxDirs.push(outbox);
+  const service = await spawnService(
+    "payment-verifier",
+    {
+      ...shared,
+      GRPC_PORT: String(grpc),
+      METRICS_PORT: String(await freePort()),
+      OUTBOX_DIR: outbox,
+    },
+    (_name, line) => lines.push(line),
+    () => checkHealth(`127.0.0.1:${grpc}`),
+  );
+  running.push(service);
+  return { service, client: verifierClient(grpc) };
+}
+
+let a: Replica;
+let b: Replica;
+let shared: Record<string, string>;
+
+beforeAll(async () => {
+  devnet = await startSettlementDevnet();
+  shared = {
+    ...x402DevnetEnv(devnet),
+    ...mppDevnetEnv(devnet),
+    ...MESH_CALLERS_ENV,
+    BIND_HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    REDIS_URL: "redis://127.0.0.1:6379",
+    REDIS_STANDIN: "false",
+    REDIS_PREFIX: prefix,
+    NATS_URL: "nats://127.0.0.1:4222",
+    EVENTS_NAMESPACE: namespace,
+    PAYMENT_SCHEMES: "exact,mpp-charge,mpp-session",
+    // One HMAC key for both replicas: a challenge one issued verifies on the other.
+    MPP_SECRET_KEY: randomBytes(32).toString("base64"),
+    X402_BATCH_AUTHORIZER_PRIVATE_KEY: `0x${randomBytes(32).toString("hex")}`,
+  };
+  [a, b] = [await replica(shared), await replica(shared)];
+}, 120_000);
+
+afterAll(async () => {
+  for (const r of [a, b]) r?.client.close();
+  for (const s of running) await s.stop();
+  await devnet?.stop();
+  if (devnet) outboxDirs.push(dirname(devnet.file));
+  await cleanUp({ redisPrefixes: [prefix], namespace, outboxDirs });
+});
+
+async function node<T = unknown>(url: string, method: string, params: unknown[] = []): Promise<T> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = (await res.json()) as { result?: T; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result as T;
+}
+
+/** A devnet chain as it mines: on each transaction (automine), or every `blockTime` seconds. */
+interface Chain {
+  url: string;
+  automine: boolean;
+  blockTime: number;
+}
+
+/**
+ * Verify on `a`; with `chain` not mining, Settle on `a` until its transfer is in the mempool; kill
+ * `a`; the same Settle on `b` (the gateway's retry). `b` waits, takes over, and the chain mines
+ * again only after that, so the transfer `a` sent is still pending when `b` looks for it.
+ */
+async function killOwnerMidSettlement(chain: Chain, credentials: Header[]) {
+  const requestId = uniqueId("req-");
+  const v = await a.client.call("Verify", { requestId, resource: resource(BLOCK_NUMBER), credentials });
+  expect(v.valid, v.reason).toBe(true);
+  const settle = (r: Replica) =>
+    r.client.call("Settle", {
+      requestId,
+      paymentId: v.paymentId,
+      resource: resource(BLOCK_NUMBER),
+      credentials,
+    });
+  await node(chain.url, "evm_setAutomine", [false]);
+  await node(chain.url, "evm_setIntervalMining", [0]);
+  const resume = async () => {
+    await node(chain.url, "evm_setAutomine", [chain.automine]);
+    await node(chain.url, "evm_setIntervalMining", [chain.blockTime]);
+  };
+  try {
+    let answer = "";
+    const first = settle(a).then(
+      (r) => {
+        answer = `answered: ${JSON.stringify(r)}`;
+        return answer;
+      },
+      // gRPC status 14, UNAVAILABLE: what the gateway sends its Settle once more on.
+      (err: CallError) => (err.failure?.grpcCode === 14 ? "UNAVAILABLE" : err.message),
+    );
+    const t0 = Date.now();
+    let pending = 0;
+    while (pending < 1 && !answer && Date.now() - t0 < 20_000) {
+      pending = Number((await node<{ pending: string }>(chain.url, "txpool_status")).pending);
+      await sleep(10);
+    }
+    expect(pending, `the owner's transfer reached the mempool ${answer}`).toBe(1);
+    a.service.child.kill("SIGKILL");
+    expect(await first).toBe("UNAVAILABLE");
+    const taken = lines.length;
+    const retried = settle(b);
+    // The dead owner's liveness lapses (2 s), then b takes over: the transfer is still pending.
+    await sleep(3_000);
+    await resume();
+    await node(chain.url, "evm_mine");
+    const s = await retried;
+    const again = await settle(b);
+    return { s, again, log: lines.slice(taken).join("\n") };
+  } finally {
+    await resume();
+  }
+}
+
+describe("payment-verifier: the owner of a settlement killed mid-settlement, its Settle retried on the other replica", () => {
+  it("x402 exact: served once (the transfer the dead owner broadcast), paid once", async () => {
+    const chain = { url: devnet.chains.settlement?.rpcUrl ?? "", automine: true, blockTime: 0 };
+    const { credentials } = await pay(a.client, payer(devnet, "payer1"), BLOCK_NUMBER);
+    const payTo = devnet.demo.settlement.payTo;
+    const before = await usdcBalance(settlementReader(devnet), devnet, payTo);
+    const { s, again, log } = await killOwnerMidSettlement(chain, credentials);
+    expect(s.settled, s.reason).toBe(true);
+    expect(log).toContain("took over a settlement whose replica died running it");
+    expect(await usdcBalance(settlementReader(devnet), devnet, payTo)).toBe(before + priceOf(BLOCK_NUMBER));
+    // Asked again: the same answer, nothing collected twice.
+    expect(again.settled, again.reason).toBe(true);
+    expect(again.headers).toEqual(s.headers);
+  });
+
+  it("MPP charge: served once (the transfer the dead owner broadcast), paid once", async () => {
+    // A new replica in place of the one killed above takes the Verify and the first Settle.
+    a.client.close();
+    a = await replica(shared);
+    const tempo = devnet.chains.tempo?.anvilRpcUrl ?? "";
+    const mpp = MppxClient.create({
+      polyfill: false,
+      methods: [
+        tempoPayer.charge({
+          account: privateKeyToAccount(account("payer1")),
+          mode: "pull",
+          getClient: () => tempoClient(tempo),
+        }),
+      ],
+      orderChallenges: (candidates) =>
+        candidates.filter((c) => isAddressEqual(c.challenge.request.currency as Address, USDC_E)),
+    });
+    const value = await mpp.createCredential(
+      paymentRequiredResponse(await challenge(a.client, BLOCK_NUMBER)),
+    );
+    const payTo = devnet.demo.tempo.payTo;
+    const before = await tip20Balance(tempo, USDC_E, payTo);
+    // anvil's Tempo mode mines a block every second (the devnet's --block-time 1).
+    const chain = { url: tempo, automine: false, blockTime: 1 };
+    const { s, again, log } = await killOwnerMidSettlement(chain, [{ name: "Authorization", value }]);
+    expect(s.settled, s.reason).toBe(true);
+    expect(log).toContain("took over a settlement whose replica died running it");
+    expect(await tip20Balance(tempo, USDC_E, payTo)).toBe(before + priceOf(BLOCK_NUMBER));
+    expect(again.settled, again.reason).toBe(true);
+    expect(again.headers).toEqual(s.headers);
+  });
+
+  // A session voucher moves no money on chain: its charge is a write to the channel's record. The
+  // crash point is made exact instead: the owner's settlement completes, then the reservation is
+  // put back as that owner left it had it died between mppx's charge and its record (settling,
+  // owned by a replica whose liveness key is gone).
+  it("MPP session: a voucher the dead owner charged is answered, not charged again", async () => {
+    const tempo = devnet.chains.tempo?.anvilRpcUrl ?? "";
+    const mpp = MppxClient.create({
+      polyfill: false,
+      methods: [
+        tempoPayer.session({
+          account: privateKeyToAccount(account("payer2")),
+          getClient: () => tempoClient(tempo),
+          maxDeposit: "0.05",
+        }),
+      ],
+      orderChallenges: (candidates) =>
+        candidates.filter((c) => isAddressEqual(c.challenge.request.currency as Address, USDC_E)),
+    });
+    const value = await mpp.createCredential(
+      paymentRequiredResponse(await challenge(b.client, BLOCK_NUMBER)),
+    );
+    const credentials = [{ name: "Authorization", value }];
+    const requestId = uniqueId("req-");
+    const v = await b.client.call("Verify", { requestId, resource: resource(BLOCK_NUMBER), credentials });
+    expect(v.valid, v.reason).toBe(true);
+    const settle = () =>
+      b.client.call("Settle", {
+        requestId,
+        paymentId: v.paymentId,
+        resource: resource(BLOCK_NUMBER),
+        credentials,
+      });
+    // payment-verifier writes under <REDIS_PREFIX>payment:.
+    const reservation = `${prefix}payment:reservation:${v.paymentId.slice(0, v.paymentId.lastIndexOf("#"))}`;
+    const redis = createRedis({ url: "redis://127.0.0.1:6379" });
+    await redis.connect();
+    let first: Awaited<ReturnType<typeof settle>>;
+    try {
+      const verified = await redis.hGetAll(reservation);
+      expect(verified.state).toBe("reserved");
+      first = await settle();
+      expect(first.settled, first.reason).toBe(true);
+      // As the owner left it had it died after mppx's charge, before recording the settlement.
+      await redis.hSet(reservation, { ...verified, state: "settling", owner: uniqueId("dead-replica-") });
+      await redis.pExpire(reservation, 60_000);
+    } finally {
+      await redis.close();
+    }
+    const taken = lines.length;
+    const again = await settle();
+    expect(again.settled, again.reason).toBe(true);
+    // The replica's log line may trail its answer on the pipe.
+    for (let i = 0; i < 20 && !lines.slice(taken).some((l) => l.includes("took over")); i++) await sleep(50);
+    expect(lines.slice(taken).join("\n")).toContain("took over a settlement whose replica died running it");
+    // The same charge: the channel spent the price once.
+    const spent = (headers: Header[]) =>
+      JSON.parse(Buffer.from(headers[0]?.value ?? "", "base64url").toString()).spent as string;
+    expect(spent(again.headers)).toBe(String(priceOf(BLOCK_NUMBER)));
+    expect(spent(again.headers)).toBe(spent(first.headers));
+  });
+});
