@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { meshAdmin, startMesh, startPrivateNats, startPrivateRedis } from "@tollgate/local";
 import { batchPayer } from "../support/x402-batch.ts";
+import { UNLIMITED_ATTEMPTS } from "./paid.ts";
 
 const rounds = Number(process.argv[2] ?? 300);
 const WARMUP = 20;
@@ -30,15 +31,8 @@ const mesh = await startMesh({
   stateDir,
   onLine: (service, line) => process.stderr.write(`[${service}] ${line}\n`),
   env: { LOG_LEVEL: "warn", ACCESS_LOG: "false", REDIS_URL: redis.url, NATS_URL: nats.url },
-  // Calls back to back from one client and one payer: measured is paying, not the attempt limits.
-  serviceEnv: {
-    "payment-verifier": {
-      PAYMENT_ATTEMPTS_PER_CLIENT_PER_SECOND: "100000",
-      PAYMENT_ATTEMPTS_PER_CLIENT_BURST: "100000",
-      PAYMENT_ATTEMPTS_PER_PAYER_PER_SECOND: "100000",
-      PAYMENT_ATTEMPTS_PER_PAYER_BURST: "100000",
-    },
-  },
+  // Calls back to back from one client and one payer.
+  serviceEnv: { "payment-verifier": UNLIMITED_ATTEMPTS },
 });
 try {
   const devnet = mesh.devnet;
