@@ -21,6 +21,14 @@ import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 
 const PATH = "/api/chain/block-number";
+
+/** payment-verifier's attempt limits out of the way: a benchmark measures paying, not refusing. */
+export const UNLIMITED_ATTEMPTS = {
+  PAYMENT_ATTEMPTS_PER_CLIENT_PER_SECOND: "100000",
+  PAYMENT_ATTEMPTS_PER_CLIENT_BURST: "100000",
+  PAYMENT_ATTEMPTS_PER_PAYER_PER_SECOND: "100000",
+  PAYMENT_ATTEMPTS_PER_PAYER_BURST: "100000",
+};
 const WARMUP = 3;
 
 export interface Percentiles {

@@ -143,6 +143,22 @@ describe("x402-batch across a Redis outage (private redis-server stopped and sta
       if (i > 400) throw new Error("the paid call never reached the node");
       await sleep(25);
     }
+    // A paying client's node call starts beside Verify (see the gateway's README): Redis stops only
+    // once Verify holds the channel (its lock in the channel's record), so the call in flight is a
+    // verified one.
+    const watcher = createClient({ url: `redis://127.0.0.1:${redis.port}` });
+    await watcher.connect();
+    try {
+      for (let i = 0; ; i++) {
+        if (i > 400) throw new Error("the paid call never held its channel");
+        const [key] = (await watcher.keys("*:server:channel:*")).filter((k) => !k.endsWith(":lock"));
+        const record = JSON.parse((key && (await watcher.get(key))) || "{}") as { pendingRequest?: unknown };
+        if (record.pendingRequest) break;
+        await sleep(25);
+      }
+    } finally {
+      await watcher.quit();
+    }
     await redis.stop();
     upstream.letGo();
     const lost = await inFlight;

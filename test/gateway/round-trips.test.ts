@@ -21,6 +21,7 @@ import {
 } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { SUITE_BURST } from "../support/quota.ts";
+import { x402Payer } from "../support/x402.ts";
 
 // Its own mesh, whose upstreams are counting proxies in front of the shared devnet's
 // nodes: every gateway call must cost exactly one upstream HTTP request.
@@ -37,6 +38,14 @@ let startupRequests = 0;
 let expectedRequests = 0;
 
 const total = () => [...proxies.values()].reduce((n, p) => n + p.requests.length, 0);
+
+/** Resolves once `done()` holds; fails the test after 5 s. */
+async function waitFor(done: () => boolean): Promise<void> {
+  for (let i = 0; !done(); i++) {
+    if (i > 500) throw new Error("waited 5 s in vain");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 beforeAll(async () => {
   // Metering round trips get room on a loaded machine, as in the shared mesh.
@@ -58,7 +67,7 @@ beforeAll(async () => {
       // No background head polls while the file counts (rpc-proxy's UPSTREAM_HEAD_POLL_MS);
       // the startup poll still runs, before the mesh is ready.
       "rpc-proxy": { UPSTREAM_HEAD_POLL_MS: "600000" },
-      // No call here pays; its facilitator account is its own anyway.
+      // One call here pays (x402 exact), to this mesh's own facilitator account.
       "payment-verifier": sharedSettlementEnv("spare5"),
     },
   });
@@ -228,6 +237,36 @@ describe("one upstream HTTP request per gateway call", () => {
       expect(res.status, url).toBe(400);
     }
     expect(total()).toBe(before);
+  });
+
+  it("paid calls: a refused payment costs no upstream request; once this client has paid, its next paid call's node request starts beside Verify, and is dropped when Verify refuses", async () => {
+    const proxy = proxies.get("ethereum")!;
+    const url = `${mesh.gatewayUrl}${endpointById("blockNumber")!.path}`;
+    // Decodes as nothing payment-verifier accepts: refused 402, whoever sends it.
+    const forged = () => fetch(url, { headers: { "Payment-Signature": "bm90IGEgcGF5bWVudA==" } });
+    const refusedWithout = async (upstream: number) => {
+      const before = proxy.requests.length;
+      const res = await forged();
+      const body = (await res.json()) as { data: unknown; error: { code: string } };
+      expect(res.status).toBe(402);
+      expect(body.data).toBeNull();
+      expect(body.error.code).toBe("payment_invalid");
+      if (upstream > 0) await waitFor(() => proxy.requests.length - before >= upstream);
+      return proxy.requests.length - before;
+    };
+
+    // Nothing paid yet from this address: Verify first, and its refusal calls no node.
+    expect(await refusedWithout(0)).toBe(0);
+    const payer = x402Payer(devnet, "payer6");
+    const before = proxy.requests.length;
+    const paid = await payer.fetch(url);
+    expect(paid.status, await paid.clone().text()).toBe(200);
+    expect(proxy.requests.length - before).toBe(1);
+    // Paid: the next paid call's node request is already under way when Verify refuses it; its
+    // answer is not served. The refusal ends the trust: the next one waits for Verify again.
+    expect(await refusedWithout(1)).toBe(1);
+    expect(await refusedWithout(0)).toBe(0);
+    expectedRequests += 2;
   });
 
   it("sent nothing else upstream during the whole file", () => {

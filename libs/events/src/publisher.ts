@@ -100,6 +100,18 @@ export function createEventPublisher(opts: EventPublisherOptions): EventPublishe
   let kickNow: (() => void) | undefined;
 
   const kick = () => kickNow?.();
+  // A publish wakes the pump on the next turn of the event loop, not in a microtask: whatever the
+  // caller does after journaling (a gRPC answer) goes out before the NATS write, and the events of
+  // one turn leave together.
+  let kickQueued = false;
+  const kickSoon = () => {
+    if (kickQueued) return;
+    kickQueued = true;
+    setImmediate(() => {
+      kickQueued = false;
+      kick();
+    });
+  };
   const updateDepth = () => {
     depth.set({ publisher: opts.service }, outbox.size);
     if (outbox.size === 0) {
@@ -229,7 +241,7 @@ export function createEventPublisher(opts: EventPublisherOptions): EventPublishe
       });
       outbox.appendMany(items);
       updateDepth();
-      kick();
+      kickSoon();
     },
     flush,
     pending: () => outbox.size,

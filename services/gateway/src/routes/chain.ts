@@ -46,12 +46,46 @@ function failureOf(err: unknown): Outcome {
   throw err;
 }
 
+/** How long a client whose payment verified stays trusted to have its node call started early. */
+const PAYING_TTL_MS = 60_000;
+/** The most clients remembered; past it the least recently verified is forgotten. */
+const PAYING_MAX = 10_000;
+
+/**
+ * Client addresses whose last payment verified (within PAYING_TTL_MS). Their next paid call starts
+ * its node call while Verify runs (see serveWithPayment); anyone else's waits for Verify, so a
+ * stream of unpaid or forged payments never costs an upstream request.
+ */
+class PayingClients {
+  readonly #until = new Map<string, number>();
+
+  trusted(client: string): boolean {
+    const until = this.#until.get(client);
+    return until !== undefined && until > Date.now();
+  }
+
+  /** A verified payment renews the client's trust; a refused one ends it. */
+  note(client: string, verified: boolean): void {
+    if (!client) return;
+    this.#until.delete(client);
+    if (!verified) return;
+    this.#until.set(client, Date.now() + PAYING_TTL_MS);
+    if (this.#until.size > PAYING_MAX) {
+      const oldest = this.#until.keys().next().value;
+      if (oldest !== undefined) this.#until.delete(oldest);
+    }
+  }
+}
+
+type RouteDeps = ChainDeps & { paying: PayingClients };
+
 /**
  * The paid chain endpoints, one route per catalog entry. Order of work per request:
  * validate (free, no I/O) → authenticate (key or payment) → one rpc-proxy call →
  * settle or refund. Bad input is refused before anything is counted or charged.
  */
-export function chainRouter(deps: ChainDeps): Router {
+export function chainRouter(chain: ChainDeps): Router {
+  const deps: RouteDeps = { ...chain, paying: new PayingClients() };
   // Exact paths (see routes/table.ts); a known path with another method is the app's 405.
   const router = Router({ caseSensitive: true, strict: true });
   for (const endpoint of ENDPOINTS) {
@@ -82,7 +116,7 @@ function asksNoService(req: Request): boolean {
   return readCredentials(req).kind === "payment";
 }
 
-async function serve(endpoint: Endpoint, req: Request, res: Response, deps: ChainDeps): Promise<void> {
+async function serve(endpoint: Endpoint, req: Request, res: Response, deps: RouteDeps): Promise<void> {
   res.locals.endpoint = endpoint.path;
   res.setHeader("Cache-Control", "no-store");
   // A body the JSON parser skipped for its media type would otherwise read as "not an object".
@@ -346,7 +380,7 @@ async function serveWithoutService(
   endpoint: Endpoint,
   req: Request,
   res: Response,
-  deps: ChainDeps,
+  deps: RouteDeps,
   otherwise: NextFunction | (() => void),
 ): Promise<void> {
   const credentials = readCredentials(req);
@@ -386,9 +420,14 @@ async function serveWithPayment(
   client: string,
   execute: () => Promise<Outcome>,
   res: Response,
-  deps: ChainDeps,
+  deps: RouteDeps,
 ): Promise<void> {
   const requestId = res.locals.requestId;
+  // A client whose last payment verified gets its node call started beside Verify: the call's
+  // latency then hides Verify's. Nothing is served, settled or released on it before Verify says
+  // valid; when Verify refuses, its answer is dropped (a read: the node is not changed by it).
+  const early = deps.paying.trusted(client) ? execute() : undefined;
+  early?.catch(() => undefined); // awaited below, unless Verify refuses
   let verified: Awaited<ReturnType<PaymentVerifierClient["verify"]>>;
   try {
     verified = await deps.payments.verify(requestId, resource, credentials, client);
@@ -398,13 +437,14 @@ async function serveWithPayment(
       sendError(res, "service_unavailable", "payment verification is unavailable, retry with backoff");
     return;
   }
+  deps.paying.note(client, verified.valid);
   res.locals.auth = verified.scheme || "payment";
   res.locals.principal = verified.payer;
   if (!verified.valid) return refusePayment(verified, res, deps);
   // A management action sent with a call (e.g. a session close on a GET): it is not a payment for
-  // the call, so the node is not called.
+  // the call, so the node is not called (or its early answer is dropped).
   if (verified.noService) return settleWithoutService(resource, credentials, verified.paymentId, res, deps);
-  const outcome = await execute();
+  const outcome = await (early ?? execute());
   if (!charged(outcome)) {
     // No answer from the node, so nothing is charged: free the payment so it can be used again.
     deps.payments

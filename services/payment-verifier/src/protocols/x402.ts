@@ -7,7 +7,6 @@
 // leaves only its schemes out; it is asked again at most once a second, and a fresh resource server
 // replaces the old one only once it initialised, so serving schemes never see a half-built registry.
 import { PAYMENT_HEADERS } from "@tollgate/catalog";
-import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { PaymentPayloadV2Schema } from "@x402/core/schemas";
 import { type FacilitatorClient, x402ResourceServer } from "@x402/core/server";
 import type {
@@ -25,6 +24,14 @@ import {
   type PaymentProtocol,
   type PricedCall,
 } from "../core/types.ts";
+
+/**
+ * The SDK's header encoding (base64 of the JSON's UTF-8 bytes), with Node's encoder instead of its
+ * byte-by-byte string building (~30x the CPU here): the same header, on every 402 and receipt.
+ */
+function base64Json(value: unknown): string {
+  return Buffer.from(JSON.stringify(value), "utf8").toString("base64");
+}
 
 /** Far above any real payload (a few KB); refuse before decoding anything larger. */
 const MAX_HEADER_CHARS = 16_384;
@@ -144,7 +151,9 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
     const invalid = (reason: string) => ({ kind: "invalid" as const, reason });
     if (!value) return invalid(`${name} is empty`);
     if (value.length > MAX_HEADER_CHARS) return invalid(`${name} is too large`);
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value) || value.length % 4 === 1) {
+    // A credential checked before (Verify's, now at Settle) is base64 already.
+    const checked = this.#checked.has(value);
+    if (!checked && (!/^[A-Za-z0-9+/]+={0,2}$/.test(value) || value.length % 4 === 1)) {
       return invalid(`${name} is not base64 (expected base64 of a JSON PaymentPayload)`);
     }
     let json: unknown;
@@ -158,7 +167,7 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
     if ((json as { x402Version?: unknown } | null)?.x402Version === 1) {
       return invalid("x402 v1 payment payloads are not accepted; pay with x402 v2 (PAYMENT-SIGNATURE)");
     }
-    if (this.#checked.has(value)) return { kind: "credential" as const, credential: json as PaymentPayload };
+    if (checked) return { kind: "credential" as const, credential: json as PaymentPayload };
     const parsed = PaymentPayloadV2Schema.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -200,11 +209,13 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
       undefined,
       payload,
     );
-    return [{ name: PAYMENT_HEADERS.required.name, value: encodePaymentRequiredHeader(paymentRequired) }];
+    return [{ name: PAYMENT_HEADERS.required.name, value: base64Json(paymentRequired) }];
   }
 
   receipt(response: SettleResponse): Header {
-    return { name: PAYMENT_HEADERS.response.name, value: encodePaymentResponseHeader(response) };
+    // The SDK's encodePaymentResponseHeader: what the buyer sees, without extensionResponses.
+    const { extensionResponses: _, ...buyerFacing } = response;
+    return { name: PAYMENT_HEADERS.response.name, value: base64Json(buyerFacing) };
   }
 
   async verify(
