@@ -17,6 +17,7 @@ import { z } from "zod";
 import type { Facilitator } from "../adapters/facilitator.ts";
 import type { SettlementChain } from "../adapters/settlement-chain.ts";
 import { chainIdOf, type X402Config } from "../config.ts";
+import { payerPenalty } from "../core/payments.ts";
 import {
   type Claim,
   FacilitatorUnavailableError,
@@ -31,6 +32,7 @@ import {
   type VerifiedPayment,
 } from "../core/types.ts";
 import type { X402Protocol } from "../protocols/x402.ts";
+import type { ReservationStore } from "../stores/reservations.ts";
 
 /** The exact scheme's facilitator refuses authorizations expiring within this many seconds. */
 const EXPIRY_MARGIN_SECONDS = 6;
@@ -92,6 +94,16 @@ const FINAL = new Set([
 ]);
 
 const NONCE_USED = "invalid_exact_evm_nonce_already_used";
+/** The token's refusals of a sent transfer that the payer caused after Verify: the balance or the authorization spent. */
+const SPENT_MEANWHILE = new Set(["invalid_exact_evm_insufficient_balance", NONCE_USED]);
+/**
+ * How long a payer whose settlement reverted for SPENT_MEANWHILE is refused at Verify. Settle sends
+ * what Verify simulated without simulating it again (a round trip on every paid call); a payer who
+ * spends the balance or the authorization in between makes the settlement key pay a reverted
+ * transaction's gas (and gets no data). This makes that cost one transaction per payer address and
+ * this long, each bought with an on-chain transaction of the payer's own.
+ */
+export const PAYER_PENALTY_MS = 10 * 60_000;
 /** Lookups (1 s apart) for the transfer of an authorization a settlement found used. */
 const SETTLED_LOOKUPS = 10;
 
@@ -116,10 +128,11 @@ export interface X402ExactDeps {
   chain: SettlementChain | undefined;
   /**
    * The in-process facilitator, when it is the only one: Settle of the credentials Verify accepted
-   * goes to it directly, without verifying again, with the gas and fees it read while Verify ran
-   * (the hold).
+   * goes to it directly, without verifying again, with the gas and fees it read while Verify ran.
    */
-  local?: Pick<Facilitator, "settleVerified" | "prepareSettle">;
+  local?: Pick<Facilitator, "settleVerified">;
+  /** Where a payer whose settlement reverted is penalized (see PAYER_PENALTY_MS). */
+  penalties: Pick<ReservationStore, "penalize">;
   logger: Logger;
   onInitFailure: () => void;
 }
@@ -301,8 +314,6 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         final: true,
       };
     }
-    // The settlement's gas and fees, read while the facilitator verifies (never rejects).
-    const prepared = this.#deps.local?.prepareSettle?.(payment.payload, requirements);
     let result: VerifyResponse;
     try {
       result = await this.protocol.verify(this.name, payment.payload, requirements);
@@ -330,8 +341,7 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         final: true,
       };
     }
-    const hold = await prepared;
-    return hold ? { ok: true, hold } : { ok: true };
+    return { ok: true };
   }
 
   /**
@@ -385,7 +395,7 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
     try {
       const direct = verified.sameCredentials ? this.#deps.local?.settleVerified : undefined;
       result = direct
-        ? await direct(payment.payload, requirements, verified.hold)
+        ? await direct(payment.payload, requirements)
         : await this.protocol.settle(this.name, payment.payload, requirements);
     } catch (err) {
       if (!(err instanceof SettleError))
@@ -418,6 +428,17 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
           receipt: this.receiptFor(call, parsed, transaction),
         };
       }
+    }
+    if (!result.success && result.transaction && SPENT_MEANWHILE.has(result.errorReason ?? "")) {
+      // Our transaction was mined and reverted: the payer spent what Verify saw.
+      const payer = payment.authorization.from;
+      this.#deps.logger.warn(
+        { payer, transaction: result.transaction, errorReason: result.errorReason },
+        "a verified payment was spent before its settlement: the payer is refused for a while",
+      );
+      await this.#deps.penalties
+        .penalize(payerPenalty(this.name, payer), PAYER_PENALTY_MS)
+        .catch((err: unknown) => this.#deps.logger.warn({ err, payer }, "could not penalize a payer"));
     }
     if (!result.success) {
       const reason = `settlement failed: ${describe(result.errorReason, result.errorMessage)}`;
