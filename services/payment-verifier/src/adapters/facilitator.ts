@@ -25,14 +25,11 @@ import {
   createWalletClient,
   defineChain,
   encodeFunctionData,
-  erc20Abi,
   formatTransactionReceipt,
   getAddress,
   type Hex,
   hexToBytes,
-  isAddressEqual,
   keccak256,
-  parseEventLogs,
   parseSignature,
   type TransactionReceipt,
   type TransactionSerializable,
@@ -254,18 +251,19 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
           args: transfer.args,
         }),
       );
+    const data = transferData(transfer);
     const recent = lastFees;
     const read = (
       recent && Date.now() - recent.at < FEES_REUSE_MS
-        ? tracked(() =>
-            publicClient.call({ account, to: transfer.asset, data: transferData(transfer), gas: recent.gas }),
-          ).then(() => recent)
-        : tracked(() => prepareFees(transfer)).then((fees) => {
+        ? tracked(() => publicClient.call({ account, to: transfer.asset, data, gas: recent.gas })).then(
+            () => recent,
+          )
+        : tracked(() => prepareFees(transfer.asset, data)).then((fees) => {
             lastFees = fees;
             return fees;
           })
     ).then((fees) => {
-      keepPrepared(transfer.signature, fees);
+      keepPrepared(transfer.signature, { ...fees, data });
       return undefined; // what the simulation answers: transferWithAuthorization returns nothing
     }, simulate);
     read.catch(() => undefined); // awaited by the library, or by no one when it refused earlier
@@ -345,13 +343,13 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
    * where the node has it, else the fee history and an estimate), without a nonce: the nonce is
    * only ever taken under the signer lock. Rejects when the estimate does (the transfer reverts).
    */
-  async function prepareFees(transfer: Eip3009Transfer): Promise<PreparedFees> {
+  async function prepareFees(to: Address, data: Hex): Promise<PreparedFees> {
     const at = Date.now();
     const request = await wallet.prepareTransactionRequest({
       account,
       chain,
-      to: transfer.asset,
-      data: transferData(transfer),
+      to,
+      data,
       parameters: ["fees", "gas", "type"],
     });
     return {
@@ -396,7 +394,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     abort: Promise<Error | undefined>,
     landed: { receipt?: TransactionReceipt },
   ): Promise<Hex> {
-    const data = transferData(transfer);
+    const data = prepared?.data ?? transferData(transfer);
     const filled = (nonce: number) =>
       wallet.sendTransaction({ to: transfer.asset, data, account, chain, nonce });
     return tracked(() =>
@@ -405,7 +403,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
         if (stop) throw stop;
         // Fresh when the lock is taken, not only when Settle began: sends queue behind each other.
         if (!prepared || Date.now() - prepared.at >= PREPARED_FEES_TTL_MS) return filled(nonce);
-        const { at: _, ...fields } = prepared;
+        const { at: _, data: __, ...fields } = prepared;
         const signed = signTransactionWasm(
           {
             ...fields,
@@ -550,6 +548,8 @@ export interface PreparedFees {
   /** When they were read (ms since the epoch). */
   at: number;
   gas: bigint;
+  /** The transfer's calldata they were read for (kept with a payment's fields, encoded once). */
+  data?: Hex;
   maxFeePerGas?: bigint;
   maxPriorityFeePerGas?: bigint;
   gasPrice?: bigint;
@@ -616,6 +616,11 @@ function transferErrorReason(err: unknown): string {
     return "invalid_exact_evm_signature";
   return "invalid_exact_evm_transaction_failed";
 }
+
+/** keccak256("Transfer(address,address,uint256)"), an ERC-20 Transfer log's first topic. */
+const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+/** An address as a log topic: a 32-byte word, lower case. */
+const word = (address: string): string => `0x${address.slice(2).toLowerCase().padStart(64, "0")}`;
 
 /** Seconds a settlement must still have before the authorization expires (the library's margin). */
 const VALID_BEFORE_MARGIN_SECONDS = 6;
@@ -731,15 +736,20 @@ async function settleVerifiedTransfer(
       );
     return refused(reason, tx);
   }
-  const transferred = parseEventLogs({
-    abi: erc20Abi,
-    eventName: "Transfer",
-    logs: (receipt.logs ?? []).filter((log) => isAddressEqual(log.address, asset)),
-  }).some(
+  // The token's Transfer(from, to, value) log, compared as words (no ABI decoding, no checksums).
+  const token = asset.toLowerCase();
+  const from = word(auth.from);
+  const to = word(auth.to);
+  const value = BigInt(auth.value);
+  const transferred = (receipt.logs ?? []).some(
     (log) =>
-      isAddressEqual(log.args.from, auth.from as Hex) &&
-      isAddressEqual(log.args.to, auth.to as Hex) &&
-      log.args.value === BigInt(auth.value),
+      log.address.toLowerCase() === token &&
+      log.topics.length === 3 &&
+      log.topics[0] === TRANSFER_TOPIC &&
+      log.topics[1]?.toLowerCase() === from &&
+      log.topics[2]?.toLowerCase() === to &&
+      log.data.length === 66 &&
+      BigInt(log.data) === value,
   );
   if (!transferred) return refused("invalid_exact_evm_transfer_event_mismatch", tx);
   return { success: true, transaction: tx, network, payer };

@@ -10,9 +10,8 @@ import { priceAtomic } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
-import { authorizationTypes } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { type Hex, recoverTypedDataAddress } from "viem";
+import { domainSeparator, type Hex, keccak256, recoverAddress, toHex } from "viem";
 import { z } from "zod";
 import type { Facilitator } from "../adapters/facilitator.ts";
 import type { SettlementChain } from "../adapters/settlement-chain.ts";
@@ -41,6 +40,16 @@ const SETTLED_MARGIN_MS = 10 * 60_000;
 const SETTLED_MAX_MS = 7 * 24 * 3_600_000;
 /** ERC-6492 wraps the signature of a wallet not deployed yet; it ends with this magic suffix. */
 const ERC6492_SUFFIX = "6492649264926492649264926492649264926492649264926492649264926492";
+
+/** EIP-3009's struct type hash, for the digest the payer signed (see #digest). */
+const AUTHORIZATION_TYPEHASH = keccak256(
+  toHex(
+    "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)",
+  ),
+);
+/** An EIP-712 word: a 20- or 32-byte hex value, or a decimal uint256, as 64 hex digits. */
+const hexWord = (hex: string): string => hex.slice(2).toLowerCase().padStart(64, "0");
+const uintWord = (decimal: string): string => BigInt(decimal).toString(16).padStart(64, "0");
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "expected a 20-byte hex address");
 const uint256 = z.string().regex(/^[0-9]{1,78}$/, "expected a decimal integer string");
@@ -144,10 +153,20 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
   readonly #deps: X402ExactDeps;
   /** Requirements per price: they depend only on it and the configuration. */
   readonly #requirements = new Map<string, PaymentRequirements[]>();
+  /** The token's EIP-712 domain separator: the same for every payment. */
+  readonly #domain: Hex;
 
   constructor(cfg: X402Config, deps: X402ExactDeps) {
     this.#cfg = cfg;
     this.#deps = deps;
+    this.#domain = domainSeparator({
+      domain: {
+        name: cfg.assetName,
+        version: cfg.assetVersion,
+        chainId: chainIdOf(cfg.network),
+        verifyingContract: cfg.asset,
+      },
+    });
     this.protocol = deps.protocol;
     deps.protocol.register({ network: cfg.network, server: new ExactEvmScheme() });
   }
@@ -261,25 +280,7 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
     if (signature.toLowerCase().endsWith(ERC6492_SUFFIX)) return undefined;
     if (signature.length === 132) {
       try {
-        const signer = await recoverTypedDataAddress({
-          domain: {
-            name: this.#cfg.assetName,
-            version: this.#cfg.assetVersion,
-            chainId: chainIdOf(this.#cfg.network),
-            verifyingContract: this.#cfg.asset,
-          },
-          types: authorizationTypes,
-          primaryType: "TransferWithAuthorization",
-          message: {
-            from,
-            to: authorization.to as Hex,
-            value: BigInt(authorization.value),
-            validAfter: BigInt(authorization.validAfter),
-            validBefore: BigInt(authorization.validBefore),
-            nonce: authorization.nonce as Hex,
-          },
-          signature,
-        });
+        const signer = await recoverAddress({ hash: this.#digest(authorization), signature });
         if (sameAddress(signer, from)) return undefined;
       } catch {
         // Not a valid secp256k1 signature at all: only a smart wallet could mean something by it.
@@ -295,6 +296,17 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
       );
     }
     return "the signature does not match the authorization (invalid_exact_evm_signature)";
+  }
+
+  /**
+   * The EIP-712 digest of a TransferWithAuthorization under the token's domain: viem's
+   * hashTypedData, less the domain's and the type's hashes each time (two keccaks, not eight).
+   */
+  #digest(a: Eip3009Authorization): Hex {
+    const struct = keccak256(
+      `${AUTHORIZATION_TYPEHASH}${hexWord(a.from)}${hexWord(a.to)}${uintWord(a.value)}${uintWord(a.validAfter)}${uintWord(a.validBefore)}${hexWord(a.nonce)}`,
+    );
+    return keccak256(`0x1901${this.#domain.slice(2)}${struct.slice(2)}`);
   }
 
   async verify(call: PricedCall, parsed: ParsedPayment<ExactPayment>): Promise<Verdict> {
