@@ -20,8 +20,6 @@ export interface Recorded {
 export class CountingProxy {
   readonly requests: Recorded[] = [];
   mode: "forward" | "hang" | "throttle" | "hold" = "forward";
-  /** Methods answered "Method not found" (-32601), as a node without them does (single calls only). */
-  readonly missing = new Set<string>();
   port = 0;
   readonly #target: string;
   #server: Server | undefined;
@@ -73,13 +71,6 @@ export class CountingProxy {
       const answers = items.map((i) => ({ jsonrpc: "2.0", id: (i as { id?: unknown })?.id ?? null, error }));
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
-      return;
-    }
-    const method = String((body as { method?: unknown })?.method);
-    if (!Array.isArray(body) && this.missing.has(method)) {
-      const error = { code: -32601, message: "Method not found" };
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ jsonrpc: "2.0", id: (body as { id?: unknown })?.id ?? null, error }));
       return;
     }
     const upstream = await fetch(this.#target, {

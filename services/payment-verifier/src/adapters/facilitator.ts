@@ -25,11 +25,9 @@ import {
   createWalletClient,
   defineChain,
   encodeFunctionData,
-  formatTransactionReceipt,
   getAddress,
   type Hex,
   hexToBytes,
-  keccak256,
   parseSignature,
   type TransactionReceipt,
   type TransactionSerializable,
@@ -373,15 +371,6 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
   let lastFees: PreparedFees | undefined;
 
   /**
-   * Whether the settlement is sent with eth_sendRawTransactionSync (EIP-7966: the node answers with
-   * the receipt, one round trip instead of a send and a receipt read): only from when a plain send
-   * was seen included before its first receipt read (a chain that mines at once), because the
-   * signer lock is held until the send answers; a Sync send that answered slowly or not at all
-   * goes back to plain sends. Off for good where the node does not have the method.
-   */
-  let syncSends: "unknown" | "on" | "unsupported" = "unknown";
-
-  /**
    * Sends the transfer with the next nonce, under the signer lock: signed with the fields read at
    * Verify while they are still fresh then (no estimate under the lock), else prepared the ordinary way. A
    * prepared send the node refuses (a fee below the base fee, too little gas) is prepared again once,
@@ -392,7 +381,6 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     transfer: Eip3009Transfer,
     prepared: PreparedFees | undefined,
     abort: Promise<Error | undefined>,
-    landed: { receipt?: TransactionReceipt },
   ): Promise<Hex> {
     const data = prepared?.data ?? transferData(transfer);
     const filled = (nonce: number) =>
@@ -415,11 +403,11 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
           } as TransactionSerializable,
           privateKey,
         );
-        const sent =
-          syncSends === "on"
-            ? sendSync(signed, landed)
-            : publicClient.sendRawTransaction({ serializedTransaction: signed });
-        return sent.catch((err: unknown) => {
+        // Not eth_sendRawTransactionSync (one round trip for the send and the receipt): the signer
+        // lock is held until the send answers, and a Sync send answers once the transaction is
+        // included, so every replica's settlements would queue a block apart behind it, and a
+        // replica killed while it waits leaves the lock held for its whole hold (chaos run).
+        return publicClient.sendRawTransaction({ serializedTransaction: signed }).catch((err: unknown) => {
           // Refused by the node (it answered): not in its pool, so the nonce is still free. A nonce
           // conflict is the submitter's to retry; anything else (fees, gas) is prepared again.
           if (isTransportError(err) || NONCE_REFUSED.test(errorText(err))) throw err;
@@ -429,38 +417,11 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     );
   }
 
-  /** One eth_sendRawTransactionSync; its receipt goes to `landed`. */
-  async function sendSync(signed: Hex, landed: { receipt?: TransactionReceipt }): Promise<Hex> {
-    const started = Date.now();
-    let raw: unknown;
-    try {
-      raw = await publicClient.request({ method: "eth_sendRawTransactionSync", params: [signed] } as never);
-    } catch (err) {
-      const code = rpcErrorCode(err);
-      if (code === METHOD_NOT_FOUND) {
-        syncSends = "unsupported";
-        return publicClient.sendRawTransaction({ serializedTransaction: signed });
-      }
-      if (code === SYNC_TIMEOUT) {
-        // In the node's pool, not included within its wait: sent, its receipt is awaited as usual.
-        syncSends = "unknown";
-        return keccak256(signed);
-      }
-      if (isTransportError(err)) syncSends = "unknown";
-      throw err;
-    }
-    if (Date.now() - started > SYNC_SLOW_MS) syncSends = "unknown";
-    landed.receipt = formatTransactionReceipt(raw as never) as TransactionReceipt;
-    return landed.receipt.transactionHash;
-  }
-
   async function receiptSoon(hash: Hex): Promise<TransactionReceipt | undefined> {
-    for (const [i, wait] of RECEIPT_SOON_MS.entries()) {
+    for (const wait of RECEIPT_SOON_MS) {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       const receipt = await publicClient.getTransactionReceipt({ hash }).catch(() => undefined);
-      if (!receipt) continue;
-      if (i <= 1 && syncSends === "unknown") syncSends = "on"; // included as it was sent
-      return receipt;
+      if (receipt) return receipt;
     }
     return undefined;
   }
@@ -506,22 +467,6 @@ const errorText = (err: unknown): string => (err instanceof Error ? err.message 
  * poll for it would cost more than the whole settlement.
  */
 const RECEIPT_SOON_MS = [0, 1, 3, 10];
-
-/** JSON-RPC error codes: the node has no such method; EIP-7966's "sent, not included in time". */
-const METHOD_NOT_FOUND = -32601;
-const SYNC_TIMEOUT = 4;
-/** A Sync send slower than this means the chain no longer includes at once: plain sends again. */
-const SYNC_SLOW_MS = 500;
-
-/** The JSON-RPC error code the node answered with, if it answered. */
-function rpcErrorCode(err: unknown): number | undefined {
-  for (let e = err, depth = 0; e && depth < 8; depth++) {
-    const { code, cause } = e as { code?: unknown; cause?: unknown };
-    if (typeof code === "number") return code;
-    e = cause;
-  }
-  return undefined;
-}
 
 /** How long an address read without code counts as a plain account (see plainAccounts), and how many. */
 const PLAIN_ACCOUNT_TTL_MS = 60_000;
@@ -637,7 +582,6 @@ interface TransferSettler {
     transfer: Eip3009Transfer,
     prepared: PreparedFees | undefined,
     abort: Promise<Error | undefined>,
-    landed: { receipt?: TransactionReceipt },
   ): Promise<Hex>;
   /** The gas and fees read while this payment was verified, in this process. */
   takePrepared(signature: Hex): PreparedFees | undefined;
@@ -689,10 +633,9 @@ async function settleVerifiedTransfer(
       )
     : Promise.resolve(undefined);
   const prepared = deps.takePrepared(signature);
-  const landed: { receipt?: TransactionReceipt } = {};
   let tx: Hex;
   try {
-    tx = await deps.submit(transfer, prepared, abort, landed);
+    tx = await deps.submit(transfer, prepared, abort);
   } catch (err) {
     if (err instanceof PendingSettlement) return viaLibrary();
     if (err instanceof PendingUnknown) throw err.cause; // as before: the store's error, not a refusal
@@ -701,10 +644,7 @@ async function settleVerifiedTransfer(
   }
   let receipt: Awaited<ReturnType<typeof signer.waitForTransactionReceipt>>;
   try {
-    receipt =
-      landed.receipt ??
-      (await deps.receiptSoon(tx)) ??
-      (await signer.waitForTransactionReceipt({ hash: tx }));
+    receipt = (await deps.receiptSoon(tx)) ?? (await signer.waitForTransactionReceipt({ hash: tx }));
   } catch (err) {
     // Broadcast but not seen confirmed: a retry with the same payment awaits this transaction.
     const message = errorText(err);

@@ -103,14 +103,18 @@ const FINAL = new Set([
 ]);
 
 const NONCE_USED = "invalid_exact_evm_nonce_already_used";
-/** The token's refusals of a sent transfer that the payer caused after Verify: the balance or the authorization spent. */
-const SPENT_MEANWHILE = new Set(["invalid_exact_evm_insufficient_balance", NONCE_USED]);
+/**
+ * The token's refusal of a sent transfer that only the payer can have caused after Verify: the
+ * balance spent. Not "authorization used": our own earlier send of it (a replica killed mid-
+ * settlement, a transfer still in the mempool) reads the same until its log is found.
+ */
+const SPENT_MEANWHILE = "invalid_exact_evm_insufficient_balance";
 /**
  * How long a payer whose settlement reverted for SPENT_MEANWHILE is refused at Verify. Settle sends
  * what Verify simulated without simulating it again (a round trip on every paid call); a payer who
- * spends the balance or the authorization in between makes the settlement key pay a reverted
- * transaction's gas (and gets no data). This makes that cost one transaction per payer address and
- * this long, each bought with an on-chain transaction of the payer's own.
+ * spends the balance in between makes the settlement key pay a reverted transaction's gas (and
+ * gets no data). This makes that cost one transaction per payer address and this long, each bought
+ * with an on-chain transaction of the payer's own.
  */
 export const PAYER_PENALTY_MS = 10 * 60_000;
 /** Lookups (1 s apart) for the transfer of an authorization a settlement found used. */
@@ -441,7 +445,7 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         };
       }
     }
-    if (!result.success && result.transaction && SPENT_MEANWHILE.has(result.errorReason ?? "")) {
+    if (!result.success && result.transaction && result.errorReason === SPENT_MEANWHILE) {
       // Our transaction was mined and reverted: the payer spent what Verify saw.
       const payer = payment.authorization.from;
       this.#deps.logger.warn(
