@@ -291,6 +291,38 @@ describe.each(stores)("attempt limit contract (counted by reserve): %s", (_name,
   });
 });
 
+// A payer penalized by its scheme is refused by the reserve, in the same round trip, before anything is counted.
+describe.each(stores)("payer penalty contract (checked by reserve): %s", (_name, make) => {
+  let store: ReservationStore;
+  beforeAll(() => {
+    store = make();
+  });
+
+  it("refuses the penalized name until it lapses, counting and reserving nothing; another name passes", async () => {
+    const name = uniqueId("exact:0xPayer");
+    const limit = { perSecond: 10, burst: 1 };
+    const attempt = (penalty: string) => ({
+      checks: [{ scope: "payer", id: name, limit }],
+      nowMs: Date.now(),
+      penalty,
+    });
+    await store.penalize(name, 300);
+    const key = uniqueId("k-");
+    const refused = await store.reserve(key, "t1", facts(), 60_000, attempt(name.toUpperCase()));
+    expect(refused).toMatchObject({ ok: false, current: undefined });
+    const left = refused.ok ? 0 : (refused.penalizedMs ?? 0);
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(300);
+    expect(await store.get(key)).toBeUndefined();
+    // Another name is not refused, and the burst of one was not spent by the refusal above.
+    expect((await store.reserve(uniqueId("k-"), "t2", facts(), 60_000, attempt(uniqueId("exact:")))).ok).toBe(
+      true,
+    );
+    await new Promise((r) => setTimeout(r, 320));
+    expect((await store.reserve(key, "t3", facts(), 60_000, attempt(name))).ok).toBe(true);
+  });
+});
+
 describe("refusal memory", () => {
   it("recalls a refusal until it expires, and stays within its bound", () => {
     const memory = new RefusalMemory({ max: 3, ttlMs: 1_000 });

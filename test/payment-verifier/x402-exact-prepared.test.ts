@@ -1,17 +1,14 @@
-// payment-verifier, x402 `exact` with the in-process facilitator: the settlement transaction's gas
-// and fees are read while Verify runs and kept with the reservation, so Settle only takes the
-// signer lock's nonce, signs, sends and reads the receipt. What Settle asks the settlement chain is
+// payment-verifier, x402 `exact` with the in-process facilitator: Verify simulates the transfer with
+// the settlement transaction's own fill (gas and fees, kept in the process for its Settle), or, within
+// a second of a fill, with one eth_call under that fill's gas limit; Settle then only takes the signer
+// lock's nonce, signs, sends and reads the receipt. What the facilitator asks the settlement chain is
 // counted at a recording proxy in front of the devnet's anvil (real chain, real Redis and NATS,
 // payloads from the official x402 client).
 import { dirname } from "node:path";
 import type { Devnet } from "@tollgate/devnet";
 import type { PublicClient } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  decodePreparedFees,
-  encodePreparedFees,
-  PREPARED_FEES_TTL_MS,
-} from "../../services/payment-verifier/src/adapters/facilitator.ts";
+import { PREPARED_FEES_TTL_MS } from "../../services/payment-verifier/src/adapters/facilitator.ts";
 import type { PaymentVerifierConfig } from "../../services/payment-verifier/src/config.ts";
 import type { PaymentVerifierHandle } from "../../services/payment-verifier/src/server.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
@@ -55,7 +52,12 @@ beforeAll(async () => {
   config = { ...base, x402: { ...base.x402, facilitator: { ...facilitator, rpcUrl: proxy.url("/") } } };
   ({ handle: verifier, client } = await startVerifier(config, { eventsNamespace: namespace }));
   chain = settlementReader(devnet);
-  payers = [payer(devnet, "payer1"), payer(devnet, "payer2"), payer(devnet, "payer3")];
+  payers = [
+    payer(devnet, "payer1"),
+    payer(devnet, "payer2"),
+    payer(devnet, "payer3"),
+    payer(devnet, "payer4"),
+  ];
 }, 120_000);
 
 afterAll(async () => {
@@ -90,25 +92,43 @@ async function rpc(method: string, params: unknown[]): Promise<unknown> {
   return body.result;
 }
 
-describe("gas and fees read at Verify", () => {
-  it("are read once while Verify runs; Settle then signs and sends without estimating, and the price moves", async () => {
+describe("a paid call's settlement-chain round trips", () => {
+  it("Verify simulates with the settlement's fill, the next payment with one eth_call under its gas limit; Settle sends without estimating, and the price moves", async () => {
     const p = payers[0] as Payer;
-    const { credentials } = await pay(client, p, BLOCK_NUMBER);
+    const first = (await pay(client, p, BLOCK_NUMBER)).credentials;
+    const second = (await pay(client, p, BLOCK_NUMBER)).credentials;
     const before = await payTo();
-    const verified = await methodsDuring(() => verify(client, BLOCK_NUMBER, credentials));
-    expect(verified.result.valid).toBe(true);
-    expect(verified.methods.filter((m) => m === "eth_fillTransaction")).toHaveLength(1);
 
-    const settled = await methodsDuring(() =>
-      settle(client, BLOCK_NUMBER, credentials, verified.result.paymentId, verified.result.requestId),
+    const v1 = await methodsDuring(() => verify(client, BLOCK_NUMBER, first));
+    expect(v1.result.valid).toBe(true);
+    expect(v1.methods.filter((m) => m === "eth_fillTransaction")).toHaveLength(1);
+    expect(v1.methods).not.toContain("eth_call"); // the fill was the simulation
+    // Right after that fill, the same payer: no code read (known plain), no fill.
+    const v2 = await methodsDuring(() => verify(client, BLOCK_NUMBER, second));
+    expect(v2.result.valid).toBe(true);
+    expect(v2.methods).toEqual(["eth_call"]);
+
+    const s1 = await methodsDuring(() =>
+      settle(client, BLOCK_NUMBER, first, v1.result.paymentId, v1.result.requestId),
     );
-    expect(settled.result.settled).toBe(true);
-    expect(settled.methods).toContain("eth_sendRawTransaction");
-    expect(settled.methods.filter((m) => PREPARING.includes(m))).toEqual([]);
-    expect((await payTo()) - before).toBe(priceOf(BLOCK_NUMBER));
+    expect(s1.result.settled).toBe(true);
+    expect(s1.methods.filter((m) => PREPARING.includes(m))).toEqual([]);
+    // One send, and the receipt read at once (the devnet mines as it receives).
+    const sending = (methods: string[]) =>
+      methods.filter((m) => m.startsWith("eth_sendRawTransaction") || m === "eth_getTransactionReceipt");
+    expect(sending(s1.methods)).toEqual(["eth_sendRawTransaction", "eth_getTransactionReceipt"]);
+    const s2 = await methodsDuring(() =>
+      settle(client, BLOCK_NUMBER, second, v2.result.paymentId, v2.result.requestId),
+    );
+    expect(s2.result.settled).toBe(true);
+    expect(s2.methods.filter((m) => PREPARING.includes(m))).toEqual([]);
+    expect(sending(s2.methods)).toEqual(["eth_sendRawTransaction", "eth_getTransactionReceipt"]);
+    const receipt = await chain.getTransactionReceipt({ hash: s2.result.transaction as `0x${string}` });
+    expect(receipt.status).toBe("success");
+    expect((await payTo()) - before).toBe(2n * priceOf(BLOCK_NUMBER));
   });
 
-  it(`are read again under the signer lock once older than ${PREPARED_FEES_TTL_MS} ms, and the call still settles`, async () => {
+  it(`reads gas and fees again under the signer lock once older than ${PREPARED_FEES_TTL_MS} ms, and the call still settles`, async () => {
     const p = payers[1] as Payer;
     const { credentials } = await pay(client, p, BLOCK_NUMBER);
     const before = await payTo();
@@ -123,7 +143,7 @@ describe("gas and fees read at Verify", () => {
     expect((await payTo()) - before).toBe(priceOf(BLOCK_NUMBER));
   });
 
-  it("are read again when the node refuses the prepared fee (the base fee rose past it), with the same nonce, and the call still settles", async () => {
+  it("reads them again when the node refuses the prepared fee (the base fee rose past it), with the same nonce, and the call still settles", async () => {
     const p = payers[2] as Payer;
     const { credentials } = await pay(client, p, BLOCK_NUMBER);
     const before = await payTo();
@@ -143,22 +163,5 @@ describe("gas and fees read at Verify", () => {
     const tx = await chain.getTransaction({ hash: settled.result.transaction as `0x${string}` });
     expect(tx.maxFeePerGas ?? 0n).toBeGreaterThanOrEqual(baseFee / 2n);
     expect((await payTo()) - before).toBe(priceOf(BLOCK_NUMBER));
-  });
-});
-
-describe("the hold that carries them", () => {
-  it("is used only while fresh, and only when it holds every field a transaction needs", () => {
-    const at = 1_000_000;
-    const fees = { at, gas: 60_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000n };
-    const hold = encodePreparedFees(fees);
-    expect(decodePreparedFees(hold, at + PREPARED_FEES_TTL_MS - 1)).toEqual(fees);
-    expect(decodePreparedFees(hold, at + PREPARED_FEES_TTL_MS)).toBeUndefined();
-    expect(decodePreparedFees(hold, at - 1)).toBeUndefined(); // read "in the future": another clock
-    const legacy = { at, gas: 60_000n, gasPrice: 3_000_000_000n };
-    expect(decodePreparedFees(encodePreparedFees(legacy), at)).toEqual(legacy);
-    expect(decodePreparedFees("", at)).toBeUndefined();
-    expect(decodePreparedFees('fees1:{"at":1000000,"gas":"60000"}', at)).toBeUndefined();
-    expect(decodePreparedFees("fees1:{not json", at)).toBeUndefined();
-    expect(decodePreparedFees("channel-id-of-another-scheme", at)).toBeUndefined();
   });
 });

@@ -8,11 +8,13 @@ import type { Devnet } from "@tollgate/devnet";
 import { CallError, grpc } from "@tollgate/platform";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { authorizationTypes } from "@x402/evm";
+import { createClient as createRedis } from "redis";
 import { createWalletClient, erc20Abi, http, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SETTLEMENT_V2, type SettlementEventV2, streamSpecFor } from "../../libs/events/src/index.ts";
 import type { PaymentVerifierConfig } from "../../services/payment-verifier/src/config.ts";
+import { PAYER_PENALTY_MS } from "../../services/payment-verifier/src/schemes/x402-exact.ts";
 import type { PaymentVerifierHandle } from "../../services/payment-verifier/src/server.ts";
 import {
   BLOCK_NUMBER,
@@ -312,26 +314,29 @@ describe("verify and settle", () => {
 });
 
 describe("failed settlement", () => {
-  it("answers settled=false with the reason when the transfer fails, moves nothing, and frees the payment", async () => {
+  it("a payer that empties its balance between Verify and Settle: not served, nothing moves, the reverted transfer is on chain, and the payer is refused for a while", async () => {
     const p = payers[7] as Payer;
     const { credentials } = await pay(client, p, CALL);
     const v = await verify(client, CALL, credentials);
     expect(v.valid).toBe(true);
     // While the call runs, the payer empties its balance: the transfer can no longer succeed.
-    const key = devnet.accounts.find((a) => a.role === "payer8")?.privateKey ?? "0x";
-    const wallet = createWalletClient({
-      account: privateKeyToAccount(key),
-      transport: http(devnet.chains.settlement?.rpcUrl),
-    });
+    const wallet = (role: string) =>
+      createWalletClient({
+        account: privateKeyToAccount(devnet.accounts.find((a) => a.role === role)?.privateKey ?? "0x"),
+        transport: http(devnet.chains.settlement?.rpcUrl),
+      });
+    const move = async (role: string, to: `0x${string}`, amount: bigint) =>
+      chain.waitForTransactionReceipt({
+        hash: await wallet(role).writeContract({
+          address: devnet.demo.settlement.usdc.address,
+          abi: erc20Abi,
+          functionName: "transfer",
+          args: [to, amount],
+          chain: null,
+        }),
+      });
     const balance = await usdcBalance(chain, devnet, p.address);
-    const hash = await wallet.writeContract({
-      address: devnet.demo.settlement.usdc.address,
-      abi: erc20Abi,
-      functionName: "transfer",
-      args: [payers[6]?.address ?? "0x", balance],
-      chain: null,
-    });
-    await chain.waitForTransactionReceipt({ hash });
+    await move("payer8", (payers[6] as Payer).address, balance);
     const before = await balances(payTo());
 
     const s = await settle(client, CALL, credentials, v.paymentId, v.requestId);
@@ -344,10 +349,39 @@ describe("failed settlement", () => {
     expect(decodePaymentRequiredHeader(get("PAYMENT-REQUIRED") ?? "").error).toBe(s.reason);
     expectedEvents.set(`${v.requestId}:failed`, "failed");
     expect(await balances(payTo())).toEqual(before);
-    // Not reserved any more: it is refused for what it is, not as "in use".
-    expect((await verify(client, CALL, credentials)).reason).toBe(
-      "the payer's token balance is too low (invalid_exact_evm_insufficient_balance)",
-    );
+    // Settle sent what Verify simulated, without simulating it again: the transfer reverted on chain
+    // (the settlement key paid its gas), which is what the penalty answers.
+    const reverted = await chain.getTransactionReceipt({ hash: s.transaction as `0x${string}` });
+    expect(reverted.status).toBe("reverted");
+
+    // The payer is refused at Verify (402, a fresh offer), before any check of the payment itself:
+    // the same credentials, and a new payment once the balance is back.
+    const penalty =
+      /^payments from this payer are refused until (\S+): a payment it signed could not be collected after it was verified/;
+    const again = await verify(client, CALL, credentials);
+    expect(again).toMatchObject({ valid: false, errorCode: "payment_invalid", paymentId: "" });
+    expect(again.reason).toMatch(penalty);
+    expect(headerGetter(again.headers)("PAYMENT-REQUIRED")).toBeTruthy();
+    const until = Date.parse(penalty.exec(again.reason)?.[1] ?? "");
+    expect(until - Date.now()).toBeGreaterThan(PAYER_PENALTY_MS - 60_000);
+    expect(until - Date.now()).toBeLessThanOrEqual(PAYER_PENALTY_MS);
+    await move("payer7", p.address, balance);
+    const fresh = await pay(client, p, CALL);
+    const refused = await verify(client, CALL, fresh.credentials);
+    expect(refused).toMatchObject({ valid: false, errorCode: "payment_invalid", paymentId: "" });
+    expect(refused.reason).toMatch(penalty);
+    // Shared by every replica: the penalty is in Redis, for this payer and scheme only.
+    const redis = createRedis({ url: config.redisUrl });
+    await redis.connect();
+    try {
+      const left = await redis.pTTL(`${config.redisPrefix}penalty:exact:${p.address.toLowerCase()}`);
+      expect(left).toBeGreaterThan(PAYER_PENALTY_MS - 60_000);
+    } finally {
+      await redis.close();
+    }
+    // Another payer is served as before.
+    const other = await payVerifySettle(payers[6] as Payer, CALL);
+    expect(other.s.settled).toBe(true);
   });
 });
 

@@ -136,6 +136,7 @@ export async function startPaymentVerifier(
       channelStorage,
       batchVouchers,
       mppState,
+      penalties: reservations,
     },
   );
   zeroPaymentMetrics(

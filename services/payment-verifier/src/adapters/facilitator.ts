@@ -25,12 +25,9 @@ import {
   createWalletClient,
   defineChain,
   encodeFunctionData,
-  erc20Abi,
   getAddress,
   type Hex,
   hexToBytes,
-  isAddressEqual,
-  parseEventLogs,
   parseSignature,
   type TransactionReceipt,
   type TransactionSerializable,
@@ -48,20 +45,13 @@ export interface Facilitator {
   /** The settlement account (local mode). */
   readonly address?: `0x${string}`;
   /**
-   * Local mode: the gas and fee fields of the transaction that would settle an `exact` EIP-3009
-   * payment, read while it is verified (see PreparedFees), encoded for the reservation's hold; ""
-   * when they cannot be read (Settle then reads them itself). Never rejects.
-   */
-  readonly prepareSettle?: (payload: PaymentPayload, requirements: PaymentRequirements) => Promise<string>;
-  /**
    * Local mode: settles an `exact` EIP-3009 payment that Verify accepted, with the same payload and
-   * requirements, without verifying it a second time (see settleVerifiedTransfer), with the fields
-   * prepareSettle read at Verify while they are fresh.
+   * requirements, without verifying it a second time (see settleVerifiedTransfer), with the gas and
+   * fees this process read while verifying it, if they are still fresh (see PreparedFees).
    */
   readonly settleVerified?: (
     payload: PaymentPayload,
     requirements: PaymentRequirements,
-    prepared?: string,
   ) => Promise<SettleResponse>;
   close(): Promise<void>;
 }
@@ -186,35 +176,94 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
   const wallet: WalletClient = createWalletClient({ account, chain, transport });
   const submitter = new SerialSubmitter(publicClient, account.address, deps.signerLock);
 
+  /**
+   * Addresses read without code (plain accounts), until when. The library reads the payer's code on
+   * every verify, to check the signature by ECDSA or by ERC-1271; for a plain ECDSA authorization
+   * (readAhead) the signer was already recovered as the payer, and the simulation runs the token's
+   * own check against the chain as it is now, so a code read older than this decides nothing.
+   */
+  const plainAccounts = new Map<string, number>();
+
   function getCode(address: `0x${string}`): Promise<Hex | undefined> {
     const memo = rpcFailures.getStore()?.code;
     const key = address.toLowerCase();
     const cached = memo?.get(key);
     if (cached) return cached;
     const read = tracked(() => publicClient.getCode({ address })).catch(swallowTransportError);
+    read.then((code) => {
+      if (code !== "0x" && code !== undefined) return;
+      if (plainAccounts.size >= PLAIN_ACCOUNTS_MAX)
+        plainAccounts.delete(plainAccounts.keys().next().value ?? "");
+      plainAccounts.set(key, Date.now() + PLAIN_ACCOUNT_TTL_MS);
+    }, swallowTransportError);
     memo?.set(key, read);
     return read;
   }
 
   /**
+   * Gas and fees read at Verify, by the authorization's signature, taken by its Settle in this
+   * process (a Settle on another replica reads them under the lock). Oldest first: expired ones go
+   * from the front.
+   */
+  const preparedFees = new Map<string, PreparedFees>();
+
+  function keepPrepared(signature: Hex, fees: PreparedFees): void {
+    const now = Date.now();
+    for (const [key, old] of preparedFees) {
+      if (now - old.at < PREPARED_FEES_TTL_MS && preparedFees.size < PREPARED_FEES_MAX) break;
+      preparedFees.delete(key);
+    }
+    preparedFees.set(signature.toLowerCase(), fees);
+  }
+
+  function takePrepared(signature: Hex): PreparedFees | undefined {
+    const key = signature.toLowerCase();
+    const fees = preparedFees.get(key);
+    preparedFees.delete(key);
+    return fees;
+  }
+
+  /**
    * The library's verify of a plain ECDSA EIP-3009 payment reads the payer's code, recovers the
-   * signer (CPU), then simulates the transfer: the two reads are started at once, before the
-   * recovery, so the node answers both while the signature is checked. Its calls find them in the
-   * scope; a call with other arguments reads for itself.
+   * signer (CPU), then simulates the transfer. Both are started here, before the recovery, so the
+   * node answers while the signature is checked; its calls find them in the scope (a call with
+   * other arguments reads for itself). The simulation is the settlement transaction's own fill
+   * (gas and fees, from the settlement account, no nonce: one eth_fillTransaction where the node
+   * has it): a transfer the token would refuse fails its gas estimate. The fields are kept for
+   * Settle (PreparedFees). Only a fill that failed is followed by the library's eth_call, whose
+   * refusal (or outage) is then the answer. A payer known to have no code is not read again.
    */
   function readAhead(payload: PaymentPayload, requirements: PaymentRequirements): void {
     const transfer = eip3009Transfer(payload, requirements);
     const scope = rpcFailures.getStore();
     if (!transfer || !scope) return;
-    getCode(transfer.from).catch(() => undefined); // the library awaits it, or refused before it did
-    const read = tracked(() =>
-      publicClient.readContract({
-        address: transfer.asset,
-        abi: eip3009ABI as Abi, // a state-changing function, simulated
-        functionName: "transferWithAuthorization",
-        args: transfer.args,
-      }),
-    );
+    const from = transfer.from.toLowerCase();
+    if ((plainAccounts.get(from) ?? 0) > Date.now()) scope.code.set(from, Promise.resolve(undefined));
+    else getCode(transfer.from).catch(() => undefined); // the library awaits it, or refused before it did
+    const simulate = () =>
+      tracked(() =>
+        publicClient.readContract({
+          address: transfer.asset,
+          abi: eip3009ABI as Abi, // a state-changing function, simulated
+          functionName: "transferWithAuthorization",
+          args: transfer.args,
+        }),
+      );
+    const data = transferData(transfer);
+    const recent = lastFees;
+    const read = (
+      recent && Date.now() - recent.at < FEES_REUSE_MS
+        ? tracked(() => publicClient.call({ account, to: transfer.asset, data, gas: recent.gas })).then(
+            () => recent,
+          )
+        : tracked(() => prepareFees(transfer.asset, data)).then((fees) => {
+            lastFees = fees;
+            return fees;
+          })
+    ).then((fees) => {
+      keepPrepared(transfer.signature, { ...fees, data });
+      return undefined; // what the simulation answers: transferWithAuthorization returns nothing
+    }, simulate);
     read.catch(() => undefined); // awaited by the library, or by no one when it refused earlier
     scope.reads.set(readKey(transfer.asset, "transferWithAuthorization", transfer.args), read);
   }
@@ -290,34 +339,36 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
   /**
    * Reads gas and fees for the transfer the way viem prepares a transaction (one eth_fillTransaction
    * where the node has it, else the fee history and an estimate), without a nonce: the nonce is
-   * only ever taken under the signer lock.
+   * only ever taken under the signer lock. Rejects when the estimate does (the transfer reverts).
    */
-  async function prepareSettle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<string> {
-    const transfer = eip3009Transfer(payload, requirements);
-    if (!transfer) return "";
-    try {
-      const at = Date.now();
-      const request = await wallet.prepareTransactionRequest({
-        account,
-        chain,
-        to: transfer.asset,
-        data: transferData(transfer),
-        parameters: ["fees", "gas", "type"],
-      });
-      return encodePreparedFees({
-        at,
-        gas: (request.gas * (100n + GAS_HEADROOM_PERCENT)) / 100n,
-        ...(request.type === "legacy" || request.type === "eip2930"
-          ? { gasPrice: request.gasPrice ?? 0n }
-          : {
-              maxFeePerGas: request.maxFeePerGas ?? 0n,
-              maxPriorityFeePerGas: request.maxPriorityFeePerGas ?? 0n,
-            }),
-      });
-    } catch {
-      return ""; // a transfer the node would refuse is the verification's to report; Settle reads for itself
-    }
+  async function prepareFees(to: Address, data: Hex): Promise<PreparedFees> {
+    const at = Date.now();
+    const request = await wallet.prepareTransactionRequest({
+      account,
+      chain,
+      to,
+      data,
+      parameters: ["fees", "gas", "type"],
+    });
+    return {
+      at,
+      gas: (request.gas * (100n + GAS_HEADROOM_PERCENT)) / 100n,
+      ...(request.type === "legacy" || request.type === "eip2930"
+        ? { gasPrice: request.gasPrice ?? 0n }
+        : {
+            maxFeePerGas: request.maxFeePerGas ?? 0n,
+            maxPriorityFeePerGas: request.maxPriorityFeePerGas ?? 0n,
+          }),
+    };
   }
+
+  /**
+   * The last fields a fill read, shared by the payments verified within FEES_REUSE_MS of it: fees
+   * are the chain's, not a payment's, and the gas limit (with its headroom) is checked for each
+   * payment by simulating its transfer from the settlement account under that limit (one eth_call;
+   * a fill estimates, several executions). A simulation that fails under it goes to the library's.
+   */
+  let lastFees: PreparedFees | undefined;
 
   /**
    * Sends the transfer with the next nonce, under the signer lock: signed with the fields read at
@@ -331,7 +382,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     prepared: PreparedFees | undefined,
     abort: Promise<Error | undefined>,
   ): Promise<Hex> {
-    const data = transferData(transfer);
+    const data = prepared?.data ?? transferData(transfer);
     const filled = (nonce: number) =>
       wallet.sendTransaction({ to: transfer.asset, data, account, chain, nonce });
     return tracked(() =>
@@ -340,7 +391,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
         if (stop) throw stop;
         // Fresh when the lock is taken, not only when Settle began: sends queue behind each other.
         if (!prepared || Date.now() - prepared.at >= PREPARED_FEES_TTL_MS) return filled(nonce);
-        const { at: _, ...fields } = prepared;
+        const { at: _, data: __, ...fields } = prepared;
         const signed = signTransactionWasm(
           {
             ...fields,
@@ -352,6 +403,10 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
           } as TransactionSerializable,
           privateKey,
         );
+        // Not eth_sendRawTransactionSync (one round trip for the send and the receipt): the signer
+        // lock is held until the send answers, and a Sync send answers once the transaction is
+        // included, so every replica's settlements would queue a block apart behind it, and a
+        // replica killed while it waits leaves the lock held for its whole hold (chaos run).
         return publicClient.sendRawTransaction({ serializedTransaction: signed }).catch((err: unknown) => {
           // Refused by the node (it answered): not in its pool, so the nonce is still free. A nonce
           // conflict is the submitter's to retry; anything else (fees, gas) is prepared again.
@@ -374,16 +429,14 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
   const settleVerified = (
     payload: PaymentPayload,
     requirements: PaymentRequirements,
-    prepared = "",
   ): Promise<SettleResponse> =>
     outageAware(
       "settle",
       () =>
         settleVerifiedTransfer(
-          { signer, pending: pendingSettlementStore, submit: submitTransfer, receiptSoon },
+          { signer, pending: pendingSettlementStore, submit: submitTransfer, receiptSoon, takePrepared },
           payload,
           requirements,
-          decodePreparedFees(prepared, Date.now()),
           () => client.settle(payload, requirements),
         ),
       (r) => !r.success && !r.transaction,
@@ -394,7 +447,6 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     mode: "local",
     client,
     address: account.address,
-    prepareSettle,
     settleVerified,
     close: () => rpc.close(),
   };
@@ -416,6 +468,17 @@ const errorText = (err: unknown): string => (err instanceof Error ? err.message 
  */
 const RECEIPT_SOON_MS = [0, 1, 3, 10];
 
+/** How long an address read without code counts as a plain account (see plainAccounts), and how many. */
+const PLAIN_ACCOUNT_TTL_MS = 60_000;
+const PLAIN_ACCOUNTS_MAX = 10_000;
+/**
+ * How long a fill's fields serve later payments' simulations. Half the time they are used for at
+ * Settle (PREPARED_FEES_TTL_MS), so a payment verified with them still finds them fresh there.
+ */
+const FEES_REUSE_MS = 1_000;
+/** Prepared fields kept at most, waiting for their Settle. */
+const PREPARED_FEES_MAX = 10_000;
+
 /** Unused gas is not paid for: the limit read at Verify gets this much headroom for a state that moved. */
 const GAS_HEADROOM_PERCENT = 20n;
 /**
@@ -430,35 +493,11 @@ export interface PreparedFees {
   /** When they were read (ms since the epoch). */
   at: number;
   gas: bigint;
+  /** The transfer's calldata they were read for (kept with a payment's fields, encoded once). */
+  data?: Hex;
   maxFeePerGas?: bigint;
   maxPriorityFeePerGas?: bigint;
   gasPrice?: bigint;
-}
-
-/** The hold written with the reservation: `fees1:` then the fields, as JSON with decimal strings. */
-export function encodePreparedFees(fees: PreparedFees): string {
-  return `fees1:${JSON.stringify(fees, (_, v) => (typeof v === "bigint" ? v.toString() : v))}`;
-}
-
-/** The fees of a hold, if it holds fees read less than PREPARED_FEES_TTL_MS before `now`. */
-export function decodePreparedFees(hold: string, now: number): PreparedFees | undefined {
-  if (!hold.startsWith("fees1:")) return undefined;
-  try {
-    const raw = JSON.parse(hold.slice("fees1:".length)) as Record<string, string | number>;
-    const at = Number(raw.at);
-    if (!(now - at >= 0 && now - at < PREPARED_FEES_TTL_MS)) return undefined;
-    const big = (k: string) => (raw[k] === undefined ? undefined : BigInt(raw[k]));
-    const gas = big("gas");
-    if (!gas) return undefined;
-    const gasPrice = big("gasPrice");
-    const maxFeePerGas = big("maxFeePerGas");
-    const maxPriorityFeePerGas = big("maxPriorityFeePerGas");
-    if (gasPrice !== undefined) return { at, gas, gasPrice };
-    if (maxFeePerGas === undefined || maxPriorityFeePerGas === undefined) return undefined;
-    return { at, gas, maxFeePerGas, maxPriorityFeePerGas };
-  } catch {
-    return undefined;
-  }
 }
 
 /** A plain (65-byte ECDSA) EIP-3009 authorization of the exact scheme, as transferWithAuthorization takes it. */
@@ -523,6 +562,11 @@ function transferErrorReason(err: unknown): string {
   return "invalid_exact_evm_transaction_failed";
 }
 
+/** keccak256("Transfer(address,address,uint256)"), an ERC-20 Transfer log's first topic. */
+const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+/** An address as a log topic: a 32-byte word, lower case. */
+const word = (address: string): string => `0x${address.slice(2).toLowerCase().padStart(64, "0")}`;
+
 /** Seconds a settlement must still have before the authorization expires (the library's margin). */
 const VALID_BEFORE_MARGIN_SECONDS = 6;
 
@@ -539,6 +583,8 @@ interface TransferSettler {
     prepared: PreparedFees | undefined,
     abort: Promise<Error | undefined>,
   ): Promise<Hex>;
+  /** The gas and fees read while this payment was verified, in this process. */
+  takePrepared(signature: Hex): PreparedFees | undefined;
   /** The receipt if it is there within a few ms of the send (see RECEIPT_SOON_MS). */
   receiptSoon(hash: Hex): Promise<TransactionReceipt | undefined>;
 }
@@ -559,7 +605,6 @@ async function settleVerifiedTransfer(
   deps: TransferSettler,
   payload: PaymentPayload,
   requirements: PaymentRequirements,
-  prepared: PreparedFees | undefined,
   viaLibrary: () => Promise<SettleResponse>,
 ): Promise<SettleResponse> {
   const transfer = eip3009Transfer(payload, requirements);
@@ -587,6 +632,7 @@ async function settleVerifiedTransfer(
         (err: unknown) => new PendingUnknown(errorText(err), { cause: err }),
       )
     : Promise.resolve(undefined);
+  const prepared = deps.takePrepared(signature);
   let tx: Hex;
   try {
     tx = await deps.submit(transfer, prepared, abort);
@@ -630,15 +676,20 @@ async function settleVerifiedTransfer(
       );
     return refused(reason, tx);
   }
-  const transferred = parseEventLogs({
-    abi: erc20Abi,
-    eventName: "Transfer",
-    logs: (receipt.logs ?? []).filter((log) => isAddressEqual(log.address, asset)),
-  }).some(
+  // The token's Transfer(from, to, value) log, compared as words (no ABI decoding, no checksums).
+  const token = asset.toLowerCase();
+  const from = word(auth.from);
+  const to = word(auth.to);
+  const value = BigInt(auth.value);
+  const transferred = (receipt.logs ?? []).some(
     (log) =>
-      isAddressEqual(log.args.from, auth.from as Hex) &&
-      isAddressEqual(log.args.to, auth.to as Hex) &&
-      log.args.value === BigInt(auth.value),
+      log.address.toLowerCase() === token &&
+      log.topics.length === 3 &&
+      log.topics[0] === TRANSFER_TOPIC &&
+      log.topics[1]?.toLowerCase() === from &&
+      log.topics[2]?.toLowerCase() === to &&
+      log.data.length === 66 &&
+      BigInt(log.data) === value,
   );
   if (!transferred) return refused("invalid_exact_evm_transfer_event_mismatch", tx);
   return { success: true, transaction: tx, network, payer };

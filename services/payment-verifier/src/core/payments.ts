@@ -112,6 +112,14 @@ function outcomeOf(collection: Collection): "settled" | "accrued" | "channel_set
 /** The reservation store could not be reached: refuse rather than risk serving a payment twice. */
 class StoreUnavailableError extends Error {}
 
+/**
+ * The name under which a scheme penalizes a payer (ReservationStore.penalize): that payer's next
+ * payments in the scheme are refused at Verify until it lapses.
+ */
+export function payerPenalty(scheme: string, payer: string): string {
+  return `${scheme}:${payer.toLowerCase()}`;
+}
+
 /** `payment_id` = the payment's key and the token that holds its reservation (opaque to callers). */
 function paymentIdOf(key: string, token: string): string {
   return `${key}#${token}`;
@@ -316,10 +324,23 @@ export class Payments {
           { scope: "payer", id: payment.payer, limit: this.#o.limits.perPayer },
         ],
         nowMs: now,
+        // A payer its scheme penalized (payerPenalty) is refused here, in the same round trip.
+        penalty: payerPenalty(scheme.name, payment.payer),
       };
       const reserved = await this.#store(() =>
         this.#o.reservations.reserve(payment.key, token, facts, this.#o.reservationTtlMs, attempt),
       );
+      if (!reserved.ok && reserved.penalizedMs) {
+        const until = new Date(now + reserved.penalizedMs).toISOString();
+        const reason = `payments from this payer are refused until ${until}: a payment it signed could not be collected after it was verified (the balance or the authorization was spent meanwhile)`;
+        return this.#refuse(
+          call,
+          scheme.name,
+          "payment_invalid",
+          reason,
+          scheme.protocol.problem?.("payment_invalid", reason),
+        );
+      }
       if (!reserved.ok && reserved.limited) {
         this.#o.metrics.attemptsLimited.inc({ scope: reserved.limited });
         return {

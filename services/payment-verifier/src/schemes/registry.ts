@@ -14,6 +14,7 @@ import { MppProtocol } from "../protocols/mpp.ts";
 import { X402Protocol } from "../protocols/x402.ts";
 import type { BatchVoucherStore } from "../stores/batch-vouchers.ts";
 import type { MppxState } from "../stores/mppx-store.ts";
+import type { ReservationStore } from "../stores/reservations.ts";
 import { MppChargeScheme } from "./mpp-charge.ts";
 import { MppSessionScheme } from "./mpp-session.ts";
 import { X402BatchScheme } from "./x402-batch.ts";
@@ -31,6 +32,8 @@ export interface SchemeDeps {
   batchVouchers: BatchVoucherStore | undefined;
   /** Where MPP keeps replay claims and session channels (Redis, or the single-node stand-in). */
   mppState: MppxState;
+  /** Where a payer is penalized (refused at Verify for a while), shared by every replica. */
+  penalties: Pick<ReservationStore, "penalize">;
 }
 
 export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): PaymentScheme[] {
@@ -55,6 +58,7 @@ export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): P
         protocol: x402,
         chain: deps.settlementChain,
         ...(local ? { local } : {}),
+        penalties: deps.penalties,
         logger: deps.logger,
         onInitFailure: () => deps.metrics.facilitatorInitFailures.inc({ scheme: "exact" }),
       }) as PaymentScheme,

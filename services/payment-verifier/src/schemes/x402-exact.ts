@@ -10,13 +10,13 @@ import { priceAtomic } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
-import { authorizationTypes } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { type Hex, recoverTypedDataAddress } from "viem";
+import { domainSeparator, type Hex, keccak256, recoverAddress, toHex } from "viem";
 import { z } from "zod";
 import type { Facilitator } from "../adapters/facilitator.ts";
 import type { SettlementChain } from "../adapters/settlement-chain.ts";
 import { chainIdOf, type X402Config } from "../config.ts";
+import { payerPenalty } from "../core/payments.ts";
 import {
   type Claim,
   FacilitatorUnavailableError,
@@ -31,6 +31,7 @@ import {
   type VerifiedPayment,
 } from "../core/types.ts";
 import type { X402Protocol } from "../protocols/x402.ts";
+import type { ReservationStore } from "../stores/reservations.ts";
 
 /** The exact scheme's facilitator refuses authorizations expiring within this many seconds. */
 const EXPIRY_MARGIN_SECONDS = 6;
@@ -39,6 +40,16 @@ const SETTLED_MARGIN_MS = 10 * 60_000;
 const SETTLED_MAX_MS = 7 * 24 * 3_600_000;
 /** ERC-6492 wraps the signature of a wallet not deployed yet; it ends with this magic suffix. */
 const ERC6492_SUFFIX = "6492649264926492649264926492649264926492649264926492649264926492";
+
+/** EIP-3009's struct type hash, for the digest the payer signed (see #digest). */
+const AUTHORIZATION_TYPEHASH = keccak256(
+  toHex(
+    "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)",
+  ),
+);
+/** An EIP-712 word: a 20- or 32-byte hex value, or a decimal uint256, as 64 hex digits. */
+const hexWord = (hex: string): string => hex.slice(2).toLowerCase().padStart(64, "0");
+const uintWord = (decimal: string): string => BigInt(decimal).toString(16).padStart(64, "0");
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "expected a 20-byte hex address");
 const uint256 = z.string().regex(/^[0-9]{1,78}$/, "expected a decimal integer string");
@@ -92,6 +103,20 @@ const FINAL = new Set([
 ]);
 
 const NONCE_USED = "invalid_exact_evm_nonce_already_used";
+/**
+ * The token's refusal of a sent transfer that only the payer can have caused after Verify: the
+ * balance spent. Not "authorization used": our own earlier send of it (a replica killed mid-
+ * settlement, a transfer still in the mempool) reads the same until its log is found.
+ */
+const SPENT_MEANWHILE = "invalid_exact_evm_insufficient_balance";
+/**
+ * How long a payer whose settlement reverted for SPENT_MEANWHILE is refused at Verify. Settle sends
+ * what Verify simulated without simulating it again (a round trip on every paid call); a payer who
+ * spends the balance in between makes the settlement key pay a reverted transaction's gas (and
+ * gets no data). This makes that cost one transaction per payer address and this long, each bought
+ * with an on-chain transaction of the payer's own.
+ */
+export const PAYER_PENALTY_MS = 10 * 60_000;
 /** Lookups (1 s apart) for the transfer of an authorization a settlement found used. */
 const SETTLED_LOOKUPS = 10;
 
@@ -116,10 +141,11 @@ export interface X402ExactDeps {
   chain: SettlementChain | undefined;
   /**
    * The in-process facilitator, when it is the only one: Settle of the credentials Verify accepted
-   * goes to it directly, without verifying again, with the gas and fees it read while Verify ran
-   * (the hold).
+   * goes to it directly, without verifying again, with the gas and fees it read while Verify ran.
    */
-  local?: Pick<Facilitator, "settleVerified" | "prepareSettle">;
+  local?: Pick<Facilitator, "settleVerified">;
+  /** Where a payer whose settlement reverted is penalized (see PAYER_PENALTY_MS). */
+  penalties: Pick<ReservationStore, "penalize">;
   logger: Logger;
   onInitFailure: () => void;
 }
@@ -131,10 +157,20 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
   readonly #deps: X402ExactDeps;
   /** Requirements per price: they depend only on it and the configuration. */
   readonly #requirements = new Map<string, PaymentRequirements[]>();
+  /** The token's EIP-712 domain separator: the same for every payment. */
+  readonly #domain: Hex;
 
   constructor(cfg: X402Config, deps: X402ExactDeps) {
     this.#cfg = cfg;
     this.#deps = deps;
+    this.#domain = domainSeparator({
+      domain: {
+        name: cfg.assetName,
+        version: cfg.assetVersion,
+        chainId: chainIdOf(cfg.network),
+        verifyingContract: cfg.asset,
+      },
+    });
     this.protocol = deps.protocol;
     deps.protocol.register({ network: cfg.network, server: new ExactEvmScheme() });
   }
@@ -248,25 +284,7 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
     if (signature.toLowerCase().endsWith(ERC6492_SUFFIX)) return undefined;
     if (signature.length === 132) {
       try {
-        const signer = await recoverTypedDataAddress({
-          domain: {
-            name: this.#cfg.assetName,
-            version: this.#cfg.assetVersion,
-            chainId: chainIdOf(this.#cfg.network),
-            verifyingContract: this.#cfg.asset,
-          },
-          types: authorizationTypes,
-          primaryType: "TransferWithAuthorization",
-          message: {
-            from,
-            to: authorization.to as Hex,
-            value: BigInt(authorization.value),
-            validAfter: BigInt(authorization.validAfter),
-            validBefore: BigInt(authorization.validBefore),
-            nonce: authorization.nonce as Hex,
-          },
-          signature,
-        });
+        const signer = await recoverAddress({ hash: this.#digest(authorization), signature });
         if (sameAddress(signer, from)) return undefined;
       } catch {
         // Not a valid secp256k1 signature at all: only a smart wallet could mean something by it.
@@ -282,6 +300,17 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
       );
     }
     return "the signature does not match the authorization (invalid_exact_evm_signature)";
+  }
+
+  /**
+   * The EIP-712 digest of a TransferWithAuthorization under the token's domain: viem's
+   * hashTypedData, less the domain's and the type's hashes each time (two keccaks, not eight).
+   */
+  #digest(a: Eip3009Authorization): Hex {
+    const struct = keccak256(
+      `${AUTHORIZATION_TYPEHASH}${hexWord(a.from)}${hexWord(a.to)}${uintWord(a.value)}${uintWord(a.validAfter)}${uintWord(a.validBefore)}${hexWord(a.nonce)}`,
+    );
+    return keccak256(`0x1901${this.#domain.slice(2)}${struct.slice(2)}`);
   }
 
   async verify(call: PricedCall, parsed: ParsedPayment<ExactPayment>): Promise<Verdict> {
@@ -301,8 +330,6 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         final: true,
       };
     }
-    // The settlement's gas and fees, read while the facilitator verifies (never rejects).
-    const prepared = this.#deps.local?.prepareSettle?.(payment.payload, requirements);
     let result: VerifyResponse;
     try {
       result = await this.protocol.verify(this.name, payment.payload, requirements);
@@ -330,8 +357,7 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         final: true,
       };
     }
-    const hold = await prepared;
-    return hold ? { ok: true, hold } : { ok: true };
+    return { ok: true };
   }
 
   /**
@@ -385,7 +411,7 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
     try {
       const direct = verified.sameCredentials ? this.#deps.local?.settleVerified : undefined;
       result = direct
-        ? await direct(payment.payload, requirements, verified.hold)
+        ? await direct(payment.payload, requirements)
         : await this.protocol.settle(this.name, payment.payload, requirements);
     } catch (err) {
       if (!(err instanceof SettleError))
@@ -418,6 +444,17 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
           receipt: this.receiptFor(call, parsed, transaction),
         };
       }
+    }
+    if (!result.success && result.transaction && result.errorReason === SPENT_MEANWHILE) {
+      // Our transaction was mined and reverted: the payer spent what Verify saw.
+      const payer = payment.authorization.from;
+      this.#deps.logger.warn(
+        { payer, transaction: result.transaction, errorReason: result.errorReason },
+        "a verified payment was spent before its settlement: the payer is refused for a while",
+      );
+      await this.#deps.penalties
+        .penalize(payerPenalty(this.name, payer), PAYER_PENALTY_MS)
+        .catch((err: unknown) => this.#deps.logger.warn({ err, payer }, "could not penalize a payer"));
     }
     if (!result.success) {
       const reason = `settlement failed: ${describe(result.errorReason, result.errorMessage)}`;

@@ -56,12 +56,17 @@ export interface Reservation extends PaymentFacts {
 export interface Attempt {
   checks: readonly AttemptCheck[];
   nowMs: number;
+  /** Who is refused outright while penalized (see `penalize`), checked first; none when empty. */
+  penalty?: string;
 }
 
 export type ReserveResult =
   | { ok: true; token: string; retried: boolean }
-  /** Held or used (`current`), or refused by the attempt limit of scope `limited` (nothing counted or reserved). */
-  | { ok: false; current: Reservation | undefined; limited?: string };
+  /**
+   * Held or used (`current`), refused by the attempt limit of scope `limited`, or refused because
+   * the attempt's `penalty` holds for `penalizedMs` more (nothing counted or reserved).
+   */
+  | { ok: false; current: Reservation | undefined; limited?: string; penalizedMs?: number };
 
 /**
  * `ok`: this replica runs the settlement (`takenOver`: from an owner that died mid-settlement).
@@ -119,6 +124,8 @@ export interface ReservationStore {
   drop(key: string, token: string): Promise<void>;
   /** Frees a reservation still `reserved` by `token` for `requestId`; returns what it freed. */
   release(key: string, token: string, requestId: string): Promise<Reservation | undefined>;
+  /** Refuses every reserve whose attempt names `penalty` for the next `ms` (replicas share it). */
+  penalize(penalty: string, ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -195,12 +202,17 @@ function isRetryOf(current: Reservation, facts: PaymentFacts): boolean {
   );
 }
 
-// KEYS[1] reservation, KEYS[2..] attempt buckets; ARGV[1] ttl ms, ARGV[2] now ms, ARGV[3] the
-// number of buckets n, then per bucket its interval ms and burst, then field/value pairs (state reserved).
-// Reply: {3, i} bucket i is full (nothing counted or reserved) | {1, token} taken | {2, token}
-// retried by the same request | {0} held or used.
+// KEYS[1] reservation, KEYS[2..n+1] attempt buckets, KEYS[n+2] the penalty (optional); ARGV[1] ttl
+// ms, ARGV[2] now ms, ARGV[3] the number of buckets n, then per bucket its interval ms and burst,
+// then field/value pairs (state reserved).
+// Reply: {4, ms} penalized for ms more | {3, i} bucket i is full (nothing counted or reserved) |
+// {1, token} taken | {2, token} retried by the same request | {0} held or used.
 const RESERVE = `${TAKE_ATTEMPTS_LUA}
 local n = tonumber(ARGV[3])
+if #KEYS > n + 1 then
+  local left = redis.call('PTTL', KEYS[n + 2])
+  if left > 0 then return {4, left} end
+end
 local full = take_attempts({unpack(KEYS, 2, n + 1)}, {unpack(ARGV, 4, 3 + 2 * n)}, tonumber(ARGV[2]))
 if full > 0 then return {3, full} end
 local f = 4 + 2 * n
@@ -305,8 +317,9 @@ export class RedisReservationStore implements ReservationStore {
     attempt?: Attempt,
   ): Promise<ReserveResult> {
     const checks = attempt ? activeChecks(attempt.checks) : [];
+    const penalty = attempt?.penalty ? [this.#penaltyKey(attempt.penalty)] : [];
     const reply = (await this.#redis.eval(RESERVE, {
-      keys: [this.#prefix + key, ...checks.map((c) => attemptKey(this.#servicePrefix, c))],
+      keys: [this.#prefix + key, ...checks.map((c) => attemptKey(this.#servicePrefix, c)), ...penalty],
       arguments: [
         String(ttlMs),
         String(attempt?.nowMs ?? 0),
@@ -317,6 +330,7 @@ export class RedisReservationStore implements ReservationStore {
     })) as [number, string | number | undefined];
     if (reply[0] === 1 || reply[0] === 2)
       return { ok: true, token: String(reply[1]), retried: reply[0] === 2 };
+    if (reply[0] === 4) return { ok: false, current: undefined, penalizedMs: Number(reply[1]) };
     if (reply[0] === 3)
       return { ok: false, current: undefined, limited: checks[Number(reply[1]) - 1]?.scope };
     return { ok: false, current: await this.get(key) };
@@ -379,6 +393,16 @@ export class RedisReservationStore implements ReservationStore {
     return reply ? fromHash(pairsToHash(reply)) : undefined;
   }
 
+  async penalize(penalty: string, ms: number): Promise<void> {
+    await this.#redis.set(this.#penaltyKey(penalty), "1", {
+      expiration: { type: "PX", value: Math.max(1, Math.round(ms)) },
+    });
+  }
+
+  #penaltyKey(penalty: string): string {
+    return `${this.#servicePrefix}penalty:${penalty.toLowerCase()}`;
+  }
+
   async close(): Promise<void> {
     await this.#redis.close();
   }
@@ -391,12 +415,15 @@ export class MemoryReservationStore implements ReservationStore {
   /** Liveness of the owners (replica ids) seen here: until when each is alive. */
   readonly #alive = new Map<string, number>();
   readonly #attempts = new MemoryAttemptLimiter();
+  /** Penalties by name (lower case): until when. */
+  readonly #penalties = new Map<string, number>();
   readonly #sweeper: NodeJS.Timeout;
 
   constructor() {
     this.#sweeper = setInterval(() => {
       const now = Date.now();
       for (const [key, entry] of this.#entries) if (entry.expiresAt <= now) this.#entries.delete(key);
+      for (const [name, until] of this.#penalties) if (until <= now) this.#penalties.delete(name);
     }, 30_000);
     this.#sweeper.unref();
   }
@@ -427,6 +454,10 @@ export class MemoryReservationStore implements ReservationStore {
     ttlMs: number,
     attempt?: Attempt,
   ): Promise<ReserveResult> {
+    const penalized = attempt?.penalty
+      ? (this.#penalties.get(attempt.penalty.toLowerCase()) ?? 0) - Date.now()
+      : 0;
+    if (penalized > 0) return { ok: false, current: undefined, penalizedMs: penalized };
     const limited = attempt && this.#attempts.take(attempt.checks, attempt.nowMs);
     if (limited) return { ok: false, current: undefined, limited };
     const current = this.#live(key);
@@ -517,8 +548,13 @@ export class MemoryReservationStore implements ReservationStore {
     return this.#deleteIf(key, token, "reserved", requestId);
   }
 
+  async penalize(penalty: string, ms: number): Promise<void> {
+    this.#penalties.set(penalty.toLowerCase(), Date.now() + Math.max(1, Math.round(ms)));
+  }
+
   async close(): Promise<void> {
     clearInterval(this.#sweeper);
+    this.#penalties.clear();
     this.#attempts.close();
     this.#entries.clear();
     this.#alive.clear();
