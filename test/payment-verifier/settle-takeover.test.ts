@@ -17,11 +17,13 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MESH_CALLERS_ENV } from "../support/mesh.ts";
 import { paymentRequiredResponse, tempoClient, tip20Balance } from "../support/mppx.ts";
+import { batchPayer } from "../support/x402-batch.ts";
 import {
   BLOCK_NUMBER,
   challenge,
   cleanUp,
   type Header,
+  headerGetter,
   pay,
   payer,
   priceOf,
@@ -91,7 +93,7 @@ beforeAll(async () => {
     REDIS_PREFIX: prefix,
     NATS_URL: "nats://127.0.0.1:4222",
     EVENTS_NAMESPACE: namespace,
-    PAYMENT_SCHEMES: "exact,mpp-charge,mpp-session",
+    PAYMENT_SCHEMES: "exact,x402-batch,mpp-charge,mpp-session",
     // One HMAC key for both replicas: a challenge one issued verifies on the other.
     MPP_SECRET_KEY: randomBytes(32).toString("base64"),
     X402_BATCH_AUTHORIZER_PRIVATE_KEY: `0x${randomBytes(32).toString("hex")}`,
@@ -286,5 +288,61 @@ describe("payment-verifier: the owner of a settlement killed mid-settlement, its
       JSON.parse(Buffer.from(headers[0]?.value ?? "", "base64url").toString()).spent as string;
     expect(spent(again.headers)).toBe(String(priceOf(BLOCK_NUMBER)));
     expect(spent(again.headers)).toBe(spent(first.headers));
+  });
+
+  it("x402-batch deposit: served once (the deposit the dead owner sent), deposited once, charged one price", async () => {
+    a.client.close();
+    a = await replica(shared);
+    const chain = { url: devnet.chains.settlement?.rpcUrl ?? "", automine: true, blockTime: 0 };
+    const reader = settlementReader(devnet);
+    const escrow = devnet.chains.settlement?.contracts.batchSettlement as Address;
+    const p = batchPayer(devnet, "payer3");
+    const required = p.http.getPaymentRequiredResponse(headerGetter(await challenge(a.client, BLOCK_NUMBER)));
+    const payload = await p.client.createPaymentPayload(required);
+    expect((payload.payload as { type: string }).type).toBe("deposit");
+    const deposited = BigInt((payload.payload as { deposit: { amount: string } }).deposit.amount);
+    const credentials = Object.entries(p.http.encodePaymentSignatureHeader(payload)).map(([name, value]) => ({
+      name,
+      value,
+    }));
+    const escrowBefore = await usdcBalance(reader, devnet, escrow);
+    const fromBlock = (await reader.getBlockNumber()) + 1n;
+    const { s, again, log } = await killOwnerMidSettlement(chain, credentials);
+    expect(s.settled, s.reason).toBe(true);
+    expect(log).toContain("took over a settlement whose replica died running it");
+    // One deposit transaction reached the escrow (a second would be sent, and revert, without the fix).
+    const sentToEscrow: string[] = [];
+    for (let n = fromBlock; n <= (await reader.getBlockNumber()); n++) {
+      const block = await reader.getBlock({ blockNumber: n, includeTransactions: true });
+      for (const tx of block.transactions)
+        if (tx.to && isAddressEqual(tx.to, escrow)) sentToEscrow.push(tx.hash);
+    }
+    expect(sentToEscrow).toHaveLength(1);
+    expect(await usdcBalance(reader, devnet, escrow)).toBe(escrowBefore + deposited);
+    // The channel charged the price once, as the receipt says.
+    const receipt = (headers: Header[]) =>
+      JSON.parse(Buffer.from(headers[0]?.value ?? "", "base64").toString()) as {
+        transaction: string;
+        extra: { channelState: { chargedCumulativeAmount: string }; chargedAmount: string };
+      };
+    expect(receipt(s.headers).transaction).toBe(sentToEscrow[0]);
+    expect(receipt(s.headers).extra.channelState.chargedCumulativeAmount).toBe(String(priceOf(BLOCK_NUMBER)));
+    const redis = createRedis({ url: "redis://127.0.0.1:6379" });
+    await redis.connect();
+    try {
+      // payment-verifier writes under <REDIS_PREFIX>payment:; the SDK's channel records under channels:.
+      const [key, ...others] = (await redis.keys(`${prefix}payment:channels::server:channel:*`)).filter(
+        (k) => !k.endsWith(":lock"),
+      );
+      expect(others).toEqual([]);
+      const channel = JSON.parse((await redis.get(key ?? "")) ?? "{}");
+      expect(channel.chargedCumulativeAmount).toBe(String(priceOf(BLOCK_NUMBER)));
+      expect(channel.balance).toBe(String(deposited));
+      expect(channel.pendingRequest).toBeUndefined();
+    } finally {
+      await redis.close();
+    }
+    expect(again.settled, again.reason).toBe(true);
+    expect(again.headers).toEqual(s.headers);
   });
 });

@@ -72,6 +72,7 @@ export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): P
         storage: deps.channelStorage,
         vouchers: deps.batchVouchers,
         authorizer: privateKeyToAccount(terms.authorizerKey),
+        chain: deps.settlementChain,
         logger: deps.logger,
         onInitFailure: () => deps.metrics.facilitatorInitFailures.inc({ scheme: "x402-batch" }),
       }) as PaymentScheme;

@@ -19,8 +19,10 @@ import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
 import { BatchSettlementEvmScheme, type ChannelStorage } from "@x402/evm/batch-settlement/server";
+import { encodeAbiParameters, type Hex, keccak256 } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { z } from "zod";
+import type { SettlementChain } from "../adapters/settlement-chain.ts";
 import { ChannelIds, voucherSigner } from "../adapters/voucher-signer.ts";
 import { chainIdOf, type X402BatchConfig, type X402Config } from "../config.ts";
 import {
@@ -52,6 +54,10 @@ const NOT_VERIFIED: SettleResult = {
 };
 
 const SPEC_SCHEME = "x402-batch";
+
+/** How long a takeover waits for a deposit the dead owner may have sent to be mined. */
+const TAKEOVER_WAIT_MS = 15_000;
+const TAKEOVER_POLL_MS = 250;
 
 /** How long a voucher's key stays reserved as used: the channel state refuses it after that anyway. */
 const USED_VOUCHER_MS = 60 * 60_000;
@@ -188,6 +194,8 @@ export interface X402BatchDeps {
   /** The same channel records, one script per step, for vouchers on known channels. */
   vouchers: BatchVoucherStore;
   authorizer: PrivateKeyAccount;
+  /** Reads the settlement chain: a deposit a dead replica sent is found by its authorization. */
+  chain: SettlementChain | undefined;
   logger: Logger;
   onInitFailure: () => void;
 }
@@ -534,12 +542,16 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
   async settle(
     call: PricedCall,
     parsed: ParsedPayment<BatchPayment>,
-    { hold }: VerifiedPayment,
+    { hold, takenOver }: VerifiedPayment,
   ): Promise<SettleResult> {
     const payment = parsed.payload;
     const requirements = await this.#matching(call, payment);
     if (!requirements || !hold) {
       return NOT_VERIFIED;
+    }
+    if (takenOver && payment.type === "deposit") {
+      const landed = await this.#depositedByDeadOwner(payment, requirements, hold);
+      if (landed) return landed;
     }
     await this.#handOver(payment, hold);
     let result: SettleResponse;
@@ -584,6 +596,100 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
         cumulative: extra.channelState?.chargedCumulativeAmount ?? payment.cumulative,
         // A deposit opened (or topped up) the channel on chain on this call.
         ...(result.transaction ? { transaction: result.transaction } : {}),
+      },
+      receipt: [this.protocol.receipt(result)],
+    };
+  }
+
+  /**
+   * A deposit taken over from a replica that died running it: the SDK there may have sent the
+   * deposit, and the SDK here would send it again (it reverts: the authorization is used). Its
+   * ERC-3009 authorization's use is looked for on chain, waited for (up to 15 s) while the dead
+   * owner's transaction may still be in the mempool; found, the channel is recorded as the SDK
+   * records a deposit that landed (this voucher charged, the lock let go) and the call is settled
+   * by that transaction. Not found (never sent, a Permit2 deposit, no chain reader): undefined, the
+   * deposit runs here.
+   */
+  async #depositedByDeadOwner(
+    payment: BatchPayment,
+    requirements: PaymentRequirements,
+    hold: string,
+  ): Promise<SettleResult | undefined> {
+    const chain = this.#deps.chain;
+    const raw = payment.payload.payload as VoucherPayload & {
+      deposit: { amount: string; authorization: { erc3009Authorization?: { salt: Hex } } };
+    };
+    const salt = raw.deposit.authorization.erc3009Authorization?.salt;
+    if (!chain || !salt) return undefined;
+    // The SDK's buildErc3009DepositNonce: the deposit's ERC-3009 nonce binds channel and salt.
+    const nonce = keccak256(
+      encodeAbiParameters([{ type: "bytes32" }, { type: "uint256" }], [payment.channelId, BigInt(salt)]),
+    );
+    const until = Date.now() + TAKEOVER_WAIT_MS;
+    let used: { transaction: Hex } | undefined;
+    for (;;) {
+      used = await chain
+        .authorizationUse(requirements.asset as Hex, payment.payer, nonce)
+        .catch(() => undefined);
+      if (used || Date.now() >= until) break;
+      await new Promise((r) => setTimeout(r, TAKEOVER_POLL_MS));
+    }
+    if (!used) return undefined;
+    const now = Date.now();
+    // As the SDK's handleAfterSettle for a deposit: the voucher charged, the lock let go.
+    const updated = await this.#deps.storage.updateChannel(payment.channelId, (current) => {
+      if (!current || current.pendingRequest?.pendingId !== hold) return current;
+      return {
+        channelId: current.channelId,
+        channelConfig: current.channelConfig, // set from this payload at Verify
+        chargedCumulativeAmount: (
+          BigInt(current.chargedCumulativeAmount) + BigInt(requirements.amount)
+        ).toString(),
+        signedMaxClaimable: raw.voucher.maxClaimableAmount,
+        signature: raw.voucher.signature as Hex,
+        balance: (BigInt(current.balance) + BigInt(raw.deposit.amount)).toString(),
+        totalClaimed: current.totalClaimed,
+        withdrawRequestedAt: current.withdrawRequestedAt,
+        refundNonce: current.refundNonce,
+        onchainSyncedAt: now,
+        lastRequestTimestamp: now,
+      };
+    });
+    const channel = updated.channel;
+    if (updated.status !== "updated" || !channel) {
+      // The lock is no longer this call's: the channel moved on; the facilitator's answer decides.
+      return undefined;
+    }
+    this.#deps.logger.info(
+      { transaction: used.transaction },
+      "x402-batch deposit sent by a dead replica landed",
+    );
+    const result: SettleResponse = {
+      success: true,
+      payer: payment.payer,
+      transaction: used.transaction,
+      network: requirements.network,
+      amount: raw.deposit.amount,
+      extra: {
+        channelState: {
+          channelId: channel.channelId,
+          balance: channel.balance,
+          totalClaimed: channel.totalClaimed,
+          withdrawRequestedAt: channel.withdrawRequestedAt,
+          refundNonce: String(channel.refundNonce),
+          chargedCumulativeAmount: channel.chargedCumulativeAmount,
+        },
+        chargedAmount: requirements.amount,
+      },
+    };
+    return {
+      ok: true,
+      collection: {
+        kind: "accrual",
+        channel: payment.channelId,
+        amount: requirements.amount,
+        cumulative: channel.chargedCumulativeAmount,
+        transaction: used.transaction,
       },
       receipt: [this.protocol.receipt(result)],
     };
