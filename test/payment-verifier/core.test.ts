@@ -499,3 +499,95 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
     b.close();
   });
 });
+
+describe("payment core: Settle answers without waiting for its `settled` record", () => {
+  /** The in-memory store, whose markSettled waits for `gate` or, `refuse` times, is unreachable. */
+  class SlowMarkStore extends MemoryReservationStore {
+    gate: Promise<void> | undefined;
+    refuse = 0;
+    marks = 0;
+    override async markSettled(...args: Parameters<MemoryReservationStore["markSettled"]>): Promise<void> {
+      this.marks++;
+      if (this.refuse > 0) {
+        this.refuse--;
+        throw new Error("store unreachable");
+      }
+      await this.gate;
+      return super.markSettled(...args);
+    }
+  }
+  let store: SlowMarkStore;
+  let a: Payments;
+  let b: Payments;
+  beforeEach(async () => {
+    store = new SlowMarkStore();
+    [a, b] = [replica(store), replica(store)];
+    await a.start();
+    await b.start();
+  });
+
+  async function verified(key: string) {
+    const c = call();
+    const v = await a.verify(c, pay("alpha", key));
+    if (!v.valid) throw new Error(v.reason);
+    return { c, id: v.paymentId, credentials: pay("alpha", key) };
+  }
+  const within = <T>(p: Promise<T>, ms: number) =>
+    Promise.race([p, new Promise<"late">((r) => setTimeout(() => r("late"), ms))]);
+  /** What the store says of a payment, as a Verify of it for another call reads it. */
+  async function used(key: string) {
+    const v = await a.verify(call(), pay("alpha", key));
+    return v.valid ? "free" : v.reason;
+  }
+
+  it("answers while markSettled is still pending; a retry of the call meanwhile gets the same answer, here and on another replica, and nothing is collected twice", async () => {
+    let land = () => {};
+    store.gate = new Promise((r) => {
+      land = r;
+    });
+    const { c, id, credentials } = await verified("unrecorded");
+    const first = await within(a.settle(c, id, credentials), 1_000);
+    expect(first).toMatchObject({
+      settled: true,
+      headers: [{ name: "X-Test-Receipt", value: "alpha:unrecorded" }],
+    });
+    expect(store.marks).toBe(1);
+    expect(await used("unrecorded")).toBe(
+      "this payment is being settled for another request; sign a new payment",
+    );
+    // Not yet `settled` in the store: the retry here joins the answer given, the one elsewhere waits.
+    expect(await within(a.settle(c, id, credentials), 1_000)).toEqual(first);
+    const elsewhere = b.settle(c, id, credentials);
+    expect(await within(elsewhere, 200)).toBe("late");
+    land();
+    expect((await elsewhere).headers).toEqual((first as { headers: Header[] }).headers);
+    expect(await used("unrecorded")).toBe(
+      "this payment was already used (settled in tx-alpha:unrecorded); sign a new payment",
+    );
+    // Recorded: a retry here now reads the store's answer.
+    expect((await a.settle(c, id, credentials)).headers).toEqual((first as { headers: Header[] }).headers);
+    expect(alpha.settles).toBe(1);
+    expect(events.filter((e) => e.outcome === "settled")).toHaveLength(1);
+    a.close();
+    b.close();
+  });
+
+  it("records the settlement once the store answers again when markSettled could not reach it, answering retries of the call meanwhile", async () => {
+    store.refuse = 1;
+    const { c, id, credentials } = await verified("outage");
+    const first = await a.settle(c, id, credentials);
+    expect(first.settled).toBe(true);
+    expect(await a.settle(c, id, credentials)).toEqual(first);
+    expect(store.marks).toBe(1);
+    // The deferred clean-ups are tried every 0.5 s (on a loaded machine, a little later).
+    for (let i = 0; i < 30 && store.marks < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(store.marks).toBe(2);
+    expect(await used("outage")).toBe(
+      "this payment was already used (settled in tx-alpha:outage); sign a new payment",
+    );
+    expect(await b.settle(c, id, credentials)).toMatchObject({ settled: true, headers: first.headers });
+    expect(alpha.settles).toBe(1);
+    a.close();
+    b.close();
+  });
+});

@@ -49,6 +49,8 @@ interface Deferred {
   /** Past this, the reservation it frees has lapsed on its own. */
   until: number;
   run(): Promise<void>;
+  /** Told once it is over: landed, lapsed or dropped (the queue was full). */
+  over?: () => void;
 }
 /** Marks the token of a payment its scheme guards itself (SelfGuarded): no reservation holds it. */
 const GUARDED = "g-";
@@ -153,7 +155,10 @@ export class Payments {
   #retryTimer: NodeJS.Timeout | undefined;
   readonly #replica: string;
   #heartbeat: NodeJS.Timeout | undefined;
-  /** The settlements this replica runs, by call: a second Settle of one of them joins it. */
+  /**
+   * The settlements this replica runs, by call: a second Settle of one of them joins it. A settled
+   * one stays until its `settled` record has landed in the store (answered before, not awaited).
+   */
   readonly #inFlight = new Map<string, Promise<SettleOutcome>>();
 
   constructor(opts: PaymentsOptions) {
@@ -502,11 +507,21 @@ export class Payments {
       return this.#settleRefusal(call, "payment_invalid", conflictReason(current), scheme.protocol);
     }
     const running = this.#run(call, scheme, payment, id, credentials, begun.reservation, begun.takenOver);
-    this.#inFlight.set(callKey, running);
+    const answer = running.then((r) => r.outcome);
+    this.#inFlight.set(callKey, answer);
+    let recorded: Promise<void> | undefined;
     try {
-      return await running;
+      const ran = await running;
+      recorded = ran.recorded;
+      return ran.outcome;
     } finally {
-      this.#inFlight.delete(callKey);
+      // Until the store says `settled`, a retry of this call here joins the answer given: the
+      // store still says `settling` under our (live) ownership, which would only make it wait.
+      const forget = () => {
+        if (this.#inFlight.get(callKey) === answer) this.#inFlight.delete(callKey);
+      };
+      if (recorded) void recorded.then(forget);
+      else forget();
     }
   }
 
@@ -516,7 +531,10 @@ export class Payments {
     );
   }
 
-  /** Runs the settlement this replica owns (begun, or taken over from a dead owner). */
+  /**
+   * Runs the settlement this replica owns (begun, or taken over from a dead owner). `recorded`: a
+   * settled payment's `settled` record, written after the answer (see #markSettled).
+   */
   async #run(
     call: PricedCall,
     scheme: PaymentScheme,
@@ -525,27 +543,31 @@ export class Payments {
     credentials: readonly Header[],
     reservation: Reservation,
     takenOver: boolean,
-  ): Promise<SettleOutcome> {
+  ): Promise<{ outcome: SettleOutcome; recorded?: Promise<void> }> {
     if (takenOver) {
       this.#o.logger.warn({ scheme: scheme.name }, "took over a settlement whose replica died running it");
     }
     if (reservation.endpoint !== call.endpoint.path || reservation.network !== call.network) {
       await this.#o.reservations.drop(payment.key, id.token).catch(() => undefined);
-      return this.#settleRefusal(
+      const outcome = await this.#settleRefusal(
         call,
         "payment_invalid",
         "the payment was verified for another call",
         scheme.protocol,
       );
+      return { outcome };
     }
 
     if (reservation.collected) {
       // The money moved before the call: record it as this call's settlement, collect nothing.
       const receipt = scheme.receiptFor(call, payment, reservation.collected);
       const collection: Collection = { kind: "transaction", transaction: reservation.collected };
-      await this.#markSettled(scheme, payment, id.token, collection, receipt);
+      const recorded = this.#markSettled(scheme, payment, id.token, collection, receipt);
       this.#o.events.record(reservation, "settled", collection, null);
-      return { settled: true, headers: receipt, meta: scheme.meta(call, payment), collection };
+      return {
+        outcome: { settled: true, headers: receipt, meta: scheme.meta(call, payment), collection },
+        recorded,
+      };
     }
 
     let result: Awaited<ReturnType<PaymentScheme["settle"]>>;
@@ -563,13 +585,16 @@ export class Payments {
       result = { ok: false, code: "service_unavailable", reason, transaction: "", receipt: [] };
     }
     if (result.ok) {
-      await this.#markSettled(scheme, payment, id.token, result.collection, result.receipt);
+      const recorded = this.#markSettled(scheme, payment, id.token, result.collection, result.receipt);
       this.#o.events.record(reservation, outcomeOf(result.collection), result.collection, null);
       return {
-        settled: true,
-        headers: result.receipt,
-        meta: scheme.meta(call, payment),
-        collection: result.collection,
+        outcome: {
+          settled: true,
+          headers: result.receipt,
+          meta: scheme.meta(call, payment),
+          collection: result.collection,
+        },
+        recorded,
       };
     }
 
@@ -583,7 +608,7 @@ export class Payments {
       ? { kind: "transaction" as const, transaction: result.transaction }
       : null;
     this.#o.events.record(reservation, "failed", transaction, result.reason);
-    return this.#settleFailed(call, scheme, result);
+    return { outcome: await this.#settleFailed(call, scheme, result) };
   }
 
   async #settleFailed(
@@ -604,7 +629,14 @@ export class Payments {
     };
   }
 
-  async #markSettled(
+  /**
+   * Records a settled payment (settling → settled), not awaited before Settle's answer: the money
+   * already moved, and until this lands the `settling` marker refuses every other use of the
+   * payment, a retry of the call here joins #inFlight, and one on another replica waits for
+   * `settled` while we are alive. Resolves (never rejects) once it landed, or once it lapsed with
+   * the settling marker when the store stayed unreachable (retried like the other clean-ups).
+   */
+  #markSettled(
     scheme: PaymentScheme,
     payment: ParsedPayment,
     token: string,
@@ -613,18 +645,21 @@ export class Payments {
   ): Promise<void> {
     const transaction =
       collection.kind === "accrual" ? (collection.transaction ?? collection.channel) : collection.transaction;
-    try {
-      await this.#o.reservations.markSettled(
+    const mark = () =>
+      this.#o.reservations.markSettled(
         payment.key,
         token,
         transaction,
         JSON.stringify(receipt),
         scheme.retentionMs(payment),
       );
-    } catch (err) {
-      // The money moved; the settling marker (SETTLING_TTL_MS) and the scheme's own guard still refuse replays.
-      this.#o.logger.error({ err, scheme: scheme.name }, "could not record a settled payment");
-    }
+    return mark().catch((err: unknown) => {
+      this.#o.logger.error(
+        { err, scheme: scheme.name },
+        "could not record a settled payment: retried once the store answers",
+      );
+      return new Promise<void>((over) => this.#defer(SETTLING_TTL_MS, mark, over));
+    });
   }
 
   /** Frees a verified payment whose call got no answer. Only the holder of the token can. */
@@ -671,9 +706,9 @@ export class Payments {
     });
   }
 
-  #defer(ttlMs: number, run: () => Promise<unknown>): void {
-    if (this.#deferred.length >= DEFERRED_MAX) this.#deferred.shift();
-    this.#deferred.push({ until: this.#now() + ttlMs, run: async () => void (await run()) });
+  #defer(ttlMs: number, run: () => Promise<unknown>, over?: () => void): void {
+    if (this.#deferred.length >= DEFERRED_MAX) this.#deferred.shift()?.over?.();
+    this.#deferred.push({ until: this.#now() + ttlMs, run: async () => void (await run()), over });
     this.#retryTimer ??= setInterval(() => void this.#retryDeferred(), DEFERRED_RETRY_MS).unref();
   }
 
@@ -682,9 +717,13 @@ export class Payments {
     this.#retrying ??= (async () => {
       const due = this.#deferred.splice(0);
       for (const [i, d] of due.entries()) {
-        if (d.until <= this.#now()) continue;
+        if (d.until <= this.#now()) {
+          d.over?.();
+          continue;
+        }
         try {
           await d.run();
+          d.over?.();
         } catch {
           // Still unreachable: keep this one and the rest for the next round.
           this.#deferred.unshift(...due.slice(i));
