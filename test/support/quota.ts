@@ -21,3 +21,23 @@ export async function dayUsed(apiKey: string): Promise<number> {
   }
   throw new Error("no metered answer in 20 calls: is quota-meter failing open?");
 }
+
+/** Reads settledDayUsed makes; each is a metered call and counted. */
+export const SETTLED_READS = 3;
+
+/**
+ * Day usage once every lease of the key has ended and its unused units are back in the window:
+ * a lease lives 1 s (LEASE_TTL_MS), and the units of one that ended are given back with the
+ * gateway's next usage batch, so a read that asks for a new lease right then is numbered above
+ * them. Three reads 1.2 s apart: the first ends the caller's lease, the second ends the first's
+ * (its lease of one unit, used up), and the third is numbered after every return has landed. The
+ * answer counts the three reads.
+ */
+export async function settledDayUsed(apiKey: string): Promise<number> {
+  let used = 0;
+  for (let i = 0; i < SETTLED_READS; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    used = await dayUsed(apiKey);
+  }
+  return used;
+}
