@@ -14,6 +14,7 @@ import { type Mesh, meshAdmin, type RunningService, startMesh } from "@tollgate/
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { Receipt } from "mppx";
 import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
+import { nodeRpc as anvil } from "../support/node-rpc.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 import { type Address, settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
@@ -910,18 +911,6 @@ async function reconcile(
 function errorText(err: unknown): string {
   const e = err as Error & { cause?: { code?: string; message?: string } };
   return `${e.name}: ${e.message}${e.cause ? ` (${e.cause.code ?? ""} ${e.cause.message ?? ""})` : ""}`;
-}
-
-/** One JSON-RPC call to a devnet node (anvil's own methods included). */
-async function anvil<T = unknown>(url: string, method: string, params: unknown[]): Promise<T> {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: T; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result as T;
 }
 
 const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);

@@ -11,6 +11,7 @@ import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
+import { nodeRpc } from "../support/node-rpc.ts";
 import { type Address, settlementClient, usdcBalance } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 import { batchMeshEnv, ESCROW_ABI, startBatchMesh } from "../support/x402-batch-mesh.ts";
@@ -51,16 +52,7 @@ afterAll(async () => {
   await mesh?.stop();
 });
 
-async function anvil(method: string, params: unknown[] = []): Promise<unknown> {
-  const res = await fetch(RPC, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
+const anvil = (method: string, params: unknown[] = []) => nodeRpc(RPC, method, params);
 
 async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 90_000) {
   const deadline = Date.now() + ms;

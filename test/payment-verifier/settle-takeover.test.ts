@@ -17,6 +17,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MESH_CALLERS_ENV } from "../support/mesh.ts";
 import { paymentRequiredResponse, tempoClient, tip20Balance } from "../support/mppx.ts";
+import { nodeRpc as node } from "../support/node-rpc.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 import {
   BLOCK_NUMBER,
@@ -108,17 +109,6 @@ afterAll(async () => {
   if (devnet) outboxDirs.push(dirname(devnet.file));
   await cleanUp({ redisPrefixes: [prefix], namespace, outboxDirs });
 });
-
-async function node<T = unknown>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: T; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result as T;
-}
 
 /** A devnet chain as it mines: on each transaction (automine), or every `blockTime` seconds. */
 interface Chain {

@@ -12,6 +12,7 @@ import { PREPARED_FEES_TTL_MS } from "../../services/payment-verifier/src/adapte
 import type { PaymentVerifierConfig } from "../../services/payment-verifier/src/config.ts";
 import type { PaymentVerifierHandle } from "../../services/payment-verifier/src/server.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
+import { nodeRpc } from "../support/node-rpc.ts";
 import {
   BLOCK_NUMBER,
   cleanUp,
@@ -81,16 +82,8 @@ async function methodsDuring<T>(run: () => Promise<T>): Promise<{ result: T; met
 
 const payTo = () => usdcBalance(chain, devnet, devnet.demo.settlement.payTo);
 
-async function rpc(method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(devnet.chains.settlement?.rpcUrl ?? "", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(body.error.message);
-  return body.result;
-}
+const rpc = (method: string, params: unknown[]) =>
+  nodeRpc(devnet.chains.settlement?.rpcUrl ?? "", method, params);
 
 describe("a paid call's settlement-chain round trips", () => {
   it("Verify simulates with the settlement's fill, the next payment with one eth_call under its gas limit; Settle sends without estimating, and the price moves", async () => {
