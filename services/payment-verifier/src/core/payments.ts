@@ -308,13 +308,7 @@ export class Payments {
     const remembered = this.#o.refusals.recall(print, now);
     if (remembered !== undefined) {
       this.#o.metrics.refusalsRemembered.inc({ scheme: scheme.name });
-      return this.#refuse(
-        call,
-        scheme.name,
-        "payment_invalid",
-        remembered,
-        scheme.protocol.problem?.("payment_invalid", remembered),
-      );
+      return this.#refuseInvalid(call, scheme, remembered);
     }
     const guarded = await this.#verifyGuarded(call, scheme, payment, print);
     if (guarded) return guarded;
@@ -338,13 +332,7 @@ export class Payments {
       if (!reserved.ok && reserved.penalizedMs) {
         const until = new Date(now + reserved.penalizedMs).toISOString();
         const reason = `payments from this payer are refused until ${until}: a payment it signed could not be collected after it was verified (the balance or the authorization was spent meanwhile)`;
-        return this.#refuse(
-          call,
-          scheme.name,
-          "payment_invalid",
-          reason,
-          scheme.protocol.problem?.("payment_invalid", reason),
-        );
+        return this.#refuseInvalid(call, scheme, reason);
       }
       if (!reserved.ok && reserved.limited) {
         this.#o.metrics.attemptsLimited.inc({ scope: reserved.limited });
@@ -948,6 +936,11 @@ export class Payments {
   ): Promise<VerifyOutcome> {
     this.#o.metrics.reservationConflicts.inc({ scheme: scheme.name, operation });
     const reason = conflictReason(current);
+    return this.#refuseInvalid(call, scheme, reason);
+  }
+
+  /** `payment_invalid` for `scheme`'s payment, in its protocol's problem shape. */
+  #refuseInvalid(call: PricedCall, scheme: PaymentScheme, reason: string): Promise<VerifyOutcome> {
     return this.#refuse(
       call,
       scheme.name,
