@@ -146,6 +146,8 @@ export function verifierClient(port: number, token: string | undefined = GATEWAY
     service: "payment-verifier",
     defaultDeadlineMs: 60_000,
     token,
+    // The gateway's calls travel on Exchange streams: so do these.
+    exchange: { method: "Exchange" },
   });
 }
 export type VerifierClient = ReturnType<typeof verifierClient>;

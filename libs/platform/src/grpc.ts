@@ -7,6 +7,13 @@ import type { ProtoGrpcType as PaymentProto } from "./generated/payment_verifier
 import type { ProtoGrpcType as QuotaProto } from "./generated/quota_meter.ts";
 import type { ProtoGrpcType as RpcProxyProto } from "./generated/rpc_proxy.ts";
 import type { ProtoGrpcType as SettlementProto } from "./generated/settlement_worker.ts";
+import {
+  ExchangeClient,
+  type ExchangeServerContext,
+  ExchangeStreams,
+  exchangeMember,
+  serveExchange,
+} from "./grpc-exchange.ts";
 import type { Logger } from "./logger.ts";
 import {
   type CallerPolicy,
@@ -97,6 +104,11 @@ export interface ServiceBinding {
    * admin API's operator token).
    */
   callers: CallerPolicy | null;
+  /**
+   * The service's bidirectional method that carries its unary methods as messages (grpc-exchange.ts),
+   * e.g. "Exchange"; the mesh policy applies to each message as to the unary call.
+   */
+  exchange?: string;
 }
 
 export interface GrpcServerHandle {
@@ -196,6 +208,7 @@ export async function startGrpcServer(opts: {
     "grpc.max_connection_age_grace_ms": 30_000,
   });
   const statusMap: Record<string, "SERVING" | "NOT_SERVING"> = { "": "SERVING" };
+  const exchanges = new ExchangeStreams();
   for (const service of opts.services) {
     statusMap[service.name] = "SERVING";
     const allowed = service.callers ? allowedCallers(service, service.callers) : undefined;
@@ -243,6 +256,52 @@ export async function startGrpcServer(opts: {
         );
       };
     }
+    const exchange = service.exchange;
+    if (exchange) {
+      for (const reason of Object.keys(REFUSED)) {
+        refused.inc({ grpc_service: service.name, grpc_method: exchange, reason }, 0);
+      }
+      const observe = (method: string, code: string, seconds: number) =>
+        handledSeries({ grpc_service: service.name, grpc_method: method, grpc_code: code }).observe(seconds);
+      impl[exchange] = (call: grpc.ServerDuplexStream<any, any>) => {
+        // The stream's token is checked once, at its start; the policy for each method per message.
+        let caller: string | undefined;
+        if (allowed) {
+          const token = call.metadata.get(MESH_TOKEN_KEY)[0];
+          caller = typeof token === "string" && token !== "" ? identify(token) : undefined;
+          if (!caller) {
+            call.emit(
+              "error",
+              refuse(service.name, exchange, token ? "unknown_token" : "missing_token", caller),
+            );
+            return;
+          }
+        }
+        serveExchange(
+          call,
+          {
+            // On a stream a handler's call is a stand-in holding the deadline and the metadata,
+            // all that the handlers of a service with an Exchange read from it.
+            handlers: service.handlers as ExchangeServerContext["handlers"],
+            allowed: (method) =>
+              !allowed || (caller !== undefined && allowed.get(method)?.has(caller) === true),
+            refused: (method) => {
+              refused.inc({ grpc_service: service.name, grpc_method: method, reason: "not_allowed" });
+            },
+            statusOf: (err, method) => {
+              const status = toStatus(err, opts.logger, method);
+              return {
+                code: status.code ?? grpc.status.UNKNOWN,
+                details: status.details ?? "",
+                metadata: status.metadata ?? new grpc.Metadata(),
+              };
+            },
+            observe,
+          },
+          exchanges,
+        );
+      };
+    }
     server.addService(service.definition, impl);
   }
   const health = new HealthImplementation(statusMap);
@@ -263,6 +322,8 @@ export async function startGrpcServer(opts: {
     shutdown: () =>
       new Promise<void>((resolve) => {
         drain();
+        // Open Exchange streams end once their calls are answered (tryShutdown waits for them).
+        exchanges.drain();
         // In-flight calls finish (a settlement may wait for its receipt); the process's own drain
         // deadline (SHUTDOWN_TIMEOUT_MS, 25 s) is longer.
         const timer = setTimeout(() => {
@@ -342,7 +403,15 @@ export interface MeshClientOptions {
 export function createClient<C extends grpc.Client>(
   Ctor: new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => C,
   address: string,
-  opts: MeshClientOptions & { service: string; defaultDeadlineMs: number },
+  opts: MeshClientOptions & {
+    service: string;
+    defaultDeadlineMs: number;
+    /**
+     * The service's Exchange method: the unary methods it carries go over its streams
+     * (grpc-exchange.ts); `streams` open at once (4) and how long each takes new calls (30 s).
+     */
+    exchange?: { method: string; streams?: number; rotateMs?: number };
+  },
 ) {
   const client = new Ctor(address, grpc.credentials.createInsecure(), {
     "grpc.keepalive_time_ms": 30_000,
@@ -378,6 +447,58 @@ export function createClient<C extends grpc.Client>(
   const shared = new grpc.Metadata();
   if (opts.token !== undefined) shared.set(MESH_TOKEN_KEY, opts.token);
 
+  /** One unary call; fails with the call's status (code, details, trailing metadata). */
+  const unary = (name: string, request: unknown, deadlineMs: number, metadata: grpc.Metadata) => {
+    const def = service[name] as grpc.MethodDefinition<unknown, unknown>;
+    return new Promise<unknown>((resolve, reject) => {
+      let response: unknown;
+      let received = false;
+      const call = channel.createCall(def.path, Date.now() + deadlineMs, null, null, grpc.propagate.DEFAULTS);
+      call.start(metadata, {
+        onReceiveMetadata() {},
+        onReceiveMessage(message: Buffer) {
+          try {
+            response = def.responseDeserialize(message);
+            received = true;
+          } catch (err) {
+            call.cancelWithStatus(
+              grpc.status.INTERNAL,
+              `response could not be decoded: ${(err as Error).message}`,
+            );
+          }
+        },
+        onReceiveStatus(status: grpc.StatusObject) {
+          if (status.code === grpc.status.OK && received) resolve(response);
+          else if (status.code === grpc.status.OK)
+            reject({ ...status, code: grpc.status.UNIMPLEMENTED, details: "No message received" });
+          else reject(status);
+        },
+      });
+      call.sendMessageWithContext({}, def.requestSerialize(request));
+      call.halfClose();
+      call.startRead();
+    });
+  };
+
+  // The unary methods the Exchange method's request envelope carries (its `call` oneof's members).
+  let exchange: ExchangeClient | undefined;
+  const carried = new Set<string>();
+  if (opts.exchange) {
+    const { method, ...tuning } = opts.exchange;
+    const def = service[method] as grpc.MethodDefinition<unknown, unknown> & {
+      requestType?: { type?: { field?: { name: string }[] } };
+    };
+    const members = new Set(def.requestType?.type?.field?.map((f) => f.name));
+    for (const name of Object.keys(service))
+      if (name !== method && members.has(exchangeMember(name))) carried.add(name);
+    exchange = new ExchangeClient({
+      open: () =>
+        client.makeBidiStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, shared),
+      unary: (name, request, deadlineMs) => unary(name, request, deadlineMs, shared),
+      ...tuning,
+    });
+  }
+
   return {
     raw: client,
     /**
@@ -391,57 +512,34 @@ export function createClient<C extends grpc.Client>(
       callOpts: { deadlineMs?: number; metadata?: grpc.Metadata } = {},
     ): Promise<ResponseOf<C[M]>> {
       const name = String(method);
-      const def = service[name] as grpc.MethodDefinition<unknown, unknown>;
+      const deadlineMs = callOpts.deadlineMs ?? opts.defaultDeadlineMs;
       const started = performance.now();
-      let metadata = shared;
-      if (callOpts.metadata) {
-        metadata = callOpts.metadata;
-        if (opts.token !== undefined) metadata.set(MESH_TOKEN_KEY, opts.token);
+      let answer: Promise<unknown>;
+      if (exchange && carried.has(name) && !callOpts.metadata) {
+        answer = exchange.call(name, request, deadlineMs);
+      } else {
+        let metadata = shared;
+        if (callOpts.metadata) {
+          metadata = callOpts.metadata;
+          if (opts.token !== undefined) metadata.set(MESH_TOKEN_KEY, opts.token);
+        }
+        answer = unary(name, request, deadlineMs, metadata);
       }
-      return new Promise((resolve, reject) => {
-        let response: unknown;
-        let received = false;
-        const call = channel.createCall(
-          def.path,
-          Date.now() + (callOpts.deadlineMs ?? opts.defaultDeadlineMs),
-          null,
-          null,
-          grpc.propagate.DEFAULTS,
-        );
-        call.start(metadata, {
-          onReceiveMetadata() {},
-          onReceiveMessage(message: Buffer) {
-            try {
-              response = def.responseDeserialize(message);
-              received = true;
-            } catch (err) {
-              call.cancelWithStatus(
-                grpc.status.INTERNAL,
-                `response could not be decoded: ${(err as Error).message}`,
-              );
-            }
-          },
-          onReceiveStatus(status: grpc.StatusObject) {
-            const seconds = (performance.now() - started) / 1000;
-            if (status.code === grpc.status.OK && received) {
-              observe(name, "OK", seconds);
-              resolve(response as ResponseOf<C[M]>);
-              return;
-            }
-            const failed =
-              status.code === grpc.status.OK
-                ? { ...status, code: grpc.status.UNIMPLEMENTED, details: "No message received" }
-                : status;
-            observe(name, grpc.status[failed.code] ?? "UNKNOWN", seconds);
-            reject(new CallError(readCallFailure(failed)));
-          },
-        });
-        call.sendMessageWithContext({}, def.requestSerialize(request));
-        call.halfClose();
-        call.startRead();
-      });
+      return answer.then(
+        (response) => {
+          observe(name, "OK", (performance.now() - started) / 1000);
+          return response as ResponseOf<C[M]>;
+        },
+        (status: grpc.StatusObject) => {
+          observe(name, grpc.status[status.code] ?? "UNKNOWN", (performance.now() - started) / 1000);
+          throw new CallError(readCallFailure(status));
+        },
+      );
     },
-    close: () => client.close(),
+    close: () => {
+      exchange?.close();
+      client.close();
+    },
   };
 }
 

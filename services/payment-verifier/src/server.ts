@@ -195,6 +195,8 @@ export async function startPaymentVerifier(
         definition: contracts.paymentVerifier().PaymentVerifierService.service,
         handlers: grpcHandlers(payments),
         callers: { gateway: ["Challenge", "Verify", "Settle", "Release", "DescribeMethods"] },
+        // The gateway's calls of a paid request travel as messages on its open streams.
+        exchange: "Exchange",
       },
     ],
     meshCallers: config.meshCallers,

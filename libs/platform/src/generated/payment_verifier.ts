@@ -2,10 +2,13 @@ import type * as grpc from '@grpc/grpc-js';
 import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { Accrual as _tollgate_payment_v1_Accrual, Accrual__Output as _tollgate_payment_v1_Accrual__Output } from './tollgate/payment/v1/Accrual.ts';
+import type { CallStatus as _tollgate_payment_v1_CallStatus, CallStatus__Output as _tollgate_payment_v1_CallStatus__Output } from './tollgate/payment/v1/CallStatus.ts';
 import type { ChallengeRequest as _tollgate_payment_v1_ChallengeRequest, ChallengeRequest__Output as _tollgate_payment_v1_ChallengeRequest__Output } from './tollgate/payment/v1/ChallengeRequest.ts';
 import type { ChallengeResponse as _tollgate_payment_v1_ChallengeResponse, ChallengeResponse__Output as _tollgate_payment_v1_ChallengeResponse__Output } from './tollgate/payment/v1/ChallengeResponse.ts';
 import type { DescribeMethodsRequest as _tollgate_payment_v1_DescribeMethodsRequest, DescribeMethodsRequest__Output as _tollgate_payment_v1_DescribeMethodsRequest__Output } from './tollgate/payment/v1/DescribeMethodsRequest.ts';
 import type { DescribeMethodsResponse as _tollgate_payment_v1_DescribeMethodsResponse, DescribeMethodsResponse__Output as _tollgate_payment_v1_DescribeMethodsResponse__Output } from './tollgate/payment/v1/DescribeMethodsResponse.ts';
+import type { ExchangeRequest as _tollgate_payment_v1_ExchangeRequest, ExchangeRequest__Output as _tollgate_payment_v1_ExchangeRequest__Output } from './tollgate/payment/v1/ExchangeRequest.ts';
+import type { ExchangeResponse as _tollgate_payment_v1_ExchangeResponse, ExchangeResponse__Output as _tollgate_payment_v1_ExchangeResponse__Output } from './tollgate/payment/v1/ExchangeResponse.ts';
 import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate_payment_v1_Header__Output } from './tollgate/payment/v1/Header.ts';
 import type { PaymentMeta as _tollgate_payment_v1_PaymentMeta, PaymentMeta__Output as _tollgate_payment_v1_PaymentMeta__Output } from './tollgate/payment/v1/PaymentMeta.ts';
 import type { PaymentMethod as _tollgate_payment_v1_PaymentMethod, PaymentMethod__Output as _tollgate_payment_v1_PaymentMethod__Output } from './tollgate/payment/v1/PaymentMethod.ts';
@@ -28,10 +31,13 @@ export interface ProtoGrpcType {
     payment: {
       v1: {
         Accrual: MessageTypeDefinition<_tollgate_payment_v1_Accrual, _tollgate_payment_v1_Accrual__Output>
+        CallStatus: MessageTypeDefinition<_tollgate_payment_v1_CallStatus, _tollgate_payment_v1_CallStatus__Output>
         ChallengeRequest: MessageTypeDefinition<_tollgate_payment_v1_ChallengeRequest, _tollgate_payment_v1_ChallengeRequest__Output>
         ChallengeResponse: MessageTypeDefinition<_tollgate_payment_v1_ChallengeResponse, _tollgate_payment_v1_ChallengeResponse__Output>
         DescribeMethodsRequest: MessageTypeDefinition<_tollgate_payment_v1_DescribeMethodsRequest, _tollgate_payment_v1_DescribeMethodsRequest__Output>
         DescribeMethodsResponse: MessageTypeDefinition<_tollgate_payment_v1_DescribeMethodsResponse, _tollgate_payment_v1_DescribeMethodsResponse__Output>
+        ExchangeRequest: MessageTypeDefinition<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeRequest__Output>
+        ExchangeResponse: MessageTypeDefinition<_tollgate_payment_v1_ExchangeResponse, _tollgate_payment_v1_ExchangeResponse__Output>
         Header: MessageTypeDefinition<_tollgate_payment_v1_Header, _tollgate_payment_v1_Header__Output>
         PaymentMeta: MessageTypeDefinition<_tollgate_payment_v1_PaymentMeta, _tollgate_payment_v1_PaymentMeta__Output>
         PaymentMethod: MessageTypeDefinition<_tollgate_payment_v1_PaymentMethod, _tollgate_payment_v1_PaymentMethod__Output>

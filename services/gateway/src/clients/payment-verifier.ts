@@ -17,6 +17,9 @@ export function createPaymentVerifierClient(
     service: "payment-verifier",
     ...mesh,
     defaultDeadlineMs: deadlines.verifyMs,
+    // Challenge, Verify, Settle and Release as messages on open streams, not a unary call each:
+    // a paid request makes two of them on its critical path.
+    exchange: { method: "Exchange" },
   });
   return {
     challenge(requestId: string, resource: Resource, error = "") {

@@ -6,6 +6,8 @@ import type { ChallengeRequest as _tollgate_payment_v1_ChallengeRequest, Challen
 import type { ChallengeResponse as _tollgate_payment_v1_ChallengeResponse, ChallengeResponse__Output as _tollgate_payment_v1_ChallengeResponse__Output } from '../../../tollgate/payment/v1/ChallengeResponse.ts';
 import type { DescribeMethodsRequest as _tollgate_payment_v1_DescribeMethodsRequest, DescribeMethodsRequest__Output as _tollgate_payment_v1_DescribeMethodsRequest__Output } from '../../../tollgate/payment/v1/DescribeMethodsRequest.ts';
 import type { DescribeMethodsResponse as _tollgate_payment_v1_DescribeMethodsResponse, DescribeMethodsResponse__Output as _tollgate_payment_v1_DescribeMethodsResponse__Output } from '../../../tollgate/payment/v1/DescribeMethodsResponse.ts';
+import type { ExchangeRequest as _tollgate_payment_v1_ExchangeRequest, ExchangeRequest__Output as _tollgate_payment_v1_ExchangeRequest__Output } from '../../../tollgate/payment/v1/ExchangeRequest.ts';
+import type { ExchangeResponse as _tollgate_payment_v1_ExchangeResponse, ExchangeResponse__Output as _tollgate_payment_v1_ExchangeResponse__Output } from '../../../tollgate/payment/v1/ExchangeResponse.ts';
 import type { ReleaseRequest as _tollgate_payment_v1_ReleaseRequest, ReleaseRequest__Output as _tollgate_payment_v1_ReleaseRequest__Output } from '../../../tollgate/payment/v1/ReleaseRequest.ts';
 import type { ReleaseResponse as _tollgate_payment_v1_ReleaseResponse, ReleaseResponse__Output as _tollgate_payment_v1_ReleaseResponse__Output } from '../../../tollgate/payment/v1/ReleaseResponse.ts';
 import type { SettleRequest as _tollgate_payment_v1_SettleRequest, SettleRequest__Output as _tollgate_payment_v1_SettleRequest__Output } from '../../../tollgate/payment/v1/SettleRequest.ts';
@@ -53,6 +55,29 @@ export interface PaymentVerifierServiceClient extends grpc.Client {
   describeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
   describeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
   describeMethods(argument: _tollgate_payment_v1_DescribeMethodsRequest, callback: grpc.requestCallback<_tollgate_payment_v1_DescribeMethodsResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Exchange carries Challenge, Verify, Settle and Release calls as messages on one long-lived
+   * stream: the same handlers, answers and errors as the unary methods, without a new HTTP/2
+   * stream per call (in grpc-js a unary call costs about five times a stream message, and a paid
+   * request makes two). Calls on one stream run concurrently; each answer names its call's id.
+   * A stream ends when its caller ends it, or after its calls are answered when the service
+   * drains; a call whose stream broke before its answer is retried like a unary call that failed
+   * UNAVAILABLE (every method here is safe to repeat).
+   */
+  Exchange(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse__Output>;
+  Exchange(options?: grpc.CallOptions): grpc.ClientDuplexStream<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse__Output>;
+  /**
+   * Exchange carries Challenge, Verify, Settle and Release calls as messages on one long-lived
+   * stream: the same handlers, answers and errors as the unary methods, without a new HTTP/2
+   * stream per call (in grpc-js a unary call costs about five times a stream message, and a paid
+   * request makes two). Calls on one stream run concurrently; each answer names its call's id.
+   * A stream ends when its caller ends it, or after its calls are answered when the service
+   * drains; a call whose stream broke before its answer is retried like a unary call that failed
+   * UNAVAILABLE (every method here is safe to repeat).
+   */
+  exchange(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse__Output>;
+  exchange(options?: grpc.CallOptions): grpc.ClientDuplexStream<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse__Output>;
   
   /**
    * Release frees a verified payment whose call failed, so it can be used again.
@@ -123,6 +148,17 @@ export interface PaymentVerifierServiceHandlers extends grpc.UntypedServiceImple
   DescribeMethods: grpc.handleUnaryCall<_tollgate_payment_v1_DescribeMethodsRequest__Output, _tollgate_payment_v1_DescribeMethodsResponse>;
   
   /**
+   * Exchange carries Challenge, Verify, Settle and Release calls as messages on one long-lived
+   * stream: the same handlers, answers and errors as the unary methods, without a new HTTP/2
+   * stream per call (in grpc-js a unary call costs about five times a stream message, and a paid
+   * request makes two). Calls on one stream run concurrently; each answer names its call's id.
+   * A stream ends when its caller ends it, or after its calls are answered when the service
+   * drains; a call whose stream broke before its answer is retried like a unary call that failed
+   * UNAVAILABLE (every method here is safe to repeat).
+   */
+  Exchange: grpc.handleBidiStreamingCall<_tollgate_payment_v1_ExchangeRequest__Output, _tollgate_payment_v1_ExchangeResponse>;
+  
+  /**
    * Release frees a verified payment whose call failed, so it can be used again.
    */
   Release: grpc.handleUnaryCall<_tollgate_payment_v1_ReleaseRequest__Output, _tollgate_payment_v1_ReleaseResponse>;
@@ -142,6 +178,7 @@ export interface PaymentVerifierServiceHandlers extends grpc.UntypedServiceImple
 export interface PaymentVerifierServiceDefinition extends grpc.ServiceDefinition {
   Challenge: MethodDefinition<_tollgate_payment_v1_ChallengeRequest, _tollgate_payment_v1_ChallengeResponse, _tollgate_payment_v1_ChallengeRequest__Output, _tollgate_payment_v1_ChallengeResponse__Output>
   DescribeMethods: MethodDefinition<_tollgate_payment_v1_DescribeMethodsRequest, _tollgate_payment_v1_DescribeMethodsResponse, _tollgate_payment_v1_DescribeMethodsRequest__Output, _tollgate_payment_v1_DescribeMethodsResponse__Output>
+  Exchange: MethodDefinition<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse, _tollgate_payment_v1_ExchangeRequest__Output, _tollgate_payment_v1_ExchangeResponse__Output>
   Release: MethodDefinition<_tollgate_payment_v1_ReleaseRequest, _tollgate_payment_v1_ReleaseResponse, _tollgate_payment_v1_ReleaseRequest__Output, _tollgate_payment_v1_ReleaseResponse__Output>
   Settle: MethodDefinition<_tollgate_payment_v1_SettleRequest, _tollgate_payment_v1_SettleResponse, _tollgate_payment_v1_SettleRequest__Output, _tollgate_payment_v1_SettleResponse__Output>
   Verify: MethodDefinition<_tollgate_payment_v1_VerifyRequest, _tollgate_payment_v1_VerifyResponse, _tollgate_payment_v1_VerifyRequest__Output, _tollgate_payment_v1_VerifyResponse__Output>

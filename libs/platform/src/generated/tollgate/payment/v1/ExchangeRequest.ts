@@ -1,0 +1,39 @@
+// Original file: ../../proto/tollgate/payment/v1/payment_verifier.proto
+
+import type { ChallengeRequest as _tollgate_payment_v1_ChallengeRequest, ChallengeRequest__Output as _tollgate_payment_v1_ChallengeRequest__Output } from '../../../tollgate/payment/v1/ChallengeRequest.ts';
+import type { VerifyRequest as _tollgate_payment_v1_VerifyRequest, VerifyRequest__Output as _tollgate_payment_v1_VerifyRequest__Output } from '../../../tollgate/payment/v1/VerifyRequest.ts';
+import type { SettleRequest as _tollgate_payment_v1_SettleRequest, SettleRequest__Output as _tollgate_payment_v1_SettleRequest__Output } from '../../../tollgate/payment/v1/SettleRequest.ts';
+import type { ReleaseRequest as _tollgate_payment_v1_ReleaseRequest, ReleaseRequest__Output as _tollgate_payment_v1_ReleaseRequest__Output } from '../../../tollgate/payment/v1/ReleaseRequest.ts';
+import type { Long } from '@grpc/proto-loader';
+
+export interface ExchangeRequest {
+  /**
+   * The caller's number for this call on this stream, unique among its unanswered calls.
+   */
+  'id'?: (number | string | Long);
+  /**
+   * How long the caller waits for the answer, in milliseconds: the unary call's deadline.
+   */
+  'timeoutMs'?: (number);
+  'challenge'?: (_tollgate_payment_v1_ChallengeRequest | null);
+  'verify'?: (_tollgate_payment_v1_VerifyRequest | null);
+  'settle'?: (_tollgate_payment_v1_SettleRequest | null);
+  'release'?: (_tollgate_payment_v1_ReleaseRequest | null);
+  'call'?: "challenge"|"verify"|"settle"|"release";
+}
+
+export interface ExchangeRequest__Output {
+  /**
+   * The caller's number for this call on this stream, unique among its unanswered calls.
+   */
+  'id': (number);
+  /**
+   * How long the caller waits for the answer, in milliseconds: the unary call's deadline.
+   */
+  'timeoutMs': (number);
+  'challenge'?: (_tollgate_payment_v1_ChallengeRequest__Output | null);
+  'verify'?: (_tollgate_payment_v1_VerifyRequest__Output | null);
+  'settle'?: (_tollgate_payment_v1_SettleRequest__Output | null);
+  'release'?: (_tollgate_payment_v1_ReleaseRequest__Output | null);
+  'call'?: "challenge"|"verify"|"settle"|"release";
+}

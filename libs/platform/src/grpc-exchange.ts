@@ -1,0 +1,325 @@
+// Unary calls carried as messages on long-lived bidirectional streams: a service's `Exchange`
+// method (payment_verifier.proto). In grpc-js a unary call opens an HTTP/2 stream, sends headers,
+// a message and trailers each way and builds a call object on each side: on loopback here about
+// 0.6 ms and 0.6 ms of the caller's CPU, against 0.13 ms and 0.11 ms for a message on an open
+// stream. The answers are the unary methods' own: the same handlers run, and a failure carries the
+// status and catalog error a unary call would have ended with.
+//
+// The envelope, by convention: a request has `id`, `timeoutMs` and the oneof `call`, whose member
+// is the method's name in lowerCamelCase holding its request; an answer has `id` and the oneof
+// `result`, holding the method's response under the same name, or `status` (CallStatus) for a
+// failure.
+import * as grpc from "@grpc/grpc-js";
+
+/** A failed call as a unary call ends: status, message and the catalog error trailers. */
+export interface CallStatusShape {
+  code: number;
+  message: string;
+  errorCode: string;
+  errorDetail: string;
+}
+
+interface Envelope {
+  id: number;
+  timeoutMs?: number;
+  call?: string;
+  result?: string;
+  status?: CallStatusShape | null;
+  [member: string]: unknown;
+}
+
+/** `Verify` → `verify`: the envelope member a method's messages travel in. */
+export const exchangeMember = (method: string) => method.charAt(0).toLowerCase() + method.slice(1);
+const methodOf = (member: string) => member.charAt(0).toUpperCase() + member.slice(1);
+
+/** What the server side needs from the service it belongs to (startGrpcServer provides it). */
+export interface ExchangeServerContext {
+  /** The service's unary handlers; the second argument stands for the unary call (its deadline and metadata). */
+  handlers: Record<
+    string,
+    (request: unknown, call: { getDeadline(): number; metadata: grpc.Metadata }) => Promise<unknown>
+  >;
+  /** Whether the stream's caller may call `method` (the mesh policy; the stream's token was checked at its start). */
+  allowed(method: string): boolean;
+  /** Counts a call refused by the policy, as a refused unary call is counted. */
+  refused(method: string): void;
+  /** A handler's failure as the status a unary call would end with. */
+  statusOf(err: unknown, method: string): { code: number; details: string; metadata: grpc.Metadata };
+  observe(method: string, code: string, seconds: number): void;
+}
+
+const ERROR_CODE_KEY = "tollgate-error-code";
+const ERROR_DETAIL_KEY = "tollgate-error-detail";
+
+function callStatus(code: number, message: string, metadata?: grpc.Metadata): CallStatusShape {
+  const errorCode = metadata?.get(ERROR_CODE_KEY)[0];
+  const errorDetail = metadata?.get(ERROR_DETAIL_KEY)[0];
+  return {
+    code,
+    message,
+    errorCode: typeof errorCode === "string" ? errorCode : "",
+    errorDetail: typeof errorDetail === "string" ? errorDetail : "",
+  };
+}
+
+/** The open Exchange streams of one server, so a shutdown can end them once their calls are answered. */
+export class ExchangeStreams {
+  readonly #open = new Set<() => void>();
+  #draining = false;
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  add(drain: () => void): () => void {
+    this.#open.add(drain);
+    if (this.#draining) drain();
+    return () => this.#open.delete(drain);
+  }
+
+  /** From now on, every stream ends as soon as its calls are answered; new calls on it are refused UNAVAILABLE. */
+  drain(): void {
+    this.#draining = true;
+    for (const drain of this.#open) drain();
+  }
+}
+
+/**
+ * Serves one Exchange stream: each message runs its method's unary handler (concurrently with the
+ * others), its answer goes back with its id. The stream ends when the caller ends it, or, once the
+ * server drains, when its calls are answered.
+ */
+export function serveExchange(
+  call: grpc.ServerDuplexStream<Envelope, Envelope>,
+  ctx: ExchangeServerContext,
+  streams: ExchangeStreams,
+): void {
+  let inFlight = 0;
+  let ending = false;
+  let closed = false;
+  const finish = () => {
+    if (ending && inFlight === 0 && !closed) {
+      closed = true;
+      forget();
+      call.end();
+    }
+  };
+  const forget = streams.add(() => {
+    ending = true;
+    finish();
+  });
+  const answer = (message: Envelope) => {
+    if (!closed) call.write(message);
+  };
+  call.on("data", (message: Envelope) => {
+    const started = performance.now();
+    const id = message.id;
+    const member = message.call;
+    const method = member ? methodOf(member) : "";
+    const handler = member ? ctx.handlers[method] : undefined;
+    const fail = (code: grpc.status, details: string, metadata?: grpc.Metadata) => {
+      ctx.observe(method || "unknown", grpc.status[code] ?? "UNKNOWN", (performance.now() - started) / 1000);
+      answer({ id, status: callStatus(code, details, metadata) });
+    };
+    if (!member || !handler)
+      return fail(grpc.status.UNIMPLEMENTED, `no method ${method || "(none)"} on this stream`);
+    if (!ctx.allowed(method)) {
+      ctx.refused(method);
+      const metadata = new grpc.Metadata();
+      metadata.set(ERROR_CODE_KEY, "mesh_permission_denied");
+      return fail(grpc.status.PERMISSION_DENIED, "this caller may not call this method", metadata);
+    }
+    // A draining service takes no new call: the caller sends it again, to another replica.
+    if (streams.draining) return fail(grpc.status.UNAVAILABLE, "the service is shutting down");
+    const deadline = Date.now() + (message.timeoutMs || 30_000);
+    inFlight++;
+    handler(message[member], { getDeadline: () => deadline, metadata: call.metadata }).then(
+      (response) => {
+        inFlight--;
+        ctx.observe(method, "OK", (performance.now() - started) / 1000);
+        answer({ id, [member]: response });
+        finish();
+      },
+      (err: unknown) => {
+        inFlight--;
+        const status = ctx.statusOf(err, method);
+        fail(status.code, status.details, status.metadata);
+        finish();
+      },
+    );
+  });
+  call.on("end", () => {
+    ending = true;
+    finish();
+  });
+  const gone = () => {
+    closed = true;
+    forget();
+  };
+  call.on("cancelled", gone);
+  call.on("error", gone);
+}
+
+/** A call's failure, as the unary call's callback would have seen it (code, details, metadata). */
+export interface ExchangeFailure {
+  code: grpc.status;
+  details: string;
+  metadata: grpc.Metadata;
+}
+
+function failureOf(status: CallStatusShape): ExchangeFailure {
+  const metadata = new grpc.Metadata();
+  if (status.errorCode) metadata.set(ERROR_CODE_KEY, status.errorCode);
+  if (status.errorDetail) metadata.set(ERROR_DETAIL_KEY, status.errorDetail);
+  return { code: status.code, details: status.message, metadata };
+}
+
+interface Pending {
+  method: string;
+  member: string;
+  request: unknown;
+  deadline: number;
+  resolve(value: unknown): void;
+  reject(failure: ExchangeFailure): void;
+}
+
+interface Stream {
+  call: grpc.ClientDuplexStream<Envelope, Envelope>;
+  pending: Map<number, Pending>;
+  openedAt: number;
+  retired: boolean;
+}
+
+export interface ExchangeClientOptions {
+  /** Opens a stream of the Exchange method with the caller's metadata. */
+  open(): grpc.ClientDuplexStream<unknown, unknown>;
+  /** The unary call, for a server without Exchange (an older replica during a rollout). */
+  unary(method: string, request: unknown, deadlineMs: number): Promise<unknown>;
+  /** Streams open at once; each new stream is balanced over the replicas like a unary call. */
+  streams?: number;
+  /** A stream takes new calls this long, then ends once its calls are answered (rebalancing). */
+  rotateMs?: number;
+}
+
+/**
+ * The caller's side: calls spread round robin over a few open streams, each answer matched to its
+ * call by id. Deadlines are kept by one sweep every 50 ms, not a timer per call. A stream that
+ * breaks fails its unanswered calls UNAVAILABLE (the unary call's failure when its replica went
+ * away); a server without Exchange gets unary calls for a minute before it is asked again.
+ */
+export class ExchangeClient {
+  readonly #o: Required<ExchangeClientOptions>;
+  readonly #streams: (Stream | undefined)[];
+  /** Every stream not yet over: the slots' and the retired ones still waiting for answers. */
+  readonly #live = new Set<Stream>();
+  #turn = 0;
+  #nextId = 1;
+  #unaryUntil = 0;
+  #sweep: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(options: ExchangeClientOptions) {
+    this.#o = { streams: 4, rotateMs: 30_000, ...options };
+    this.#streams = new Array(this.#o.streams).fill(undefined);
+  }
+
+  call(method: string, request: unknown, deadlineMs: number): Promise<unknown> {
+    const now = Date.now();
+    if (this.#closed || now < this.#unaryUntil) return this.#o.unary(method, request, deadlineMs);
+    const stream = this.#pick(now);
+    const id = this.#nextId++;
+    const member = exchangeMember(method);
+    return new Promise((resolve, reject) => {
+      stream.pending.set(id, { method, member, request, deadline: now + deadlineMs, resolve, reject });
+      stream.call.write({ id, timeoutMs: deadlineMs, [member]: request });
+    });
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#sweep) clearInterval(this.#sweep);
+    for (const stream of this.#live) stream.call.end();
+  }
+
+  #pick(now: number): Stream {
+    const slot = this.#turn;
+    this.#turn = (slot + 1) % this.#streams.length;
+    let stream = this.#streams[slot];
+    if (stream && now - stream.openedAt >= this.#o.rotateMs) {
+      this.#retire(stream);
+      stream = undefined;
+    }
+    if (!stream) {
+      stream = this.#open(now);
+      this.#streams[slot] = stream;
+    }
+    return stream;
+  }
+
+  #open(now: number): Stream {
+    const call = this.#o.open() as grpc.ClientDuplexStream<Envelope, Envelope>;
+    const stream: Stream = { call, pending: new Map(), openedAt: now, retired: false };
+    this.#live.add(stream);
+    call.on("data", (message: Envelope) => {
+      const pending = stream.pending.get(message.id);
+      if (!pending) return; // answered after its deadline passed
+      stream.pending.delete(message.id);
+      if (message.result === "status" && message.status) pending.reject(failureOf(message.status));
+      else pending.resolve(message[pending.member]);
+      if (stream.retired && stream.pending.size === 0) call.end();
+    });
+    // The status comes once the stream is over, whichever side ended it or broke it.
+    call.on("status", (status: grpc.StatusObject) => this.#ended(stream, status));
+    call.on("error", () => undefined); // reported by "status"
+    this.#sweep ??= setInterval(() => this.#expire(), 50).unref();
+    return stream;
+  }
+
+  #retire(stream: Stream): void {
+    stream.retired = true;
+    if (stream.pending.size === 0) stream.call.end();
+  }
+
+  #ended(stream: Stream, status: grpc.StatusObject): void {
+    this.#live.delete(stream);
+    // Our half of the stream closes too, or the server's shutdown waits for it.
+    stream.call.end();
+    const slot = this.#streams.indexOf(stream);
+    if (slot >= 0) this.#streams[slot] = undefined;
+    const pending = [...stream.pending.values()];
+    stream.pending.clear();
+    if (status.code === grpc.status.UNIMPLEMENTED) {
+      // An older replica: nothing ran; its calls go as unary calls, and so does everything for a minute.
+      this.#unaryUntil = Date.now() + 60_000;
+      for (const p of pending) {
+        this.#o.unary(p.method, p.request, Math.max(1, p.deadline - Date.now())).then(p.resolve, p.reject);
+      }
+      return;
+    }
+    // Ended with calls unanswered (the replica went away or drained): UNAVAILABLE, as a unary call
+    // whose connection dropped, so the caller may send them again. A refusal of the stream itself
+    // (no valid mesh token) is every call's.
+    const code =
+      status.code === grpc.status.OK || status.code === grpc.status.CANCELLED
+        ? grpc.status.UNAVAILABLE
+        : status.code;
+    const details =
+      code === status.code ? status.details : `the stream ended before the answer (${status.details})`;
+    for (const p of pending) p.reject({ code, details, metadata: status.metadata });
+  }
+
+  #expire(): void {
+    const now = Date.now();
+    for (const stream of this.#live) {
+      for (const [id, p] of stream.pending) {
+        if (p.deadline > now) continue;
+        stream.pending.delete(id);
+        p.reject({
+          code: grpc.status.DEADLINE_EXCEEDED,
+          details: "Deadline exceeded",
+          metadata: new grpc.Metadata(),
+        });
+      }
+    }
+  }
+}

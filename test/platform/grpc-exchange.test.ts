@@ -1,0 +1,323 @@
+// The Exchange transport (libs/platform/src/grpc-exchange.ts): unary calls carried as messages on
+// open streams, between a real grpc-js server and client on loopback. The service is
+// payment-verifier's contract with handlers of this test's own (the transport is what is tested,
+// not the payment core): every answer and failure a caller sees is the unary call's, deadlines and
+// the mesh policy hold per call, a broken or draining stream fails its calls UNAVAILABLE (what the
+// gateway sends again), and a server without Exchange is called unary.
+import {
+  CallError,
+  contracts,
+  createClient,
+  createLogger,
+  createRegistry,
+  type GrpcServerHandle,
+  generateMeshToken,
+  grpc,
+  meshTokenDigest,
+  ServiceError,
+  startGrpcServer,
+} from "@tollgate/platform";
+import { afterEach, describe, expect, it } from "vitest";
+
+const gatewayToken = generateMeshToken();
+const dashboardToken = generateMeshToken();
+const definition = contracts.paymentVerifier().PaymentVerifierService;
+
+interface Seen {
+  method: string;
+  /** Whether the handler ran for a unary call (its call has a peer) or a stream message. */
+  unary: boolean;
+  /** The metadata the call came with: one object per stream (or per unary call). */
+  stream: unknown;
+}
+
+/** Handlers that answer from the request alone: Verify echoes, Settle waits `resource.url` ms, Release fails as asked. */
+function handlers(seen: Seen[]) {
+  const note = (method: string, call: { getPeer?: unknown; metadata?: unknown }) =>
+    seen.push({ method, unary: typeof call.getPeer === "function", stream: call.metadata });
+  return {
+    async Challenge(_req: unknown, call: { getPeer?: unknown }) {
+      note("Challenge", call);
+      return { headers: [{ name: "x-offer", value: "1" }], problem: null };
+    },
+    async Verify(req: { requestId: string; client: string }, call: { getPeer?: unknown }) {
+      note("Verify", call);
+      return { valid: true, paymentId: `p-${req.requestId}`, payer: req.client, scheme: "exact" };
+    },
+    async Settle(
+      req: { requestId: string; resource: { url: string } | null },
+      call: { getPeer?: unknown; getDeadline(): Date | number },
+    ) {
+      note("Settle", call);
+      const wait = Number(req.resource?.url ?? 0);
+      if (wait < 0) return new Promise<never>(() => undefined); // never answers
+      await new Promise((r) => setTimeout(r, wait));
+      const deadline = call.getDeadline();
+      return {
+        settled: true,
+        reason: req.requestId,
+        transaction: String(deadline instanceof Date ? deadline.getTime() : deadline),
+      };
+    },
+    async Release(req: { reason: string }, call: { getPeer?: unknown }) {
+      note("Release", call);
+      if (req.reason === "refuse")
+        throw new ServiceError(grpc.status.FAILED_PRECONDITION, "payment_invalid", "refused on purpose", {
+          parameter: "payment_id",
+        });
+      if (req.reason === "crash") throw new Error("a bug");
+      return {};
+    },
+    async DescribeMethods(_req: unknown, call: { getPeer?: unknown }) {
+      note("DescribeMethods", call);
+      return { methods: [] };
+    },
+  };
+}
+
+const servers: GrpcServerHandle[] = [];
+const clients: { close(): void }[] = [];
+
+async function server(opts: { exchange?: boolean; seen?: Seen[] } = {}) {
+  const registry = createRegistry("exchange-test");
+  const handle = await startGrpcServer({
+    host: "127.0.0.1",
+    port: 0,
+    services: [
+      {
+        name: "tollgate.payment.v1.PaymentVerifierService",
+        definition: definition.service,
+        handlers: handlers(opts.seen ?? []),
+        callers: {
+          gateway: ["Challenge", "Verify", "Settle", "Release", "DescribeMethods"],
+          dashboard: ["DescribeMethods", "Verify"],
+        },
+        ...(opts.exchange === false ? {} : { exchange: "Exchange" }),
+      },
+    ],
+    meshCallers: { gateway: [meshTokenDigest(gatewayToken)], dashboard: [meshTokenDigest(dashboardToken)] },
+    registry,
+    logger: createLogger("exchange-test"),
+  });
+  servers.push(handle);
+  return { handle, registry, address: `127.0.0.1:${handle.port}` };
+}
+
+function client(address: string, opts: { token?: string | undefined; rotateMs?: number } = {}) {
+  const { rotateMs } = opts;
+  const token = "token" in opts ? opts.token : gatewayToken;
+  const c = createClient(definition, address, {
+    service: "payment-verifier",
+    defaultDeadlineMs: 5_000,
+    token,
+    exchange: { method: "Exchange", ...(rotateMs ? { rotateMs } : {}) },
+  });
+  clients.push(c);
+  return c;
+}
+
+const resource = (url = "0") => ({ endpoint: "/api/chain/block-number", network: "ethereum", url });
+
+async function failure(call: Promise<unknown>) {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof CallError)) throw new Error(`the call did not fail: ${String(err)}`);
+  return err.failure;
+}
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  await Promise.all(servers.splice(0).map((s) => s.server.forceShutdown()));
+});
+
+describe("calls carried on Exchange streams", () => {
+  it("500 concurrent calls each get their own answer, on streams (no unary call), counted per method", async () => {
+    const seen: Seen[] = [];
+    const { address, registry } = await server({ seen });
+    const c = client(address);
+    const ids = Array.from({ length: 500 }, (_, i) => `r${i}`);
+    const answers = await Promise.all(
+      ids.map((requestId, i) =>
+        i % 2
+          ? c.call("Verify", { requestId, resource: resource(), credentials: [], client: requestId })
+          : c.call("Settle", {
+              requestId,
+              paymentId: "p",
+              resource: resource(String(i % 7)),
+              credentials: [],
+            }),
+      ),
+    );
+    answers.forEach((answer, i) => {
+      if (i % 2) expect(answer).toMatchObject({ valid: true, paymentId: `p-r${i}`, payer: `r${i}` });
+      else expect(answer).toMatchObject({ settled: true, reason: `r${i}` });
+    });
+    expect(seen).toHaveLength(500);
+    expect(seen.every((s) => !s.unary)).toBe(true);
+    // The server's latency metric counts each carried call under its own method, as a unary call.
+    const counted = async (method: string) =>
+      (await registry.getSingleMetric("grpc_server_handling_seconds")?.get())?.values.find(
+        (v) =>
+          (v as { metricName?: string }).metricName === "grpc_server_handling_seconds_count" &&
+          v.labels.grpc_method === method &&
+          v.labels.grpc_code === "OK",
+      )?.value;
+    expect(await counted("Verify")).toBe(250);
+    expect(await counted("Settle")).toBe(250);
+    // DescribeMethods is not in the envelope: it stays a unary call.
+    await c.call("DescribeMethods", {});
+    expect(seen.at(-1)).toMatchObject({ method: "DescribeMethods", unary: true });
+    // Four streams carried them all.
+    expect(new Set(seen.filter((s) => !s.unary).map((s) => s.stream)).size).toBe(4);
+  });
+
+  it("a handler's failure reaches the caller as the unary call's: status, catalog code and detail", async () => {
+    const { address } = await server();
+    const streamed = client(address);
+    const plain = createClient(definition, address, {
+      service: "payment-verifier",
+      defaultDeadlineMs: 5_000,
+      token: gatewayToken,
+    });
+    clients.push(plain);
+    for (const reason of ["refuse", "crash"]) {
+      const req = { requestId: "r", paymentId: "p", reason, resource: resource(), credentials: [] };
+      const viaStream = await failure(streamed.call("Release", req));
+      const viaUnary = await failure(plain.call("Release", req));
+      expect(viaStream).toEqual(viaUnary);
+    }
+    expect(
+      await failure(streamed.call("Release", { requestId: "r", paymentId: "p", reason: "refuse" })),
+    ).toEqual({
+      grpcCode: grpc.status.FAILED_PRECONDITION,
+      code: "payment_invalid",
+      message: "refused on purpose",
+      detail: { parameter: "payment_id" },
+    });
+  });
+
+  it("keeps each call's deadline: a call never answered fails DEADLINE_EXCEEDED on time; the handler sees the deadline; the stream serves on", async () => {
+    const { address } = await server();
+    const c = client(address);
+    const started = Date.now();
+    const never = c.call(
+      "Settle",
+      { requestId: "slow", paymentId: "p", resource: resource("-1"), credentials: [] },
+      { deadlineMs: 300 },
+    );
+    const answered = await c.call(
+      "Settle",
+      { requestId: "fast", paymentId: "p", resource: resource("0"), credentials: [] },
+      { deadlineMs: 2_000 },
+    );
+    // The handler's deadline is the caller's: now + 2 s, give or take the trip.
+    expect(Math.abs(Number(answered.transaction) - (started + 2_000))).toBeLessThan(500);
+    expect((await failure(never)).grpcCode).toBe(grpc.status.DEADLINE_EXCEEDED);
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(300);
+    expect(took).toBeLessThan(900);
+    await expect(c.call("Verify", { requestId: "after", resource: resource() })).resolves.toMatchObject({
+      paymentId: "p-after",
+    });
+  });
+
+  it("holds the mesh policy: no token or a wrong one is refused for every call, a caller outside its lane per method", async () => {
+    const seen: Seen[] = [];
+    const { address, registry } = await server({ seen });
+    for (const token of [undefined, generateMeshToken()]) {
+      const c = client(address, { token });
+      const refused = await failure(c.call("Verify", { requestId: "x", resource: resource() }));
+      expect(refused.grpcCode).toBe(grpc.status.UNAUTHENTICATED);
+      expect(refused.code).toBe("mesh_unauthenticated");
+    }
+    const dashboard = client(address, { token: dashboardToken });
+    const denied = await failure(
+      dashboard.call("Settle", { requestId: "x", paymentId: "p", resource: resource() }),
+    );
+    expect(denied).toMatchObject({ grpcCode: grpc.status.PERMISSION_DENIED, code: "mesh_permission_denied" });
+    await expect(dashboard.call("Verify", { requestId: "ok", resource: resource() })).resolves.toMatchObject({
+      paymentId: "p-ok",
+    });
+    // Only the allowed call ran a handler; every refusal is counted.
+    expect(seen.map((s) => s.method)).toEqual(["Verify"]);
+    const refusals = (await registry.getSingleMetric("grpc_server_refused_total")?.get())?.values ?? [];
+    const count = (method: string, reason: string) =>
+      refusals.find((v) => v.labels.grpc_method === method && v.labels.reason === reason)?.value;
+    expect(count("Exchange", "missing_token")).toBe(1);
+    expect(count("Exchange", "unknown_token")).toBe(1);
+    expect(count("Settle", "not_allowed")).toBe(1);
+  });
+
+  it("a server without Exchange (an older replica) is called unary, and the answers are the same", async () => {
+    const seen: Seen[] = [];
+    const { address } = await server({ exchange: false, seen });
+    const c = client(address);
+    const answers = await Promise.all(
+      [1, 2, 3].map((i) => c.call("Verify", { requestId: `r${i}`, resource: resource(), client: "c" })),
+    );
+    expect(answers.map((a) => a.paymentId)).toEqual(["p-r1", "p-r2", "p-r3"]);
+    expect(seen.map((s) => s.unary)).toEqual([true, true, true]);
+    await expect(c.call("Verify", { requestId: "r4", resource: resource() })).resolves.toMatchObject({
+      paymentId: "p-r4",
+    });
+    expect(seen.at(-1)?.unary).toBe(true);
+  });
+
+  it("a replica that goes away mid-call fails the call UNAVAILABLE, the failure the gateway sends a call again on", async () => {
+    const first = await server();
+    const c = client(first.address);
+    const pending = c.call("Settle", {
+      requestId: "r",
+      paymentId: "p",
+      resource: resource("-1"),
+      credentials: [],
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    first.handle.server.forceShutdown();
+    expect((await failure(pending)).grpcCode).toBe(grpc.status.UNAVAILABLE);
+  });
+
+  it("a draining server answers the calls it holds, ends its streams, and shuts down without waiting them out", async () => {
+    const { handle, address } = await server();
+    const c = client(address);
+    const held = c.call("Settle", {
+      requestId: "held",
+      paymentId: "p",
+      resource: resource("400"),
+      credentials: [],
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await Promise.all([expect(held).resolves.toMatchObject({ reason: "held" }), handle.shutdown()]);
+    // Not the 20 s a stream left open would hold the shutdown.
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect((await failure(c.call("Verify", { requestId: "late", resource: resource() }))).grpcCode).toBe(
+      grpc.status.UNAVAILABLE,
+    );
+  });
+
+  it("rotates its streams: a stream past its time ends once its calls are answered, and calls go on", async () => {
+    const seen: Seen[] = [];
+    const { address } = await server({ seen });
+    const c = client(address, { rotateMs: 200 });
+    for (let round = 0; round < 4; round++) {
+      const answers = await Promise.all(
+        [0, 1, 2, 3, 4].map((i) =>
+          c.call("Settle", {
+            requestId: `r${round}.${i}`,
+            paymentId: "p",
+            resource: resource(String(i * 60)),
+            credentials: [],
+          }),
+        ),
+      );
+      expect(answers.map((a) => a.reason)).toEqual([0, 1, 2, 3, 4].map((i) => `r${round}.${i}`));
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(seen.filter((s) => !s.unary)).toHaveLength(20);
+    // Each round after the first opened streams anew (4 at most per round).
+    expect(new Set(seen.map((s) => s.stream)).size).toBeGreaterThan(8);
+  });
+});
