@@ -270,8 +270,8 @@ describe("payment-verifier: the owner of a settlement killed mid-settlement, its
     const taken = lines.length;
     const again = await settle();
     expect(again.settled, again.reason).toBe(true);
-    // The replica's log line may trail its answer on the pipe.
-    for (let i = 0; i < 20 && !lines.slice(taken).some((l) => l.includes("took over")); i++) await sleep(50);
+    // The replica's log line may trail its answer on the pipe (by over a second on a loaded machine).
+    for (let i = 0; i < 100 && !lines.slice(taken).some((l) => l.includes("took over")); i++) await sleep(50);
     expect(lines.slice(taken).join("\n")).toContain("took over a settlement whose replica died running it");
     // The same charge: the channel spent the price once.
     const spent = (headers: Header[]) =>

@@ -264,8 +264,12 @@ export class ExchangeClient {
       const pending = stream.pending.get(message.id);
       if (!pending) return; // answered after its deadline passed
       stream.pending.delete(message.id);
-      if (message.result === "status" && message.status) pending.reject(failureOf(message.status));
-      else pending.resolve(message[pending.member]);
+      if (message.result === "status" && message.status) {
+        // A draining replica refuses new calls: the caller's retry, and every later call, goes to
+        // a new stream (balanced anew) instead of this one.
+        if (message.status.code === grpc.status.UNAVAILABLE) this.#retireNow(stream);
+        pending.reject(failureOf(message.status));
+      } else pending.resolve(message[pending.member]);
       if (stream.retired && stream.pending.size === 0) call.end();
     });
     // The status comes once the stream is over, whichever side ended it or broke it.
@@ -273,6 +277,13 @@ export class ExchangeClient {
     call.on("error", () => undefined); // reported by "status"
     this.#sweep ??= setInterval(() => this.#expire(), 50).unref();
     return stream;
+  }
+
+  /** Takes a stream out of its slot at once; it ends once its calls are answered. */
+  #retireNow(stream: Stream): void {
+    const slot = this.#streams.indexOf(stream);
+    if (slot >= 0) this.#streams[slot] = undefined;
+    if (!stream.retired) this.#retire(stream);
   }
 
   #retire(stream: Stream): void {
