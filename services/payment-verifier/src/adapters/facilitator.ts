@@ -37,7 +37,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { type Caip2, chainIdOf, type FacilitatorConfig } from "../config.ts";
 import { FacilitatorUnavailableError } from "../core/types.ts";
 import { jsonRpcTransport } from "./json-rpc-transport.ts";
-import { signTransactionWasm } from "./secp256k1-wasm.ts";
+import { signTransaction } from "./secp256k1.ts";
 
 export interface Facilitator {
   readonly mode: "remote" | "local";
@@ -392,7 +392,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
         // Fresh when the lock is taken, not only when Settle began: sends queue behind each other.
         if (!prepared || Date.now() - prepared.at >= PREPARED_FEES_TTL_MS) return filled(nonce);
         const { at: _, data: __, ...fields } = prepared;
-        const signed = signTransactionWasm(
+        const signed = signTransaction(
           {
             ...fields,
             ...(fields.gasPrice === undefined ? { type: "eip1559" } : { type: "legacy" }),

@@ -3,11 +3,11 @@
 // transaction's signer twice; each recovery is pure-JS curve math (1-3 ms here), the largest CPU
 // cost in payment-verifier. Recovery is a pure function of (hash, r, s, recovery bit), so the
 // answers of the last few thousand signatures are kept: the first recovery of a call pays, the
-// repeats are a map lookup; and the first is libsecp256k1's (secp256k1-wasm.ts), about a tenth of
+// repeats are a map lookup; and the first is libsecp256k1's (secp256k1.ts), a small fraction of
 // the pure-JS cost. One patch at start-up of the one copy of @noble/curves that viem, ox and mppx
 // share (pinned to the same version in package.json).
 import { secp256k1 } from "@noble/curves/secp256k1";
-import { wasmRecovery } from "./secp256k1-wasm.ts";
+import { fastRecovery } from "./secp256k1.ts";
 
 interface RecoverableSignature {
   r: bigint;
@@ -39,6 +39,6 @@ export function memoizeSignatureRecovery(size = 4_096): void {
     recoverPublicKey: Recover<unknown>;
   };
   if (proto[INSTALLED]) return;
-  proto.recoverPublicKey = memoizeRecovery(wasmRecovery(proto.recoverPublicKey as never), size);
+  proto.recoverPublicKey = memoizeRecovery(fastRecovery(proto.recoverPublicKey as never), size);
   proto[INSTALLED] = true;
 }

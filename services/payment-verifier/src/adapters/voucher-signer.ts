@@ -1,14 +1,14 @@
 // Who signed an x402-batch voucher, and which channel a channel config names, at the cost a
 // per-call hot path can carry. Every voucher is a new signature, so the recovery memo
 // (signature-memo.ts) never helps; viem's recovery is pure-JS curve math (1.5-3 ms here), the
-// largest cost of a voucher call. libsecp256k1 compiled to WebAssembly (tiny-secp256k1, bitcoinjs)
-// recovers the same key in a fraction of that. The digest is the SDK's EIP-712 Voucher digest
+// largest cost of a voucher call. libsecp256k1 (secp256k1.ts: native, else WebAssembly) recovers
+// the same key in a fraction of that. The digest is the SDK's EIP-712 Voucher digest
 // (its voucherTypes and domain) with the domain separator computed once per chain and the struct
 // hash written into fixed buffers (checked against viem's hashStruct of voucherTypes at start-up).
 import { BATCH_SETTLEMENT_ADDRESS, BATCH_SETTLEMENT_DOMAIN, voucherTypes } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
-import { recover } from "tiny-secp256k1";
 import { domainSeparator, getAddress, type Hex, hashStruct, hexToBytes, keccak256, toBytes } from "viem";
+import { libsecp256k1 } from "./secp256k1.ts";
 
 type ChannelConfig = Parameters<typeof computeChannelId>[0];
 /** A channel config as decoded (addresses checked as hex, not yet typed as such). */
@@ -83,7 +83,7 @@ export function voucherSigner(
     digestInput.set(separatorOf(chainId), 2);
     digestInput.set(voucherStructHash(voucher.channelId, amount), 34);
     const digest = keccak256(digestInput, "bytes");
-    key = recover(digest, hexToBytes(signature.slice(0, 130) as Hex), recoveryId, false);
+    key = libsecp256k1.recover(digest, hexToBytes(signature.slice(0, 130) as Hex), recoveryId);
   } catch {
     // r or s out of range: the SDK's verification refuses it, with its reason.
     return undefined;
