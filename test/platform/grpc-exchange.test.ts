@@ -298,6 +298,42 @@ describe("calls carried on Exchange streams", () => {
     );
   });
 
+  it("while one of two replicas drains, every call is answered: those it refuses go again to the other", async () => {
+    const seenA: Seen[] = [];
+    const seenB: Seen[] = [];
+    const a = await server({ seen: seenA });
+    const b = await server({ seen: seenB });
+    // One target, two replicas, balanced round robin as a headless Service's pods are. Streams opened
+    // before both connections are up all go to the first one: rotation spreads them.
+    const c = client(`ipv4:${a.address},${b.address}`, { rotateMs: 100 });
+    const settle = (requestId: string, ms: number) =>
+      c.call("Settle", { requestId, paymentId: "p", resource: resource(String(ms)), credentials: [] });
+    for (let i = 0; i < 30 && !(seenA.length && seenB.length); i++) {
+      await settle(`warm${i}`, 0);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    expect(seenA.length).toBeGreaterThan(0);
+    expect(seenB.length).toBeGreaterThan(0);
+    const warm = seenA.length + seenB.length;
+    // Streams to both replicas, each with a call in flight when A starts to drain.
+    const held = Array.from({ length: 8 }, (_, i) => settle(`held${i}`, 300));
+    await new Promise((r) => setTimeout(r, 50));
+    const shutdown = a.handle.shutdown();
+    const during: Promise<{ reason: string }>[] = [];
+    for (let i = 0; i < 40; i++) {
+      during.push(settle(`during${i}`, 0));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const answers = await Promise.all([...held, ...during]);
+    expect(answers.map((x) => x.reason)).toEqual([
+      ...held.map((_, i) => `held${i}`),
+      ...during.map((_, i) => `during${i}`),
+    ]);
+    await shutdown;
+    // Each call ran once, on one replica or the other.
+    expect(seenA.length + seenB.length).toBe(warm + 48);
+  });
+
   it("rotates its streams: a stream past its time ends once its calls are answered, and calls go on", async () => {
     const seen: Seen[] = [];
     const { address } = await server({ seen });

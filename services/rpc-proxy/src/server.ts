@@ -170,6 +170,8 @@ export async function startRpcProxy(
         definition: contracts.rpcProxy().RpcProxyService.service,
         handlers: { Execute: execute, ListNetworks: listNetworks },
         callers: { gateway: ["Execute", "ListNetworks"] },
+        // The gateway's Execute calls travel as messages on its open streams.
+        exchange: "Exchange",
       },
     ],
     meshCallers: config.meshCallers,

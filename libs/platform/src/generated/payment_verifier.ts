@@ -1,8 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
+import type { CallStatus as _tollgate_mesh_v1_CallStatus, CallStatus__Output as _tollgate_mesh_v1_CallStatus__Output } from './tollgate/mesh/v1/CallStatus.ts';
 import type { Accrual as _tollgate_payment_v1_Accrual, Accrual__Output as _tollgate_payment_v1_Accrual__Output } from './tollgate/payment/v1/Accrual.ts';
-import type { CallStatus as _tollgate_payment_v1_CallStatus, CallStatus__Output as _tollgate_payment_v1_CallStatus__Output } from './tollgate/payment/v1/CallStatus.ts';
 import type { ChallengeRequest as _tollgate_payment_v1_ChallengeRequest, ChallengeRequest__Output as _tollgate_payment_v1_ChallengeRequest__Output } from './tollgate/payment/v1/ChallengeRequest.ts';
 import type { ChallengeResponse as _tollgate_payment_v1_ChallengeResponse, ChallengeResponse__Output as _tollgate_payment_v1_ChallengeResponse__Output } from './tollgate/payment/v1/ChallengeResponse.ts';
 import type { DescribeMethodsRequest as _tollgate_payment_v1_DescribeMethodsRequest, DescribeMethodsRequest__Output as _tollgate_payment_v1_DescribeMethodsRequest__Output } from './tollgate/payment/v1/DescribeMethodsRequest.ts';
@@ -28,10 +28,14 @@ type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> 
 
 export interface ProtoGrpcType {
   tollgate: {
+    mesh: {
+      v1: {
+        CallStatus: MessageTypeDefinition<_tollgate_mesh_v1_CallStatus, _tollgate_mesh_v1_CallStatus__Output>
+      }
+    }
     payment: {
       v1: {
         Accrual: MessageTypeDefinition<_tollgate_payment_v1_Accrual, _tollgate_payment_v1_Accrual__Output>
-        CallStatus: MessageTypeDefinition<_tollgate_payment_v1_CallStatus, _tollgate_payment_v1_CallStatus__Output>
         ChallengeRequest: MessageTypeDefinition<_tollgate_payment_v1_ChallengeRequest, _tollgate_payment_v1_ChallengeRequest__Output>
         ChallengeResponse: MessageTypeDefinition<_tollgate_payment_v1_ChallengeResponse, _tollgate_payment_v1_ChallengeResponse__Output>
         DescribeMethodsRequest: MessageTypeDefinition<_tollgate_payment_v1_DescribeMethodsRequest, _tollgate_payment_v1_DescribeMethodsRequest__Output>

@@ -1,6 +1,9 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
+import type { CallStatus as _tollgate_mesh_v1_CallStatus, CallStatus__Output as _tollgate_mesh_v1_CallStatus__Output } from './tollgate/mesh/v1/CallStatus.ts';
+import type { ExchangeRequest as _tollgate_rpc_v1_ExchangeRequest, ExchangeRequest__Output as _tollgate_rpc_v1_ExchangeRequest__Output } from './tollgate/rpc/v1/ExchangeRequest.ts';
+import type { ExchangeResponse as _tollgate_rpc_v1_ExchangeResponse, ExchangeResponse__Output as _tollgate_rpc_v1_ExchangeResponse__Output } from './tollgate/rpc/v1/ExchangeResponse.ts';
 import type { ExecuteRequest as _tollgate_rpc_v1_ExecuteRequest, ExecuteRequest__Output as _tollgate_rpc_v1_ExecuteRequest__Output } from './tollgate/rpc/v1/ExecuteRequest.ts';
 import type { ExecuteResponse as _tollgate_rpc_v1_ExecuteResponse, ExecuteResponse__Output as _tollgate_rpc_v1_ExecuteResponse__Output } from './tollgate/rpc/v1/ExecuteResponse.ts';
 import type { ListNetworksRequest as _tollgate_rpc_v1_ListNetworksRequest, ListNetworksRequest__Output as _tollgate_rpc_v1_ListNetworksRequest__Output } from './tollgate/rpc/v1/ListNetworksRequest.ts';
@@ -15,8 +18,15 @@ type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> 
 
 export interface ProtoGrpcType {
   tollgate: {
+    mesh: {
+      v1: {
+        CallStatus: MessageTypeDefinition<_tollgate_mesh_v1_CallStatus, _tollgate_mesh_v1_CallStatus__Output>
+      }
+    }
     rpc: {
       v1: {
+        ExchangeRequest: MessageTypeDefinition<_tollgate_rpc_v1_ExchangeRequest, _tollgate_rpc_v1_ExchangeRequest__Output>
+        ExchangeResponse: MessageTypeDefinition<_tollgate_rpc_v1_ExchangeResponse, _tollgate_rpc_v1_ExchangeResponse__Output>
         ExecuteRequest: MessageTypeDefinition<_tollgate_rpc_v1_ExecuteRequest, _tollgate_rpc_v1_ExecuteRequest__Output>
         ExecuteResponse: MessageTypeDefinition<_tollgate_rpc_v1_ExecuteResponse, _tollgate_rpc_v1_ExecuteResponse__Output>
         ListNetworksRequest: MessageTypeDefinition<_tollgate_rpc_v1_ListNetworksRequest, _tollgate_rpc_v1_ListNetworksRequest__Output>

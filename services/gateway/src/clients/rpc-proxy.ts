@@ -6,6 +6,8 @@ export function createRpcProxyClient(address: string, mesh: MeshClientOptions, d
     service: "rpc-proxy",
     ...mesh,
     defaultDeadlineMs: deadlineMs,
+    // Every chain call is an Execute: as messages on open streams, not a unary call each.
+    exchange: { method: "Exchange" },
   });
   return {
     async execute(req: { requestId: string; operation: string; network: string; params: unknown }) {

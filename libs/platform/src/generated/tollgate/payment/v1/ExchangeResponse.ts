@@ -4,7 +4,7 @@ import type { ChallengeResponse as _tollgate_payment_v1_ChallengeResponse, Chall
 import type { VerifyResponse as _tollgate_payment_v1_VerifyResponse, VerifyResponse__Output as _tollgate_payment_v1_VerifyResponse__Output } from '../../../tollgate/payment/v1/VerifyResponse.ts';
 import type { SettleResponse as _tollgate_payment_v1_SettleResponse, SettleResponse__Output as _tollgate_payment_v1_SettleResponse__Output } from '../../../tollgate/payment/v1/SettleResponse.ts';
 import type { ReleaseResponse as _tollgate_payment_v1_ReleaseResponse, ReleaseResponse__Output as _tollgate_payment_v1_ReleaseResponse__Output } from '../../../tollgate/payment/v1/ReleaseResponse.ts';
-import type { CallStatus as _tollgate_payment_v1_CallStatus, CallStatus__Output as _tollgate_payment_v1_CallStatus__Output } from '../../../tollgate/payment/v1/CallStatus.ts';
+import type { CallStatus as _tollgate_mesh_v1_CallStatus, CallStatus__Output as _tollgate_mesh_v1_CallStatus__Output } from '../../../tollgate/mesh/v1/CallStatus.ts';
 import type { Long } from '@grpc/proto-loader';
 
 export interface ExchangeResponse {
@@ -19,7 +19,7 @@ export interface ExchangeResponse {
   /**
    * The call failed as the unary call would have failed.
    */
-  'status'?: (_tollgate_payment_v1_CallStatus | null);
+  'status'?: (_tollgate_mesh_v1_CallStatus | null);
   'result'?: "challenge"|"verify"|"settle"|"release"|"status";
 }
 
@@ -35,6 +35,6 @@ export interface ExchangeResponse__Output {
   /**
    * The call failed as the unary call would have failed.
    */
-  'status'?: (_tollgate_payment_v1_CallStatus__Output | null);
+  'status'?: (_tollgate_mesh_v1_CallStatus__Output | null);
   'result'?: "challenge"|"verify"|"settle"|"release"|"status";
 }

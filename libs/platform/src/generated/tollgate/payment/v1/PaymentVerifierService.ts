@@ -58,23 +58,23 @@ export interface PaymentVerifierServiceClient extends grpc.Client {
   
   /**
    * Exchange carries Challenge, Verify, Settle and Release calls as messages on one long-lived
-   * stream: the same handlers, answers and errors as the unary methods, without a new HTTP/2
-   * stream per call (in grpc-js a unary call costs about five times a stream message, and a paid
-   * request makes two). Calls on one stream run concurrently; each answer names its call's id.
-   * A stream ends when its caller ends it, or after its calls are answered when the service
-   * drains; a call whose stream broke before its answer is retried like a unary call that failed
-   * UNAVAILABLE (every method here is safe to repeat).
+   * stream (tollgate/mesh/v1/exchange.proto): the same handlers, answers and errors as the unary
+   * methods, without a new HTTP/2 stream per call (in grpc-js a unary call costs about five times a
+   * stream message, and a paid request makes two). Calls on one stream run concurrently; each
+   * answer names its call's id. A stream ends when its caller ends it, or after its calls are
+   * answered when the service drains; a call whose stream broke before its answer is retried like
+   * a unary call that failed UNAVAILABLE (every method here is safe to repeat).
    */
   Exchange(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse__Output>;
   Exchange(options?: grpc.CallOptions): grpc.ClientDuplexStream<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse__Output>;
   /**
    * Exchange carries Challenge, Verify, Settle and Release calls as messages on one long-lived
-   * stream: the same handlers, answers and errors as the unary methods, without a new HTTP/2
-   * stream per call (in grpc-js a unary call costs about five times a stream message, and a paid
-   * request makes two). Calls on one stream run concurrently; each answer names its call's id.
-   * A stream ends when its caller ends it, or after its calls are answered when the service
-   * drains; a call whose stream broke before its answer is retried like a unary call that failed
-   * UNAVAILABLE (every method here is safe to repeat).
+   * stream (tollgate/mesh/v1/exchange.proto): the same handlers, answers and errors as the unary
+   * methods, without a new HTTP/2 stream per call (in grpc-js a unary call costs about five times a
+   * stream message, and a paid request makes two). Calls on one stream run concurrently; each
+   * answer names its call's id. A stream ends when its caller ends it, or after its calls are
+   * answered when the service drains; a call whose stream broke before its answer is retried like
+   * a unary call that failed UNAVAILABLE (every method here is safe to repeat).
    */
   exchange(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse__Output>;
   exchange(options?: grpc.CallOptions): grpc.ClientDuplexStream<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse__Output>;
@@ -149,12 +149,12 @@ export interface PaymentVerifierServiceHandlers extends grpc.UntypedServiceImple
   
   /**
    * Exchange carries Challenge, Verify, Settle and Release calls as messages on one long-lived
-   * stream: the same handlers, answers and errors as the unary methods, without a new HTTP/2
-   * stream per call (in grpc-js a unary call costs about five times a stream message, and a paid
-   * request makes two). Calls on one stream run concurrently; each answer names its call's id.
-   * A stream ends when its caller ends it, or after its calls are answered when the service
-   * drains; a call whose stream broke before its answer is retried like a unary call that failed
-   * UNAVAILABLE (every method here is safe to repeat).
+   * stream (tollgate/mesh/v1/exchange.proto): the same handlers, answers and errors as the unary
+   * methods, without a new HTTP/2 stream per call (in grpc-js a unary call costs about five times a
+   * stream message, and a paid request makes two). Calls on one stream run concurrently; each
+   * answer names its call's id. A stream ends when its caller ends it, or after its calls are
+   * answered when the service drains; a call whose stream broke before its answer is retried like
+   * a unary call that failed UNAVAILABLE (every method here is safe to repeat).
    */
   Exchange: grpc.handleBidiStreamingCall<_tollgate_payment_v1_ExchangeRequest__Output, _tollgate_payment_v1_ExchangeResponse>;
   
