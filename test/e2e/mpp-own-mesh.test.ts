@@ -9,6 +9,7 @@ import { priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
 import { freePort, type Mesh, startMesh } from "@tollgate/local";
 import { Credential, Receipt } from "mppx";
+import { createClient as createRedisClient } from "redis";
 import { type Hex, parseEventLogs } from "viem";
 import {
   getTransactionReceipt,
@@ -18,6 +19,7 @@ import {
 } from "viem/actions";
 import { Abis, Transaction } from "viem/tempo";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { redisMppxState } from "../../services/payment-verifier/src/stores/mppx-store.ts";
 import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { mppChargePayer, mppSessionPayer, tempoChain, tempoClient, tip20Balance } from "../support/mppx.ts";
@@ -248,6 +250,67 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
       ledger.close();
     }
     // Close captures only what the schedule had not settled: nothing more here.
+    const closed = await manager.close();
+    expect(closed).toMatchObject({ spent: String(3n * price) });
+    expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 3n * price);
+  });
+
+  it("settles only what was spent when the channel holds a voucher above it (the state a Redis outage left in the chaos run, written into Redis by this test)", async () => {
+    const { manager, sent } = mppSessionPayer(devnet, "payer6", "0.05");
+    const payToBefore = await balance(USDC_E, PAY_TO);
+    const call = (network = "ethereum") =>
+      manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id?network=${network}`);
+    let channelId = "";
+    for (let served = 1; served <= 2; served++) {
+      const res = await call();
+      expect(res.receipt).toMatchObject({ spent: String(BigInt(served) * price) });
+      channelId = (res.receipt?.channelId ?? "").toLowerCase();
+    }
+    // A voucher the payer really signed for a third call, which got no answer (nothing charged).
+    expect((await call("sepolia")).status).toBe(503);
+    const unserved = Credential.deserialize(sent.at(-1) ?? "").payload as {
+      action: string;
+      cumulativeAmount: string;
+      signature: Hex;
+    };
+    expect(unserved).toMatchObject({ action: "voucher", cumulativeAmount: String(3n * price) });
+    // The channel holds it as its highest voucher, while what was spent stays two calls' worth.
+    const redis = createRedisClient({ url: "redis://127.0.0.1:6379" });
+    await redis.connect();
+    try {
+      const channels = redisMppxState(redis as never, `mppnoanswer${process.pid}:payment:mpp:`).channels;
+      await channels.update(channelId, (current: unknown) => {
+        const c = current as { spent: bigint; highestVoucher: { channelId: string } };
+        expect(c.spent).toBe(2n * price);
+        const highestVoucher = {
+          ...c.highestVoucher,
+          cumulativeAmount: 3n * price,
+          signature: unserved.signature,
+        };
+        return { op: "set", value: { ...c, highestVoucher, highestVoucherAmount: 3n * price }, result: null };
+      });
+    } finally {
+      await redis.close();
+    }
+    const reserve = devnet.demo.tempo.channelReserve.address;
+    const settled = async () =>
+      (
+        await readContract(tempoClient(tempo.anvilRpcUrl), {
+          address: reserve,
+          abi: Abis.tip20ChannelReserve,
+          functionName: "getChannelState",
+          args: [channelId as Hex],
+        })
+      ).settled;
+    // The highest voucher is due (0.003 USDC.e) but a price above what was spent: the worker (a
+    // pass every second) leaves it; what was spent (0.002) is not due yet.
+    await sleep(3_000);
+    expect(await settled()).toBe(0n);
+    // The next call spends from that voucher; now it is within what was spent, and due.
+    const third = await call();
+    expect(third.receipt).toMatchObject({ spent: String(3n * price) });
+    for (let i = 0; i < 100 && (await settled()) < 3n * price; i++) await sleep(100);
+    expect(await settled()).toBe(3n * price);
     const closed = await manager.close();
     expect(closed).toMatchObject({ spent: String(3n * price) });
     expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 3n * price);

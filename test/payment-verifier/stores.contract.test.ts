@@ -400,6 +400,53 @@ describe.each(mppxStates)(
       expect(await stores[1]?.channels.get(id)).toBeNull();
     });
 
+    it("keeps with each session channel its highest voucher within what was spent, for the scheduled settle", async () => {
+      const state = make();
+      const id = channelId();
+      const voucher = (amount: bigint) => ({
+        channelId: id,
+        cumulativeAmount: amount,
+        signature: `0x${amount}`,
+      });
+      const settleable = async () =>
+        ((await state.channels.get(id)) as { settleableVoucher?: unknown }).settleableVoucher;
+      // As mppx writes a channel: the highest voucher raised and the call's price charged together.
+      const serve = (highest: bigint, spent: bigint) =>
+        state.channels.update(id, (current) => ({
+          op: "set" as const,
+          value: {
+            ...(current as object),
+            highestVoucher: voucher(highest),
+            highestVoucherAmount: highest,
+            spent,
+          },
+          result: null,
+        }));
+      await state.channels.put(id, {
+        channelId: id,
+        highestVoucher: null,
+        highestVoucherAmount: 0n,
+        spent: 0n,
+      });
+      expect(await settleable()).toBeUndefined();
+      await serve(1_000n, 1_000n);
+      expect(await settleable()).toEqual(voucher(1_000n));
+      // The voucher for 2,000 paid a call that got no answer: never written. The payer is a price ahead.
+      await serve(3_000n, 2_000n);
+      expect(await settleable()).toEqual(voucher(1_000n));
+      await serve(4_000n, 3_000n);
+      expect(await settleable()).toEqual(voucher(3_000n));
+      await serve(5_000n, 4_000n);
+      expect(await settleable()).toEqual(voucher(4_000n));
+      // Any other write of the channel keeps it (the settle recording what moved on chain).
+      await state.channels.update(id, (current) => ({
+        op: "set" as const,
+        value: { ...(current as object), settledOnChain: 4_000n },
+        result: null,
+      }));
+      expect(await settleable()).toEqual(voucher(4_000n));
+    });
+
     it("lists written channels for the settlement loop until forgotten; values expire, finished ones sooner", async () => {
       const state = make({ activeMs: 600, finishedMs: 150 });
       const [open, closed] = [channelId(), channelId()];

@@ -8,6 +8,7 @@ import { redisLease } from "../../services/settlement-worker/src/adapters/lease.
 import {
   channelSettledEvent,
   type StoredChannel,
+  settleableVoucher,
   settledForGood,
   settlementDue,
 } from "../../services/settlement-worker/src/core/session-settlement.ts";
@@ -40,12 +41,15 @@ describe("the session settlement lease (Redis)", () => {
   });
 });
 
+const voucher = (cumulativeAmount: bigint) => ({ cumulativeAmount, signature: `0x${"5e".repeat(65)}` });
+/** A channel as mppx stores it: its highest voucher is the one for `highestVoucherAmount`. */
 const channel = (over: Partial<StoredChannel> = {}): StoredChannel => ({
   channelId: `0x${"ab".repeat(32)}`,
   payer: "0x00000000000000000000000000000000000000aA",
   token: "0x20C000000000000000000000b9537d11c60E8b50",
   chainId: 4217,
   highestVoucherAmount: 5_000n,
+  highestVoucher: voucher(over.highestVoucherAmount ?? 5_000n),
   settledOnChain: 0n,
   spent: 5_000n,
   finalized: false,
@@ -73,6 +77,27 @@ describe("when a session channel is due", () => {
     expect(settledForGood(channel({ finalized: true }))).toBe(true);
     expect(settledForGood(null)).toBe(true);
     expect(settledForGood(channel())).toBe(false);
+  });
+
+  it("settles no more than was spent: a payer a price ahead (a call that got no answer) is settled by its voucher within that", () => {
+    // Served 10,000 and 20,000; the voucher for 30,000 also counts a call that got no answer.
+    const ahead = channel({
+      highestVoucherAmount: 30_000n,
+      spent: 20_000n,
+      settleableVoucher: voucher(20_000n),
+    });
+    expect(settleableVoucher(ahead)).toEqual(voucher(20_000n));
+    expect(settlementDue(ahead, schedule, now, false)).toBe("amount");
+    // Settled up to what was spent: nothing is due, though the highest voucher is a price above.
+    expect(
+      settlementDue({ ...ahead, settledOnChain: 20_000n }, schedule, now + 60_000, true),
+    ).toBeUndefined();
+    // No voucher within what was spent yet: nothing to settle.
+    const first = channel({ highestVoucherAmount: 20_000n, spent: 10_000n });
+    expect(settleableVoucher(first)).toBeUndefined();
+    expect(settlementDue(first, schedule, now + 60_000, true)).toBeUndefined();
+    // In step, the highest voucher is the one.
+    expect(settleableVoucher(channel())).toEqual(voucher(5_000n));
   });
 
   it("records each settlement as one channel_settled event, its id from the channel and the transaction", () => {

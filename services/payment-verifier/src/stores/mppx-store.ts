@@ -76,6 +76,51 @@ return 1`;
 
 type Change = Store.Change<unknown, unknown>;
 
+/** A signed session voucher as mppx stores it. */
+interface StoredVoucher {
+  cumulativeAmount: bigint;
+  signature: string;
+}
+interface SessionChannelLike {
+  highestVoucher?: StoredVoucher | null;
+  settleableVoucher?: StoredVoucher | null;
+  spent?: bigint;
+}
+
+/**
+ * A session channel with the voucher a scheduled settle may use (`settleableVoucher`): the highest
+ * voucher the channel has held whose amount is within what was spent. mppx keeps only the highest
+ * voucher, and after a call that got no answer the official client stays a price ahead (each next
+ * voucher also counts the unserved call), so settling the highest moves a price more than was
+ * served; the voucher before it covers what was spent. Any other value passes unchanged.
+ */
+export function keepSettleable(previous: unknown, next: unknown): unknown {
+  const channel = next as SessionChannelLike | null;
+  if (!channel || typeof channel !== "object" || !("highestVoucher" in channel)) return next;
+  const spent = channel.spent;
+  if (typeof spent !== "bigint") return next;
+  const before = previous as SessionChannelLike | null;
+  let best: StoredVoucher | null = null;
+  for (const v of [
+    channel.highestVoucher,
+    channel.settleableVoucher,
+    before?.highestVoucher,
+    before?.settleableVoucher,
+  ]) {
+    if (!v || typeof v.cumulativeAmount !== "bigint" || v.cumulativeAmount > spent) continue;
+    if (!best || v.cumulativeAmount > best.cumulativeAmount) best = v;
+  }
+  if (best === (channel.settleableVoucher ?? null)) return next;
+  return { ...channel, settleableVoucher: best };
+}
+
+/** The change an update writes, its channel (if it is one) keeping its settleable voucher. */
+function settleable(previous: unknown, change: Change): Change {
+  if (change.op !== "set") return change;
+  const value = keepSettleable(previous, change.value);
+  return value === change.value ? change : { ...change, value };
+}
+
 /**
  * An mppx AtomicStore in Redis under `prefix`: Lua compare-and-set updates, `SET NX PXAT` claims,
  * TTLs; writes of a key also add it to the set `index`, when given.
@@ -92,7 +137,8 @@ export function redisAtomicStore(
       const raw = await redis.get(`${prefix}${key}`);
       return raw === null ? null : decodeValue(raw);
     },
-    async put(key: string, value: unknown) {
+    async put(key: string, written: unknown) {
+      const value = keepSettleable(null, written);
       await redis.set(`${prefix}${key}`, encodeValue(value), { PX: Number(ttl(value)) });
       if (index) await redis.sAdd(index, key);
     },
@@ -102,7 +148,8 @@ export function redisAtomicStore(
     async update<result>(key: string, fn: (current: unknown) => Change) {
       for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
         const raw = await redis.get(`${prefix}${key}`);
-        const change = fn(raw === null ? null : decodeValue(raw));
+        const current = raw === null ? null : decodeValue(raw);
+        const change = settleable(current, fn(current));
         if (change.op === "noop") return change.result as result;
         const won = await redis.eval(COMPARE_AND_SET, {
           keys: [`${prefix}${key}`, index ?? `${prefix}${key}`],
@@ -175,7 +222,7 @@ function memoryStore(
       return raw === null ? null : decodeValue(raw);
     },
     async put(key: string, value: unknown) {
-      write(key, value);
+      write(key, keepSettleable(null, value));
     },
     async delete(key: string) {
       entries.delete(key);
@@ -183,7 +230,8 @@ function memoryStore(
     // One JS turn: nothing interleaves between the read and the write.
     async update<result>(key: string, fn: (current: unknown) => Change) {
       const raw = read(key);
-      const change = fn(raw === null ? null : decodeValue(raw));
+      const current = raw === null ? null : decodeValue(raw);
+      const change = settleable(current, fn(current));
       if (change.op === "set") write(key, change.value);
       if (change.op === "delete") entries.delete(key);
       return change.result as result;

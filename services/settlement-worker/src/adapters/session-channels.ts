@@ -20,6 +20,7 @@ import {
   type DueReason,
   type SettleSchedule,
   type StoredChannel,
+  settleableVoucher,
   settledForGood,
   settlementDue,
 } from "../core/session-settlement.ts";
@@ -73,23 +74,38 @@ export function startSessionSettlement(o: SessionSettlementOptions): SessionSett
       return undefined;
     }
     const stored = channel as StoredChannel & { escrowContract?: Address };
-    const unsettled = stored.highestVoucherAmount > stored.settledOnChain;
+    const voucher = settleableVoucher(stored);
+    const unsettled = voucher !== undefined && voucher.cumulativeAmount > stored.settledOnChain;
     const requestedOnChain = unsettled && (await closeRequestedOnChain(stored));
     // mppx marks a cooperative close in progress the same way: payment-verifier is closing it now
     // (capturing everything spent), so a settle here would only race that close.
     if (stored.closeRequestedAt !== 0n && !requestedOnChain) return undefined;
     const reason = settlementDue(stored, o.schedule, now(), requestedOnChain);
-    if (!reason) return undefined;
+    if (!reason || !voucher) return undefined;
     let reported: { delta: bigint; amount: bigint } | undefined;
-    const transaction = await tempo.settle(o.state.channels, o.client, id as Hex, {
+    // mppx settles the channel's highest voucher: it is shown the settleable one instead (the same
+    // when the payer is not a price ahead); what it writes back goes to the channel as it is then.
+    const view = {
+      getChannel: async () => ({
+        ...stored,
+        highestVoucher: voucher,
+        highestVoucherAmount: voucher.cumulativeAmount,
+      }),
+      updateChannel: (channelId: string, fn: (current: unknown) => unknown) =>
+        o.state.channels.update(channelId, (current: unknown) => {
+          const next = fn(current);
+          return next ? { op: "set", value: next, result: next } : { op: "delete", result: null };
+        }),
+    };
+    const transaction = await tempo.settle(view as never, o.client, id as Hex, {
       account: o.account,
       feeToken: o.feeToken,
       onSessionSettlement: (ctx) => {
         reported = { delta: ctx.delta, amount: ctx.amount };
       },
     });
-    const delta = reported?.delta ?? stored.highestVoucherAmount - stored.settledOnChain;
-    const settled = reported?.amount ?? stored.highestVoucherAmount;
+    const delta = reported?.delta ?? voucher.cumulativeAmount - stored.settledOnChain;
+    const settled = reported?.amount ?? voucher.cumulativeAmount;
     o.publish(channelSettledEvent(stored, { transaction, delta, settled, reason }, now()));
     o.metrics.sessionSettles.inc({ reason, result: "settled" });
     log.info({ channel: id, transaction, reason, amount: String(delta) }, "session channel settled");

@@ -1,10 +1,16 @@
 // When an MPP session channel is settled, and what its settlement records: rules without I/O. A
-// channel (as mppx keeps it in payment-verifier's Redis state) is settled when the vouchers it
-// accepted beyond what is settled on chain reach the minimum amount, when its oldest unsettled
+// channel (as mppx keeps it in payment-verifier's Redis state) is settled, never beyond what it
+// spent on served calls, when what it spent beyond what is settled on chain reaches the minimum amount, when its oldest unsettled
 // charge is older than the interval, or at once when its payer asked the reserve (on chain) to
 // close it: the charges must land before the close's grace period ends. A closed (finalized)
 // channel is done.
 import type { SettlementEventV2 } from "@tollgate/events";
+
+/** A signed voucher as mppx stores it. */
+export interface StoredVoucher {
+  cumulativeAmount: bigint;
+  signature: string;
+}
 
 /** The fields of mppx's stored channel this worker reads (bigints as mppx's JSON revives them). */
 export interface StoredChannel {
@@ -13,6 +19,9 @@ export interface StoredChannel {
   token: string;
   chainId: number;
   highestVoucherAmount: bigint;
+  highestVoucher?: StoredVoucher | null;
+  /** The highest voucher within what was spent (payment-verifier's mppx store keeps it). */
+  settleableVoucher?: StoredVoucher | null;
   settledOnChain: bigint;
   spent: bigint;
   finalized: boolean;
@@ -31,6 +40,18 @@ export interface SettleSchedule {
 export type DueReason = "amount" | "age" | "close_requested";
 
 /**
+ * The voucher a settle of `channel` uses: the highest when it is within what was spent, else the
+ * highest one that is (after a call that got no answer the official client signs a price ahead of
+ * what was served; settling that voucher would take the unserved price). Undefined: none is.
+ */
+export function settleableVoucher(channel: StoredChannel): StoredVoucher | undefined {
+  const highest = channel.highestVoucher;
+  if (highest && highest.cumulativeAmount <= channel.spent) return highest;
+  const kept = channel.settleableVoucher;
+  return kept && kept.cumulativeAmount <= channel.spent ? kept : undefined;
+}
+
+/**
  * Why `channel` should be settled now, or undefined (nothing unsettled, or not due yet).
  * `closeRequested`: the payer asked the reserve (on chain) to close it.
  */
@@ -41,7 +62,7 @@ export function settlementDue(
   closeRequested: boolean,
 ): DueReason | undefined {
   if (channel.finalized) return undefined;
-  const unsettled = channel.highestVoucherAmount - channel.settledOnChain;
+  const unsettled = (settleableVoucher(channel)?.cumulativeAmount ?? 0n) - channel.settledOnChain;
   if (unsettled <= 0n) return undefined;
   if (closeRequested) return "close_requested";
   if (unsettled >= schedule.minAmount) return "amount";
