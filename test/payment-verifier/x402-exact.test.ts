@@ -314,6 +314,47 @@ describe("verify and settle", () => {
 });
 
 describe("failed settlement", () => {
+  it("a settlement key held by another replica past the wait (15 s) is a 503 to retry, not a refused payment; the payment then settles once", async () => {
+    const p = payers[5] as Payer;
+    // A settlement first, so the key's nonce (beside its lock) is in Redis.
+    expect((await payVerifySettle(p, BLOCK_NUMBER)).s.settled).toBe(true);
+    const { credentials } = await pay(client, p, CALL);
+    const v = await verify(client, CALL, credentials);
+    expect(v.valid, v.reason).toBe(true);
+    const facilitator = privateKeyToAccount(
+      devnet.accounts.find((a) => a.role === "facilitator")?.privateKey ?? "0x",
+    ).address;
+    const redis = createRedis({ url: config.redisUrl });
+    await redis.connect();
+    // The key's lock sits beside its nonce: <prefix>signer:<chain>:<genesis>:<address>:.
+    const [nonce] = (await redis.keys(`${config.redisPrefix}signer:*`)).filter((k) =>
+      k.endsWith(`:${facilitator.toLowerCase()}:nonce`),
+    );
+    expect(nonce).toBeDefined();
+    const lock = (nonce ?? "").replace(/:nonce$/, ":lock");
+    try {
+      const before = await balances(p.address, payTo());
+      await redis.set(lock, "another-replica", { PX: 60_000 });
+      const s = await settle(client, CALL, credentials, v.paymentId, v.requestId);
+      expect(s.settled).toBe(false);
+      expect(s.errorCode, s.reason).toBe("service_unavailable");
+      expect(await balances(p.address, payTo())).toEqual(before);
+      // The key is free again: the client's retry (a new request with the same payment) is served.
+      await redis.del(lock);
+      const again = await verify(client, CALL, credentials);
+      expect(again.valid, again.reason).toBe(true);
+      const retried = await settle(client, CALL, credentials, again.paymentId, again.requestId);
+      expect(retried.settled, retried.reason).toBe(true);
+      expectedEvents.set(`${again.requestId}:settled`, "settled");
+      const [payerAfter, receiverAfter] = await balances(p.address, payTo());
+      expect(payerAfter).toBe((before[0] ?? 0n) - priceOf(CALL));
+      expect(receiverAfter).toBe((before[1] ?? 0n) + priceOf(CALL));
+    } finally {
+      await redis.del(lock);
+      await redis.close();
+    }
+  }, 60_000);
+
   it("a payer that empties its balance between Verify and Settle: not served, nothing moves, the reverted transfer is on chain, and the payer is refused for a while", async () => {
     const p = payers[7] as Payer;
     const { credentials } = await pay(client, p, CALL);

@@ -21,6 +21,7 @@ import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import {
   type Abi,
   type Address,
+  BaseError,
   createPublicClient,
   createWalletClient,
   defineChain,
@@ -640,6 +641,14 @@ async function settleVerifiedTransfer(
     if (err instanceof PendingSettlement) return viaLibrary();
     if (err instanceof PendingUnknown) throw err.cause; // as before: the store's error, not a refusal
     if (isTransportError(err)) throw err;
+    // Not the node refusing the transfer (viem's errors are): the settlement key's lock was busy in
+    // another replica past its wait, or its Redis failed. Nothing was sent: a 503 to retry, never a
+    // payment refused as "failed on chain" (chaos run: 402s at a Redis restart).
+    if (!(err instanceof BaseError)) {
+      throw err instanceof FacilitatorUnavailableError
+        ? err
+        : new FacilitatorUnavailableError(`settlement key unavailable: ${errorText(err)}`);
+    }
     return refused(transferErrorReason(err), "", errorText(err));
   }
   let receipt: Awaited<ReturnType<typeof signer.waitForTransactionReceipt>>;
