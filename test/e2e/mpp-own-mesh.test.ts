@@ -206,6 +206,17 @@ describe("a payment-verifier restart mid-session — channel reserve: a contract
   });
 });
 
+/** What the channel reserve has settled of a session channel, on chain. */
+async function settledOnChain(channelId: string | undefined): Promise<bigint> {
+  const state = await readContract(tempoClient(tempo.anvilRpcUrl), {
+    address: devnet.demo.tempo.channelReserve.address,
+    abi: Abis.tip20ChannelReserve,
+    functionName: "getChannelState",
+    args: [channelId as Hex],
+  });
+  return state.settled;
+}
+
 describe("scheduled settles of sessions — by the settlement worker, in one place; channel reserve: a contract of ours for the TIP-1034 precompile", () => {
   it("settles a channel once 0.003 USDC.e is unsettled, before any close, and records it in the ledger as channel_settled", async () => {
     const { manager } = mppSessionPayer(devnet, "payer5", "0.05");
@@ -216,16 +227,7 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
       expect(res.status).toBe(200);
       channelId = res.receipt?.channelId;
     }
-    const reserve = devnet.demo.tempo.channelReserve.address;
-    const settled = async () =>
-      (
-        await readContract(tempoClient(tempo.anvilRpcUrl), {
-          address: reserve,
-          abi: Abis.tip20ChannelReserve,
-          functionName: "getChannelState",
-          args: [channelId as Hex],
-        })
-      ).settled;
+    const settled = () => settledOnChain(channelId);
     for (let i = 0; i < 100 && (await settled()) < 3n * price; i++) await sleep(100);
     expect(await settled()).toBe(3n * price);
     expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 3n * price);
@@ -292,16 +294,7 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
     } finally {
       await redis.close();
     }
-    const reserve = devnet.demo.tempo.channelReserve.address;
-    const settled = async () =>
-      (
-        await readContract(tempoClient(tempo.anvilRpcUrl), {
-          address: reserve,
-          abi: Abis.tip20ChannelReserve,
-          functionName: "getChannelState",
-          args: [channelId as Hex],
-        })
-      ).settled;
+    const settled = () => settledOnChain(channelId);
     // The highest voucher is due (0.003 USDC.e) but a price above what was spent: the worker (a
     // pass every second) leaves it; what was spent (0.002) is not due yet.
     await sleep(3_000);
