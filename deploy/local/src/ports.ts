@@ -1,4 +1,7 @@
+import { closeSync, mkdirSync, openSync, statSync, unlinkSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 function tryListen(port: number): Promise<number | undefined> {
   return new Promise((resolve) => {
@@ -13,14 +16,42 @@ function tryListen(port: number): Promise<number | undefined> {
   });
 }
 
+/** Ports handed out on this machine in the last minute, one file each: shared by every process. */
+const CLAIMS = join(tmpdir(), "tollgate-port-claims");
+const CLAIM_MS = 60_000;
+
 /**
- * A port that was free a moment ago on 127.0.0.1. Picked below Linux's ephemeral range
+ * Claims `port` for a minute across processes (test workers start meshes at once; a port picked by
+ * one and not yet bound could be picked by another: EADDRINUSE at start). False: claimed already.
+ */
+function claim(port: number): boolean {
+  const file = join(CLAIMS, String(port));
+  try {
+    mkdirSync(CLAIMS, { recursive: true });
+    try {
+      if (Date.now() - statSync(file).mtimeMs < CLAIM_MS) return false;
+      unlinkSync(file);
+    } catch {
+      // no claim yet
+    }
+    closeSync(openSync(file, "wx"));
+    return true;
+  } catch {
+    return false; // claimed by another process a moment ago
+  }
+}
+
+/**
+ * A port that was free a moment ago on 127.0.0.1, and not handed out on this machine in the last
+ * minute. Picked below Linux's ephemeral range
  * (32768-60999), where every outgoing connection also takes its local port: a port the OS hands
  * out for `listen(0)` can be taken by a client socket before our service binds it.
  */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const bound = await tryListen(20_000 + Math.floor(Math.random() * 12_000));
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (!claim(port)) continue;
+    const bound = await tryListen(port);
     if (bound) return bound;
   }
   const any = await tryListen(0);
