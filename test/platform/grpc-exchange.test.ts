@@ -132,7 +132,7 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.server.forceShutdown()));
 });
 
-describe("calls carried on Exchange streams", () => {
+describe("calls carried on Exchange streams (payment-verifier's contract, handlers of this test's own: the transport is the subject)", () => {
   it("500 concurrent calls each get their own answer, on streams (no unary call), counted per method", async () => {
     const seen: Seen[] = [];
     const { address, registry } = await server({ seen });

@@ -7,6 +7,7 @@
 //
 // The envelope's convention is written once, in proto/tollgate/mesh/v1/exchange.proto.
 import * as grpc from "@grpc/grpc-js";
+import { ERROR_CODE_KEY, ERROR_DETAIL_KEY } from "./grpc-metadata.ts";
 
 /** A failed call as a unary call ends: status, message and the catalog error trailers. */
 export interface CallStatusShape {
@@ -27,26 +28,34 @@ interface Envelope {
 
 /** `Verify` → `verify`: the envelope member a method's messages travel in. */
 export const exchangeMember = (method: string) => method.charAt(0).toLowerCase() + method.slice(1);
-const methodOf = (member: string) => member.charAt(0).toUpperCase() + member.slice(1);
+
+type Handler = (
+  request: unknown,
+  call: { getDeadline(): number; metadata: grpc.Metadata },
+) => Promise<unknown>;
+
+/** A service's handlers by envelope member (`verify` → Verify's), built once per service. */
+export function exchangeHandlers(
+  handlers: Record<string, Handler>,
+): ReadonlyMap<string, { method: string; handler: Handler }> {
+  return new Map(
+    Object.entries(handlers).map(([method, handler]) => [exchangeMember(method), { method, handler }]),
+  );
+}
 
 /** What the server side needs from the service it belongs to (startGrpcServer provides it). */
 export interface ExchangeServerContext {
-  /** The service's unary handlers; the second argument stands for the unary call (its deadline and metadata). */
-  handlers: Record<
-    string,
-    (request: unknown, call: { getDeadline(): number; metadata: grpc.Metadata }) => Promise<unknown>
-  >;
+  /** The service's unary handlers by envelope member (exchangeHandlers). */
+  handlers: ReadonlyMap<string, { method: string; handler: Handler }>;
   /** Whether the stream's caller may call `method` (the mesh policy; the stream's token was checked at its start). */
   allowed(method: string): boolean;
-  /** Counts a call refused by the policy, as a refused unary call is counted. */
-  refused(method: string): void;
+  /** Counts a call refused by the policy, as a refused unary call is, and gives its status. */
+  refuse(method: string): { code: number; details: string; metadata: grpc.Metadata };
   /** A handler's failure as the status a unary call would end with. */
   statusOf(err: unknown, method: string): { code: number; details: string; metadata: grpc.Metadata };
   observe(method: string, code: string, seconds: number): void;
 }
 
-const ERROR_CODE_KEY = "tollgate-error-code";
-const ERROR_DETAIL_KEY = "tollgate-error-detail";
 /** The refusal of a call by a draining server: its handler never ran, so the caller sends it again. */
 const DRAINING = "mesh_draining";
 
@@ -114,19 +123,17 @@ export function serveExchange(
     const started = performance.now();
     const id = message.id;
     const member = message.call;
-    const method = member ? methodOf(member) : "";
-    const handler = member ? ctx.handlers[method] : undefined;
+    const carried = member ? ctx.handlers.get(member) : undefined;
+    const method = carried?.method ?? "";
     const fail = (code: grpc.status, details: string, metadata?: grpc.Metadata) => {
       ctx.observe(method || "unknown", grpc.status[code] ?? "UNKNOWN", (performance.now() - started) / 1000);
       answer({ id, status: callStatus(code, details, metadata) });
     };
-    if (!member || !handler)
-      return fail(grpc.status.UNIMPLEMENTED, `no method ${method || "(none)"} on this stream`);
+    if (!member || !carried)
+      return fail(grpc.status.UNIMPLEMENTED, `no method ${member ?? "(none)"} on this stream`);
     if (!ctx.allowed(method)) {
-      ctx.refused(method);
-      const metadata = new grpc.Metadata();
-      metadata.set(ERROR_CODE_KEY, "mesh_permission_denied");
-      return fail(grpc.status.PERMISSION_DENIED, "this caller may not call this method", metadata);
+      const refused = ctx.refuse(method);
+      return fail(refused.code, refused.details, refused.metadata);
     }
     // A draining service takes no new call: the caller sends it again, to another replica.
     if (streams.draining) {
@@ -136,7 +143,7 @@ export function serveExchange(
     }
     const deadline = Date.now() + (message.timeoutMs || 30_000);
     inFlight++;
-    handler(message[member], { getDeadline: () => deadline, metadata: call.metadata }).then(
+    carried.handler(message[member], { getDeadline: () => deadline, metadata: call.metadata }).then(
       (response) => {
         inFlight--;
         ctx.observe(method, "OK", (performance.now() - started) / 1000);
@@ -215,6 +222,8 @@ export interface ExchangeClientOptions {
 export class ExchangeClient {
   readonly #o: Required<ExchangeClientOptions>;
   readonly #streams: (Stream | undefined)[];
+  /** Envelope members by method name (a handful: the service's methods). */
+  readonly #members = new Map<string, string>();
   /** Every stream not yet over: the slots' and the retired ones still waiting for answers. */
   readonly #live = new Set<Stream>();
   #turn = 0;
@@ -231,8 +240,12 @@ export class ExchangeClient {
   call(method: string, request: unknown, deadlineMs: number): Promise<unknown> {
     const now = Date.now();
     if (this.#closed || now < this.#unaryUntil) return this.#o.unary(method, request, deadlineMs);
+    let member = this.#members.get(method);
+    if (member === undefined) {
+      member = exchangeMember(method);
+      this.#members.set(method, member);
+    }
     return new Promise((resolve, reject) => {
-      const member = exchangeMember(method);
       this.#send(
         { resent: false, method, member, request, deadline: now + deadlineMs, resolve, reject },
         now,

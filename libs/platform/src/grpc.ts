@@ -9,11 +9,12 @@ import type { ProtoGrpcType as RpcProxyProto } from "./generated/rpc_proxy.ts";
 import type { ProtoGrpcType as SettlementProto } from "./generated/settlement_worker.ts";
 import {
   ExchangeClient,
-  type ExchangeServerContext,
   ExchangeStreams,
+  exchangeHandlers,
   exchangeMember,
   serveExchange,
 } from "./grpc-exchange.ts";
+import { ERROR_CODE_KEY, ERROR_DETAIL_KEY } from "./grpc-metadata.ts";
 import type { Logger } from "./logger.ts";
 import {
   type CallerPolicy,
@@ -58,9 +59,7 @@ export const contracts = {
     load<SettlementProto>("tollgate/settlement/v1/settlement_worker.proto").tollgate.settlement.v1,
 };
 
-/** Trailing-metadata keys that carry a catalog error across a gRPC hop. */
-export const ERROR_CODE_KEY = "tollgate-error-code";
-export const ERROR_DETAIL_KEY = "tollgate-error-detail";
+export { ERROR_CODE_KEY, ERROR_DETAIL_KEY };
 
 /**
  * An error a handler throws on purpose: a gRPC status plus the public catalog error
@@ -183,6 +182,11 @@ export async function startGrpcServer(opts: {
     registers: [opts.registry],
   });
   const identify = meshIdentifier(opts.meshCallers);
+  /** The token a call presents and the caller it names (undefined: none, or not one we accept). */
+  const callerOf = (metadata: grpc.Metadata) => {
+    const token = metadata.get(MESH_TOKEN_KEY)[0];
+    return { token, caller: typeof token === "string" && token !== "" ? identify(token) : undefined };
+  };
   // One line per minute at most: an attacker must not be able to flood the log.
   let lastRefusalLog = 0;
   const refuse = (service: string, method: string, reason: Refusal, caller: string | undefined) => {
@@ -233,8 +237,7 @@ export async function startGrpcServer(opts: {
       ) => {
         const end = timer(performance.now());
         if (callers) {
-          const token = call.metadata.get(MESH_TOKEN_KEY)[0];
-          const caller = typeof token === "string" && token !== "" ? identify(token) : undefined;
+          const { token, caller } = callerOf(call.metadata);
           if (!caller || !callers.has(caller)) {
             const reason: Refusal = !token ? "missing_token" : !caller ? "unknown_token" : "not_allowed";
             const status = refuse(service.name, method, reason, caller);
@@ -263,12 +266,16 @@ export async function startGrpcServer(opts: {
       }
       const observe = (method: string, code: string, seconds: number) =>
         handledSeries({ grpc_service: service.name, grpc_method: method, grpc_code: code }).observe(seconds);
+      // On a stream a handler's call is a stand-in holding the deadline and the metadata, all that
+      // the handlers of a service with an Exchange read from it.
+      const handlers = exchangeHandlers(service.handlers as Parameters<typeof exchangeHandlers>[0]);
       impl[exchange] = (call: grpc.ServerDuplexStream<any, any>) => {
         // The stream's token is checked once, at its start; the policy for each method per message.
         let caller: string | undefined;
         if (allowed) {
-          const token = call.metadata.get(MESH_TOKEN_KEY)[0];
-          caller = typeof token === "string" && token !== "" ? identify(token) : undefined;
+          const presented = callerOf(call.metadata);
+          caller = presented.caller;
+          const token = presented.token;
           if (!caller) {
             call.emit(
               "error",
@@ -280,14 +287,10 @@ export async function startGrpcServer(opts: {
         serveExchange(
           call,
           {
-            // On a stream a handler's call is a stand-in holding the deadline and the metadata,
-            // all that the handlers of a service with an Exchange read from it.
-            handlers: service.handlers as ExchangeServerContext["handlers"],
+            handlers,
             allowed: (method) =>
               !allowed || (caller !== undefined && allowed.get(method)?.has(caller) === true),
-            refused: (method) => {
-              refused.inc({ grpc_service: service.name, grpc_method: method, reason: "not_allowed" });
-            },
+            refuse: (method) => refuse(service.name, method, "not_allowed", caller),
             statusOf: (err, method) => {
               const status = toStatus(err, opts.logger, method);
               return {

@@ -76,8 +76,8 @@ return 1`;
 
 type Change = Store.Change<unknown, unknown>;
 
-/** A signed session voucher as mppx stores it. */
-interface StoredVoucher {
+/** A signed session voucher as mppx stores it (the settlement worker reads it too). */
+export interface StoredVoucher {
   cumulativeAmount: bigint;
   signature: string;
 }

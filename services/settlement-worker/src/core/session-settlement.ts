@@ -5,12 +5,7 @@
 // close it: the charges must land before the close's grace period ends. A closed (finalized)
 // channel is done.
 import type { SettlementEventV2 } from "@tollgate/events";
-
-/** A signed voucher as mppx stores it. */
-export interface StoredVoucher {
-  cumulativeAmount: bigint;
-  signature: string;
-}
+import type { StoredVoucher } from "@tollgate/payment-verifier/stores/mppx-store";
 
 /** The fields of mppx's stored channel this worker reads (bigints as mppx's JSON revives them). */
 export interface StoredChannel {
