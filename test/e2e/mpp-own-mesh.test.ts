@@ -9,8 +9,9 @@ import { priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
 import { freePort, type Mesh, startMesh } from "@tollgate/local";
 import { Credential, Receipt } from "mppx";
+import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
 import { createClient as createRedisClient } from "redis";
-import { type Hex, parseEventLogs } from "viem";
+import { encodeFunctionData, type Hex, parseEventLogs } from "viem";
 import {
   getTransactionReceipt,
   readContract,
@@ -22,7 +23,14 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { redisMppxState } from "../../services/payment-verifier/src/stores/mppx-store.ts";
 import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
-import { mppChargePayer, mppSessionPayer, tempoChain, tempoClient, tip20Balance } from "../support/mppx.ts";
+import {
+  devnetAccount,
+  mppChargePayer,
+  mppSessionPayer,
+  tempoChain,
+  tempoClient,
+  tip20Balance,
+} from "../support/mppx.ts";
 
 const shared = inject("mesh");
 const devnet = readDevnetFile(shared.devnetFile);
@@ -307,5 +315,76 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
     const closed = await manager.close();
     expect(closed).toMatchObject({ spent: String(3n * price) });
     expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 3n * price);
+  });
+
+  it("a payer that signed ahead of its calls and asks the reserve to close is settled by its highest voucher, not let go with its served calls unpaid (the payer's requestClose sent as it by anvil impersonation)", async () => {
+    const account = devnetAccount(devnet, "payer7");
+    const mpp = MppxClient.create({
+      polyfill: false,
+      methods: [
+        tempoPayer.session({ account, getClient: () => tempoClient(tempo.anvilRpcUrl), maxDeposit: "0.05" }),
+      ],
+      orderChallenges: (candidates) => candidates.filter((c) => c.challenge.intent === "session"),
+    });
+    const path = "/api/chain/chain-id";
+    const payToBefore = await balance(USDC_E, PAY_TO);
+    // Opens with a voucher for its first call, then skips a price: every later voucher adds one
+    // price, so the highest stays a price above what was spent and none is ever within it.
+    const opened = await mpp.createCredential(await at(path));
+    expect((await at(path, opened)).status).toBe(200);
+    const { channelId, descriptor } = Credential.deserialize(opened).payload as {
+      channelId: Hex;
+      descriptor: Record<string, unknown>;
+    };
+    for (const calls of [3n, 4n]) {
+      const credential = await mpp.createCredential(await at(path), {
+        action: "voucher",
+        channelId,
+        descriptor,
+        cumulativeAmountRaw: String(calls * price),
+      } as never);
+      const res = await at(path, credential);
+      expect(res.status).toBe(200);
+      expect(Receipt.deserialize(res.headers.get("payment-receipt") ?? "")).toMatchObject({
+        spent: String((calls - 1n) * price),
+      });
+    }
+    const settled = () => settledOnChain(channelId);
+    // Staying, it is not settled beyond what it spent (0.003 due at 0.003; no voucher is 0.003).
+    await sleep(2_000);
+    expect(await settled()).toBe(0n);
+    // It asks the reserve to close, to withdraw its deposit once the grace period ends.
+    const rpc = async (method: string, params: unknown[]) => {
+      const res = await fetch(tempo.anvilRpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
+      const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+      if (body.error) throw new Error(`${method}: ${body.error.message}`);
+      return body.result;
+    };
+    await rpc("anvil_impersonateAccount", [account.address]);
+    await rpc("anvil_setBalance", [account.address, "0x56bc75e2d63100000"]);
+    const hash = (await rpc("eth_sendTransaction", [
+      {
+        from: account.address,
+        to: devnet.demo.tempo.channelReserve.address,
+        data: encodeFunctionData({
+          abi: Abis.tip20ChannelReserve,
+          functionName: "requestClose",
+          args: [descriptor as never],
+        }),
+      },
+    ])) as Hex;
+    await rpc("anvil_stopImpersonatingAccount", [account.address]);
+    expect((await waitForTransactionReceipt(tempoClient(tempo.anvilRpcUrl), { hash })).status).toBe(
+      "success",
+    );
+    // The worker settles its highest voucher: the three served calls are paid (and the price it
+    // signed ahead), where the voucher within what it spent would have paid one.
+    for (let i = 0; i < 100 && (await settled()) < 4n * price; i++) await sleep(100);
+    expect(await settled()).toBe(4n * price);
+    expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 4n * price);
   });
 });

@@ -79,8 +79,8 @@ describe("when a session channel is due", () => {
     expect(settledForGood(channel())).toBe(false);
   });
 
-  it("settles no more than was spent: a payer a price ahead (a call that got no answer) is settled by its voucher within that", () => {
-    // Served 10,000 and 20,000; the voucher for 30,000 also counts a call that got no answer.
+  it("settles no more than was spent: a channel whose highest voucher was accepted without its call's charge (Redis gone between mppx's two store updates) is settled by the voucher within that", () => {
+    // Served 10,000 and 20,000; the voucher for 30,000 was accepted, its call's charge never written.
     const ahead = channel({
       highestVoucherAmount: 30_000n,
       spent: 20_000n,
@@ -88,16 +88,35 @@ describe("when a session channel is due", () => {
     });
     expect(settleableVoucher(ahead)).toEqual(voucher(20_000n));
     expect(settlementDue(ahead, schedule, now, false)).toBe("amount");
-    // Settled up to what was spent: nothing is due, though the highest voucher is a price above.
+    // Settled up to what was spent: nothing is due, though the highest voucher is a price above,
+    // and its payer leaving changes nothing (the voucher within is exactly what was spent).
+    expect(settleableVoucher(ahead, true)).toEqual(voucher(20_000n));
     expect(
       settlementDue({ ...ahead, settledOnChain: 20_000n }, schedule, now + 60_000, true),
     ).toBeUndefined();
-    // No voucher within what was spent yet: nothing to settle.
-    const first = channel({ highestVoucherAmount: 20_000n, spent: 10_000n });
-    expect(settleableVoucher(first)).toBeUndefined();
-    expect(settlementDue(first, schedule, now + 60_000, true)).toBeUndefined();
+    // The first voucher accepted without its charge: nothing was spent, nothing to settle.
+    const opened = channel({ highestVoucherAmount: 10_000n, spent: 0n });
+    expect(settleableVoucher(opened, true)).toBeUndefined();
+    expect(settlementDue(opened, schedule, now + 60_000, true)).toBeUndefined();
     // In step, the highest voucher is the one.
     expect(settleableVoucher(channel())).toEqual(voucher(5_000n));
+  });
+
+  it("a payer that signs ahead of its calls and asks the reserve to close is settled by its highest voucher: what its served calls owe is not handed back", () => {
+    // Its first voucher skipped a price (20,000 for one call of 10,000), every later one adds a
+    // price: the highest stays 10,000 above what was spent, so no later voucher is ever within it.
+    const ahead = channel({
+      highestVoucherAmount: 60_000n,
+      spent: 50_000n,
+      settledOnChain: 0n,
+      settleableVoucher: null,
+    });
+    // While it stays, nothing beyond what was spent is settled: the cooperative close captures it.
+    expect(settleableVoucher(ahead)).toBeUndefined();
+    expect(settlementDue(ahead, schedule, now + 60_000, false)).toBeUndefined();
+    // Leaving (closeRequestedAt on chain): the highest, which it signed, so the payee keeps the 50,000.
+    expect(settleableVoucher(ahead, true)).toEqual(voucher(60_000n));
+    expect(settlementDue(ahead, schedule, now, true)).toBe("close_requested");
   });
 
   it("records each settlement as one channel_settled event, its id from the channel and the transaction", () => {

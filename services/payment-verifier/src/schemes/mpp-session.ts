@@ -5,9 +5,11 @@
 //   Verify   mppx validate: the voucher (or open, top-up, close) checked against the channel in the
 //            shared store and this call's offer; nothing written, nothing broadcast.
 //   Settle   (the node answered) mppx broadcast with the captured request: an open is broadcast,
-//            the voucher raised in the store and this call's price deducted from its headroom in
-//            one atomic store update (mppx-store.ts: Lua compare-and-set), so `spent` is persisted
+//            the voucher raised in the store, then this call's price deducted from its headroom
+//            (two updates, each a Lua compare-and-set in mppx-store.ts), so `spent` is persisted
 //            before the response goes out and one channel's calls are linearizable across replicas.
+//            A deduction that fails leaves the voucher accepted and the call uncharged: the payer's
+//            next call re-sends it and spends it (the settlement worker settles only what was spent).
 //   Release  nothing to undo: a call with no answer charges nothing.
 //
 // Close and top-up need no upstream call (ParsedPayment.noService): the gateway settles them at

@@ -90,9 +90,10 @@ interface SessionChannelLike {
 /**
  * A session channel with the voucher a scheduled settle may use (`settleableVoucher`): the highest
  * voucher the channel has held whose amount is within what was spent. mppx keeps only the highest
- * voucher, and after a call that got no answer the official client stays a price ahead (each next
- * voucher also counts the unserved call), so settling the highest moves a price more than was
- * served; the voucher before it covers what was spent. Any other value passes unchanged.
+ * voucher, and it accepts a voucher and charges its call in two store updates: when the charge
+ * fails (Redis gone between them) the highest is a price above what was spent until the payer's
+ * next call re-sends it, and settling it then would move a price that bought nothing; the voucher
+ * before it is what was spent. Any other value passes unchanged.
  */
 export function keepSettleable(previous: unknown, next: unknown): unknown {
   const channel = next as SessionChannelLike | null;

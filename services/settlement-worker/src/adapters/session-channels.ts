@@ -74,9 +74,10 @@ export function startSessionSettlement(o: SessionSettlementOptions): SessionSett
       return undefined;
     }
     const stored = channel as StoredChannel & { escrowContract?: Address };
-    const voucher = settleableVoucher(stored);
-    const unsettled = voucher !== undefined && voucher.cumulativeAmount > stored.settledOnChain;
-    const requestedOnChain = unsettled && (await closeRequestedOnChain(stored));
+    // Only a channel that spent beyond what is settled can owe anything, leaving or not.
+    const owes = stored.spent > stored.settledOnChain;
+    const requestedOnChain = owes && (await closeRequestedOnChain(stored));
+    const voucher = settleableVoucher(stored, requestedOnChain);
     // mppx marks a cooperative close in progress the same way: payment-verifier is closing it now
     // (capturing everything spent), so a settle here would only race that close.
     if (stored.closeRequestedAt !== 0n && !requestedOnChain) return undefined;

@@ -1,9 +1,10 @@
 // When an MPP session channel is settled, and what its settlement records: rules without I/O. A
 // channel (as mppx keeps it in payment-verifier's Redis state) is settled, never beyond what it
-// spent on served calls, when what it spent beyond what is settled on chain reaches the minimum amount, when its oldest unsettled
-// charge is older than the interval, or at once when its payer asked the reserve (on chain) to
-// close it: the charges must land before the close's grace period ends. A closed (finalized)
-// channel is done.
+// spent on served calls (save a payer that signed ahead of its calls and is leaving:
+// settleableVoucher), when what it spent beyond what is settled on chain reaches the minimum
+// amount, when its oldest unsettled charge is older than the interval, or at once when its payer
+// asked the reserve (on chain) to close it: the charges must land before the close's grace period
+// ends. A closed (finalized) channel is done.
 import type { SettlementEventV2 } from "@tollgate/events";
 import type { StoredVoucher } from "@tollgate/payment-verifier/stores/mppx-store";
 
@@ -35,15 +36,22 @@ export interface SettleSchedule {
 export type DueReason = "amount" | "age" | "close_requested";
 
 /**
- * The voucher a settle of `channel` uses: the highest when it is within what was spent, else the
- * highest one that is (after a call that got no answer the official client signs a price ahead of
- * what was served; settling that voucher would take the unserved price). Undefined: none is.
+ * The voucher a settle of `channel` uses: the highest when it is within what was spent; else the
+ * highest voucher within what was spent that payment-verifier kept (mppx accepts a voucher and
+ * charges its call in two store updates: a Redis failure between them leaves the highest a price
+ * above what was spent until the payer's next call re-sends it and spends it, and meanwhile the
+ * voucher before it is exactly what was spent). `leaving`: the payer asked the reserve to close the
+ * channel; when it spent beyond every voucher within what it spent (it signed ahead of its calls,
+ * which the official client does not), the highest, or the payer would take back at the end of
+ * the grace period what its served calls owe. Undefined: nothing to settle.
  */
-export function settleableVoucher(channel: StoredChannel): StoredVoucher | undefined {
-  const highest = channel.highestVoucher;
-  if (highest && highest.cumulativeAmount <= channel.spent) return highest;
+export function settleableVoucher(channel: StoredChannel, leaving = false): StoredVoucher | undefined {
+  const highest = channel.highestVoucher ?? undefined;
+  if (!highest || highest.cumulativeAmount <= channel.spent) return highest;
   const kept = channel.settleableVoucher;
-  return kept && kept.cumulativeAmount <= channel.spent ? kept : undefined;
+  const within = kept && kept.cumulativeAmount <= channel.spent ? kept : undefined;
+  if (leaving && (within?.cumulativeAmount ?? 0n) < channel.spent) return highest;
+  return within;
 }
 
 /**
@@ -57,7 +65,8 @@ export function settlementDue(
   closeRequested: boolean,
 ): DueReason | undefined {
   if (channel.finalized) return undefined;
-  const unsettled = (settleableVoucher(channel)?.cumulativeAmount ?? 0n) - channel.settledOnChain;
+  const unsettled =
+    (settleableVoucher(channel, closeRequested)?.cumulativeAmount ?? 0n) - channel.settledOnChain;
   if (unsettled <= 0n) return undefined;
   if (closeRequested) return "close_requested";
   if (unsettled >= schedule.minAmount) return "amount";
