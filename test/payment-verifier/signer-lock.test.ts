@@ -12,6 +12,7 @@ import { uniqueId } from "./support.ts";
 
 const prefix = `${uniqueId("test:signerlock:")}:`;
 const redis = testRedis(prefix);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A node that accepts nonce n only when n is its next one, like a real node with no gaps. */
 function node(start: number) {
@@ -88,6 +89,40 @@ describe("settlement key lock across a Redis outage (the link cut by a TCP proxy
       // Not the lock's 60 s hold (nor the 10 s wait, then "busy"): the reconnect, at most 2 s.
       expect(performance.now() - started).toBeLessThan(4_000);
       expect(chain.used).toEqual([0, 1]);
+    } finally {
+      viaProxy?.destroy();
+      await proxy.close();
+    }
+  });
+});
+
+describe("settlement key lock whose taking got no answer (Redis ran the script, the reply was lost as the link was cut by a TCP proxy in front of the machine's Redis)", () => {
+  it("is let go once Redis answers again: the next sender goes on at once, not after the lock's 60 s hold", async () => {
+    const proxy = await tcpProxy(REDIS_PORT);
+    const viaProxy = await connectRedis({
+      url: proxy.url("redis"),
+      logger: silentLogger(),
+      unreachable: "wait",
+    });
+    try {
+      const chain = node(0);
+      const signer = uniqueId("signer-");
+      const lostReply = redisSignerLock(viaProxy as never, prefix);
+      const other = redisSignerLock(redis, prefix, { waitMs: 10_000 });
+      proxy.holdReplies();
+      const attempt = lostReply.withNonce(signer, chain.pending, chain.send);
+      const lockKey = `${prefix}signer:${signer.toLowerCase()}:lock`;
+      for (let i = 0; i < 100 && (await redis.get(lockKey)) === null; i++) await sleep(10);
+      expect(await redis.get(lockKey)).not.toBeNull(); // taken in Redis; its reply held
+      await proxy.cut();
+      await expect(attempt).rejects.toThrow();
+      expect(chain.used).toEqual([]); // nothing sent by the sender that lost the reply
+      await proxy.restore();
+      const started = performance.now();
+      await other.withNonce(signer, chain.pending, chain.send);
+      // Not the 10 s wait, then "busy" (the lock held for 60 s): the reconnect, at most 2 s.
+      expect(performance.now() - started).toBeLessThan(4_000);
+      expect(chain.used).toEqual([0]);
     } finally {
       viaProxy?.destroy();
       await proxy.close();

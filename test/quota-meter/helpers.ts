@@ -33,6 +33,7 @@ export async function tcpProxy(targetPort: number) {
   const sockets = new Set<Socket>();
   let cut = false;
   let stalled = false;
+  let repliesHeld = false;
   const held: Array<() => void> = [];
 
   const server: Server = createServer((client) => {
@@ -43,15 +44,15 @@ export async function tcpProxy(targetPort: number) {
     const upstream = netConnect(targetPort, "127.0.0.1");
     sockets.add(client);
     sockets.add(upstream);
-    const forward = (from: Socket, to: Socket) => {
+    const forward = (from: Socket, to: Socket, reply: boolean) => {
       from.on("data", (chunk: Buffer) => {
         // Stalled: hold the bytes (a slow link, not a dead one) until it flows again.
-        if (stalled) held.push(() => to.write(chunk));
+        if (stalled || (reply && repliesHeld)) held.push(() => to.write(chunk));
         else to.write(chunk);
       });
     };
-    forward(client, upstream);
-    forward(upstream, client);
+    forward(client, upstream, false);
+    forward(upstream, client, true);
     const close = () => {
       client.destroy();
       upstream.destroy();
@@ -89,9 +90,14 @@ export async function tcpProxy(targetPort: number) {
     stall() {
       stalled = true;
     },
+    /** Lets requests through but holds the server's replies: a cut() then loses them. */
+    holdReplies() {
+      repliesHeld = true;
+    },
     async restore() {
       cut = false;
       stalled = false;
+      repliesHeld = false;
       for (const flush of held.splice(0)) flush();
     },
     async close() {

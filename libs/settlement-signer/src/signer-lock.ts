@@ -71,16 +71,40 @@ export interface RedisSignerLockOptions {
 }
 
 /**
- * The unlock failed (Redis went away mid-send): try again until Redis answers or the hold has run
- * out anyway. Otherwise a lock Redis kept across its restart stays held for the rest of its hold
- * (60 s), and every sender of the key waits on it, then gives up, long after Redis is back.
+ * Lets go, once Redis answers again, the locks this process may hold but could not let go: an
+ * unlock that failed (Redis went away mid-send), and a lock whose taking got no answer (Redis ran
+ * the script, then went away before its reply: its append-only file keeps the lock across the
+ * restart, under a token only this process knows). Otherwise such a lock stays held for the rest
+ * of its hold (60 s), and every sender of the key waits on it, then gives up, long after Redis is
+ * back. One retry loop per process, every 250 ms, until each is let go or its hold ran out.
  */
-function unlockLater(unlock: () => Promise<unknown>, until: number): void {
-  const retry = () => {
-    if (Date.now() >= until) return;
-    unlock().catch(() => setTimeout(retry, 250).unref());
+function laterUnlocks(redis: ScriptRunner) {
+  const pending = new Map<string, { keys: string[]; next: string; until: number }>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const run = async () => {
+    for (const [token, u] of pending) {
+      if (Date.now() >= u.until) {
+        pending.delete(token);
+        continue;
+      }
+      try {
+        await redis.eval(UNLOCK, { keys: u.keys, arguments: [token, u.next] });
+        pending.delete(token);
+      } catch {
+        break; // Redis still away: the rest wait for the next try
+      }
+    }
+    timer = undefined;
+    if (pending.size > 0) schedule();
   };
-  setTimeout(retry, 250).unref();
+  const schedule = () => {
+    timer ??= setTimeout(run, 250);
+    timer.unref();
+  };
+  return (token: string, keys: string[], next: string, until: number) => {
+    pending.set(token, { keys, next, until });
+    schedule();
+  };
 }
 
 /** Two round trips per transaction (the sender waits for one): take the lock with the next nonce, then record it and let go. */
@@ -92,6 +116,7 @@ export function redisSignerLock(
   const holdMs = String(opts.holdMs ?? 60_000);
   const waitMs = opts.waitMs ?? 15_000;
   const busy = opts.busy ?? ((message: string) => new SignerBusyError(message));
+  const unlockLater = laterUnlocks(redis);
   return {
     async withNonce(signer, pending, send) {
       const base = `${prefix}signer:${signer.toLowerCase()}:`;
@@ -101,10 +126,15 @@ export function redisSignerLock(
       let takenAt = 0;
       let stored: string | null = null;
       for (let attempt = 0; ; attempt++) {
-        const [taken, next] = (await redis.eval(LOCK, { keys, arguments: [token, holdMs] })) as [
-          number,
-          string | null,
-        ];
+        let reply: unknown;
+        try {
+          reply = await redis.eval(LOCK, { keys, arguments: [token, holdMs] });
+        } catch (err) {
+          // Taken or not, unknown: let it go later should it be ours (the unknown nonce is dropped).
+          unlockLater(token, keys, "", Date.now() + Number(holdMs));
+          throw err;
+        }
+        const [taken, next] = reply as [number, string | null];
         if (taken === 1) {
           stored = next;
           takenAt = Date.now();
@@ -125,8 +155,9 @@ export function redisSignerLock(
       } finally {
         // Not awaited: the sender has its hash a round trip sooner, and this process's next LOCK is
         // sent after this UNLOCK on the same connection (Redis answers a connection in order).
-        const unlock = () => redis.eval(UNLOCK, { keys, arguments: [token, next] });
-        unlock().catch(() => unlockLater(unlock, takenAt + Number(holdMs)));
+        redis
+          .eval(UNLOCK, { keys, arguments: [token, next] })
+          .catch(() => unlockLater(token, keys, next, takenAt + Number(holdMs)));
       }
     },
   };
