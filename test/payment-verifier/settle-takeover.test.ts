@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import type { Devnet } from "@tollgate/devnet";
 import { freePort, mppDevnetEnv, type RunningService, spawnService, x402DevnetEnv } from "@tollgate/local";
 import { type CallError, checkHealth } from "@tollgate/platform";
+import { Credential } from "mppx";
 import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
 import { createClient as createRedis } from "redis";
 import { type Address, isAddressEqual } from "viem";
@@ -282,6 +283,42 @@ describe("payment-verifier: the owner of a settlement killed mid-settlement, its
       JSON.parse(Buffer.from(headers[0]?.value ?? "", "base64url").toString()).spent as string;
     expect(spent(again.headers)).toBe(String(priceOf(BLOCK_NUMBER)));
     expect(spent(again.headers)).toBe(spent(first.headers));
+  });
+
+  it("MPP session open the dead owner broadcast before mppx recorded the channel: served once, the channel recorded and this call charged from it", async () => {
+    a.client.close();
+    a = await replica(shared);
+    const tempo = devnet.chains.tempo?.anvilRpcUrl ?? "";
+    const mpp = MppxClient.create({
+      polyfill: false,
+      methods: [
+        tempoPayer.session({
+          account: privateKeyToAccount(account("payer4")),
+          getClient: () => tempoClient(tempo),
+          maxDeposit: "0.05",
+        }),
+      ],
+      orderChallenges: (candidates) => candidates.filter((c) => c.challenge.intent === "session"),
+    });
+    const value = await mpp.createCredential(
+      paymentRequiredResponse(await challenge(a.client, BLOCK_NUMBER)),
+    );
+    expect((Credential.deserialize(value).payload as { action: string }).action).toBe("open");
+    // The open is in the mempool (anvil's Tempo mode mines every second; paused here) when the
+    // owner dies waiting for its receipt, before mppx records the channel.
+    const chain = { url: tempo, automine: false, blockTime: 1 };
+    const { s, again, log } = await killOwnerMidSettlement(chain, [{ name: "Authorization", value }]);
+    expect(s.settled, s.reason).toBe(true);
+    expect(log).toContain("took over a settlement whose replica died running it");
+    const receipt = (headers: Header[]) =>
+      JSON.parse(Buffer.from(headers[0]?.value ?? "", "base64url").toString()) as {
+        spent: string;
+        txHash?: string;
+      };
+    // This call charged once from the channel the dead owner opened (one open, on chain).
+    expect(receipt(s.headers).spent).toBe(String(priceOf(BLOCK_NUMBER)));
+    expect(again.settled, again.reason).toBe(true);
+    expect(again.headers).toEqual(s.headers);
   });
 
   it("x402-batch deposit: served once (the deposit the dead owner sent), deposited once, charged one price", async () => {
