@@ -136,9 +136,15 @@ async function killOwnerMidSettlement(chain: Chain, credentials: Header[]) {
     });
   await node(chain.url, "evm_setAutomine", [false]);
   await node(chain.url, "evm_setIntervalMining", [0]);
+  // anvil keeps one mining mode: whichever call comes last sets it (interval 0 is "none").
   const resume = async () => {
-    await node(chain.url, "evm_setAutomine", [chain.automine]);
-    await node(chain.url, "evm_setIntervalMining", [chain.blockTime]);
+    if (chain.automine) {
+      await node(chain.url, "evm_setIntervalMining", [chain.blockTime]);
+      await node(chain.url, "evm_setAutomine", [true]);
+    } else {
+      await node(chain.url, "evm_setAutomine", [false]);
+      await node(chain.url, "evm_setIntervalMining", [chain.blockTime]);
+    }
   };
   try {
     let answer = "";
@@ -375,5 +381,57 @@ describe("payment-verifier: the owner of a settlement killed mid-settlement, its
     }
     expect(again.settled, again.reason).toBe(true);
     expect(again.headers).toEqual(s.headers);
+  });
+
+  // As the MPP session case above: the owner's settlement completes, then the reservation is put
+  // back as an owner would leave it had it died after the deposit was recorded and charged.
+  it("x402-batch deposit recorded and charged by an owner that died before its answer: answered settled from the record, charged once", async () => {
+    const p = batchPayer(devnet, "payer5");
+    const required = p.http.getPaymentRequiredResponse(headerGetter(await challenge(b.client, BLOCK_NUMBER)));
+    const payload = await p.client.createPaymentPayload(required);
+    expect((payload.payload as { type: string }).type).toBe("deposit");
+    const credentials = Object.entries(p.http.encodePaymentSignatureHeader(payload)).map(([name, value]) => ({
+      name,
+      value,
+    }));
+    const requestId = uniqueId("req-");
+    const v = await b.client.call("Verify", { requestId, resource: resource(BLOCK_NUMBER), credentials });
+    expect(v.valid, v.reason).toBe(true);
+    const settle = () =>
+      b.client.call("Settle", {
+        requestId,
+        paymentId: v.paymentId,
+        resource: resource(BLOCK_NUMBER),
+        credentials,
+      });
+    const reservation = `${prefix}payment:reservation:${v.paymentId.slice(0, v.paymentId.lastIndexOf("#"))}`;
+    const charged = (headers: Header[]) =>
+      (
+        JSON.parse(Buffer.from(headers[0]?.value ?? "", "base64").toString()) as {
+          extra: { channelState: { chargedCumulativeAmount: string } };
+        }
+      ).extra.channelState.chargedCumulativeAmount;
+    const redis = createRedis({ url: "redis://127.0.0.1:6379" });
+    await redis.connect();
+    try {
+      const verified = await redis.hGetAll(reservation);
+      const first = await settle();
+      expect(first.settled, first.reason).toBe(true);
+      expect(charged(first.headers)).toBe(String(priceOf(BLOCK_NUMBER)));
+      for (let i = 0; i < 100 && (await redis.hGet(reservation, "state")) !== "settled"; i++) await sleep(50);
+      expect(await redis.hGet(reservation, "state")).toBe("settled");
+      await redis.hSet(reservation, { ...verified, state: "settling", owner: uniqueId("dead-replica-") });
+      await redis.pExpire(reservation, 60_000);
+      const taken = lines.length;
+      const again = await settle();
+      expect(again.settled, again.reason).toBe(true);
+      for (let i = 0; i < 100 && !lines.slice(taken).some((l) => l.includes("took over")); i++)
+        await sleep(50);
+      expect(lines.slice(taken).join("\n")).toContain("took over a settlement whose replica died running it");
+      // The same charge: the channel charged the price once.
+      expect(charged(again.headers)).toBe(String(priceOf(BLOCK_NUMBER)));
+    } finally {
+      await redis.close();
+    }
   });
 });

@@ -607,8 +607,9 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
    * ERC-3009 authorization's use is looked for on chain, waited for (up to 15 s) while the dead
    * owner's transaction may still be in the mempool; found, the channel is recorded as the SDK
    * records a deposit that landed (this voucher charged, the lock let go) and the call is settled
-   * by that transaction. Not found (never sent, a Permit2 deposit, no chain reader): undefined, the
-   * deposit runs here.
+   * by that transaction; already recorded with this voucher charged (the owner died after that),
+   * answered from the record. Not found (never sent, a Permit2 deposit, no chain reader): undefined,
+   * the deposit runs here.
    */
   async #depositedByDeadOwner(
     payment: BatchPayment,
@@ -656,10 +657,14 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
       };
     });
     const channel = updated.channel;
-    if (updated.status !== "updated" || !channel) {
-      // The lock is no longer this call's: the channel moved on; the facilitator's answer decides.
-      return undefined;
-    }
+    if (!channel) return undefined;
+    // The lock no longer this call's, the record's last charged voucher this one: the dead owner
+    // (or a takeover that died in its turn) recorded this deposit and charged this call; answered
+    // again from the record, not charged twice (the SDK would send the used deposit again).
+    const recorded =
+      updated.status === "updated" || channel.signature.toLowerCase() === raw.voucher.signature.toLowerCase();
+    // Else the channel moved on without it: the facilitator's answer decides.
+    if (!recorded) return undefined;
     this.#deps.logger.info(
       { transaction: used.transaction },
       "x402-batch deposit sent by a dead replica landed",
