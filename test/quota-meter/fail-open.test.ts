@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testRedis } from "../support/redis.ts";
 import {
   capturingLogger,
   metric,
@@ -15,6 +16,7 @@ let proxy: Awaited<ReturnType<typeof tcpProxy>>;
 let qm: TestMeter;
 let direct: TestMeter;
 const log = capturingLogger();
+const redis = testRedis("test:fail-open-reader:");
 
 beforeAll(async () => {
   proxy = await tcpProxy(REDIS_PORT);
@@ -118,5 +120,25 @@ describe("fail-open when Redis is unreachable", () => {
 
     await proxy.restore();
     await waitFor(async () => (await qm.meter.authorize(apiKey)).metered, 10_000);
+  });
+
+  it("gives back what an Authorize counted when its answer was lost (Redis ran it, then the link dropped): the call served unmetered counts nothing", async () => {
+    const { apiKey, accountId } = await qm.admin.accountWithKey({ daily: 1_000, burst: 1_000_000 });
+    await waitFor(async () => (await qm.meter.authorize(apiKey)).metered, 10_000);
+    const before = (await direct.meter.authorize(apiKey)).quota?.dayUsed ?? 0;
+    // The day window's counter, read as it is in Redis (an Authorize would count one more).
+    const [dayKey] = await redis.keys(`${qm.config.redisPrefix}*d:${accountId}:*`);
+    const dayUsed = async () => Number(await redis.get(dayKey ?? ""));
+    expect(await dayUsed()).toBe(before);
+    // The request reaches Redis, which runs the script and counts; its reply is held, then lost.
+    proxy.holdReplies();
+    const lost = await qm.meter.authorize(apiKey);
+    expect(lost).toMatchObject({ decision: "DECISION_ALLOW", metered: false });
+    await proxy.cut();
+    await proxy.restore();
+    await waitFor(async () => (await qm.meter.authorize(apiKey)).metered, 10_000);
+    // The metered call just above counted one; the lost one is given back at the next retry.
+    await waitFor(async () => (await dayUsed()) === before + 1, 10_000);
+    expect(await dayUsed()).toBe(before + 1);
   });
 });

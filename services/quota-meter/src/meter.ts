@@ -8,7 +8,12 @@ import { BudgetWatch, OVER_BUDGET } from "./budget.ts";
 import type { KeySnapshot } from "./key-snapshot.ts";
 import { isWellFormedKey, type KeyHasher, sameHash } from "./keys.ts";
 import type { FailOpenReason, QuotaMetrics } from "./metrics.ts";
-import type { AuthorizeOutcome, Decision, QuotaStore } from "./store/types.ts";
+import {
+  AUTHORIZATION_MEMORY_MS,
+  type AuthorizeOutcome,
+  type Decision,
+  type QuotaStore,
+} from "./store/types.ts";
 import { WINDOW_GRACE_MS, type Windows, windowsAt } from "./windows.ts";
 
 const PROTO_DECISION: Record<Decision, ProtoDecision> = {
@@ -57,6 +62,42 @@ export interface MeterDeps {
 }
 
 /**
+ * Releases, once the store answers, Authorizes whose answer never came (the link dropped after
+ * Redis may have run the script): the call was served unmetered, so what the script may have
+ * counted (the call's unit, or a whole lease) goes back. A release names the id, so it gives back
+ * only what that Authorize counted, once, and makes it count nothing should it still run. One retry
+ * loop per process, every 250 ms, while the store remembers the grant.
+ */
+function laterReleases(store: QuotaStore, dedupeTtlMs: number) {
+  const pending = new Map<string, number>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const run = async () => {
+    for (const [id, until] of pending) {
+      if (Date.now() >= until) {
+        pending.delete(id);
+        continue;
+      }
+      try {
+        await store.release(id, dedupeTtlMs);
+        pending.delete(id);
+      } catch {
+        break; // the store is still away: the rest wait for the next try
+      }
+    }
+    timer = undefined;
+    if (pending.size > 0) schedule();
+  };
+  const schedule = () => {
+    timer ??= setTimeout(run, 250);
+    timer.unref();
+  };
+  return (id: string) => {
+    pending.set(id, Date.now() + AUTHORIZATION_MEMORY_MS);
+    schedule();
+  };
+}
+
+/**
  * The Authorize hot path: format check, one HMAC, one Redis round trip. When Redis is
  * unreachable or over budget it fails open: keys in the snapshot are served unmetered
  * (no quota values), unknown keys are refused.
@@ -73,6 +114,7 @@ export function createMeter(deps: MeterDeps) {
 
   let lastLog = 0;
   let unlogged = 0;
+  const releaseLater = laterReleases(store, deps.lease.dedupeTtlMs);
 
   function answer(
     decision: Decision,
@@ -150,11 +192,15 @@ export function createMeter(deps: MeterDeps) {
           if (++timeoutsInARow >= TIMEOUTS_TO_TRIP) skipUntil = Date.now() + deps.cooldownMs;
           // Served unmetered: whatever the store still grants after we stopped waiting goes
           // straight back, so a late answer never leaves units counted that nobody used.
-          granting.then((late) => giveBack(late, leaseId, windows)).catch(() => undefined);
+          granting.then(
+            (late) => giveBack(late, leaseId, windows).catch(() => releaseLater(leaseId)),
+            () => releaseLater(leaseId),
+          );
           return failOpen(hash, "timeout");
         }
         o = reply;
       } catch (err) {
+        releaseLater(leaseId);
         return failOpen(hash, "error", err);
       }
 
