@@ -6,6 +6,7 @@
 // single-node stand-in) the process's own queue is the only sender, and the node's pending count is
 // the nonce.
 import { randomUUID } from "node:crypto";
+import { retryLater } from "@tollgate/platform/retry-later";
 import type { Hex } from "viem";
 
 /** What the lock needs of a Redis client (node-redis's `eval`). */
@@ -70,43 +71,6 @@ export interface RedisSignerLockOptions {
   busy?: (message: string) => Error;
 }
 
-/**
- * Lets go, once Redis answers again, the locks this process may hold but could not let go: an
- * unlock that failed (Redis went away mid-send), and a lock whose taking got no answer (Redis ran
- * the script, then went away before its reply: its append-only file keeps the lock across the
- * restart, under a token only this process knows). Otherwise such a lock stays held for the rest
- * of its hold (60 s), and every sender of the key waits on it, then gives up, long after Redis is
- * back. One retry loop per process, every 250 ms, until each is let go or its hold ran out.
- */
-function laterUnlocks(redis: ScriptRunner) {
-  const pending = new Map<string, { keys: string[]; next: string; until: number }>();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const run = async () => {
-    for (const [token, u] of pending) {
-      if (Date.now() >= u.until) {
-        pending.delete(token);
-        continue;
-      }
-      try {
-        await redis.eval(UNLOCK, { keys: u.keys, arguments: [token, u.next] });
-        pending.delete(token);
-      } catch {
-        break; // Redis still away: the rest wait for the next try
-      }
-    }
-    timer = undefined;
-    if (pending.size > 0) schedule();
-  };
-  const schedule = () => {
-    timer ??= setTimeout(run, 250);
-    timer.unref();
-  };
-  return (token: string, keys: string[], next: string, until: number) => {
-    pending.set(token, { keys, next, until });
-    schedule();
-  };
-}
-
 /** Two round trips per transaction (the sender waits for one): take the lock with the next nonce, then record it and let go. */
 export function redisSignerLock(
   redis: ScriptRunner,
@@ -116,7 +80,16 @@ export function redisSignerLock(
   const holdMs = String(opts.holdMs ?? 60_000);
   const waitMs = opts.waitMs ?? 15_000;
   const busy = opts.busy ?? ((message: string) => new SignerBusyError(message));
-  const unlockLater = laterUnlocks(redis);
+  // The locks this process may hold but could not let go, let go once Redis answers again: an
+  // unlock that failed (Redis went away mid-send), and a lock whose taking got no answer (Redis ran
+  // the script, then went away before its reply: its append-only file keeps the lock across the
+  // restart, under a token only this process knows). Else such a lock stays held for the rest of
+  // its hold (60 s), and every sender of the key waits on it, then gives up, long after Redis is back.
+  const later = retryLater((u: { keys: string[]; token: string; next: string }) =>
+    redis.eval(UNLOCK, { keys: u.keys, arguments: [u.token, u.next] }),
+  );
+  const unlockLater = (token: string, keys: string[], next: string, until: number) =>
+    later(token, { keys, token, next }, until);
   return {
     async withNonce(signer, pending, send) {
       const base = `${prefix}signer:${signer.toLowerCase()}:`;

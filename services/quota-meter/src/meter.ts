@@ -4,6 +4,7 @@ import type { AuthorizeRequest__Output } from "@tollgate/platform/generated/toll
 import type { AuthorizeResponse } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeResponse";
 import type { Decision as ProtoDecision } from "@tollgate/platform/generated/tollgate/quota/v1/Decision";
 import type { Quota } from "@tollgate/platform/generated/tollgate/quota/v1/Quota";
+import { retryLater } from "@tollgate/platform/retry-later";
 import { BudgetWatch, OVER_BUDGET } from "./budget.ts";
 import type { KeySnapshot } from "./key-snapshot.ts";
 import { isWellFormedKey, type KeyHasher, sameHash } from "./keys.ts";
@@ -62,42 +63,6 @@ export interface MeterDeps {
 }
 
 /**
- * Releases, once the store answers, Authorizes whose answer never came (the link dropped after
- * Redis may have run the script): the call was served unmetered, so what the script may have
- * counted (the call's unit, or a whole lease) goes back. A release names the id, so it gives back
- * only what that Authorize counted, once, and makes it count nothing should it still run. One retry
- * loop per process, every 250 ms, while the store remembers the grant.
- */
-function laterReleases(store: QuotaStore, dedupeTtlMs: number) {
-  const pending = new Map<string, number>();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const run = async () => {
-    for (const [id, until] of pending) {
-      if (Date.now() >= until) {
-        pending.delete(id);
-        continue;
-      }
-      try {
-        await store.release(id, dedupeTtlMs);
-        pending.delete(id);
-      } catch {
-        break; // the store is still away: the rest wait for the next try
-      }
-    }
-    timer = undefined;
-    if (pending.size > 0) schedule();
-  };
-  const schedule = () => {
-    timer ??= setTimeout(run, 250);
-    timer.unref();
-  };
-  return (id: string) => {
-    pending.set(id, Date.now() + AUTHORIZATION_MEMORY_MS);
-    schedule();
-  };
-}
-
-/**
  * The Authorize hot path: format check, one HMAC, one Redis round trip. When Redis is
  * unreachable or over budget it fails open: keys in the snapshot are served unmetered
  * (no quota values), unknown keys are refused.
@@ -114,7 +79,12 @@ export function createMeter(deps: MeterDeps) {
 
   let lastLog = 0;
   let unlogged = 0;
-  const releaseLater = laterReleases(store, deps.lease.dedupeTtlMs);
+  // Authorizes whose answer never came (the link dropped after Redis may have run the script):
+  // the call was served unmetered, so what the script may have counted (the call's unit, or a
+  // whole lease) goes back once Redis answers. A release names the id: it gives back only what
+  // that Authorize counted, once, and makes it count nothing should it still run.
+  const later = retryLater((id: string) => store.release(id, deps.lease.dedupeTtlMs));
+  const releaseLater = (id: string) => later(id, id, Date.now() + AUTHORIZATION_MEMORY_MS);
 
   function answer(
     decision: Decision,
