@@ -150,16 +150,28 @@ let beta: TestScheme;
 let events: { reservation: Reservation; outcome: CallOutcome }[];
 let payments: Payments;
 
-/** The in-memory reservation store, unreachable while `down` (as Redis is during an outage). */
-function outageStore(): MemoryReservationStore & { down: boolean } {
-  const store = new MemoryReservationStore() as MemoryReservationStore & { down: boolean };
+/**
+ * The in-memory reservation store, unreachable while `down` (as Redis is during an outage); while
+ * `repliesLost`, each call is applied and then fails (Redis ran the script, the link dropped before
+ * its reply).
+ */
+function outageStore(): MemoryReservationStore & { down: boolean; repliesLost: boolean } {
+  const store = new MemoryReservationStore() as MemoryReservationStore & {
+    down: boolean;
+    repliesLost: boolean;
+  };
   store.down = false;
+  store.repliesLost = false;
   return new Proxy(store, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (typeof value !== "function" || prop === "close") return value;
-      return (...args: unknown[]) =>
-        target.down ? Promise.reject(new Error("store unreachable")) : value.apply(target, args);
+      return async (...args: unknown[]) => {
+        if (target.down) throw new Error("store unreachable");
+        const result = await value.apply(target, args);
+        if (target.repliesLost) throw new Error("the link dropped before the reply");
+        return result;
+      };
     },
   });
 }
@@ -319,6 +331,18 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
     expect(alpha.releases).toBe(2);
     expect(alpha.settles).toBe(0);
     expect(events.map((e) => e.outcome)).toEqual(["released", "released"]);
+  });
+
+  it("frees a reservation whose answer was lost (taken in the store, the reply never came) once the store answers: the payer's retry of the same payment goes through", async () => {
+    const store = outageStore();
+    build(undefined, store);
+    store.repliesLost = true;
+    expect(await payments.verify(call(), pay("alpha", "lost-reply"))).toMatchObject({
+      valid: false,
+      code: "service_unavailable",
+    });
+    store.repliesLost = false;
+    expect((await payments.verify(call(), pay("alpha", "lost-reply"))).valid).toBe(true);
   });
 
   it("answers a refusal that cannot change from memory, without asking the scheme again", async () => {

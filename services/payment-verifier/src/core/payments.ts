@@ -328,7 +328,15 @@ export class Payments {
       };
       const reserved = await this.#store(() =>
         this.#o.reservations.reserve(payment.key, token, facts, this.#o.reservationTtlMs, attempt),
-      );
+      ).catch((err: unknown) => {
+        // No answer: the store may have taken it all the same (Redis ran the script, then went
+        // away), which would refuse this payment as in use until its TTL; freed, for this token
+        // only, once the store answers again.
+        this.#defer(this.#o.reservationTtlMs, () =>
+          this.#o.reservations.release(payment.key, token, call.requestId),
+        );
+        throw err;
+      });
       if (!reserved.ok && reserved.penalizedMs) {
         const until = new Date(now + reserved.penalizedMs).toISOString();
         const reason = `payments from this payer are refused until ${until}: a payment it signed could not be collected after it was verified (the balance or the authorization was spent meanwhile)`;
