@@ -345,6 +345,25 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
     expect((await payments.verify(call(), pay("alpha", "lost-reply"))).valid).toBe(true);
   });
 
+  it("a retried Settle whose first begin lost its answer (the payment left settling under this replica, nothing running) takes it over at once, not 503 at the deadline", async () => {
+    const store = outageStore();
+    build(undefined, store);
+    const c = call();
+    const v = await payments.verify(c, pay("alpha", "lost-begin"));
+    if (!v.valid) throw new Error(v.reason);
+    store.repliesLost = true;
+    expect(await payments.settle(c, v.paymentId, pay("alpha", "lost-begin"))).toMatchObject({
+      settled: false,
+      code: "service_unavailable",
+    });
+    store.repliesLost = false;
+    expect(alpha.settles).toBe(0);
+    const retried = await payments.settle(c, v.paymentId, pay("alpha", "lost-begin"), Date.now() + 3_000);
+    expect(retried).toMatchObject({ settled: true });
+    expect(alpha.settles).toBe(1);
+    expect(alpha.settledAs[0]?.takenOver).toBe(true);
+  });
+
   it("answers a refusal that cannot change from memory, without asking the scheme again", async () => {
     alpha.verdict = { ok: false, code: "payment_invalid", reason: "bad signature", final: true };
     for (let i = 0; i < 5; i++) {

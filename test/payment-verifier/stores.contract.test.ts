@@ -153,6 +153,33 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     });
   });
 
+  it("takes over a settling record of the caller's own at once when the caller runs nothing of that call (an orphan); busy otherwise", async () => {
+    const key = uniqueId("k-");
+    const f = facts();
+    const [a, b] = [uniqueId("replica-a-"), uniqueId("replica-b-")];
+    await store.reserve(key, "tok", f, 60_000);
+    await store.heartbeat(a, 60_000);
+    await store.heartbeat(b, 60_000);
+    expect((await store.beginSettle(key, "tok", f.requestId, 60_000, a)).ok).toBe(true);
+    // Its owner, with a Settle of the call still running there: busy.
+    expect(await store.beginSettle(key, "tok", f.requestId, 60_000, a, false)).toMatchObject({
+      ok: false,
+      busy: true,
+    });
+    // Another live replica saying it runs nothing of the call changes nothing: not its record.
+    expect(await store.beginSettle(key, "tok", f.requestId, 60_000, b, true)).toMatchObject({
+      ok: false,
+      busy: true,
+      current: { owner: a },
+    });
+    // Its owner, running nothing of the call: an orphan, taken over.
+    expect(await store.beginSettle(key, "tok", f.requestId, 60_000, a, true)).toMatchObject({
+      ok: true,
+      takenOver: true,
+      reservation: { state: "settling", owner: a },
+    });
+  });
+
   it("releases only for the holder, and a released payment can be reserved again", async () => {
     const key = uniqueId("k-");
     const f = facts();

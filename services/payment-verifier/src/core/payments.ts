@@ -160,6 +160,8 @@ export class Payments {
    * one stays until its `settled` record has landed in the store (answered before, not awaited).
    */
   readonly #inFlight = new Map<string, Promise<SettleOutcome>>();
+  /** Calls whose Settle here is between its first begin and its answer being in #inFlight. */
+  readonly #beginning = new Set<string>();
 
   constructor(opts: PaymentsOptions) {
     this.#o = opts;
@@ -455,7 +457,7 @@ export class Payments {
     if (joined) return joined;
     let begun: Awaited<ReturnType<ReservationStore["beginSettle"]>>;
     try {
-      begun = await this.#begin(payment.key, id.token, call.requestId);
+      begun = await this.#begin(callKey, payment.key, id.token, call.requestId);
       // The same call settling under a live owner (a retry while the first Settle still runs, here
       // or on another replica): wait for its outcome, or take it over once the owner died.
       const waitUntil = Math.min(deadline - DEADLINE_MARGIN_MS, this.#now() + SETTLE_WAIT_MAX_MS);
@@ -468,7 +470,7 @@ export class Payments {
           );
         }
         await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
-        begun = await this.#begin(payment.key, id.token, call.requestId);
+        begun = await this.#begin(callKey, payment.key, id.token, call.requestId);
         // Gone while we waited: the first Settle moved nothing and freed the payment.
         if (!begun.ok && !begun.busy && !begun.current) {
           return this.#settleUnavailable(
@@ -521,10 +523,23 @@ export class Payments {
     }
   }
 
-  #begin(key: string, token: string, requestId: string) {
-    return this.#store(() =>
-      this.#o.reservations.beginSettle(key, token, requestId, SETTLING_TTL_MS, this.#replica),
-    );
+  /**
+   * Begins the Settle of the call `callKey`. When nothing of that call runs here (no Settle in
+   * flight, none beginning), a `settling` record of ours for it is an orphan (its settlement ended
+   * and its `settled` record was lost with the store, or a begin here lost its answer): taken over
+   * at once, not waited on until the deadline; the schemes' takeovers find what was sent. One begin
+   * of a call claims that at a time (#beginning), or two could take it over.
+   */
+  async #begin(callKey: string, key: string, token: string, requestId: string) {
+    const idle = !this.#beginning.has(callKey) && !this.#inFlight.has(callKey);
+    if (idle) this.#beginning.add(callKey);
+    try {
+      return await this.#store(() =>
+        this.#o.reservations.beginSettle(key, token, requestId, SETTLING_TTL_MS, this.#replica, idle),
+      );
+    } finally {
+      if (idle) this.#beginning.delete(callKey);
+    }
   }
 
   /**

@@ -101,7 +101,9 @@ export interface ReservationStore {
   /**
    * reserved (by `token`, for `requestId`) → settling, owned by `owner`. One Settle of a call at a
    * time: the same call already settling is `busy` while its owner is alive (its liveness key,
-   * `heartbeat`), and taken over by `owner` (compare-and-set) once it is not.
+   * `heartbeat`), and taken over by `owner` (compare-and-set) once it is not. `idleHere`: the
+   * caller is that owner and runs no Settle of this call (its settlement ended, its `settled`
+   * record lost with the store, or its begin's answer was lost): taken over at once.
    */
   beginSettle(
     key: string,
@@ -109,6 +111,7 @@ export interface ReservationStore {
     requestId: string,
     ttlMs: number,
     owner: string,
+    idleHere?: boolean,
   ): Promise<BeginSettle>;
   /** Marks replica `owner` alive for `ttlMs` (one renewal per process, not per call). */
   heartbeat(owner: string, ttlMs: number): Promise<void>;
@@ -242,9 +245,10 @@ redis.call('HSET', KEYS[1], 'collected', ARGV[2], 'transaction', ARGV[2], 'hold'
 return 1`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] request id; ARGV[3] ttl ms; ARGV[4] owner (this
-// replica); ARGV[5] the prefix of the replicas' liveness keys.
+// replica); ARGV[5] the prefix of the replicas' liveness keys; ARGV[6] "1" when this replica runs
+// no Settle of this call (a settling record of its own is then an orphan: taken over).
 // Reply: {1, fields...} now settling, owned by ARGV[4] | {2, fields...} taken over from a dead
-// owner | {3, fields...} the same call is settling under a live owner (busy) | {0, fields...}
+// owner (or an orphan of ARGV[4]'s own) | {3, fields...} the same call is settling under a live owner (busy) | {0, fields...}
 // refused, with what is there (maybe nothing).
 // One Settle of a call at a time: a second one (the gateway's retry after a lost answer, on this or
 // another replica) waits for the owner's outcome, and runs the settlement itself only once the
@@ -258,7 +262,8 @@ end
 local reply = 1
 if cur[1] == 'settling' then
   local owner = cur[4] or ''
-  if owner == ARGV[4] or (owner ~= '' and redis.call('EXISTS', ARGV[5] .. owner) == 1) then
+  local idle = owner == ARGV[4] and ARGV[6] == '1'
+  if not idle and (owner == ARGV[4] or (owner ~= '' and redis.call('EXISTS', ARGV[5] .. owner) == 1)) then
     return {3, redis.call('HGETALL', KEYS[1])}
   end
   reply = 2
@@ -353,10 +358,11 @@ export class RedisReservationStore implements ReservationStore {
     requestId: string,
     ttlMs: number,
     owner: string,
+    idleHere = false,
   ): Promise<BeginSettle> {
     const [begun, fields] = (await this.#redis.eval(BEGIN_SETTLE, {
       keys: [this.#prefix + key],
-      arguments: [token, requestId, String(ttlMs), owner, this.#alivePrefix],
+      arguments: [token, requestId, String(ttlMs), owner, this.#alivePrefix, idleHere ? "1" : "0"],
     })) as [number, unknown];
     const current = fromHash(pairsToHash(fields));
     if ((begun === 1 || begun === 2) && current)
@@ -497,6 +503,7 @@ export class MemoryReservationStore implements ReservationStore {
     requestId: string,
     ttlMs: number,
     owner: string,
+    idleHere = false,
   ): Promise<BeginSettle> {
     const current = this.#live(key);
     const open = current?.state === "reserved" || current?.state === "settling"; // see BEGIN_SETTLE
@@ -504,7 +511,8 @@ export class MemoryReservationStore implements ReservationStore {
       return { ok: false, current: current && { ...current }, busy: false };
     }
     const takenOver = current.state === "settling";
-    if (takenOver && (current.owner === owner || this.#isAlive(current.owner))) {
+    const idle = current.owner === owner && idleHere;
+    if (takenOver && !idle && (current.owner === owner || this.#isAlive(current.owner))) {
       return { ok: false, current: { ...current }, busy: true };
     }
     const settling = { ...current, state: "settling" as const, owner };
