@@ -328,17 +328,7 @@ export class Payments {
         // A payer its scheme penalized (payerPenalty) is refused here, in the same round trip.
         penalty: payerPenalty(scheme.name, payment.payer),
       };
-      const reserved = await this.#store(() =>
-        this.#o.reservations.reserve(payment.key, token, facts, this.#o.reservationTtlMs, attempt),
-      ).catch((err: unknown) => {
-        // No answer: the store may have taken it all the same (Redis ran the script, then went
-        // away), which would refuse this payment as in use until its TTL; freed, for this token
-        // only, once the store answers again.
-        this.#defer(this.#o.reservationTtlMs, () =>
-          this.#o.reservations.release(payment.key, token, call.requestId),
-        );
-        throw err;
-      });
+      const reserved = await this.#reserve(payment.key, token, facts, attempt);
       if (!reserved.ok && reserved.penalizedMs) {
         const until = new Date(now + reserved.penalizedMs).toISOString();
         const reason = `payments from this payer are refused until ${until}: a payment it signed could not be collected after it was verified (the balance or the authorization was spent meanwhile)`;
@@ -520,6 +510,27 @@ export class Payments {
       };
       if (recorded) void recorded.then(forget);
       else forget();
+    }
+  }
+
+  /**
+   * Reserves `key` for `token`. With no answer the store may have taken it all the same (Redis ran
+   * the script, then went away), which would refuse this payment as in use until its TTL: freed,
+   * for this token only, once the store answers again.
+   */
+  async #reserve(
+    key: string,
+    token: string,
+    facts: Parameters<ReservationStore["reserve"]>[2],
+    attempt: Parameters<ReservationStore["reserve"]>[4],
+  ) {
+    try {
+      return await this.#store(() =>
+        this.#o.reservations.reserve(key, token, facts, this.#o.reservationTtlMs, attempt),
+      );
+    } catch (err) {
+      this.#defer(this.#o.reservationTtlMs, () => this.#o.reservations.release(key, token, facts.requestId));
+      throw err;
     }
   }
 
