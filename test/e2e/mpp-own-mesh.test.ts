@@ -317,7 +317,7 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
     expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 3n * price);
   });
 
-  it("a payer that signed ahead of its calls and asks the reserve to close is settled by its highest voucher, not let go with its served calls unpaid (the payer's requestClose sent as it by anvil impersonation)", async () => {
+  it("a payer that signed ahead of its calls and asks the reserve to close is settled by the lowest voucher it signed above what it spent, not let go with its served calls unpaid (the payer's requestClose sent as it by anvil impersonation)", async () => {
     const account = devnetAccount(devnet, "payer7");
     const mpp = MppxClient.create({
       polyfill: false,
@@ -328,29 +328,34 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
     });
     const path = "/api/chain/chain-id";
     const payToBefore = await balance(USDC_E, PAY_TO);
-    // Opens with a voucher for its first call, then skips a price: every later voucher adds one
-    // price, so the highest stays a price above what was spent and none is ever within it.
+    // Opens with a voucher for its first call, then skips two prices: every later voucher adds one
+    // price, so the highest stays two prices above what was spent, and no voucher it signs is ever
+    // exactly what it spent (the last one within is its first).
     const opened = await mpp.createCredential(await at(path));
     expect((await at(path, opened)).status).toBe(200);
     const { channelId, descriptor } = Credential.deserialize(opened).payload as {
       channelId: Hex;
       descriptor: Record<string, unknown>;
     };
-    for (const calls of [3n, 4n]) {
+    for (const [signed, spent] of [
+      [4n, 2n],
+      [5n, 3n],
+    ] as const) {
       const credential = await mpp.createCredential(await at(path), {
         action: "voucher",
         channelId,
         descriptor,
-        cumulativeAmountRaw: String(calls * price),
+        cumulativeAmountRaw: String(signed * price),
       } as never);
       const res = await at(path, credential);
       expect(res.status).toBe(200);
       expect(Receipt.deserialize(res.headers.get("payment-receipt") ?? "")).toMatchObject({
-        spent: String((calls - 1n) * price),
+        spent: String(spent * price),
       });
     }
     const settled = () => settledOnChain(channelId);
-    // Staying, it is not settled beyond what it spent (0.003 due at 0.003; no voucher is 0.003).
+    // Staying, it is not settled beyond what it spent (0.003 due at 0.003; the voucher within what
+    // it spent is 0.001).
     await sleep(2_000);
     expect(await settled()).toBe(0n);
     // It asks the reserve to close, to withdraw its deposit once the grace period ends.
@@ -381,8 +386,9 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
     expect((await waitForTransactionReceipt(tempoClient(tempo.anvilRpcUrl), { hash })).status).toBe(
       "success",
     );
-    // The worker settles its highest voucher: the three served calls are paid (and the price it
-    // signed ahead), where the voucher within what it spent would have paid one.
+    // The worker settles the lowest voucher it signed above what it spent (0.004, not its highest,
+    // 0.005): the three served calls are paid, and one price it signed ahead; the voucher within
+    // what it spent would have paid one call.
     for (let i = 0; i < 100 && (await settled()) < 4n * price; i++) await sleep(100);
     expect(await settled()).toBe(4n * price);
     expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 4n * price);

@@ -151,15 +151,13 @@ let events: { reservation: Reservation; outcome: CallOutcome }[];
 let payments: Payments;
 
 /**
- * The in-memory reservation store, unreachable while `down` (as Redis is during an outage); while
- * `repliesLost`, each call is applied and then fails (Redis ran the script, the link dropped before
- * its reply).
+ * The in-memory reservation store, unreachable while `down` (as Redis is during an outage), or for
+ * the one method named `failing`; while `repliesLost`, each call is applied and then fails (Redis
+ * ran the script, the link dropped before its reply).
  */
-function outageStore(): MemoryReservationStore & { down: boolean; repliesLost: boolean } {
-  const store = new MemoryReservationStore() as MemoryReservationStore & {
-    down: boolean;
-    repliesLost: boolean;
-  };
+type OutageStore = MemoryReservationStore & { down: boolean; repliesLost: boolean; failing?: string };
+function outageStore(): OutageStore {
+  const store = new MemoryReservationStore() as OutageStore;
   store.down = false;
   store.repliesLost = false;
   return new Proxy(store, {
@@ -167,7 +165,7 @@ function outageStore(): MemoryReservationStore & { down: boolean; repliesLost: b
       const value = Reflect.get(target, prop, receiver);
       if (typeof value !== "function" || prop === "close") return value;
       return async (...args: unknown[]) => {
-        if (target.down) throw new Error("store unreachable");
+        if (target.down || prop === target.failing) throw new Error("store unreachable");
         const result = await value.apply(target, args);
         if (target.repliesLost) throw new Error("the link dropped before the reply");
         return result;
@@ -362,6 +360,31 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
     expect(retried).toMatchObject({ settled: true });
     expect(alpha.settles).toBe(1);
     expect(alpha.settledAs[0]?.takenOver).toBe(true);
+  });
+
+  it("a retried Settle of a call whose settlement failed, while its reservation's drop waits for the store, gets the same answer: the settlement is not run again", async () => {
+    const store = outageStore();
+    build(undefined, store);
+    alpha.settleResult = {
+      ok: false,
+      code: "payment_invalid",
+      reason: "transfer reverted",
+      transaction: "",
+      receipt: [],
+    };
+    const c = call();
+    const v = await payments.verify(c, pay("alpha", "drop-later"));
+    if (!v.valid) throw new Error(v.reason);
+    store.failing = "drop";
+    const first = await payments.settle(c, v.paymentId, pay("alpha", "drop-later"));
+    expect(first).toMatchObject({ settled: false, code: "payment_invalid" });
+    const again = await payments.settle(c, v.paymentId, pay("alpha", "drop-later"), Date.now() + 3_000);
+    expect(again).toEqual(first);
+    expect(alpha.settles).toBe(1);
+    // The drop lands once the store answers: the payment can be paid again.
+    store.failing = undefined;
+    alpha.settleResult = undefined;
+    expect((await payments.verify(call(), pay("alpha", "drop-later"))).valid).toBe(true);
   });
 
   it("answers a refusal that cannot change from memory, without asking the scheme again", async () => {

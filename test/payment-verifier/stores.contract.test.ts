@@ -427,7 +427,7 @@ describe.each(mppxStates)(
       expect(await stores[1]?.channels.get(id)).toBeNull();
     });
 
-    it("keeps with each session channel its highest voucher within what was spent, for the scheduled settle", async () => {
+    it("keeps with each session channel the vouchers nearest what it spent (the highest within, the lowest at or above), for the settlement worker", async () => {
       const state = make();
       const id = channelId();
       const voucher = (amount: bigint) => ({
@@ -435,43 +435,49 @@ describe.each(mppxStates)(
         cumulativeAmount: amount,
         signature: `0x${amount}`,
       });
-      const settleable = async () =>
-        ((await state.channels.get(id)) as { settleableVoucher?: unknown }).settleableVoucher;
-      // As mppx writes a channel: the highest voucher raised and the call's price charged together.
-      const serve = (highest: bigint, spent: bigint) =>
+      const kept = async () => {
+        const c = (await state.channels.get(id)) as { settleableVoucher?: unknown; ceilingVoucher?: unknown };
+        return [c.settleableVoucher, c.ceilingVoucher];
+      };
+      const write = (fields: object) =>
         state.channels.update(id, (current) => ({
           op: "set" as const,
-          value: {
-            ...(current as object),
-            highestVoucher: voucher(highest),
-            highestVoucherAmount: highest,
-            spent,
-          },
+          value: { ...(current as object), ...fields },
           result: null,
         }));
+      // As mppx serves a call: the voucher accepted (the highest raised), then the price charged.
+      const accept = (highest: bigint) =>
+        write({ highestVoucher: voucher(highest), highestVoucherAmount: highest });
+      const charge = (spent: bigint) => write({ spent });
       await state.channels.put(id, {
         channelId: id,
         highestVoucher: null,
         highestVoucherAmount: 0n,
         spent: 0n,
       });
-      expect(await settleable()).toBeUndefined();
-      await serve(1_000n, 1_000n);
-      expect(await settleable()).toEqual(voucher(1_000n));
-      // The voucher for 2,000 paid a call that got no answer: never written. The payer is a price ahead.
-      await serve(3_000n, 2_000n);
-      expect(await settleable()).toEqual(voucher(1_000n));
-      await serve(4_000n, 3_000n);
-      expect(await settleable()).toEqual(voucher(3_000n));
-      await serve(5_000n, 4_000n);
-      expect(await settleable()).toEqual(voucher(4_000n));
-      // Any other write of the channel keeps it (the settle recording what moved on chain).
-      await state.channels.update(id, (current) => ({
-        op: "set" as const,
-        value: { ...(current as object), settledOnChain: 4_000n },
-        result: null,
-      }));
-      expect(await settleable()).toEqual(voucher(4_000n));
+      expect(await kept()).toEqual([undefined, undefined]);
+      await accept(1_000n);
+      await charge(1_000n);
+      expect(await kept()).toEqual([voucher(1_000n), voucher(1_000n)]);
+      // A voucher one price ahead (its payer skipped a price, or its call's charge never landed
+      // and the payer moved past it): the highest stays a price above what is spent.
+      await accept(3_000n);
+      expect(await kept()).toEqual([voucher(1_000n), voucher(1_000n)]);
+      await charge(2_000n);
+      expect(await kept()).toEqual([voucher(1_000n), voucher(3_000n)]);
+      await accept(4_000n);
+      await charge(3_000n);
+      // The voucher of 3,000 is now exactly what was spent: both.
+      expect(await kept()).toEqual([voucher(3_000n), voucher(3_000n)]);
+      // Two prices ahead: no voucher is ever exactly what was spent; the lowest above it is kept.
+      await accept(6_000n);
+      await charge(4_000n);
+      await accept(7_000n);
+      await charge(5_000n);
+      expect(await kept()).toEqual([voucher(3_000n), voucher(6_000n)]);
+      // Any other write of the channel keeps them (the settle recording what moved on chain).
+      await write({ settledOnChain: 3_000n });
+      expect(await kept()).toEqual([voucher(3_000n), voucher(6_000n)]);
     });
 
     it("lists written channels for the settlement loop until forgotten; values expire, finished ones sooner", async () => {

@@ -134,6 +134,8 @@ describe("fail-open when Redis is unreachable", () => {
     proxy.holdReplies();
     const lost = await qm.meter.authorize(apiKey);
     expect(lost).toMatchObject({ decision: "DECISION_ALLOW", metered: false });
+    // It did count in Redis; only its answer is held.
+    await waitFor(async () => (await dayUsed()) === before + 1, 10_000);
     await proxy.cut();
     await proxy.restore();
     await waitFor(async () => (await qm.meter.authorize(apiKey)).metered, 10_000);

@@ -102,21 +102,26 @@ describe("when a session channel is due", () => {
     expect(settleableVoucher(channel())).toEqual(voucher(5_000n));
   });
 
-  it("a payer that signs ahead of its calls and asks the reserve to close is settled by its highest voucher: what its served calls owe is not handed back", () => {
-    // Its first voucher skipped a price (20,000 for one call of 10,000), every later one adds a
-    // price: the highest stays 10,000 above what was spent, so no later voucher is ever within it.
+  it("a payer that signed ahead of its calls and asks the reserve to close is settled by the lowest voucher above what it spent: what its served calls owe is not handed back", async () => {
+    // Two prices ahead: spent 50,000, its vouchers 60,000 and 70,000 above, and the last one within
+    // what it spent 30,000 (kept from before it skipped).
     const ahead = channel({
-      highestVoucherAmount: 60_000n,
+      highestVoucherAmount: 70_000n,
       spent: 50_000n,
       settledOnChain: 0n,
-      settleableVoucher: null,
+      settleableVoucher: voucher(30_000n),
+      ceilingVoucher: voucher(60_000n),
     });
-    // While it stays, nothing beyond what was spent is settled: the cooperative close captures it.
-    expect(settleableVoucher(ahead)).toBeUndefined();
-    expect(settlementDue(ahead, schedule, now + 60_000, false)).toBeUndefined();
-    // Leaving (closeRequestedAt on chain): the highest, which it signed, so the payee keeps the 50,000.
+    // While it stays, nothing beyond what was spent is settled: 30,000 as the schedule says.
+    expect(settleableVoucher(ahead)).toEqual(voucher(30_000n));
+    expect(
+      settlementDue({ ...ahead, settledOnChain: 30_000n }, schedule, now + 60_000, false),
+    ).toBeUndefined();
+    // Leaving (closeRequestedAt on chain): the lowest voucher it signed at or above what it spent.
     expect(settleableVoucher(ahead, true)).toEqual(voucher(60_000n));
-    expect(settlementDue(ahead, schedule, now, true)).toBe("close_requested");
+    expect(settlementDue({ ...ahead, settledOnChain: 30_000n }, schedule, now, true)).toBe("close_requested");
+    // A channel written before the ceiling was kept: its highest.
+    expect(settleableVoucher({ ...ahead, ceilingVoucher: undefined }, true)).toEqual(voucher(70_000n));
   });
 
   it("records each settlement as one channel_settled event, its id from the channel and the transaction", () => {

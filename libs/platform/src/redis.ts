@@ -1,7 +1,7 @@
 // The one Redis connector of every service: the same client options, reconnect strategy, logging
 // and start-up decision everywhere. Settings: REDIS_URL (or REDIS_URL_FILE), REDIS_PREFIX (the
 // deployment's key namespace; each service adds its own fixed part) and REDIS_STANDIN.
-import { createClient } from "redis";
+import { ClientClosedError, ClientOfflineError, createClient } from "redis";
 import { envTable, REDIS_ENV } from "./env-table.ts";
 import type { Logger } from "./logger.ts";
 import { redactUrl } from "./redact.ts";
@@ -28,6 +28,16 @@ function newClient(url: string, connectTimeoutMs: number, giveUpBeforeFirst: () 
 }
 
 export type Redis = ReturnType<typeof newClient>;
+
+/**
+ * Whether a failed command may have run all the same: false when it was never sent (the client was
+ * offline or closed: `disableOfflineQueue` fails it at once); true otherwise (the link dropped, a
+ * timeout, an error reply), when Redis may have run it and only its answer was lost. A clean-up of
+ * what such a command may have done is owed only then: during an outage, commands are not sent.
+ */
+export function mayHaveRun(err: unknown): boolean {
+  return !(err instanceof ClientOfflineError || err instanceof ClientClosedError);
+}
 
 /** The shared Redis settings, spelled the same in every service. */
 export interface RedisSettings {

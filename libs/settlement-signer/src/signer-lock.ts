@@ -6,6 +6,7 @@
 // single-node stand-in) the process's own queue is the only sender, and the node's pending count is
 // the nonce.
 import { randomUUID } from "node:crypto";
+import { mayHaveRun } from "@tollgate/platform/redis";
 import { retryLater } from "@tollgate/platform/retry-later";
 import type { Hex } from "viem";
 
@@ -56,11 +57,13 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {0} 
 return {1, redis.call('GET', KEYS[2])}`;
 
 // KEYS[1] lock, KEYS[2] next nonce; ARGV[1] token, ARGV[2] the next nonce ("" = unknown: the next
-// holder asks the node). Only the holder records the nonce; the lock is released either way.
+// holder asks the node; "keep" = nothing was sent: the stored one stands). Only the holder records
+// the nonce; the lock is released either way.
 const UNLOCK = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if ARGV[2] == '' then redis.call('DEL', KEYS[2]) else redis.call('SET', KEYS[2], ARGV[2], 'PX', 600000) end
+if ARGV[2] == '' then redis.call('DEL', KEYS[2]) elseif ARGV[2] ~= 'keep' then redis.call('SET', KEYS[2], ARGV[2], 'PX', 600000) end
 return redis.call('DEL', KEYS[1])`;
+const KEEP_NONCE = "keep";
 
 export interface RedisSignerLockOptions {
   /** How long a holder may keep the lock (covers a slow submission; a crashed holder frees it then). */
@@ -103,8 +106,9 @@ export function redisSignerLock(
         try {
           reply = await redis.eval(LOCK, { keys, arguments: [token, holdMs] });
         } catch (err) {
-          // Taken or not, unknown: let it go later should it be ours (the unknown nonce is dropped).
-          unlockLater(token, keys, "", Date.now() + Number(holdMs));
+          // Taken or not, unknown: let it go later should it be ours, the stored nonce untouched
+          // (nothing was sent under this token).
+          if (mayHaveRun(err)) unlockLater(token, keys, KEEP_NONCE, Date.now() + Number(holdMs));
           throw err;
         }
         const [taken, next] = reply as [number, string | null];

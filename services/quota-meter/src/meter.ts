@@ -4,6 +4,7 @@ import type { AuthorizeRequest__Output } from "@tollgate/platform/generated/toll
 import type { AuthorizeResponse } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeResponse";
 import type { Decision as ProtoDecision } from "@tollgate/platform/generated/tollgate/quota/v1/Decision";
 import type { Quota } from "@tollgate/platform/generated/tollgate/quota/v1/Quota";
+import { mayHaveRun } from "@tollgate/platform/redis";
 import { retryLater } from "@tollgate/platform/retry-later";
 import { BudgetWatch, OVER_BUDGET } from "./budget.ts";
 import type { KeySnapshot } from "./key-snapshot.ts";
@@ -164,13 +165,13 @@ export function createMeter(deps: MeterDeps) {
           // straight back, so a late answer never leaves units counted that nobody used.
           granting.then(
             (late) => giveBack(late, leaseId, windows).catch(() => releaseLater(leaseId)),
-            () => releaseLater(leaseId),
+            (err: unknown) => mayHaveRun(err) && releaseLater(leaseId),
           );
           return failOpen(hash, "timeout");
         }
         o = reply;
       } catch (err) {
-        releaseLater(leaseId);
+        if (mayHaveRun(err)) releaseLater(leaseId);
         return failOpen(hash, "error", err);
       }
 

@@ -7,9 +7,10 @@ import { tempo } from "viem/tempo/chains";
 /**
  * `http` whose broadcast of a signed transaction is idempotent: a node that refuses it (already
  * known, nonce used) but has it, pending or mined, answers its hash, as a first broadcast would.
- * mppx broadcasts the client's signed open, top-up or charge again when a replica takes over a
- * settlement whose owner died after sending it (or when our own send's answer was lost and retried),
- * and would otherwise answer the call failed though its payment is on chain.
+ * mppx broadcasts a session's signed open or top-up again when a replica takes over a settlement
+ * whose owner died after sending it (or when our own send's answer was lost and retried), and would
+ * otherwise answer the call failed though its deposit is on chain. (A charge is sent with
+ * eth_sendRawTransactionSync, not covered: mpp-charge's takeover finds its transaction itself.)
  */
 function idempotentBroadcast(inner: Transport): Transport {
   return (params) => {

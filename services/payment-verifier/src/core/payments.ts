@@ -6,6 +6,7 @@
 // for the gRPC mapping); payment problems are answers, never exceptions.
 import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "@tollgate/platform";
+import { mayHaveRun } from "@tollgate/platform/redis";
 import type { Limit, RefusalMemory } from "../stores/attempt-limits.ts";
 import type { PaymentFacts, Reservation, ReservationStore } from "../stores/reservations.ts";
 import type { SettlementRecorder } from "./events.ts";
@@ -525,12 +526,14 @@ export class Payments {
     attempt: Parameters<ReservationStore["reserve"]>[4],
   ) {
     try {
-      return await this.#store(() =>
-        this.#o.reservations.reserve(key, token, facts, this.#o.reservationTtlMs, attempt),
-      );
+      return await this.#o.reservations.reserve(key, token, facts, this.#o.reservationTtlMs, attempt);
     } catch (err) {
-      this.#defer(this.#o.reservationTtlMs, () => this.#o.reservations.release(key, token, facts.requestId));
-      throw err;
+      if (mayHaveRun(err)) {
+        this.#defer(this.#o.reservationTtlMs, () =>
+          this.#o.reservations.release(key, token, facts.requestId),
+        );
+      }
+      throw this.#unavailable(err);
     }
   }
 
@@ -622,15 +625,21 @@ export class Payments {
 
     // Nothing was collected (or a broadcast transfer is still pending, which the scheme reconciles
     // when the client retries): forget the reservation; the client was not served and may pay again.
+    let dropped: Promise<void> | undefined;
     await this.#o.reservations.drop(payment.key, id.token).catch((err: unknown) => {
       this.#o.logger.warn({ err, scheme: scheme.name }, "could not drop a failed payment's reservation");
-      this.#defer(SETTLING_TTL_MS, () => this.#o.reservations.drop(payment.key, id.token));
+      // Until the drop lands the store says `settling` under this replica: a retry of the call here
+      // joins this answer (as `recorded` keeps it) instead of taking the record over, which the
+      // late drop would then delete under a settlement that is running.
+      dropped = new Promise((done) =>
+        this.#defer(SETTLING_TTL_MS, () => this.#o.reservations.drop(payment.key, id.token), done),
+      );
     });
     const transaction = result.transaction
       ? { kind: "transaction" as const, transaction: result.transaction }
       : null;
     this.#o.events.record(reservation, "failed", transaction, result.reason);
-    return { outcome: await this.#settleFailed(call, scheme, result) };
+    return { outcome: await this.#settleFailed(call, scheme, result), recorded: dropped };
   }
 
   async #settleFailed(
@@ -915,9 +924,13 @@ export class Payments {
     try {
       return await op();
     } catch (err) {
-      this.#o.logger.warn({ err: err instanceof Error ? err.message : err }, "payment store unavailable");
-      throw new StoreUnavailableError("payment replay protection is unavailable");
+      throw this.#unavailable(err);
     }
+  }
+
+  #unavailable(err: unknown): StoreUnavailableError {
+    this.#o.logger.warn({ err: err instanceof Error ? err.message : err }, "payment store unavailable");
+    return new StoreUnavailableError("payment replay protection is unavailable");
   }
 
   async #challengeOrNone(call: PricedCall, error: string): Promise<Header[]> {

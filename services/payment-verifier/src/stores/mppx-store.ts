@@ -84,16 +84,20 @@ export interface StoredVoucher {
 interface SessionChannelLike {
   highestVoucher?: StoredVoucher | null;
   settleableVoucher?: StoredVoucher | null;
+  ceilingVoucher?: StoredVoucher | null;
   spent?: bigint;
 }
 
 /**
- * A session channel with the voucher a scheduled settle may use (`settleableVoucher`): the highest
- * voucher the channel has held whose amount is within what was spent. mppx keeps only the highest
- * voucher, and it accepts a voucher and charges its call in two store updates: when the charge
- * fails (Redis gone between them) the highest is a price above what was spent until the payer's
- * next call re-sends it, and settling it then would move a price that bought nothing; the voucher
- * before it is what was spent. Any other value passes unchanged.
+ * A session channel with the two vouchers nearest what it spent that it has held, for the
+ * settlement worker: `settleableVoucher`, the highest within what was spent (what a scheduled
+ * settle uses), and `ceilingVoucher`, the lowest at or above it (what a payer leaving without a
+ * voucher of exactly what it spent is settled by). mppx keeps only the highest voucher, and it
+ * accepts a voucher and charges its call in two store updates: when the charge fails (Redis gone
+ * between them) the highest is a price above what was spent until the payer's next call re-sends it,
+ * and settling it then would move a price that bought nothing; the voucher before it is what was
+ * spent. A payer that signed one price ahead keeps the same gap; its previous voucher, kept as the
+ * ceiling, is what it spent once the next call is charged. Any other value passes unchanged.
  */
 export function keepSettleable(previous: unknown, next: unknown): unknown {
   const channel = next as SessionChannelLike | null;
@@ -101,18 +105,24 @@ export function keepSettleable(previous: unknown, next: unknown): unknown {
   const spent = channel.spent;
   if (typeof spent !== "bigint") return next;
   const before = previous as SessionChannelLike | null;
-  let best: StoredVoucher | null = null;
+  let floor: StoredVoucher | null = null;
+  let ceiling: StoredVoucher | null = null;
   for (const v of [
     channel.highestVoucher,
     channel.settleableVoucher,
+    channel.ceilingVoucher,
     before?.highestVoucher,
     before?.settleableVoucher,
+    before?.ceilingVoucher,
   ]) {
-    if (!v || typeof v.cumulativeAmount !== "bigint" || v.cumulativeAmount > spent) continue;
-    if (!best || v.cumulativeAmount > best.cumulativeAmount) best = v;
+    if (!v || typeof v.cumulativeAmount !== "bigint") continue;
+    if (v.cumulativeAmount <= spent && (!floor || v.cumulativeAmount > floor.cumulativeAmount)) floor = v;
+    if (v.cumulativeAmount >= spent && (!ceiling || v.cumulativeAmount < ceiling.cumulativeAmount))
+      ceiling = v;
   }
-  if (best === (channel.settleableVoucher ?? null)) return next;
-  return { ...channel, settleableVoucher: best };
+  if (floor === (channel.settleableVoucher ?? null) && ceiling === (channel.ceilingVoucher ?? null))
+    return next;
+  return { ...channel, settleableVoucher: floor, ceilingVoucher: ceiling };
 }
 
 /** The change an update writes, its channel (if it is one) keeping its settleable voucher. */

@@ -18,6 +18,8 @@ export interface StoredChannel {
   highestVoucher?: StoredVoucher | null;
   /** The highest voucher within what was spent (payment-verifier's mppx store keeps it). */
   settleableVoucher?: StoredVoucher | null;
+  /** The lowest voucher at or above what was spent (kept alongside). */
+  ceilingVoucher?: StoredVoucher | null;
   settledOnChain: bigint;
   spent: bigint;
   finalized: boolean;
@@ -41,16 +43,17 @@ export type DueReason = "amount" | "age" | "close_requested";
  * charges its call in two store updates: a Redis failure between them leaves the highest a price
  * above what was spent until the payer's next call re-sends it and spends it, and meanwhile the
  * voucher before it is exactly what was spent). `leaving`: the payer asked the reserve to close the
- * channel; when it spent beyond every voucher within what it spent (it signed ahead of its calls,
- * which the official client does not), the highest, or the payer would take back at the end of
- * the grace period what its served calls owe. Undefined: nothing to settle.
+ * channel; when no voucher it signed is exactly what it spent (it signed two prices or more ahead
+ * of its calls, which the official client does not), the lowest one above (`ceilingVoucher`), or
+ * the payer would take back at the end of the grace period what its served calls owe. Undefined:
+ * nothing to settle.
  */
 export function settleableVoucher(channel: StoredChannel, leaving = false): StoredVoucher | undefined {
   const highest = channel.highestVoucher ?? undefined;
   if (!highest || highest.cumulativeAmount <= channel.spent) return highest;
   const kept = channel.settleableVoucher;
   const within = kept && kept.cumulativeAmount <= channel.spent ? kept : undefined;
-  if (leaving && (within?.cumulativeAmount ?? 0n) < channel.spent) return highest;
+  if (leaving && (within?.cumulativeAmount ?? 0n) < channel.spent) return channel.ceilingVoucher ?? highest;
   return within;
 }
 
