@@ -44,6 +44,8 @@ const SETTLE_WAIT_MAX_MS = 30_000;
 /** How often a clean-up that could not reach the store is tried again, and how many wait at most. */
 const DEFERRED_RETRY_MS = 500;
 const DEFERRED_MAX = 10_000;
+/** Of those, releases of reservations whose answer was lost (see #reserve). */
+const LOST_RESERVES_MAX = 1_000;
 
 /** A clean-up the store refused (it was unreachable), tried again until it lands or lapses. */
 interface Deferred {
@@ -161,6 +163,8 @@ export class Payments {
    * one stays until its `settled` record has landed in the store (answered before, not awaited).
    */
   readonly #inFlight = new Map<string, Promise<SettleOutcome>>();
+  /** Lost-answer reservation releases waiting in #deferred. */
+  #lostReserves = 0;
   /** Calls whose Settle here is between its first begin and its answer being in #inFlight. */
   readonly #beginning = new Set<string>();
 
@@ -517,7 +521,9 @@ export class Payments {
   /**
    * Reserves `key` for `token`. With no answer the store may have taken it all the same (Redis ran
    * the script, then went away), which would refuse this payment as in use until its TTL: freed,
-   * for this token only, once the store answers again.
+   * for this token only, once the store answers again. (A retried Verify of the same request would
+   * be handed this token; the gateway sends a Verify again only when it got no answer, and this
+   * one is answered 503.)
    */
   async #reserve(
     key: string,
@@ -528,9 +534,14 @@ export class Payments {
     try {
       return await this.#o.reservations.reserve(key, token, facts, this.#o.reservationTtlMs, attempt);
     } catch (err) {
-      if (mayHaveRun(err)) {
-        this.#defer(this.#o.reservationTtlMs, () =>
-          this.#o.reservations.release(key, token, facts.requestId),
+      // At most LOST_RESERVES_MAX of these wait at a time (a hung Redis times every Verify out):
+      // the rest lapse with their TTL, and the clean-ups that matter more keep their place.
+      if (mayHaveRun(err) && this.#lostReserves < LOST_RESERVES_MAX) {
+        this.#lostReserves++;
+        this.#defer(
+          this.#o.reservationTtlMs,
+          () => this.#o.reservations.release(key, token, facts.requestId),
+          () => this.#lostReserves--,
         );
       }
       throw this.#unavailable(err);
