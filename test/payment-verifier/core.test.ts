@@ -387,6 +387,26 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
     expect((await payments.verify(call(), pay("alpha", "drop-later"))).valid).toBe(true);
   });
 
+  it("a Settle whose begin lost its answer (the payment left settling, nothing run) frees it once the store answers: the payer's next Verify of it goes through, the scheme's hold undone", async () => {
+    const store = outageStore();
+    build(undefined, store);
+    const c = call();
+    const v = await payments.verify(c, pay("alpha", "lost-begin-new-call"));
+    if (!v.valid) throw new Error(v.reason);
+    store.repliesLost = true;
+    expect(await payments.settle(c, v.paymentId, pay("alpha", "lost-begin-new-call"))).toMatchObject({
+      settled: false,
+      code: "service_unavailable",
+    });
+    store.repliesLost = false;
+    expect((await store.get("alpha:lost-begin-new-call"))?.state).toBe("settling");
+    // The payer's next call with the same payment (a new request, not a retried Settle).
+    expect((await payments.verify(call(), pay("alpha", "lost-begin-new-call"))).valid).toBe(true);
+    expect(alpha.settles).toBe(0);
+    expect(alpha.releases).toBe(1);
+    expect(events.map((e) => e.outcome)).toEqual(["released"]);
+  });
+
   it("answers a refusal that cannot change from memory, without asking the scheme again", async () => {
     alpha.verdict = { ok: false, code: "payment_invalid", reason: "bad signature", final: true };
     for (let i = 0; i < 5; i++) {

@@ -180,6 +180,24 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     });
   });
 
+  it("abandons a settling payment only for the begin that made it so (its attempt id), then it can be reserved again", async () => {
+    const key = uniqueId("k-");
+    const f = facts();
+    const a = uniqueId("replica-a-");
+    await store.reserve(key, "tok", f, 60_000);
+    expect(await store.abandon(key, "tok", "a:1")).toBeUndefined(); // still reserved: not its to abandon
+    expect((await store.beginSettle(key, "tok", f.requestId, 60_000, a, false, "a:1")).ok).toBe(true);
+    expect(await store.get(key)).toMatchObject({ state: "settling", owner: a, attempt: "a:1" });
+    expect(await store.abandon(key, "tok", "a:0")).toBeUndefined();
+    expect(await store.abandon(key, "other", "a:1")).toBeUndefined();
+    // A later begin of its own (taking its orphan over) writes its own attempt: the first's is void.
+    expect((await store.beginSettle(key, "tok", f.requestId, 60_000, a, true, "a:2")).ok).toBe(true);
+    expect(await store.abandon(key, "tok", "a:1")).toBeUndefined();
+    expect(await store.abandon(key, "tok", "a:2")).toMatchObject({ state: "settling", token: "tok", ...f });
+    expect(await store.get(key)).toBeUndefined();
+    expect((await store.reserve(key, "tok2", facts(), 60_000)).ok).toBe(true);
+  });
+
   it("releases only for the holder, and a released payment can be reserved again", async () => {
     const key = uniqueId("k-");
     const f = facts();

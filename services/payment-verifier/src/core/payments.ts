@@ -163,6 +163,8 @@ export class Payments {
    * one stays until its `settled` record has landed in the store (answered before, not awaited).
    */
   readonly #inFlight = new Map<string, Promise<SettleOutcome>>();
+  /** Begins sent by this process, for their attempt ids. */
+  #attempts = 0;
   /** Lost-answer reservation releases waiting in #deferred. */
   #lostReserves = 0;
   /** Calls whose Settle here is between its first begin and its answer being in #inFlight. */
@@ -451,8 +453,10 @@ export class Payments {
     const joined = this.#inFlight.get(callKey);
     if (joined) return joined;
     let begun: Awaited<ReturnType<ReservationStore["beginSettle"]>>;
+    // The id of the latest begin sent: should its answer be lost, what it began is abandoned.
+    let attempt = this.#attemptId();
     try {
-      begun = await this.#begin(callKey, payment.key, id.token, call.requestId);
+      begun = await this.#begin(callKey, payment.key, id.token, call.requestId, attempt);
       // The same call settling under a live owner (a retry while the first Settle still runs, here
       // or on another replica): wait for its outcome, or take it over once the owner died.
       const waitUntil = Math.min(deadline - DEADLINE_MARGIN_MS, this.#now() + SETTLE_WAIT_MAX_MS);
@@ -465,7 +469,8 @@ export class Payments {
           );
         }
         await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
-        begun = await this.#begin(callKey, payment.key, id.token, call.requestId);
+        attempt = this.#attemptId();
+        begun = await this.#begin(callKey, payment.key, id.token, call.requestId, attempt);
         // Gone while we waited: the first Settle moved nothing and freed the payment.
         if (!begun.ok && !begun.busy && !begun.current) {
           return this.#settleUnavailable(
@@ -474,10 +479,15 @@ export class Payments {
         }
       }
     } catch (err) {
-      // Answered 503, no data: what Verify reserved is freed once the store answers again.
-      this.#defer(this.#o.reservationTtlMs, () =>
-        this.#release(call.requestId, call, id, credentials, "store_unavailable"),
-      );
+      // Answered 503, no data: what Verify reserved is freed once the store answers again, and so
+      // is what a begin whose answer was lost made `settling` (it ran nothing), unless a later
+      // begin or a takeover has it by then (its own attempt id).
+      const lost = attempt;
+      this.#defer(this.#o.reservationTtlMs, async () => {
+        await this.#release(call.requestId, call, id, credentials, "store_unavailable");
+        const freed = await this.#o.reservations.abandon(id.key, id.token, lost);
+        if (freed) await this.#undo(freed, call, id, credentials, "store_unavailable");
+      });
       return this.#settleUnavailable((err as Error).message);
     }
     if (!begun.ok) {
@@ -548,6 +558,10 @@ export class Payments {
     }
   }
 
+  #attemptId(): string {
+    return `${this.#replica}:${++this.#attempts}`;
+  }
+
   /**
    * Begins the Settle of the call `callKey`. When nothing of that call runs here (no Settle in
    * flight, none beginning), a `settling` record of ours for it is an orphan (its settlement ended
@@ -555,12 +569,20 @@ export class Payments {
    * at once, not waited on until the deadline; the schemes' takeovers find what was sent. One begin
    * of a call claims that at a time (#beginning), or two could take it over.
    */
-  async #begin(callKey: string, key: string, token: string, requestId: string) {
+  async #begin(callKey: string, key: string, token: string, requestId: string, attempt: string) {
     const idle = !this.#beginning.has(callKey) && !this.#inFlight.has(callKey);
     if (idle) this.#beginning.add(callKey);
     try {
       return await this.#store(() =>
-        this.#o.reservations.beginSettle(key, token, requestId, SETTLING_TTL_MS, this.#replica, idle),
+        this.#o.reservations.beginSettle(
+          key,
+          token,
+          requestId,
+          SETTLING_TTL_MS,
+          this.#replica,
+          idle,
+          attempt,
+        ),
       );
     } finally {
       if (idle) this.#beginning.delete(callKey);
@@ -731,7 +753,18 @@ export class Payments {
   ): Promise<void> {
     if (id.token.startsWith(GUARDED)) return this.#releaseGuarded(requestId, call, id, credentials, reason);
     const freed = await this.#o.reservations.release(id.key, id.token, requestId);
-    if (!freed) return;
+    if (freed) await this.#undo(freed, call, id, credentials, reason, hold);
+  }
+
+  /** Records a freed reservation as released and has its scheme undo what it held for it. */
+  async #undo(
+    freed: Reservation,
+    call: PricedCall | undefined,
+    id: { key: string; token: string },
+    credentials: readonly Header[],
+    reason: string,
+    hold?: string,
+  ): Promise<void> {
     this.#o.metrics.releases.inc({ scheme: freed.scheme });
     this.#o.events.record(freed, "released", null, reason || "call_failed");
     const detected = this.#detect(credentials);
@@ -1055,6 +1088,7 @@ function guardedRecord(
     transaction: "",
     receipt: "",
     owner: "",
+    attempt: "",
   };
 }
 

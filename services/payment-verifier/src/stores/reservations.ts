@@ -50,6 +50,8 @@ export interface Reservation extends PaymentFacts {
   receipt: string;
   /** The replica whose Settle runs the settlement (set when it begins, moved by a takeover). */
   owner: string;
+  /** The begin that made it `settling` (the owner's id for it; each begin or takeover writes its own). */
+  attempt: string;
 }
 
 /** The attempt a reserve counts: one against each check's limit, at `nowMs`. */
@@ -103,7 +105,8 @@ export interface ReservationStore {
    * time: the same call already settling is `busy` while its owner is alive (its liveness key,
    * `heartbeat`), and taken over by `owner` (compare-and-set) once it is not. `idleHere`: the
    * caller is that owner and runs no Settle of this call (its settlement ended, its `settled`
-   * record lost with the store, or its begin's answer was lost): taken over at once.
+   * record lost with the store, or its begin's answer was lost): taken over at once. `attempt`: the
+   * caller's id for this begin, written with it (see `abandon`).
    */
   beginSettle(
     key: string,
@@ -112,6 +115,7 @@ export interface ReservationStore {
     ttlMs: number,
     owner: string,
     idleHere?: boolean,
+    attempt?: string,
   ): Promise<BeginSettle>;
   /** Marks replica `owner` alive for `ttlMs` (one renewal per process, not per call). */
   heartbeat(owner: string, ttlMs: number): Promise<void>;
@@ -127,6 +131,11 @@ export interface ReservationStore {
   drop(key: string, token: string): Promise<void>;
   /** Frees a reservation still `reserved` by `token` for `requestId`; returns what it freed. */
   release(key: string, token: string, requestId: string): Promise<Reservation | undefined>;
+  /**
+   * Forgets a payment still `settling` (by `token`) under the begin `attempt`, which ran nothing
+   * (its answer was lost); returns what it freed. A later begin or takeover wrote its own attempt.
+   */
+  abandon(key: string, token: string, attempt: string): Promise<Reservation | undefined>;
   /** Refuses every reserve whose attempt names `penalty` for the next `ms` (replicas share it). */
   penalize(penalty: string, ms: number): Promise<void>;
   close(): Promise<void>;
@@ -166,6 +175,8 @@ function toFields(token: string, f: PaymentFacts): string[] {
     "",
     "owner",
     "",
+    "attempt",
+    "",
   ];
 }
 
@@ -188,6 +199,7 @@ function fromHash(h: Record<string, string>): Reservation | undefined {
     transaction: h.transaction ?? "",
     receipt: h.receipt ?? "",
     owner: h.owner ?? "",
+    attempt: h.attempt ?? "",
   };
 }
 
@@ -246,7 +258,8 @@ return 1`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] request id; ARGV[3] ttl ms; ARGV[4] owner (this
 // replica); ARGV[5] the prefix of the replicas' liveness keys; ARGV[6] "1" when this replica runs
-// no Settle of this call (a settling record of its own is then an orphan: taken over).
+// no Settle of this call (a settling record of its own is then an orphan: taken over); ARGV[7]
+// this begin's attempt id.
 // Reply: {1, fields...} now settling, owned by ARGV[4] | {2, fields...} taken over from a dead
 // owner (or an orphan of ARGV[4]'s own) | {3, fields...} the same call is settling under a live owner (busy) | {0, fields...}
 // refused, with what is there (maybe nothing).
@@ -268,9 +281,17 @@ if cur[1] == 'settling' then
   end
   reply = 2
 end
-redis.call('HSET', KEYS[1], 'state', 'settling', 'owner', ARGV[4])
+redis.call('HSET', KEYS[1], 'state', 'settling', 'owner', ARGV[4], 'attempt', ARGV[7])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {reply, redis.call('HGETALL', KEYS[1])}`;
+
+// KEYS[1] reservation; ARGV[1] token; ARGV[2] attempt id. Deletes a settling record of that begin.
+const ABANDON = `
+local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'attempt')
+if cur[1] ~= 'settling' or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] or ARGV[2] == '' then return false end
+local all = redis.call('HGETALL', KEYS[1])
+redis.call('DEL', KEYS[1])
+return all`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] transaction; ARGV[3] receipt; ARGV[4] retention ms.
 const MARK_SETTLED = `
@@ -359,10 +380,11 @@ export class RedisReservationStore implements ReservationStore {
     ttlMs: number,
     owner: string,
     idleHere = false,
+    attempt = "",
   ): Promise<BeginSettle> {
     const [begun, fields] = (await this.#redis.eval(BEGIN_SETTLE, {
       keys: [this.#prefix + key],
-      arguments: [token, requestId, String(ttlMs), owner, this.#alivePrefix, idleHere ? "1" : "0"],
+      arguments: [token, requestId, String(ttlMs), owner, this.#alivePrefix, idleHere ? "1" : "0", attempt],
     })) as [number, unknown];
     const current = fromHash(pairsToHash(fields));
     if ((begun === 1 || begun === 2) && current)
@@ -395,6 +417,14 @@ export class RedisReservationStore implements ReservationStore {
     const reply = await this.#redis.eval(DELETE_IF, {
       keys: [this.#prefix + key],
       arguments: [token, "reserved", requestId],
+    });
+    return reply ? fromHash(pairsToHash(reply)) : undefined;
+  }
+
+  async abandon(key: string, token: string, attempt: string): Promise<Reservation | undefined> {
+    const reply = await this.#redis.eval(ABANDON, {
+      keys: [this.#prefix + key],
+      arguments: [token, attempt],
     });
     return reply ? fromHash(pairsToHash(reply)) : undefined;
   }
@@ -477,6 +507,7 @@ export class MemoryReservationStore implements ReservationStore {
         transaction: "",
         receipt: "",
         owner: "",
+        attempt: "",
       };
       this.#put(key, reservation, ttlMs);
       return { ok: true, token, retried: false };
@@ -504,6 +535,7 @@ export class MemoryReservationStore implements ReservationStore {
     ttlMs: number,
     owner: string,
     idleHere = false,
+    attempt = "",
   ): Promise<BeginSettle> {
     const current = this.#live(key);
     const open = current?.state === "reserved" || current?.state === "settling"; // see BEGIN_SETTLE
@@ -515,7 +547,7 @@ export class MemoryReservationStore implements ReservationStore {
     if (takenOver && !idle && (current.owner === owner || this.#isAlive(current.owner))) {
       return { ok: false, current: { ...current }, busy: true };
     }
-    const settling = { ...current, state: "settling" as const, owner };
+    const settling = { ...current, state: "settling" as const, owner, attempt };
     this.#put(key, settling, ttlMs);
     return { ok: true, reservation: { ...settling }, takenOver };
   }
@@ -554,6 +586,12 @@ export class MemoryReservationStore implements ReservationStore {
 
   async release(key: string, token: string, requestId: string): Promise<Reservation | undefined> {
     return this.#deleteIf(key, token, "reserved", requestId);
+  }
+
+  async abandon(key: string, token: string, attempt: string): Promise<Reservation | undefined> {
+    const current = this.#live(key);
+    if (attempt === "" || current?.attempt !== attempt) return undefined;
+    return this.#deleteIf(key, token, "settling");
   }
 
   async penalize(penalty: string, ms: number): Promise<void> {
