@@ -586,6 +586,38 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
   });
 });
 
+describe("payment core: a takeover whose answer was lost (replicas sharing a store that loses a reply)", () => {
+  it("is never abandoned (what the dead owner sent may have moved money): the record stays, and the retried Settle takes it over again and answers", async () => {
+    const shared = outageStore();
+    const [a, b] = [replica(shared), replica(shared)];
+    await a.start();
+    await b.start();
+    alpha.gate = new Promise(() => {}); // the owner's settlement never finishes: its process dies
+    const c = call();
+    const credentials = pay("alpha", "lost-takeover");
+    const v = await a.verify(c, credentials);
+    if (!v.valid) throw new Error(v.reason);
+    void a.settle(c, v.paymentId, credentials);
+    await new Promise((r) => setTimeout(r, 50));
+    a.close(); // no more heartbeats: its liveness lapses within 2 s
+    await new Promise((r) => setTimeout(r, 2_300));
+    shared.repliesLost = true;
+    expect(await b.settle(c, v.paymentId, credentials)).toMatchObject({
+      settled: false,
+      code: "service_unavailable",
+    });
+    shared.repliesLost = false;
+    // Its deferred clean-up ran (every 0.5 s): the record is as the takeover left it.
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect(await shared.get("alpha:lost-takeover")).toMatchObject({ state: "settling" });
+    alpha.gate = undefined;
+    const again = await b.settle(c, v.paymentId, credentials, Date.now() + 3_000);
+    expect(again.settled).toBe(true);
+    expect(alpha.settledAs.map((x) => x?.takenOver ?? false)).toEqual([false, true]);
+    b.close();
+  });
+});
+
 describe("payment core: Settle answers without waiting for its `settled` record", () => {
   /** The in-memory store, whose markSettled waits for `gate` or, `refuse` times, is unreachable. */
   class SlowMarkStore extends MemoryReservationStore {

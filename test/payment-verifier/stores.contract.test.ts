@@ -180,22 +180,44 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     });
   });
 
-  it("abandons a settling payment only for the begin that made it so (its attempt id), then it can be reserved again", async () => {
-    const key = uniqueId("k-");
+  it("abandons a settling payment only for its owner's fresh begin (its attempt id), never a takeover; drops one only under its own begin", async () => {
     const f = facts();
-    const a = uniqueId("replica-a-");
-    await store.reserve(key, "tok", f, 60_000);
-    expect(await store.abandon(key, "tok", "a:1")).toBeUndefined(); // still reserved: not its to abandon
-    expect((await store.beginSettle(key, "tok", f.requestId, 60_000, a, false, "a:1")).ok).toBe(true);
-    expect(await store.get(key)).toMatchObject({ state: "settling", owner: a, attempt: "a:1" });
-    expect(await store.abandon(key, "tok", "a:0")).toBeUndefined();
-    expect(await store.abandon(key, "other", "a:1")).toBeUndefined();
-    // A later begin of its own (taking its orphan over) writes its own attempt: the first's is void.
-    expect((await store.beginSettle(key, "tok", f.requestId, 60_000, a, true, "a:2")).ok).toBe(true);
-    expect(await store.abandon(key, "tok", "a:1")).toBeUndefined();
-    expect(await store.abandon(key, "tok", "a:2")).toMatchObject({ state: "settling", token: "tok", ...f });
-    expect(await store.get(key)).toBeUndefined();
-    expect((await store.reserve(key, "tok2", facts(), 60_000)).ok).toBe(true);
+    const [a, b] = [uniqueId("replica-a-"), uniqueId("replica-b-")];
+    await store.heartbeat(b, 60_000);
+    // A fresh begin whose answer was lost ran nothing: abandoned for that owner and attempt only.
+    const lost = uniqueId("k-");
+    await store.reserve(lost, "tok", f, 60_000);
+    expect(await store.abandon(lost, "tok", a, "a:1")).toBeUndefined(); // still reserved
+    expect((await store.beginSettle(lost, "tok", f.requestId, 60_000, a, false, "a:1")).ok).toBe(true);
+    expect(await store.get(lost)).toMatchObject({ state: "settling", owner: a, attempt: "a:1" });
+    expect(await store.abandon(lost, "tok", a, "a:0")).toBeUndefined();
+    expect(await store.abandon(lost, "other", a, "a:1")).toBeUndefined();
+    expect(await store.abandon(lost, "tok", b, "a:1")).toBeUndefined();
+    expect(await store.abandon(lost, "tok", a, "a:1")).toMatchObject({
+      state: "settling",
+      token: "tok",
+      ...f,
+    });
+    expect(await store.get(lost)).toBeUndefined();
+    expect((await store.reserve(lost, "tok2", facts(), 60_000)).ok).toBe(true);
+    // A takeover (here of its own orphan) may run what was sent before: marked, never abandoned.
+    const taken = uniqueId("k-");
+    await store.reserve(taken, "tok", f, 60_000);
+    expect((await store.beginSettle(taken, "tok", f.requestId, 60_000, a, false, "a:2")).ok).toBe(true);
+    expect(await store.beginSettle(taken, "tok", f.requestId, 60_000, a, true, "a:3")).toMatchObject({
+      ok: true,
+      takenOver: true,
+      reservation: { attempt: "a:3+takeover" },
+    });
+    for (const attempt of ["a:2", "a:3", "a:3+takeover"]) {
+      expect(await store.abandon(taken, "tok", a, attempt)).toBeUndefined();
+    }
+    // A drop after a settlement that moved nothing deletes only under the begin that ran it.
+    await store.drop(taken, "tok", { owner: a, attempt: "a:2" });
+    await store.drop(taken, "tok", { owner: b, attempt: "a:3+takeover" });
+    expect((await store.get(taken))?.state).toBe("settling");
+    await store.drop(taken, "tok", { owner: a, attempt: "a:3+takeover" });
+    expect(await store.get(taken)).toBeUndefined();
   });
 
   it("releases only for the holder, and a released payment can be reserved again", async () => {
@@ -445,57 +467,68 @@ describe.each(mppxStates)(
       expect(await stores[1]?.channels.get(id)).toBeNull();
     });
 
-    it("keeps with each session channel the vouchers nearest what it spent (the highest within, the lowest at or above), for the settlement worker", async () => {
+    it("keeps with each session channel the vouchers nearest what it spent (the highest within, the lowest above), for the settlement worker", async () => {
       const state = make();
-      const id = channelId();
-      const voucher = (amount: bigint) => ({
-        channelId: id,
-        cumulativeAmount: amount,
-        signature: `0x${amount}`,
-      });
-      const kept = async () => {
-        const c = (await state.channels.get(id)) as { settleableVoucher?: unknown; ceilingVoucher?: unknown };
-        return [c.settleableVoucher, c.ceilingVoucher];
+      const voucher = (amount: bigint) => ({ cumulativeAmount: amount, signature: `0x${amount}` });
+      const channel = async () => {
+        const id = channelId();
+        const kept = async () => {
+          const c = (await state.channels.get(id)) as {
+            settleableVoucher?: unknown;
+            ceilingVoucher?: unknown;
+          };
+          return [c.settleableVoucher, c.ceilingVoucher];
+        };
+        const write = (fields: object) =>
+          state.channels.update(id, (current) => ({
+            op: "set" as const,
+            value: { ...(current as object), ...fields },
+            result: null,
+          }));
+        // As mppx serves a call: the voucher accepted (the highest raised), then the price charged.
+        const accept = (highest: bigint) =>
+          write({ highestVoucher: voucher(highest), highestVoucherAmount: highest });
+        const charge = (spent: bigint) => write({ spent });
+        await state.channels.put(id, {
+          channelId: id,
+          highestVoucher: null,
+          highestVoucherAmount: 0n,
+          spent: 0n,
+        });
+        return { kept, write, accept, charge };
       };
-      const write = (fields: object) =>
-        state.channels.update(id, (current) => ({
-          op: "set" as const,
-          value: { ...(current as object), ...fields },
-          result: null,
-        }));
-      // As mppx serves a call: the voucher accepted (the highest raised), then the price charged.
-      const accept = (highest: bigint) =>
-        write({ highestVoucher: voucher(highest), highestVoucherAmount: highest });
-      const charge = (spent: bigint) => write({ spent });
-      await state.channels.put(id, {
-        channelId: id,
-        highestVoucher: null,
-        highestVoucherAmount: 0n,
-        spent: 0n,
-      });
-      expect(await kept()).toEqual([undefined, undefined]);
-      await accept(1_000n);
-      await charge(1_000n);
-      expect(await kept()).toEqual([voucher(1_000n), voucher(1_000n)]);
+      const c = await channel();
+      expect(await c.kept()).toEqual([undefined, undefined]);
+      await c.accept(1_000n);
+      await c.charge(1_000n);
+      expect(await c.kept()).toEqual([voucher(1_000n), null]);
       // A voucher one price ahead (its payer skipped a price, or its call's charge never landed
       // and the payer moved past it): the highest stays a price above what is spent.
-      await accept(3_000n);
-      expect(await kept()).toEqual([voucher(1_000n), voucher(1_000n)]);
-      await charge(2_000n);
-      expect(await kept()).toEqual([voucher(1_000n), voucher(3_000n)]);
-      await accept(4_000n);
-      await charge(3_000n);
-      // The voucher of 3,000 is now exactly what was spent: both.
-      expect(await kept()).toEqual([voucher(3_000n), voucher(3_000n)]);
-      // Two prices ahead: no voucher is ever exactly what was spent; the lowest above it is kept.
-      await accept(6_000n);
-      await charge(4_000n);
-      await accept(7_000n);
-      await charge(5_000n);
-      expect(await kept()).toEqual([voucher(3_000n), voucher(6_000n)]);
+      await c.accept(3_000n);
+      await c.charge(2_000n);
+      expect(await c.kept()).toEqual([voucher(1_000n), voucher(3_000n)]);
+      await c.accept(4_000n);
+      await c.charge(3_000n);
+      // The voucher of 3,000, kept above, is now exactly what was spent.
+      expect(await c.kept()).toEqual([voucher(3_000n), voucher(4_000n)]);
+      // Two prices ahead: the lowest voucher above what was spent is kept for a leaving payer.
+      await c.accept(6_000n);
+      await c.charge(4_000n);
+      await c.accept(7_000n);
+      await c.charge(5_000n);
+      expect(await c.kept()).toEqual([voucher(4_000n), voucher(6_000n)]);
       // Any other write of the channel keeps them (the settle recording what moved on chain).
-      await write({ settledOnChain: 3_000n });
-      expect(await kept()).toEqual([voucher(3_000n), voucher(6_000n)]);
+      await c.write({ settledOnChain: 4_000n });
+      expect(await c.kept()).toEqual([voucher(4_000n), voucher(6_000n)]);
+
+      // Two vouchers accepted before the first one's charge: the first is kept until it is spent.
+      const d = await channel();
+      await d.accept(1_000n);
+      await d.charge(1_000n);
+      await d.accept(2_000n);
+      await d.accept(3_000n);
+      await d.charge(2_000n);
+      expect(await d.kept()).toEqual([voucher(2_000n), voucher(3_000n)]);
     });
 
     it("lists written channels for the settlement loop until forgotten; values expire, finished ones sooner", async () => {

@@ -117,7 +117,7 @@ describe("when a session channel is due", () => {
     expect(
       settlementDue({ ...ahead, settledOnChain: 30_000n }, schedule, now + 60_000, false),
     ).toBeUndefined();
-    // Leaving (closeRequestedAt on chain): the lowest voucher it signed at or above what it spent.
+    // Leaving (closeRequestedAt on chain): the lowest voucher it signed above what it spent.
     expect(settleableVoucher(ahead, true)).toEqual(voucher(60_000n));
     expect(settlementDue({ ...ahead, settledOnChain: 30_000n }, schedule, now, true)).toBe("close_requested");
     // A channel written before the ceiling was kept: its highest.

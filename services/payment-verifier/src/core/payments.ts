@@ -482,10 +482,12 @@ export class Payments {
       // Answered 503, no data: what Verify reserved is freed once the store answers again, and so
       // is what a begin whose answer was lost made `settling` (it ran nothing), unless a later
       // begin or a takeover has it by then (its own attempt id).
+      // (A takeover's record is never abandoned: what it took over may have moved money. A retry of
+      // the call after the abandon finds the payment gone: answered failed, nothing charged.)
       const lost = attempt;
-      this.#defer(this.#o.reservationTtlMs, async () => {
+      this.#defer(SETTLING_TTL_MS, async () => {
         await this.#release(call.requestId, call, id, credentials, "store_unavailable");
-        const freed = await this.#o.reservations.abandon(id.key, id.token, lost);
+        const freed = await this.#o.reservations.abandon(id.key, id.token, this.#replica, lost);
         if (freed) await this.#undo(freed, call, id, credentials, "store_unavailable");
       });
       return this.#settleUnavailable((err as Error).message);
@@ -606,7 +608,7 @@ export class Payments {
       this.#o.logger.warn({ scheme: scheme.name }, "took over a settlement whose replica died running it");
     }
     if (reservation.endpoint !== call.endpoint.path || reservation.network !== call.network) {
-      await this.#o.reservations.drop(payment.key, id.token).catch(() => undefined);
+      await this.#o.reservations.drop(payment.key, id.token, reservation).catch(() => undefined);
       const outcome = await this.#settleRefusal(
         call,
         "payment_invalid",
@@ -659,13 +661,19 @@ export class Payments {
     // Nothing was collected (or a broadcast transfer is still pending, which the scheme reconciles
     // when the client retries): forget the reservation; the client was not served and may pay again.
     let dropped: Promise<void> | undefined;
-    await this.#o.reservations.drop(payment.key, id.token).catch((err: unknown) => {
+    // Only this begin's record: a takeover by another replica (this one cut off from Redis for more
+    // than 2 s looks dead) runs under its own attempt, and a late drop must not delete it.
+    await this.#o.reservations.drop(payment.key, id.token, reservation).catch((err: unknown) => {
       this.#o.logger.warn({ err, scheme: scheme.name }, "could not drop a failed payment's reservation");
       // Until the drop lands the store says `settling` under this replica: a retry of the call here
       // joins this answer (as `recorded` keeps it) instead of taking the record over, which the
       // late drop would then delete under a settlement that is running.
       dropped = new Promise((done) =>
-        this.#defer(SETTLING_TTL_MS, () => this.#o.reservations.drop(payment.key, id.token), done),
+        this.#defer(
+          SETTLING_TTL_MS,
+          () => this.#o.reservations.drop(payment.key, id.token, reservation),
+          done,
+        ),
       );
     });
     const transaction = result.transaction

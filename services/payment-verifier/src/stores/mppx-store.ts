@@ -91,8 +91,9 @@ interface SessionChannelLike {
 /**
  * A session channel with the two vouchers nearest what it spent that it has held, for the
  * settlement worker: `settleableVoucher`, the highest within what was spent (what a scheduled
- * settle uses), and `ceilingVoucher`, the lowest at or above it (what a payer leaving without a
- * voucher of exactly what it spent is settled by). mppx keeps only the highest voucher, and it
+ * settle uses), and `ceilingVoucher`, the lowest above it (what a payer leaving without a voucher of
+ * exactly what it spent is settled by; strictly above, or a voucher of exactly what was spent could
+ * be pushed out by a later one before it is spent). mppx keeps only the highest voucher, and it
  * accepts a voucher and charges its call in two store updates: when the charge fails (Redis gone
  * between them) the highest is a price above what was spent until the payer's next call re-sends it,
  * and settling it then would move a price that bought nothing; the voucher before it is what was
@@ -117,7 +118,7 @@ export function keepSettleable(previous: unknown, next: unknown): unknown {
   ]) {
     if (!v || typeof v.cumulativeAmount !== "bigint") continue;
     if (v.cumulativeAmount <= spent && (!floor || v.cumulativeAmount > floor.cumulativeAmount)) floor = v;
-    if (v.cumulativeAmount >= spent && (!ceiling || v.cumulativeAmount < ceiling.cumulativeAmount))
+    if (v.cumulativeAmount > spent && (!ceiling || v.cumulativeAmount < ceiling.cumulativeAmount))
       ceiling = v;
   }
   if (floor === (channel.settleableVoucher ?? null) && ceiling === (channel.ceilingVoucher ?? null))

@@ -50,7 +50,10 @@ export interface Reservation extends PaymentFacts {
   receipt: string;
   /** The replica whose Settle runs the settlement (set when it begins, moved by a takeover). */
   owner: string;
-  /** The begin that made it `settling` (the owner's id for it; each begin or takeover writes its own). */
+  /**
+   * The begin that made it `settling` (the owner's id for it; each begin writes its own, a takeover
+   * its own marked `+takeover`: what it took over may have moved money, so it is never abandoned).
+   */
   attempt: string;
 }
 
@@ -127,15 +130,19 @@ export interface ReservationStore {
     receipt: string,
     retentionMs: number,
   ): Promise<void>;
-  /** Forgets a payment whose settlement moved nothing (held by `token`). */
-  drop(key: string, token: string): Promise<void>;
+  /**
+   * Forgets a payment whose settlement moved nothing (held by `token`); with `settling`, only while
+   * that owner's begin (its attempt id) still holds it, never a settlement a takeover runs since.
+   */
+  drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<void>;
   /** Frees a reservation still `reserved` by `token` for `requestId`; returns what it freed. */
   release(key: string, token: string, requestId: string): Promise<Reservation | undefined>;
   /**
-   * Forgets a payment still `settling` (by `token`) under the begin `attempt`, which ran nothing
-   * (its answer was lost); returns what it freed. A later begin or takeover wrote its own attempt.
+   * Forgets a payment still `settling` (by `token`) under `owner`'s begin `attempt`, which ran nothing
+   * (its answer was lost); returns what it freed. A later begin or a takeover wrote its own attempt
+   * (a takeover's marked, so never this one).
    */
-  abandon(key: string, token: string, attempt: string): Promise<Reservation | undefined>;
+  abandon(key: string, token: string, owner: string, attempt: string): Promise<Reservation | undefined>;
   /** Refuses every reserve whose attempt names `penalty` for the next `ms` (replicas share it). */
   penalize(penalty: string, ms: number): Promise<void>;
   close(): Promise<void>;
@@ -256,6 +263,10 @@ if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'collected', ARGV[2], 'transaction', ARGV[2], 'hold', ARGV[3])
 return 1`;
 
+/** What a takeover's begin adds to its attempt id (BEGIN_SETTLE, beginSettle): never abandoned. */
+const TAKEOVER_MARK = "+takeover";
+const isTakeover = (attempt: string) => attempt.endsWith(TAKEOVER_MARK);
+
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] request id; ARGV[3] ttl ms; ARGV[4] owner (this
 // replica); ARGV[5] the prefix of the replicas' liveness keys; ARGV[6] "1" when this replica runs
 // no Settle of this call (a settling record of its own is then an orphan: taken over); ARGV[7]
@@ -281,14 +292,19 @@ if cur[1] == 'settling' then
   end
   reply = 2
 end
-redis.call('HSET', KEYS[1], 'state', 'settling', 'owner', ARGV[4], 'attempt', ARGV[7])
+local attempt = ARGV[7]
+if reply == 2 then attempt = attempt .. '${TAKEOVER_MARK}' end
+redis.call('HSET', KEYS[1], 'state', 'settling', 'owner', ARGV[4], 'attempt', attempt)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {reply, redis.call('HGETALL', KEYS[1])}`;
 
-// KEYS[1] reservation; ARGV[1] token; ARGV[2] attempt id. Deletes a settling record of that begin.
-const ABANDON = `
-local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'attempt')
-if cur[1] ~= 'settling' or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] or ARGV[2] == '' then return false end
+// KEYS[1] reservation; ARGV[1] token; ARGV[2] owner; ARGV[3] attempt id. Deletes a settling record
+// of that owner's begin (drop after a settlement that moved nothing; abandon after a lost begin).
+const DELETE_SETTLING_OF = `
+local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'owner', 'attempt')
+if cur[1] ~= 'settling' or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] or ARGV[3] == '' or cur[4] ~= ARGV[3] then
+  return false
+end
 local all = redis.call('HGETALL', KEYS[1])
 redis.call('DEL', KEYS[1])
 return all`;
@@ -409,8 +425,10 @@ export class RedisReservationStore implements ReservationStore {
     });
   }
 
-  async drop(key: string, token: string): Promise<void> {
-    await this.#redis.eval(DELETE_IF, { keys: [this.#prefix + key], arguments: [token, "settling", ""] });
+  async drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<void> {
+    if (settling) await this.#deleteSettlingOf(key, token, settling.owner, settling.attempt);
+    else
+      await this.#redis.eval(DELETE_IF, { keys: [this.#prefix + key], arguments: [token, "settling", ""] });
   }
 
   async release(key: string, token: string, requestId: string): Promise<Reservation | undefined> {
@@ -421,10 +439,19 @@ export class RedisReservationStore implements ReservationStore {
     return reply ? fromHash(pairsToHash(reply)) : undefined;
   }
 
-  async abandon(key: string, token: string, attempt: string): Promise<Reservation | undefined> {
-    const reply = await this.#redis.eval(ABANDON, {
+  async abandon(
+    key: string,
+    token: string,
+    owner: string,
+    attempt: string,
+  ): Promise<Reservation | undefined> {
+    return isTakeover(attempt) ? undefined : this.#deleteSettlingOf(key, token, owner, attempt);
+  }
+
+  async #deleteSettlingOf(key: string, token: string, owner: string, attempt: string) {
+    const reply = await this.#redis.eval(DELETE_SETTLING_OF, {
       keys: [this.#prefix + key],
-      arguments: [token, attempt],
+      arguments: [token, owner, attempt],
     });
     return reply ? fromHash(pairsToHash(reply)) : undefined;
   }
@@ -547,7 +574,12 @@ export class MemoryReservationStore implements ReservationStore {
     if (takenOver && !idle && (current.owner === owner || this.#isAlive(current.owner))) {
       return { ok: false, current: { ...current }, busy: true };
     }
-    const settling = { ...current, state: "settling" as const, owner, attempt };
+    const settling = {
+      ...current,
+      state: "settling" as const,
+      owner,
+      attempt: takenOver ? `${attempt}${TAKEOVER_MARK}` : attempt,
+    };
     this.#put(key, settling, ttlMs);
     return { ok: true, reservation: { ...settling }, takenOver };
   }
@@ -580,17 +612,27 @@ export class MemoryReservationStore implements ReservationStore {
     return current;
   }
 
-  async drop(key: string, token: string): Promise<void> {
-    this.#deleteIf(key, token, "settling");
+  async drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<void> {
+    if (settling) this.#deleteSettlingOf(key, token, settling.owner, settling.attempt);
+    else this.#deleteIf(key, token, "settling");
   }
 
   async release(key: string, token: string, requestId: string): Promise<Reservation | undefined> {
     return this.#deleteIf(key, token, "reserved", requestId);
   }
 
-  async abandon(key: string, token: string, attempt: string): Promise<Reservation | undefined> {
+  async abandon(
+    key: string,
+    token: string,
+    owner: string,
+    attempt: string,
+  ): Promise<Reservation | undefined> {
+    return isTakeover(attempt) ? undefined : this.#deleteSettlingOf(key, token, owner, attempt);
+  }
+
+  #deleteSettlingOf(key: string, token: string, owner: string, attempt: string): Reservation | undefined {
     const current = this.#live(key);
-    if (attempt === "" || current?.attempt !== attempt) return undefined;
+    if (attempt === "" || current?.owner !== owner || current.attempt !== attempt) return undefined;
     return this.#deleteIf(key, token, "settling");
   }
 

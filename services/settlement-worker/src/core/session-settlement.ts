@@ -18,7 +18,7 @@ export interface StoredChannel {
   highestVoucher?: StoredVoucher | null;
   /** The highest voucher within what was spent (payment-verifier's mppx store keeps it). */
   settleableVoucher?: StoredVoucher | null;
-  /** The lowest voucher at or above what was spent (kept alongside). */
+  /** The lowest voucher above what was spent (kept alongside). */
   ceilingVoucher?: StoredVoucher | null;
   settledOnChain: bigint;
   spent: bigint;
@@ -53,7 +53,10 @@ export function settleableVoucher(channel: StoredChannel, leaving = false): Stor
   if (!highest || highest.cumulativeAmount <= channel.spent) return highest;
   const kept = channel.settleableVoucher;
   const within = kept && kept.cumulativeAmount <= channel.spent ? kept : undefined;
-  if (leaving && (within?.cumulativeAmount ?? 0n) < channel.spent) return channel.ceilingVoucher ?? highest;
+  if (leaving && (within?.cumulativeAmount ?? 0n) < channel.spent) {
+    const ceiling = channel.ceilingVoucher;
+    return ceiling && ceiling.cumulativeAmount > channel.spent ? ceiling : highest;
+  }
   return within;
 }
 
