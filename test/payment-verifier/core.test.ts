@@ -174,6 +174,31 @@ function outageStore(): OutageStore {
   });
 }
 
+/** A settlement that moved nothing: the scheme's transfer reverted. */
+const REVERTED: SettleResult = {
+  ok: false,
+  code: "payment_invalid",
+  reason: "transfer reverted",
+  transaction: "",
+  receipt: [],
+};
+
+/** A call verified for `key`, whose Settle's begin Redis ran but whose answer was lost (503). */
+async function settledWithLostBegin(key: string) {
+  const store = outageStore();
+  build(undefined, store);
+  const c = call();
+  const v = await payments.verify(c, pay("alpha", key));
+  if (!v.valid) throw new Error(v.reason);
+  store.repliesLost = true;
+  expect(await payments.settle(c, v.paymentId, pay("alpha", key))).toMatchObject({
+    settled: false,
+    code: "service_unavailable",
+  });
+  store.repliesLost = false;
+  return { store, c, v };
+}
+
 function build(limits = { perSecond: 1000, burst: 1000 }, reservations = new MemoryReservationStore()) {
   payments = replica(reservations, limits);
 }
@@ -344,17 +369,7 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
   });
 
   it("a retried Settle whose first begin lost its answer (the payment left settling under this replica, nothing running) takes it over at once, not 503 at the deadline", async () => {
-    const store = outageStore();
-    build(undefined, store);
-    const c = call();
-    const v = await payments.verify(c, pay("alpha", "lost-begin"));
-    if (!v.valid) throw new Error(v.reason);
-    store.repliesLost = true;
-    expect(await payments.settle(c, v.paymentId, pay("alpha", "lost-begin"))).toMatchObject({
-      settled: false,
-      code: "service_unavailable",
-    });
-    store.repliesLost = false;
+    const { c, v } = await settledWithLostBegin("lost-begin");
     expect(alpha.settles).toBe(0);
     const retried = await payments.settle(c, v.paymentId, pay("alpha", "lost-begin"), Date.now() + 3_000);
     expect(retried).toMatchObject({ settled: true });
@@ -365,13 +380,7 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
   it("a retried Settle of a call whose settlement failed, while its reservation's drop waits for the store, gets the same answer: the settlement is not run again", async () => {
     const store = outageStore();
     build(undefined, store);
-    alpha.settleResult = {
-      ok: false,
-      code: "payment_invalid",
-      reason: "transfer reverted",
-      transaction: "",
-      receipt: [],
-    };
+    alpha.settleResult = REVERTED;
     const c = call();
     const v = await payments.verify(c, pay("alpha", "drop-later"));
     if (!v.valid) throw new Error(v.reason);
@@ -388,17 +397,7 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
   });
 
   it("a Settle whose begin lost its answer (the payment left settling, nothing run) frees it once the store answers: the payer's next Verify of it goes through, the scheme's hold undone", async () => {
-    const store = outageStore();
-    build(undefined, store);
-    const c = call();
-    const v = await payments.verify(c, pay("alpha", "lost-begin-new-call"));
-    if (!v.valid) throw new Error(v.reason);
-    store.repliesLost = true;
-    expect(await payments.settle(c, v.paymentId, pay("alpha", "lost-begin-new-call"))).toMatchObject({
-      settled: false,
-      code: "service_unavailable",
-    });
-    store.repliesLost = false;
+    const { store } = await settledWithLostBegin("lost-begin-new-call");
     expect((await store.get("alpha:lost-begin-new-call"))?.state).toBe("settling");
     // The payer's next call with the same payment (a new request, not a retried Settle).
     expect((await payments.verify(call(), pay("alpha", "lost-begin-new-call"))).valid).toBe(true);
@@ -470,13 +469,7 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
   });
 
   it("forgets a payment whose settlement moved nothing, and records the failure", async () => {
-    alpha.settleResult = {
-      ok: false,
-      code: "payment_invalid",
-      reason: "transfer reverted",
-      transaction: "",
-      receipt: [],
-    };
+    alpha.settleResult = REVERTED;
     const c = call();
     const v = await payments.verify(c, pay("alpha", "failing"));
     if (!v.valid) throw new Error(v.reason);

@@ -179,6 +179,67 @@ async function killOwnerMidSettlement(chain: Chain, credentials: Header[]) {
   }
 }
 
+/** The official mppx client paying MPP `session` (USDC.e) from `role` on the devnet's Tempo chain. */
+function sessionPayer(role: string) {
+  const tempo = devnet.chains.tempo?.anvilRpcUrl ?? "";
+  return MppxClient.create({
+    polyfill: false,
+    methods: [
+      tempoPayer.session({
+        account: privateKeyToAccount(account(role)),
+        getClient: () => tempoClient(tempo),
+        maxDeposit: "0.05",
+      }),
+    ],
+    orderChallenges: (candidates) => candidates.filter((c) => c.challenge.intent === "session"),
+  });
+}
+
+/**
+ * Verify and Settle `credentials` on `b`, then put the reservation back as an owner leaves it that
+ * died after its scheme charged the call, before recording the settlement (settling, owned by a
+ * replica whose liveness key is gone), and Settle again: `b` takes it over. The crash point is
+ * made exact this way where the money moves in a store write, not on a chain that can stop mining.
+ */
+async function settledByOwnerThatDied(credentials: Header[]) {
+  const requestId = uniqueId("req-");
+  const v = await b.client.call("Verify", { requestId, resource: resource(BLOCK_NUMBER), credentials });
+  expect(v.valid, v.reason).toBe(true);
+  const settle = () =>
+    b.client.call("Settle", {
+      requestId,
+      paymentId: v.paymentId,
+      resource: resource(BLOCK_NUMBER),
+      credentials,
+    });
+  // payment-verifier writes under <REDIS_PREFIX>payment:.
+  const reservation = `${prefix}payment:reservation:${v.paymentId.slice(0, v.paymentId.lastIndexOf("#"))}`;
+  const redis = createRedis({ url: "redis://127.0.0.1:6379" });
+  await redis.connect();
+  let first: Awaited<ReturnType<typeof settle>>;
+  try {
+    const verified = await redis.hGetAll(reservation);
+    expect(verified.state).toBe("reserved");
+    first = await settle();
+    expect(first.settled, first.reason).toBe(true);
+    // Settle answers before it records the settlement: wait for that record (on a loaded machine it
+    // trailed the answer, and overwrote the state written below).
+    for (let i = 0; i < 100 && (await redis.hGet(reservation, "state")) !== "settled"; i++) await sleep(50);
+    expect(await redis.hGet(reservation, "state")).toBe("settled");
+    await redis.hSet(reservation, { ...verified, state: "settling", owner: uniqueId("dead-replica-") });
+    await redis.pExpire(reservation, 60_000);
+  } finally {
+    await redis.close();
+  }
+  const taken = lines.length;
+  const again = await settle();
+  expect(again.settled, again.reason).toBe(true);
+  // The replica's log line may trail its answer on the pipe.
+  for (let i = 0; i < 100 && !lines.slice(taken).some((l) => l.includes("took over")); i++) await sleep(50);
+  expect(lines.slice(taken).join("\n")).toContain("took over a settlement whose replica died running it");
+  return { first, again };
+}
+
 describe("payment-verifier: the owner of a settlement killed mid-settlement, its Settle retried on the other replica", () => {
   it("x402 exact: served once (the transfer the dead owner broadcast), paid once", async () => {
     const chain = { url: devnet.chains.settlement?.rpcUrl ?? "", automine: true, blockTime: 0 };
@@ -231,59 +292,11 @@ describe("payment-verifier: the owner of a settlement killed mid-settlement, its
   // put back as that owner left it had it died between mppx's charge and its record (settling,
   // owned by a replica whose liveness key is gone).
   it("MPP session: a voucher the dead owner charged is answered, not charged again", async () => {
-    const tempo = devnet.chains.tempo?.anvilRpcUrl ?? "";
-    const mpp = MppxClient.create({
-      polyfill: false,
-      methods: [
-        tempoPayer.session({
-          account: privateKeyToAccount(account("payer2")),
-          getClient: () => tempoClient(tempo),
-          maxDeposit: "0.05",
-        }),
-      ],
-      orderChallenges: (candidates) =>
-        candidates.filter((c) => isAddressEqual(c.challenge.request.currency as Address, USDC_E)),
-    });
+    const mpp = sessionPayer("payer2");
     const value = await mpp.createCredential(
       paymentRequiredResponse(await challenge(b.client, BLOCK_NUMBER)),
     );
-    const credentials = [{ name: "Authorization", value }];
-    const requestId = uniqueId("req-");
-    const v = await b.client.call("Verify", { requestId, resource: resource(BLOCK_NUMBER), credentials });
-    expect(v.valid, v.reason).toBe(true);
-    const settle = () =>
-      b.client.call("Settle", {
-        requestId,
-        paymentId: v.paymentId,
-        resource: resource(BLOCK_NUMBER),
-        credentials,
-      });
-    // payment-verifier writes under <REDIS_PREFIX>payment:.
-    const reservation = `${prefix}payment:reservation:${v.paymentId.slice(0, v.paymentId.lastIndexOf("#"))}`;
-    const redis = createRedis({ url: "redis://127.0.0.1:6379" });
-    await redis.connect();
-    let first: Awaited<ReturnType<typeof settle>>;
-    try {
-      const verified = await redis.hGetAll(reservation);
-      expect(verified.state).toBe("reserved");
-      first = await settle();
-      expect(first.settled, first.reason).toBe(true);
-      // Settle answers before it records the settlement: wait for that record (on a loaded machine it
-      // trailed the answer, and overwrote the state written below).
-      for (let i = 0; i < 100 && (await redis.hGet(reservation, "state")) !== "settled"; i++) await sleep(50);
-      expect(await redis.hGet(reservation, "state")).toBe("settled");
-      // As the owner left it had it died after mppx's charge, before recording the settlement.
-      await redis.hSet(reservation, { ...verified, state: "settling", owner: uniqueId("dead-replica-") });
-      await redis.pExpire(reservation, 60_000);
-    } finally {
-      await redis.close();
-    }
-    const taken = lines.length;
-    const again = await settle();
-    expect(again.settled, again.reason).toBe(true);
-    // The replica's log line may trail its answer on the pipe.
-    for (let i = 0; i < 100 && !lines.slice(taken).some((l) => l.includes("took over")); i++) await sleep(50);
-    expect(lines.slice(taken).join("\n")).toContain("took over a settlement whose replica died running it");
+    const { first, again } = await settledByOwnerThatDied([{ name: "Authorization", value }]);
     // The same charge: the channel spent the price once.
     const spent = (headers: Header[]) =>
       JSON.parse(Buffer.from(headers[0]?.value ?? "", "base64url").toString()).spent as string;
@@ -294,25 +307,14 @@ describe("payment-verifier: the owner of a settlement killed mid-settlement, its
   it("MPP session open the dead owner broadcast before mppx recorded the channel: served once, the channel recorded and this call charged from it", async () => {
     a.client.close();
     a = await replica(shared);
-    const tempo = devnet.chains.tempo?.anvilRpcUrl ?? "";
-    const mpp = MppxClient.create({
-      polyfill: false,
-      methods: [
-        tempoPayer.session({
-          account: privateKeyToAccount(account("payer4")),
-          getClient: () => tempoClient(tempo),
-          maxDeposit: "0.05",
-        }),
-      ],
-      orderChallenges: (candidates) => candidates.filter((c) => c.challenge.intent === "session"),
-    });
+    const mpp = sessionPayer("payer4");
     const value = await mpp.createCredential(
       paymentRequiredResponse(await challenge(a.client, BLOCK_NUMBER)),
     );
     expect((Credential.deserialize(value).payload as { action: string }).action).toBe("open");
     // The open is in the mempool (anvil's Tempo mode mines every second; paused here) when the
     // owner dies waiting for its receipt, before mppx records the channel.
-    const chain = { url: tempo, automine: false, blockTime: 1 };
+    const chain = { url: devnet.chains.tempo?.anvilRpcUrl ?? "", automine: false, blockTime: 1 };
     const { s, again, log } = await killOwnerMidSettlement(chain, [{ name: "Authorization", value }]);
     expect(s.settled, s.reason).toBe(true);
     expect(log).toContain("took over a settlement whose replica died running it");
@@ -394,44 +396,15 @@ describe("payment-verifier: the owner of a settlement killed mid-settlement, its
       name,
       value,
     }));
-    const requestId = uniqueId("req-");
-    const v = await b.client.call("Verify", { requestId, resource: resource(BLOCK_NUMBER), credentials });
-    expect(v.valid, v.reason).toBe(true);
-    const settle = () =>
-      b.client.call("Settle", {
-        requestId,
-        paymentId: v.paymentId,
-        resource: resource(BLOCK_NUMBER),
-        credentials,
-      });
-    const reservation = `${prefix}payment:reservation:${v.paymentId.slice(0, v.paymentId.lastIndexOf("#"))}`;
     const charged = (headers: Header[]) =>
       (
         JSON.parse(Buffer.from(headers[0]?.value ?? "", "base64").toString()) as {
           extra: { channelState: { chargedCumulativeAmount: string } };
         }
       ).extra.channelState.chargedCumulativeAmount;
-    const redis = createRedis({ url: "redis://127.0.0.1:6379" });
-    await redis.connect();
-    try {
-      const verified = await redis.hGetAll(reservation);
-      const first = await settle();
-      expect(first.settled, first.reason).toBe(true);
-      expect(charged(first.headers)).toBe(String(priceOf(BLOCK_NUMBER)));
-      for (let i = 0; i < 100 && (await redis.hGet(reservation, "state")) !== "settled"; i++) await sleep(50);
-      expect(await redis.hGet(reservation, "state")).toBe("settled");
-      await redis.hSet(reservation, { ...verified, state: "settling", owner: uniqueId("dead-replica-") });
-      await redis.pExpire(reservation, 60_000);
-      const taken = lines.length;
-      const again = await settle();
-      expect(again.settled, again.reason).toBe(true);
-      for (let i = 0; i < 100 && !lines.slice(taken).some((l) => l.includes("took over")); i++)
-        await sleep(50);
-      expect(lines.slice(taken).join("\n")).toContain("took over a settlement whose replica died running it");
-      // The same charge: the channel charged the price once.
-      expect(charged(again.headers)).toBe(String(priceOf(BLOCK_NUMBER)));
-    } finally {
-      await redis.close();
-    }
+    const { first, again } = await settledByOwnerThatDied(credentials);
+    expect(charged(first.headers)).toBe(String(priceOf(BLOCK_NUMBER)));
+    // The same charge: the channel charged the price once.
+    expect(charged(again.headers)).toBe(String(priceOf(BLOCK_NUMBER)));
   });
 });

@@ -65,14 +65,24 @@ describe("settlement key lock (Redis)", () => {
   });
 });
 
+/** A Redis client reaching the machine's Redis through a TCP proxy this test controls. */
+async function redisViaProxy() {
+  const proxy = await tcpProxy(REDIS_PORT);
+  const viaProxy = await connectRedis({
+    url: proxy.url("redis"),
+    logger: silentLogger(),
+    unreachable: "wait",
+  });
+  const close = async () => {
+    viaProxy?.destroy();
+    await proxy.close();
+  };
+  return { proxy, viaProxy, close };
+}
+
 describe("settlement key lock across a Redis outage (the link cut by a TCP proxy in front of the machine's Redis)", () => {
   it("frees the lock once Redis is back when the outage struck mid-send: the next sender goes on at once, with the next nonce", async () => {
-    const proxy = await tcpProxy(REDIS_PORT);
-    const viaProxy = await connectRedis({
-      url: proxy.url("redis"),
-      logger: silentLogger(),
-      unreachable: "wait",
-    });
+    const { proxy, viaProxy, close } = await redisViaProxy();
     try {
       const chain = node(0);
       const signer = uniqueId("signer-");
@@ -90,20 +100,14 @@ describe("settlement key lock across a Redis outage (the link cut by a TCP proxy
       expect(performance.now() - started).toBeLessThan(4_000);
       expect(chain.used).toEqual([0, 1]);
     } finally {
-      viaProxy?.destroy();
-      await proxy.close();
+      await close();
     }
   });
 });
 
 describe("settlement key lock whose taking got no answer (Redis ran the script, the reply was lost as the link was cut by a TCP proxy in front of the machine's Redis)", () => {
   it("is let go once Redis answers again: the next sender goes on at once, not after the lock's 60 s hold", async () => {
-    const proxy = await tcpProxy(REDIS_PORT);
-    const viaProxy = await connectRedis({
-      url: proxy.url("redis"),
-      logger: silentLogger(),
-      unreachable: "wait",
-    });
+    const { proxy, viaProxy, close } = await redisViaProxy();
     try {
       const chain = node(0);
       const signer = uniqueId("signer-");
@@ -124,8 +128,7 @@ describe("settlement key lock whose taking got no answer (Redis ran the script, 
       expect(performance.now() - started).toBeLessThan(4_000);
       expect(chain.used).toEqual([0]);
     } finally {
-      viaProxy?.destroy();
-      await proxy.close();
+      await close();
     }
   });
 });
