@@ -16,6 +16,7 @@ import { Receipt } from "mppx";
 import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
 import { nodeRpc as anvil } from "../support/node-rpc.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
 import { type Address, settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 import { type OwnServer, ownNats, ownRedis, Upstream } from "./servers.ts";
@@ -243,6 +244,11 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     // Own Redis and NATS, as processes of their own on free ports.
     const redis = await ownRedis(mkdir(dir, "redis"));
     cleanup.push(() => redis.stop());
+    // The mesh reaches Redis through a TCP proxy of the run's (stand-in for a network path), so one
+    // phase can cut the links while replies are on their way: Redis ran the commands, their callers
+    // never heard back.
+    const redisLink = await tcpProxy(redis.port);
+    cleanup.push(() => redisLink.close());
     const nats = await ownNats(mkdir(dir, "nats"));
     cleanup.push(() => nats.stop());
     const database: TestDatabase = await createTestDatabase("chaos");
@@ -287,7 +293,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       },
       env: {
         LOG_LEVEL: "warn",
-        REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+        REDIS_URL: redisLink.url("redis"),
         NATS_URL: `nats://127.0.0.1:${nats.port}`,
         DATABASE_URL: database.url,
         // The real Redis or nothing: an in-memory stand-in would hide the fail-open path.
@@ -492,6 +498,19 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       () => redis.stop(),
       () => redis.start(),
       hold(15, 5),
+    );
+    await phase(
+      "Redis links cut with replies in flight (stand-in: TCP proxy in front of the real Redis)",
+      async () => {
+        // Redis runs what reaches it for 0.3 s (reservations, settlement begins, key locks, quota
+        // grants) but its replies are held, then every link is dropped with them: state written that
+        // no caller knows it holds, to be cleaned up once Redis answers again.
+        redisLink.holdReplies();
+        await sleep(300);
+        await redisLink.cut();
+      },
+      () => redisLink.restore(),
+      hold(5, 3),
     );
     await phase(
       `NATS stopped ${short ? 8 : 30} s, restarted`,

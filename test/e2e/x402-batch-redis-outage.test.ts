@@ -16,6 +16,7 @@ import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type OwnServer, ownRedis } from "../chaos/servers.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 
 const shared = inject("mesh");
@@ -79,11 +80,49 @@ class HeldUpstream {
 }
 
 let redis: OwnServer;
+/** The mesh's link to Redis (stand-in for the network path), so a test can lose replies on it. */
+let redisLink: Awaited<ReturnType<typeof tcpProxy>>;
 let mesh: Mesh;
 const upstream = new HeldUpstream();
+// One payer (one channel) for the suite: its client keeps the channel's state between the tests.
+const payer = batchPayer(devnet, "payer6");
+const call = () => payer.fetch(`${mesh.gatewayUrl}${PATH}`);
+
+/** Waits until a paid call holds the channel (its lock in the record), read beside the mesh's link. */
+async function channelHeld(): Promise<void> {
+  const watcher = createClient({ url: `redis://127.0.0.1:${redis.port}` });
+  await watcher.connect();
+  try {
+    for (let i = 0; ; i++) {
+      if (i > 400) throw new Error("the paid call never held its channel");
+      const [key] = (await watcher.keys("*:server:channel:*")).filter((k) => !k.endsWith(":lock"));
+      const record = JSON.parse((key && (await watcher.get(key))) || "{}") as { pendingRequest?: unknown };
+      if (record.pendingRequest) return;
+      await sleep(25);
+    }
+  } finally {
+    await watcher.quit();
+  }
+}
+
+/** Calls until the first answer that is not 503 (Redis unreachable while the mesh reconnects). */
+async function firstAnswerBack(): Promise<{ status: number; body: string; before: number[] }> {
+  const before: number[] = [];
+  for (let i = 0; ; i++) {
+    const res = await call();
+    const body = await res.text();
+    if (res.status === 503 && i < 100) {
+      before.push(res.status);
+      await sleep(200);
+      continue;
+    }
+    return { status: res.status, body, before };
+  }
+}
 
 beforeAll(async () => {
   redis = await ownRedis(mkdtempSync(join(tmpdir(), "xb-redis-")));
+  redisLink = await tcpProxy(redis.port);
   upstream.target = devnet.chains.ethereum?.rpcUrl ?? "";
   await upstream.start();
   const base = sharedSettlementEnv("spare5");
@@ -93,7 +132,7 @@ beforeAll(async () => {
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),
     env: {
       LOG_LEVEL: "warn",
-      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      REDIS_URL: redisLink.url("redis"),
       // The real Redis or nothing.
       REDIS_STANDIN: "false",
       UPSTREAMS_ETHEREUM: `http://127.0.0.1:${upstream.port}`,
@@ -110,13 +149,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await mesh?.stop();
   await upstream.stop();
+  await redisLink?.close();
   await redis?.stop();
 });
 
 describe("x402-batch across a Redis outage (private redis-server stopped and started, official client)", () => {
   it("a call in flight when Redis stops charges nothing, and the payer's next call once Redis is back is served in step", async () => {
-    const payer = batchPayer(devnet, "payer6");
-    const call = () => payer.fetch(`${mesh.gatewayUrl}${PATH}`);
     let served = 0n;
     const receipts: string[] = [];
     const serve = async () => {
@@ -146,19 +184,7 @@ describe("x402-batch across a Redis outage (private redis-server stopped and sta
     // A paying client's node call starts beside Verify (see the gateway's README): Redis stops only
     // once Verify holds the channel (its lock in the channel's record), so the call in flight is a
     // verified one.
-    const watcher = createClient({ url: `redis://127.0.0.1:${redis.port}` });
-    await watcher.connect();
-    try {
-      for (let i = 0; ; i++) {
-        if (i > 400) throw new Error("the paid call never held its channel");
-        const [key] = (await watcher.keys("*:server:channel:*")).filter((k) => !k.endsWith(":lock"));
-        const record = JSON.parse((key && (await watcher.get(key))) || "{}") as { pendingRequest?: unknown };
-        if (record.pendingRequest) break;
-        await sleep(25);
-      }
-    } finally {
-      await watcher.quit();
-    }
+    await channelHeld();
     await redis.stop();
     upstream.letGo();
     const lost = await inFlight;
@@ -167,19 +193,9 @@ describe("x402-batch across a Redis outage (private redis-server stopped and sta
     await redis.start();
     // Back: the first answer that is not "Redis unavailable" (503, while payment-verifier
     // reconnects) is the call served, with the channel in step (no 402 in between).
-    const answers: number[] = [];
-    for (let i = 0; ; i++) {
-      const res = await call();
-      const body = await res.text();
-      answers.push(res.status);
-      if (res.status === 503 && i < 100) {
-        await sleep(200);
-        continue;
-      }
-      expect(res.status, `${body} after ${answers.join(",")}`).toBe(200);
-      served += PRICE;
-      break;
-    }
+    const back = await firstAnswerBack();
+    expect(back.status, `${back.body} after ${back.before.join(",")}`).toBe(200);
+    served += PRICE;
     for (let i = 0; i < 3; i++) await serve();
 
     // What the channel charged is exactly the calls served: the lost call was never charged.
@@ -196,4 +212,24 @@ describe("x402-batch across a Redis outage (private redis-server stopped and sta
       await client.quit();
     }
   }, 240_000);
+
+  it("a voucher whose admission Redis ran but whose answer was lost (replies held, then the link cut by a TCP proxy in front of the private Redis) leaves the channel free once Redis answers: the next call is served, not refused busy", async () => {
+    const first = await call();
+    expect(first.status, await first.text()).toBe(200);
+    // Redis runs the admission (the channel's lock taken for this call) but its reply never comes.
+    redisLink.holdReplies();
+    const lostCall = call().then(
+      async (res) => ({ status: res.status, body: await res.text() }),
+      (err: unknown) => ({ status: 0, body: String(err) }),
+    );
+    await channelHeld();
+    await redisLink.cut();
+    const lost = await lostCall;
+    expect(lost.status, lost.body).toBe(503);
+    await redisLink.restore();
+    // The lock the lost admission took lasts the offer's timeout; without its release every voucher
+    // until then is answered 402 "another request on this payment channel is in progress".
+    const back = await firstAnswerBack();
+    expect(back.status, `${back.body} after ${back.before.join(",")}`).toBe(200);
+  }, 120_000);
 });

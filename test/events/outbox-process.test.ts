@@ -20,12 +20,12 @@ import {
   meterClient,
   NATS_PORT,
   OPERATOR_TOKEN,
-  tcpProxy,
   uniqueId,
   waitFor,
 } from "../quota-meter/helpers.ts";
 import { MESH_CALLERS_ENV } from "../support/mesh.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
 
 const id = uniqueId("outboxproc");
 let database: TestDatabase;

@@ -24,10 +24,10 @@ import {
   deleteStreams,
   NATS_PORT,
   silentLogger,
-  tcpProxy,
   uniqueId,
   waitFor,
 } from "../quota-meter/helpers.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
 
 const NATS_URL = `nats://127.0.0.1:${NATS_PORT}`;
 const namespace = uniqueId("evpub");

@@ -5,8 +5,9 @@
 import { readFileSync } from "node:fs";
 import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { REDIS_PORT, tcpProxy } from "../quota-meter/helpers.ts";
+import { REDIS_PORT } from "../quota-meter/helpers.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 let mesh: Mesh;

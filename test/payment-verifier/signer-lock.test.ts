@@ -6,8 +6,9 @@
 import { connectRedis } from "@tollgate/platform";
 import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
 import { describe, expect, it } from "vitest";
-import { REDIS_PORT, silentLogger, tcpProxy } from "../quota-meter/helpers.ts";
+import { REDIS_PORT, silentLogger } from "../quota-meter/helpers.ts";
 import { testRedis } from "../support/redis.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
 import { uniqueId } from "./support.ts";
 
 const prefix = `${uniqueId("test:signerlock:")}:`;

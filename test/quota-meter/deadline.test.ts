@@ -3,7 +3,8 @@
 // machine's real Redis through a TCP proxy this file controls (a stand-in for a slow link: it
 // holds the bytes), with a Redis budget longer than the caller's deadline (no fail-open).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { metric, REDIS_PORT, startTestMeter, type TestMeter, tcpProxy, waitFor } from "./helpers.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
+import { metric, REDIS_PORT, startTestMeter, type TestMeter, waitFor } from "./helpers.ts";
 
 let proxy: Awaited<ReturnType<typeof tcpProxy>>;
 let qm: TestMeter;

@@ -1,14 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testRedis } from "../support/redis.ts";
-import {
-  capturingLogger,
-  metric,
-  REDIS_PORT,
-  startTestMeter,
-  type TestMeter,
-  tcpProxy,
-  waitFor,
-} from "./helpers.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
+import { capturingLogger, metric, REDIS_PORT, startTestMeter, type TestMeter, waitFor } from "./helpers.ts";
 
 // quota-meter reaches the machine's real Redis through a TCP proxy this file controls, so
 // the link can be cut or stalled without touching the Redis server other suites use.

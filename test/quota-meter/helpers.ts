@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { createServer, connect as netConnect, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -22,91 +21,6 @@ import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 
 export const REDIS_PORT = 6379;
 export const NATS_PORT = 4222;
-
-/**
- * A TCP proxy on 127.0.0.1 in front of a real server, so a test can cut or stall the
- * link (the server keeps running for everyone else). While cut it keeps its port (so no
- * other process can take it) and drops every connection at once: the server is
- * unreachable.
- */
-export async function tcpProxy(targetPort: number) {
-  const sockets = new Set<Socket>();
-  let cut = false;
-  let stalled = false;
-  let repliesHeld = false;
-  const held: Array<() => void> = [];
-
-  const server: Server = createServer((client) => {
-    if (cut) {
-      client.destroy();
-      return;
-    }
-    const upstream = netConnect(targetPort, "127.0.0.1");
-    sockets.add(client);
-    sockets.add(upstream);
-    const forward = (from: Socket, to: Socket, reply: boolean) => {
-      from.on("data", (chunk: Buffer) => {
-        // Stalled: hold the bytes (a slow link, not a dead one) until it flows again.
-        if (stalled || (reply && repliesHeld)) held.push(() => to.write(chunk));
-        else to.write(chunk);
-      });
-    };
-    forward(client, upstream, false);
-    forward(upstream, client, true);
-    const close = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    for (const s of [client, upstream]) {
-      s.on("close", close);
-      s.on("error", close);
-    }
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      resolve(typeof address === "object" && address ? address.port : 0);
-    });
-  });
-  const dropAll = () => {
-    for (const s of sockets) s.destroy();
-    sockets.clear();
-    held.length = 0;
-  };
-
-  return {
-    port,
-    url: (scheme: string) => `${scheme}://127.0.0.1:${port}`,
-    /** Drops every connection and every new one: the server is unreachable. */
-    async cut() {
-      cut = true;
-      stalled = false;
-      dropAll();
-    },
-    /** Keeps connections open but holds all bytes: the server is slow, not gone. */
-    stall() {
-      stalled = true;
-    },
-    /** Lets requests through but holds the server's replies: a cut() then loses them. */
-    holdReplies() {
-      repliesHeld = true;
-    },
-    async restore() {
-      cut = false;
-      stalled = false;
-      repliesHeld = false;
-      for (const flush of held.splice(0)) flush();
-    },
-    async close() {
-      cut = true;
-      dropAll();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 // pino is the platform's logger; the test package reaches it through the platform's own
 // dependencies rather than declaring a second copy.

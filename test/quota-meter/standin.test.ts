@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tcpProxy } from "../support/tcp-proxy.ts";
 import {
   capturingLogger,
   meterClient,
@@ -7,7 +8,6 @@ import {
   REDIS_PORT,
   startTestMeter,
   type TestMeter,
-  tcpProxy,
 } from "./helpers.ts";
 
 // "Unreachable at startup" is a port nobody listens on: a proxy this file opened and cut.

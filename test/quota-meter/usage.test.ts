@@ -13,7 +13,8 @@ import {
   type UsageCallV2,
   type UsageEventV1,
 } from "../../libs/events/src/index.ts";
-import { metric, NATS_PORT, startTestMeter, type TestMeter, tcpProxy, waitFor } from "./helpers.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
+import { metric, NATS_PORT, startTestMeter, type TestMeter, waitFor } from "./helpers.ts";
 
 // quota-meter reaches the machine's real NATS through a TCP proxy this file controls, so
 // the link can be cut without stopping the server other suites use.

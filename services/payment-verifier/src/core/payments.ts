@@ -44,7 +44,7 @@ const SETTLE_WAIT_MAX_MS = 30_000;
 /** How often a clean-up that could not reach the store is tried again, and how many wait at most. */
 const DEFERRED_RETRY_MS = 500;
 const DEFERRED_MAX = 10_000;
-/** Of those, releases of reservations whose answer was lost (see #reserve). */
+/** Of those, releases of reservations and channel locks whose answer was lost (see #reserve). */
 const LOST_RESERVES_MAX = 1_000;
 
 /** A clean-up the store refused (it was unreachable), tried again until it lands or lapses. */
@@ -165,7 +165,7 @@ export class Payments {
   readonly #inFlight = new Map<string, Promise<SettleOutcome>>();
   /** Begins sent by this process, for their attempt ids. */
   #attempts = 0;
-  /** Lost-answer reservation releases waiting in #deferred. */
+  /** Lost-answer releases (reservations, channel locks) waiting in #deferred. */
   #lostReserves = 0;
   /** Calls whose Settle here is between its first begin and its answer being in #inFlight. */
   readonly #beginning = new Set<string>();
@@ -846,6 +846,18 @@ export class Payments {
     try {
       verdict = await scheme.guarded.admit(call, payment, token);
     } catch (err) {
+      // The store may have admitted it (the channel's lock taken for this token) and lost the answer:
+      // every voucher of the channel would be refused busy until the lock lapses. Let go once the
+      // store answers, under the same cap as a lost reservation.
+      if (mayHaveRun(err) && this.#lostReserves < LOST_RESERVES_MAX) {
+        this.#lostReserves++;
+        const guarded = scheme.guarded;
+        this.#defer(
+          this.#o.reservationTtlMs,
+          () => guarded.release(call.requestId, payment, token),
+          () => this.#lostReserves--,
+        );
+      }
       return { ...this.#guardedUnavailable(scheme, err), headers: [], scheme: scheme.name, valid: false };
     }
     if (!verdict) return undefined;
