@@ -3,12 +3,9 @@
 // twice or skip one, and after a send that failed (the node may or may not have taken it) the next
 // sender asks the node again.
 
-import { connectRedis } from "@tollgate/platform";
 import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
 import { describe, expect, it } from "vitest";
-import { REDIS_PORT, silentLogger } from "../quota-meter/helpers.ts";
-import { testRedis } from "../support/redis.ts";
-import { tcpProxy } from "../support/tcp-proxy.ts";
+import { redisViaProxy, testRedis } from "../support/redis.ts";
 import { uniqueId } from "./support.ts";
 
 const prefix = `${uniqueId("test:signerlock:")}:`;
@@ -65,21 +62,6 @@ describe("settlement key lock (Redis)", () => {
     expect(chain.used).toEqual([0, 1]);
   });
 });
-
-/** A Redis client reaching the machine's Redis through a TCP proxy this test controls. */
-async function redisViaProxy() {
-  const proxy = await tcpProxy(REDIS_PORT);
-  const viaProxy = await connectRedis({
-    url: proxy.url("redis"),
-    logger: silentLogger(),
-    unreachable: "wait",
-  });
-  const close = async () => {
-    viaProxy?.destroy();
-    await proxy.close();
-  };
-  return { proxy, viaProxy, close };
-}
 
 describe("settlement key lock across a Redis outage (the link cut by a TCP proxy in front of the machine's Redis)", () => {
   it("frees the lock once Redis is back when the outage struck mid-send: the next sender goes on at once, with the next nonce", async () => {

@@ -39,6 +39,27 @@ export function mayHaveRun(err: unknown): boolean {
   return !(err instanceof ClientOfflineError || err instanceof ClientClosedError);
 }
 
+/**
+ * What `read` finds once Redis answers again, tried every `everyMs` for at most `withinMs`;
+ * undefined when Redis did not answer in time. For a write whose answer was lost (`mayHaveRun`):
+ * the writer reads back whether it landed instead of guessing.
+ */
+export async function readBack<T>(
+  read: () => Promise<T>,
+  withinMs: number,
+  everyMs = 100,
+): Promise<{ value: T } | undefined> {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    try {
+      return { value: await read() };
+    } catch {
+      if (Date.now() + everyMs > until) return undefined;
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  }
+}
+
 /** The shared Redis settings, spelled the same in every service. */
 export interface RedisSettings {
   url: string;

@@ -8,7 +8,8 @@
 //            the voucher raised in the store, then this call's price deducted from its headroom
 //            (two updates, each a Lua compare-and-set in mppx-store.ts), so `spent` is persisted
 //            before the response goes out and one channel's calls are linearizable across replicas.
-//            A deduction that fails leaves the voucher accepted and the call uncharged: the payer's
+//            A deduction whose answer was lost is read back (landed: the call is charged and
+//            served). One that fails leaves the voucher accepted and the call uncharged: the payer's
 //            next call re-sends it and spends it (the settlement worker settles only what was spent).
 //   Release  nothing to undo: a call with no answer charges nothing.
 //

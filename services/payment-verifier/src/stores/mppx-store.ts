@@ -7,10 +7,18 @@
 // carries a TTL, and every key sits under the service's prefix. Channel writes also add the
 // channel id to an index set in the same script, which the settlement loop walks.
 //
+// A write whose answer is lost (Redis ran it, then the link dropped) is read back rather than
+// guessed: each update records its write id beside the value in the same script, and each claim
+// carries its own, so the writer learns once Redis answers whether it landed. Guessing "not landed"
+// would answer a call failed while its deduction stayed charged (a session voucher), or lose the
+// claim of a transfer that was paid (a charge by hash).
+//
 // The in-memory twin (the single-node stand-in when Redis is unreachable at start) keeps the same
 // rules; test/payment-verifier/stores.contract.test.ts runs one suite against both.
 
+import { randomUUID } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
+import { mayHaveRun, readBack } from "@tollgate/platform/redis";
 import { Store } from "mppx/server";
 
 /** mppx's JSON: bigints travel as "<digits>#__bigint" (ox's Json), so both sides read each other. */
@@ -56,9 +64,15 @@ export interface MppxState {
 /** Retries of one update that lost its compare-and-set to a concurrent writer before giving up. */
 const MAX_CAS_ATTEMPTS = 100;
 
-// KEYS[1] the value, KEYS[2] the channel index (or ""). ARGV: 1 "1" when the value must be
-// absent, 2 the expected raw value, 3 "set"|"delete", 4 the new raw value, 5 its TTL in ms,
-// 6 the index member to add ("" for none).
+/** How long a writer whose answer was lost waits for Redis to read back whether its write landed. */
+const READ_BACK_MS = 5_000;
+/** The last write ids kept beside a value (only the writer of a lost answer reads them, at once). */
+const WRITES_KEPT = 16;
+const WRITES_TTL_MS = 10 * 60_000;
+
+// KEYS[1] the value, KEYS[2] the channel index (or ""), KEYS[3] the value's last write ids. ARGV:
+// 1 "1" when the value must be absent, 2 the expected raw value, 3 "set"|"delete", 4 the new raw
+// value, 5 its TTL in ms, 6 the index member to add ("" for none), 7 this write's id.
 const COMPARE_AND_SET = `
 local current = redis.call('GET', KEYS[1])
 if ARGV[1] == '1' then
@@ -72,6 +86,9 @@ if ARGV[3] == 'set' then
 else
   redis.call('DEL', KEYS[1])
 end
+redis.call('LPUSH', KEYS[3], ARGV[7])
+redis.call('LTRIM', KEYS[3], 0, ${WRITES_KEPT - 1})
+redis.call('PEXPIRE', KEYS[3], ${WRITES_TTL_MS})
 return 1`;
 
 type Change = Store.Change<unknown, unknown>;
@@ -144,6 +161,10 @@ export function redisAtomicStore(
   retention: Retention = DEFAULT_RETENTION,
 ): Store.AtomicStore {
   const ttl = (value: unknown) => String(isFinished(value) ? retention.finishedMs : retention.activeMs);
+  // Write ids: this store's own prefix and a counter (unique across replicas and restarts).
+  const writer = randomUUID().slice(0, 13);
+  let writes = 0;
+  const writesOf = (key: string) => `${prefix}~writes:${key}`;
   return Store.from({
     async get(key: string) {
       const raw = await redis.get(`${prefix}${key}`);
@@ -163,17 +184,28 @@ export function redisAtomicStore(
         const current = raw === null ? null : decodeValue(raw);
         const change = settleable(current, fn(current));
         if (change.op === "noop") return change.result as result;
-        const won = await redis.eval(COMPARE_AND_SET, {
-          keys: [`${prefix}${key}`, index ?? `${prefix}${key}`],
-          arguments: [
-            raw === null ? "1" : "0",
-            raw ?? "",
-            change.op,
-            change.op === "set" ? encodeValue(change.value) : "",
-            change.op === "set" ? ttl(change.value) : "0",
-            change.op === "set" && index ? key : "",
-          ],
-        });
+        const id = `${writer}:${++writes}`;
+        let won: unknown;
+        try {
+          won = await redis.eval(COMPARE_AND_SET, {
+            keys: [`${prefix}${key}`, index ?? `${prefix}${key}`, writesOf(key)],
+            arguments: [
+              raw === null ? "1" : "0",
+              raw ?? "",
+              change.op,
+              change.op === "set" ? encodeValue(change.value) : "",
+              change.op === "set" ? ttl(change.value) : "0",
+              change.op === "set" && index ? key : "",
+              id,
+            ],
+          });
+        } catch (err) {
+          if (!mayHaveRun(err)) throw err;
+          const landed = await readBack(() => redis.lRange(writesOf(key), 0, -1), READ_BACK_MS);
+          if (!landed) throw err;
+          if (landed.value.includes(id)) return change.result as result;
+          continue; // it did not land: again, on what is there now
+        }
         if (won === 1) return change.result as result;
       }
       throw new Error(`mppx store: no update of ${key} won after ${MAX_CAS_ATTEMPTS} attempts`);
@@ -181,11 +213,21 @@ export function redisAtomicStore(
     async tryClaim(key: string, expires: number) {
       // A claim already past its expiry is still recorded for a moment, so the SET is valid.
       const at = Math.max(expires, Date.now() + 1_000);
-      const set = await redis.set(`${prefix}${key}`, encodeValue({ expires, type: "mppx:replay" }), {
-        NX: true,
-        PXAT: at,
-      });
-      return set === "OK";
+      const claim = `${writer}:${++writes}`;
+      const claimIt = async () =>
+        (await redis.set(`${prefix}${key}`, encodeValue({ expires, type: "mppx:replay", claim }), {
+          NX: true,
+          PXAT: at,
+        })) === "OK";
+      try {
+        return await claimIt();
+      } catch (err) {
+        if (!mayHaveRun(err)) throw err;
+        const found = await readBack(() => redis.get(`${prefix}${key}`), READ_BACK_MS);
+        if (!found) throw err;
+        if (found.value === null) return claimIt();
+        return (decodeValue(found.value) as { claim?: unknown }).claim === claim;
+      }
     },
   } as never) as Store.AtomicStore;
 }

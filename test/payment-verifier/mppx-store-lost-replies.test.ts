@@ -1,0 +1,120 @@
+// The mppx store when Redis runs a write and its answer is lost (the link drops after the script ran):
+// the writer reads back whether it landed instead of guessing. Guessing "failed" answered a session
+// call failed while its deduction stayed charged, and lost the claim of a paid transfer; guessing
+// "landed" would serve a call whose charge never happened. The machine's Redis, reached through a TCP
+// proxy the test controls (the stand-in for a network path that drops).
+import { describe, expect, it } from "vitest";
+import { redisAtomicStore } from "../../services/payment-verifier/src/stores/mppx-store.ts";
+import { redisViaProxy, testRedis } from "../support/redis.ts";
+import { uniqueId } from "./support.ts";
+
+const prefix = `${uniqueId("test:mppx-lost:")}:`;
+const redis = testRedis(prefix);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until the machine's Redis (read beside the proxy) shows `done`. */
+async function until(done: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; !(await done()); i++) {
+    if (i > 200) throw new Error("Redis never ran the write");
+    await sleep(10);
+  }
+}
+
+/**
+ * A channel's deduction, as mppx's session server writes it: spent raised by the price. `meanwhile`
+ * runs once, between the store's read and its write (the moment the link is to fail).
+ */
+function deduct(meanwhile: () => void) {
+  let once = true;
+  return (current: unknown) => {
+    if (once) meanwhile();
+    once = false;
+    const channel = current as { spent: bigint };
+    return { op: "set" as const, value: { ...channel, spent: channel.spent + 1_000n }, result: "charged" };
+  };
+}
+
+const spentOf = async (key: string) =>
+  (JSON.parse((await redis.get(key)) ?? "{}") as { spent: string }).spent;
+
+describe("mppx store: a write whose answer was lost (replies held, then the link cut by a TCP proxy in front of the machine's Redis)", () => {
+  it("an update Redis ran is read back as landed once Redis answers: the call is charged once, not refused", async () => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      const store = redisAtomicStore(viaProxy, `${prefix}ch:`);
+      const key = uniqueId("channel-");
+      await store.put(key, { spent: 5_000n });
+      const update = store.update(
+        key,
+        deduct(() => proxy.holdReplies()),
+      );
+      await until(async () => (await spentOf(`${prefix}ch:${key}`)) === "6000#__bigint");
+      await proxy.cut();
+      setTimeout(() => void proxy.restore(), 300);
+      await expect(update).resolves.toBe("charged");
+      // Charged exactly once: not taken as failed, and not run a second time.
+      expect(await spentOf(`${prefix}ch:${key}`)).toBe("6000#__bigint");
+    } finally {
+      await close();
+    }
+  });
+
+  it("an update the link dropped before Redis ran it is run again once Redis answers, once", async () => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      const store = redisAtomicStore(viaProxy, `${prefix}ch:`);
+      const key = uniqueId("channel-");
+      await store.put(key, { spent: 5_000n });
+      // Every byte held both ways, then dropped: the script never reaches Redis.
+      const update = store.update(
+        key,
+        deduct(() => proxy.stall()),
+      );
+      await sleep(100);
+      await proxy.cut();
+      expect(await spentOf(`${prefix}ch:${key}`)).toBe("5000#__bigint");
+      setTimeout(() => void proxy.restore(), 300);
+      await expect(update).resolves.toBe("charged");
+      expect(await spentOf(`${prefix}ch:${key}`)).toBe("6000#__bigint");
+    } finally {
+      await close();
+    }
+  });
+
+  it("a replay claim Redis took is read back as this claimer's: the paid transfer is served, and a second claim of it is refused", async () => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      const store = redisAtomicStore(viaProxy, `${prefix}replay:`);
+      const other = redisAtomicStore(redis, `${prefix}replay:`);
+      const key = uniqueId("mppx:charge:0x");
+      const expires = Date.now() + 60_000;
+      proxy.holdReplies();
+      const claim = store.tryClaim?.(key, expires);
+      await until(async () => (await redis.exists(`${prefix}replay:${key}`)) === 1);
+      await proxy.cut();
+      setTimeout(() => void proxy.restore(), 300);
+      await expect(claim).resolves.toBe(true);
+      await expect(other.tryClaim?.(key, expires)).resolves.toBe(false);
+    } finally {
+      await close();
+    }
+  });
+
+  it("a write with Redis still away when the read-back gives up fails as before (the call answered 503)", async () => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      const store = redisAtomicStore(viaProxy, `${prefix}ch:`);
+      const key = uniqueId("channel-");
+      await store.put(key, { spent: 5_000n });
+      const update = store.update(
+        key,
+        deduct(() => proxy.holdReplies()),
+      );
+      await until(async () => (await spentOf(`${prefix}ch:${key}`)) === "6000#__bigint");
+      await proxy.cut();
+      await expect(update).rejects.toThrow();
+    } finally {
+      await close();
+    }
+  }, 15_000);
+});
