@@ -339,6 +339,19 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
   });
 });
 
+describe("seeding lock (Redis)", () => {
+  it("is its owner's again when asked twice (a taking whose answer was lost), not waited out for its TTL; another owner waits", async () => {
+    const owner = `owner-${Math.random()}`;
+    expect(await redisStore.lockSeeding(owner, 60_000)).toBe(true);
+    expect(await redisStore.lockSeeding(owner, 60_000)).toBe(true);
+    expect(await redisStore.lockSeeding(`other-${Math.random()}`, 60_000)).toBe(false);
+    await redisStore.unlockSeeding(owner);
+    const next = `other-${Math.random()}`;
+    expect(await redisStore.lockSeeding(next, 60_000)).toBe(true);
+    await redisStore.unlockSeeding(next);
+  });
+});
+
 describe("Redis round trips", () => {
   it("a usage read of 366 days is ONE command sent to Redis", async () => {
     const { keyHash } = await newAccount(redisStore);

@@ -267,7 +267,9 @@ export class RedisStore implements QuotaStore {
       condition: "NX",
       expiration: { type: "PX", value: ttlMs },
     });
-    return taken === "OK";
+    // Held by this owner already: an earlier taking whose answer was lost (Redis ran it, then the
+    // link dropped), which would otherwise keep every replica, this one too, waiting out its TTL.
+    return taken === "OK" || (await this.#client.get(`${this.#p}seeding`)) === owner;
   }
 
   async unlockSeeding(owner: string): Promise<void> {

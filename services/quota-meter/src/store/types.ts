@@ -193,7 +193,7 @@ export interface QuotaStore {
   /** The mark of a complete copy, or null when the store lost it (or never had one). */
   seedMark(): Promise<string | null>;
   setSeedMark(mark: string): Promise<void>;
-  /** One replica seeds at a time: true when `owner` took the lock. */
+  /** One replica seeds at a time: true when `owner` took the lock, or holds it already. */
   lockSeeding(owner: string, ttlMs: number): Promise<boolean>;
   unlockSeeding(owner: string): Promise<void>;
   /** While held, isReady() is false: Authorize fails open rather than read an incomplete copy. */
