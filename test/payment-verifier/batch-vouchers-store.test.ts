@@ -1,10 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { batchChannelStorage } from "../../services/payment-verifier/src/stores/batch-channels.ts";
 import { BatchVoucherStore } from "../../services/payment-verifier/src/stores/batch-vouchers.ts";
-import { testRedis } from "../support/redis.ts";
+import { redisViaProxy, testRedis } from "../support/redis.ts";
 
-// The x402-batch voucher scripts on the real Redis: a charge whose answer was lost (the call was
-// answered 503) is taken back only while it is the channel's last charge and nothing is pending.
+// The x402-batch voucher scripts on the real Redis: a charge whose answer was lost is run again once
+// Redis answers (the call served with it); one that stays unanswered (the call was answered 503) is
+// taken back only while it is the channel's last charge and nothing is pending.
 
 const prefix = `test:vouchers${randomBytes(4).toString("hex")}`;
 const redis = testRedis(prefix);
@@ -98,5 +100,82 @@ describe("x402-batch voucher store: taking back a charge whose answer was lost",
     expect(await store.uncommit(pending, "g-3", { cumulative: only, charged: "0" })).toBe(false);
     expect(await store.uncommit(pending, "g-other", { cumulative: only, charged: "0" })).toBe(false);
     expect(await chargedOf(pending)).toBe("1000");
+  });
+});
+
+describe("x402-batch voucher store: a charge whose answer was lost (replies held, then the link cut by a TCP proxy in front of the machine's Redis)", () => {
+  it("is run again once Redis answers: answered as charged (the call served), the channel charged once", async () => {
+    const store = new BatchVoucherStore(redis, prefix);
+    // The scripts loaded in Redis first (a NOSCRIPT reply held would stop the test's commit short).
+    await admitAndCommit(store, await channel("0"), "0", "g-load");
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      const id = await channel("5000");
+      const now = Date.now();
+      const voucher = { cumulative: "6000", charged: "5000", signature: "0x01" };
+      await store.admit({
+        channelId: id,
+        cumulative: voucher.cumulative,
+        charged: voucher.charged,
+        pendingId: "g-lost",
+        requestId: "req-g-lost",
+        now,
+        expiresAt: now + 60_000,
+        freshMs: 60_000,
+      });
+      proxy.holdReplies();
+      const committed = new BatchVoucherStore(viaProxy, prefix).commit(
+        id,
+        "g-lost",
+        "req-g-lost",
+        voucher,
+        now,
+      );
+      for (let i = 0; (await chargedOf(id)) !== "6000"; i++) {
+        if (i > 200) throw new Error("Redis never ran the commit");
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await proxy.cut();
+      setTimeout(() => void proxy.restore(), 300);
+      expect((await committed).kind).toBe("already");
+      expect(await chargedOf(id)).toBe("6000");
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe("x402-batch channel records through the official SDK's storage, an update whose answer was lost (replies held, or every byte stalled, then the link cut by a TCP proxy in front of the machine's Redis)", () => {
+  type Record = { chargedCumulativeAmount: string };
+  /** The SDK's charge of one more call; `meanwhile` runs once, between its read and its write. */
+  const charge = (meanwhile: () => void) => {
+    let once = true;
+    return (current: Record | undefined) => {
+      if (once) meanwhile();
+      once = false;
+      return {
+        ...(current as Record),
+        chargedCumulativeAmount: String(Number(current?.chargedCumulativeAmount) + 1000),
+      };
+    };
+  };
+
+  it.each([
+    ["Redis ran it: read back as landed, not failed", "holdReplies"],
+    ["the link dropped before Redis ran it: run again", "stall"],
+  ] as const)("%s; the channel charged once", async (_, fault) => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      const id = await channel("5000");
+      const storage = batchChannelStorage(viaProxy, prefix);
+      const updated = storage.updateChannel(id, charge(() => proxy[fault]()) as never);
+      await new Promise((r) => setTimeout(r, 100));
+      await proxy.cut();
+      setTimeout(() => void proxy.restore(), 300);
+      expect((await updated).status).toBe("updated");
+      expect(await chargedOf(id)).toBe("6000");
+    } finally {
+      await close();
+    }
   });
 });

@@ -13,7 +13,6 @@ import {
   startGrpcServer,
 } from "@tollgate/platform";
 import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
-import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
 import { createSettlementEvents } from "./adapters/events.ts";
 import { createFacilitator } from "./adapters/facilitator.ts";
 import { createSettlementChain } from "./adapters/settlement-chain.ts";
@@ -25,6 +24,7 @@ import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
+import { batchChannelStorage } from "./stores/batch-channels.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
 import { memoryMppxState, redisMppxState } from "./stores/mppx-store.ts";
 import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
@@ -118,9 +118,7 @@ export async function startPaymentVerifier(
     );
   }
   const channelsPrefix = `${config.redisPrefix}channels:`;
-  const channelStorage = redis
-    ? new RedisChannelStorage({ client: redis as never, keyPrefix: channelsPrefix })
-    : undefined;
+  const channelStorage = redis ? batchChannelStorage(redis, channelsPrefix) : undefined;
   // The same records, one script per step, for vouchers on known channels (the hot path).
   const batchVouchers = redis ? new BatchVoucherStore(redis, channelsPrefix) : undefined;
   // MPP replay claims and session channels: shared by every replica and the session settlement loop.

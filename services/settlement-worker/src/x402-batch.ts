@@ -9,10 +9,10 @@ import { type EventConsumer, SETTLEMENT_V2, type SettlementEventV2 } from "@toll
 import { createFacilitator } from "@tollgate/payment-verifier/adapters/facilitator";
 import type { Caip2 } from "@tollgate/payment-verifier/config";
 import { FacilitatorUnavailableError } from "@tollgate/payment-verifier/core/types";
+import { batchChannelStorage } from "@tollgate/payment-verifier/stores/batch-channels";
 import type { Logger, Redis } from "@tollgate/platform";
 import { redisSignerLock } from "@tollgate/settlement-signer";
 import { BatchSettlementEvmScheme, type Channel } from "@x402/evm/batch-settlement/server";
-import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
 import { privateKeyToAccount } from "viem/accounts";
 import type { BackgroundRedis } from "./adapters/background-redis.ts";
 import { redisLease } from "./adapters/lease.ts";
@@ -103,10 +103,8 @@ export function startX402Batch(
   let stopped = false;
   deps.redis.onReady((redis) => {
     if (stopped) return;
-    const storage = new RedisChannelStorage({
-      client: redis as never,
-      keyPrefix: `${deps.redisPrefix}channels:`,
-    });
+    // The same storage as payment-verifier's: an update whose answer was lost is read back.
+    const storage = batchChannelStorage(redis, `${deps.redisPrefix}channels:`);
     const scheme = new BatchSettlementEvmScheme(payTo, {
       storage,
       receiverAuthorizerSigner: authorizer,

@@ -12,6 +12,10 @@
 // Redis, x402-batch is not offered at all.
 import { createHash } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
+import { mayHaveRun, readBack } from "@tollgate/platform/redis";
+
+/** How long a commit whose answer was lost waits for Redis to run it again (within Settle's deadline). */
+const READ_BACK_MS = 5_000;
 
 /** What the official SDK keeps per channel (its `Channel`), as far as these scripts read it. */
 export interface ChannelRecord {
@@ -167,6 +171,21 @@ export class BatchVoucherStore {
     }
   }
 
+  /**
+   * `#run`, and should the answer be lost (Redis may have run it), once more as soon as Redis
+   * answers: for a script whose second run answers what the first did (COMMIT: "already").
+   */
+  async #runAgainIfLost(s: Script, key: string, args: string[]): Promise<unknown> {
+    try {
+      return await this.#run(s, key, args);
+    } catch (err) {
+      if (!mayHaveRun(err)) throw err;
+      const again = await readBack(() => this.#run(s, key, args), READ_BACK_MS);
+      if (!again) throw err;
+      return again.value;
+    }
+  }
+
   async admit(a: VoucherAdmission): Promise<Admitted> {
     const [kind, record] = (await this.#run(ADMIT, a.channelId, [
       a.cumulative,
@@ -182,7 +201,13 @@ export class BatchVoucherStore {
     return { kind } as Admitted;
   }
 
-  /** Charges what `pendingId` holds for `requestId`: cumulative and signature become the channel's. */
+  /**
+   * Charges what `pendingId` holds for `requestId`: cumulative and signature become the channel's.
+   * A commit whose answer was lost is run again once Redis answers (landed: "already", the call
+   * served with its charge; not landed: it commits now), rather than answered 503 with the charge
+   * perhaps made and taken back later (which another replica's admission of the payer's next voucher
+   * could overtake).
+   */
   async commit(
     channelId: string,
     pendingId: string,
@@ -190,7 +215,7 @@ export class BatchVoucherStore {
     voucher: { cumulative: string; charged: string; signature: string },
     now: number,
   ): Promise<Committed> {
-    const [kind, record] = (await this.#run(COMMIT, channelId, [
+    const [kind, record] = (await this.#runAgainIfLost(COMMIT, channelId, [
       pendingId,
       voucher.cumulative,
       voucher.charged,
