@@ -11,6 +11,8 @@ export async function tcpProxy(targetPort: number) {
   let cut = false;
   let stalled = false;
   let repliesHeld = false;
+  /** Hold a connection's replies from the request that carries these bytes on (holdRepliesTo). */
+  let holdFrom: string | undefined;
   const held: Array<() => void> = [];
 
   const server: Server = createServer((client) => {
@@ -21,10 +23,12 @@ export async function tcpProxy(targetPort: number) {
     const upstream = netConnect(targetPort, "127.0.0.1");
     sockets.add(client);
     sockets.add(upstream);
+    let holdingThis = false;
     const forward = (from: Socket, to: Socket, reply: boolean) => {
       from.on("data", (chunk: Buffer) => {
+        if (!reply && holdFrom !== undefined && chunk.includes(holdFrom)) holdingThis = true;
         // Stalled: hold the bytes (a slow link, not a dead one) until it flows again.
-        if (stalled || (reply && repliesHeld)) held.push(() => to.write(chunk));
+        if (stalled || (reply && (repliesHeld || holdingThis))) held.push(() => to.write(chunk));
         else to.write(chunk);
       });
     };
@@ -71,10 +75,15 @@ export async function tcpProxy(targetPort: number) {
     holdReplies() {
       repliesHeld = true;
     },
+    /** Like holdReplies, on each connection from the request whose bytes carry `marker` (e.g. "EXEC"). */
+    holdRepliesTo(marker: string) {
+      holdFrom = marker;
+    },
     async restore() {
       cut = false;
       stalled = false;
       repliesHeld = false;
+      holdFrom = undefined;
       for (const flush of held.splice(0)) flush();
     },
     async close() {

@@ -1,7 +1,7 @@
 // The one Redis connector of every service: the same client options, reconnect strategy, logging
 // and start-up decision everywhere. Settings: REDIS_URL (or REDIS_URL_FILE), REDIS_PREFIX (the
 // deployment's key namespace; each service adds its own fixed part) and REDIS_STANDIN.
-import { ClientClosedError, ClientOfflineError, createClient } from "redis";
+import { ClientClosedError, ClientOfflineError, createClient, ErrorReply } from "redis";
 import { envTable, REDIS_ENV } from "./env-table.ts";
 import type { Logger } from "./logger.ts";
 import { redactUrl } from "./redact.ts";
@@ -40,9 +40,17 @@ export function mayHaveRun(err: unknown): boolean {
 }
 
 /**
+ * Whether a command's answer was lost on its way (it may have run, and Redis did not answer it): not
+ * while offline (never sent), nor an error reply (Redis answered).
+ */
+export function answerLost(err: unknown): boolean {
+  return mayHaveRun(err) && !(err instanceof ErrorReply);
+}
+
+/**
  * What `read` finds once Redis answers again, tried every `everyMs` for at most `withinMs`;
- * undefined when Redis did not answer in time. For a write whose answer was lost (`mayHaveRun`):
- * the writer reads back whether it landed instead of guessing.
+ * undefined when Redis did not answer in time, or answered with an error. For a write whose answer
+ * was lost (`answerLost`): the writer reads back whether it landed instead of guessing.
  */
 export async function readBack<T>(
   read: () => Promise<T>,
@@ -53,10 +61,26 @@ export async function readBack<T>(
   for (;;) {
     try {
       return { value: await read() };
-    } catch {
-      if (Date.now() + everyMs > until) return undefined;
+    } catch (err) {
+      if (err instanceof ErrorReply || Date.now() + everyMs > until) return undefined;
       await new Promise((r) => setTimeout(r, everyMs));
     }
+  }
+}
+
+/**
+ * `run`, and should its answer be lost (`answerLost`), once more as soon as Redis answers (within
+ * `withinMs`): for a command whose second run answers what the first did (an idempotent write, or
+ * a script that recognises its own earlier run).
+ */
+export async function runAgainIfLost<T>(run: () => Promise<T>, withinMs: number): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!answerLost(err)) throw err;
+    const again = await readBack(run, withinMs);
+    if (!again) throw err;
+    return again.value;
   }
 }
 

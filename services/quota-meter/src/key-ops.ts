@@ -4,10 +4,14 @@
 import { grpc, type Logger, ServiceError } from "@tollgate/platform";
 import type { Account } from "@tollgate/platform/generated/tollgate/quota/v1/Account";
 import type { ApiKey } from "@tollgate/platform/generated/tollgate/quota/v1/ApiKey";
+import { runAgainIfLost } from "@tollgate/platform/redis";
 import type { Records } from "./db/records.ts";
 import type { KeySnapshot } from "./key-snapshot.ts";
 import { displayPrefix, generateApiKey, type KeyHasher, newKeyId } from "./keys.ts";
 import type { AccountRecord, KeyRecord, QuotaStore } from "./store/types.ts";
+
+/** How long a hot write whose Redis answer was lost waits for Redis to run it again. */
+const HOT_WRITE_READ_BACK_MS = 5_000;
 
 export interface KeyOpsDeps {
   /** The system of record (PostgreSQL): written first, read by every admin call. */
@@ -112,7 +116,12 @@ export function createKeyOps(deps: KeyOpsDeps) {
       const accountId = requireId(accountIdIn, "account_id");
       const keyId = requireId(keyIdIn, "key_id");
       const key = await records.revokeKey(accountId, keyId, nowIso(), async (revoked) => {
-        await store.revokeKey(accountId, keyId, revoked.revokedAt);
+        // Run again should Redis' answer be lost (it may have revoked the key): failed, the records
+        // would roll back and show live a key Redis refuses. Idempotent: a revoked key stays as is.
+        await runAgainIfLost(
+          () => store.revokeKey(accountId, keyId, revoked.revokedAt),
+          HOT_WRITE_READ_BACK_MS,
+        );
       });
       if (key) {
         // Once more after the commit: a re-seed that read the key while it was live cannot have

@@ -6,7 +6,7 @@
 // back, the key holding what the update writes means it landed, the value it expected means it did
 // not (the SDK reads again and retries), anything else is left failed.
 import type { Redis } from "@tollgate/platform";
-import { mayHaveRun, readBack } from "@tollgate/platform/redis";
+import { answerLost, readBack } from "@tollgate/platform/redis";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
 
 /** How long an update whose answer was lost waits for Redis to read it back. */
@@ -26,7 +26,7 @@ export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChann
       } catch (err) {
         const [key] = options.keys;
         const [exists, expected, operation, next] = options.arguments;
-        if (!mayHaveRun(err) || key === undefined || options.arguments.length !== 4) throw err;
+        if (!answerLost(err) || key === undefined || options.arguments.length !== 4) throw err;
         if (!OPERATIONS.has(operation ?? "")) throw err;
         const found = await readBack(() => redis.get(key), READ_BACK_MS);
         if (!found) throw err;

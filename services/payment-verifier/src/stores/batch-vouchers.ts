@@ -12,7 +12,7 @@
 // Redis, x402-batch is not offered at all.
 import { createHash } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
-import { mayHaveRun, readBack } from "@tollgate/platform/redis";
+import { runAgainIfLost } from "@tollgate/platform/redis";
 
 /** How long a commit whose answer was lost waits for Redis to run it again (within Settle's deadline). */
 const READ_BACK_MS = 5_000;
@@ -171,21 +171,6 @@ export class BatchVoucherStore {
     }
   }
 
-  /**
-   * `#run`, and should the answer be lost (Redis may have run it), once more as soon as Redis
-   * answers: for a script whose second run answers what the first did (COMMIT: "already").
-   */
-  async #runAgainIfLost(s: Script, key: string, args: string[]): Promise<unknown> {
-    try {
-      return await this.#run(s, key, args);
-    } catch (err) {
-      if (!mayHaveRun(err)) throw err;
-      const again = await readBack(() => this.#run(s, key, args), READ_BACK_MS);
-      if (!again) throw err;
-      return again.value;
-    }
-  }
-
   async admit(a: VoucherAdmission): Promise<Admitted> {
     const [kind, record] = (await this.#run(ADMIT, a.channelId, [
       a.cumulative,
@@ -215,14 +200,12 @@ export class BatchVoucherStore {
     voucher: { cumulative: string; charged: string; signature: string },
     now: number,
   ): Promise<Committed> {
-    const [kind, record] = (await this.#runAgainIfLost(COMMIT, channelId, [
-      pendingId,
-      voucher.cumulative,
-      voucher.charged,
-      voucher.signature,
-      String(now),
-      requestId,
-    ])) as [Committed["kind"], string?];
+    // Run again should its answer be lost: a second run of a commit that landed answers "already".
+    const args = [pendingId, voucher.cumulative, voucher.charged, voucher.signature, String(now), requestId];
+    const [kind, record] = (await runAgainIfLost(() => this.#run(COMMIT, channelId, args), READ_BACK_MS)) as [
+      Committed["kind"],
+      string?,
+    ];
     if (kind === "committed" || kind === "already")
       return { kind, record: JSON.parse(record ?? "{}") as ChannelRecord };
     return { kind } as Committed;

@@ -18,7 +18,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
-import { mayHaveRun, readBack } from "@tollgate/platform/redis";
+import { answerLost, readBack } from "@tollgate/platform/redis";
 import { Store } from "mppx/server";
 
 /** mppx's JSON: bigints travel as "<digits>#__bigint" (ox's Json), so both sides read each other. */
@@ -200,7 +200,7 @@ export function redisAtomicStore(
             ],
           });
         } catch (err) {
-          if (!mayHaveRun(err)) throw err;
+          if (!answerLost(err)) throw err;
           const landed = await readBack(() => redis.lRange(writesOf(key), 0, -1), READ_BACK_MS);
           if (!landed) throw err;
           if (landed.value.includes(id)) return change.result as result;
@@ -222,7 +222,7 @@ export function redisAtomicStore(
       try {
         return await claimIt();
       } catch (err) {
-        if (!mayHaveRun(err)) throw err;
+        if (!answerLost(err)) throw err;
         const found = await readBack(() => redis.get(`${prefix}${key}`), READ_BACK_MS);
         if (!found) throw err;
         if (found.value === null) return claimIt();
