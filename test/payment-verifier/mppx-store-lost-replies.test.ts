@@ -37,48 +37,56 @@ function deduct(meanwhile: () => void) {
 const spentOf = async (key: string) =>
   (JSON.parse((await redis.get(key)) ?? "{}") as { spent: string }).spent;
 
+type Proxy = Awaited<ReturnType<typeof redisViaProxy>>["proxy"];
+
+/** A channel at 5,000 spent, its deduction started through the proxy with `fault` struck between its read and its write. */
+async function deductThrough(
+  fault: (proxy: Proxy) => void,
+  test: (t: { proxy: Proxy; update: Promise<unknown>; spent: () => Promise<string> }) => Promise<void>,
+) {
+  const { proxy, viaProxy, close } = await redisViaProxy();
+  try {
+    const store = redisAtomicStore(viaProxy, `${prefix}ch:`);
+    const key = uniqueId("channel-");
+    await store.put(key, { spent: 5_000n });
+    const update = store.update(
+      key,
+      deduct(() => fault(proxy)),
+    );
+    await test({ proxy, update, spent: () => spentOf(`${prefix}ch:${key}`) });
+  } finally {
+    await close();
+  }
+}
+
 describe("mppx store: a write whose answer was lost (replies held, then the link cut by a TCP proxy in front of the machine's Redis)", () => {
   it("an update Redis ran is read back as landed once Redis answers: the call is charged once, not refused", async () => {
-    const { proxy, viaProxy, close } = await redisViaProxy();
-    try {
-      const store = redisAtomicStore(viaProxy, `${prefix}ch:`);
-      const key = uniqueId("channel-");
-      await store.put(key, { spent: 5_000n });
-      const update = store.update(
-        key,
-        deduct(() => proxy.holdReplies()),
-      );
-      await until(async () => (await spentOf(`${prefix}ch:${key}`)) === "6000#__bigint");
-      await proxy.cut();
-      setTimeout(() => void proxy.restore(), 300);
-      await expect(update).resolves.toBe("charged");
-      // Charged exactly once: not taken as failed, and not run a second time.
-      expect(await spentOf(`${prefix}ch:${key}`)).toBe("6000#__bigint");
-    } finally {
-      await close();
-    }
+    await deductThrough(
+      (proxy) => proxy.holdReplies(),
+      async ({ proxy, update, spent }) => {
+        await until(async () => (await spent()) === "6000#__bigint");
+        await proxy.cut();
+        setTimeout(() => void proxy.restore(), 300);
+        await expect(update).resolves.toBe("charged");
+        // Charged exactly once: not taken as failed, and not run a second time.
+        expect(await spent()).toBe("6000#__bigint");
+      },
+    );
   });
 
   it("an update the link dropped before Redis ran it is run again once Redis answers, once", async () => {
-    const { proxy, viaProxy, close } = await redisViaProxy();
-    try {
-      const store = redisAtomicStore(viaProxy, `${prefix}ch:`);
-      const key = uniqueId("channel-");
-      await store.put(key, { spent: 5_000n });
-      // Every byte held both ways, then dropped: the script never reaches Redis.
-      const update = store.update(
-        key,
-        deduct(() => proxy.stall()),
-      );
-      await sleep(100);
-      await proxy.cut();
-      expect(await spentOf(`${prefix}ch:${key}`)).toBe("5000#__bigint");
-      setTimeout(() => void proxy.restore(), 300);
-      await expect(update).resolves.toBe("charged");
-      expect(await spentOf(`${prefix}ch:${key}`)).toBe("6000#__bigint");
-    } finally {
-      await close();
-    }
+    // Every byte held both ways, then dropped: the script never reaches Redis.
+    await deductThrough(
+      (proxy) => proxy.stall(),
+      async ({ proxy, update, spent }) => {
+        await sleep(100);
+        await proxy.cut();
+        expect(await spent()).toBe("5000#__bigint");
+        setTimeout(() => void proxy.restore(), 300);
+        await expect(update).resolves.toBe("charged");
+        expect(await spent()).toBe("6000#__bigint");
+      },
+    );
   });
 
   it("a replay claim Redis took is read back as this claimer's: the paid transfer is served, and a second claim of it is refused", async () => {
@@ -101,20 +109,13 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
   });
 
   it("a write with Redis still away when the read-back gives up fails as before (the call answered 503)", async () => {
-    const { proxy, viaProxy, close } = await redisViaProxy();
-    try {
-      const store = redisAtomicStore(viaProxy, `${prefix}ch:`);
-      const key = uniqueId("channel-");
-      await store.put(key, { spent: 5_000n });
-      const update = store.update(
-        key,
-        deduct(() => proxy.holdReplies()),
-      );
-      await until(async () => (await spentOf(`${prefix}ch:${key}`)) === "6000#__bigint");
-      await proxy.cut();
-      await expect(update).rejects.toThrow();
-    } finally {
-      await close();
-    }
+    await deductThrough(
+      (proxy) => proxy.holdReplies(),
+      async ({ proxy, update, spent }) => {
+        await until(async () => (await spent()) === "6000#__bigint");
+        await proxy.cut();
+        await expect(update).rejects.toThrow();
+      },
+    );
   }, 15_000);
 });
