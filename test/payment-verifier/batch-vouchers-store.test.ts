@@ -160,22 +160,31 @@ describe("x402-batch channel records through the official SDK's storage, an upda
     };
   };
 
-  it.each([
-    ["Redis ran it: read back as landed, not failed", "holdReplies"],
-    ["the link dropped before Redis ran it: run again", "stall"],
-  ] as const)("%s; the channel charged once", async (_, fault) => {
+  /** The SDK's charge of one more call on a channel at 5,000, through the proxy, `fault` struck between its read and its write. */
+  async function chargeThrough(fault: "holdReplies" | "stall") {
     const { proxy, viaProxy, close } = await redisViaProxy();
     try {
       const id = await channel("5000");
-      const storage = batchChannelStorage(viaProxy, prefix);
-      const updated = storage.updateChannel(id, charge(() => proxy[fault]()) as never);
+      const updated = batchChannelStorage(viaProxy, prefix)
+        .updateChannel(id, charge(() => proxy[fault]()) as never)
+        .then(
+          (u) => u.status,
+          () => "failed",
+        );
       await new Promise((r) => setTimeout(r, 100));
       await proxy.cut();
       setTimeout(() => void proxy.restore(), 300);
-      expect((await updated).status).toBe("updated");
-      expect(await chargedOf(id)).toBe("6000");
+      return { status: await updated, charged: await chargedOf(id) };
     } finally {
       await close();
     }
+  }
+
+  it("Redis ran it: read back as landed, not failed; the channel charged once", async () => {
+    expect(await chargeThrough("holdReplies")).toEqual({ status: "updated", charged: "6000" });
+  });
+
+  it("the link dropped before Redis ran it: failed as before (the SDK's script has no fence against a late delivery), nothing charged", async () => {
+    expect(await chargeThrough("stall")).toEqual({ status: "failed", charged: "5000" });
   });
 });

@@ -42,7 +42,12 @@ type Proxy = Awaited<ReturnType<typeof redisViaProxy>>["proxy"];
 /** A channel at 5,000 spent, its deduction started through the proxy with `fault` struck between its read and its write. */
 async function deductThrough(
   fault: (proxy: Proxy) => void,
-  test: (t: { proxy: Proxy; update: Promise<unknown>; spent: () => Promise<string> }) => Promise<void>,
+  test: (t: {
+    proxy: Proxy;
+    update: Promise<unknown>;
+    spent: () => Promise<string>;
+    key: string;
+  }) => Promise<void>,
 ) {
   const { proxy, viaProxy, close } = await redisViaProxy();
   try {
@@ -53,7 +58,7 @@ async function deductThrough(
       key,
       deduct(() => fault(proxy)),
     );
-    await test({ proxy, update, spent: () => spentOf(`${prefix}ch:${key}`) });
+    await test({ proxy, update, spent: () => spentOf(`${prefix}ch:${key}`), key });
   } finally {
     await close();
   }
@@ -70,6 +75,26 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
         await expect(update).resolves.toBe("charged");
         // Charged exactly once: not taken as failed, and not run a second time.
         expect(await spent()).toBe("6000#__bigint");
+      },
+    );
+  });
+
+  it("an update Redis ran is read back as landed however many writes other replicas made to the channel meanwhile", async () => {
+    const others = redisAtomicStore(redis, `${prefix}ch:`);
+    await deductThrough(
+      (proxy) => proxy.holdReplies(),
+      async ({ proxy, update, spent, key }) => {
+        await until(async () => (await spent()) === "6000#__bigint");
+        await proxy.cut();
+        // Other replicas go on charging the channel while this one waits for Redis.
+        for (let i = 0; i < 20; i++)
+          await others.update(
+            key,
+            deduct(() => {}),
+          );
+        setTimeout(() => void proxy.restore(), 300);
+        await expect(update).resolves.toBe("charged");
+        expect(await spent()).toBe("26000#__bigint");
       },
     );
   });

@@ -10,8 +10,12 @@ import type { KeySnapshot } from "./key-snapshot.ts";
 import { displayPrefix, generateApiKey, type KeyHasher, newKeyId } from "./keys.ts";
 import type { AccountRecord, KeyRecord, QuotaStore } from "./store/types.ts";
 
-/** How long a hot write whose Redis answer was lost waits for Redis to run it again. */
-const HOT_WRITE_READ_BACK_MS = 5_000;
+/**
+ * How long a hot write whose Redis answer was lost waits for Redis to run it again: well inside the
+ * dashboard's 3 s deadline for a key replace (Redis' reconnect starts at 50 ms), so the revocation
+ * does not land after the caller has given up.
+ */
+const HOT_WRITE_READ_BACK_MS = 1_000;
 
 export interface KeyOpsDeps {
   /** The system of record (PostgreSQL): written first, read by every admin call. */

@@ -3,8 +3,9 @@
 // link dropped) instead of failing it. Failed, a charge that landed was answered as a refused call
 // (charged, not served) and a channel lock that landed kept the channel busy for the offer's timeout.
 // The SDK's script takes (expected exists, expected value, operation, next value) for one key: read
-// back, the key holding what the update writes means it landed, the value it expected means it did
-// not (the SDK reads again and retries), anything else is left failed.
+// back, the key holding what the update writes means it landed. Anything else stays failed, as
+// before: "not landed" cannot be told apart from "not landed yet" (the SDK's script has no fence
+// against a late delivery), and a retry could then take the channel's lock twice.
 import type { Redis } from "@tollgate/platform";
 import { answerLost, readBack } from "@tollgate/platform/redis";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
@@ -33,7 +34,6 @@ export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChann
         const before = exists === "0" ? null : (expected ?? null);
         const written = operation === "set" ? (next ?? null) : operation === "delete" ? null : before;
         if (found.value === written) return [1, written ?? false];
-        if (found.value === before) return [0, before ?? false];
         throw err;
       }
     },

@@ -8,8 +8,9 @@
 // channel id to an index set in the same script, which the settlement loop walks.
 //
 // A write whose answer is lost (Redis ran it, then the link dropped) is read back rather than
-// guessed: each update records its write id beside the value in the same script, and each claim
-// carries its own, so the writer learns once Redis answers whether it landed. Guessing "not landed"
+// guessed: each update marks its write id in the same script (a key of its own that lives 30 s), and
+// each claim carries its own id, so the writer learns once Redis answers whether it landed; reading
+// "not landed" also fences that write off, should it still arrive late. Guessing "not landed"
 // would answer a call failed while its deduction stayed charged (a session voucher), or lose the
 // claim of a transfer that was paid (a charge by hash).
 //
@@ -66,14 +67,19 @@ const MAX_CAS_ATTEMPTS = 100;
 
 /** How long a writer whose answer was lost waits for Redis to read back whether its write landed. */
 const READ_BACK_MS = 5_000;
-/** The last write ids kept beside a value (only the writer of a lost answer reads them, at once). */
-const WRITES_KEPT = 16;
-const WRITES_TTL_MS = 10 * 60_000;
+/**
+ * How long each update's mark lives: longer than any wait between the update landing and its
+ * writer's read-back (a command's 5 s timeout, then READ_BACK_MS), and than a delayed delivery the
+ * mark fences off.
+ */
+const WRITE_MARK_MS = 30_000;
 
-// KEYS[1] the value, KEYS[2] the channel index (or ""), KEYS[3] the value's last write ids. ARGV:
-// 1 "1" when the value must be absent, 2 the expected raw value, 3 "set"|"delete", 4 the new raw
-// value, 5 its TTL in ms, 6 the index member to add ("" for none), 7 this write's id.
+// KEYS[1] the value, KEYS[2] the channel index (or ""), KEYS[3] this write's mark. ARGV: 1 "1" when
+// the value must be absent, 2 the expected raw value, 3 "set"|"delete", 4 the new raw value, 5 its
+// TTL in ms, 6 the index member to add ("" for none). A mark already there means its writer read
+// back "not landed" and has moved on: this late delivery must not land.
 const COMPARE_AND_SET = `
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 local current = redis.call('GET', KEYS[1])
 if ARGV[1] == '1' then
   if current then return 0 end
@@ -86,10 +92,13 @@ if ARGV[3] == 'set' then
 else
   redis.call('DEL', KEYS[1])
 end
-redis.call('LPUSH', KEYS[3], ARGV[7])
-redis.call('LTRIM', KEYS[3], 0, ${WRITES_KEPT - 1})
-redis.call('PEXPIRE', KEYS[3], ${WRITES_TTL_MS})
+redis.call('SET', KEYS[3], '1', 'PX', ${WRITE_MARK_MS})
 return 1`;
+
+// KEYS[1] a write's mark. 1 when that write landed; otherwise 0, and the mark now fences it off.
+const LANDED = `
+if redis.call('SET', KEYS[1], '0', 'NX', 'PX', ${WRITE_MARK_MS}) then return 0 end
+return tonumber(redis.call('GET', KEYS[1]))`;
 
 type Change = Store.Change<unknown, unknown>;
 
@@ -164,7 +173,7 @@ export function redisAtomicStore(
   // Write ids: this store's own prefix and a counter (unique across replicas and restarts).
   const writer = randomUUID().slice(0, 13);
   let writes = 0;
-  const writesOf = (key: string) => `${prefix}~writes:${key}`;
+  const markOf = (id: string) => `${prefix}~write:${id}`;
   return Store.from({
     async get(key: string) {
       const raw = await redis.get(`${prefix}${key}`);
@@ -188,7 +197,7 @@ export function redisAtomicStore(
         let won: unknown;
         try {
           won = await redis.eval(COMPARE_AND_SET, {
-            keys: [`${prefix}${key}`, index ?? `${prefix}${key}`, writesOf(key)],
+            keys: [`${prefix}${key}`, index ?? `${prefix}${key}`, markOf(id)],
             arguments: [
               raw === null ? "1" : "0",
               raw ?? "",
@@ -196,15 +205,17 @@ export function redisAtomicStore(
               change.op === "set" ? encodeValue(change.value) : "",
               change.op === "set" ? ttl(change.value) : "0",
               change.op === "set" && index ? key : "",
-              id,
             ],
           });
         } catch (err) {
           if (!answerLost(err)) throw err;
-          const landed = await readBack(() => redis.lRange(writesOf(key), 0, -1), READ_BACK_MS);
+          const landed = await readBack(
+            () => redis.eval(LANDED, { keys: [markOf(id)], arguments: [] }),
+            READ_BACK_MS,
+          );
           if (!landed) throw err;
-          if (landed.value.includes(id)) return change.result as result;
-          continue; // it did not land: again, on what is there now
+          if (landed.value === 1) return change.result as result;
+          continue; // it did not land, and now never will: again, on what is there now
         }
         if (won === 1) return change.result as result;
       }
