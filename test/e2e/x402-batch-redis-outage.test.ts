@@ -224,12 +224,13 @@ describe("x402-batch across a Redis outage (private redis-server stopped and sta
     );
     await channelHeld();
     await redisLink.cut();
+    setTimeout(() => void redisLink.restore(), 300);
     const lost = await lostCall;
     expect(lost.status, lost.body).toBe(503);
-    await redisLink.restore();
     // The lock the lost admission took lasts the offer's timeout; without its release every voucher
-    // until then is answered 402 "another request on this payment channel is in progress".
-    const back = await firstAnswerBack();
-    expect(back.status, `${back.body} after ${back.before.join(",")}`).toBe(200);
+    // until then is answered 402 "another request on this payment channel is in progress". Let go
+    // before that call was answered: the payer's very next call is served.
+    const next = await call();
+    expect(next.status, await next.text()).toBe(200);
   }, 120_000);
 });

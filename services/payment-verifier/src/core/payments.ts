@@ -6,7 +6,7 @@
 // for the gRPC mapping); payment problems are answers, never exceptions.
 import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "@tollgate/platform";
-import { mayHaveRun } from "@tollgate/platform/redis";
+import { mayHaveRun, readBack } from "@tollgate/platform/redis";
 import type { Limit, RefusalMemory } from "../stores/attempt-limits.ts";
 import type { PaymentFacts, Reservation, ReservationStore } from "../stores/reservations.ts";
 import type { SettlementRecorder } from "./events.ts";
@@ -46,6 +46,12 @@ const DEFERRED_RETRY_MS = 500;
 const DEFERRED_MAX = 10_000;
 /** Of those, releases of reservations and channel locks whose answer was lost (see #reserve). */
 const LOST_RESERVES_MAX = 1_000;
+/**
+ * How long a Verify whose channel lock may have been taken waits for Redis to let it go before
+ * answering: inside the gateway's 10 s Verify deadline (a gateway that gives up sooner answers 503
+ * itself; the lock is let go all the same).
+ */
+const LOST_LOCK_WAIT_MS = 8_000;
 
 /** A clean-up the store refused (it was unreachable), tried again until it lands or lapses. */
 interface Deferred {
@@ -847,16 +853,17 @@ export class Payments {
       verdict = await scheme.guarded.admit(call, payment, token);
     } catch (err) {
       // The store may have admitted it (the channel's lock taken for this token) and lost the answer:
-      // every voucher of the channel would be refused busy until the lock lapses. Let go once the
-      // store answers, under the same cap as a lost reservation.
-      if (mayHaveRun(err) && this.#lostReserves < LOST_RESERVES_MAX) {
-        this.#lostReserves++;
-        const guarded = scheme.guarded;
-        this.#defer(
-          this.#o.reservationTtlMs,
-          () => guarded.release(call.requestId, payment, token),
-          () => this.#lostReserves--,
-        );
+      // every voucher of the channel would be refused busy until the lock lapses. Let go before
+      // answering when the store is back within LOST_LOCK_WAIT_MS (the payer's next call, on any
+      // replica, then finds the channel free); otherwise once it answers, under the same cap as a
+      // lost reservation.
+      const guarded = scheme.guarded;
+      const letGo = () => guarded.release(call.requestId, payment, token);
+      if (mayHaveRun(err) && !(await readBack(letGo, LOST_LOCK_WAIT_MS))) {
+        if (this.#lostReserves < LOST_RESERVES_MAX) {
+          this.#lostReserves++;
+          this.#defer(this.#o.reservationTtlMs, letGo, () => this.#lostReserves--);
+        }
       }
       return { ...this.#guardedUnavailable(scheme, err), headers: [], scheme: scheme.name, valid: false };
     }
