@@ -12,10 +12,11 @@ function newClient(url: string, connectTimeoutMs: number, giveUpBeforeFirst: () 
     // Commands fail at once while the connection is down instead of queueing: the hot paths decide
     // (fail open, refuse a payment) rather than wait on a reconnect.
     disableOfflineQueue: true,
-    // Finds a dead connection (a Redis failover, a dropped NAT entry) between commands. A command
-    // that hangs on a live connection is failed by node-redis's own default of 5 s per command
-    // (a timer per command, about 2% of a voucher call's CPU): kept, as the one hang detection
-    // every caller gets.
+    // Finds a dead connection (a Redis failover, a dropped NAT entry) between commands, when the
+    // kernel reports it. node-redis's own 5 s per command only covers a command waiting to be
+    // written: one sent on a link that then goes silent (no reset) waits until the kernel gives the
+    // connection up, and so does this ping (README, Not yet); the callers' own deadlines (gRPC,
+    // the metering budget) answer the request meanwhile.
     pingInterval: 5_000,
     socket: {
       connectTimeout: connectTimeoutMs,

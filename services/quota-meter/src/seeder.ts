@@ -132,6 +132,8 @@ export function startSeeder(deps: SeederDeps): Seeder {
     await Promise.all(changed.accounts.map((a) => store.createAccount(a)));
     await Promise.all(changed.revoked.map((k) => store.revokeKey(k.accountId, k.id, k.revokedAt)));
     await store.setSeedMark(`${new Date(nowMs).toISOString()} ${owner}`);
+    // Complete: meter again now, not after the next look at the mark (and before onSeeded reports it).
+    store.hold(false);
     const stats = { accounts, keys, windows, usageDays, ms: Date.now() - started };
     // A lost Redis copy deserves a warning; the stand-in is seeded at every start.
     const level = store.kind === "redis" ? "warn" : "info";

@@ -68,9 +68,9 @@ const MAX_CAS_ATTEMPTS = 100;
 /** How long a writer whose answer was lost waits for Redis to read back whether its write landed. */
 const READ_BACK_MS = 5_000;
 /**
- * How long each update's mark lives: longer than any wait between the update landing and its
- * writer's read-back (a command's 5 s timeout, then READ_BACK_MS), and than a delayed delivery the
- * mark fences off.
+ * How long each update's mark lives. A writer that reads "not landed" later than this after sending
+ * (a reply that hung on a silent link: node-redis puts no deadline on a sent command) cannot tell it
+ * from a mark that lapsed, and takes the write as failed.
  */
 const WRITE_MARK_MS = 30_000;
 
@@ -194,6 +194,7 @@ export function redisAtomicStore(
         const change = settleable(current, fn(current));
         if (change.op === "noop") return change.result as result;
         const id = `${writer}:${++writes}`;
+        const sentAt = Date.now();
         let won: unknown;
         try {
           won = await redis.eval(COMPARE_AND_SET, {
@@ -215,6 +216,9 @@ export function redisAtomicStore(
           );
           if (!landed) throw err;
           if (landed.value === 1) return change.result as result;
+          // "Not landed" holds only while a mark the write made would still be there: a reply
+          // that hung longer (a silent link) may have outlived it, and the write stays unknown.
+          if (Date.now() - sentAt >= WRITE_MARK_MS) throw err;
           continue; // it did not land, and now never will: again, on what is there now
         }
         if (won === 1) return change.result as result;
