@@ -156,17 +156,15 @@ afterAll(async () => {
 describe("x402-batch across a Redis outage (private redis-server stopped and started, official client)", () => {
   it("a call in flight when Redis stops charges nothing, and the payer's next call once Redis is back is served in step", async () => {
     let served = 0n;
-    const receipts: string[] = [];
     const serve = async () => {
       const res = await call();
       const body = await res.text();
       expect(res.status, body).toBe(200);
-      const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
-      receipts.push(
-        (receipt.extra as { channelState?: { chargedCumulativeAmount?: string } }).channelState
-          ?.chargedCumulativeAmount ?? "",
-      );
       served += PRICE;
+      // The receipt's channel state: charged exactly the calls served so far, this one included.
+      const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
+      const state = (receipt.extra as { channelState?: { chargedCumulativeAmount?: string } }).channelState;
+      expect(state?.chargedCumulativeAmount).toBe(String(served));
     };
     // The deposit and two vouchers.
     for (let i = 0; i < 3; i++) await serve();
