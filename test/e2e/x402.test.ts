@@ -233,6 +233,44 @@ describe("x402 exact through the gateway, paid with the official client librarie
     }
   });
 
+  it("keeps every 402 readable by fetch when the request target carries ~12 KB the query parser skips: the offer names the validated path and query only", async () => {
+    const fox = encodeURIComponent("🦊".repeat(1000)); // 12 KB once percent-encoded
+    const ask = async (method: string, target: string, headers: Record<string, string> = {}) => {
+      // Node's fetch (undici) refuses response headers past 16 KB: the failure a client saw.
+      const res = await fetch(`${mesh.gatewayUrl}${target}`, {
+        method,
+        headers: { "content-type": "application/json", ...headers },
+        body: method === "POST" ? "" : undefined,
+      });
+      const header = res.headers.get("payment-required");
+      return {
+        status: res.status,
+        body: (await res.json()) as { error: { code: string; parameter?: string } },
+        url: header ? decodePaymentRequiredHeader(header).resource?.url : undefined,
+      };
+    };
+    // The fuzz counterexample: a bodiless POST with a payment header is taken as a payment needing
+    // no service (an MPP close), before any validation; its refusal carried the whole target.
+    const close = await ask("POST", `/api/chain/call?__proto__=${fox}`, { "payment-signature": "" });
+    expect(close).toMatchObject({ status: 402, url: `${mesh.gatewayUrl}/api/chain/call` });
+    const badPath = await ask("POST", `/api/chain/balance/${fox}?network=sepolia`, { "payment-signature": "x" });
+    expect(badPath).toMatchObject({
+      status: 402,
+      url: `${mesh.gatewayUrl}/api/chain/balance/{address}?network=sepolia`,
+    });
+    // Empty pairs past node:querystring's old 1,000-pair cap: the network after them is still read...
+    const empty = "&".repeat(12_000);
+    const served = await ask("GET", `/api/chain/block-number?${empty}&network=sepolia`);
+    expect(served).toMatchObject({ status: 402, url: `${mesh.gatewayUrl}/api/chain/block-number?network=sepolia` });
+    // ...and so is an unknown parameter there, refused before any offer.
+    const unknown = await ask("GET", `/api/chain/block-number?${empty}&colour=red`);
+    expect(unknown).toMatchObject({
+      status: 400,
+      body: { error: { code: "unknown_parameter", parameter: "colour" } },
+      url: undefined,
+    });
+  });
+
   it("pays once per call at every price, gets the right data, and payTo rises by exactly the price", async () => {
     const payer = x402Payer(devnet, "payer1");
     const A = role("A");

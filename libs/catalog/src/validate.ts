@@ -1,3 +1,4 @@
+import { type ParsedUrlQuery, parse } from "node:querystring";
 import type { z } from "zod";
 import type { Endpoint } from "./endpoints.ts";
 
@@ -88,4 +89,14 @@ export function validateRequest(
     }
   }
   return { ok: true, params };
+}
+
+/**
+ * The services' query parser: node:querystring (Express's "simple") without its 1,000-pair cap,
+ * past which the rest is silently dropped (`?&&…&network=sepolia` served on the default network).
+ * The 16 KB header limit bounds the work; every parameter reaches validation (unknown, repeated or
+ * malformed: a 400 naming it).
+ */
+export function parseQueryString(search: string): ParsedUrlQuery {
+  return parse(search, "&", "=", { maxKeys: 0 });
 }

@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { ACCOUNT_API_BASE } from "@tollgate/catalog";
+import { ACCOUNT_API_BASE, parseQueryString } from "@tollgate/catalog";
 import { createRegistry, type Logger, prom, type Registry, seriesOf, serveMetrics } from "@tollgate/platform";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { createPublicClient, http, verifyMessage } from "viem";
@@ -79,7 +79,7 @@ export async function startDashboard(config: DashboardConfig, deps: DashboardDep
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.set("query parser", "simple");
+  app.set("query parser", parseQueryString);
   app.set("trust proxy", config.trustProxy);
   const requests = new prom.Histogram({
     name: "http_request_duration_seconds",

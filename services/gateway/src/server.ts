@@ -1,7 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { type Server, STATUS_CODES } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { ERRORS, type ErrorCode, PAYMENT_HEADERS, QUOTA_HEADERS, REQUEST_ID_HEADER } from "@tollgate/catalog";
+import {
+  ERRORS,
+  type ErrorCode,
+  PAYMENT_HEADERS,
+  parseQueryString,
+  QUOTA_HEADERS,
+  REQUEST_ID_HEADER,
+} from "@tollgate/catalog";
 import {
   createLogger,
   createRegistry,
@@ -52,7 +59,7 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
   // request can never turn a paid call into a bodiless 304.
   app.set("etag", false);
   app.set("trust proxy", config.trustProxy);
-  app.set("query parser", "simple");
+  app.set("query parser", parseQueryString);
   // Exact paths only: a case or trailing-slash variant is a 404 (with a hint), never served.
   app.set("case sensitive routing", true);
   app.set("strict routing", true);

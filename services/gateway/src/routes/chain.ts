@@ -144,7 +144,7 @@ async function serve(endpoint: Endpoint, req: Request, res: Response, deps: Rout
       return serveWithKey(endpoint, network, credentials.apiKey, execute, res, deps);
     case "payment":
       return serveWithPayment(
-        resourceOf(endpoint, network, req, deps),
+        resourceOf(endpoint, network, deps, req.path, req.query),
         credentials.headers,
         req.ip ?? "",
         execute,
@@ -155,13 +155,29 @@ async function serve(endpoint: Endpoint, req: Request, res: Response, deps: Rout
       sendError(res, "invalid_api_key", credentials.reason);
       return;
     case "none":
-      return challenge(resourceOf(endpoint, network, req, deps), res, deps);
+      return challenge(resourceOf(endpoint, network, deps, req.path, req.query), res, deps);
   }
 }
 
-/** The paid resource; its URL is under PUBLIC_BASE_URL, never built from the caller's Host header. */
-function resourceOf(endpoint: Endpoint, network: string, req: Request, deps: ChainDeps): Resource {
-  return { endpoint: endpoint.path, network, url: `${deps.publicBaseUrl ?? ""}${req.originalUrl}` };
+/**
+ * The paid resource; its URL is under PUBLIC_BASE_URL, never built from the caller's Host header,
+ * and never the raw request target either: that may carry up to the 16 KB header limit of what the
+ * query parser skips (empty pairs, `__proto__`), which the 402 would echo base64'd into
+ * PAYMENT-REQUIRED, past the 16 KB of response headers HTTP clients read (Node's fetch fails).
+ * The URL is the validated path and query (strict schemas, so bounded by their formats), the
+ * query re-encoded.
+ */
+function resourceOf(
+  endpoint: Endpoint,
+  network: string,
+  deps: ChainDeps,
+  path: string,
+  query: Record<string, unknown>,
+): Resource {
+  const known = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (typeof value === "string") known.append(name, value);
+  const search = known.size > 0 ? `?${known}` : "";
+  return { endpoint: endpoint.path, network, url: `${deps.publicBaseUrl ?? ""}${path}${search}` };
 }
 
 /** Appends, never overwrites: several MPP challenges share WWW-Authenticate. */
@@ -392,7 +408,16 @@ async function serveWithoutService(
     typeof asked === "string" && (endpoint.networks as readonly string[]).includes(asked)
       ? asked
       : DEFAULT_NETWORK;
-  const resource = resourceOf(endpoint, network, req, deps);
+  // Nothing here was validated: the path is the route's own only when its parameters pass their
+  // formats (else the template), the query only the network chosen above.
+  const pathOk = endpoint.params.path?.safeParse(req.params).success ?? true;
+  const resource = resourceOf(
+    endpoint,
+    network,
+    deps,
+    pathOk ? req.path : endpoint.path,
+    asked === network ? { network } : {},
+  );
   let verified: Verified;
   try {
     verified = await deps.payments.verify(
