@@ -214,6 +214,16 @@ async function send(call: Call): Promise<Answer> {
   return answerOf(call.op.method, url, res);
 }
 
+/** The top-level keys of raw text that parses as a JSON object (none when it does not, or is too deep to parse). */
+function topLevelKeys(text: string): string[] {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value && typeof value === "object" && !Array.isArray(value) ? Object.keys(value) : [];
+  } catch {
+    return [];
+  }
+}
+
 /** Calls whose answer the key's windows count: served (or answered by the node) chain calls. */
 const counted = (call: Call, a: Answer) =>
   call.auth === "key" &&
@@ -243,6 +253,8 @@ describe("every operation of /openapi.json under generated hostile input", () =>
             const fields = [...op.bodyFields];
             if (call.body.kind === "json" && call.body.value && typeof call.body.value === "object")
               fields.push(...Object.keys(call.body.value));
+            // Raw text that is JSON all the same: its fields are named like any JSON body's.
+            if (call.body.kind === "raw") fields.push(...topLevelKeys(call.body.text));
             const names = [
               ...call.query.map(([k]) => k),
               ...op.queryParams,
