@@ -4,7 +4,8 @@
 // chaos run's findings: a payment-verifier replica killed mid-settlement (its transfer waiting in
 // the mempool) leaves no charged call unanswered; a quota-meter restart loses no usage; Redis links
 // cut with replies in flight (scripts run, answers lost) leave no lock, reservation, settlement begin
-// or quota grant behind to refuse or miscount the calls after.
+// or quota grant behind to refuse or miscount the calls after; links that go silent (no reset) are
+// given up by every service within seconds.
 import { describe, expect, it } from "vitest";
 import { runChaos, table } from "./chaos.ts";
 
@@ -16,6 +17,7 @@ describe("chaos run, short form", () => {
       "baseline (no fault)",
       "Redis stopped, restarted",
       "Redis links cut with replies in flight (stand-in: TCP proxy in front of the real Redis)",
+      "Redis links gone silent with replies in flight (stand-in: TCP proxy in front of the real Redis)",
       "NATS stopped 8 s, restarted",
       "upstream 1 of 2 killed",
       "upstream 1 of 2 hung (stand-in: accepts, never answers)",
@@ -24,7 +26,7 @@ describe("chaos run, short form", () => {
       "gateway SIGTERM, restarted",
     ]);
     const pvKill = report.phases.findIndex((p) => p.fault.startsWith("payment-verifier replica killed"));
-    expect(pvKill).toBe(6);
+    expect(pvKill).toBe(7);
     for (const p of report.phases) {
       const why = `${p.fault}: ${JSON.stringify(p)}`;
       expect(p.bad5xx, why).toBe(0);
@@ -57,7 +59,7 @@ describe("chaos run, short form", () => {
     const pv = report.phases[pvKill];
     expect(pv?.notes.join(""), "settlements were in flight at the kill").toMatch(/^[1-9]\d* settlement/);
     // A Redis outage is never blamed on the payment: x402-batch refusals are 503s, not 402s.
-    for (const p of report.phases.slice(1, 3))
+    for (const p of report.phases.slice(1, 4))
       expect(JSON.stringify(p.reasons.batch), p.fault).not.toContain("verification_state_unavailable");
   }, 420_000);
 });

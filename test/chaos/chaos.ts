@@ -513,6 +513,20 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       hold(5, 3),
     );
     await phase(
+      "Redis links gone silent with replies in flight (stand-in: TCP proxy in front of the real Redis)",
+      async () => {
+        // As above, but the links are never reset: every byte on them is dropped and neither end
+        // hears of it (a partition, a dropped NAT entry). Each service must give its link up on its
+        // own (a PING unanswered 3 s) and connect anew; new links flow at once.
+        redisLink.holdReplies();
+        await sleep(300);
+        redisLink.silence();
+        await redisLink.restore();
+      },
+      none,
+      hold(6, 5),
+    );
+    await phase(
       `NATS stopped ${short ? 8 : 30} s, restarted`,
       () => nats.stop(),
       () => nats.start(),

@@ -14,6 +14,8 @@ export async function tcpProxy(targetPort: number) {
   /** Hold a connection's replies from the request that carries these bytes on (holdRepliesTo). */
   let holdFrom: string | undefined;
   const held: Array<() => void> = [];
+  /** Links gone silent for good (silence): their bytes are dropped both ways. */
+  const silenced = new WeakSet<Socket>();
 
   const server: Server = createServer((client) => {
     if (cut) {
@@ -26,6 +28,7 @@ export async function tcpProxy(targetPort: number) {
     let holdingThis = false;
     const forward = (from: Socket, to: Socket, reply: boolean) => {
       from.on("data", (chunk: Buffer) => {
+        if (silenced.has(from)) return;
         if (!reply && holdFrom !== undefined && chunk.includes(holdFrom)) holdingThis = true;
         // Stalled: hold the bytes (a slow link, not a dead one) until it flows again.
         if (stalled || (reply && (repliesHeld || holdingThis))) held.push(() => to.write(chunk));
@@ -70,6 +73,14 @@ export async function tcpProxy(targetPort: number) {
     /** Keeps connections open but holds all bytes: the server is slow, not gone. */
     stall() {
       stalled = true;
+    },
+    /**
+     * Every link open now goes silent for good, without a reset (a partition, a dropped NAT entry):
+     * its bytes are dropped both ways and neither end hears of it. New links flow.
+     */
+    silence() {
+      for (const s of sockets) silenced.add(s);
+      held.length = 0; // all held bytes were on these links: never delivered
     },
     /** Lets requests through but holds the server's replies: a cut() then loses them. */
     holdReplies() {

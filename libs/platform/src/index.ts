@@ -7,5 +7,6 @@ export * from "./metrics.ts";
 export * from "./operator.ts";
 export * from "./redact.ts";
 export * from "./redis.ts";
+export * from "./reply-watch.ts";
 export * from "./secrets.ts";
 export * from "./service.ts";

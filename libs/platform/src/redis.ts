@@ -5,6 +5,7 @@ import { ClientClosedError, ClientOfflineError, createClient, ErrorReply } from 
 import { envTable, REDIS_ENV } from "./env-table.ts";
 import type { Logger } from "./logger.ts";
 import { redactUrl } from "./redact.ts";
+import { type ReplyWatchOptions, replyWatch } from "./reply-watch.ts";
 
 function newClient(url: string, connectTimeoutMs: number, giveUpBeforeFirst: () => boolean) {
   return createClient({
@@ -12,12 +13,8 @@ function newClient(url: string, connectTimeoutMs: number, giveUpBeforeFirst: () 
     // Commands fail at once while the connection is down instead of queueing: the hot paths decide
     // (fail open, refuse a payment) rather than wait on a reconnect.
     disableOfflineQueue: true,
-    // Finds a dead connection (a Redis failover, a dropped NAT entry) between commands, when the
-    // kernel reports it. node-redis's own 5 s per command only covers a command waiting to be
-    // written: one sent on a link that then goes silent (no reset) waits until the kernel gives the
-    // connection up, and so does this ping (README, Not yet); the callers' own deadlines (gRPC,
-    // the metering budget) answer the request meanwhile.
-    pingInterval: 5_000,
+    // No pingInterval: node-redis's ping has no deadline (nor has any sent command), so on a link
+    // gone silent it waits with everything else; watchReplies (below) probes with one.
     socket: {
       connectTimeout: connectTimeoutMs,
       // Before the first connection, a caller that has a fallback gives up at once; otherwise back
@@ -119,6 +116,38 @@ export interface ConnectRedisOptions {
   unreachable: "give-up" | "background" | "wait";
   /** Runs on every (re)connection, e.g. to load scripts. */
   onReady?: (client: Redis) => void;
+  /** The silent-link watch (watchReplies); default a probe a second, silent after 3 s unanswered. */
+  replyWatch?: ReplyWatchOptions;
+}
+
+/**
+ * Gives up a link that no longer answers. node-redis puts no deadline on a sent command: on a link
+ * that goes silent without a reset (a partition, a dropped NAT entry, a lost node) every command
+ * sent waits for the kernel to give the connection up, minutes later. A PING goes out every second;
+ * one unanswered for 3 s (by default) ends the link: the client is destroyed, which fails every command waiting
+ * on it as sent (DisconnectsClientError: `answerLost`, so the writers read back what landed), and
+ * connected anew. Stops once the service itself closes the client.
+ */
+function watchReplies(client: Redis, opts: ReplyWatchOptions, onSilent: () => void): void {
+  const watch = replyWatch(opts);
+  const timer = setInterval(() => {
+    if (!client.isOpen) {
+      clearInterval(timer);
+      return;
+    }
+    const step = watch.tick(performance.now(), client.isReady);
+    if (step === "probe") {
+      const token = watch.sent(performance.now());
+      const settled = () => watch.settled(token);
+      client.ping().then(settled, settled);
+    } else if (step === "silent" && client.isReady) {
+      // Ready: no reconnect of node-redis's own is under way, which a second connect would race.
+      onSilent();
+      client.destroy();
+      client.connect().catch(() => undefined);
+    }
+  }, opts.everyMs);
+  timer.unref();
 }
 
 /** Connects to Redis (see ConnectRedisOptions.unreachable for what happens when it cannot). */
@@ -155,14 +184,25 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
     }),
   ]);
   clearTimeout(timer);
-  if (connected) return client;
+  const watched = (): Redis => {
+    const watch = opts.replyWatch ?? { everyMs: 1_000, silentMs: 3_000 };
+    watchReplies(client, watch, () => {
+      down = true;
+      opts.logger.warn(
+        { url: where, silentMs: watch.silentMs },
+        "Redis link silent (a PING unanswered): reconnecting",
+      );
+    });
+    return client;
+  };
+  if (connected) return watched();
   if (opts.unreachable === "give-up") {
     client.destroy();
     return undefined;
   }
   if (opts.unreachable === "background") {
     opts.logger.warn({ url: where }, "Redis is unreachable; connecting in the background");
-    return client;
+    return watched();
   }
   // Not serving (no listener yet, so probes fail) beats serving without the shared state.
   opts.logger.warn({ url: where }, "Redis is unreachable: waiting for it (REDIS_STANDIN=false)");
@@ -173,5 +213,5 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
     if (!client.isOpen) await client.connect().catch(() => undefined);
   }
   opts.logger.info({ url: where }, "Redis reachable");
-  return client;
+  return watched();
 }

@@ -1,0 +1,84 @@
+// A Redis link that goes silent (no reset) under a service's client: the service's own connector
+// (connectRedis) must give it up and connect anew, where node-redis alone waits for the kernel
+// (minutes). Stand-in: a TCP proxy in front of the machine's real Redis plays the silent network.
+import { randomUUID } from "node:crypto";
+import { answerLost, replyWatch } from "@tollgate/platform";
+import { afterAll, describe, expect, it } from "vitest";
+import { redisViaProxy } from "../support/redis.ts";
+
+describe("replyWatch (the silent-link state machine, driven with plain numbers)", () => {
+  it("probes every tick while none is out, and finds the link silent once a probe waits silentMs", () => {
+    const watch = replyWatch({ everyMs: 1_000, silentMs: 3_000 });
+    expect(watch.tick(0, true)).toBe("probe");
+    const token = watch.sent(0);
+    expect(watch.tick(1_000, true)).toBe("wait");
+    expect(watch.tick(2_000, true)).toBe("wait");
+    expect(watch.tick(3_000, true)).toBe("silent");
+    // Given up: the next link is probed afresh, and the old probe's late failure changes nothing.
+    expect(watch.tick(4_000, true)).toBe("probe");
+    const next = watch.sent(4_000);
+    watch.settled(token);
+    expect(watch.tick(5_000, true)).toBe("wait");
+    expect(watch.tick(6_000, true)).toBe("wait");
+    expect(watch.tick(7_000, true)).toBe("silent");
+    watch.settled(next);
+  });
+
+  it("an answered probe lets the next go; no probe while the link is down", () => {
+    const watch = replyWatch({ everyMs: 1_000, silentMs: 3_000 });
+    expect(watch.tick(0, true)).toBe("probe");
+    watch.settled(watch.sent(0));
+    expect(watch.tick(1_000, false)).toBe("wait");
+    expect(watch.tick(2_000, true)).toBe("probe");
+  });
+
+  it("a late tick (this process's loop was blocked, the answer maybe unread) never finds the link silent", () => {
+    const watch = replyWatch({ everyMs: 1_000, silentMs: 3_000 });
+    expect(watch.tick(0, true)).toBe("probe");
+    watch.sent(0);
+    expect(watch.tick(5_000, true)).toBe("wait");
+    // The next tick on time decides.
+    expect(watch.tick(6_000, true)).toBe("silent");
+  });
+});
+
+describe("a service's Redis client on a link that goes silent (stand-in: TCP proxy in front of the real Redis)", () => {
+  const key = `tollgate-test:silent-link:${randomUUID()}`;
+  let cleanup: (() => Promise<void>) | undefined;
+  afterAll(async () => cleanup?.());
+
+  it("fails the command waiting on it as answer-lost within seconds, and the next command is served on a new link", async () => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    cleanup = async () => {
+      await viaProxy.del(key).catch(() => undefined);
+      await close();
+    };
+    await viaProxy.set(key, "0");
+    // Redis runs this one; its answer never comes back.
+    proxy.holdReplies();
+    const lost = viaProxy.incr(key);
+    await new Promise((r) => setTimeout(r, 200));
+    proxy.silence();
+    await proxy.restore(); // new links flow; the silenced one stays silent
+    const started = Date.now();
+    const err = await lost.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // Without the watch, it waits for the kernel to give the connection up (minutes).
+    expect(Date.now() - started).toBeLessThan(8_000);
+    expect(err).toBeInstanceOf(Error);
+    expect(answerLost(err)).toBe(true);
+    // The writer reads back what landed, on the new link.
+    await expect.poll(() => viaProxy.get(key).catch(() => "offline"), { timeout: 5_000 }).toBe("1");
+    expect(await viaProxy.incr(key)).toBe(2);
+  }, 20_000);
+
+  it("stops watching once the service closes the client: it is not connected again", async () => {
+    const { viaProxy, close } = await redisViaProxy();
+    viaProxy.destroy();
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(viaProxy.isOpen).toBe(false);
+    await close();
+  });
+});
