@@ -393,8 +393,9 @@ export class Payments {
         ).catch((err: unknown) => {
           // Refused 503 with the scheme's hold taken: undo both once the store answers.
           const id = { key: payment.key, token: reserved.token };
-          this.#defer(this.#o.reservationTtlMs, () =>
-            this.#release(call.requestId, call, id, credentials, "store_unavailable", verdict.hold),
+          this.#defer(
+            this.#o.reservationTtlMs,
+            this.#releaser(call.requestId, call, id, credentials, "store_unavailable", verdict.hold),
           );
           throw err;
         });
@@ -491,8 +492,9 @@ export class Payments {
       // (A takeover's record is never abandoned: what it took over may have moved money. A retry of
       // the call after the abandon finds the payment gone: answered failed, nothing charged.)
       const lost = attempt;
+      const release = this.#releaser(call.requestId, call, id, credentials, "store_unavailable");
       this.#defer(SETTLING_TTL_MS, async () => {
-        await this.#release(call.requestId, call, id, credentials, "store_unavailable");
+        await release();
         const freed = await this.#o.reservations.abandon(id.key, id.token, this.#replica, lost);
         if (freed) await this.#undo(freed, call, id, credentials, "store_unavailable");
       });
@@ -750,10 +752,26 @@ export class Payments {
   ): Promise<void> {
     const id = splitPaymentId(paymentId);
     if (!id) return;
-    await this.#release(requestId, call, id, credentials, reason).catch((err: unknown) => {
+    // One id for this release however often it runs: a run whose delete landed with its answer lost
+    // is answered what it freed when run again, so the scheme's undo still happens.
+    const release = this.#releaser(requestId, call, id, credentials, reason);
+    await release().catch((err: unknown) => {
       this.#o.logger.warn({ err }, "could not release a payment reservation: retried once the store answers");
-      this.#defer(this.#o.reservationTtlMs, () => this.#release(requestId, call, id, credentials, reason));
+      this.#defer(this.#o.reservationTtlMs, release);
     });
+  }
+
+  /** A release of reservation `id` (see #release) under one mesh-made release id, to run until it answers. */
+  #releaser(
+    requestId: string,
+    call: PricedCall | undefined,
+    id: { key: string; token: string },
+    credentials: readonly Header[],
+    reason: string,
+    hold?: string,
+  ): () => Promise<void> {
+    const releaseId = this.#attemptId();
+    return () => this.#release(requestId, call, id, credentials, reason, hold, releaseId);
   }
 
   /** The release itself; throws when the store is unreachable (the caller defers it). */
@@ -764,9 +782,10 @@ export class Payments {
     credentials: readonly Header[],
     reason: string,
     hold?: string,
+    releaseId?: string,
   ): Promise<void> {
     if (id.token.startsWith(GUARDED)) return this.#releaseGuarded(requestId, call, id, credentials, reason);
-    const freed = await this.#o.reservations.release(id.key, id.token, requestId);
+    const freed = await this.#o.reservations.release(id.key, id.token, requestId, releaseId);
     if (freed) await this.#undo(freed, call, id, credentials, reason, hold);
   }
 

@@ -9,9 +9,8 @@
 import type { Redis } from "@tollgate/platform";
 import { answerLost, readBack } from "@tollgate/platform/redis";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
+import { READ_BACK_MS } from "./read-back.ts";
 
-/** How long an update whose answer was lost waits for Redis to read it back. */
-const READ_BACK_MS = 5_000;
 const OPERATIONS = new Set(["set", "delete", "keep"]);
 
 /** The SDK's channel storage on `redis`, its keys `<keyPrefix>:server:channel:<id>`. */

@@ -13,9 +13,7 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
 import { runAgainIfLost } from "@tollgate/platform/redis";
-
-/** How long a commit whose answer was lost waits for Redis to run it again (within Settle's deadline). */
-const READ_BACK_MS = 5_000;
+import { READ_BACK_MS } from "./read-back.ts";
 
 /** What the official SDK keeps per channel (its `Channel`), as far as these scripts read it. */
 export interface ChannelRecord {

@@ -21,6 +21,7 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
 import { answerLost, readBack } from "@tollgate/platform/redis";
 import { Store } from "mppx/server";
+import { READ_BACK_MS } from "./read-back.ts";
 
 /** mppx's JSON: bigints travel as "<digits>#__bigint" (ox's Json), so both sides read each other. */
 const BIGINT_SUFFIX = "#__bigint";
@@ -65,8 +66,6 @@ export interface MppxState {
 /** Retries of one update that lost its compare-and-set to a concurrent writer before giving up. */
 const MAX_CAS_ATTEMPTS = 100;
 
-/** How long a writer whose answer was lost waits for Redis to read back whether its write landed. */
-const READ_BACK_MS = 5_000;
 /**
  * How long each update's mark lives. A writer that reads "not landed" later than this after sending
  * (a reply that hung on a silent link: node-redis puts no deadline on a sent command) cannot tell it

@@ -8,6 +8,7 @@
 // same round trip. The Redis store (Lua, atomic per key) and the in-memory stand-in implement the
 // same state machine; test/payment-verifier/stores.contract.test.ts runs one suite against both.
 import type { Redis } from "@tollgate/platform";
+import { runAgainIfLost } from "@tollgate/platform/redis";
 import {
   type AttemptCheck,
   activeChecks,
@@ -16,6 +17,7 @@ import {
   MemoryAttemptLimiter,
   TAKE_ATTEMPTS_LUA,
 } from "./attempt-limits.ts";
+import { READ_BACK_MS } from "./read-back.ts";
 
 export type ReservationState = "reserved" | "settling" | "settled";
 
@@ -135,8 +137,17 @@ export interface ReservationStore {
    * that owner's begin (its attempt id) still holds it, never a settlement a takeover runs since.
    */
   drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<void>;
-  /** Frees a reservation still `reserved` by `token` for `requestId`; returns what it freed. */
-  release(key: string, token: string, requestId: string): Promise<Reservation | undefined>;
+  /**
+   * Frees a reservation still `reserved` by `token` for `requestId`; returns what it freed. Run again
+   * with the same `releaseId` (a mesh-made id per release, e.g. after its answer was lost), it answers
+   * what that release freed for RELEASE_MARK_MS; any other release of it gets nothing.
+   */
+  release(
+    key: string,
+    token: string,
+    requestId: string,
+    releaseId?: string,
+  ): Promise<Reservation | undefined>;
   /**
    * Forgets a payment still `settling` (by `token`) under `owner`'s begin `attempt`, which ran nothing
    * (its answer was lost); returns what it freed. A later begin or a takeover wrote its own attempt
@@ -316,6 +327,33 @@ redis.call('HSET', KEYS[1], 'state', 'settled', 'transaction', ARGV[2], 'receipt
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`;
 
+/**
+ * How long a release's mark answers the same release run again: past the longest it is retried (a
+ * release deferred while Redis is away runs within the reservation TTL, 120 s by default).
+ */
+export const RELEASE_MARK_MS = 10 * 60_000;
+
+// KEYS[1] reservation; KEYS[2] its release mark; ARGV[1] token; ARGV[2] request id; ARGV[3] release
+// id; ARGV[4] mark ms. Frees a reserved record of that token (and request): the record moves to the
+// mark with the release's id, so the same release run again (its answer lost) answers what it freed.
+const RELEASE = `
+local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
+if cur[1] ~= 'reserved' or cur[2] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) then
+  if ARGV[3] ~= '' and redis.call('HGET', KEYS[2], 'released_by') == ARGV[3] then
+    return redis.call('HGETALL', KEYS[2])
+  end
+  return false
+end
+local all = redis.call('HGETALL', KEYS[1])
+if ARGV[3] == '' then
+  redis.call('DEL', KEYS[1])
+  return all
+end
+redis.call('RENAME', KEYS[1], KEYS[2])
+redis.call('HSET', KEYS[2], 'released_by', ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return all`;
+
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] the state it must be in; ARGV[3] request id, if any.
 const DELETE_IF = `
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
@@ -339,11 +377,13 @@ export class RedisReservationStore implements ReservationStore {
 
   readonly #servicePrefix: string;
   readonly #alivePrefix: string;
+  readonly #releasedPrefix: string;
 
   constructor(redis: Redis, prefix: string) {
     this.#redis = redis;
     this.#servicePrefix = prefix;
     this.#prefix = `${prefix}reservation:`;
+    this.#releasedPrefix = `${prefix}released:`;
     this.#alivePrefix = `${prefix}alive:`;
   }
 
@@ -431,11 +471,19 @@ export class RedisReservationStore implements ReservationStore {
       await this.#redis.eval(DELETE_IF, { keys: [this.#prefix + key], arguments: [token, "settling", ""] });
   }
 
-  async release(key: string, token: string, requestId: string): Promise<Reservation | undefined> {
-    const reply = await this.#redis.eval(DELETE_IF, {
-      keys: [this.#prefix + key],
-      arguments: [token, "reserved", requestId],
-    });
+  async release(
+    key: string,
+    token: string,
+    requestId: string,
+    releaseId = "",
+  ): Promise<Reservation | undefined> {
+    const run = () =>
+      this.#redis.eval(RELEASE, {
+        keys: [this.#prefix + key, this.#releasedPrefix + key],
+        arguments: [token, requestId, releaseId, String(RELEASE_MARK_MS)],
+      });
+    // Its answer lost: run again, which answers what it freed (the mark) or frees it now.
+    const reply = releaseId ? await runAgainIfLost(run, READ_BACK_MS) : await run();
     return reply ? fromHash(pairsToHash(reply)) : undefined;
   }
 
@@ -480,6 +528,8 @@ export class MemoryReservationStore implements ReservationStore {
   readonly #attempts = new MemoryAttemptLimiter();
   /** Penalties by name (lower case): until when. */
   readonly #penalties = new Map<string, number>();
+  /** Release marks by key (see release): which release freed what, until when. */
+  readonly #released = new Map<string, { by: string; freed: Reservation; until: number }>();
   readonly #sweeper: NodeJS.Timeout;
 
   constructor() {
@@ -487,6 +537,7 @@ export class MemoryReservationStore implements ReservationStore {
       const now = Date.now();
       for (const [key, entry] of this.#entries) if (entry.expiresAt <= now) this.#entries.delete(key);
       for (const [name, until] of this.#penalties) if (until <= now) this.#penalties.delete(name);
+      for (const [key, mark] of this.#released) if (mark.until <= now) this.#released.delete(key);
     }, 30_000);
     this.#sweeper.unref();
   }
@@ -617,8 +668,18 @@ export class MemoryReservationStore implements ReservationStore {
     else this.#deleteIf(key, token, "settling");
   }
 
-  async release(key: string, token: string, requestId: string): Promise<Reservation | undefined> {
-    return this.#deleteIf(key, token, "reserved", requestId);
+  async release(
+    key: string,
+    token: string,
+    requestId: string,
+    releaseId = "",
+  ): Promise<Reservation | undefined> {
+    const freed = this.#deleteIf(key, token, "reserved", requestId);
+    const mark = this.#released.get(key);
+    if (!freed)
+      return releaseId && mark?.by === releaseId && mark.until > Date.now() ? mark.freed : undefined;
+    if (releaseId) this.#released.set(key, { by: releaseId, freed, until: Date.now() + RELEASE_MARK_MS });
+    return freed;
   }
 
   async abandon(
@@ -643,6 +704,7 @@ export class MemoryReservationStore implements ReservationStore {
   async close(): Promise<void> {
     clearInterval(this.#sweeper);
     this.#penalties.clear();
+    this.#released.clear();
     this.#attempts.close();
     this.#entries.clear();
     this.#alive.clear();

@@ -1,0 +1,54 @@
+// The reservation store when Redis frees a reservation and the answer is lost (the link drops after
+// the script ran): the release runs again under its own id and is answered what it freed, so the
+// core still has the scheme undo its hold (an x402-batch deposit's channel lock). Taken as failed,
+// the release was deferred, found nothing left to free, and the hold lapsed only with its timeout.
+// The machine's Redis, reached through a TCP proxy the test controls (the stand-in for a network
+// path that drops).
+import { describe, expect, it } from "vitest";
+import { RedisReservationStore } from "../../services/payment-verifier/src/stores/reservations.ts";
+import { redisViaProxy, testRedis } from "../support/redis.ts";
+import { uniqueId } from "./support.ts";
+
+const prefix = `${uniqueId("test:reservations-lost:")}:`;
+const redis = testRedis(prefix);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("reservation store: a release whose answer was lost (replies held, then the link cut by a TCP proxy in front of the machine's Redis)", () => {
+  it("is answered what it freed once Redis answers again, and frees nothing twice", async () => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      const store = new RedisReservationStore(viaProxy, prefix);
+      const key = uniqueId("k-");
+      const requestId = uniqueId("req-");
+      const facts = {
+        scheme: "batch-settlement",
+        requestId,
+        endpoint: "/api/chain/call",
+        network: "ethereum",
+        payer: "0xAbC0000000000000000000000000000000000001",
+        amount: "5000",
+        asset: "0xusdc",
+        paymentNetwork: "eip155:84532",
+        credential: "fp",
+      };
+      expect((await store.reserve(key, "tok", facts, 60_000)).ok).toBe(true);
+      await store.markVerified(key, "tok", { collected: "", hold: "channel-lock-token" });
+
+      proxy.holdReplies();
+      const released = store.release(key, "tok", requestId, "replica-a:1");
+      // Redis ran it: the reservation is gone (read beside the proxy); its answer is held.
+      for (let i = 0; (await redis.exists(`${prefix}reservation:${key}`)) === 1; i++) {
+        if (i > 200) throw new Error("Redis never ran the release");
+        await sleep(10);
+      }
+      await proxy.cut();
+      setTimeout(() => void proxy.restore(), 300);
+      // What it freed, the scheme's hold with it: the core's undo runs on this.
+      await expect(released).resolves.toMatchObject({ token: "tok", requestId, hold: "channel-lock-token" });
+      // Another release of the call (a retried Release) frees nothing: the undo runs once.
+      expect(await store.release(key, "tok", requestId, "replica-b:1")).toBeUndefined();
+    } finally {
+      await close();
+    }
+  }, 20_000);
+});
