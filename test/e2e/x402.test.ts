@@ -253,7 +253,9 @@ describe("x402 exact through the gateway, paid with the official client librarie
     // no service (an MPP close), before any validation; its refusal carried the whole target.
     const close = await ask("POST", `/api/chain/call?__proto__=${fox}`, { "payment-signature": "" });
     expect(close).toMatchObject({ status: 402, url: `${mesh.gatewayUrl}/api/chain/call` });
-    const badPath = await ask("POST", `/api/chain/balance/${fox}?network=sepolia`, { "payment-signature": "x" });
+    const badPath = await ask("POST", `/api/chain/balance/${fox}?network=sepolia`, {
+      "payment-signature": "x",
+    });
     expect(badPath).toMatchObject({
       status: 402,
       url: `${mesh.gatewayUrl}/api/chain/balance/{address}?network=sepolia`,
@@ -261,7 +263,10 @@ describe("x402 exact through the gateway, paid with the official client librarie
     // Empty pairs past node:querystring's old 1,000-pair cap: the network after them is still read...
     const empty = "&".repeat(12_000);
     const served = await ask("GET", `/api/chain/block-number?${empty}&network=sepolia`);
-    expect(served).toMatchObject({ status: 402, url: `${mesh.gatewayUrl}/api/chain/block-number?network=sepolia` });
+    expect(served).toMatchObject({
+      status: 402,
+      url: `${mesh.gatewayUrl}/api/chain/block-number?network=sepolia`,
+    });
     // ...and so is an unknown parameter there, refused before any offer.
     const unknown = await ask("GET", `/api/chain/block-number?${empty}&colour=red`);
     expect(unknown).toMatchObject({
