@@ -56,6 +56,11 @@ describe("chaos run, short form", () => {
     }
     // The scheduled session settle (every 0.02 USDC.e here) moved the channel's money on chain.
     expect(BigInt(report.phases.at(-1)?.check.session.settled ?? 0)).toBeGreaterThan(0n);
+    // Every service on Redis gave its silent link up by itself (both payment-verifier replicas).
+    const silent = report.phases.find((p) => p.fault.startsWith("Redis links gone silent"));
+    expect(silent?.notes.join("")).toMatch(
+      /^Redis links given up: dashboard×[1-9]\d*, payment-verifier×([2-9]|\d\d+), quota-meter×[1-9]\d*, settlement-worker×[1-9]\d*$/,
+    );
     const pv = report.phases[pvKill];
     expect(pv?.notes.join(""), "settlements were in flight at the kill").toMatch(/^[1-9]\d* settlement/);
     // A Redis outage is never blamed on the payment: x402-batch refusals are 503s, not 402s.

@@ -32,6 +32,9 @@ import {
   takeHeapSnapshots,
 } from "./soak.ts";
 
+/** What a service's Redis connector logs when it gives up a link gone silent (libs/platform/src/redis.ts). */
+const SILENT_LINK_LOG = "Redis link silent";
+
 export interface ChaosOptions {
   /** The CI form: short holds and observation windows. */
   short?: boolean;
@@ -240,6 +243,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
   const dir = mkdtempSync(join(tmpdir(), "tollgate-chaos-"));
   const cleanup: (() => Promise<void>)[] = [];
   const lines: string[] = [];
+  /** Per service, how often it gave up a silent Redis link (its connector's warning). */
+  const silentGivenUp = new Map<string, number>();
   try {
     // Own Redis and NATS, as processes of their own on free ports.
     const redis = await ownRedis(mkdir(dir, "redis"));
@@ -318,6 +323,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         },
       },
       onLine: (service, line) => {
+        if (line.includes(SILENT_LINK_LOG)) silentGivenUp.set(service, (silentGivenUp.get(service) ?? 0) + 1);
         lines.push(`[${service}] ${line}`);
         if (lines.length > 400) lines.shift();
         if (process.env.CHAOS_LOGS) process.stderr.write(`[${service}] ${line}\n`);
@@ -518,12 +524,16 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         // As above, but the links are never reset: every byte on them is dropped and neither end
         // hears of it (a partition, a dropped NAT entry). Each service must give its link up on its
         // own (a PING unanswered 3 s) and connect anew; new links flow at once.
+        silentGivenUp.clear();
         redisLink.holdReplies();
         await sleep(300);
         redisLink.silence();
         await redisLink.restore();
       },
-      none,
+      async () => {
+        const given = [...silentGivenUp].sort(([a], [b]) => a.localeCompare(b));
+        notes.push(`Redis links given up: ${given.map(([s, n]) => `${s}×${n}`).join(", ") || "none"}`);
+      },
       hold(6, 5),
     );
     await phase(

@@ -2,9 +2,17 @@
 // (connectRedis) must give it up and connect anew, where node-redis alone waits for the kernel
 // (minutes). Stand-in: a TCP proxy in front of the machine's real Redis plays the silent network.
 import { randomUUID } from "node:crypto";
-import { answerLost, replyWatch } from "@tollgate/platform";
+import {
+  answerLost,
+  closeRedis,
+  connectRedis,
+  createLogger,
+  type Redis,
+  replyWatch,
+} from "@tollgate/platform";
 import { afterAll, describe, expect, it } from "vitest";
 import { redisViaProxy } from "../support/redis.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
 
 describe("replyWatch (the silent-link state machine, driven with plain numbers)", () => {
   it("probes every tick while none is out, and finds the link silent once a probe waits silentMs", () => {
@@ -74,11 +82,43 @@ describe("a service's Redis client on a link that goes silent (stand-in: TCP pro
     expect(await viaProxy.incr(key)).toBe(2);
   }, 20_000);
 
-  it("stops watching once the service closes the client: it is not connected again", async () => {
-    const { viaProxy, close } = await redisViaProxy();
-    viaProxy.destroy();
-    await new Promise((r) => setTimeout(r, 2_500));
-    expect(viaProxy.isOpen).toBe(false);
-    await close();
-  });
+  it("closes within seconds at shutdown though a command waits on the silent link (the watch no longer runs on a closing client)", async () => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      proxy.holdReplies();
+      const waiting = viaProxy.get(key).catch((e: unknown) => e);
+      await new Promise((r) => setTimeout(r, 100));
+      proxy.silence();
+      const started = Date.now();
+      await closeRedis(viaProxy);
+      // node-redis's close() waits for every pending reply: minutes on a silent link.
+      expect(Date.now() - started).toBeLessThan(4_000);
+      expect(viaProxy.isOpen).toBe(false);
+      expect(await waiting).toBeInstanceOf(Error);
+    } finally {
+      await close();
+    }
+  }, 20_000);
+
+  it("drops a link that goes silent during its handshake, before it is ready, and connects anew", async () => {
+    const proxy = await tcpProxy(6379);
+    const logger = createLogger("test");
+    logger.level = "silent";
+    proxy.silenceNew();
+    const client = (await connectRedis({
+      url: proxy.url("redis"),
+      logger,
+      unreachable: "background",
+      connectTimeoutMs: 300,
+    })) as Redis;
+    try {
+      expect(client.isReady).toBe(false);
+      await proxy.restore(); // new links flow; the one in its handshake stays silent
+      await expect.poll(() => client.isReady, { timeout: 12_000, interval: 100 }).toBe(true);
+      expect(await client.ping()).toBe("PONG");
+    } finally {
+      client.destroy();
+      await proxy.close();
+    }
+  }, 20_000);
 });

@@ -16,6 +16,8 @@ export async function tcpProxy(targetPort: number) {
   const held: Array<() => void> = [];
   /** Links gone silent for good (silence): their bytes are dropped both ways. */
   const silenced = new WeakSet<Socket>();
+  /** New links go silent from their first byte (silenceNew) until restore. */
+  let silentNew = false;
 
   const server: Server = createServer((client) => {
     if (cut) {
@@ -25,6 +27,10 @@ export async function tcpProxy(targetPort: number) {
     const upstream = netConnect(targetPort, "127.0.0.1");
     sockets.add(client);
     sockets.add(upstream);
+    if (silentNew) {
+      silenced.add(client);
+      silenced.add(upstream);
+    }
     let holdingThis = false;
     const forward = (from: Socket, to: Socket, reply: boolean) => {
       from.on("data", (chunk: Buffer) => {
@@ -82,6 +88,10 @@ export async function tcpProxy(targetPort: number) {
       for (const s of sockets) silenced.add(s);
       held.length = 0; // all held bytes were on these links: never delivered
     },
+    /** Every new link is accepted and then silent for good (until restore, for links made after it). */
+    silenceNew() {
+      silentNew = true;
+    },
     /** Lets requests through but holds the server's replies: a cut() then loses them. */
     holdReplies() {
       repliesHeld = true;
@@ -93,6 +103,7 @@ export async function tcpProxy(targetPort: number) {
     async restore() {
       cut = false;
       stalled = false;
+      silentNew = false;
       repliesHeld = false;
       holdFrom = undefined;
       for (const flush of held.splice(0)) flush();

@@ -17,6 +17,10 @@ function newClient(url: string, connectTimeoutMs: number, giveUpBeforeFirst: () 
     // gone silent it waits with everything else; watchReplies (below) probes with one.
     socket: {
       connectTimeout: connectTimeoutMs,
+      // A link with nothing read or written for 5 s is dropped (and reconnected): one that went
+      // silent during the handshake, before watchReplies watches it (ready, it writes a PING
+      // every 0.5 s, so this never fires on a live link).
+      socketTimeout: 5_000,
       // Before the first connection, a caller that has a fallback gives up at once; otherwise back
       // off and keep trying, capped at 2 s.
       reconnectStrategy: (retries: number, cause: Error) =>
@@ -82,6 +86,27 @@ export async function runAgainIfLost<T>(run: () => Promise<T>, withinMs: number)
   }
 }
 
+/**
+ * Closes a client at shutdown: its pending commands may finish, for at most `withinMs` (on a link
+ * gone silent they would wait for minutes, and the watch no longer runs on a closing client), then
+ * it is dropped.
+ */
+export async function closeRedis(client: Redis, withinMs = 2_000): Promise<void> {
+  if (!client.isOpen) return;
+  let timer: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([
+    client.close().then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), withinMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!closed) client.destroy();
+}
+
 /** The shared Redis settings, spelled the same in every service. */
 export interface RedisSettings {
   url: string;
@@ -116,15 +141,15 @@ export interface ConnectRedisOptions {
   unreachable: "give-up" | "background" | "wait";
   /** Runs on every (re)connection, e.g. to load scripts. */
   onReady?: (client: Redis) => void;
-  /** The silent-link watch (watchReplies); default a probe a second, silent after 3 s unanswered. */
+  /** The silent-link watch (watchReplies); default a probe every 0.5 s, silent after 3 s unanswered. */
   replyWatch?: ReplyWatchOptions;
 }
 
 /**
  * Gives up a link that no longer answers. node-redis puts no deadline on a sent command: on a link
  * that goes silent without a reset (a partition, a dropped NAT entry, a lost node) every command
- * sent waits for the kernel to give the connection up, minutes later. A PING goes out every second;
- * one unanswered for 3 s (by default) ends the link: the client is destroyed, which fails every command waiting
+ * sent waits for the kernel to give the connection up, minutes later. A PING goes out every 0.5 s;
+ * one unanswered for 3 s (by default; found within 3.5 s) ends the link: the client is destroyed, which fails every command waiting
  * on it as sent (DisconnectsClientError: `answerLost`, so the writers read back what landed), and
  * connected anew. Stops once the service itself closes the client.
  */
@@ -185,7 +210,7 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
   ]);
   clearTimeout(timer);
   const watched = (): Redis => {
-    const watch = opts.replyWatch ?? { everyMs: 1_000, silentMs: 3_000 };
+    const watch = opts.replyWatch ?? { everyMs: 500, silentMs: 3_000 };
     watchReplies(client, watch, () => {
       down = true;
       opts.logger.warn(

@@ -1,6 +1,6 @@
 // Where nonces and sessions live: Redis (shared by every replica), or an in-memory stand-in when
 // Redis is unreachable at start and REDIS_STANDIN is set (`pnpm start` on a machine without Redis).
-import { connectRedis, type Logger, redactUrl } from "@tollgate/platform";
+import { closeRedis, connectRedis, type Logger, redactUrl } from "@tollgate/platform";
 
 export interface Kv {
   readonly kind: "redis" | "memory";
@@ -106,7 +106,7 @@ export async function openKv(opts: {
       return { count, resetMs: ttl > 0 ? ttl : windowMs };
     },
     async close() {
-      if (client.isReady) await client.close().catch(() => client.destroy());
+      if (client.isReady) await closeRedis(client);
       else if (client.isOpen) client.destroy();
     },
   };

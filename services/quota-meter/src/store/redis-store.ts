@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { connectRedis, type Logger, type prom, type Redis } from "@tollgate/platform";
+import { closeRedis, connectRedis, type Logger, type prom, type Redis } from "@tollgate/platform";
 import type { Windows } from "../windows.ts";
 import {
   type AccountRecord,
@@ -335,7 +335,7 @@ export class RedisStore implements QuotaStore {
   }
 
   async close(): Promise<void> {
-    if (this.#client.isReady) await this.#client.close().catch(() => this.#client.destroy());
+    if (this.#client.isReady) await closeRedis(this.#client);
     else if (this.#client.isOpen) this.#client.destroy();
   }
 }
