@@ -276,6 +276,48 @@ describe("x402 exact through the gateway, paid with the official client librarie
     });
   });
 
+  it("keeps a refusal's 402 readable by fetch when the PAYMENT-SIGNATURE carries a 10,500-character field: the offers quote the refusal bounded, the body whole", async () => {
+    const field = "k".repeat(10_500);
+    const payload = {
+      x402Version: 2,
+      accepted: {
+        scheme: "exact",
+        network: NETWORK,
+        amount: atomic("blockNumber").toString(),
+        asset: USDC,
+        payTo: PAY_TO,
+        maxTimeoutSeconds: 60,
+        extra: { name: "USD Coin", version: "2" },
+      },
+      payload: {
+        signature: `0x${"ab".repeat(65)}`,
+        authorization: {
+          from: role("A"),
+          to: PAY_TO,
+          value: atomic("blockNumber").toString(),
+          validAfter: "0",
+          validBefore: "99999999999",
+          nonce: `0x${"11".repeat(32)}`,
+        },
+        [field]: 1,
+      },
+    };
+    const res = await fetch(`${mesh.gatewayUrl}/api/chain/block-number`, {
+      headers: { "payment-signature": Buffer.from(JSON.stringify(payload)).toString("base64") },
+    });
+    expect(res.status).toBe(402);
+    // The schema's message names the unknown field: whole in the body...
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("payment_invalid");
+    expect(body.error.message).toContain(field);
+    // ...and bounded in the offers' headers, which would otherwise pass the 16 KB fetch reads.
+    const offer = decodePaymentRequiredHeader(String(res.headers.get("payment-required")));
+    expect(offer.error).toMatch(
+      /^the exact payload must be an EIP-3009 authorization: payload\.: Unrecognized key/,
+    );
+    expect(offer.error?.length).toBeLessThanOrEqual(300);
+  });
+
   it("pays once per call at every price, gets the right data, and payTo rises by exactly the price", async () => {
     const payer = x402Payer(devnet, "payer1");
     const A = role("A");

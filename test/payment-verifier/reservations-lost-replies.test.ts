@@ -35,7 +35,7 @@ describe("reservation store: a release whose answer was lost (replies held, then
       await store.markVerified(key, "tok", { collected: "", hold: "channel-lock-token" });
 
       proxy.holdReplies();
-      const released = store.release(key, "tok", requestId, "replica-a:1");
+      const released = store.release(key, "tok", requestId, { id: "replica-a:1", keepMs: 60_000 });
       // Redis ran it: the reservation is gone (read beside the proxy); its answer is held.
       for (let i = 0; (await redis.exists(`${prefix}reservation:${key}`)) === 1; i++) {
         if (i > 200) throw new Error("Redis never ran the release");
@@ -46,7 +46,9 @@ describe("reservation store: a release whose answer was lost (replies held, then
       // What it freed, the scheme's hold with it: the core's undo runs on this.
       await expect(released).resolves.toMatchObject({ token: "tok", requestId, hold: "channel-lock-token" });
       // Another release of the call (a retried Release) frees nothing: the undo runs once.
-      expect(await store.release(key, "tok", requestId, "replica-b:1")).toBeUndefined();
+      expect(
+        await store.release(key, "tok", requestId, { id: "replica-b:1", keepMs: 60_000 }),
+      ).toBeUndefined();
     } finally {
       await close();
     }

@@ -233,21 +233,35 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   it("answers a release run again under its own release id what it freed; any other release gets nothing", async () => {
     const key = uniqueId("k-");
     const f = facts();
+    const a = { id: uniqueId("replica-a:"), keepMs: 60_000 };
     await store.reserve(key, "tok", f, 60_000);
-    const first = await store.release(key, "tok", f.requestId, "replica-a:7");
+    const first = await store.release(key, "tok", f.requestId, a);
     expect(first).toMatchObject({ token: "tok", scheme: "exact", requestId: f.requestId });
     // The same release again (its answer was lost): what it freed, so its scheme's undo still runs.
-    expect(await store.release(key, "tok", f.requestId, "replica-a:7")).toEqual(first);
+    expect(await store.release(key, "tok", f.requestId, a)).toEqual(first);
     // Any other release of it (a second Release of the call, one without an id) frees nothing.
-    expect(await store.release(key, "tok", f.requestId, "replica-b:7")).toBeUndefined();
+    expect(
+      await store.release(key, "tok", f.requestId, { id: uniqueId("replica-b:"), keepMs: 60_000 }),
+    ).toBeUndefined();
     expect(await store.release(key, "tok", f.requestId)).toBeUndefined();
-    // The payment is free to be reserved again; the first release asked once more answers what it
-    // freed and leaves the new holder's reservation be.
+    // The payment reserved again and released by another release: the first's answer is still its own.
     const again = facts();
     expect((await store.reserve(key, "next", again, 60_000)).ok).toBe(true);
-    expect(await store.release(key, "tok", f.requestId, "replica-a:7")).toEqual(first);
+    expect(await store.release(key, "tok", f.requestId, a)).toEqual(first);
     expect(await store.get(key)).toMatchObject({ state: "reserved", token: "next" });
-    expect(await store.release(key, "next", again.requestId, "replica-a:8")).toMatchObject({ token: "next" });
+    const b = { id: uniqueId("replica-b:"), keepMs: 60_000 };
+    expect(await store.release(key, "next", again.requestId, b)).toMatchObject({ token: "next" });
+    expect(await store.release(key, "tok", f.requestId, a)).toEqual(first);
+  });
+
+  it("forgets a release's answer after the time it was asked to keep it", async () => {
+    const key = uniqueId("k-");
+    const f = facts();
+    const mark = { id: uniqueId("replica-a:"), keepMs: 50 };
+    await store.reserve(key, "tok", f, 60_000);
+    expect(await store.release(key, "tok", f.requestId, mark)).toMatchObject({ token: "tok" });
+    await new Promise((r) => setTimeout(r, 120));
+    expect(await store.release(key, "tok", f.requestId, mark)).toBeUndefined();
   });
 
   it("drops a settling payment whose settlement moved nothing, for its holder only", async () => {

@@ -161,9 +161,10 @@ async function serve(endpoint: Endpoint, req: Request, res: Response, deps: Rout
 
 /**
  * The paid resource; its URL is under PUBLIC_BASE_URL, never built from the caller's Host header,
- * and never the raw request target either: that may carry up to the 16 KB header limit of what the
- * query parser skips (empty pairs, `__proto__`), which the 402 would echo base64'd into
- * PAYMENT-REQUIRED, past the 16 KB of response headers HTTP clients read (Node's fetch fails).
+ * and never the raw request target either: that may carry up to the 16 KB header limit of what
+ * validation never sees (empty pairs; any parameter of a no-service payment, which is not
+ * validated), which the 402 would echo base64'd into PAYMENT-REQUIRED, past the 16 KB of response
+ * headers HTTP clients read (Node's fetch fails).
  * The URL is the validated path and query (strict schemas, so bounded by their formats), the
  * query re-encoded.
  */

@@ -8,7 +8,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "@tollgate/platform";
 import { mayHaveRun, readBack } from "@tollgate/platform/redis";
 import type { Limit, RefusalMemory } from "../stores/attempt-limits.ts";
-import type { PaymentFacts, Reservation, ReservationStore } from "../stores/reservations.ts";
+import type { PaymentFacts, ReleaseMark, Reservation, ReservationStore } from "../stores/reservations.ts";
 import type { SettlementRecorder } from "./events.ts";
 import type { PaymentMetrics } from "./metrics.ts";
 import {
@@ -29,6 +29,8 @@ import {
 
 /** A settling payment is held this long if the process dies mid-settlement. */
 const SETTLING_TTL_MS = 5 * 60_000;
+/** The longest refusal text a 402's offers carry in their headers (see challenge). */
+const ERROR_IN_HEADERS_MAX = 300;
 /**
  * Liveness of this replica (the owner of the settlements it runs): renewed every HEARTBEAT_MS, it
  * lapses ALIVE_TTL_MS after the process died, and another replica's Settle of a call it was
@@ -226,7 +228,12 @@ export class Payments {
    * Every protocol's one rendering of its schemes' offers. A scheme that cannot take payments now
    * drops out alone; the 402 still answers with the others.
    */
-  async challenge(call: PricedCall, error = ""): Promise<Header[]> {
+  async challenge(call: PricedCall, refusal = ""): Promise<Header[]> {
+    // The offers' headers repeat the refusal, which may quote what the client sent (a schema
+    // message naming an unknown key): bounded, so the 402 stays under the 16 KB of headers HTTP
+    // clients read. The answer's body keeps the whole of it.
+    const error =
+      refusal.length > ERROR_IN_HEADERS_MAX ? `${refusal.slice(0, ERROR_IN_HEADERS_MAX - 1)}…` : refusal;
     const rendered = await Promise.all(
       this.#protocols.map(async ({ protocol, schemes }) => {
         const offers = await Promise.allSettled(schemes.map((s) => s.offers(call, error)));
@@ -761,7 +768,11 @@ export class Payments {
     });
   }
 
-  /** A release of reservation `id` (see #release) under one mesh-made release id, to run until it answers. */
+  /**
+   * A release of reservation `id` (see #release) under one mesh-made release id, to run until it
+   * answers; once it has, running it again does nothing (a deferred job that runs it may be retried
+   * for another of its steps, and the scheme's undo must run once).
+   */
   #releaser(
     requestId: string,
     call: PricedCall | undefined,
@@ -770,8 +781,15 @@ export class Payments {
     reason: string,
     hold?: string,
   ): () => Promise<void> {
-    const releaseId = this.#attemptId();
-    return () => this.#release(requestId, call, id, credentials, reason, hold, releaseId);
+    // Remembered past every deferral that may run it (a reservation's TTL, a settlement's).
+    const keepMs = Math.max(this.#o.reservationTtlMs, SETTLING_TTL_MS) + 60_000;
+    const mark = { id: this.#attemptId(), keepMs };
+    let answered = false;
+    return async () => {
+      if (answered) return;
+      await this.#release(requestId, call, id, credentials, reason, hold, mark);
+      answered = true;
+    };
   }
 
   /** The release itself; throws when the store is unreachable (the caller defers it). */
@@ -782,10 +800,10 @@ export class Payments {
     credentials: readonly Header[],
     reason: string,
     hold?: string,
-    releaseId?: string,
+    mark?: ReleaseMark,
   ): Promise<void> {
     if (id.token.startsWith(GUARDED)) return this.#releaseGuarded(requestId, call, id, credentials, reason);
-    const freed = await this.#o.reservations.release(id.key, id.token, requestId, releaseId);
+    const freed = await this.#o.reservations.release(id.key, id.token, requestId, mark);
     if (freed) await this.#undo(freed, call, id, credentials, reason, hold);
   }
 

@@ -8,7 +8,7 @@
 // same round trip. The Redis store (Lua, atomic per key) and the in-memory stand-in implement the
 // same state machine; test/payment-verifier/stores.contract.test.ts runs one suite against both.
 import type { Redis } from "@tollgate/platform";
-import { runAgainIfLost } from "@tollgate/platform/redis";
+import { closeRedis, runAgainIfLost } from "@tollgate/platform/redis";
 import {
   type AttemptCheck,
   activeChecks,
@@ -138,15 +138,16 @@ export interface ReservationStore {
    */
   drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<void>;
   /**
-   * Frees a reservation still `reserved` by `token` for `requestId`; returns what it freed. Run again
-   * with the same `releaseId` (a mesh-made id per release, e.g. after its answer was lost), it answers
-   * what that release freed for RELEASE_MARK_MS; any other release of it gets nothing.
+   * Frees a reservation still `reserved` by `token` for `requestId`; returns what it freed. With
+   * `release` (a mesh-made id per release, and how long to remember it), the same release run again
+   * (its answer lost, or deferred) answers what it freed for `keepMs`; any other release of it gets
+   * nothing.
    */
   release(
     key: string,
     token: string,
     requestId: string,
-    releaseId?: string,
+    release?: ReleaseMark,
   ): Promise<Reservation | undefined>;
   /**
    * Forgets a payment still `settling` (by `token`) under `owner`'s begin `attempt`, which ran nothing
@@ -327,31 +328,31 @@ redis.call('HSET', KEYS[1], 'state', 'settled', 'transaction', ARGV[2], 'receipt
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`;
 
-/**
- * How long a release's mark answers the same release run again: past the longest it is retried (a
- * release deferred while Redis is away runs within the reservation TTL, 120 s by default).
- */
-export const RELEASE_MARK_MS = 10 * 60_000;
+/** A release's own id and how long the store answers it again (see ReservationStore.release). */
+export interface ReleaseMark {
+  id: string;
+  keepMs: number;
+}
 
-// KEYS[1] reservation; KEYS[2] its release mark; ARGV[1] token; ARGV[2] request id; ARGV[3] release
-// id; ARGV[4] mark ms. Frees a reserved record of that token (and request): the record moves to the
-// mark with the release's id, so the same release run again (its answer lost) answers what it freed.
+// KEYS[1] reservation; KEYS[2] the release's mark (its own key, by release id, or ''); ARGV[1] token;
+// ARGV[2] request id; ARGV[3] mark ms. Frees a reserved record of that token (and request); with a
+// mark, the record moves there, so the same release run again (its answer lost) answers what it freed.
 const RELEASE = `
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
 if cur[1] ~= 'reserved' or cur[2] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) then
-  if ARGV[3] ~= '' and redis.call('HGET', KEYS[2], 'released_by') == ARGV[3] then
-    return redis.call('HGETALL', KEYS[2])
+  if KEYS[2] ~= '' then
+    local freed = redis.call('HGETALL', KEYS[2])
+    if #freed > 0 then return freed end
   end
   return false
 end
 local all = redis.call('HGETALL', KEYS[1])
-if ARGV[3] == '' then
+if KEYS[2] == '' then
   redis.call('DEL', KEYS[1])
-  return all
+else
+  redis.call('RENAME', KEYS[1], KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
 end
-redis.call('RENAME', KEYS[1], KEYS[2])
-redis.call('HSET', KEYS[2], 'released_by', ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return all`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] the state it must be in; ARGV[3] request id, if any.
@@ -475,15 +476,15 @@ export class RedisReservationStore implements ReservationStore {
     key: string,
     token: string,
     requestId: string,
-    releaseId = "",
+    release?: ReleaseMark,
   ): Promise<Reservation | undefined> {
     const run = () =>
       this.#redis.eval(RELEASE, {
-        keys: [this.#prefix + key, this.#releasedPrefix + key],
-        arguments: [token, requestId, releaseId, String(RELEASE_MARK_MS)],
+        keys: [this.#prefix + key, release ? `${this.#releasedPrefix}${key}:${release.id}` : ""],
+        arguments: [token, requestId, String(Math.max(1, Math.round(release?.keepMs ?? 1)))],
       });
     // Its answer lost: run again, which answers what it freed (the mark) or frees it now.
-    const reply = releaseId ? await runAgainIfLost(run, READ_BACK_MS) : await run();
+    const reply = release ? await runAgainIfLost(run, READ_BACK_MS) : await run();
     return reply ? fromHash(pairsToHash(reply)) : undefined;
   }
 
@@ -515,7 +516,7 @@ export class RedisReservationStore implements ReservationStore {
   }
 
   async close(): Promise<void> {
-    await this.#redis.close();
+    await closeRedis(this.#redis);
   }
 }
 
@@ -528,8 +529,8 @@ export class MemoryReservationStore implements ReservationStore {
   readonly #attempts = new MemoryAttemptLimiter();
   /** Penalties by name (lower case): until when. */
   readonly #penalties = new Map<string, number>();
-  /** Release marks by key (see release): which release freed what, until when. */
-  readonly #released = new Map<string, { by: string; freed: Reservation; until: number }>();
+  /** Release marks by key and release id (see release): what it freed, until when. */
+  readonly #released = new Map<string, { freed: Reservation; until: number }>();
   readonly #sweeper: NodeJS.Timeout;
 
   constructor() {
@@ -672,13 +673,16 @@ export class MemoryReservationStore implements ReservationStore {
     key: string,
     token: string,
     requestId: string,
-    releaseId = "",
+    release?: ReleaseMark,
   ): Promise<Reservation | undefined> {
     const freed = this.#deleteIf(key, token, "reserved", requestId);
-    const mark = this.#released.get(key);
-    if (!freed)
-      return releaseId && mark?.by === releaseId && mark.until > Date.now() ? mark.freed : undefined;
-    if (releaseId) this.#released.set(key, { by: releaseId, freed, until: Date.now() + RELEASE_MARK_MS });
+    if (!release) return freed;
+    const markKey = `${key}\n${release.id}`;
+    if (!freed) {
+      const mark = this.#released.get(markKey);
+      return mark && mark.until > Date.now() ? mark.freed : undefined;
+    }
+    this.#released.set(markKey, { freed, until: Date.now() + Math.max(1, Math.round(release.keepMs)) });
     return freed;
   }
 
