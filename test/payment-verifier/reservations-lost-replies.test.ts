@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { RedisReservationStore } from "../../services/payment-verifier/src/stores/reservations.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
-import { uniqueId } from "./support.ts";
+import { paymentFacts, uniqueId } from "./support.ts";
 
 const prefix = `${uniqueId("test:reservations-lost:")}:`;
 const redis = testRedis(prefix);
@@ -20,17 +20,7 @@ describe("reservation store: a release whose answer was lost (replies held, then
       const store = new RedisReservationStore(viaProxy, prefix);
       const key = uniqueId("k-");
       const requestId = uniqueId("req-");
-      const facts = {
-        scheme: "batch-settlement",
-        requestId,
-        endpoint: "/api/chain/call",
-        network: "ethereum",
-        payer: "0xAbC0000000000000000000000000000000000001",
-        amount: "5000",
-        asset: "0xusdc",
-        paymentNetwork: "eip155:84532",
-        credential: "fp",
-      };
+      const facts = paymentFacts({ scheme: "batch-settlement", requestId });
       expect((await store.reserve(key, "tok", facts, 60_000)).ok).toBe(true);
       await store.markVerified(key, "tok", { collected: "", hold: "channel-lock-token" });
 

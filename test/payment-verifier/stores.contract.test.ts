@@ -13,28 +13,14 @@ import {
 } from "../../services/payment-verifier/src/stores/mppx-store.ts";
 import {
   MemoryReservationStore,
-  type PaymentFacts,
   RedisReservationStore,
   type ReservationStore,
 } from "../../services/payment-verifier/src/stores/reservations.ts";
 import { testRedis } from "../support/redis.ts";
-import { uniqueId } from "./support.ts";
+import { paymentFacts as facts, uniqueId } from "./support.ts";
 
 const prefix = `${uniqueId("test:pvstores:")}:`;
 const redis = testRedis(prefix);
-
-const facts = (over: Partial<PaymentFacts> = {}): PaymentFacts => ({
-  scheme: "exact",
-  requestId: uniqueId("req-"),
-  endpoint: "/api/chain/call",
-  network: "ethereum",
-  payer: "0xAbC0000000000000000000000000000000000001",
-  amount: "5000",
-  asset: "0xusdc",
-  paymentNetwork: "eip155:84532",
-  credential: "fp-of-the-credentials",
-  ...over,
-});
 
 const stores: [string, () => ReservationStore][] = [
   ["Redis (Lua)", () => new RedisReservationStore(redis, prefix)],

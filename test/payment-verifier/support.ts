@@ -30,6 +30,7 @@ import {
   type PaymentVerifierHandle,
   startPaymentVerifier,
 } from "../../services/payment-verifier/src/server.ts";
+import type { PaymentFacts } from "../../services/payment-verifier/src/stores/reservations.ts";
 import { GATEWAY_TOKEN, MESH_CALLERS } from "../support/mesh.ts";
 import { facilitatorSigner } from "../support/x402.ts";
 
@@ -43,6 +44,20 @@ export const ERC721_TOKENS = "/api/chain/erc721-tokens"; // 0.008
 export function uniqueId(prefix: string): string {
   return `${prefix}${randomBytes(4).toString("hex")}`;
 }
+
+/** What the core records about a verified payment, for the stores' tests (a fresh request id each). */
+export const paymentFacts = (over: Partial<PaymentFacts> = {}): PaymentFacts => ({
+  scheme: "exact",
+  requestId: uniqueId("req-"),
+  endpoint: "/api/chain/call",
+  network: "ethereum",
+  payer: "0xAbC0000000000000000000000000000000000001",
+  amount: "5000",
+  asset: "0xusdc",
+  paymentNetwork: "eip155:84532",
+  credential: "fp-of-the-credentials",
+  ...over,
+});
 
 export function startSettlementDevnet(): Promise<Devnet> {
   const dir = mkdtempSync(join(tmpdir(), "pv-devnet-"));
