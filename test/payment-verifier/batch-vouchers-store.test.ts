@@ -184,7 +184,41 @@ describe("x402-batch channel records through the official SDK's storage, an upda
     expect(await chargeThrough("holdReplies")).toEqual({ status: "updated", charged: "6000" });
   });
 
-  it("the link dropped before Redis ran it: failed as before (the SDK's script has no fence against a late delivery), nothing charged", async () => {
-    expect(await chargeThrough("stall")).toEqual({ status: "failed", charged: "5000" });
+  it("the link dropped before Redis ran it: the record is fenced and the SDK's update runs again, charged once", async () => {
+    expect(await chargeThrough("stall")).toEqual({ status: "updated", charged: "6000" });
+  });
+
+  it("a late delivery of an update taken as not landed does nothing: the fence changed the record it expected", async () => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      const id = await channel("5000");
+      // What the SDK sends, kept to be delivered again late (the bytes a dropped link still had).
+      const sent: Parameters<typeof viaProxy.eval>[] = [];
+      const recording = Object.create(viaProxy, {
+        eval: {
+          value: (...args: Parameters<typeof viaProxy.eval>) => {
+            sent.push(args);
+            return viaProxy.eval(...args);
+          },
+        },
+      }) as typeof viaProxy;
+      const updated = batchChannelStorage(recording, prefix).updateChannel(
+        id,
+        charge(() => proxy.stall()) as never,
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      await proxy.cut();
+      setTimeout(() => void proxy.restore(), 300);
+      expect((await updated).status).toBe("updated");
+      expect(await chargedOf(id)).toBe("6000");
+      // The first update, delivered now: its compare-and-set no longer matches.
+      const [late] = sent;
+      expect(late).toBeDefined();
+      const [applied] = (await redis.eval(...(late as Parameters<typeof redis.eval>))) as [number];
+      expect(applied).toBe(0);
+      expect(await chargedOf(id)).toBe("6000");
+    } finally {
+      await close();
+    }
   });
 });
