@@ -15,21 +15,44 @@ import { redisViaProxy } from "../support/redis.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 
 describe("replyWatch (the silent-link state machine, driven with plain numbers)", () => {
-  it("probes every tick while none is out, and finds the link silent once a probe waits silentMs", () => {
+  it("probes every tick while none is out, finds the link silent once a probe waits silentMs, and waits for the caller's decision", () => {
     const watch = replyWatch({ everyMs: 1_000, silentMs: 3_000 });
     expect(watch.tick(0, true)).toBe("probe");
     const token = watch.sent(0);
     expect(watch.tick(1_000, true)).toBe("wait");
     expect(watch.tick(2_000, true)).toBe("wait");
     expect(watch.tick(3_000, true)).toBe("silent");
+    // Deciding (a second opinion under way): nothing else happens meanwhile.
+    expect(watch.tick(4_000, true)).toBe("wait");
     // Given up: the next link is probed afresh, and the old probe's late failure changes nothing.
-    expect(watch.tick(4_000, true)).toBe("probe");
-    const next = watch.sent(4_000);
+    watch.decided(4_200, false);
+    expect(watch.tick(5_000, true)).toBe("probe");
+    const next = watch.sent(5_000);
     watch.settled(token);
+    expect(watch.tick(6_000, true)).toBe("wait");
+    expect(watch.tick(7_000, true)).toBe("wait");
+    expect(watch.tick(8_000, true)).toBe("silent");
+    watch.settled(next);
+  });
+
+  it("a link kept (Redis slow, not the link) is looked at again silentMs after the decision, until its probe is answered", () => {
+    const watch = replyWatch({ everyMs: 1_000, silentMs: 3_000 });
+    expect(watch.tick(0, true)).toBe("probe");
+    const token = watch.sent(0);
+    expect(watch.tick(1_000, true)).toBe("wait");
+    expect(watch.tick(2_000, true)).toBe("wait");
+    expect(watch.tick(3_000, true)).toBe("silent");
+    watch.decided(3_500, true);
+    expect(watch.tick(4_000, true)).toBe("wait");
     expect(watch.tick(5_000, true)).toBe("wait");
     expect(watch.tick(6_000, true)).toBe("wait");
     expect(watch.tick(7_000, true)).toBe("silent");
-    watch.settled(next);
+    watch.decided(7_200, true);
+    expect(watch.waiting()).toBe(true);
+    // Answered at last (even while a decision is under way, the caller sees it): probing goes on.
+    watch.settled(token);
+    expect(watch.waiting()).toBe(false);
+    expect(watch.tick(8_000, true)).toBe("probe");
   });
 
   it("an answered probe lets the next go; no probe while the link is down", () => {
@@ -82,6 +105,23 @@ describe("a service's Redis client on a link that goes silent (stand-in: TCP pro
     expect(await viaProxy.incr(key)).toBe(2);
   }, 20_000);
 
+  it("waits for a Redis that is only slow (every link held, new ones too, 5 s): the command is answered, not failed as lost", async () => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      await viaProxy.set(key, "10");
+      proxy.stall(); // every byte held, on this link and on any new one: a Redis that stalls
+      const started = Date.now();
+      const answered = viaProxy.incr(key);
+      setTimeout(() => void proxy.restore(), 5_000);
+      // A link given up would fail it (answer lost) with Redis never having run it.
+      await expect(answered).resolves.toBe(11);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(4_900);
+      expect(await viaProxy.get(key)).toBe("11");
+    } finally {
+      await close();
+    }
+  }, 20_000);
+
   it("closes within seconds at shutdown though a command waits on the silent link (the watch no longer runs on a closing client)", async () => {
     const { proxy, viaProxy, close } = await redisViaProxy();
     try {
@@ -100,7 +140,7 @@ describe("a service's Redis client on a link that goes silent (stand-in: TCP pro
     }
   }, 20_000);
 
-  it("drops a link that goes silent during its handshake, before it is ready, and connects anew", async () => {
+  it("drops a link that goes silent during its handshake (nothing read or written for idleMs), before it is ready, and connects anew", async () => {
     const proxy = await tcpProxy(6379);
     const logger = createLogger("test");
     logger.level = "silent";
@@ -110,6 +150,7 @@ describe("a service's Redis client on a link that goes silent (stand-in: TCP pro
       logger,
       unreachable: "background",
       connectTimeoutMs: 300,
+      idleMs: 2_000,
     })) as Redis;
     try {
       expect(client.isReady).toBe(false);

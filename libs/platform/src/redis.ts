@@ -7,7 +7,7 @@ import type { Logger } from "./logger.ts";
 import { redactUrl } from "./redact.ts";
 import { type ReplyWatchOptions, replyWatch } from "./reply-watch.ts";
 
-function newClient(url: string, connectTimeoutMs: number, giveUpBeforeFirst: () => boolean) {
+function newClient(url: string, connectTimeoutMs: number, idleMs: number, giveUpBeforeFirst: () => boolean) {
   return createClient({
     url,
     // Commands fail at once while the connection is down instead of queueing: the hot paths decide
@@ -17,10 +17,10 @@ function newClient(url: string, connectTimeoutMs: number, giveUpBeforeFirst: () 
     // gone silent it waits with everything else; watchReplies (below) probes with one.
     socket: {
       connectTimeout: connectTimeoutMs,
-      // A link with nothing read or written for 5 s is dropped (and reconnected): one that went
-      // silent during the handshake, before watchReplies watches it (ready, it writes a PING
-      // every 0.5 s, so this never fires on a live link).
-      socketTimeout: 5_000,
+      // A link with nothing read or written for `idleMs` (30 s by default) is dropped and connected
+      // anew: one that went silent during its handshake, before watchReplies watches it. Ready, a
+      // link writes a PING every 0.5 s, so this fires only on one whose Redis stalls that long.
+      socketTimeout: idleMs,
       // Before the first connection, a caller that has a fallback gives up at once; otherwise back
       // off and keep trying, capped at 2 s.
       reconnectStrategy: (retries: number, cause: Error) =>
@@ -141,7 +141,9 @@ export interface ConnectRedisOptions {
   unreachable: "give-up" | "background" | "wait";
   /** Runs on every (re)connection, e.g. to load scripts. */
   onReady?: (client: Redis) => void;
-  /** The silent-link watch (watchReplies); default a probe every 0.5 s, silent after 3 s unanswered. */
+  /** The silent-link watch (watchReplies); default a probe every 0.5 s, suspect after 3 s unanswered. */
+  /** A link with nothing read or written this long is dropped (a handshake gone silent). Default 30 s. */
+  idleMs?: number;
   replyWatch?: ReplyWatchOptions;
 }
 
@@ -149,11 +151,20 @@ export interface ConnectRedisOptions {
  * Gives up a link that no longer answers. node-redis puts no deadline on a sent command: on a link
  * that goes silent without a reset (a partition, a dropped NAT entry, a lost node) every command
  * sent waits for the kernel to give the connection up, minutes later. A PING goes out every 0.5 s;
- * one unanswered for 3 s (by default; found within 3.5 s) ends the link: the client is destroyed, which fails every command waiting
- * on it as sent (DisconnectsClientError: `answerLost`, so the writers read back what landed), and
- * connected anew. Stops once the service itself closes the client.
+ * one unanswered for 3 s (by default; noticed within 3.5 s) makes the link suspect, and a PING on a
+ * link of its own (`askAnew`, at most 1.5 s) tells why: answered, this link alone is silent; no
+ * connection at all, Redis is unreachable. Either way the client is destroyed, which fails every
+ * command waiting on it as sent (DisconnectsClientError: `answerLost`, so the writers read back what
+ * landed), and connected anew. Connected but unanswered, Redis itself is slow (a stall, a long
+ * fsync): the link is kept, its commands still to be answered, and looked at again 3 s later.
+ * Stops once the service itself closes the client.
  */
-function watchReplies(client: Redis, opts: ReplyWatchOptions, onSilent: () => void): void {
+function watchReplies(
+  client: Redis,
+  url: string,
+  opts: ReplyWatchOptions,
+  say: (verdict: "silent" | "unreachable" | "slow") => void,
+): void {
   const watch = replyWatch(opts);
   const timer = setInterval(() => {
     if (!client.isOpen) {
@@ -165,14 +176,61 @@ function watchReplies(client: Redis, opts: ReplyWatchOptions, onSilent: () => vo
       const token = watch.sent(performance.now());
       const settled = () => watch.settled(token);
       client.ping().then(settled, settled);
-    } else if (step === "silent" && client.isReady) {
-      // Ready: no reconnect of node-redis's own is under way, which a second connect would race.
-      onSilent();
-      client.destroy();
-      client.connect().catch(() => undefined);
+    } else if (step === "silent") {
+      void askAnew(url, ASK_ANEW_MS).then((verdict) => {
+        // Still unanswered (a Redis that was only slow answers this link's commands first), and
+        // ready: no reconnect of node-redis's own is under way, which a second connect would race.
+        const giveUp = verdict !== "slow" && watch.waiting() && client.isOpen && client.isReady;
+        watch.decided(performance.now(), !giveUp);
+        if (verdict === "slow" || giveUp) say(verdict);
+        if (!giveUp) return;
+        client.destroy();
+        client.connect().catch(() => undefined);
+      });
     }
   }, opts.everyMs);
   timer.unref();
+}
+
+/** How long a suspect link's second opinion (askAnew) may take. */
+const ASK_ANEW_MS = 1_500;
+
+/**
+ * Whether Redis answers a PING on a new link within `withinMs`: "silent" if it does (so the link in
+ * question alone is silent), "unreachable" if no connection is made, "slow" if one is made and the
+ * PING waits (Redis itself stalled).
+ */
+async function askAnew(url: string, withinMs: number): Promise<"silent" | "unreachable" | "slow"> {
+  const probe = createClient({
+    url,
+    disableOfflineQueue: true,
+    socket: { connectTimeout: withinMs, reconnectStrategy: false },
+  });
+  let connected = false;
+  probe.on("connect", () => {
+    connected = true;
+  });
+  probe.on("error", () => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const answered = await Promise.race([
+      probe
+        .connect()
+        .then(() => probe.ping())
+        .then(
+          () => true,
+          () => false,
+        ),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), withinMs);
+      }),
+    ]);
+    if (answered) return "silent";
+    return connected ? "slow" : "unreachable";
+  } finally {
+    clearTimeout(timer);
+    probe.destroy();
+  }
 }
 
 /** Connects to Redis (see ConnectRedisOptions.unreachable for what happens when it cannot). */
@@ -183,7 +241,12 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
   let lastErrorLog = 0;
   let down = false;
   const giveUp = () => !connectedOnce && opts.unreachable === "give-up";
-  const client = newClient(opts.url, Math.max(200, Math.min(timeoutMs, 2_000)), giveUp);
+  const client = newClient(
+    opts.url,
+    Math.max(200, Math.min(timeoutMs, 2_000)),
+    opts.idleMs ?? 30_000,
+    giveUp,
+  );
   client.on("error", (err: Error) => {
     // A failed reconnect attempt errors every couple of seconds while Redis is away: one line a minute.
     down = true;
@@ -210,12 +273,23 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
   ]);
   clearTimeout(timer);
   const watched = (): Redis => {
+    let slowSaid = 0;
     const watch = opts.replyWatch ?? { everyMs: 500, silentMs: 3_000 };
-    watchReplies(client, watch, () => {
+    const unanswered = `a PING unanswered ${watch.silentMs / 1000} s`;
+    watchReplies(client, opts.url, watch, (verdict) => {
+      if (verdict === "slow") {
+        // Said once a minute while it lasts.
+        if (Date.now() - slowSaid < 60_000) return;
+        slowSaid = Date.now();
+        opts.logger.warn({ url: where }, `Redis slow (${unanswered} on every link): waiting for it`);
+        return;
+      }
       down = true;
       opts.logger.warn(
-        { url: where, silentMs: watch.silentMs },
-        "Redis link silent (a PING unanswered): reconnecting",
+        { url: where },
+        verdict === "silent"
+          ? `Redis link silent (${unanswered}, a new link answers): reconnecting`
+          : `Redis unreachable (${unanswered}, no new link): reconnecting`,
       );
     });
     return client;
