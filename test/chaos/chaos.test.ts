@@ -56,10 +56,11 @@ describe("chaos run, short form", () => {
     }
     // The scheduled session settle (every 0.02 USDC.e here) moved the channel's money on chain.
     expect(BigInt(report.phases.at(-1)?.check.session.settled ?? 0)).toBeGreaterThan(0n);
-    // Every service on Redis gave its silent link up by itself (both payment-verifier replicas).
+    // Every service on Redis gave its silent link up by itself: processes counted, so both
+    // payment-verifier replicas.
     const silent = report.phases.find((p) => p.fault.startsWith("Redis links gone silent"));
     expect(silent?.notes.join("")).toMatch(
-      /^Redis links given up: dashboard×[1-9]\d*, payment-verifier×([2-9]|\d\d+), quota-meter×[1-9]\d*, settlement-worker×[1-9]\d*$/,
+      /^Redis links given up: dashboard×1, payment-verifier×2, quota-meter×1, settlement-worker×1$/,
     );
     const pv = report.phases[pvKill];
     expect(pv?.notes.join(""), "settlements were in flight at the kill").toMatch(/^[1-9]\d* settlement/);

@@ -243,8 +243,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
   const dir = mkdtempSync(join(tmpdir(), "tollgate-chaos-"));
   const cleanup: (() => Promise<void>)[] = [];
   const lines: string[] = [];
-  /** Per service, how often it gave up a silent Redis link (its connector's warning). */
-  const silentGivenUp = new Map<string, number>();
+  /** Per service, the processes that gave up a silent Redis link (its connector's warning). */
+  const silentGivenUp = new Map<string, Set<string>>();
   try {
     // Own Redis and NATS, as processes of their own on free ports.
     const redis = await ownRedis(mkdir(dir, "redis"));
@@ -323,7 +323,12 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         },
       },
       onLine: (service, line) => {
-        if (line.includes(SILENT_LINK_LOG)) silentGivenUp.set(service, (silentGivenUp.get(service) ?? 0) + 1);
+        if (line.includes(SILENT_LINK_LOG)) {
+          // By process: replicas log under one service name.
+          const pids = silentGivenUp.get(service) ?? new Set<string>();
+          pids.add(/"pid":(\d+)/.exec(line)?.[1] ?? "?");
+          silentGivenUp.set(service, pids);
+        }
         lines.push(`[${service}] ${line}`);
         if (lines.length > 400) lines.shift();
         if (process.env.CHAOS_LOGS) process.stderr.write(`[${service}] ${line}\n`);
@@ -532,7 +537,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       },
       async () => {
         const given = [...silentGivenUp].sort(([a], [b]) => a.localeCompare(b));
-        notes.push(`Redis links given up: ${given.map(([s, n]) => `${s}×${n}`).join(", ") || "none"}`);
+        notes.push(
+          `Redis links given up: ${given.map(([s, pids]) => `${s}×${pids.size}`).join(", ") || "none"}`,
+        );
       },
       hold(6, 5),
     );

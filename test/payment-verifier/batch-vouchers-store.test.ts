@@ -153,6 +153,7 @@ describe("x402-batch channel records through the official SDK's storage, an upda
     return (current: Record | undefined) => {
       if (once) meanwhile();
       once = false;
+      struck = true;
       return {
         ...(current as Record),
         chargedCumulativeAmount: String(Number(current?.chargedCumulativeAmount) + 1000),
@@ -160,18 +161,30 @@ describe("x402-batch channel records through the official SDK's storage, an upda
     };
   };
 
+  /** Set once the charge's update function ran (the fault struck, its compare-and-set about to go). */
+  let struck = false;
+  /** Waits until the fault struck, and the compare-and-set had a moment to be written. */
+  const afterFault = async () => {
+    for (let i = 0; !struck; i++) {
+      if (i > 500) throw new Error("the SDK never ran its update");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  };
+
   /** The SDK's charge of one more call on a channel at 5,000, through the proxy, `fault` struck between its read and its write. */
   async function chargeThrough(fault: "holdReplies" | "stall") {
     const { proxy, viaProxy, close } = await redisViaProxy();
     try {
       const id = await channel("5000");
+      struck = false;
       const updated = batchChannelStorage(viaProxy, prefix)
         .updateChannel(id, charge(() => proxy[fault]()) as never)
         .then(
           (u) => u.status,
           () => "failed",
         );
-      await new Promise((r) => setTimeout(r, 100));
+      await afterFault();
       await proxy.cut();
       setTimeout(() => void proxy.restore(), 300);
       return { status: await updated, charged: await chargedOf(id) };
@@ -192,30 +205,34 @@ describe("x402-batch channel records through the official SDK's storage, an upda
     const { proxy, viaProxy, close } = await redisViaProxy();
     try {
       const id = await channel("5000");
-      // What the SDK sends, kept to be delivered again late (the bytes a dropped link still had).
+      // The first update, delivered late (the bytes a dropped link still had): replayed on the
+      // machine's Redis right after the fence, before the SDK reads the record again to retry.
       const sent: Parameters<typeof viaProxy.eval>[] = [];
+      let late: unknown;
       const recording = Object.create(viaProxy, {
         eval: {
-          value: (...args: Parameters<typeof viaProxy.eval>) => {
+          value: async (...args: Parameters<typeof viaProxy.eval>) => {
             sent.push(args);
-            return viaProxy.eval(...args);
+            const reply = await viaProxy.eval(...args);
+            const [, options] = args as unknown as [string, { arguments: string[] }];
+            const [, expected, operation, next] = options.arguments;
+            if (operation === "set" && next === `${expected} ` && late === undefined)
+              late = await redis.eval(...(sent[0] as Parameters<typeof redis.eval>));
+            return reply;
           },
         },
       }) as typeof viaProxy;
+      struck = false;
       const updated = batchChannelStorage(recording, prefix).updateChannel(
         id,
         charge(() => proxy.stall()) as never,
       );
-      await new Promise((r) => setTimeout(r, 100));
+      await afterFault();
       await proxy.cut();
       setTimeout(() => void proxy.restore(), 300);
       expect((await updated).status).toBe("updated");
-      expect(await chargedOf(id)).toBe("6000");
-      // The first update, delivered now: its compare-and-set no longer matches.
-      const [late] = sent;
-      expect(late).toBeDefined();
-      const [applied] = (await redis.eval(...(late as Parameters<typeof redis.eval>))) as [number];
-      expect(applied).toBe(0);
+      // The late first update found the record changed and did nothing; the retry charged once.
+      expect(late).toEqual([0, expect.any(String)]);
       expect(await chargedOf(id)).toBe("6000");
     } finally {
       await close();

@@ -1,6 +1,7 @@
 // The one Redis connector of every service: the same client options, reconnect strategy, logging
 // and start-up decision everywhere. Settings: REDIS_URL (or REDIS_URL_FILE), REDIS_PREFIX (the
 // deployment's key namespace; each service adds its own fixed part) and REDIS_STANDIN.
+import { connect as netConnect } from "node:net";
 import { ClientClosedError, ClientOfflineError, createClient, ErrorReply } from "redis";
 import { envTable, REDIS_ENV } from "./env-table.ts";
 import type { Logger } from "./logger.ts";
@@ -141,9 +142,9 @@ export interface ConnectRedisOptions {
   unreachable: "give-up" | "background" | "wait";
   /** Runs on every (re)connection, e.g. to load scripts. */
   onReady?: (client: Redis) => void;
-  /** The silent-link watch (watchReplies); default a probe every 0.5 s, suspect after 3 s unanswered. */
   /** A link with nothing read or written this long is dropped (a handshake gone silent). Default 30 s. */
   idleMs?: number;
+  /** The silent-link watch (watchReplies); default a probe every 0.5 s, suspect after 3 s unanswered. */
   replyWatch?: ReplyWatchOptions;
 }
 
@@ -177,16 +178,21 @@ function watchReplies(
       const settled = () => watch.settled(token);
       client.ping().then(settled, settled);
     } else if (step === "silent") {
-      void askAnew(url, ASK_ANEW_MS).then((verdict) => {
-        // Still unanswered (a Redis that was only slow answers this link's commands first), and
-        // ready: no reconnect of node-redis's own is under way, which a second connect would race.
-        const giveUp = verdict !== "slow" && watch.waiting() && client.isOpen && client.isReady;
-        watch.decided(performance.now(), !giveUp);
-        if (verdict === "slow" || giveUp) say(verdict);
-        if (!giveUp) return;
-        client.destroy();
-        client.connect().catch(() => undefined);
-      });
+      void askAnew(url, ASK_ANEW_MS).then(
+        (verdict) => {
+          // Still unanswered (a Redis that was only slow answers this link's commands first), and
+          // ready: no reconnect of node-redis's own is under way, which a second connect would race.
+          const stillWaiting = watch.waiting();
+          const giveUp = verdict !== "slow" && stillWaiting && client.isOpen && client.isReady;
+          watch.decided(performance.now(), !giveUp);
+          if ((verdict === "slow" && stillWaiting) || giveUp) say(verdict);
+          if (!giveUp) return;
+          client.destroy();
+          client.connect().catch(() => undefined);
+        },
+        // No verdict: keep the link and look again later, as for a slow Redis.
+        () => watch.decided(performance.now(), true),
+      );
     }
   }, opts.everyMs);
   timer.unref();
@@ -206,31 +212,53 @@ async function askAnew(url: string, withinMs: number): Promise<"silent" | "unrea
     disableOfflineQueue: true,
     socket: { connectTimeout: withinMs, reconnectStrategy: false },
   });
-  let connected = false;
-  probe.on("connect", () => {
-    connected = true;
-  });
   probe.on("error", () => undefined);
   let timer: NodeJS.Timeout | undefined;
   try {
-    const answered = await Promise.race([
-      probe
-        .connect()
-        .then(() => probe.ping())
-        .then(
-          () => true,
-          () => false,
-        ),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), withinMs);
-      }),
+    const [answered, reachable] = await Promise.all([
+      Promise.race([
+        probe
+          .connect()
+          .then(() => probe.ping())
+          .then(
+            () => true,
+            // An error reply (a refused password, too many clients) is an answer all the same.
+            (err: unknown) => err instanceof ErrorReply,
+          ),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), withinMs);
+          timer.unref();
+        }),
+      ]),
+      // Reachable at all: a TCP connection, made by the kernel even when Redis (or its TLS) stalls.
+      tcpConnects(url, withinMs),
     ]);
     if (answered) return "silent";
-    return connected ? "slow" : "unreachable";
+    return reachable ? "slow" : "unreachable";
   } finally {
     clearTimeout(timer);
     probe.destroy();
   }
+}
+
+/** Whether a TCP connection to the URL's host and port is made within `withinMs`. */
+function tcpConnects(url: string, withinMs: number): Promise<boolean> {
+  const target = URL.parse(url);
+  if (!target) return Promise.resolve(false);
+  const port = Number(target.port || 6379);
+  const host = target.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1";
+  return new Promise((resolve) => {
+    const socket = netConnect({ host, port });
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(ok);
+    };
+    const timer = setTimeout(() => done(false), withinMs);
+    timer.unref();
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+  });
 }
 
 /** Connects to Redis (see ConnectRedisOptions.unreachable for what happens when it cannot). */
@@ -286,7 +314,8 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
       }
       down = true;
       opts.logger.warn(
-        { url: where },
+        // The pid tells replicas apart where their logs meet (the chaos run counts them).
+        { url: where, pid: process.pid },
         verdict === "silent"
           ? `Redis link silent (${unanswered}, a new link answers): reconnecting`
           : `Redis unreachable (${unanswered}, no new link): reconnecting`,

@@ -334,20 +334,20 @@ export interface ReleaseMark {
   keepMs: number;
 }
 
-// KEYS[1] reservation; KEYS[2] the release's mark (its own key, by release id, or ''); ARGV[1] token;
+// KEYS[1] reservation; KEYS[2] the release's mark (its own key, by release id), if any; ARGV[1] token;
 // ARGV[2] request id; ARGV[3] mark ms. Frees a reserved record of that token (and request); with a
 // mark, the record moves there, so the same release run again (its answer lost) answers what it freed.
 const RELEASE = `
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
 if cur[1] ~= 'reserved' or cur[2] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) then
-  if KEYS[2] ~= '' then
+  if #KEYS > 1 then
     local freed = redis.call('HGETALL', KEYS[2])
     if #freed > 0 then return freed end
   end
   return false
 end
 local all = redis.call('HGETALL', KEYS[1])
-if KEYS[2] == '' then
+if #KEYS == 1 then
   redis.call('DEL', KEYS[1])
 else
   redis.call('RENAME', KEYS[1], KEYS[2])
@@ -480,7 +480,9 @@ export class RedisReservationStore implements ReservationStore {
   ): Promise<Reservation | undefined> {
     const run = () =>
       this.#redis.eval(RELEASE, {
-        keys: [this.#prefix + key, release ? `${this.#releasedPrefix}${key}:${release.id}` : ""],
+        keys: release
+          ? [this.#prefix + key, `${this.#releasedPrefix}${key}:${release.id}`]
+          : [this.#prefix + key],
         arguments: [token, requestId, String(Math.max(1, Math.round(release?.keepMs ?? 1)))],
       });
     // Its answer lost: run again, which answers what it freed (the mark) or frees it now.
