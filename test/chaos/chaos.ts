@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { priceAtomic } from "@tollgate/catalog";
 import type { DevnetFile } from "@tollgate/devnet";
 import { type Mesh, meshAdmin, type RunningService, startMesh } from "@tollgate/local";
+import { REDIS_LINK_SILENT } from "@tollgate/platform";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { Receipt } from "mppx";
 import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
@@ -31,9 +32,6 @@ import {
   slopes,
   takeHeapSnapshots,
 } from "./soak.ts";
-
-/** What a service's Redis connector logs when it gives up a link gone silent (libs/platform/src/redis.ts). */
-const SILENT_LINK_LOG = "Redis link silent";
 
 export interface ChaosOptions {
   /** The CI form: short holds and observation windows. */
@@ -323,7 +321,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         },
       },
       onLine: (service, line) => {
-        if (line.includes(SILENT_LINK_LOG)) {
+        if (line.includes(REDIS_LINK_SILENT)) {
           // By process: replicas log under one service name.
           const pids = silentGivenUp.get(service) ?? new Set<string>();
           pids.add(/"pid":(\d+)/.exec(line)?.[1] ?? "?");

@@ -198,6 +198,9 @@ function watchReplies(
   timer.unref();
 }
 
+/** How a service's log says it gave up a silent Redis link (the chaos run counts these lines). */
+export const REDIS_LINK_SILENT = "Redis link silent";
+
 /** How long a suspect link's second opinion (askAnew) may take. */
 const ASK_ANEW_MS = 1_500;
 
@@ -317,7 +320,7 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
         // The pid tells replicas apart where their logs meet (the chaos run counts them).
         { url: where, pid: process.pid },
         verdict === "silent"
-          ? `Redis link silent (${unanswered}, a new link answers): reconnecting`
+          ? `${REDIS_LINK_SILENT} (${unanswered}, a new link answers): reconnecting`
           : `Redis unreachable (${unanswered}, no new link): reconnecting`,
       );
     });
