@@ -20,6 +20,8 @@ export interface Recorded {
 export class CountingProxy {
   readonly requests: Recorded[] = [];
   mode: "forward" | "hang" | "throttle" | "hold" = "forward";
+  /** In "hold" mode, only requests carrying one of these JSON-RPC methods are held (all when unset). */
+  holdOnly: readonly string[] | undefined;
   port = 0;
   readonly #target: string;
   #server: Server | undefined;
@@ -57,14 +59,16 @@ export class CountingProxy {
       body = text;
     }
     const items = Array.isArray(body) ? body : [body];
+    const methods = items.map((i) => String((i as { method?: unknown })?.method));
     this.requests.push({
-      methods: items.map((i) => String((i as { method?: unknown })?.method)),
+      methods,
       batch: Array.isArray(body),
       body,
       path: req.url ?? "",
     });
     if (this.mode === "hang") return; // never answer; the socket stays open
-    if (this.mode === "hold") await new Promise<void>((resolve) => this.#held.push(resolve));
+    if (this.mode === "hold" && (!this.holdOnly || methods.some((m) => this.holdOnly?.includes(m))))
+      await new Promise<void>((resolve) => this.#held.push(resolve));
     if (this.mode === "throttle") {
       // What hosted providers send when throttling: HTTP 200 and a JSON-RPC error per call.
       const error = { code: -32005, message: "rate limit exceeded, too many requests" };

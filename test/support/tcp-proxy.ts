@@ -18,12 +18,15 @@ export async function tcpProxy(targetPort: number) {
   const silenced = new WeakSet<Socket>();
   /** New links go silent from their first byte (silenceNew) until restore. */
   let silentNew = false;
+  /** Links accepted so far (a test waits for a client's new link after a reset). */
+  let accepted = 0;
 
   const server: Server = createServer((client) => {
     if (cut) {
       client.destroy();
       return;
     }
+    accepted++;
     const upstream = netConnect(targetPort, "127.0.0.1");
     sockets.add(client);
     sockets.add(upstream);
@@ -74,6 +77,14 @@ export async function tcpProxy(targetPort: number) {
     async cut() {
       cut = true;
       stalled = false;
+      dropAll();
+    },
+    /** Links accepted so far. */
+    get accepted() {
+      return accepted;
+    },
+    /** Drops every connection open now (both ends see it end); new ones flow. */
+    reset() {
       dropAll();
     },
     /** Keeps connections open but holds all bytes: the server is slow, not gone. */

@@ -30,12 +30,9 @@ export function createPaymentVerifierClient(
       return againIfGone(() => rpc.call("Verify", { requestId, resource, credentials, client, noService }));
     },
     settle(requestId: string, paymentId: string, resource: Resource, credentials: Header[]) {
-      return againIfGone(() =>
-        rpc.call(
-          "Settle",
-          { requestId, paymentId, resource, credentials },
-          { deadlineMs: deadlines.settleMs },
-        ),
+      return untilAnswered(
+        (deadlineMs) => rpc.call("Settle", { requestId, paymentId, resource, credentials }, { deadlineMs }),
+        deadlines.settleMs,
       );
     },
     release(requestId: string, paymentId: string, reason: string, resource: Resource, credentials: Header[]) {
@@ -50,7 +47,8 @@ export function createPaymentVerifierClient(
 
 /**
  * A call whose replica went away (UNAVAILABLE: refused, or the connection dropped mid-call) is sent
- * once more, and the channel's round robin takes it to another replica. Every payment-verifier call
+ * once more (a Settle until its deadline: untilAnswered), and the channel's round robin takes it to
+ * another replica. Every payment-verifier call
  * is safe to repeat: Challenge reads; a Verify of the same request gets the same payment_id; a
  * Settle of the same call waits for the settlement its first attempt began, or takes it over once
  * that replica died (never a second transfer; payment-verifier README); Release frees only its
@@ -59,9 +57,38 @@ export function createPaymentVerifierClient(
  */
 function againIfGone<T>(call: () => Promise<T>): Promise<T> {
   return call().catch((err: unknown) => {
-    if (!(err instanceof CallError) || err.failure.grpcCode !== grpc.status.UNAVAILABLE) throw err;
+    if (!gone(err)) throw err;
     return call();
   });
+}
+
+const gone = (err: unknown) => err instanceof CallError && err.failure.grpcCode === grpc.status.UNAVAILABLE;
+
+/** Waits between Settle attempts: doubling from the first, at most the last. */
+const SETTLE_AGAIN_MS = [50, 1_000] as const;
+/** Below this much of its deadline left, a Settle is not sent again (it could not wait for anything). */
+const SETTLE_LAST_MS = 1_000;
+
+/**
+ * A Settle is sent again each time its replica goes away, until its deadline (`budgetMs` for all
+ * attempts together), not just once: by then the call was served by the node, and a Settle that
+ * reached a replica may have moved the payer's money. Answered 503 after an attempt that may have
+ * settled, the payer would have paid for a call answered failed; each new attempt joins the
+ * settlement its predecessor began, or reads its outcome (see againIfGone). A soak saw both
+ * connections drop at once in a full GC of every process, and a second attempt drop with the first.
+ */
+async function untilAnswered<T>(call: (deadlineMs: number) => Promise<T>, budgetMs: number): Promise<T> {
+  const deadline = Date.now() + budgetMs;
+  let wait: number = SETTLE_AGAIN_MS[0];
+  for (;;) {
+    try {
+      return await call(Math.max(1, deadline - Date.now()));
+    } catch (err) {
+      if (!gone(err) || deadline - Date.now() - wait < SETTLE_LAST_MS) throw err;
+    }
+    await new Promise((r) => setTimeout(r, wait));
+    wait = Math.min(wait * 2, SETTLE_AGAIN_MS[1]);
+  }
 }
 
 export type PaymentVerifierClient = ReturnType<typeof createPaymentVerifierClient>;

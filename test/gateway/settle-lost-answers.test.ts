@@ -1,0 +1,123 @@
+// A Settle whose answer is lost with its connection, again and again, while payment-verifier is
+// moving the payer's money: the gateway sends it again until its deadline (each attempt joins the
+// settlement the first began), so the call it served is answered with its data, paid once. The
+// gateway reaches payment-verifier through a TCP proxy this file drops (a stand-in for connections
+// dropped under load: a soak saw both drop in one full GC); payment-verifier reaches the shared
+// devnet's settlement chain through a proxy that holds its transfer, so the Settle is in flight.
+import { readFileSync } from "node:fs";
+import { endpointById, priceAtomic } from "@tollgate/catalog";
+import type { DevnetFile } from "@tollgate/devnet";
+import { type Mesh, startMesh } from "@tollgate/local";
+import { decodePaymentResponseHeader } from "@x402/fetch";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { CountingProxy } from "../support/counting-proxy.ts";
+import { sharedSettlementEnv } from "../support/devnet.ts";
+import { tcpProxy } from "../support/tcp-proxy.ts";
+import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
+
+const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8")) as DevnetFile;
+const chain = settlementClient(devnet);
+const blockNumber = endpointById("blockNumber");
+if (!blockNumber) throw new Error("no endpoint blockNumber");
+const PRICE = priceAtomic(blockNumber.price, devnet.demo.settlement.usdc.decimals);
+const SETTLE_DEADLINE_MS = 8_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let mesh: Mesh;
+let settlementNode: CountingProxy;
+let link: Awaited<ReturnType<typeof tcpProxy>>;
+let gateway: string;
+
+beforeAll(async () => {
+  settlementNode = await new CountingProxy(devnet.chains.settlement?.rpcUrl ?? "").listen();
+  mesh = await startMesh({
+    stateDir: inject("mesh").stateDir,
+    namespace: `settlelost${process.pid}`,
+    env: {
+      LOG_LEVEL: "warn",
+      UPSTREAMS_ETHEREUM: devnet.chains.ethereum?.rpcUrl ?? "",
+      UPSTREAMS_SEPOLIA: devnet.chains.sepolia?.rpcUrl ?? "",
+    },
+    serviceEnv: {
+      "payment-verifier": {
+        ...sharedSettlementEnv("spare1"),
+        X402_SETTLEMENT_RPC_URL: settlementNode.url("/"),
+      },
+    },
+  });
+  link = await tcpProxy(mesh.ports["payment-verifier"].main);
+  gateway = (
+    await mesh.spawnGateway({
+      PAYMENT_VERIFIER_ADDR: `127.0.0.1:${link.port}`,
+      SETTLE_DEADLINE_MS: String(SETTLE_DEADLINE_MS),
+    })
+  ).url;
+});
+
+afterAll(async () => {
+  settlementNode?.release();
+  await mesh?.stop();
+  await link?.close();
+  await settlementNode?.close();
+});
+
+/** Transfers payment-verifier sent to the settlement chain since `mark` (held or not). */
+const transfersSince = (mark: number) =>
+  settlementNode.since(mark).filter((r) => r.methods.includes("eth_sendRawTransaction")).length;
+
+async function until(what: string, done: () => boolean, ms = 15_000): Promise<void> {
+  for (const started = Date.now(); !done(); await sleep(20))
+    if (Date.now() - started > ms) throw new Error(`timed out waiting until ${what}`);
+}
+
+/** Pays for one block-number call and holds its transfer at the chain; resolves once it is held. */
+async function paidCallHeldAtTheChain(role: string) {
+  const payer = x402Payer(devnet, role);
+  const before = await usdcBalance(chain, devnet, payer.address);
+  const mark = settlementNode.requests.length;
+  settlementNode.holdOnly = ["eth_sendRawTransaction"];
+  settlementNode.mode = "hold";
+  const started = Date.now();
+  const answer = payer.fetch(`${gateway}/api/chain/block-number`);
+  await until("the Settle's transfer reached the chain", () => transfersSince(mark) === 1);
+  return { payer, before, mark, started, answer };
+}
+
+describe("a Settle whose connection to payment-verifier drops while it settles (stand-in: a TCP proxy dropping the gateway's links)", () => {
+  it("dropped on two attempts in a row: the call is answered 200 with its data and receipt, paid once", async () => {
+    const { payer, before, mark, answer } = await paidCallHeldAtTheChain("payer4");
+    for (let drop = 1; drop <= 2; drop++) {
+      const links = link.accepted;
+      link.reset();
+      // The gateway's next attempt reaches payment-verifier on a new link and waits there.
+      await until(`attempt ${drop + 1} reached payment-verifier`, () => link.accepted > links);
+      await sleep(300);
+    }
+    settlementNode.release();
+
+    const res = await answer;
+    const body = (await res.json()) as { data: { block_number: string } | null; error: unknown };
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    expect(body.data?.block_number).toMatch(/^0x[0-9a-f]+$/);
+    const receipt = decodePaymentResponseHeader(res.headers.get("payment-response") ?? "");
+    expect(receipt).toMatchObject({ success: true, payer: payer.address });
+    const mined = await chain.waitForTransactionReceipt({ hash: receipt.transaction as `0x${string}` });
+    expect(mined.status).toBe("success");
+    expect(await usdcBalance(chain, devnet, payer.address)).toBe(before - PRICE);
+    expect(transfersSince(mark)).toBe(1);
+  });
+
+  it("with payment-verifier unreachable past the deadline: answered 503 by the settle deadline, never a hang", async () => {
+    const { answer, started } = await paidCallHeldAtTheChain("payer5");
+    await link.cut();
+    const res = await answer;
+    const elapsed = Date.now() - started;
+    const body = (await res.json()) as { error: { code: string } };
+    expect(res.status).toBe(503);
+    expect(body.error.code).toBe("service_unavailable");
+    expect(elapsed).toBeGreaterThan(SETTLE_DEADLINE_MS - 2_000);
+    expect(elapsed).toBeLessThan(SETTLE_DEADLINE_MS + 2_000);
+    settlementNode.release();
+    await link.restore();
+  });
+});
