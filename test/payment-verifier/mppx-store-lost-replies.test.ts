@@ -4,7 +4,11 @@
 // "landed" would serve a call whose charge never happened. The machine's Redis, reached through a TCP
 // proxy the test controls (the stand-in for a network path that drops).
 import { describe, expect, it } from "vitest";
-import { redisAtomicStore } from "../../services/payment-verifier/src/stores/mppx-store.ts";
+import {
+  redisAtomicStore,
+  type Undoing,
+  undoDeduction,
+} from "../../services/payment-verifier/src/stores/mppx-store.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
 import { uniqueId } from "./support.ts";
 
@@ -21,7 +25,7 @@ async function until(done: () => Promise<boolean>): Promise<void> {
 }
 
 /**
- * A channel's deduction, as mppx's session server writes it: spent raised by the price. `meanwhile`
+ * A channel's deduction, as mppx's session server writes it: spent raised by the price, units by one. `meanwhile`
  * runs once, between the store's read and its write (the moment the link is to fail).
  */
 function deduct(meanwhile: () => void) {
@@ -29,8 +33,12 @@ function deduct(meanwhile: () => void) {
   return (current: unknown) => {
     if (once) meanwhile();
     once = false;
-    const channel = current as { spent: bigint };
-    return { op: "set" as const, value: { ...channel, spent: channel.spent + 1_000n }, result: "charged" };
+    const channel = current as { spent: bigint; units: number };
+    return {
+      op: "set" as const,
+      value: { ...channel, spent: channel.spent + 1_000n, units: channel.units + 1 },
+      result: "charged",
+    };
   };
 }
 
@@ -39,7 +47,10 @@ const spentOf = async (key: string) =>
 
 type Proxy = Awaited<ReturnType<typeof redisViaProxy>>["proxy"];
 
-/** A channel at 5,000 spent, its deduction started through the proxy with `fault` struck between its read and its write. */
+/**
+ * A channel at 5,000 spent, its deduction started through the proxy with `fault` struck between its
+ * read and its write; `undoing`: what the store does with a failed update that landed after all.
+ */
 async function deductThrough(
   fault: (proxy: Proxy) => void,
   test: (t: {
@@ -48,12 +59,13 @@ async function deductThrough(
     spent: () => Promise<string>;
     key: string;
   }) => Promise<void>,
+  undoing?: Undoing,
 ) {
   const { proxy, viaProxy, close } = await redisViaProxy();
   try {
-    const store = redisAtomicStore(viaProxy, `${prefix}ch:`);
+    const store = redisAtomicStore(viaProxy, `${prefix}ch:`, undefined, undefined, undoing);
     const key = uniqueId("channel-");
-    await store.put(key, { spent: 5_000n });
+    await store.put(key, { spent: 5_000n, units: 5 });
     const update = store.update(
       key,
       deduct(() => fault(proxy)),
@@ -143,4 +155,63 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
       },
     );
   }, 15_000);
+
+  it("a session deduction that failed so (its call answered failed) but had landed is given back once Redis answers: the channel is not charged for it", async () => {
+    const reports: string[] = [];
+    await deductThrough(
+      (proxy) => proxy.holdReplies(),
+      async ({ proxy, update, spent }) => {
+        await until(async () => (await spent()) === "6000#__bigint");
+        await proxy.cut();
+        await expect(update).rejects.toThrow();
+        expect(await spent()).toBe("6000#__bigint");
+        await proxy.restore();
+        await until(async () => (await spent()) === "5000#__bigint");
+        await sleep(1_500);
+        // Given back once: not twice, and not before Redis answered.
+        expect(await spent()).toBe("5000#__bigint");
+        expect(reports).toEqual(["undone"]);
+      },
+      { undo: undoDeduction, report: (outcome) => reports.push(outcome) },
+    );
+  }, 20_000);
+
+  it("a session deduction that failed so and had not reached Redis is fenced off once Redis answers: nothing given back, nothing charged", async () => {
+    const reports: string[] = [];
+    await deductThrough(
+      (proxy) => proxy.stall(),
+      async ({ proxy, update, spent }) => {
+        await sleep(100);
+        await proxy.cut();
+        await expect(update).rejects.toThrow();
+        await proxy.restore();
+        await sleep(2_000);
+        expect(await spent()).toBe("5000#__bigint");
+        expect(reports).toEqual([]);
+      },
+      { undo: undoDeduction, report: (outcome) => reports.push(outcome) },
+    );
+  }, 20_000);
+});
+
+describe("undoDeduction: what giving a failed call's deduction back may change", () => {
+  const before = { spent: 5_000n, units: 5, settledOnChain: 0n };
+  const written = { spent: 6_000n, units: 6, settledOnChain: 0n };
+  it("gives the price back from the channel as it is by then (other calls charged meanwhile stay charged)", () => {
+    const undo = undoDeduction(before, written);
+    expect(undo?.({ spent: 9_000n, units: 9, settledOnChain: 0n })).toEqual({
+      spent: 8_000n,
+      units: 8,
+      settledOnChain: 0n,
+    });
+  });
+  it("never below what the channel settled on chain, nor on a finalized channel", () => {
+    const undo = undoDeduction(before, written);
+    expect(undo?.({ spent: 6_000n, units: 6, settledOnChain: 6_000n })).toBeUndefined();
+    expect(undo?.({ spent: 6_000n, units: 6, settledOnChain: 0n, finalized: true })).toBeUndefined();
+  });
+  it("leaves every other update: a voucher accepted, a sync of what was settled on chain", () => {
+    expect(undoDeduction(before, { ...before, highestVoucherAmount: 9_000n })).toBeUndefined();
+    expect(undoDeduction(before, { ...before, spent: 7_000n, settledOnChain: 7_000n })).toBeUndefined();
+  });
 });

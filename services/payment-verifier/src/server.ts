@@ -26,7 +26,7 @@ import { buildSchemes } from "./schemes/registry.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
 import { batchChannelStorage } from "./stores/batch-channels.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
-import { memoryMppxState, redisMppxState } from "./stores/mppx-store.ts";
+import { memoryMppxState, redisMppxState, undoDeduction } from "./stores/mppx-store.ts";
 import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
 import {
   MemoryReservationStore,
@@ -122,7 +122,26 @@ export async function startPaymentVerifier(
   // The same records, one script per step, for vouchers on known channels (the hot path).
   const batchVouchers = redis ? new BatchVoucherStore(redis, channelsPrefix) : undefined;
   // MPP replay claims and session channels: shared by every replica and the session settlement loop.
-  const mppState = redis ? redisMppxState(redis, `${config.redisPrefix}mpp:`) : memoryMppxState();
+  const mppState = redis
+    ? redisMppxState(redis, `${config.redisPrefix}mpp:`, undefined, {
+        // A session Settle answered failed whose deduction landed after all is given back.
+        undo: undoDeduction,
+        report: (outcome, channel) => {
+          if (outcome === "undone")
+            logger.info({ channel }, "mpp-session deduction of a failed Settle landed: given back");
+          else if (outcome === "kept")
+            logger.warn(
+              { channel },
+              "mpp-session deduction of a failed Settle landed and could not be given back (channel settled or finalized since)",
+            );
+          else
+            logger.error(
+              { channel },
+              "mpp-session deduction of a failed Settle: outcome unknown (Redis away past 30 s); the channel may hold one price too many",
+            );
+        },
+      })
+    : memoryMppxState();
   const offered = withoutBatch ? config.schemes.filter((s) => s !== "x402-batch") : config.schemes;
   const schemes = buildSchemes(
     { ...config, schemes: offered },

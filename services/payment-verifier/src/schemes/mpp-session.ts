@@ -9,8 +9,10 @@
 //            (two updates, each a Lua compare-and-set in mppx-store.ts), so `spent` is persisted
 //            before the response goes out and one channel's calls are linearizable across replicas.
 //            A deduction whose answer was lost is read back (landed: the call is charged and
-//            served). One that fails leaves the voucher accepted and the call uncharged: the payer's
-//            next call re-sends it and spends it (the settlement worker settles only what was spent).
+//            served). One that fails leaves the voucher accepted and the call uncharged (should it
+//            have landed after all, the store gives it back once Redis answers: undoDeduction): the
+//            payer's next call re-sends it and spends it (the settlement worker settles only what
+//            was spent).
 //   Release  nothing to undo: a call with no answer charges nothing.
 //
 // Close and top-up need no upstream call (ParsedPayment.noService): the gateway settles them at

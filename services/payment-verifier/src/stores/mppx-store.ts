@@ -12,7 +12,8 @@
 // each claim carries its own id, so the writer learns once Redis answers whether it landed; reading
 // "not landed" also fences that write off, should it still arrive late. Guessing "not landed"
 // would answer a call failed while its deduction stayed charged (a session voucher), or lose the
-// claim of a transfer that was paid (a charge by hash).
+// claim of a transfer that was paid (a charge by hash). A session deduction whose read-back found
+// Redis still away fails, and is settled once Redis answers: fenced off, or given back (Undoing).
 //
 // The in-memory twin (the single-node stand-in when Redis is unreachable at start) keeps the same
 // rules; test/payment-verifier/stores.contract.test.ts runs one suite against both.
@@ -111,6 +112,9 @@ interface SessionChannelLike {
   settleableVoucher?: StoredVoucher | null;
   ceilingVoucher?: StoredVoucher | null;
   spent?: bigint;
+  units?: number;
+  settledOnChain?: bigint;
+  finalized?: boolean;
 }
 
 /**
@@ -159,6 +163,43 @@ function settleable(previous: unknown, change: Change): Change {
 }
 
 /**
+ * What undoes an update its writer was told had failed but which landed after all (its answer lost,
+ * Redis away past the read-back): for an update from `before` to `written` that must not stay, the
+ * change to make to the value found then (undefined: leave it); undefined for any other update.
+ */
+export type Undo = (before: unknown, written: unknown) => ((now: unknown) => unknown) | undefined;
+
+/**
+ * A session call's deduction (mppx's planDeduction: `spent` up by the price, `units` up by one)
+ * given back: its Settle failed, so its call was answered failed and must not stay charged. Not
+ * below what the channel settled on chain (that money moved), nor on a channel that is finalized.
+ */
+export const undoDeduction: Undo = (before, written) => {
+  const b = before as SessionChannelLike | null;
+  const w = written as SessionChannelLike | null;
+  if (typeof b?.spent !== "bigint" || typeof w?.spent !== "bigint" || typeof b.units !== "number")
+    return undefined;
+  if (w.units !== b.units + 1 || w.spent <= b.spent) return undefined;
+  const price = w.spent - b.spent;
+  return (now) => {
+    const n = now as SessionChannelLike | null;
+    if (typeof n?.spent !== "bigint" || n.finalized === true) return undefined;
+    if (n.spent - price < (n.settledOnChain ?? 0n)) return undefined;
+    return { ...n, spent: n.spent - price, units: Math.max(0, (n.units ?? 1) - 1) };
+  };
+};
+
+/** What a store does with an update that failed and later turns out to have landed. */
+export interface Undoing {
+  undo: Undo;
+  /** Told what became of each: undone, left (nothing it could undo), or unknown for good. */
+  report(outcome: "undone" | "kept" | "unknown", key: string): void;
+}
+
+/** How often a failed update's outcome is asked again while Redis is away. */
+const UNDO_POLL_MS = 500;
+
+/**
  * An mppx AtomicStore in Redis under `prefix`: Lua compare-and-set updates, `SET NX PXAT` claims,
  * TTLs; writes of a key also add it to the set `index`, when given.
  */
@@ -167,12 +208,93 @@ export function redisAtomicStore(
   prefix: string,
   index?: string,
   retention: Retention = DEFAULT_RETENTION,
+  undoing?: Undoing,
 ): Store.AtomicStore {
   const ttl = (value: unknown) => String(isFinished(value) ? retention.finishedMs : retention.activeMs);
   // Write ids: this store's own prefix and a counter (unique across replicas and restarts).
   const writer = randomUUID().slice(0, 13);
   let writes = 0;
   const markOf = (id: string) => `${prefix}~write:${id}`;
+  async function update<result>(key: string, fn: (current: unknown) => Change): Promise<result> {
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const raw = await redis.get(`${prefix}${key}`);
+      const current = raw === null ? null : decodeValue(raw);
+      const change = settleable(current, fn(current));
+      if (change.op === "noop") return change.result as result;
+      const id = `${writer}:${++writes}`;
+      const sentAt = Date.now();
+      let won: unknown;
+      try {
+        won = await redis.eval(COMPARE_AND_SET, {
+          keys: [`${prefix}${key}`, index ?? `${prefix}${key}`, markOf(id)],
+          arguments: [
+            raw === null ? "1" : "0",
+            raw ?? "",
+            change.op,
+            change.op === "set" ? encodeValue(change.value) : "",
+            change.op === "set" ? ttl(change.value) : "0",
+            change.op === "set" && index ? key : "",
+          ],
+        });
+      } catch (err) {
+        if (!answerLost(err)) throw err;
+        const landed = await readBack(
+          () => redis.eval(LANDED, { keys: [markOf(id)], arguments: [] }),
+          READ_BACK_MS,
+        );
+        if (!landed) {
+          // Told failed: should it have landed, it is undone once Redis answers.
+          const undo = change.op === "set" ? undoing?.undo(current, change.value) : undefined;
+          if (undo) void undoOnceKnown(key, id, sentAt, undo);
+          throw err;
+        }
+        if (landed.value === 1) return change.result as result;
+        // "Not landed" holds only while a mark the write made would still be there: a reply
+        // that hung longer (a silent link) may have outlived it, and the write stays unknown.
+        if (Date.now() - sentAt >= WRITE_MARK_MS) {
+          if (change.op === "set" && undoing?.undo(current, change.value)) undoing.report("unknown", key);
+          throw err;
+        }
+        continue; // it did not land, and now never will: again, on what is there now
+      }
+      if (won === 1) return change.result as result;
+    }
+    throw new Error(`mppx store: no update of ${key} won after ${MAX_CAS_ATTEMPTS} attempts`);
+  }
+
+  /**
+   * An update that failed with its outcome unknown: once Redis answers (while its mark still tells),
+   * fenced off if it had not landed, else undone (`undoing`), since its writer answered failure.
+   */
+  async function undoOnceKnown(key: string, id: string, sentAt: number, undo: (now: unknown) => unknown) {
+    if (!undoing) return;
+    while (Date.now() - sentAt < WRITE_MARK_MS - UNDO_POLL_MS) {
+      await new Promise((r) => setTimeout(r, UNDO_POLL_MS));
+      let landed: unknown;
+      try {
+        landed = await redis.eval(LANDED, { keys: [markOf(id)], arguments: [] });
+      } catch {
+        continue;
+      }
+      if (landed !== 1) {
+        // Fenced off (it never lands), unless the answer came after the mark lapsed.
+        if (Date.now() - sentAt >= WRITE_MARK_MS) undoing.report("unknown", key);
+        return;
+      }
+      try {
+        const undone = await update<boolean>(key, (now) => {
+          const value = undo(now);
+          return value === undefined ? { op: "noop", result: false } : { op: "set", value, result: true };
+        });
+        undoing.report(undone ? "undone" : "kept", key);
+      } catch {
+        undoing.report("unknown", key);
+      }
+      return;
+    }
+    undoing.report("unknown", key);
+  }
+
   return Store.from({
     async get(key: string) {
       const raw = await redis.get(`${prefix}${key}`);
@@ -186,44 +308,7 @@ export function redisAtomicStore(
     async delete(key: string) {
       await redis.del(`${prefix}${key}`);
     },
-    async update<result>(key: string, fn: (current: unknown) => Change) {
-      for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-        const raw = await redis.get(`${prefix}${key}`);
-        const current = raw === null ? null : decodeValue(raw);
-        const change = settleable(current, fn(current));
-        if (change.op === "noop") return change.result as result;
-        const id = `${writer}:${++writes}`;
-        const sentAt = Date.now();
-        let won: unknown;
-        try {
-          won = await redis.eval(COMPARE_AND_SET, {
-            keys: [`${prefix}${key}`, index ?? `${prefix}${key}`, markOf(id)],
-            arguments: [
-              raw === null ? "1" : "0",
-              raw ?? "",
-              change.op,
-              change.op === "set" ? encodeValue(change.value) : "",
-              change.op === "set" ? ttl(change.value) : "0",
-              change.op === "set" && index ? key : "",
-            ],
-          });
-        } catch (err) {
-          if (!answerLost(err)) throw err;
-          const landed = await readBack(
-            () => redis.eval(LANDED, { keys: [markOf(id)], arguments: [] }),
-            READ_BACK_MS,
-          );
-          if (!landed) throw err;
-          if (landed.value === 1) return change.result as result;
-          // "Not landed" holds only while a mark the write made would still be there: a reply
-          // that hung longer (a silent link) may have outlived it, and the write stays unknown.
-          if (Date.now() - sentAt >= WRITE_MARK_MS) throw err;
-          continue; // it did not land, and now never will: again, on what is there now
-        }
-        if (won === 1) return change.result as result;
-      }
-      throw new Error(`mppx store: no update of ${key} won after ${MAX_CAS_ATTEMPTS} attempts`);
-    },
+    update: (key: string, fn: (current: unknown) => Change) => update(key, fn),
     async tryClaim(key: string, expires: number) {
       // A claim already past its expiry is still recorded for a moment, so the SET is valid.
       const at = Math.max(expires, Date.now() + 1_000);
@@ -247,12 +332,17 @@ export function redisAtomicStore(
 }
 
 /** Redis-backed state under `prefix` (the service's key prefix + "mpp:"). */
-export function redisMppxState(redis: Redis, prefix: string, retention = DEFAULT_RETENTION): MppxState {
+export function redisMppxState(
+  redis: Redis,
+  prefix: string,
+  retention = DEFAULT_RETENTION,
+  undoing?: Undoing,
+): MppxState {
   const index = `${prefix}channel-ids`;
   return {
     kind: "redis",
     charges: redisAtomicStore(redis, `${prefix}replay:`, undefined, retention),
-    channels: redisAtomicStore(redis, `${prefix}channel:`, index, retention),
+    channels: redisAtomicStore(redis, `${prefix}channel:`, index, retention, undoing),
     channelIds: () => redis.sMembers(index),
     async forgetChannel(id) {
       await redis.sRem(index, id);
