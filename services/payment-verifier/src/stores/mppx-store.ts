@@ -269,7 +269,8 @@ export function redisAtomicStore(
   async function undoOnceKnown(key: string, id: string, sentAt: number, undo: (now: unknown) => unknown) {
     if (!undoing) return;
     while (Date.now() - sentAt < WRITE_MARK_MS - UNDO_POLL_MS) {
-      await new Promise((r) => setTimeout(r, UNDO_POLL_MS));
+      // Unref'd: a process shutting down does not wait for Redis on its account.
+      await new Promise((r) => setTimeout(r, UNDO_POLL_MS).unref());
       let landed: unknown;
       try {
         landed = await redis.eval(LANDED, { keys: [markOf(id)], arguments: [] });
