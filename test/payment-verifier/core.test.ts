@@ -563,6 +563,45 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
     b.close();
   });
 
+  it("a failed settlement's undo (a charge whose outcome the scheme could not learn) runs once its drop deleted the payment, so no takeover can serve the call", async () => {
+    let undone = 0;
+    alpha.settleResult = { ...REVERTED, undo: async () => void undone++ };
+    const { c, id, credentials } = await verified("undone");
+    const first = a.settle(c, id, credentials);
+    open();
+    expect(await first).toMatchObject({ settled: false, code: "payment_invalid" });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(undone).toBe(1);
+    // The call is not served by anyone after: a retry of it finds the payment gone.
+    expect(await b.settle(c, id, credentials)).toMatchObject({ settled: false });
+    expect(undone).toBe(1);
+    a.close();
+    b.close();
+  });
+
+  it("a failed settlement another replica took over meanwhile (and answered served) is not undone", async () => {
+    let undone = 0;
+    const { c, id, credentials } = await verified("taken-then-failed");
+    const gate = alpha.gate;
+    alpha.settle = async (_call, _p, verifiedAs) => {
+      alpha.settles++;
+      if (verifiedAs?.takenOver)
+        return { ok: true, collection: { kind: "transaction", transaction: "tx-taken" }, receipt: [] };
+      await gate;
+      return { ...REVERTED, undo: async () => void undone++ };
+    };
+    const first = a.settle(c, id, credentials);
+    await new Promise((r) => setTimeout(r, 50));
+    a.close(); // cut off: no more heartbeats, its liveness lapses within 2 s
+    const taken = await b.settle(c, id, credentials);
+    expect(taken.settled).toBe(true);
+    open(); // the cut-off owner's settlement ends failed, its charge unknown
+    expect(await first).toMatchObject({ settled: false });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(undone).toBe(0);
+    b.close();
+  });
+
   it("takes the settlement over once its owner died (liveness lapsed), telling the scheme; not before", async () => {
     const { c, id, credentials } = await verified("orphan");
     void a.settle(c, id, credentials); // never answers: its process dies

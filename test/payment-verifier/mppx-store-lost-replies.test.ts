@@ -6,6 +6,8 @@
 import { describe, expect, it } from "vitest";
 import {
   redisAtomicStore,
+  type StoreScope,
+  storeScope,
   type Undoing,
   undoDeduction,
 } from "../../services/payment-verifier/src/stores/mppx-store.ts";
@@ -58,6 +60,8 @@ async function deductThrough(
     update: Promise<unknown>;
     spent: () => Promise<string>;
     key: string;
+    /** Where the store left the undo of the update, had it failed with its outcome unknown. */
+    scope: StoreScope;
   }) => Promise<void>,
   undoing?: Undoing,
 ) {
@@ -66,11 +70,15 @@ async function deductThrough(
     const store = redisAtomicStore(viaProxy, `${prefix}ch:`, undefined, undefined, undoing);
     const key = uniqueId("channel-");
     await store.put(key, { spent: 5_000n, units: 5 });
-    const update = store.update(
-      key,
-      deduct(() => fault(proxy)),
+    // As a session Settle runs mppx: inside an undo scope.
+    const scope: StoreScope = {};
+    const update = storeScope.run(scope, () =>
+      store.update(
+        key,
+        deduct(() => fault(proxy)),
+      ),
     );
-    await test({ proxy, update, spent: () => spentOf(`${prefix}ch:${key}`), key });
+    await test({ proxy, update, spent: () => spentOf(`${prefix}ch:${key}`), key, scope });
   } finally {
     await close();
   }
@@ -160,15 +168,16 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
     const reports: string[] = [];
     await deductThrough(
       (proxy) => proxy.holdReplies(),
-      async ({ proxy, update, spent }) => {
+      async ({ proxy, update, spent, scope }) => {
         await until(async () => (await spent()) === "6000#__bigint");
         await proxy.cut();
         await expect(update).rejects.toThrow();
         expect(await spent()).toBe("6000#__bigint");
-        await proxy.restore();
-        await until(async () => (await spent()) === "5000#__bigint");
-        await sleep(1_500);
-        // Given back once: not twice, and not before Redis answered.
+        const undo = scope.undo;
+        expect(undo).toBeDefined();
+        setTimeout(() => void proxy.restore(), 1_000);
+        // Run by its caller (the core, once no takeover can serve the call); it waits for Redis.
+        await undo?.();
         expect(await spent()).toBe("5000#__bigint");
         expect(reports).toEqual(["undone"]);
       },
@@ -178,20 +187,49 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
 
   it("a session deduction that failed so and had not reached Redis is fenced off once Redis answers: nothing given back, nothing charged", async () => {
     const reports: string[] = [];
+    const fenced = async () => {
+      const marks = await redis.keys(`${prefix}ch:~write:*`);
+      const values = await Promise.all(marks.map((m) => redis.get(m)));
+      return values.filter((v) => v === "0").length;
+    };
     await deductThrough(
       (proxy) => proxy.stall(),
-      async ({ proxy, update, spent }) => {
+      async ({ proxy, update, spent, scope }) => {
         await sleep(100);
         await proxy.cut();
         await expect(update).rejects.toThrow();
+        const before = await fenced();
         await proxy.restore();
-        await sleep(2_000);
+        expect(scope.undo).toBeDefined();
+        await scope.undo?.();
+        // Its mark now says "not landed": a late delivery of it can never land.
+        expect(await fenced()).toBe(before + 1);
         expect(await spent()).toBe("5000#__bigint");
         expect(reports).toEqual([]);
       },
       { undo: undoDeduction, report: (outcome) => reports.push(outcome) },
     );
   }, 20_000);
+});
+
+describe('mppx store: a failure told to the caller\'s scope (mppx itself turns it into "channel not found", which the session scheme would answer 402)', () => {
+  it("a read or write that fails inside a scope marks it failed, so the session scheme answers 503; one that succeeds does not", async () => {
+    const { proxy, viaProxy, close } = await redisViaProxy();
+    try {
+      const store = redisAtomicStore(viaProxy, `${prefix}ch:`);
+      const key = uniqueId("channel-");
+      const ok: StoreScope = {};
+      await storeScope.run(ok, () => store.put(key, { spent: 1n, units: 1 }));
+      expect(await storeScope.run(ok, () => store.get(key))).toEqual({ spent: 1n, units: 1 });
+      expect(ok.failed).toBeUndefined();
+      await proxy.cut();
+      const failed: StoreScope = {};
+      await expect(storeScope.run(failed, () => store.get(key))).rejects.toThrow();
+      expect(failed.failed).toBe(true);
+    } finally {
+      await close();
+    }
+  }, 15_000);
 });
 
 describe("undoDeduction: what giving a failed call's deduction back may change", () => {
@@ -205,10 +243,26 @@ describe("undoDeduction: what giving a failed call's deduction back may change",
       settledOnChain: 0n,
     });
   });
-  it("never below what the channel settled on chain, nor on a finalized channel", () => {
+  it("never below what the channel settled on chain, nor on a finalized or closing channel", () => {
     const undo = undoDeduction(before, written);
     expect(undo?.({ spent: 6_000n, units: 6, settledOnChain: 6_000n })).toBeUndefined();
     expect(undo?.({ spent: 6_000n, units: 6, settledOnChain: 0n, finalized: true })).toBeUndefined();
+    expect(undo?.({ spent: 6_000n, units: 6, settledOnChain: 0n, closeRequestedAt: 17n })).toBeUndefined();
+  });
+  it("brings back the voucher of exactly what was spent before, which the deduction pushed out", () => {
+    const v = (n: bigint) => ({ cumulativeAmount: n, signature: `0x${n}` });
+    const b = {
+      ...before,
+      highestVoucher: v(6_000n),
+      settleableVoucher: v(5_000n),
+      ceilingVoucher: v(6_000n),
+    };
+    const w = { ...written, highestVoucher: v(6_000n), settleableVoucher: v(6_000n), ceilingVoucher: null };
+    expect(undoDeduction(b, w)?.(w)).toMatchObject({
+      spent: 5_000n,
+      settleableVoucher: v(5_000n),
+      ceilingVoucher: v(6_000n),
+    });
   });
   it("leaves every other update: a voucher accepted, a sync of what was settled on chain", () => {
     expect(undoDeduction(before, { ...before, highestVoucherAmount: 9_000n })).toBeUndefined();

@@ -198,12 +198,14 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     for (const attempt of ["a:2", "a:3", "a:3+takeover"]) {
       expect(await store.abandon(taken, "tok", a, attempt)).toBeUndefined();
     }
-    // A drop after a settlement that moved nothing deletes only under the begin that ran it.
-    await store.drop(taken, "tok", { owner: a, attempt: "a:2" });
-    await store.drop(taken, "tok", { owner: b, attempt: "a:3+takeover" });
+    // A drop after a settlement that moved nothing deletes only under the begin that ran it, and
+    // says whether it did (a begin taken over since must not undo what the takeover may serve).
+    expect(await store.drop(taken, "tok", { owner: a, attempt: "a:2" })).toBe(false);
+    expect(await store.drop(taken, "tok", { owner: b, attempt: "a:3+takeover" })).toBe(false);
     expect((await store.get(taken))?.state).toBe("settling");
-    await store.drop(taken, "tok", { owner: a, attempt: "a:3+takeover" });
+    expect(await store.drop(taken, "tok", { owner: a, attempt: "a:3+takeover" })).toBe(true);
     expect(await store.get(taken)).toBeUndefined();
+    expect(await store.drop(taken, "tok", { owner: a, attempt: "a:3+takeover" })).toBe(false);
   });
 
   it("releases only for the holder, and a released payment can be reserved again", async () => {
@@ -255,9 +257,9 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     const f = facts();
     await store.reserve(key, "tok", f, 60_000);
     await store.beginSettle(key, "tok", f.requestId, 60_000, "replica-a");
-    await store.drop(key, "someone-else");
+    expect(await store.drop(key, "someone-else")).toBe(false);
     expect((await store.get(key))?.state).toBe("settling");
-    await store.drop(key, "tok");
+    expect(await store.drop(key, "tok")).toBe(true);
     expect(await store.get(key)).toBeUndefined();
   });
 

@@ -677,19 +677,19 @@ export class Payments {
     // when the client retries): forget the reservation; the client was not served and may pay again.
     let dropped: Promise<void> | undefined;
     // Only this begin's record: a takeover by another replica (this one cut off from Redis for more
-    // than 2 s looks dead) runs under its own attempt, and a late drop must not delete it.
-    await this.#o.reservations.drop(payment.key, id.token, reservation).catch((err: unknown) => {
+    // than 2 s looks dead) runs under its own attempt, and a late drop must not delete it. What the
+    // scheme may have charged after all is undone only when this drop deleted the record: no
+    // takeover can then answer the call served (a failed drop's retry cannot tell, and keeps it).
+    const undo = result.undo;
+    const drop = async () => {
+      if ((await this.#o.reservations.drop(payment.key, id.token, reservation)) && undo) void undo();
+    };
+    await drop().catch((err: unknown) => {
       this.#o.logger.warn({ err, scheme: scheme.name }, "could not drop a failed payment's reservation");
       // Until the drop lands the store says `settling` under this replica: a retry of the call here
       // joins this answer (as `recorded` keeps it) instead of taking the record over, which the
       // late drop would then delete under a settlement that is running.
-      dropped = new Promise((done) =>
-        this.#defer(
-          SETTLING_TTL_MS,
-          () => this.#o.reservations.drop(payment.key, id.token, reservation),
-          done,
-        ),
-      );
+      dropped = new Promise((done) => this.#defer(SETTLING_TTL_MS, drop, done));
     });
     const transaction = result.transaction
       ? { kind: "transaction" as const, transaction: result.transaction }

@@ -143,6 +143,12 @@ export type SettleResult =
       transaction: string;
       receipt: Header[];
       problem?: Problem;
+      /**
+       * Undoes what the failed settlement may have charged after all (a write whose outcome was
+       * unknown). The core runs it only once its drop of the payment shows no takeover can serve
+       * the call any more; it waits for its store itself.
+       */
+      undo?: () => Promise<void>;
     };
 
 /** What the response envelope's meta shows for a paid call. */

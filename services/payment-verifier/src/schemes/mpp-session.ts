@@ -10,9 +10,9 @@
 //            before the response goes out and one channel's calls are linearizable across replicas.
 //            A deduction whose answer was lost is read back (landed: the call is charged and
 //            served). One that fails leaves the voucher accepted and the call uncharged (should it
-//            have landed after all, the store gives it back once Redis answers: undoDeduction): the
-//            payer's next call re-sends it and spends it (the settlement worker settles only what
-//            was spent).
+//            have landed after all, it is given back once Redis answers, unless a takeover could
+//            have served the call: undoDeduction, SettleResult.undo): the payer's next call re-sends
+//            it and spends it (the settlement worker settles only what was spent).
 //   Release  nothing to undo: a call with no answer charges nothing.
 //
 // Close and top-up need no upstream call (ParsedPayment.noService): the gateway settles them at
@@ -47,11 +47,17 @@ import {
   type MppOffer,
   type MppProtocol,
 } from "../protocols/mpp.ts";
-import type { MppxState } from "../stores/mppx-store.ts";
+import { type MppxState, type StoreScope, storeScope } from "../stores/mppx-store.ts";
 
 /** How long a used voucher's key stays reserved: past it the channel's headroom refuses a replay. */
 const USED_VOUCHER_MS = 60 * 60_000;
 const CLOSED_MS = 7 * 24 * 3_600_000;
+
+/** A session payment met a channel store that failed: retry, nothing is wrong with the payment. */
+const CHANNELS_UNAVAILABLE = {
+  code: "service_unavailable",
+  reason: "MPP session channels are unavailable right now; retry",
+} as const;
 
 const hash32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "expected a 32-byte hex id");
 const atomic = z.string().regex(/^[0-9]{1,30}$/, "expected atomic units");
@@ -220,7 +226,13 @@ export class MppSessionScheme implements PaymentScheme<MppCredential, MppOffer, 
     const payment = parsed.payload;
     const refusal = this.#refusal(call, payment);
     if (refusal) return { ok: false, ...refusal };
-    return this.protocol.validate(payment.credential, this.#offer(call));
+    const scope: StoreScope = {};
+    const verdict = await storeScope.run(scope, () =>
+      this.protocol.validate(payment.credential, this.#offer(call)),
+    );
+    // The channel store failed under mppx (which says "channel not found"): 503, not a refusal.
+    if (!verdict.ok && scope.failed) return { ok: false, ...CHANNELS_UNAVAILABLE };
+    return verdict;
   }
 
   /** The served call, as mppx's accounting classifies it: a content request, so it is charged. */
@@ -241,22 +253,34 @@ export class MppSessionScheme implements PaymentScheme<MppCredential, MppOffer, 
     }
     let receipt: SessionReceipt;
     let header: Header;
+    // Where the store says it failed, and leaves the undo of a deduction whose outcome it could not learn.
+    const scope: StoreScope = {};
     try {
       const served = payment.action === "open" || payment.action === "voucher";
-      const result = await this.protocol.broadcast(
-        payment.credential,
-        this.#offer(call),
-        served ? this.#served(call) : undefined,
+      const result = await storeScope.run(scope, () =>
+        this.protocol.broadcast(
+          payment.credential,
+          this.#offer(call),
+          served ? this.#served(call) : undefined,
+        ),
       );
       receipt = result as unknown as SessionReceipt;
       header = this.protocol.receipt(result);
     } catch (err) {
-      const refused = this.protocol.refusalOf(err, "collected");
+      // The channel store failed under mppx (which says "channel not found"): a 503 to retry, not a
+      // refused payment.
+      const refused = scope.failed ? CHANNELS_UNAVAILABLE : this.protocol.refusalOf(err, "collected");
       this.#deps.logger.info(
         { reason: refused.reason, action: payment.action },
         "mpp-session settlement failed",
       );
-      return { ok: false, ...refused, transaction: "", receipt: [] };
+      return {
+        ok: false,
+        ...refused,
+        transaction: "",
+        receipt: [],
+        ...(scope.undo ? { undo: scope.undo } : {}),
+      };
     }
     return { ok: true, collection: this.#collection(call, payment, receipt), receipt: [header] };
   }

@@ -13,11 +13,13 @@
 // "not landed" also fences that write off, should it still arrive late. Guessing "not landed"
 // would answer a call failed while its deduction stayed charged (a session voucher), or lose the
 // claim of a transfer that was paid (a charge by hash). A session deduction whose read-back found
-// Redis still away fails, and is settled once Redis answers: fenced off, or given back (Undoing).
+// Redis still away fails; its caller may have it settled once Redis answers: fenced off, or given
+// back (Undoing, StoreScope).
 //
 // The in-memory twin (the single-node stand-in when Redis is unreachable at start) keeps the same
 // rules; test/payment-verifier/stores.contract.test.ts runs one suite against both.
 
+import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
 import { answerLost, readBack } from "@tollgate/platform/redis";
@@ -115,6 +117,7 @@ interface SessionChannelLike {
   units?: number;
   settledOnChain?: bigint;
   finalized?: boolean;
+  closeRequestedAt?: bigint;
 }
 
 /**
@@ -172,7 +175,9 @@ export type Undo = (before: unknown, written: unknown) => ((now: unknown) => unk
 /**
  * A session call's deduction (mppx's planDeduction: `spent` up by the price, `units` up by one)
  * given back: its Settle failed, so its call was answered failed and must not stay charged. Not
- * below what the channel settled on chain (that money moved), nor on a channel that is finalized.
+ * below what the channel settled on chain (that money moved), nor on a channel finalized or closing.
+ * A scheduled settle already under way may still land a voucher above `spent`: the payer then paid
+ * that price, as without the undo, and its next call's charge is already settled.
  */
 export const undoDeduction: Undo = (before, written) => {
   const b = before as SessionChannelLike | null;
@@ -184,16 +189,42 @@ export const undoDeduction: Undo = (before, written) => {
   return (now) => {
     const n = now as SessionChannelLike | null;
     if (typeof n?.spent !== "bigint" || n.finalized === true) return undefined;
+    // A close under way captures what `spent` said when it began (mppx's planDeduction stops here too).
+    if (typeof n.closeRequestedAt === "bigint" && n.closeRequestedAt !== 0n) return undefined;
     if (n.spent - price < (n.settledOnChain ?? 0n)) return undefined;
-    return { ...n, spent: n.spent - price, units: Math.max(0, (n.units ?? 1) - 1) };
+    // The vouchers the deduction pushed out (the one of exactly what was spent before it) come back.
+    return keepSettleable(before, { ...n, spent: n.spent - price, units: Math.max(0, (n.units ?? 1) - 1) });
   };
 };
+
+/**
+ * What the store tells a caller that runs mppx inside `storeScope.run(scope, …)` (mppx swallows the
+ * store's errors: a failed deduction reaches its caller as "channel not found"): that the store
+ * failed, and the undo of a write that failed with its outcome unknown. The caller runs the undo, or
+ * not: only it knows whether the call could still be answered served elsewhere.
+ */
+export interface StoreScope {
+  failed?: boolean;
+  undo?: () => Promise<void>;
+}
+export const storeScope = new AsyncLocalStorage<StoreScope>();
 
 /** What a store does with an update that failed and later turns out to have landed. */
 export interface Undoing {
   undo: Undo;
   /** Told what became of each: undone, left (nothing it could undo), or unknown for good. */
   report(outcome: "undone" | "kept" | "unknown", key: string): void;
+}
+
+/** Runs a store operation; a failure is told to the caller's scope (StoreScope.failed), then thrown. */
+async function noted<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    const scope = storeScope.getStore();
+    if (scope) scope.failed = true;
+    throw err;
+  }
 }
 
 /** How often a failed update's outcome is asked again while Redis is away. */
@@ -243,9 +274,10 @@ export function redisAtomicStore(
           READ_BACK_MS,
         );
         if (!landed) {
-          // Told failed: should it have landed, it is undone once Redis answers.
+          // Told failed: should it have landed, its caller may have it undone once Redis answers.
           const undo = change.op === "set" ? undoing?.undo(current, change.value) : undefined;
-          if (undo) void undoOnceKnown(key, id, sentAt, undo);
+          const scope = undo ? storeScope.getStore() : undefined;
+          if (undo && scope) scope.undo = () => undoOnceKnown(key, id, sentAt, undo);
           throw err;
         }
         if (landed.value === 1) return change.result as result;
@@ -297,19 +329,22 @@ export function redisAtomicStore(
   }
 
   return Store.from({
-    async get(key: string) {
-      const raw = await redis.get(`${prefix}${key}`);
-      return raw === null ? null : decodeValue(raw);
-    },
-    async put(key: string, written: unknown) {
-      const value = keepSettleable(null, written);
-      await redis.set(`${prefix}${key}`, encodeValue(value), { PX: Number(ttl(value)) });
-      if (index) await redis.sAdd(index, key);
-    },
-    async delete(key: string) {
-      await redis.del(`${prefix}${key}`);
-    },
-    update: (key: string, fn: (current: unknown) => Change) => update(key, fn),
+    get: (key: string) =>
+      noted(async () => {
+        const raw = await redis.get(`${prefix}${key}`);
+        return raw === null ? null : decodeValue(raw);
+      }),
+    put: (key: string, written: unknown) =>
+      noted(async () => {
+        const value = keepSettleable(null, written);
+        await redis.set(`${prefix}${key}`, encodeValue(value), { PX: Number(ttl(value)) });
+        if (index) await redis.sAdd(index, key);
+      }),
+    delete: (key: string) =>
+      noted(async () => {
+        await redis.del(`${prefix}${key}`);
+      }),
+    update: (key: string, fn: (current: unknown) => Change) => noted(() => update(key, fn)),
     async tryClaim(key: string, expires: number) {
       // A claim already past its expiry is still recorded for a moment, so the SET is valid.
       const at = Math.max(expires, Date.now() + 1_000);

@@ -135,8 +135,9 @@ export interface ReservationStore {
   /**
    * Forgets a payment whose settlement moved nothing (held by `token`); with `settling`, only while
    * that owner's begin (its attempt id) still holds it, never a settlement a takeover runs since.
+   * True when this drop deleted it (so no takeover can run it any more).
    */
-  drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<void>;
+  drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<boolean>;
   /**
    * Frees a reservation still `reserved` by `token` for `requestId`; returns what it freed. With
    * `release` (a mesh-made id per release, and how long to remember it), the same release run again
@@ -466,10 +467,14 @@ export class RedisReservationStore implements ReservationStore {
     });
   }
 
-  async drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<void> {
-    if (settling) await this.#deleteSettlingOf(key, token, settling.owner, settling.attempt);
-    else
-      await this.#redis.eval(DELETE_IF, { keys: [this.#prefix + key], arguments: [token, "settling", ""] });
+  async drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<boolean> {
+    if (settling)
+      return (await this.#deleteSettlingOf(key, token, settling.owner, settling.attempt)) !== undefined;
+    const reply = await this.#redis.eval(DELETE_IF, {
+      keys: [this.#prefix + key],
+      arguments: [token, "settling", ""],
+    });
+    return Boolean(reply);
   }
 
   async release(
@@ -666,9 +671,11 @@ export class MemoryReservationStore implements ReservationStore {
     return current;
   }
 
-  async drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<void> {
-    if (settling) this.#deleteSettlingOf(key, token, settling.owner, settling.attempt);
-    else this.#deleteIf(key, token, "settling");
+  async drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<boolean> {
+    const dropped = settling
+      ? this.#deleteSettlingOf(key, token, settling.owner, settling.attempt)
+      : this.#deleteIf(key, token, "settling");
+    return dropped !== undefined;
   }
 
   async release(
