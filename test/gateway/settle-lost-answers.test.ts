@@ -117,6 +117,8 @@ describe("a Settle whose connection to payment-verifier drops while it settles (
     expect(body.error.code).toBe("service_unavailable");
     expect(elapsed).toBeGreaterThan(SETTLE_DEADLINE_MS - 2_000);
     expect(elapsed).toBeLessThan(SETTLE_DEADLINE_MS + 2_000);
+    // Released, the transfer lands: this payer paid for a call answered 503 (README, Not yet: a
+    // payment-verifier unreachable for the whole settle deadline while it settles).
     settlementNode.release();
     await link.restore();
   });
