@@ -64,10 +64,11 @@ async function deductThrough(
     scope: StoreScope;
   }) => Promise<void>,
   undoing?: Undoing,
+  storePrefix = `${prefix}ch:`,
 ) {
   const { proxy, viaProxy, close } = await redisViaProxy();
   try {
-    const store = redisAtomicStore(viaProxy, `${prefix}ch:`, undefined, undefined, undoing);
+    const store = redisAtomicStore(viaProxy, storePrefix, undefined, undefined, undoing);
     const key = uniqueId("channel-");
     await store.put(key, { spent: 5_000n, units: 5 });
     // As a session Settle runs mppx: inside an undo scope.
@@ -78,7 +79,7 @@ async function deductThrough(
         deduct(() => fault(proxy)),
       ),
     );
-    await test({ proxy, update, spent: () => spentOf(`${prefix}ch:${key}`), key, scope });
+    await test({ proxy, update, spent: () => spentOf(`${storePrefix}${key}`), key, scope });
   } finally {
     await close();
   }
@@ -187,8 +188,10 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
 
   it("a session deduction that failed so and had not reached Redis is fenced off once Redis answers: nothing given back, nothing charged", async () => {
     const reports: string[] = [];
+    // A store prefix of its own: the marks under it are this test's writes only.
+    const own = `${prefix}fenced:`;
     const fenced = async () => {
-      const marks = await redis.keys(`${prefix}ch:~write:*`);
+      const marks = await redis.keys(`${own}~write:*`);
       const values = await Promise.all(marks.map((m) => redis.get(m)));
       return values.filter((v) => v === "0").length;
     };
@@ -198,16 +201,17 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
         await sleep(100);
         await proxy.cut();
         await expect(update).rejects.toThrow();
-        const before = await fenced();
+        expect(await fenced()).toBe(0);
         await proxy.restore();
         expect(scope.undo).toBeDefined();
         await scope.undo?.();
         // Its mark now says "not landed": a late delivery of it can never land.
-        expect(await fenced()).toBe(before + 1);
+        expect(await fenced()).toBe(1);
         expect(await spent()).toBe("5000#__bigint");
         expect(reports).toEqual([]);
       },
       { undo: undoDeduction, report: (outcome) => reports.push(outcome) },
+      own,
     );
   }, 20_000);
 });
@@ -222,6 +226,15 @@ describe('mppx store: a failure told to the caller\'s scope (mppx itself turns i
       await storeScope.run(ok, () => store.put(key, { spent: 1n, units: 1 }));
       expect(await storeScope.run(ok, () => store.get(key))).toEqual({ spent: 1n, units: 1 });
       expect(ok.failed).toBeUndefined();
+      // What mppx's own update function throws is its refusal of the payment (a 402), not the store's.
+      const refused: StoreScope = {};
+      const finalized = () => {
+        throw new Error("channel is finalized");
+      };
+      await expect(storeScope.run(refused, () => store.update(key, finalized))).rejects.toThrow(
+        "channel is finalized",
+      );
+      expect(refused.failed).toBeUndefined();
       await proxy.cut();
       const failed: StoreScope = {};
       await expect(storeScope.run(failed, () => store.get(key))).rejects.toThrow();

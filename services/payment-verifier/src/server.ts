@@ -132,7 +132,7 @@ export async function startPaymentVerifier(
           else if (outcome === "kept")
             logger.warn(
               { channel },
-              "mpp-session deduction of a failed Settle landed and could not be given back (channel settled or finalized since)",
+              "mpp-session deduction of a failed Settle landed and could not be given back (channel settled on chain, closing or finalized since)",
             );
           else
             logger.error(

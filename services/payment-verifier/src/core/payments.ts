@@ -682,7 +682,18 @@ export class Payments {
     // takeover can then answer the call served (a failed drop's retry cannot tell, and keeps it).
     const undo = result.undo;
     const drop = async () => {
-      if ((await this.#o.reservations.drop(payment.key, id.token, reservation)) && undo) void undo();
+      const deleted = await this.#o.reservations.drop(payment.key, id.token, reservation);
+      if (!undo) return;
+      if (deleted) {
+        void undo().catch((err: unknown) =>
+          this.#o.logger.error({ err }, "undoing a failed settlement's charge failed"),
+        );
+      } else {
+        this.#o.logger.warn(
+          { scheme: scheme.name },
+          "a failed settlement's charge of unknown outcome stays: its payment was taken over, or its drop's answer was lost",
+        );
+      }
     };
     await drop().catch((err: unknown) => {
       this.#o.logger.warn({ err, scheme: scheme.name }, "could not drop a failed payment's reservation");

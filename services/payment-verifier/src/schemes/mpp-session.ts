@@ -230,7 +230,7 @@ export class MppSessionScheme implements PaymentScheme<MppCredential, MppOffer, 
     const verdict = await storeScope.run(scope, () =>
       this.protocol.validate(payment.credential, this.#offer(call)),
     );
-    // The channel store failed under mppx (which says "channel not found"): 503, not a refusal.
+    // The channel store failed under mppx (which reports it as a refusal): 503, not a refusal.
     if (!verdict.ok && scope.failed) return { ok: false, ...CHANNELS_UNAVAILABLE };
     return verdict;
   }
@@ -267,8 +267,8 @@ export class MppSessionScheme implements PaymentScheme<MppCredential, MppOffer, 
       receipt = result as unknown as SessionReceipt;
       header = this.protocol.receipt(result);
     } catch (err) {
-      // The channel store failed under mppx (which says "channel not found"): a 503 to retry, not a
-      // refused payment.
+      // The channel store failed under mppx (a failed deduction reads "channel not found", another
+      // failure "could not be collected"): a 503 to retry, not a refused payment.
       const refused = scope.failed ? CHANNELS_UNAVAILABLE : this.protocol.refusalOf(err, "collected");
       this.#deps.logger.info(
         { reason: refused.reason, action: payment.action },

@@ -216,13 +216,30 @@ export interface Undoing {
   report(outcome: "undone" | "kept" | "unknown", key: string): void;
 }
 
-/** Runs a store operation; a failure is told to the caller's scope (StoreScope.failed), then thrown. */
+/** Errors the caller's own update function threw (mppx refusing a payment), not the store's. */
+const callerErrors = new WeakSet<object>();
+
+/** An update's function run; what it throws is the caller's verdict, passed on as such. */
+function decided(fn: (current: unknown) => Change, current: unknown): Change {
+  try {
+    return fn(current);
+  } catch (err) {
+    if (typeof err === "object" && err !== null) callerErrors.add(err);
+    throw err;
+  }
+}
+
+/**
+ * Runs a store operation; a failure of the store (Redis, a value it cannot decode, compare-and-set
+ * lost too often) is told to the caller's scope (StoreScope.failed), then thrown. What the caller's
+ * update function threw is its own refusal, not a store failure.
+ */
 async function noted<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
     const scope = storeScope.getStore();
-    if (scope) scope.failed = true;
+    if (scope && !(typeof err === "object" && err !== null && callerErrors.has(err))) scope.failed = true;
     throw err;
   }
 }
@@ -250,7 +267,7 @@ export function redisAtomicStore(
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const raw = await redis.get(`${prefix}${key}`);
       const current = raw === null ? null : decodeValue(raw);
-      const change = settleable(current, fn(current));
+      const change = settleable(current, decided(fn, current));
       if (change.op === "noop") return change.result as result;
       const id = `${writer}:${++writes}`;
       const sentAt = Date.now();
@@ -278,6 +295,7 @@ export function redisAtomicStore(
           const undo = change.op === "set" ? undoing?.undo(current, change.value) : undefined;
           const scope = undo ? storeScope.getStore() : undefined;
           if (undo && scope) scope.undo = () => undoOnceKnown(key, id, sentAt, undo);
+          else if (undo) undoing?.report("unknown", key); // no caller to decide: kept, and said
           throw err;
         }
         if (landed.value === 1) return change.result as result;
