@@ -201,41 +201,97 @@ describe("x402-batch channel records through the official SDK's storage, an upda
     expect(await chargeThrough("stall")).toEqual({ status: "updated", charged: "6000" });
   });
 
-  it("a late delivery of an update taken as not landed does nothing: the fence changed the record it expected", async () => {
+  /**
+   * The SDK's charge through the proxy with every byte stalled then the link cut (Redis never ran
+   * it), on a channel at `charged` (none: the update creates the record). `afterReadBack` runs once,
+   * right after the read-back fenced it off, with the first update as sent (to deliver it late).
+   */
+  async function lateDelivery(
+    charged: string | undefined,
+    afterReadBack: (first: Parameters<typeof redis.eval>, id: string) => Promise<void>,
+  ) {
     const { proxy, viaProxy, close } = await redisViaProxy();
     try {
-      const id = await channel("5000");
-      // The first update, delivered late (the bytes a dropped link still had): replayed on the
-      // machine's Redis right after the fence, before the SDK reads the record again to retry.
+      const id = charged === undefined ? `0x${randomBytes(32).toString("hex")}` : await channel(charged);
       const sent: Parameters<typeof viaProxy.eval>[] = [];
-      let late: unknown;
+      let replayed = false;
       const recording = Object.create(viaProxy, {
         eval: {
           value: async (...args: Parameters<typeof viaProxy.eval>) => {
             sent.push(args);
             const reply = await viaProxy.eval(...args);
-            const [, options] = args as unknown as [string, { arguments: string[] }];
-            const [, expected, operation, next] = options.arguments;
-            if (operation === "set" && next === `${expected} ` && late === undefined)
-              late = await redis.eval(...(sent[0] as Parameters<typeof redis.eval>));
+            const [, options] = args as unknown as [string, { keys: string[]; arguments: string[] }];
+            // The read-back (one key, the write's mark; no arguments): the first update is fenced.
+            if (options.arguments.length === 0 && !replayed) {
+              replayed = true;
+              await afterReadBack(sent[0] as Parameters<typeof redis.eval>, id);
+            }
             return reply;
           },
         },
       }) as typeof viaProxy;
       struck = false;
-      const updated = batchChannelStorage(recording, prefix).updateChannel(
-        id,
-        charge(() => proxy.stall()) as never,
-      );
+      const create = (current: Record | undefined) => {
+        if (!struck) proxy.stall();
+        struck = true;
+        return current
+          ? { ...current, chargedCumulativeAmount: String(Number(current.chargedCumulativeAmount) + 1000) }
+          : {
+              channelId: id,
+              balance: "1000000",
+              totalClaimed: "0",
+              withdrawRequestedAt: 0,
+              refundNonce: 0,
+              chargedCumulativeAmount: "1000",
+              onchainSyncedAt: 0,
+            };
+      };
+      const updated = batchChannelStorage(recording, prefix).updateChannel(id, create as never);
       await afterFault();
       await proxy.cut();
       setTimeout(() => void proxy.restore(), 300);
-      expect((await updated).status).toBe("updated");
-      // The late first update found the record changed and did nothing; the retry charged once.
-      expect(late).toEqual([0, expect.any(String)]);
-      expect(await chargedOf(id)).toBe("6000");
+      return { status: (await updated).status, replayed, id };
     } finally {
       await close();
     }
+  }
+
+  it("a late delivery of an update taken as not landed does nothing: its mark fences it off", async () => {
+    let late: unknown;
+    const { status, replayed, id } = await lateDelivery("5000", async (first) => {
+      late = await redis.eval(...first);
+    });
+    expect(replayed).toBe(true);
+    expect(status).toBe("updated");
+    // The late first update did nothing; the SDK's retry charged once.
+    expect(late).toEqual([0, expect.any(String)]);
+    expect(await chargedOf(id)).toBe("6000");
+  });
+
+  it("an update that creates the record, not landed: fenced off too, and the SDK's update runs again (was a 503)", async () => {
+    let late: unknown;
+    const { status, replayed, id } = await lateDelivery(undefined, async (first) => {
+      late = await redis.eval(...first);
+    });
+    expect(replayed).toBe(true);
+    expect(status).toBe("updated");
+    expect(late).toEqual([0, null]);
+    expect(await chargedOf(id)).toBe("1000");
+  });
+
+  it("a late delivery after the record came back to the very bytes it expected does nothing (no ABA)", async () => {
+    let late: unknown;
+    let original: string | null = null;
+    const { status, id } = await lateDelivery("5000", async (first, channelId) => {
+      const key = `${prefix}:server:channel:${channelId}`;
+      original = await redis.get(key);
+      // Another write and its undo put the same bytes back before the late delivery arrives.
+      await redis.set(key, "{}");
+      await redis.set(key, original ?? "");
+      late = await redis.eval(...first);
+    });
+    expect(status).toBe("updated");
+    expect(late).toEqual([0, original]);
+    expect(await chargedOf(id)).toBe("6000");
   });
 });

@@ -2,52 +2,72 @@
 // update), on a Redis client that reads back an update whose answer was lost (Redis ran it, then the
 // link dropped) instead of failing it. Failed, a charge that landed was answered as a refused call
 // (charged, not served) and a channel lock that landed kept the channel busy for the offer's timeout.
-// The SDK's script takes (expected exists, expected value, operation, next value) for one key: read
-// back, the key holding what the update writes means it landed; still holding what it expected, it
-// has not landed yet, and may still (a late delivery): the record is rewritten as an equal one (its
-// JSON and a trailing space) by the same compare-and-set, so that late delivery finds it changed and
-// does nothing, and the update is answered "not applied": the SDK reads the record again and retries,
-// as after any lost race. An update that created the record (nothing to rewrite), or a record found
-// changed otherwise, stays failed as before.
+// Each update runs the SDK's own script inside one of ours that marks its write id in the same run
+// (a key of its own, kept 30 s: WRITE_MARK_MS), as the mppx store does: read back, the mark says
+// whether it landed; "not landed" leaves the mark fencing it off, so a late delivery of it does
+// nothing, whatever the record holds by then (the same bytes again included), and the update is
+// answered "not applied": the SDK reads the record again and retries, as after any lost race. An
+// update that creates the record is fenced the same way.
+import { randomUUID } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
 import { answerLost, readBack } from "@tollgate/platform/redis";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
-import { READ_BACK_MS } from "./read-back.ts";
+import { LANDED, READ_BACK_MS, WRITE_MARK_MS } from "./read-back.ts";
 
-const OPERATIONS = new Set(["set", "delete", "keep"]);
+/**
+ * The SDK's script, run only when this write's mark (KEYS[2]) is not there yet, and marking it when
+ * it applied. Not applied ({0, current}), as the SDK's script answers a lost race.
+ */
+function marked(script: string): string {
+  return `
+if redis.call('EXISTS', KEYS[2]) == 1 then return {0, redis.call('GET', KEYS[1]) or false} end
+local result = (function()
+${script}
+end)()
+if type(result) == 'table' and result[1] == 1 then redis.call('SET', KEYS[2], '1', 'PX', ${WRITE_MARK_MS}) end
+return result`;
+}
 
 /** The SDK's channel storage on `redis`, its keys `<keyPrefix>:server:channel:<id>`. */
 export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChannelStorage {
+  // Write ids: this storage's own prefix and a counter (unique across replicas and restarts).
+  const writer = randomUUID().slice(0, 13);
+  let writes = 0;
+  const scripts = new Map<string, string>();
   const client = {
     get: (key: string) => redis.get(key),
     set: (key: string, value: string, options?: { NX?: true; PX?: number }) => redis.set(key, value, options),
     del: (key: string) => redis.del(key),
     scanIterator: (options: { MATCH?: string; COUNT?: number }) => redis.scanIterator(options),
     async eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown> {
+      const [key] = options.keys;
+      // The SDK's update (one key; expected exists, expected value, operation, next value).
+      if (key === undefined || options.keys.length !== 1 || options.arguments.length !== 4)
+        return redis.eval(script, options);
+      let wrapped = scripts.get(script);
+      if (!wrapped) {
+        wrapped = marked(script);
+        scripts.set(script, wrapped);
+      }
+      const mark = `${keyPrefix}:~write:${writer}:${++writes}`;
+      const sentAt = Date.now();
       try {
-        return await redis.eval(script, options);
+        return await redis.eval(wrapped, { keys: [key, mark], arguments: options.arguments });
       } catch (err) {
-        const [key] = options.keys;
-        const [exists, expected, operation, next] = options.arguments;
-        if (!answerLost(err) || key === undefined || options.arguments.length !== 4) throw err;
-        if (!OPERATIONS.has(operation ?? "")) throw err;
-        const found = await readBack(() => redis.get(key), READ_BACK_MS);
-        if (!found) throw err;
-        const before = exists === "0" ? null : (expected ?? null);
-        const written = operation === "set" ? (next ?? null) : operation === "delete" ? null : before;
-        if (found.value === written) return [1, written ?? false];
-        if (exists !== "1" || before === null || found.value !== before) throw err;
-        const fenced = `${before} `;
-        const fence = await readBack(
-          () => redis.eval(script, { keys: [key], arguments: ["1", before, "set", fenced] }),
+        if (!answerLost(err)) throw err;
+        const landed = await readBack(
+          () => redis.eval(LANDED, { keys: [mark], arguments: [] }),
           READ_BACK_MS,
         );
-        const [applied, current] = (fence?.value ?? []) as [number?, (string | false)?];
-        // Fenced (by this run, or by an earlier one whose answer was lost): the SDK retries.
-        if (applied === 1 || current === fenced) return [0, fenced];
-        // The late delivery beat the fence: it landed after all.
-        if (applied === 0 && (current || null) === written) return [1, written ?? false];
-        throw err;
+        if (!landed) throw err;
+        if (landed.value === 1) {
+          // As the SDK's script answers an applied write (its value is not read on this path).
+          const [, , operation, next] = options.arguments;
+          return [1, operation === "set" ? (next ?? false) : false];
+        }
+        // "Not landed" holds only while the mark it would have made is still there to tell.
+        if (Date.now() - sentAt >= WRITE_MARK_MS) throw err;
+        return [0, false]; // fenced off: the SDK reads the record again and retries
       }
     },
   };

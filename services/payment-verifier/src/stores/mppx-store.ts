@@ -24,7 +24,7 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
 import { answerLost, readBack } from "@tollgate/platform/redis";
 import { Store } from "mppx/server";
-import { READ_BACK_MS } from "./read-back.ts";
+import { LANDED, READ_BACK_MS, WRITE_MARK_MS } from "./read-back.ts";
 
 /** mppx's JSON: bigints travel as "<digits>#__bigint" (ox's Json), so both sides read each other. */
 const BIGINT_SUFFIX = "#__bigint";
@@ -69,13 +69,6 @@ export interface MppxState {
 /** Retries of one update that lost its compare-and-set to a concurrent writer before giving up. */
 const MAX_CAS_ATTEMPTS = 100;
 
-/**
- * How long each update's mark lives. A writer that reads "not landed" later than this after sending
- * (a reply that hung on a silent link: node-redis puts no deadline on a sent command) cannot tell it
- * from a mark that lapsed, and takes the write as failed.
- */
-const WRITE_MARK_MS = 30_000;
-
 // KEYS[1] the value, KEYS[2] the channel index (or ""), KEYS[3] this write's mark. ARGV: 1 "1" when
 // the value must be absent, 2 the expected raw value, 3 "set"|"delete", 4 the new raw value, 5 its
 // TTL in ms, 6 the index member to add ("" for none). A mark already there means its writer read
@@ -96,11 +89,6 @@ else
 end
 redis.call('SET', KEYS[3], '1', 'PX', ${WRITE_MARK_MS})
 return 1`;
-
-// KEYS[1] a write's mark. 1 when that write landed; otherwise 0, and the mark now fences it off.
-const LANDED = `
-if redis.call('SET', KEYS[1], '0', 'NX', 'PX', ${WRITE_MARK_MS}) then return 0 end
-return tonumber(redis.call('GET', KEYS[1]))`;
 
 type Change = Store.Change<unknown, unknown>;
 

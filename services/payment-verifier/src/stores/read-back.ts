@@ -4,3 +4,19 @@
  * before (503) and its clean-up waits for Redis.
  */
 export const READ_BACK_MS = 5_000;
+
+/**
+ * How long a write's mark lives (its own key, set by the script that writes, in the same run). A
+ * writer that reads "not landed" later than this after sending (a reply that hung on a silent link:
+ * node-redis puts no deadline on a sent command) cannot tell it from a mark that lapsed, and takes
+ * the write as failed.
+ */
+export const WRITE_MARK_MS = 30_000;
+
+/**
+ * KEYS[1] a write's mark. 1 when that write landed; otherwise 0, and the mark now fences it off: the
+ * write's script finds the mark there and does nothing, should it still arrive (a late delivery).
+ */
+export const LANDED = `
+if redis.call('SET', KEYS[1], '0', 'NX', 'PX', ${WRITE_MARK_MS}) then return 0 end
+return tonumber(redis.call('GET', KEYS[1]))`;
