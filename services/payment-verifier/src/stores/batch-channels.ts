@@ -4,10 +4,11 @@
 // (charged, not served) and a channel lock that landed kept the channel busy for the offer's timeout.
 // Each update runs the SDK's own script inside one of ours that marks its write id in the same run
 // (a key of its own, kept 30 s: WRITE_MARK_MS), as the mppx store does: read back, the mark says
-// whether it landed; "not landed" leaves the mark fencing it off, so a late delivery of it does
-// nothing, whatever the record holds by then (the same bytes again included), and the update is
+// whether it landed; "not landed" leaves the mark fencing it off for its 30 s, so a late delivery of
+// it then does nothing, whatever the record holds (the same bytes again included), and the update is
 // answered "not applied": the SDK reads the record again and retries, as after any lost race. An
-// update that creates the record is fenced the same way.
+// update that creates the record is fenced the same way. (Past the mark's life only the SDK's own
+// compare-and-set guards a delivery later still, as before; the mppx store's marks live as long.)
 import { randomUUID } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
 import { answerLost, readBack } from "@tollgate/platform/redis";
@@ -41,8 +42,15 @@ export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChann
     scanIterator: (options: { MATCH?: string; COUNT?: number }) => redis.scanIterator(options),
     async eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown> {
       const [key] = options.keys;
-      // The SDK's update (one key; expected exists, expected value, operation, next value).
-      if (key === undefined || options.keys.length !== 1 || options.arguments.length !== 4)
+      // The SDK's update only (@x402/evm pinned: one key; expected exists, expected value,
+      // operation, next value); a script with a `#!lua` header must stay first, so is never wrapped.
+      if (
+        key === undefined ||
+        options.keys.length !== 1 ||
+        options.arguments.length !== 4 ||
+        script.startsWith("#!") ||
+        !script.includes("local expectedExists = ARGV[1]")
+      )
         return redis.eval(script, options);
       let wrapped = scripts.get(script);
       if (!wrapped) {
@@ -50,7 +58,7 @@ export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChann
         scripts.set(script, wrapped);
       }
       const mark = `${keyPrefix}:~write:${writer}:${++writes}`;
-      const sentAt = Date.now();
+      const sentAt = performance.now();
       try {
         return await redis.eval(wrapped, { keys: [key, mark], arguments: options.arguments });
       } catch (err) {
@@ -66,7 +74,7 @@ export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChann
           return [1, operation === "set" ? (next ?? false) : false];
         }
         // "Not landed" holds only while the mark it would have made is still there to tell.
-        if (Date.now() - sentAt >= WRITE_MARK_MS) throw err;
+        if (performance.now() - sentAt >= WRITE_MARK_MS) throw err;
         return [0, false]; // fenced off: the SDK reads the record again and retries
       }
     },
