@@ -206,7 +206,8 @@ describe("x402-batch: altered and garbage vouchers", () => {
           const altered = alter(base, places[a.place % places.length] as string[], a.change);
           const header = (encodings[a.encoding] as (j: string) => string)(JSON.stringify(altered));
           const answer = await send({ "PAYMENT-SIGNATURE": header });
-          expectServedOrRefused(answer, `batch ${JSON.stringify(a).slice(0, 300)}`);
+          const where = JSON.stringify(places[a.place % places.length]);
+          expectServedOrRefused(answer, `batch ${where} ${JSON.stringify(a).slice(0, 300)}`);
           if (answer.status === 200) served++;
           await sleep(15);
         }),

@@ -45,7 +45,9 @@ export default async function setup(project: TestProject) {
     },
     onLine: (service, line) => {
       lines.push(`[${service}] ${line}`);
-      if (process.env.MESH_LOGS) process.stderr.write(`[${service}] ${line}\n`);
+      // Errors always (a service's unhandled error is the cause a failing test needs in CI's log).
+      if (process.env.MESH_LOGS || /"level":(50|60)/.test(line))
+        process.stderr.write(`[${service}] ${line}\n`);
     },
   });
   if (!mesh.devnet) throw new Error("the test mesh must run on the devnet");
