@@ -208,7 +208,7 @@ describe("x402-batch channel records through the official SDK's storage, an upda
    */
   async function lateDelivery(
     charged: string | undefined,
-    afterReadBack: (first: Parameters<typeof redis.eval>, id: string) => Promise<void>,
+    afterReadBack: (first: Parameters<typeof redis.eval>) => Promise<void>,
   ) {
     const { proxy, viaProxy, close } = await redisViaProxy();
     try {
@@ -224,7 +224,7 @@ describe("x402-batch channel records through the official SDK's storage, an upda
             // The read-back (one key, the write's mark; no arguments): the first update is fenced.
             if (options.arguments.length === 0 && !replayed) {
               replayed = true;
-              await afterReadBack(sent[0] as Parameters<typeof redis.eval>, id);
+              await afterReadBack(sent[0] as Parameters<typeof redis.eval>);
             }
             return reply;
           },

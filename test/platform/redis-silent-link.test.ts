@@ -15,13 +15,19 @@ import { redisViaProxy } from "../support/redis.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 
 describe("replyWatch (the silent-link state machine, driven with plain numbers)", () => {
-  it("probes every tick while none is out, finds the link silent once a probe waits silentMs, and waits for the caller's decision", () => {
+  /** A watch (tick 1 s, silent after 3 s) whose first probe, sent at 0, went unanswered until 3 s. */
+  function suspectAt3s() {
     const watch = replyWatch({ everyMs: 1_000, silentMs: 3_000 });
     expect(watch.tick(0, true)).toBe("probe");
     const token = watch.sent(0);
     expect(watch.tick(1_000, true)).toBe("wait");
     expect(watch.tick(2_000, true)).toBe("wait");
     expect(watch.tick(3_000, true)).toBe("silent");
+    return { watch, token };
+  }
+
+  it("probes every tick while none is out, finds the link silent once a probe waits silentMs, and waits for the caller's decision", () => {
+    const { watch, token } = suspectAt3s();
     // Deciding (a second opinion under way): nothing else happens meanwhile.
     expect(watch.tick(4_000, true)).toBe("wait");
     // Given up: the next link is probed afresh, and the old probe's late failure changes nothing.
@@ -36,12 +42,7 @@ describe("replyWatch (the silent-link state machine, driven with plain numbers)"
   });
 
   it("a link kept (Redis slow, not the link) is looked at again silentMs after the decision, until its probe is answered", () => {
-    const watch = replyWatch({ everyMs: 1_000, silentMs: 3_000 });
-    expect(watch.tick(0, true)).toBe("probe");
-    const token = watch.sent(0);
-    expect(watch.tick(1_000, true)).toBe("wait");
-    expect(watch.tick(2_000, true)).toBe("wait");
-    expect(watch.tick(3_000, true)).toBe("silent");
+    const { watch, token } = suspectAt3s();
     watch.decided(3_500, true);
     expect(watch.tick(4_000, true)).toBe("wait");
     expect(watch.tick(5_000, true)).toBe("wait");

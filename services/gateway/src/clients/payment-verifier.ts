@@ -48,12 +48,11 @@ export function createPaymentVerifierClient(
 /**
  * A call whose replica went away (UNAVAILABLE: refused, or the connection dropped mid-call) is sent
  * once more (a Settle until its deadline: untilAnswered), and the channel's round robin takes it to
- * another replica. Every payment-verifier call
- * is safe to repeat: Challenge reads; a Verify of the same request gets the same payment_id; a
- * Settle of the same call waits for the settlement its first attempt began, or takes it over once
- * that replica died (never a second transfer; payment-verifier README); Release frees only its
- * holder's reservation. Without it, a replica killed
- * mid-settlement left a charged call answered 503 (chaos run).
+ * another replica. Every payment-verifier call is safe to repeat: Challenge reads; a Verify of the
+ * same request gets the same payment_id; a Settle of the same call waits for the settlement its
+ * first attempt began, or takes it over once that replica died (never a second transfer;
+ * payment-verifier README); Release frees only its holder's reservation. Without it, a replica
+ * killed mid-settlement left a charged call answered 503 (chaos run).
  */
 function againIfGone<T>(call: () => Promise<T>): Promise<T> {
   return call().catch((err: unknown) => {

@@ -9,11 +9,10 @@
 // answered "not applied": the SDK reads the record again and retries, as after any lost race. An
 // update that creates the record is fenced the same way. (Past the mark's life only the SDK's own
 // compare-and-set guards a delivery later still, as before; the mppx store's marks live as long.)
-import { randomUUID } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
-import { answerLost, readBack } from "@tollgate/platform/redis";
+import { answerLost } from "@tollgate/platform/redis";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
-import { LANDED, READ_BACK_MS, WRITE_MARK_MS } from "./read-back.ts";
+import { markedWrite, WRITE_MARK_MS, writeIds } from "./read-back.ts";
 
 /**
  * The SDK's script, run only when this write's mark (KEYS[2]) is not there yet, and marking it when
@@ -31,9 +30,7 @@ return result`;
 
 /** The SDK's channel storage on `redis`, its keys `<keyPrefix>:server:channel:<id>`. */
 export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChannelStorage {
-  // Write ids: this storage's own prefix and a counter (unique across replicas and restarts).
-  const writer = randomUUID().slice(0, 13);
-  let writes = 0;
+  const nextWrite = writeIds();
   const scripts = new Map<string, string>();
   const client = {
     get: (key: string) => redis.get(key),
@@ -57,25 +54,18 @@ export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChann
         wrapped = marked(script);
         scripts.set(script, wrapped);
       }
-      const mark = `${keyPrefix}:~write:${writer}:${++writes}`;
+      const mark = `${keyPrefix}:~write:${nextWrite()}`;
       const sentAt = performance.now();
       try {
         return await redis.eval(wrapped, { keys: [key, mark], arguments: options.arguments });
       } catch (err) {
         if (!answerLost(err)) throw err;
-        const landed = await readBack(
-          () => redis.eval(LANDED, { keys: [mark], arguments: [] }),
-          READ_BACK_MS,
-        );
-        if (!landed) throw err;
-        if (landed.value === 1) {
-          // As the SDK's script answers an applied write (its value is not read on this path).
-          const [, , operation, next] = options.arguments;
-          return [1, operation === "set" ? (next ?? false) : false];
-        }
-        // "Not landed" holds only while the mark it would have made is still there to tell.
-        if (performance.now() - sentAt >= WRITE_MARK_MS) throw err;
-        return [0, false]; // fenced off: the SDK reads the record again and retries
+        const outcome = await markedWrite(redis, mark, sentAt);
+        if (outcome === "unknown") throw err;
+        if (outcome === "fenced") return [0, false]; // the SDK reads the record again and retries
+        // As the SDK's script answers an applied write (its value is not read on this path).
+        const [, , operation, next] = options.arguments;
+        return [1, operation === "set" ? (next ?? false) : false];
       }
     },
   };

@@ -20,11 +20,10 @@
 // rules; test/payment-verifier/stores.contract.test.ts runs one suite against both.
 
 import { AsyncLocalStorage } from "node:async_hooks";
-import { randomUUID } from "node:crypto";
 import type { Redis } from "@tollgate/platform";
 import { answerLost, readBack } from "@tollgate/platform/redis";
 import { Store } from "mppx/server";
-import { LANDED, READ_BACK_MS, WRITE_MARK_MS } from "./read-back.ts";
+import { LANDED, markedWrite, READ_BACK_MS, WRITE_MARK_MS, writeIds } from "./read-back.ts";
 
 /** mppx's JSON: bigints travel as "<digits>#__bigint" (ox's Json), so both sides read each other. */
 const BIGINT_SUFFIX = "#__bigint";
@@ -247,9 +246,7 @@ export function redisAtomicStore(
   undoing?: Undoing,
 ): Store.AtomicStore {
   const ttl = (value: unknown) => String(isFinished(value) ? retention.finishedMs : retention.activeMs);
-  // Write ids: this store's own prefix and a counter (unique across replicas and restarts).
-  const writer = randomUUID().slice(0, 13);
-  let writes = 0;
+  const nextWrite = writeIds();
   const markOf = (id: string) => `${prefix}~write:${id}`;
   async function update<result>(key: string, fn: (current: unknown) => Change): Promise<result> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
@@ -257,8 +254,8 @@ export function redisAtomicStore(
       const current = raw === null ? null : decodeValue(raw);
       const change = settleable(current, decided(fn, current));
       if (change.op === "noop") return change.result as result;
-      const id = `${writer}:${++writes}`;
-      const sentAt = Date.now();
+      const id = nextWrite();
+      const sentAt = performance.now();
       let won: unknown;
       try {
         won = await redis.eval(COMPARE_AND_SET, {
@@ -274,23 +271,15 @@ export function redisAtomicStore(
         });
       } catch (err) {
         if (!answerLost(err)) throw err;
-        const landed = await readBack(
-          () => redis.eval(LANDED, { keys: [markOf(id)], arguments: [] }),
-          READ_BACK_MS,
-        );
-        if (!landed) {
-          // Told failed: should it have landed, its caller may have it undone once Redis answers.
+        const outcome = await markedWrite(redis, markOf(id), sentAt);
+        if (outcome === "landed") return change.result as result;
+        if (outcome === "unknown") {
+          // Told failed: should it have landed, its caller may have it undone once Redis answers
+          // (at once "unknown" if its mark may have lapsed already).
           const undo = change.op === "set" ? undoing?.undo(current, change.value) : undefined;
           const scope = undo ? storeScope.getStore() : undefined;
           if (undo && scope) scope.undo = () => undoOnceKnown(key, id, sentAt, undo);
           else if (undo) undoing?.report("unknown", key); // no caller to decide: kept, and said
-          throw err;
-        }
-        if (landed.value === 1) return change.result as result;
-        // "Not landed" holds only while a mark the write made would still be there: a reply
-        // that hung longer (a silent link) may have outlived it, and the write stays unknown.
-        if (Date.now() - sentAt >= WRITE_MARK_MS) {
-          if (change.op === "set" && undoing?.undo(current, change.value)) undoing.report("unknown", key);
           throw err;
         }
         continue; // it did not land, and now never will: again, on what is there now
@@ -306,7 +295,7 @@ export function redisAtomicStore(
    */
   async function undoOnceKnown(key: string, id: string, sentAt: number, undo: (now: unknown) => unknown) {
     if (!undoing) return;
-    while (Date.now() - sentAt < WRITE_MARK_MS - UNDO_POLL_MS) {
+    while (performance.now() - sentAt < WRITE_MARK_MS - UNDO_POLL_MS) {
       // Unref'd: a process shutting down does not wait for Redis on its account.
       await new Promise((r) => setTimeout(r, UNDO_POLL_MS).unref());
       let landed: unknown;
@@ -317,7 +306,7 @@ export function redisAtomicStore(
       }
       if (landed !== 1) {
         // Fenced off (it never lands), unless the answer came after the mark lapsed.
-        if (Date.now() - sentAt >= WRITE_MARK_MS) undoing.report("unknown", key);
+        if (performance.now() - sentAt >= WRITE_MARK_MS) undoing.report("unknown", key);
         return;
       }
       try {
@@ -354,7 +343,7 @@ export function redisAtomicStore(
     async tryClaim(key: string, expires: number) {
       // A claim already past its expiry is still recorded for a moment, so the SET is valid.
       const at = Math.max(expires, Date.now() + 1_000);
-      const claim = `${writer}:${++writes}`;
+      const claim = nextWrite();
       const claimIt = async () =>
         (await redis.set(`${prefix}${key}`, encodeValue({ expires, type: "mppx:replay", claim }), {
           NX: true,
