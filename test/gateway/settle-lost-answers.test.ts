@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { endpointById, priceAtomic } from "@tollgate/catalog";
 import type { DevnetFile } from "@tollgate/devnet";
-import { type Mesh, startMesh } from "@tollgate/local";
+import { freePort, type Mesh, startMesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
@@ -27,12 +27,22 @@ let mesh: Mesh;
 let settlementNode: CountingProxy;
 let link: Awaited<ReturnType<typeof tcpProxy>>;
 let gateway: string;
+let gatewayMetrics: number;
+/** What each service logged (JSON lines), to find what an operator is told. */
+const logged: Array<{ service: string; line: Record<string, unknown> }> = [];
 
 beforeAll(async () => {
   settlementNode = await new CountingProxy(devnet.chains.settlement?.rpcUrl ?? "").listen();
   mesh = await startMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `settlelost${process.pid}`,
+    onLine: (service, line) => {
+      try {
+        logged.push({ service, line: JSON.parse(line) as Record<string, unknown> });
+      } catch {
+        // not a log record
+      }
+    },
     env: {
       LOG_LEVEL: "warn",
       UPSTREAMS_ETHEREUM: devnet.chains.ethereum?.rpcUrl ?? "",
@@ -46,10 +56,12 @@ beforeAll(async () => {
     },
   });
   link = await tcpProxy(mesh.ports["payment-verifier"].main);
+  gatewayMetrics = await freePort();
   gateway = (
     await mesh.spawnGateway({
       PAYMENT_VERIFIER_ADDR: `127.0.0.1:${link.port}`,
       SETTLE_DEADLINE_MS: String(SETTLE_DEADLINE_MS),
+      METRICS_PORT: String(gatewayMetrics),
     })
   ).url;
 });
@@ -64,6 +76,13 @@ afterAll(async () => {
 /** Transfers payment-verifier sent to the settlement chain since `mark` (held or not). */
 const transfersSince = (mark: number) =>
   settlementNode.since(mark).filter((r) => r.methods.includes("eth_sendRawTransaction")).length;
+
+/** The value of counter `name` (with `label` if given) on the metrics endpoint at `port`. */
+async function counter(port: number, name: string, label = ""): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(name) && l.includes(label));
+  return Number(line?.slice(line.lastIndexOf(" ") + 1));
+}
 
 async function until(what: string, done: () => boolean, ms = 15_000): Promise<void> {
   for (const started = Date.now(); !done(); await sleep(20))
@@ -108,7 +127,7 @@ describe("a Settle whose connection to payment-verifier drops while it settles (
   });
 
   it("with payment-verifier unreachable past the deadline: answered 503 by the settle deadline, never a hang", async () => {
-    const { answer, started } = await paidCallHeldAtTheChain("payer5");
+    const { payer, before, answer, started } = await paidCallHeldAtTheChain("payer5");
     await link.cut();
     const res = await answer;
     const elapsed = Date.now() - started;
@@ -118,8 +137,29 @@ describe("a Settle whose connection to payment-verifier drops while it settles (
     expect(elapsed).toBeGreaterThan(SETTLE_DEADLINE_MS - 2_000);
     expect(elapsed).toBeLessThan(SETTLE_DEADLINE_MS + 2_000);
     // Released, the transfer lands: this payer paid for a call answered 503 (README, Not yet: a
-    // payment-verifier unreachable for the whole settle deadline while it settles).
+    // payment-verifier unreachable for the whole settle deadline while it settles). The operator is
+    // told: payment-verifier counts and logs the late settlement under the 503's request id, with
+    // the payer and the transaction to refund; the gateway logged its 503 under the same id.
+    const requestId = res.headers.get("x-request-id");
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await counter(gatewayMetrics, "payment_settle_unanswered_total")).toBe(1);
+    // The gateway gives up just before its deadline (no time for another attempt): the transfer is
+    // let through once that deadline, the one payment-verifier was sent, has passed.
+    await sleep(started + SETTLE_DEADLINE_MS + 300 - Date.now());
     settlementNode.release();
     await link.restore();
+    const late = () =>
+      logged.find((l) => l.service === "payment-verifier" && l.line.requestId === requestId)?.line;
+    await until("payment-verifier logged the late settlement", () => late() !== undefined);
+    expect(late()).toMatchObject({ level: 50, scheme: "exact", collection: "transaction" });
+    expect(String(late()?.payer).toLowerCase()).toBe(payer.address.toLowerCase());
+    const mined = await chain.waitForTransactionReceipt({ hash: late()?.transaction as `0x${string}` });
+    expect(mined.status).toBe("success");
+    expect(await usdcBalance(chain, devnet, payer.address)).toBe(before - PRICE);
+    const pvMetrics = mesh.ports["payment-verifier"].metrics;
+    expect(await counter(pvMetrics, "payment_settled_after_deadline_total", 'scheme="exact"')).toBe(1);
+    const told = logged.find((l) => l.service === "gateway" && l.line.requestId === requestId)?.line;
+    expect(told).toMatchObject({ level: 50 });
+    expect(String(told?.payer).toLowerCase()).toBe(payer.address.toLowerCase());
   });
 });

@@ -69,6 +69,8 @@ describe("Prometheus rules (real promtool)", () => {
         "TollgateQuotaMeterUnreachable",
         "TollgateSettlementFailures",
         "TollgatePaymentFacilitatorUnavailable",
+        "TollgatePaymentSettleUnanswered",
+        "TollgatePaymentSettledAfterDeadline",
         "TollgateEventsOutboxGrowing",
         "TollgateMeshCallsRefused",
         "TollgateBatchClaimsStalled",

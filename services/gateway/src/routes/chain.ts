@@ -9,7 +9,7 @@ import {
   QUOTA_HEADERS,
   validateRequest,
 } from "@tollgate/catalog";
-import { CallError, type Logger } from "@tollgate/platform";
+import { CallError, type Logger, prom, type Registry } from "@tollgate/platform";
 import { type NextFunction, type Request, type Response, Router } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
@@ -29,6 +29,7 @@ export interface ChainDeps {
   leases: LeaseBook;
   usage: UsageReporter;
   logger: Logger;
+  registry: Registry;
   publicBaseUrl: string | undefined;
 }
 
@@ -77,7 +78,11 @@ class PayingClients {
   }
 }
 
-type RouteDeps = ChainDeps & { paying: PayingClients };
+type RouteDeps = ChainDeps & {
+  paying: PayingClients;
+  /** Paid calls answered 503 because their Settle got no answer (see settleOrRefuse). */
+  settleUnanswered: prom.Counter;
+};
 
 /**
  * The paid chain endpoints, one route per catalog entry. Order of work per request:
@@ -85,7 +90,12 @@ type RouteDeps = ChainDeps & { paying: PayingClients };
  * settle or refund. Bad input is refused before anything is counted or charged.
  */
 export function chainRouter(chain: ChainDeps): Router {
-  const deps: RouteDeps = { ...chain, paying: new PayingClients() };
+  const settleUnanswered = new prom.Counter({
+    name: "payment_settle_unanswered_total",
+    help: "Paid calls answered 503 because their Settle got no answer by its deadline: whether the payer was charged is in the ledger (README, Runbook)",
+    registers: [chain.registry],
+  });
+  const deps: RouteDeps = { ...chain, paying: new PayingClients(), settleUnanswered };
   // Exact paths (see routes/table.ts); a known path with another method is the app's 405.
   const router = Router({ caseSensitive: true, strict: true });
   for (const endpoint of ENDPOINTS) {
@@ -351,15 +361,25 @@ async function settleOrRefuse(
   credentials: Header[],
   paymentId: string,
   res: Response,
-  deps: ChainDeps,
+  deps: RouteDeps,
 ): Promise<Settled | undefined> {
   let settled: Settled;
   try {
     settled = await deps.payments.settle(res.locals.requestId, paymentId, resource, credentials);
   } catch (err) {
     const failure = failureOf(err);
-    // Nothing was collected: say why in the log, the client gets a 503 to retry.
-    deps.logger.warn({ err: err instanceof Error ? err.message : err }, "payment settlement call failed");
+    deps.settleUnanswered.inc();
+    // No answer by the settle deadline (every attempt's replica gone, or the deadline passed): the
+    // client gets a 503 and no data, but a settlement that began may have collected, or still
+    // collect (payment-verifier counts and logs a late one). The ledger tells (README, Runbook).
+    deps.logger.error(
+      {
+        err: err instanceof Error ? err.message : err,
+        requestId: res.locals.requestId,
+        payer: res.locals.principal,
+      },
+      "payment settlement did not answer: the call is answered 503; had it collected, the ledger's row for this request id shows a payer charged for no data",
+    );
     if (!failure.ok)
       sendError(res, "service_unavailable", "payment settlement is unavailable, retry with backoff");
     return undefined;
@@ -382,7 +402,7 @@ async function settleWithoutService(
   credentials: Header[],
   paymentId: string,
   res: Response,
-  deps: ChainDeps,
+  deps: RouteDeps,
 ): Promise<void> {
   if (await settleOrRefuse(resource, credentials, paymentId, res, deps)) res.status(204).end();
 }

@@ -15,6 +15,8 @@ export interface PaymentMetrics {
   /** Payment attempts refused by the per-client or per-payer limit. */
   attemptsLimited: prom.Counter<"scope">;
   facilitatorInitFailures: prom.Counter<"scheme">;
+  /** Settlements that collected after their Settle's caller stopped waiting (it answered 503). */
+  settledAfterDeadline: prom.Counter<"scheme">;
 }
 
 /**
@@ -26,6 +28,7 @@ export function zeroPaymentMetrics(metrics: PaymentMetrics, schemes: readonly st
     metrics.facilitatorInitFailures.inc({ scheme }, 0);
     metrics.refusalsRemembered.inc({ scheme }, 0);
     metrics.releases.inc({ scheme }, 0);
+    metrics.settledAfterDeadline.inc({ scheme }, 0);
     for (const operation of ["verify", "settle"]) metrics.reservationConflicts.inc({ scheme, operation }, 0);
   }
   for (const scope of ["client", "payer"]) metrics.attemptsLimited.inc({ scope }, 0);
@@ -74,6 +77,12 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
     facilitatorInitFailures: new prom.Counter({
       name: "payment_facilitator_init_failures_total",
       help: "Failed attempts to learn what a payment scheme's facilitator supports",
+      labelNames: ["scheme"],
+      registers: [registry],
+    }),
+    settledAfterDeadline: new prom.Counter({
+      name: "payment_settled_after_deadline_total",
+      help: "Settlements that collected after their Settle's caller stopped waiting: the call was answered 503 and its payer paid for it (README, Runbook)",
       labelNames: ["scheme"],
       registers: [registry],
     }),

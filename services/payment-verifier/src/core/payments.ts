@@ -122,6 +122,13 @@ function outcomeOf(collection: Collection): "settled" | "accrued" | "channel_set
   return collection.kind === "transaction" ? "settled" : "channel_settled";
 }
 
+/** What a collection is found by: its transaction, or an accrual's channel when it came with none. */
+function referenceOf(collection: Collection): string {
+  return collection.kind === "accrual"
+    ? (collection.transaction ?? collection.channel)
+    : collection.transaction;
+}
+
 /** The reservation store could not be reached: refuse rather than risk serving a payment twice. */
 class StoreUnavailableError extends Error {}
 
@@ -533,6 +540,8 @@ export class Payments {
     try {
       const ran = await running;
       recorded = ran.recorded;
+      if (ran.outcome.settled && this.#now() > deadline)
+        this.#settledAfterDeadline(call, scheme, payment, ran.outcome);
       return ran.outcome;
     } finally {
       // Until the store says `settled`, a retry of this call here joins the answer given: the
@@ -543,6 +552,33 @@ export class Payments {
       if (recorded) void recorded.then(forget);
       else forget();
     }
+  }
+
+  /**
+   * A settlement that collected after its Settle's caller stopped waiting: the gateway answered the
+   * call 503 (its deadline is the one it sent), so the payer paid for a call it got no data for.
+   * Nothing here can move the money back (the payee's key is not ours): counted and logged with the
+   * mesh's request id, which the system of record's settlement row carries, for a refund by hand.
+   */
+  #settledAfterDeadline(
+    call: PricedCall,
+    scheme: PaymentScheme,
+    payment: ParsedPayment,
+    outcome: Extract<SettleOutcome, { settled: true }>,
+  ): void {
+    this.#o.metrics.settledAfterDeadline.inc({ scheme: scheme.name });
+    const { collection } = outcome;
+    this.#o.logger.error(
+      {
+        scheme: scheme.name,
+        requestId: call.requestId,
+        payer: payment.payer,
+        endpoint: call.endpoint.path,
+        collection: collection.kind,
+        transaction: referenceOf(collection),
+      },
+      "a payment settled after its caller stopped waiting: the call was answered 503 and the payer paid for it (refund it: README, Runbook)",
+    );
   }
 
   /**
@@ -741,8 +777,7 @@ export class Payments {
     collection: Collection,
     receipt: Header[],
   ): Promise<void> {
-    const transaction =
-      collection.kind === "accrual" ? (collection.transaction ?? collection.channel) : collection.transaction;
+    const transaction = referenceOf(collection);
     const mark = () =>
       this.#o.reservations.markSettled(
         payment.key,
