@@ -17,6 +17,7 @@ import { Credential } from "mppx";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type OwnServer, ownRedis } from "../chaos/servers.ts";
+import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { mppSessionPayer } from "../support/mppx.ts";
@@ -134,16 +135,14 @@ describe("MPP session across a lost deduction (private redis-server; its replies
     const id = first.receipt?.channelId ?? "";
     const [key = ""] = await beside((r) => r.keys(`*mpp:channel:${id}`));
     expect(key).not.toBe("");
-    const broken = async () => {
-      await beside(async (r) => {
-        await r.rename(key, `${key}:aside`);
-        await r.hSet(key, "broken", "1");
-      });
-    };
-    const mended = () =>
-      beside(async (r) => {
-        await r.del(key);
-        await r.rename(`${key}:aside`, key);
+    // In one transaction each: the channel is never seen missing (mppx would read "not found").
+    const broken = () => beside((r) => r.multi().rename(key, `${key}:aside`).hSet(key, "broken", "1").exec());
+    const mended = () => beside((r) => r.multi().del(key).rename(`${key}:aside`, key).exec());
+    const pvMetrics = mesh.ports["payment-verifier"].metrics;
+    const unavailable = (step: "verify" | "settle") =>
+      metric(pvMetrics, `payment_${step}_seconds_count`, {
+        scheme: "mpp-session",
+        outcome: "service_unavailable",
       });
     const answerOf = async (res: Awaited<ReturnType<typeof call>>) => ({
       status: res.status,
@@ -155,9 +154,11 @@ describe("MPP session across a lost deduction (private redis-server; its replies
     // a 402 would have had the client sign and send another at once.
     await broken();
     let before = sent.length;
+    const verifyFailures = await unavailable("verify");
     const atVerify = await answerOf(await call());
     await mended();
     expect(sent.length - before).toBe(1);
+    expect(await unavailable("verify")).toBe(verifyFailures + 1);
     expect(atVerify).toMatchObject({ status: 503, body: { error: { code: "service_unavailable" } } });
     expect(atVerify.body.error?.message).toMatch(/MPP session channels are unavailable/);
     expect(atVerify.receipt).toBeNull();
@@ -173,10 +174,13 @@ describe("MPP session across a lost deduction (private redis-server; its replies
     );
     await broken();
     before = sent.length;
+    const settleFailures = await unavailable("settle");
     node.release();
     const atSettle = await answerOf(await settling);
     await mended();
     expect(sent.length - before).toBe(0);
+    // It was the Settle that met the broken store (Verify had passed before the node was called).
+    expect(await unavailable("settle")).toBe(settleFailures + 1);
     expect(atSettle).toMatchObject({ status: 503, body: { error: { code: "service_unavailable" } } });
     expect(atSettle.receipt).toBeNull();
 

@@ -10,6 +10,7 @@ import type { DevnetFile } from "@tollgate/devnet";
 import { freePort, type Mesh, startMesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
@@ -77,13 +78,6 @@ afterAll(async () => {
 const transfersSince = (mark: number) =>
   settlementNode.since(mark).filter((r) => r.methods.includes("eth_sendRawTransaction")).length;
 
-/** The value of counter `name` (with `label` if given) on the metrics endpoint at `port`. */
-async function counter(port: number, name: string, label = ""): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith(name) && l.includes(label));
-  return Number(line?.slice(line.lastIndexOf(" ") + 1));
-}
-
 async function until(what: string, done: () => boolean, ms = 15_000): Promise<void> {
   for (const started = Date.now(); !done(); await sleep(20))
     if (Date.now() - started > ms) throw new Error(`timed out waiting until ${what}`);
@@ -99,7 +93,8 @@ async function paidCallHeldAtTheChain(role: string) {
   const started = Date.now();
   const answer = payer.fetch(`${gateway}/api/chain/block-number`);
   await until("the Settle's transfer reached the chain", () => transfersSince(mark) === 1);
-  return { payer, before, mark, started, answer };
+  // The Settle began before this: the deadline payment-verifier was sent ends by held + the deadline.
+  return { payer, before, mark, started, held: Date.now(), answer };
 }
 
 describe("a Settle whose connection to payment-verifier drops while it settles (stand-in: a TCP proxy dropping the gateway's links)", () => {
@@ -127,7 +122,7 @@ describe("a Settle whose connection to payment-verifier drops while it settles (
   });
 
   it("with payment-verifier unreachable past the deadline: answered 503 by the settle deadline, never a hang", async () => {
-    const { payer, before, answer, started } = await paidCallHeldAtTheChain("payer5");
+    const { payer, before, answer, started, held } = await paidCallHeldAtTheChain("payer5");
     await link.cut();
     const res = await answer;
     const elapsed = Date.now() - started;
@@ -142,24 +137,24 @@ describe("a Settle whose connection to payment-verifier drops while it settles (
     // the payer and the transaction to refund; the gateway logged its 503 under the same id.
     const requestId = res.headers.get("x-request-id");
     expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(await counter(gatewayMetrics, "payment_settle_unanswered_total")).toBe(1);
+    expect(await metric(gatewayMetrics, "payment_settle_unanswered_total")).toBe(1);
     // The gateway gives up just before its deadline (no time for another attempt): the transfer is
     // let through once that deadline, the one payment-verifier was sent, has passed.
-    await sleep(started + SETTLE_DEADLINE_MS + 300 - Date.now());
+    await sleep(held + SETTLE_DEADLINE_MS + 300 - Date.now());
     settlementNode.release();
     await link.restore();
     const late = () =>
       logged.find((l) => l.service === "payment-verifier" && l.line.requestId === requestId)?.line;
     await until("payment-verifier logged the late settlement", () => late() !== undefined);
-    expect(late()).toMatchObject({ level: 50, scheme: "exact", collection: "transaction" });
+    expect(late()).toMatchObject({ level: 50, scheme: "exact", what: "collected_late" });
     expect(String(late()?.payer).toLowerCase()).toBe(payer.address.toLowerCase());
-    const mined = await chain.waitForTransactionReceipt({ hash: late()?.transaction as `0x${string}` });
+    const mined = await chain.waitForTransactionReceipt({ hash: late()?.reference as `0x${string}` });
     expect(mined.status).toBe("success");
     expect(await usdcBalance(chain, devnet, payer.address)).toBe(before - PRICE);
     const pvMetrics = mesh.ports["payment-verifier"].metrics;
-    expect(await counter(pvMetrics, "payment_settled_after_deadline_total", 'scheme="exact"')).toBe(1);
+    expect(await metric(pvMetrics, "payment_settled_after_deadline_total", { scheme: "exact" })).toBe(1);
     const told = logged.find((l) => l.service === "gateway" && l.line.requestId === requestId)?.line;
-    expect(told).toMatchObject({ level: 50 });
+    expect(told).toMatchObject({ level: 50, code: "UNAVAILABLE" });
     expect(String(told?.payer).toLowerCase()).toBe(payer.address.toLowerCase());
   });
 });

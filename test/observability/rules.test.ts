@@ -70,7 +70,7 @@ describe("Prometheus rules (real promtool)", () => {
         "TollgateSettlementFailures",
         "TollgatePaymentFacilitatorUnavailable",
         "TollgatePaymentSettleUnanswered",
-        "TollgatePaymentSettledAfterDeadline",
+        "TollgatePaymentSettledLate",
         "TollgateEventsOutboxGrowing",
         "TollgateMeshCallsRefused",
         "TollgateBatchClaimsStalled",

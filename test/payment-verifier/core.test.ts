@@ -204,7 +204,11 @@ function build(limits = { perSecond: 1000, burst: 1000 }, reservations = new Mem
 }
 
 /** One replica's core over `reservations` (shared by the replicas of a test). */
-function replica(reservations: ReservationStore, limits = { perSecond: 1000, burst: 1000 }): Payments {
+function replica(
+  reservations: ReservationStore,
+  limits = { perSecond: 1000, burst: 1000 },
+  registry = createRegistry("test"),
+): Payments {
   const logger = createLogger("payment-verifier");
   logger.level = "silent";
   return new Payments({
@@ -213,7 +217,7 @@ function replica(reservations: ReservationStore, limits = { perSecond: 1000, bur
     refusals: new RefusalMemory({ max: 100, ttlMs: 60_000 }),
     limits: { perClient: limits, perPayer: limits },
     events: { record: (reservation, outcome) => events.push({ reservation, outcome }) },
-    metrics: createPaymentMetrics(createRegistry("test")),
+    metrics: createPaymentMetrics(registry),
     logger,
     reservationTtlMs: 60_000,
   });
@@ -559,6 +563,49 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
     const late = await b.settle(slow.c, slow.id, slow.credentials, Date.now() + 800);
     expect(late).toMatchObject({ settled: false, code: "service_unavailable" });
     expect(Date.now() - started).toBeLessThan(800);
+    a.close();
+    b.close();
+  });
+
+  // The gateway answers such a call 503 with no data: a payer who may have paid for it is counted
+  // (and logged) by the replica that knows, for a refund by hand.
+  it("counts the calls answered failed while their payment collected or may collect: settled after the caller's deadline, still settling at it, a transfer not confirmed", async () => {
+    const [rx, ry] = [createRegistry("test"), createRegistry("test")];
+    const counted = async (registry: typeof rx, name: string) =>
+      (await registry.getSingleMetric(name)?.get())?.values.find((v) => v.labels.scheme === "alpha")?.value;
+    const [x, y] = [replica(store, undefined, rx), replica(store, undefined, ry)];
+    await x.start();
+    await y.start();
+    // Collected after the deadline the caller sent (it has answered by then).
+    const late = await verified("late");
+    const settling = x.settle(late.c, late.id, late.credentials, Date.now() + 200);
+    // Another Settle of the call meets it still settling at its own deadline: 503, outcome unknown.
+    const waiting = await y.settle(late.c, late.id, late.credentials, Date.now() + 700);
+    expect(waiting).toMatchObject({ settled: false, code: "service_unavailable" });
+    expect(await counted(ry, "payment_settle_outcome_unknown_total")).toBe(1);
+    await new Promise((r) => setTimeout(r, 50));
+    open();
+    expect(await settling).toMatchObject({ settled: true });
+    expect(await counted(rx, "payment_settled_after_deadline_total")).toBe(1);
+    // Collected in time: not counted.
+    const inTime = await verified("in-time");
+    expect(await x.settle(inTime.c, inTime.id, inTime.credentials, Date.now() + 5_000)).toMatchObject({
+      settled: true,
+    });
+    expect(await counted(rx, "payment_settled_after_deadline_total")).toBe(1);
+    // A transfer broadcast and not confirmed in time: answered 503, it may still land.
+    alpha.settleResult = {
+      ok: false,
+      code: "service_unavailable",
+      reason: "settlement_pending",
+      transaction: "0xsent",
+      receipt: [],
+    };
+    const pending = await verified("pending");
+    expect(await x.settle(pending.c, pending.id, pending.credentials)).toMatchObject({ settled: false });
+    expect(await counted(rx, "payment_settle_outcome_unknown_total")).toBe(1);
+    x.close();
+    y.close();
     a.close();
     b.close();
   });

@@ -58,3 +58,24 @@ export function scrubConsole(): void {
   console.warn = to(process.stderr);
   console.error = to(process.stderr);
 }
+
+/**
+ * For a line a failure can repeat on every call (an outage): the returned check says to write it at
+ * most once per `everyMs`, giving the number of lines skipped since (to write into it), and
+ * `undefined` otherwise; so an outage is logged, not flooded, and a skipped line costs nothing.
+ */
+export function logSampler(everyMs: number): () => number | undefined {
+  let last = Number.NEGATIVE_INFINITY;
+  let skipped = 0;
+  return () => {
+    const now = performance.now();
+    if (now - last < everyMs) {
+      skipped++;
+      return undefined;
+    }
+    last = now;
+    const since = skipped;
+    skipped = 0;
+    return since;
+  };
+}

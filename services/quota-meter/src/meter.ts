@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { grpc, type Logger, ServiceError } from "@tollgate/platform";
+import { grpc, type Logger, logSampler, ServiceError } from "@tollgate/platform";
 import type { AuthorizeRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeRequest";
 import type { AuthorizeResponse } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeResponse";
 import type { Decision as ProtoDecision } from "@tollgate/platform/generated/tollgate/quota/v1/Decision";
@@ -78,8 +78,8 @@ export function createMeter(deps: MeterDeps) {
   // busy machine) must not turn the next second of traffic unmetered.
   let timeoutsInARow = 0;
 
-  let lastLog = 0;
-  let unlogged = 0;
+  // One fail-open line per 10 s at most (an outage fails every call open), with the count skipped.
+  const failOpenLine = logSampler(10_000);
   // Authorizes whose answer never came (the link dropped after Redis may have run the script):
   // the call was served unmetered, so what the script may have counted (the call's unit, or a
   // whole lease) goes back once Redis answers. A release names the id: it gives back only what
@@ -98,16 +98,12 @@ export function createMeter(deps: MeterDeps) {
 
   function failOpen(hash: Buffer, reason: FailOpenReason, err?: unknown): AuthorizeResponse {
     metrics.failOpen.inc({ reason });
-    const t = Date.now();
-    if (t - lastLog > 10_000) {
+    const skipped = failOpenLine();
+    if (skipped !== undefined) {
       logger.warn(
-        { reason, err: err instanceof Error ? err.message : undefined, since_last_line: unlogged },
+        { reason, err: err instanceof Error ? err.message : undefined, since_last_line: skipped },
         "Redis unavailable: Authorize fails open (known keys served unmetered, without quota values)",
       );
-      lastLog = t;
-      unlogged = 0;
-    } else {
-      unlogged++;
     }
     const known = snapshot.lookup(hash);
     if (!known) return answer("invalid_key", false, { quota: null });

@@ -9,7 +9,7 @@ import {
   QUOTA_HEADERS,
   validateRequest,
 } from "@tollgate/catalog";
-import { CallError, type Logger, prom, type Registry } from "@tollgate/platform";
+import { CallError, grpc, type Logger, logSampler, prom, type Registry } from "@tollgate/platform";
 import { type NextFunction, type Request, type Response, Router } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
@@ -82,6 +82,8 @@ type RouteDeps = ChainDeps & {
   paying: PayingClients;
   /** Paid calls answered 503 because their Settle got no answer (see settleOrRefuse). */
   settleUnanswered: prom.Counter;
+  /** Whether to log a failed Verify now (see verifyUnavailable). */
+  verifyFailureLine: () => number | undefined;
 };
 
 /**
@@ -95,7 +97,12 @@ export function chainRouter(chain: ChainDeps): Router {
     help: "Paid calls answered 503 because their Settle got no answer by its deadline: whether the payer was charged is in the ledger (README, Runbook)",
     registers: [chain.registry],
   });
-  const deps: RouteDeps = { ...chain, paying: new PayingClients(), settleUnanswered };
+  const deps: RouteDeps = {
+    ...chain,
+    paying: new PayingClients(),
+    settleUnanswered,
+    verifyFailureLine: logSampler(1_000),
+  };
   // Exact paths (see routes/table.ts); a known path with another method is the app's 405.
   const router = Router({ caseSensitive: true, strict: true });
   for (const endpoint of ENDPOINTS) {
@@ -350,6 +357,29 @@ function refusePayment(verified: Verified, res: Response, deps: ChainDeps): void
   );
 }
 
+/**
+ * A Verify that failed at the gRPC level (payment-verifier unreachable, over the deadline, or
+ * failing): 503, nothing reserved for the call. Logged with its code, once a second at most (an
+ * outage fails every paid call), so the cause of a 503 is on record.
+ */
+function verifyUnavailable(err: unknown, res: Response, deps: RouteDeps): void {
+  const failure = failureOf(err);
+  const skipped = deps.verifyFailureLine();
+  if (skipped !== undefined && err instanceof CallError) {
+    deps.logger.error(
+      {
+        err: err.message,
+        code: grpc.status[err.failure.grpcCode],
+        requestId: res.locals.requestId,
+        since_last_line: skipped,
+      },
+      "payment verification call failed: the paid call is answered 503",
+    );
+  }
+  if (!failure.ok)
+    sendError(res, "service_unavailable", "payment verification is unavailable, retry with backoff");
+}
+
 type Settled = Awaited<ReturnType<PaymentVerifierClient["settle"]>>;
 
 /**
@@ -368,18 +398,23 @@ async function settleOrRefuse(
     settled = await deps.payments.settle(res.locals.requestId, paymentId, resource, credentials);
   } catch (err) {
     const failure = failureOf(err);
-    deps.settleUnanswered.inc();
-    // No answer by the settle deadline (every attempt's replica gone, or the deadline passed): the
-    // client gets a 503 and no data, but a settlement that began may have collected, or still
-    // collect (payment-verifier counts and logs a late one). The ledger tells (README, Runbook).
-    deps.logger.error(
-      {
-        err: err instanceof Error ? err.message : err,
-        requestId: res.locals.requestId,
-        payer: res.locals.principal,
-      },
-      "payment settlement did not answer: the call is answered 503; had it collected, the ledger's row for this request id shows a payer charged for no data",
-    );
+    const code = err instanceof CallError ? grpc.status[err.failure.grpcCode] : undefined;
+    // Failed at the gRPC level (every attempt's replica gone, the deadline passed, a failure in
+    // payment-verifier): the client gets a 503 and no data, but a settlement that began may have
+    // collected, or still collect (payment-verifier counts and logs a late one); the ledger tells.
+    // A refused mesh token started nothing.
+    if (code !== "UNAUTHENTICATED" && code !== "PERMISSION_DENIED") {
+      deps.settleUnanswered.inc();
+      deps.logger.error(
+        {
+          err: err instanceof Error ? err.message : err,
+          code,
+          requestId: res.locals.requestId,
+          payer: res.locals.principal,
+        },
+        "payment settlement call failed: the call is answered 503; had its settlement collected, the ledger's row for this request id shows a payer charged for no data",
+      );
+    }
     if (!failure.ok)
       sendError(res, "service_unavailable", "payment settlement is unavailable, retry with backoff");
     return undefined;
@@ -449,9 +484,7 @@ async function serveWithoutService(
       true,
     );
   } catch (err) {
-    if (!failureOf(err).ok)
-      sendError(res, "service_unavailable", "payment verification is unavailable, retry with backoff");
-    return;
+    return verifyUnavailable(err, res, deps);
   }
   if (!verified.valid && verified.errorCode === "not_applicable") return void otherwise();
   res.locals.auth = verified.scheme || "payment";
@@ -478,10 +511,7 @@ async function serveWithPayment(
   try {
     verified = await deps.payments.verify(requestId, resource, credentials, client);
   } catch (err) {
-    const failure = failureOf(err);
-    if (!failure.ok)
-      sendError(res, "service_unavailable", "payment verification is unavailable, retry with backoff");
-    return;
+    return verifyUnavailable(err, res, deps);
   }
   deps.paying.note(client, verified.valid);
   res.locals.auth = verified.scheme || "payment";

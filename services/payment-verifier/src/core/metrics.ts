@@ -17,6 +17,8 @@ export interface PaymentMetrics {
   facilitatorInitFailures: prom.Counter<"scheme">;
   /** Settlements that collected after their Settle's caller stopped waiting (it answered 503). */
   settledAfterDeadline: prom.Counter<"scheme">;
+  /** Settles answered failed while their payment may still collect (see PaymentsCore). */
+  settleOutcomeUnknown: prom.Counter<"scheme">;
 }
 
 /**
@@ -29,6 +31,7 @@ export function zeroPaymentMetrics(metrics: PaymentMetrics, schemes: readonly st
     metrics.refusalsRemembered.inc({ scheme }, 0);
     metrics.releases.inc({ scheme }, 0);
     metrics.settledAfterDeadline.inc({ scheme }, 0);
+    metrics.settleOutcomeUnknown.inc({ scheme }, 0);
     for (const operation of ["verify", "settle"]) metrics.reservationConflicts.inc({ scheme, operation }, 0);
   }
   for (const scope of ["client", "payer"]) metrics.attemptsLimited.inc({ scope }, 0);
@@ -83,6 +86,12 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
     settledAfterDeadline: new prom.Counter({
       name: "payment_settled_after_deadline_total",
       help: "Settlements that collected after their Settle's caller stopped waiting: the call was answered 503 and its payer paid for it (README, Runbook)",
+      labelNames: ["scheme"],
+      registers: [registry],
+    }),
+    settleOutcomeUnknown: new prom.Counter({
+      name: "payment_settle_outcome_unknown_total",
+      help: "Settles answered 503 while their payment may still collect: another Settle of the call still settling at the deadline, or a transfer broadcast and not confirmed in time (README, Runbook)",
       labelNames: ["scheme"],
       registers: [registry],
     }),

@@ -468,7 +468,8 @@ export class Payments {
       );
     }
     const { scheme, payment } = detected;
-    if (id.token.startsWith(GUARDED)) return this.#settleGuarded(call, scheme, payment, id, credentials);
+    if (id.token.startsWith(GUARDED))
+      return this.#settleGuarded(call, scheme, payment, id, credentials, deadline);
     // One Settle of a call at a time: a second one here joins the first (no store round trip).
     const callKey = `${paymentId}\n${call.requestId}`;
     const joined = this.#inFlight.get(callKey);
@@ -485,6 +486,7 @@ export class Payments {
         const here = this.#inFlight.get(callKey);
         if (here) return here;
         if (this.#now() >= waitUntil) {
+          this.#chargedForNoData("still_settling", call, scheme, payment);
           return this.#settleUnavailable(
             "the payment is still being settled by another Settle of this call; retry",
           );
@@ -541,7 +543,7 @@ export class Payments {
       const ran = await running;
       recorded = ran.recorded;
       if (ran.outcome.settled && this.#now() > deadline)
-        this.#settledAfterDeadline(call, scheme, payment, ran.outcome);
+        this.#chargedForNoData("collected_late", call, scheme, payment, referenceOf(ran.outcome.collection));
       return ran.outcome;
     } finally {
       // Until the store says `settled`, a retry of this call here joins the answer given: the
@@ -555,29 +557,35 @@ export class Payments {
   }
 
   /**
-   * A settlement that collected after its Settle's caller stopped waiting: the gateway answered the
-   * call 503 (its deadline is the one it sent), so the payer paid for a call it got no data for.
-   * Nothing here can move the money back (the payee's key is not ours): counted and logged with the
-   * mesh's request id, which the system of record's settlement row carries, for a refund by hand.
+   * A call answered failed (the gateway answers 503, no data) while its payer paid, or may yet pay:
+   * `collected_late`, its settlement collected after the caller's deadline (the one the gateway
+   * sent: it has answered by then); `still_settling`, another Settle of the call still at it when
+   * this one had to answer; `pending`, a transfer broadcast and not confirmed in time (a retry
+   * with the same payment is served by it, if the client retries). Nothing here can move money
+   * back (the payee's key is not ours): counted and logged at error level with the mesh's request
+   * id, which the ledger's settlement row carries, for a refund by hand (README, Runbook).
    */
-  #settledAfterDeadline(
+  #chargedForNoData(
+    what: "collected_late" | "still_settling" | "pending",
     call: PricedCall,
     scheme: PaymentScheme,
     payment: ParsedPayment,
-    outcome: Extract<SettleOutcome, { settled: true }>,
+    reference = "",
   ): void {
-    this.#o.metrics.settledAfterDeadline.inc({ scheme: scheme.name });
-    const { collection } = outcome;
+    const counter = what === "collected_late" ? "settledAfterDeadline" : "settleOutcomeUnknown";
+    this.#o.metrics[counter].inc({ scheme: scheme.name });
     this.#o.logger.error(
       {
         scheme: scheme.name,
+        what,
         requestId: call.requestId,
         payer: payment.payer,
         endpoint: call.endpoint.path,
-        collection: collection.kind,
-        transaction: referenceOf(collection),
+        reference,
       },
-      "a payment settled after its caller stopped waiting: the call was answered 503 and the payer paid for it (refund it: README, Runbook)",
+      what === "collected_late"
+        ? "a payment settled after its caller stopped waiting: the call was answered 503 and the payer paid for it (refund it: README, Runbook)"
+        : "a Settle answered 503 while its payment may still collect: the ledger shows whether the payer paid for it (README, Runbook)",
     );
   }
 
@@ -741,6 +749,8 @@ export class Payments {
     const transaction = result.transaction
       ? { kind: "transaction" as const, transaction: result.transaction }
       : null;
+    if (result.code === "service_unavailable" && result.transaction)
+      this.#chargedForNoData("pending", call, scheme, payment, result.transaction);
     this.#o.events.record(reservation, "failed", transaction, result.reason);
     return { outcome: await this.#settleFailed(call, scheme, result), recorded: dropped };
   }
@@ -968,6 +978,7 @@ export class Payments {
     payment: ParsedPayment,
     id: { key: string; token: string },
     credentials: readonly Header[],
+    deadline: number,
   ): Promise<SettleOutcome> {
     const token = id.token;
     if (!scheme.guarded) {
@@ -994,6 +1005,10 @@ export class Payments {
       return this.#settleFailed(call, scheme, result);
     }
     this.#o.events.record(record, outcomeOf(result.collection), result.collection, null);
+    // (A commit is once per token: should an earlier attempt of this call have committed and been
+    // answered, this late one finds it committed and counts a call that was served; a rare false alarm.)
+    if (this.#now() > deadline)
+      this.#chargedForNoData("collected_late", call, scheme, payment, referenceOf(result.collection));
     return {
       settled: true,
       headers: result.receipt,
