@@ -80,7 +80,7 @@ class PayingClients {
 
 type RouteDeps = ChainDeps & {
   paying: PayingClients;
-  /** Paid calls answered 503 because their Settle got no answer (see settleOrRefuse). */
+  /** Paid calls answered 503 because their Settle failed at the gRPC level (see settleOrRefuse). */
   settleUnanswered: prom.Counter;
   /** Whether to log a failed Verify now (see verifyUnavailable). */
   verifyFailureLine: () => number | undefined;
@@ -94,7 +94,7 @@ type RouteDeps = ChainDeps & {
 export function chainRouter(chain: ChainDeps): Router {
   const settleUnanswered = new prom.Counter({
     name: "payment_settle_unanswered_total",
-    help: "Paid calls answered 503 because their Settle got no answer by its deadline: whether the payer was charged is in the ledger (README, Runbook)",
+    help: "Paid calls answered 503 because their Settle failed at the gRPC level: whether the payer was charged is in the ledger (README, Runbook)",
     registers: [chain.registry],
   });
   const deps: RouteDeps = {
@@ -363,24 +363,27 @@ function refusePayment(verified: Verified, res: Response, deps: ChainDeps): void
  * outage fails every paid call), so the cause of a 503 is on record.
  */
 function verifyUnavailable(err: unknown, res: Response, deps: RouteDeps): void {
-  const failure = failureOf(err);
+  failureOf(err); // rethrows what is not a gRPC failure
+  const { failure } = err as CallError;
   const skipped = deps.verifyFailureLine();
-  if (skipped !== undefined && err instanceof CallError) {
+  if (skipped !== undefined) {
     deps.logger.error(
       {
-        err: err.message,
-        code: grpc.status[err.failure.grpcCode],
+        err: failure.message,
+        code: grpc.status[failure.grpcCode],
         requestId: res.locals.requestId,
         since_last_line: skipped,
       },
       "payment verification call failed: the paid call is answered 503",
     );
   }
-  if (!failure.ok)
-    sendError(res, "service_unavailable", "payment verification is unavailable, retry with backoff");
+  sendError(res, "service_unavailable", "payment verification is unavailable, retry with backoff");
 }
 
 type Settled = Awaited<ReturnType<PaymentVerifierClient["settle"]>>;
+
+/** Settle failures before any settlement could begin: a refused mesh token, a malformed request. */
+const STARTED_NOTHING = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED", "INVALID_ARGUMENT"]);
 
 /**
  * Settles a verified payment and copies its headers; a failed or unreachable settlement is
@@ -397,26 +400,21 @@ async function settleOrRefuse(
   try {
     settled = await deps.payments.settle(res.locals.requestId, paymentId, resource, credentials);
   } catch (err) {
-    const failure = failureOf(err);
-    const code = err instanceof CallError ? grpc.status[err.failure.grpcCode] : undefined;
+    failureOf(err); // rethrows what is not a gRPC failure
+    const { failure } = err as CallError;
+    const code = grpc.status[failure.grpcCode];
     // Failed at the gRPC level (every attempt's replica gone, the deadline passed, a failure in
     // payment-verifier): the client gets a 503 and no data, but a settlement that began may have
     // collected, or still collect (payment-verifier counts and logs a late one); the ledger tells.
-    // A refused mesh token started nothing.
-    if (code !== "UNAUTHENTICATED" && code !== "PERMISSION_DENIED") {
+    // A refused mesh token or a malformed request started nothing.
+    if (!STARTED_NOTHING.has(code ?? "")) {
       deps.settleUnanswered.inc();
       deps.logger.error(
-        {
-          err: err instanceof Error ? err.message : err,
-          code,
-          requestId: res.locals.requestId,
-          payer: res.locals.principal,
-        },
+        { err: failure.message, code, requestId: res.locals.requestId, payer: res.locals.principal },
         "payment settlement call failed: the call is answered 503; had its settlement collected, the ledger's row for this request id shows a payer charged for no data",
       );
     }
-    if (!failure.ok)
-      sendError(res, "service_unavailable", "payment settlement is unavailable, retry with backoff");
+    sendError(res, "service_unavailable", "payment settlement is unavailable, retry with backoff");
     return undefined;
   }
   copyHeaders(res, settled.headers);

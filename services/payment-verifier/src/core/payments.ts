@@ -563,7 +563,8 @@ export class Payments {
    * this one had to answer; `pending`, a transfer broadcast and not confirmed in time (a retry
    * with the same payment is served by it, if the client retries). Nothing here can move money
    * back (the payee's key is not ours): counted and logged at error level with the mesh's request
-   * id, which the ledger's settlement row carries, for a refund by hand (README, Runbook).
+   * id and the reference (transaction or channel), for a refund by hand (README, Runbook). One call
+   * can be logged twice (a Settle that answered `still_settling`, then its owner `collected_late`).
    */
   #chargedForNoData(
     what: "collected_late" | "still_settling" | "pending",
@@ -1005,8 +1006,9 @@ export class Payments {
       return this.#settleFailed(call, scheme, result);
     }
     this.#o.events.record(record, outcomeOf(result.collection), result.collection, null);
-    // (A commit is once per token: should an earlier attempt of this call have committed and been
-    // answered, this late one finds it committed and counts a call that was served; a rare false alarm.)
+    // (The gateway sends a Settle again only when the last one's answer was lost, so a commit
+    // answered after the deadline charged a call answered 503. A commit is once per token: two
+    // attempts of the call both past the deadline count it twice.)
     if (this.#now() > deadline)
       this.#chargedForNoData("collected_late", call, scheme, payment, referenceOf(result.collection));
     return {
