@@ -363,8 +363,8 @@ function refusePayment(verified: Verified, res: Response, deps: ChainDeps): void
  * outage fails every paid call), so the cause of a 503 is on record.
  */
 function verifyUnavailable(err: unknown, res: Response, deps: RouteDeps): void {
-  failureOf(err); // rethrows what is not a gRPC failure
-  const { failure } = err as CallError;
+  if (!(err instanceof CallError)) throw err;
+  const { failure } = err;
   const skipped = deps.verifyFailureLine();
   if (skipped !== undefined) {
     deps.logger.error(
@@ -400,8 +400,8 @@ async function settleOrRefuse(
   try {
     settled = await deps.payments.settle(res.locals.requestId, paymentId, resource, credentials);
   } catch (err) {
-    failureOf(err); // rethrows what is not a gRPC failure
-    const { failure } = err as CallError;
+    if (!(err instanceof CallError)) throw err;
+    const { failure } = err;
     const code = grpc.status[failure.grpcCode];
     // Failed at the gRPC level (every attempt's replica gone, the deadline passed, a failure in
     // payment-verifier): the client gets a 503 and no data, but a settlement that began may have
