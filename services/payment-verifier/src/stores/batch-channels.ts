@@ -31,7 +31,8 @@ return result`;
 /** The SDK's channel storage on `redis`, its keys `<keyPrefix>:server:channel:<id>`. */
 export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChannelStorage {
   const nextWrite = writeIds();
-  const scripts = new Map<string, string>();
+  // Each script the SDK sends, wrapped (its update) or not (null): decided once per script text.
+  const scripts = new Map<string, string | null>();
   const client = {
     get: (key: string) => redis.get(key),
     set: (key: string, value: string, options?: { NX?: true; PX?: number }) => redis.set(key, value, options),
@@ -39,21 +40,21 @@ export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChann
     scanIterator: (options: { MATCH?: string; COUNT?: number }) => redis.scanIterator(options),
     async eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown> {
       const [key] = options.keys;
-      // The SDK's update only (@x402/evm pinned: one key; expected exists, expected value,
-      // operation, next value); a script with a `#!lua` header must stay first, so is never wrapped.
-      if (
-        key === undefined ||
-        options.keys.length !== 1 ||
-        options.arguments.length !== 4 ||
-        script.startsWith("#!") ||
-        !script.includes("local expectedExists = ARGV[1]")
-      )
-        return redis.eval(script, options);
       let wrapped = scripts.get(script);
-      if (!wrapped) {
-        wrapped = marked(script);
+      if (wrapped === undefined) {
+        // The SDK's update only (@x402/evm pinned: expected exists, expected value, operation, next
+        // value); a script with a `#!lua` header must stay first, so is never wrapped.
+        const update = !script.startsWith("#!") && script.includes("local expectedExists = ARGV[1]");
+        wrapped = update ? marked(script) : null;
         scripts.set(script, wrapped);
       }
+      if (
+        wrapped === null ||
+        key === undefined ||
+        options.keys.length !== 1 ||
+        options.arguments.length !== 4
+      )
+        return redis.eval(script, options);
       const mark = `${keyPrefix}:~write:${nextWrite()}`;
       const sentAt = performance.now();
       try {
