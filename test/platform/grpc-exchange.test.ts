@@ -6,6 +6,7 @@
 // gateway sends again), and a server without Exchange is called unary.
 import {
   CallError,
+  connectionGraceMs,
   contracts,
   createClient,
   createLogger,
@@ -78,7 +79,9 @@ function handlers(seen: Seen[]) {
 const servers: GrpcServerHandle[] = [];
 const clients: { close(): void }[] = [];
 
-async function server(opts: { exchange?: boolean; seen?: Seen[] } = {}) {
+async function server(
+  opts: { exchange?: boolean; seen?: Seen[]; connections?: { maxAgeMs: number; graceMs: number } } = {},
+) {
   const registry = createRegistry("exchange-test");
   const handle = await startGrpcServer({
     host: "127.0.0.1",
@@ -98,19 +101,23 @@ async function server(opts: { exchange?: boolean; seen?: Seen[] } = {}) {
     meshCallers: { gateway: [meshTokenDigest(gatewayToken)], dashboard: [meshTokenDigest(dashboardToken)] },
     registry,
     logger: createLogger("exchange-test"),
+    ...(opts.connections ? { connections: opts.connections } : {}),
   });
   servers.push(handle);
   return { handle, registry, address: `127.0.0.1:${handle.port}` };
 }
 
-function client(address: string, opts: { token?: string | undefined; rotateMs?: number } = {}) {
-  const { rotateMs } = opts;
+function client(
+  address: string,
+  opts: { token?: string | undefined; rotateMs?: number; callMaxMs?: number } = {},
+) {
+  const { rotateMs, callMaxMs } = opts;
   const token = "token" in opts ? opts.token : gatewayToken;
   const c = createClient(definition, address, {
     service: "payment-verifier",
     defaultDeadlineMs: 5_000,
     token,
-    exchange: { method: "Exchange", ...(rotateMs ? { rotateMs } : {}) },
+    exchange: { method: "Exchange", ...(rotateMs ? { rotateMs } : {}), ...(callMaxMs ? { callMaxMs } : {}) },
   });
   clients.push(c);
   return c;
@@ -355,5 +362,59 @@ describe("calls carried on Exchange streams (payment-verifier's contract, handle
     expect(seen.filter((s) => !s.unary)).toHaveLength(20);
     // Each round after the first opened streams anew (4 at most per round).
     expect(new Set(seen.map((s) => s.stream)).size).toBeGreaterThan(8);
+  });
+
+  it("a connection the server ends for its age cuts no call short: its last streams' calls are all answered", async () => {
+    // At 1 s old a connection is told to go; a stream opened on it just before takes calls for its
+    // rotation (500 ms) more, each up to its deadline (callMax, 1 s). With a grace shorter than both
+    // (it was 30 s against 30 s of rotation and 30 s of deadline), such calls broke with the
+    // connection (INTERNAL "RST_STREAM", UNAVAILABLE): a Verify answered 503, a Settle that may
+    // have collected answered 503.
+    const seen: Seen[] = [];
+    const { address } = await server({
+      seen,
+      connections: { maxAgeMs: 1_000, graceMs: connectionGraceMs(500, 1_000) },
+    });
+    const c = client(address, { rotateMs: 500, callMaxMs: 1_000 });
+    const failed: string[] = [];
+    let answered = 0;
+    const until = Date.now() + 6_000;
+    const loop = async (lane: number) => {
+      for (let i = 0; Date.now() < until; i++) {
+        const work = 100 + ((lane * 7 + i * 13) % 200);
+        await c
+          .call(
+            "Settle",
+            { requestId: `${lane}.${i}`, paymentId: "p", resource: resource(String(work)), credentials: [] },
+            { deadlineMs: 1_000 },
+          )
+          .then(
+            () => answered++,
+            (err: CallError) => failed.push(`${grpc.status[err.failure.grpcCode]} ${err.failure.message}`),
+          );
+      }
+    };
+    await Promise.all([0, 1, 2, 3].map(loop));
+    expect(failed).toEqual([]);
+    expect(answered).toBeGreaterThan(60);
+    expect(seen.every((s) => !s.unary)).toBe(true);
+  });
+
+  it("a call whose deadline is longer than a stream may carry goes unary", async () => {
+    const seen: Seen[] = [];
+    const { address } = await server({ seen });
+    const c = client(address, { callMaxMs: 1_000 });
+    const short = await c.call(
+      "Settle",
+      { requestId: "short", paymentId: "p", resource: resource(), credentials: [] },
+      { deadlineMs: 1_000 },
+    );
+    const long = await c.call(
+      "Settle",
+      { requestId: "long", paymentId: "p", resource: resource(), credentials: [] },
+      { deadlineMs: 1_001 },
+    );
+    expect([short.reason, long.reason]).toEqual(["short", "long"]);
+    expect(seen.map((s) => s.unary)).toEqual([false, true]);
   });
 });

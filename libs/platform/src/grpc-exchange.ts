@@ -56,6 +56,23 @@ export interface ExchangeServerContext {
   observe(method: string, code: string, seconds: number): void;
 }
 
+/**
+ * How long a caller's Exchange stream takes new calls (then it ends once they are answered: calls
+ * spread anew over the replicas), and the longest deadline a call carried on one may have (a longer
+ * one goes as a unary call).
+ */
+export const EXCHANGE_ROTATE_MS = 30_000;
+export const EXCHANGE_CALL_MAX_MS = 60_000;
+
+/**
+ * The grace a server gives a connection it ends for its age (grpc.max_connection_age_grace_ms):
+ * every stream still open on it then breaks and fails its calls, calls that may have run (a Settle
+ * that collected). A stream opened just before the server's notice takes calls for `rotateMs` more,
+ * each of which may run to its deadline: the grace outlasts both, so no call is cut short by it.
+ */
+export const connectionGraceMs = (rotateMs = EXCHANGE_ROTATE_MS, callMaxMs = EXCHANGE_CALL_MAX_MS) =>
+  rotateMs + callMaxMs + 5_000;
+
 /** The refusal of a call by a draining server: its handler never ran, so the caller sends it again. */
 const DRAINING = "mesh_draining";
 
@@ -211,6 +228,8 @@ export interface ExchangeClientOptions {
   streams?: number;
   /** A stream takes new calls this long, then ends once its calls are answered (rebalancing). */
   rotateMs?: number;
+  /** Calls with a longer deadline go unary (the server's connection grace covers no longer ones). */
+  callMaxMs?: number;
 }
 
 /**
@@ -233,13 +252,14 @@ export class ExchangeClient {
   #closed = false;
 
   constructor(options: ExchangeClientOptions) {
-    this.#o = { streams: 4, rotateMs: 30_000, ...options };
+    this.#o = { streams: 4, rotateMs: EXCHANGE_ROTATE_MS, callMaxMs: EXCHANGE_CALL_MAX_MS, ...options };
     this.#streams = new Array(this.#o.streams).fill(undefined);
   }
 
   call(method: string, request: unknown, deadlineMs: number): Promise<unknown> {
     const now = Date.now();
-    if (this.#closed || now < this.#unaryUntil) return this.#o.unary(method, request, deadlineMs);
+    if (this.#closed || now < this.#unaryUntil || deadlineMs > this.#o.callMaxMs)
+      return this.#o.unary(method, request, deadlineMs);
     let member = this.#members.get(method);
     if (member === undefined) {
       member = exchangeMember(method);

@@ -8,6 +8,7 @@ import type { ProtoGrpcType as QuotaProto } from "./generated/quota_meter.ts";
 import type { ProtoGrpcType as RpcProxyProto } from "./generated/rpc_proxy.ts";
 import type { ProtoGrpcType as SettlementProto } from "./generated/settlement_worker.ts";
 import {
+  connectionGraceMs,
   ExchangeClient,
   ExchangeStreams,
   exchangeHandlers,
@@ -25,6 +26,7 @@ import {
 } from "./mesh-auth.ts";
 import { prom, type Registry, seriesOf } from "./metrics.ts";
 
+export { connectionGraceMs } from "./grpc-exchange.ts";
 export { grpc };
 
 const healthMethod = healthService.Check as grpc.MethodDefinition<
@@ -166,6 +168,11 @@ export async function startGrpcServer(opts: {
   meshCallers: MeshCallers;
   registry: Registry;
   logger: Logger;
+  /**
+   * Connections end at this age (5 min: callers reconnect and re-resolve, so pods added by a
+   * scale-up get traffic) after a grace that outlasts every call on them (connectionGraceMs).
+   */
+  connections?: { maxAgeMs: number; graceMs: number };
 }): Promise<GrpcServerHandle> {
   const handled = new prom.Histogram({
     name: "grpc_server_handling_seconds",
@@ -204,12 +211,15 @@ export async function startGrpcServer(opts: {
     metadata.set(ERROR_CODE_KEY, r.name);
     return { code: r.code, details: r.message, metadata };
   };
+  const connections = opts.connections ?? { maxAgeMs: 5 * 60_000, graceMs: connectionGraceMs() };
   const server = new grpc.Server({
     "grpc.max_receive_message_length": 4 * 1024 * 1024,
     // Clients reconnect (and re-resolve DNS) every few minutes, so pods added by a
     // scale-up receive traffic instead of every caller staying pinned to the old ones.
-    "grpc.max_connection_age_ms": 5 * 60_000,
-    "grpc.max_connection_age_grace_ms": 30_000,
+    "grpc.max_connection_age_ms": connections.maxAgeMs,
+    // Long enough for every call on the connection's Exchange streams to end (at 30 s, a Settle
+    // sent on a stream opened just before the notice was cut: a paid call answered 503).
+    "grpc.max_connection_age_grace_ms": connections.graceMs,
   });
   const statusMap: Record<string, "SERVING" | "NOT_SERVING"> = { "": "SERVING" };
   const exchanges = new ExchangeStreams();
@@ -411,9 +421,10 @@ export function createClient<C extends grpc.Client>(
     defaultDeadlineMs: number;
     /**
      * The service's Exchange method: the unary methods it carries go over its streams
-     * (grpc-exchange.ts); `streams` open at once (4) and how long each takes new calls (30 s).
+     * (grpc-exchange.ts); `streams` open at once (4), how long each takes new calls (30 s), and
+     * the longest deadline a call on one may have (60 s; longer ones go unary).
      */
-    exchange?: { method: string; streams?: number; rotateMs?: number };
+    exchange?: { method: string; streams?: number; rotateMs?: number; callMaxMs?: number };
   },
 ) {
   const client = new Ctor(address, grpc.credentials.createInsecure(), {
