@@ -43,6 +43,8 @@ function handlers(seen: Seen[]) {
     },
     async Verify(req: { requestId: string; client: string }, call: { getPeer?: unknown }) {
       note("Verify", call);
+      // An answer protobuf cannot encode (headers must be a list).
+      if (req.client === "unencodable") return { valid: false, headers: "not a list" } as never;
       return { valid: true, paymentId: `p-${req.requestId}`, payer: req.client, scheme: "exact" };
     },
     async Settle(
@@ -416,5 +418,27 @@ describe("calls carried on Exchange streams (payment-verifier's contract, handle
     );
     expect([short.reason, long.reason]).toEqual(["short", "long"]);
     expect(seen.map((s) => s.unary)).toEqual([false, true]);
+  });
+
+  it("an answer that cannot be encoded fails its own call INTERNAL; the calls beside it on its stream are answered", async () => {
+    const { address } = await server();
+    const c = client(address);
+    // Calls in flight on each of the client's four streams when the bad answer is written.
+    const held = Array.from({ length: 8 }, (_, i) =>
+      c.call("Settle", { requestId: `held${i}`, paymentId: "p", resource: resource("300"), credentials: [] }),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const bad = await failure(
+      c.call("Verify", { requestId: "v", resource: resource(), credentials: [], client: "unencodable" }),
+    );
+    expect(bad.grpcCode).toBe(grpc.status.INTERNAL);
+    expect((await Promise.all(held)).map((a) => a.reason)).toEqual(held.map((_, i) => `held${i}`));
+    const next = await c.call("Verify", {
+      requestId: "v2",
+      resource: resource(),
+      credentials: [],
+      client: "me",
+    });
+    expect(next.payer).toBe("me");
   });
 });

@@ -91,6 +91,40 @@ function toStatus(err: unknown, logger: Logger, method: string): Partial<grpc.St
   return { code: grpc.status.INTERNAL, details: "internal error", metadata };
 }
 
+/**
+ * The service's definition with its Exchange answers encoded one by one: grpc-js ends the whole
+ * stream INTERNAL when a message cannot be encoded, failing every call in flight on it; here only
+ * the call whose answer it was fails (INTERNAL, as its unary call would), and the stream serves on.
+ */
+function encodingEachAnswer(
+  definition: grpc.ServiceDefinition,
+  exchange: string,
+  logger: Logger,
+): grpc.ServiceDefinition {
+  const method = definition[exchange] as grpc.MethodDefinition<unknown, { id: number }>;
+  const encode = method.responseSerialize;
+  const responseSerialize = (answer: { id: number }): Buffer => {
+    try {
+      return encode(answer);
+    } catch (err) {
+      logger.error(
+        { err, answer: Object.keys(answer) },
+        "an Exchange answer could not be encoded: its call fails",
+      );
+      return encode({
+        id: answer.id,
+        status: {
+          code: grpc.status.INTERNAL,
+          message: "internal error",
+          errorCode: "internal_error",
+          errorDetail: "",
+        },
+      } as { id: number });
+    }
+  };
+  return { ...definition, [exchange]: { ...method, responseSerialize } };
+}
+
 /** A unary handler written as an async function of the request. */
 export type UnaryHandler<Req, Res> = (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>;
 
@@ -315,7 +349,10 @@ export async function startGrpcServer(opts: {
         );
       };
     }
-    server.addService(service.definition, impl);
+    server.addService(
+      exchange ? encodingEachAnswer(service.definition, exchange, opts.logger) : service.definition,
+      impl,
+    );
   }
   const health = new HealthImplementation(statusMap);
   health.addToServer(server);
