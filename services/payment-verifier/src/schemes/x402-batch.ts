@@ -19,7 +19,7 @@ import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
 import { BatchSettlementEvmScheme, type ChannelStorage } from "@x402/evm/batch-settlement/server";
-import { encodeAbiParameters, type Hex, keccak256 } from "viem";
+import { encodeAbiParameters, type Hex, isAddress, keccak256 } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { z } from "zod";
 import type { SettlementChain } from "../adapters/settlement-chain.ts";
@@ -62,17 +62,30 @@ const TAKEOVER_POLL_MS = 250;
 /** How long a voucher's key stays reserved as used: the channel state refuses it after that anyway. */
 const USED_VOUCHER_MS = 60 * 60_000;
 
-const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "expected a 20-byte hex address");
+// As strict as the EIP-712 hashing that reads them (viem's), so no hash of the channel or of the
+// deposit's authorization fails on a value that passed here (that was a 503, not a refusal).
+const address = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{40}$/, "expected a 20-byte hex address")
+  .refine((a) => isAddress(a), "expected an address in lowercase or with its EIP-55 checksum");
 const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "expected a 32-byte hex value");
 const hex = z.string().regex(/^0x[0-9a-fA-F]{2,4096}$/, "expected a hex signature");
-const uint = z.string().regex(/^[0-9]{1,78}$/, "expected a decimal integer string");
+const UINT256_LIMIT = 2n ** 256n;
+const uint = z
+  .string()
+  .regex(/^[0-9]{1,78}$/, "expected a decimal integer string")
+  .refine((v) => BigInt(v) < UINT256_LIMIT, "expected an integer below 2^256");
 const channelConfig = z.object({
   payer: address,
   payerAuthorizer: address,
   receiver: address,
   receiverAuthorizer: address,
   token: address,
-  withdrawDelay: z.number().int(),
+  withdrawDelay: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 40 - 1), // uint40 on chain
   salt: hex32,
 });
 const voucher = z.object({
