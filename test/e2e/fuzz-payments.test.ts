@@ -293,6 +293,11 @@ describe("x402-batch: a deposit or voucher with values its EIP-712 hashing canno
         Object.assign(p.deposit?.authorization.erc3009Authorization ?? {}, { validAfter: "9".repeat(78) }),
     ],
     [
+      "validAfter is a NUL (the fuzzer's: a check run past a failed pattern threw)",
+      "deposit.authorization",
+      (p) => Object.assign(p.deposit?.authorization.erc3009Authorization ?? {}, { validAfter: "\u0000" }),
+    ],
+    [
       "the amount is past uint256",
       "deposit.amount",
       (p) => Object.assign(p.deposit ?? {}, { amount: "9".repeat(78) }),

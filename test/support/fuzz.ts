@@ -48,10 +48,14 @@ const NASTY = [
   "latest\nearliest",
   A,
   A.toUpperCase(),
+  // Addresses a loose pattern takes and viem's EIP-712 hashing refuses (all caps, a bad checksum).
+  `0x${A.slice(2).toUpperCase()}`,
+  `0x${A.slice(2, 8).toUpperCase()}${A.slice(8).toLowerCase()}`,
   demo.erc20.address,
   "0x".padEnd(66, "f"),
   "18446744073709551616",
   "115792089237316195423570985008687907853269984665640564039457584007913129639936",
+  "9".repeat(78),
 ];
 
 export const hostileString: fc.Arbitrary<string> = fc.oneof(
@@ -74,7 +78,20 @@ export const deepObject = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".rep
 export const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
   hostileString,
   fc.jsonValue({ maxDepth: 4 }),
-  fc.constantFrom(0, -1, 1e308, -1e-308, true, false, null, [], [[]], { a: 1 }, { __proto__: { x: 1 } }),
+  fc.constantFrom(
+    0,
+    -1,
+    2 ** 41,
+    1e308,
+    -1e-308,
+    true,
+    false,
+    null,
+    [],
+    [[]],
+    { a: 1 },
+    { __proto__: { x: 1 } },
+  ),
 );
 
 /** Percent-encodes anything, lone surrogates included (encodeURIComponent throws on those). */

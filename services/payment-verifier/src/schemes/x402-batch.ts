@@ -63,17 +63,18 @@ const TAKEOVER_POLL_MS = 250;
 const USED_VOUCHER_MS = 60 * 60_000;
 
 // As strict as the EIP-712 hashing that reads them (viem's), so no hash of the channel or of the
-// deposit's authorization fails on a value that passed here (that was a 503, not a refusal).
+// deposit's authorization fails on a value that passed here (that was a 503, not a refusal). The
+// patterns abort: zod runs a refinement past a failed check otherwise (BigInt("\0") throws).
 const address = z
   .string()
-  .regex(/^0x[0-9a-fA-F]{40}$/, "expected a 20-byte hex address")
+  .regex(/^0x[0-9a-fA-F]{40}$/, { message: "expected a 20-byte hex address", abort: true })
   .refine((a) => isAddress(a), "expected an address in lowercase or with its EIP-55 checksum");
 const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "expected a 32-byte hex value");
 const hex = z.string().regex(/^0x[0-9a-fA-F]{2,4096}$/, "expected a hex signature");
 const UINT256_LIMIT = 2n ** 256n;
 const uint = z
   .string()
-  .regex(/^[0-9]{1,78}$/, "expected a decimal integer string")
+  .regex(/^[0-9]{1,78}$/, { message: "expected a decimal integer string", abort: true })
   .refine((v) => BigInt(v) < UINT256_LIMIT, "expected an integer below 2^256");
 const channelConfig = z.object({
   payer: address,
