@@ -302,4 +302,13 @@ describe("quota-meter, gateway, rpc-proxy", () => {
     expect(refusal(gatewayConfig, { MESH_TOKEN: "short" })).toMatch(/^MESH_TOKEN is shorter/);
     expect(refusal(gatewayConfig, { MESH_TOKEN: randomBytes(32).toString("hex") })).toBeUndefined();
   });
+
+  it("the gateway refuses a gRPC deadline longer than a connection's end waits for (60 s), naming it", () => {
+    const MESH_TOKEN = randomBytes(32).toString("hex");
+    expect(refusal(gatewayConfig, { MESH_TOKEN, SETTLE_DEADLINE_MS: "60001" })).toBe(
+      "SETTLE_DEADLINE_MS must be between 1 and 60000 ms, got 60001",
+    );
+    expect(refusal(gatewayConfig, { MESH_TOKEN, EXECUTE_DEADLINE_MS: "0" })).toMatch(/^EXECUTE_DEADLINE_MS /);
+    expect(refusal(gatewayConfig, { MESH_TOKEN, VERIFY_DEADLINE_MS: "60000" })).toBeUndefined();
+  });
 });

@@ -70,8 +70,11 @@ export const EXCHANGE_CALL_MAX_MS = 60_000;
  * that collected). A stream opened just before the server's notice takes calls for `rotateMs` more,
  * each of which may run to its deadline: the grace outlasts both, so no call is cut short by it.
  */
-export const connectionGraceMs = (rotateMs = EXCHANGE_ROTATE_MS, callMaxMs = EXCHANGE_CALL_MAX_MS) =>
-  rotateMs + callMaxMs + 5_000;
+export const connectionGraceMs = (
+  rotateMs = EXCHANGE_ROTATE_MS,
+  callMaxMs = EXCHANGE_CALL_MAX_MS,
+  marginMs = 5_000,
+) => rotateMs + callMaxMs + marginMs;
 
 /** The refusal of a call by a draining server: its handler never ran, so the caller sends it again. */
 const DRAINING = "mesh_draining";
@@ -400,6 +403,8 @@ export class ExchangeClient {
           details: "Deadline exceeded",
           metadata: new grpc.Metadata(),
         });
+        // A retired stream whose last call this was ends now, not when its connection does.
+        if (stream.retired && stream.pending.size === 0) stream.call.end();
       }
     }
   }

@@ -26,7 +26,7 @@ import {
 } from "./mesh-auth.ts";
 import { prom, type Registry, seriesOf } from "./metrics.ts";
 
-export { connectionGraceMs } from "./grpc-exchange.ts";
+export { connectionGraceMs, EXCHANGE_CALL_MAX_MS } from "./grpc-exchange.ts";
 export { grpc };
 
 const healthMethod = healthService.Check as grpc.MethodDefinition<

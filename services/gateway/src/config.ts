@@ -1,4 +1,4 @@
-import { ConfigError, parseTrustProxy, readMeshToken } from "@tollgate/platform";
+import { ConfigError, EXCHANGE_CALL_MAX_MS, parseTrustProxy, readMeshToken } from "@tollgate/platform";
 import { ENV } from "./env.ts";
 
 export interface GatewayConfig {
@@ -46,10 +46,10 @@ export function loadConfig(): GatewayConfig {
     dashboardUrl: publicBaseUrl(ENV.raw("DASHBOARD_URL"), "DASHBOARD_URL"),
     bodyLimitBytes: ENV.int("BODY_LIMIT_BYTES"),
     deadlines: {
-      authorizeMs: ENV.int("AUTHORIZE_DEADLINE_MS"),
-      executeMs: ENV.int("EXECUTE_DEADLINE_MS"),
-      verifyMs: ENV.int("VERIFY_DEADLINE_MS"),
-      settleMs: ENV.int("SETTLE_DEADLINE_MS"),
+      authorizeMs: callDeadline("AUTHORIZE_DEADLINE_MS"),
+      executeMs: callDeadline("EXECUTE_DEADLINE_MS"),
+      verifyMs: callDeadline("VERIFY_DEADLINE_MS"),
+      settleMs: callDeadline("SETTLE_DEADLINE_MS"),
     },
     leaseMaxUnits: Math.max(1, ENV.int("LEASE_MAX_UNITS")),
     usageBatch: {
@@ -60,6 +60,20 @@ export function loadConfig(): GatewayConfig {
     accessLog: ENV.bool("ACCESS_LOG"),
     meshToken: readMeshToken(),
   };
+}
+
+type DeadlineVar =
+  | "AUTHORIZE_DEADLINE_MS"
+  | "EXECUTE_DEADLINE_MS"
+  | "VERIFY_DEADLINE_MS"
+  | "SETTLE_DEADLINE_MS";
+
+/** A gRPC call's deadline: a longer one could outlast the grace a server gives a connection it ends. */
+function callDeadline(name: DeadlineVar): number {
+  const ms = ENV.int(name);
+  if (ms < 1 || ms > EXCHANGE_CALL_MAX_MS)
+    throw new ConfigError(`${name} must be between 1 and ${EXCHANGE_CALL_MAX_MS} ms, got ${ms}`);
+  return ms;
 }
 
 /** PUBLIC_BASE_URL: an http(s) origin, optionally with a path prefix; no trailing slash. */

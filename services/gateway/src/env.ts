@@ -23,10 +23,14 @@ export const ENV = envTable([
     description: "payment-verifier's gRPC address",
   },
   { name: "RPC_PROXY_ADDR", default: "127.0.0.1:50053", description: "rpc-proxy's gRPC address" },
-  { name: "AUTHORIZE_DEADLINE_MS", default: "1000", description: "deadline of the quota-meter hop" },
-  { name: "EXECUTE_DEADLINE_MS", default: "10000", description: "deadline of the rpc-proxy hop" },
-  { name: "VERIFY_DEADLINE_MS", default: "10000", description: "deadline of a payment's Verify" },
-  { name: "SETTLE_DEADLINE_MS", default: "30000", description: "deadline of a payment's Settle" },
+  {
+    name: "AUTHORIZE_DEADLINE_MS",
+    default: "1000",
+    description: "deadline of the quota-meter hop (1–60000)",
+  },
+  { name: "EXECUTE_DEADLINE_MS", default: "10000", description: "deadline of the rpc-proxy hop (1–60000)" },
+  { name: "VERIFY_DEADLINE_MS", default: "10000", description: "deadline of a payment's Verify (1–60000)" },
+  { name: "SETTLE_DEADLINE_MS", default: "30000", description: "deadline of a payment's Settle (1–60000)" },
   {
     name: "PUBLIC_BASE_URL",
     description:

@@ -62,9 +62,9 @@ const TAKEOVER_POLL_MS = 250;
 /** How long a voucher's key stays reserved as used: the channel state refuses it after that anyway. */
 const USED_VOUCHER_MS = 60 * 60_000;
 
-// As strict as the EIP-712 hashing that reads them (viem's), so no hash of the channel or of the
-// deposit's authorization fails on a value that passed here (that was a 503, not a refusal). The
-// patterns abort: zod runs a refinement past a failed check otherwise (BigInt("\0") throws).
+// As strict as the EIP-712 hashing of the channel config (viem's), so no hash of a value that passed
+// here fails (that was a 503, not a refusal). The patterns abort: zod runs a refinement past a
+// failed check otherwise (BigInt("\0") throws).
 const address = z
   .string()
   .regex(/^0x[0-9a-fA-F]{40}$/, { message: "expected a 20-byte hex address", abort: true })
@@ -94,12 +94,15 @@ const voucher = z.object({
   maxClaimableAmount: uint,
   signature: hex,
 });
-/** The deposit's token authorization, checked here so the SDK never converts a malformed field. */
+/**
+ * The deposit's token authorization, checked here so the SDK never converts a malformed field:
+ * exactly one kind (the SDK takes Permit2 when its key is there at all, valid or not).
+ */
 const depositAuthorization = z.union([
-  z.object({
+  z.strictObject({
     erc3009Authorization: z.object({ validAfter: uint, validBefore: uint, salt: hex32, signature: hex }),
   }),
-  z.object({
+  z.strictObject({
     permit2Authorization: z.object({
       from: address,
       permitted: z.object({ token: address, amount: uint }),
