@@ -62,11 +62,8 @@ export function loadConfig(): GatewayConfig {
   };
 }
 
-type DeadlineVar =
-  | "AUTHORIZE_DEADLINE_MS"
-  | "EXECUTE_DEADLINE_MS"
-  | "VERIFY_DEADLINE_MS"
-  | "SETTLE_DEADLINE_MS";
+/** The environment table's deadline variables (`*_DEADLINE_MS`). */
+type DeadlineVar = Extract<Parameters<typeof ENV.int>[0], `${string}_DEADLINE_MS`>;
 
 /** A gRPC call's deadline: a longer one could outlast the grace a server gives a connection it ends. */
 function callDeadline(name: DeadlineVar): number {
