@@ -58,9 +58,22 @@ class TestScheme implements PaymentScheme<Credential, string, Credential> {
   /** What each settle was told about the payment's Verify. */
   readonly settledAs: (VerifiedPayment | undefined)[] = [];
   releases = 0;
+  /** Payment keys whose signature this scheme's authenticate refuses: forged, whatever payer they name. */
+  readonly forged = new Set<string>();
+  /** Set: each payment draws its amount from its payer's balance when settled. */
+  draws = false;
   readonly name: string;
   constructor(name: string) {
     this.name = name;
+  }
+  async authenticate(_call: PricedCall, p: ParsedPayment<Credential>) {
+    if (!this.forged.has(p.payload.key)) return undefined;
+    return {
+      ok: false as const,
+      code: "payment_invalid" as const,
+      reason: "not the payer's signature",
+      final: true,
+    };
   }
   async init() {}
   async offers(call: PricedCall) {
@@ -78,6 +91,7 @@ class TestScheme implements PaymentScheme<Credential, string, Credential> {
         amount: c.amount,
         asset: "T",
         paymentNetwork: "test:1",
+        ...(this.draws ? { draw: c.amount } : {}),
         payload: c,
       },
     };
@@ -441,6 +455,68 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
       samePayer.push(await payments.verify(call(undefined, `10.1.1.${i}`), pay("alpha", `p${i}`, "0xsame")));
     expect(samePayer.map((o) => (o.valid ? "ok" : o.code))).toEqual(["ok", "ok", "ok", "rate_limited"]);
     expect(alpha.verifies).toBe(6);
+  });
+
+  it("counts forged payments naming a payer against the client only: the payer's own payments are served", async () => {
+    build({ perSecond: 1, burst: 3 });
+    for (let i = 0; i < 10; i++) alpha.forged.add(`forged${i}`);
+    const flood = [];
+    for (let i = 0; i < 10; i++)
+      flood.push(await payments.verify(call(undefined, "10.6.6.6"), pay("alpha", `forged${i}`, "0xvictim")));
+    expect(flood.map((o) => (o.valid ? "ok" : o.code))).toEqual([
+      ...Array(3).fill("payment_invalid"),
+      ...Array(7).fill("rate_limited"),
+    ]);
+    expect(alpha.verifies).toBe(0); // refused before the reservation and the scheme's verify
+    const genuine = [];
+    for (let i = 0; i < 3; i++)
+      genuine.push(
+        await payments.verify(call(undefined, `10.7.7.${i}`), pay("alpha", `real${i}`, "0xVICTIM")),
+      );
+    expect(genuine.map((o) => o.valid)).toEqual([true, true, true]);
+  });
+
+  it("counts credentials that do not decode against the client's attempts", async () => {
+    build({ perSecond: 1, burst: 3 });
+    const outcomes = [];
+    for (let i = 0; i < 5; i++)
+      outcomes.push(await payments.verify(call(undefined, "10.5.5.5"), pay("alpha", `k${i}`, "0xp", "bad")));
+    expect(outcomes.map((o) => (o.valid ? "ok" : o.code))).toEqual([
+      "payment_invalid",
+      "payment_invalid",
+      "payment_invalid",
+      "rate_limited",
+      "rate_limited",
+    ]);
+    // Another client is not limited by it.
+    expect((await payments.verify(call(undefined, "10.5.5.6"), pay("alpha", "fine"))).valid).toBe(true);
+  });
+
+  it("refuses a payment its payer's balance does not cover with the payer's other payments in flight, until they end", async () => {
+    alpha.draws = true;
+    alpha.verdict = { ok: true, balance: "12000" };
+    const firstCall = call();
+    const first = await payments.verify(firstCall, pay("alpha", "d1", "0xrich", "5000"));
+    const second = await payments.verify(call(), pay("alpha", "d2", "0xRICH", "5000"));
+    const third = await payments.verify(call(), pay("alpha", "d3", "0xrich", "5000"));
+    expect([first.valid, second.valid, third.valid]).toEqual([true, true, false]);
+    expect(third).toMatchObject({ code: "payment_invalid", reason: expect.stringContaining("12000") });
+    // Another payer's balance is its own.
+    expect((await payments.verify(call(), pay("alpha", "o1", "0xother", "5000"))).valid).toBe(true);
+    // Once the first is released (its call got no answer), the refused payment goes through.
+    if (!first.valid) throw new Error("first refused");
+    await payments.release(
+      firstCall.requestId,
+      firstCall,
+      first.paymentId,
+      pay("alpha", "d1", "0xrich", "5000"),
+      "",
+    );
+    expect((await payments.verify(call(), pay("alpha", "d3", "0xrich", "5000"))).valid).toBe(true);
+    expect((await payments.verify(call(), pay("alpha", "d4", "0xrich", "5000"))).valid).toBe(false);
+    // Without a balance from the scheme (it could not read one), nothing is refused for it.
+    alpha.verdict = { ok: true };
+    expect((await payments.verify(call(), pay("alpha", "d5", "0xrich", "5000"))).valid).toBe(true);
   });
 
   it("releases only for the holder, tells the scheme to undo its hold, and records it once", async () => {

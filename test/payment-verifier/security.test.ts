@@ -359,6 +359,6 @@ describe("a settlement that lands after its answer was lost (finding 9)", () => 
 
     const v = await verify(client, CALL, credentials);
     expect(v).toMatchObject({ valid: false, errorCode: "payment_invalid" });
-    expect(v.reason).toMatch(/already used on chain/);
+    expect(v.reason).toMatch(/canceled this payment authorization on chain/);
   });
 });

@@ -280,6 +280,69 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     expect(begun.ok && begun.reservation.hold).toBe("pending-1");
   });
 
+  it("sums a payer's draws in flight at each reserve, until each is settled, dropped, released or found collected", async () => {
+    const account = uniqueId("eip155:1|0xtoken|0xPayer");
+    const draw = (amount: string) => ({ account, amount, ttlMs: 60_000 });
+    const [a, b, c, d, e] = ["a", "b", "c", "d", "e"].map((x) => uniqueId(`k-${x}-`)) as string[] as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
+    const f = facts();
+    const drawn = async (key: string, amount: string, token = "tok", ff = facts()) => {
+      const r = await store.reserve(key, token, ff, 60_000, undefined, draw(amount));
+      return r.ok ? r.drawn : undefined;
+    };
+    expect(await drawn(a, "1000", "tok", f)).toBe(1000n);
+    expect(await drawn(b, "2000")).toBe(3000n);
+    // A retried Verify of the same request is not counted twice; another payer's draws are apart.
+    expect(await drawn(a, "1000", "again", f)).toBe(3000n);
+    const other = await store.reserve(uniqueId("k-"), "tok", facts(), 60_000, undefined, {
+      account: uniqueId("eip155:1|0xtoken|0xother"),
+      amount: "7",
+      ttlMs: 60_000,
+    });
+    expect(other.ok && other.drawn).toBe(7n);
+    // The account in another casing is the same account; a refused reserve adds nothing.
+    const upper = await store.reserve(c, "tok", facts(), 60_000, undefined, {
+      ...draw("4000"),
+      account: account.toUpperCase(),
+    });
+    expect(upper.ok && upper.drawn).toBe(7000n);
+    expect((await store.reserve(c, "tok2", facts(), 60_000, undefined, draw("4000"))).ok).toBe(false);
+    // Released, settled (sent and mined), found collected, or dropped (moved nothing): no longer drawing.
+    await store.release(a, "tok", f.requestId);
+    expect(await drawn(d, "1")).toBe(6001n);
+    await store.heartbeat("replica-a", 60_000);
+    const cur = await store.get(b);
+    await store.beginSettle(b, "tok", cur?.requestId ?? "", 60_000, "replica-a");
+    expect(await drawn(e, "1", "tok")).toBe(6002n); // settling still draws
+    await store.markSettled(b, "tok", "0xtx", "[]", 60_000);
+    await store.markVerified(c, "tok", { collected: "0xlanded", hold: "" });
+    const ce = await store.get(e);
+    await store.beginSettle(e, "tok", ce?.requestId ?? "", 60_000, "replica-a");
+    await store.drop(e, "tok");
+    expect(await drawn(uniqueId("k-"), "10")).toBe(11n); // d and the new one
+  });
+
+  it("stops counting a draw after its TTL (a holder that died)", async () => {
+    const account = uniqueId("acct-");
+    await store.reserve(uniqueId("k-"), "tok", facts(), 60_000, undefined, {
+      account,
+      amount: "5",
+      ttlMs: 50,
+    });
+    await new Promise((r) => setTimeout(r, 120));
+    const next = await store.reserve(uniqueId("k-"), "tok", facts(), 60_000, undefined, {
+      account,
+      amount: "3",
+      ttlMs: 60_000,
+    });
+    expect(next.ok && next.drawn).toBe(3n);
+  });
+
   it("forgets a reservation after its time to live", async () => {
     const key = uniqueId("k-");
     await store.reserve(key, "tok", facts(), 50);
@@ -377,6 +440,20 @@ describe.each(stores)("attempt limit contract (counted by reserve): %s", (_name,
     // The refused attempt advanced nothing: one interval later exactly one more is taken.
     expect((await store.reserve(key, "later", facts(), 60_000, { checks, nowMs: now + 100 })).ok).toBe(true);
     expect((await store.get(key))?.token).toBe("later");
+  });
+
+  it("counts attempts that reserve nothing (refused before a reservation) in the same buckets", async () => {
+    const client = uniqueId("ip-");
+    const now = 5_000_000;
+    const checks = [{ scope: "client", id: client, limit }];
+    for (let i = 0; i < 3; i++) expect(await store.countAttempt({ checks, nowMs: now })).toBeUndefined();
+    expect(await take(checks, now)).toBeUndefined();
+    expect(await store.countAttempt({ checks, nowMs: now })).toBeUndefined();
+    expect(await store.countAttempt({ checks, nowMs: now })).toBe("client");
+    expect(await take(checks, now)).toBe("client");
+    expect(
+      await store.countAttempt({ checks: [{ scope: "client", id: "", limit }], nowMs: now }),
+    ).toBeUndefined();
   });
 });
 

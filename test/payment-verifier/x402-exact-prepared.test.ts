@@ -1,6 +1,6 @@
 // payment-verifier, x402 `exact` with the in-process facilitator: Verify simulates the transfer with
 // the settlement transaction's own fill (gas and fees, kept in the process for its Settle), or, within
-// a second of a fill, with one eth_call under that fill's gas limit; Settle then only takes the signer
+// a second of a fill, with one eth_call under that fill's gas limit; Settle then simulates it once more beside the signer
 // lock's nonce, signs, sends and reads the receipt. What the facilitator asks the settlement chain is
 // counted at a recording proxy in front of the devnet's anvil (real chain, real Redis and NATS,
 // payloads from the official x402 client).
@@ -73,11 +73,14 @@ afterAll(async () => {
   });
 });
 
-/** The JSON-RPC methods the facilitator sent to the settlement chain while `run` ran. */
-async function methodsDuring<T>(run: () => Promise<T>): Promise<{ result: T; methods: string[] }> {
+/** The JSON-RPC methods (and HTTP requests) the facilitator sent to the settlement chain while `run` ran. */
+async function methodsDuring<T>(
+  run: () => Promise<T>,
+): Promise<{ result: T; methods: string[]; requests: string[][] }> {
   const from = proxy.requests.length;
   const result = await run();
-  return { result, methods: proxy.requests.slice(from).flatMap((r) => r.methods) };
+  const sent = proxy.requests.slice(from);
+  return { result, methods: sent.flatMap((r) => r.methods), requests: sent.map((r) => r.methods) };
 }
 
 const payTo = () => usdcBalance(chain, devnet, devnet.demo.settlement.payTo);
@@ -94,18 +97,28 @@ describe("a paid call's settlement-chain round trips", () => {
 
     const v1 = await methodsDuring(() => verify(client, BLOCK_NUMBER, first));
     expect(v1.result.valid).toBe(true);
-    expect(v1.methods.filter((m) => m === "eth_fillTransaction")).toHaveLength(1);
-    expect(v1.methods).not.toContain("eth_call"); // the fill was the simulation
-    // Right after that fill, the same payer: no code read (known plain), no fill.
+    // The fill was the simulation; the payer's balance (an eth_call of balanceOf) rode in the same
+    // HTTP request as the first code read (the payer's; the library reads the token's too): as many
+    // round trips as without it.
+    expect(v1.requests.map((r) => [...r].sort().join("+")).sort()).toEqual([
+      "eth_call+eth_getCode",
+      "eth_fillTransaction",
+      "eth_getCode",
+    ]);
+    // Right after that fill, the same payer: no code read (known plain), no fill; the simulation and
+    // the balance in one request.
     const v2 = await methodsDuring(() => verify(client, BLOCK_NUMBER, second));
     expect(v2.result.valid).toBe(true);
-    expect(v2.methods).toEqual(["eth_call"]);
+    expect(v2.requests).toEqual([["eth_call", "eth_call"]]);
 
     const s1 = await methodsDuring(() =>
       settle(client, BLOCK_NUMBER, first, v1.result.paymentId, v1.result.requestId),
     );
     expect(s1.result.settled).toBe(true);
     expect(s1.methods.filter((m) => PREPARING.includes(m))).toEqual([]);
+    // The transfer simulated once more just before it is sent (beside the signer lock's round trip):
+    // a payment its payer undid since Verify is not sent.
+    expect(s1.methods[0]).toBe("eth_call");
     // One send, and the receipt read at once (the devnet mines as it receives).
     // One send, then the receipt: read once when the chain has mined it by then, more often when a
     // loaded machine's node is slower to (the full suite's load: two reads).

@@ -23,6 +23,7 @@ import { createPaymentMetrics, zeroPaymentMetrics } from "./core/metrics.ts";
 import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
+import { SDK_SCHEME } from "./schemes/x402-batch.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
 import { batchChannelStorage } from "./stores/batch-channels.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
@@ -93,8 +94,20 @@ export async function startPaymentVerifier(
     (redis ? new RedisReservationStore(redis, config.redisPrefix) : new MemoryReservationStore());
 
   const { x402 } = config;
+  // The facilitator knows x402's scheme names; the metrics know ours (batch-settlement is x402-batch).
+  const schemeLabel = (scheme: string) => (scheme === SDK_SCHEME ? "x402-batch" : scheme);
   const facilitator = createFacilitator(x402.facilitator, x402.network, {
     logger,
+    onReverted: (scheme, feeWei) => {
+      const label = { scheme: schemeLabel(scheme) };
+      metrics.settlementsReverted.inc(label);
+      metrics.revertedFeesWei.inc(label, Number(feeWei));
+      logger.warn(
+        { ...label, feeWei: feeWei.toString() },
+        "a settlement transaction reverted: gas paid, nothing collected",
+      );
+    },
+    onWithheld: (scheme, reason) => metrics.settlementsWithheld.inc({ scheme: schemeLabel(scheme), reason }),
     ...(redis ? { pendingSettlementStore: new RedisPendingSettlementStore(redis, config.redisPrefix) } : {}),
     signerLock: redis
       ? redisSignerLock(redis, config.redisPrefix, { busy: (m) => new FacilitatorUnavailableError(m) })

@@ -37,7 +37,7 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import { type Caip2, chainIdOf, type FacilitatorConfig } from "../config.ts";
 import { FacilitatorUnavailableError } from "../core/types.ts";
-import { jsonRpcTransport } from "./json-rpc-transport.ts";
+import { type Companion, jsonRpcTransport } from "./json-rpc-transport.ts";
 import { signTransaction } from "./secp256k1.ts";
 
 export interface Facilitator {
@@ -59,6 +59,10 @@ export interface Facilitator {
 
 export interface FacilitatorDeps {
   logger: Logger;
+  /** A settlement transaction of ours was mined and reverted: its scheme and the fee it cost (wei). */
+  onReverted?: (scheme: string, feeWei: bigint) => void;
+  /** A settlement was not sent: the check just before sending found it failing (the refusal code). */
+  onWithheld?: (scheme: string, reason: string) => void;
   /** Shares broadcast-but-unconfirmed settlements across replicas (Redis). */
   pendingSettlementStore?: PendingSettlementStore;
   /** Serialises the settlement key's transactions across every replica that holds it. */
@@ -81,6 +85,58 @@ export function createFacilitator(
 }
 
 // ---- local mode ----
+
+/** balanceOf(address) */
+const BALANCE_OF = "0x70a08231";
+
+/**
+ * Whose balance a payment's settlement draws on with a transaction of ours: an `exact` EIP-3009
+ * transfer's `from`, an x402-batch deposit's payer; undefined for anything that sends nothing of
+ * the payer's (a voucher).
+ */
+function drawingPayer(payload: PaymentPayload, requirements: PaymentRequirements): Address | undefined {
+  const inner = payload.payload as {
+    authorization?: { from?: unknown };
+    type?: unknown;
+    channelConfig?: { payer?: unknown };
+  };
+  const payer =
+    requirements.scheme === "exact"
+      ? inner.authorization?.from
+      : inner.type === "deposit"
+        ? inner.channelConfig?.payer
+        : undefined;
+  return typeof payer === "string" && /^0x[0-9a-fA-F]{40}$/.test(payer) ? (payer as Address) : undefined;
+}
+
+/**
+ * The payer's token balance, read as a companion of the scope's next call (one round trip for
+ * both); undefined when there is no payer, or the read failed (the balance is then unknown).
+ */
+function balanceRead(
+  scope: CallScope,
+  payer: Address | undefined,
+  asset: string,
+): Promise<bigint | undefined> {
+  if (!payer) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    scope.companions.push({
+      method: "eth_call",
+      params: [
+        { to: asset, data: `${BALANCE_OF}${payer.slice(2).toLowerCase().padStart(64, "0")}` },
+        "latest",
+      ],
+      resolve: (result) => {
+        try {
+          resolve(typeof result === "string" && result.length > 2 ? BigInt(result.slice(0, 66)) : undefined);
+        } catch {
+          resolve(undefined);
+        }
+      },
+      reject: () => resolve(undefined),
+    });
+  });
+}
 
 type LocalConfig = Extract<FacilitatorConfig, { mode: "local" }>;
 
@@ -115,28 +171,50 @@ const rpcFailures = new AsyncLocalStorage<CallScope>();
  */
 async function outageAware<R>(
   step: "verify" | "settle",
-  run: () => Promise<R>,
+  scheme: string,
+  run: (scope: CallScope) => Promise<R>,
   refusedByOutage: (result: R) => boolean,
 ): Promise<R> {
-  const scope = newScope();
+  const scope = newScope(scheme);
   const unavailable = () => new FacilitatorUnavailableError(`settlement chain unreachable during ${step}`);
-  const result = await rpcFailures.run(scope, run).catch((err) => {
-    throw scope.failed || isTransportError(err) ? unavailable() : err;
-  });
+  const result = await rpcFailures
+    .run(scope, () => run(scope))
+    .catch((err) => {
+      throw scope.failed || isTransportError(err) ? unavailable() : err;
+    });
   if (scope.failed && refusedByOutage(result)) throw unavailable();
   return result;
 }
 
 /** One facilitator verify or settle: whether the node was unreachable, and reads made so far. */
 interface CallScope {
+  /** The x402 scheme of the payment (exact, batch-settlement): what its reverts are counted under. */
+  scheme: string;
   failed: boolean;
+  /** Reads to send with the scope's next call, in the same round trip (see jsonRpcTransport). */
+  companions: Companion[];
   /** The exact scheme reads the payer's code twice per verify; once is enough. */
   code: Map<string, Promise<Hex | undefined>>;
   /** Contract reads started ahead of the library (readAhead), by call (see readKey). */
   reads: Map<string, Promise<unknown>>;
 }
 
-const newScope = (): CallScope => ({ failed: false, code: new Map(), reads: new Map() });
+const newScope = (scheme: string): CallScope => ({
+  scheme,
+  failed: false,
+  companions: [],
+  code: new Map(),
+  reads: new Map(),
+});
+
+/** The reads waiting to ride with the current scope's next call (taken once). */
+function takeCompanions(): Companion[] | undefined {
+  const scope = rpcFailures.getStore();
+  if (!scope || scope.companions.length === 0) return undefined;
+  const taken = scope.companions;
+  scope.companions = [];
+  return taken;
+}
 
 /** A contract read's identity: the contract, the function and its arguments. */
 function readKey(address: string, functionName: string, args: readonly unknown[] | undefined): string {
@@ -169,7 +247,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     rpcUrls: { default: { http: [cfg.rpcUrl] } },
   });
   // No retries (see jsonRpcTransport): outages are reported as such instead (see rpcFailures).
-  const rpc = jsonRpcTransport(cfg.rpcUrl, { timeoutMs: cfg.rpcTimeoutMs });
+  const rpc = jsonRpcTransport(cfg.rpcUrl, { timeoutMs: cfg.rpcTimeoutMs, companions: takeCompanions });
   const transport = rpc.transport;
   const publicClient = createPublicClient({ chain, transport, pollingInterval: cfg.pollingIntervalMs });
   const account = privateKeyToAccount(cfg.privateKey);
@@ -283,7 +361,11 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
       // A failed getCode must not throw: the exact scheme starts an asset check with it that it
       // may never await (an unhandled rejection). The outage is noted and reported instead.
       getCode: (args) => getCode(args.address),
-      waitForTransactionReceipt: (args) => tracked(() => publicClient.waitForTransactionReceipt(args)),
+      waitForTransactionReceipt: (args) =>
+        tracked(() => publicClient.waitForTransactionReceipt(args)).then((receipt) => {
+          noteReceipt(receipt);
+          return receipt;
+        }),
       writeContract: (args) =>
         tracked(() =>
           submitter.submit((nonce) =>
@@ -316,19 +398,39 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     .register(network, new ExactEvmScheme(signer, pendingSettlementStore ? { pendingSettlementStore } : {}))
     .register(network, new BatchSettlementFacilitatorScheme(signer));
 
+  /**
+   * A reverted settlement of ours (mined: its gas is paid, nothing collected) is counted under the
+   * scope's scheme with what it cost, however the library or this module sent it.
+   */
+  function noteReceipt(receipt: TransactionReceipt): void {
+    if (receipt.status !== "reverted") return;
+    const scheme = rpcFailures.getStore()?.scheme ?? "unknown";
+    deps.onReverted?.(scheme, receipt.gasUsed * (receipt.effectiveGasPrice ?? 0n));
+  }
+
   const client: FacilitatorClient = {
     verify: (payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> =>
       outageAware(
         "verify",
-        () => {
+        requirements.scheme,
+        async (scope) => {
+          // The payer's balance rides with the verification's first read (no round trip of its own).
+          const balance = balanceRead(scope, drawingPayer(payload, requirements), requirements.asset);
           readAhead(payload, requirements);
-          return facilitator.verify(payload, requirements);
+          const verified = await facilitator.verify(payload, requirements);
+          // A companion that found no call to ride with reads nothing: the balance is then unknown.
+          for (const c of scope.companions.splice(0)) c.resolve(undefined);
+          const payerBalance = verified.isValid ? await balance : undefined;
+          return payerBalance === undefined
+            ? verified
+            : { ...verified, extra: { ...verified.extra, payerBalance: payerBalance.toString() } };
         },
         (r) => !r.isValid,
       ),
     settle: (payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> =>
       outageAware(
         "settle",
+        requirements.scheme,
         () => facilitator.settle(payload, requirements),
         // A broadcast transaction (settlement_pending) is reported as is: money may still move.
         (r) => !r.success && !r.transaction,
@@ -427,15 +529,39 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     return undefined;
   }
 
+  /**
+   * The transfer simulated from the settlement account just before it is sent (started beside the
+   * signer lock's round trip): the token's refusal code when it would revert now (the authorization
+   * canceled or used since Verify, the balance spent), else undefined.
+   */
+  const refusalNow = (transfer: Eip3009Transfer): Promise<string | undefined> =>
+    tracked(() => publicClient.call({ account, to: transfer.asset, data: transferData(transfer) })).then(
+      () => undefined,
+      (err: unknown) => {
+        if (isTransportError(err)) throw err;
+        return transferErrorReason(err);
+      },
+    );
+
   const settleVerified = (
     payload: PaymentPayload,
     requirements: PaymentRequirements,
   ): Promise<SettleResponse> =>
     outageAware(
       "settle",
+      requirements.scheme,
       () =>
         settleVerifiedTransfer(
-          { signer, pending: pendingSettlementStore, submit: submitTransfer, receiptSoon, takePrepared },
+          {
+            signer,
+            pending: pendingSettlementStore,
+            submit: submitTransfer,
+            receiptSoon,
+            takePrepared,
+            refusalNow,
+            noteReceipt,
+            withheld: (reason) => deps.onWithheld?.(requirements.scheme, reason),
+          },
           payload,
           requirements,
           () => client.settle(payload, requirements),
@@ -588,6 +714,21 @@ interface TransferSettler {
   takePrepared(signature: Hex): PreparedFees | undefined;
   /** The receipt if it is there within a few ms of the send (see RECEIPT_SOON_MS). */
   receiptSoon(hash: Hex): Promise<TransactionReceipt | undefined>;
+  /** Simulates the transfer now: the token's refusal code when it would revert, else undefined. */
+  refusalNow(transfer: Eip3009Transfer): Promise<string | undefined>;
+  /** Counts a receipt that reverted (see onReverted). */
+  noteReceipt(receipt: TransactionReceipt): void;
+  /** Told a transfer was not sent: it would revert now (see onWithheld). */
+  withheld(reason: string): void;
+}
+
+/** A transfer that would revert now: not sent (see settleVerifiedTransfer). */
+class Withheld extends Error {
+  readonly reason: string;
+  constructor(reason: string) {
+    super(reason);
+    this.reason = reason;
+  }
 }
 
 /**
@@ -627,12 +768,20 @@ async function settleVerifiedTransfer(
   }
   // Asked while the signer lock is taken (one Redis round trip for both), awaited before sending;
   // it never rejects (nothing may await it before the lock is taken): a store failure is thrown there.
-  const abort: Promise<Error | undefined> = pending
+  const broadcast: Promise<Error | undefined> = pending
     ? pending.get(signature).then(
         (tx) => (tx ? new PendingSettlement() : undefined),
         (err: unknown) => new PendingUnknown(errorText(err), { cause: err }),
       )
     : Promise.resolve(undefined);
+  // And the transfer simulated once more, beside the lock's round trip: Verify's simulation may be
+  // stale (the payer canceled the authorization or spent the balance since), and a transfer sent
+  // now would revert with our gas. (A broadcast one pending is the library's to await: first.)
+  const now = deps.refusalNow(transfer).then(
+    (reason) => (reason ? new Withheld(reason) : undefined),
+    (err: unknown) => err as Error,
+  );
+  const abort = broadcast.then(async (stop) => stop ?? (await now));
   const prepared = deps.takePrepared(signature);
   let tx: Hex;
   try {
@@ -640,6 +789,10 @@ async function settleVerifiedTransfer(
   } catch (err) {
     if (err instanceof PendingSettlement) return viaLibrary();
     if (err instanceof PendingUnknown) throw err.cause; // as before: the store's error, not a refusal
+    if (err instanceof Withheld) {
+      deps.withheld(err.reason);
+      return refused(err.reason);
+    }
     if (isTransportError(err)) throw err;
     // Not the node refusing the transfer (viem's errors are): the settlement key's lock was busy in
     // another replica past its wait, or its Redis failed. Nothing was sent: a 503 to retry, never a
@@ -653,7 +806,9 @@ async function settleVerifiedTransfer(
   }
   let receipt: Awaited<ReturnType<typeof signer.waitForTransactionReceipt>>;
   try {
-    receipt = (await deps.receiptSoon(tx)) ?? (await signer.waitForTransactionReceipt({ hash: tx }));
+    const soon = await deps.receiptSoon(tx);
+    if (soon) deps.noteReceipt(soon);
+    receipt = soon ?? (await signer.waitForTransactionReceipt({ hash: tx }));
   } catch (err) {
     // Broadcast but not seen confirmed: a retry with the same payment awaits this transaction.
     const message = errorText(err);

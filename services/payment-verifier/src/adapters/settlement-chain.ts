@@ -1,19 +1,22 @@
 // Reads of the x402 settlement chain that the exact scheme makes itself, outside the facilitator:
 // whether an address holds code (a smart wallet's signature cannot be checked by recovery alone)
-// and whether an EIP-3009 authorization was used, and in which transaction.
+// whether an EIP-3009 authorization was used or canceled, and in which transaction, and a payer's
+// token balance (when no in-process facilitator reads it with the payment's simulation).
 import {
   type Address,
   createPublicClient,
   defineChain,
+  erc20Abi,
   type Hex,
+  numberToHex,
   type PublicClient,
-  parseAbiItem,
+  pad,
+  toEventSelector,
 } from "viem";
 import { jsonRpcTransport } from "./json-rpc-transport.ts";
 
-const AUTHORIZATION_USED = parseAbiItem(
-  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
-);
+const AUTHORIZATION_USED = toEventSelector("AuthorizationUsed(address,bytes32)");
+const AUTHORIZATION_CANCELED = toEventSelector("AuthorizationCanceled(address,bytes32)");
 
 /** Bounded, so a flood of fresh payer addresses cannot grow it without limit. */
 const CODE_CACHE_MAX = 10_000;
@@ -24,13 +27,16 @@ export interface SettlementChain {
   hasCode(address: Address): Promise<boolean>;
   /**
    * The transaction that used the authorization `nonce` of `authorizer` on `token`, searched in the
-   * last `lookbackBlocks` blocks; undefined when none did (not yet, or it was canceled instead).
+   * last `lookbackBlocks` blocks, with `canceled` when it was canceled instead of used; undefined
+   * when neither is found (not yet).
    */
   authorizationUse(
     token: Address,
     authorizer: Address,
     nonce: Hex,
-  ): Promise<{ transaction: Hex } | undefined>;
+  ): Promise<{ transaction: Hex; canceled?: true } | undefined>;
+  /** `owner`'s balance of `token`, atomic units. */
+  balanceOf(token: Address, owner: Address): Promise<bigint>;
   close(): Promise<void>;
 }
 
@@ -66,16 +72,26 @@ export function createSettlementChain(opts: {
     async authorizationUse(token, authorizer, nonce) {
       const head = await client.getBlockNumber();
       const from = head > BigInt(opts.lookbackBlocks) ? head - BigInt(opts.lookbackBlocks) : 0n;
-      const logs = await client.getLogs({
-        address: token,
-        event: AUTHORIZATION_USED,
-        args: { authorizer, nonce },
-        fromBlock: from,
-        toBlock: head,
+      // Both events in one query: a use and a cancellation share their indexed arguments.
+      const logs = await client.request({
+        method: "eth_getLogs",
+        params: [
+          {
+            address: token,
+            topics: [[AUTHORIZATION_USED, AUTHORIZATION_CANCELED], pad(authorizer), nonce],
+            fromBlock: numberToHex(from),
+            toBlock: numberToHex(head),
+          },
+        ],
       });
       const hit = logs.find((l) => l.transactionHash);
-      return hit?.transactionHash ? { transaction: hit.transactionHash } : undefined;
+      if (!hit?.transactionHash) return undefined;
+      return hit.topics[0] === AUTHORIZATION_CANCELED
+        ? { transaction: hit.transactionHash, canceled: true }
+        : { transaction: hit.transactionHash };
     },
+    balanceOf: (token, owner) =>
+      client.readContract({ address: token, abi: erc20Abi, functionName: "balanceOf", args: [owner] }),
     close: () => rpc.close(),
   };
 }

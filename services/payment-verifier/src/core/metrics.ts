@@ -19,6 +19,14 @@ export interface PaymentMetrics {
   settledAfterDeadline: prom.Counter<"scheme">;
   /** Settles answered failed while their payment may still collect (see PaymentsCore). */
   settleOutcomeUnknown: prom.Counter<"scheme">;
+  /** Payments refused at Verify because the payer's balance does not cover its draws in flight. */
+  overdrawn: prom.Counter<"scheme">;
+  /** Settlement transactions of ours that were mined and reverted: gas paid, nothing collected. */
+  settlementsReverted: prom.Counter<"scheme">;
+  /** What those reverted transactions cost in fees (gas used × effective gas price), in wei. */
+  revertedFeesWei: prom.Counter<"scheme">;
+  /** Settlements not sent because a check just before sending found them failing (nothing spent). */
+  settlementsWithheld: prom.Counter<"scheme" | "reason">;
 }
 
 /**
@@ -32,6 +40,9 @@ export function zeroPaymentMetrics(metrics: PaymentMetrics, schemes: readonly st
     metrics.releases.inc({ scheme }, 0);
     metrics.settledAfterDeadline.inc({ scheme }, 0);
     metrics.settleOutcomeUnknown.inc({ scheme }, 0);
+    metrics.overdrawn.inc({ scheme }, 0);
+    metrics.settlementsReverted.inc({ scheme }, 0);
+    metrics.revertedFeesWei.inc({ scheme }, 0);
     for (const operation of ["verify", "settle"]) metrics.reservationConflicts.inc({ scheme, operation }, 0);
   }
   for (const scope of ["client", "payer"]) metrics.attemptsLimited.inc({ scope }, 0);
@@ -93,6 +104,30 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
       name: "payment_settle_outcome_unknown_total",
       help: "Settles answered 503 while their payment may still collect: another Settle of the call still settling at the deadline, or a transfer broadcast and not confirmed in time (README, Runbook)",
       labelNames: ["scheme"],
+      registers: [registry],
+    }),
+    overdrawn: new prom.Counter({
+      name: "payment_overdrawn_total",
+      help: "Payments refused at Verify because the payer's balance does not cover them with its other payments being settled",
+      labelNames: ["scheme"],
+      registers: [registry],
+    }),
+    settlementsReverted: new prom.Counter({
+      name: "payment_settlements_reverted_total",
+      help: "Settlement transactions sent by payment-verifier that were mined and reverted: gas paid, nothing collected",
+      labelNames: ["scheme"],
+      registers: [registry],
+    }),
+    revertedFeesWei: new prom.Counter({
+      name: "payment_settlement_reverted_fees_wei_total",
+      help: "Fees paid for reverted settlement transactions (gas used x effective gas price), in wei of the settlement chain's native coin",
+      labelNames: ["scheme"],
+      registers: [registry],
+    }),
+    settlementsWithheld: new prom.Counter({
+      name: "payment_settlements_withheld_total",
+      help: "Settlements not sent because the check just before sending found they would fail (authorization used or canceled, balance spent): nothing spent",
+      labelNames: ["scheme", "reason"],
       registers: [registry],
     }),
   };

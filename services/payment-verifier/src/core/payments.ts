@@ -311,6 +311,9 @@ export class Payments {
     }
     if (detected.kind === "invalid") {
       const { protocol, reason } = detected;
+      // Counted against the client: a flood of undecodable credentials costs its sender a 429.
+      const limited = await this.#countClientAttempt(call);
+      if (limited) return limited;
       return this.#refuse(
         call,
         detected.scheme,
@@ -341,6 +344,32 @@ export class Payments {
     }
     const guarded = await this.#verifyGuarded(call, scheme, payment, print);
     if (guarded) return guarded;
+    // Whether the payment is its payer's own: only then is it counted against that payer's limit
+    // (a forged payment naming a victim must not use up the victim's attempts).
+    let proven = false;
+    if (scheme.authenticate) {
+      let refusal: Extract<Verdict, { ok: false }> | undefined;
+      try {
+        refusal = await scheme.authenticate(call, payment);
+      } catch (err) {
+        if (err instanceof FacilitatorUnavailableError) {
+          return {
+            valid: false,
+            code: "service_unavailable",
+            reason: err.message,
+            headers: [],
+            scheme: scheme.name,
+          };
+        }
+        throw err;
+      }
+      if (refusal) {
+        const limited = await this.#countClientAttempt(call, scheme.name);
+        if (limited) return limited;
+        return this.#refused(call, scheme, refusal, print);
+      }
+      proven = true;
+    }
     const facts = this.#facts(call, scheme, payment, print);
     try {
       // The reservation comes first, so concurrent copies of one payment cost one verification;
@@ -349,28 +378,27 @@ export class Payments {
       const attempt = {
         checks: [
           { scope: "client", id: call.client, limit: this.#o.limits.perClient },
-          { scope: "payer", id: payment.payer, limit: this.#o.limits.perPayer },
+          { scope: "payer", id: proven ? payment.payer : "", limit: this.#o.limits.perPayer },
         ],
         nowMs: now,
         // A payer its scheme penalized (payerPenalty) is refused here, in the same round trip.
         penalty: payerPenalty(scheme.name, payment.payer),
       };
-      const reserved = await this.#reserve(payment.key, token, facts, attempt);
+      // What its settlement would send from the payer's balance joins the payer's draws in flight.
+      const draw = payment.draw
+        ? {
+            account: `${payment.paymentNetwork}|${payment.asset}|${payment.payer}`,
+            amount: payment.draw,
+            ttlMs: this.#o.reservationTtlMs + SETTLING_TTL_MS,
+          }
+        : undefined;
+      const reserved = await this.#reserve(payment.key, token, facts, attempt, draw);
       if (!reserved.ok && reserved.penalizedMs) {
         const until = new Date(now + reserved.penalizedMs).toISOString();
         const reason = `payments from this payer are refused until ${until}: a payment it signed could not be collected after it was verified (the balance or the authorization was spent meanwhile)`;
         return this.#refuseInvalid(call, scheme, reason);
       }
-      if (!reserved.ok && reserved.limited) {
-        this.#o.metrics.attemptsLimited.inc({ scope: reserved.limited });
-        return {
-          valid: false,
-          code: "rate_limited",
-          reason: `too many payment attempts from this ${reserved.limited}; back off briefly (Retry-After: 1) and retry`,
-          headers: [],
-          scheme: scheme.name,
-        };
-      }
+      if (!reserved.ok && reserved.limited) return this.#limited(reserved.limited, scheme.name);
       if (!reserved.ok) {
         const answer = await scheme.conflict?.(call, payment).catch(() => undefined);
         if (answer) {
@@ -399,6 +427,22 @@ export class Payments {
       if (!verdict.ok) {
         await free();
         return this.#refused(call, scheme, verdict, print);
+      }
+      const drawn = reserved.drawn;
+      if (drawn !== undefined && verdict.balance !== undefined && !verdict.collected) {
+        const balance = BigInt(verdict.balance);
+        if (drawn > balance) {
+          // Its settlement would revert for want of balance (gas ours), or another's would.
+          this.#o.metrics.overdrawn.inc({ scheme: scheme.name });
+          await free();
+          if (verdict.hold) await this.#letGo(call, scheme, payment, verdict.hold);
+          const others = drawn - BigInt(payment.draw ?? "0");
+          return this.#refuseInvalid(
+            call,
+            scheme,
+            `the payer's balance (${balance} atomic units) does not cover this payment (${payment.draw}) with its other payments being settled (${others}); wait for them, or pay from a funded account`,
+          );
+        }
       }
       if (verdict.collected || verdict.hold) {
         const verified = { collected: verdict.collected?.transaction ?? "", hold: verdict.hold ?? "" };
@@ -602,9 +646,10 @@ export class Payments {
     token: string,
     facts: Parameters<ReservationStore["reserve"]>[2],
     attempt: Parameters<ReservationStore["reserve"]>[4],
+    draw: Parameters<ReservationStore["reserve"]>[5],
   ) {
     try {
-      return await this.#o.reservations.reserve(key, token, facts, this.#o.reservationTtlMs, attempt);
+      return await this.#o.reservations.reserve(key, token, facts, this.#o.reservationTtlMs, attempt, draw);
     } catch (err) {
       // At most LOST_RESERVES_MAX of these wait at a time (a hung Redis times every Verify out):
       // the rest lapse with their TTL, and the clean-ups that matter more keep their place.
@@ -618,6 +663,43 @@ export class Payments {
       }
       throw this.#unavailable(err);
     }
+  }
+
+  /**
+   * Counts a refused attempt that reserves nothing against the client's limit: a 429 once it is
+   * full. A store that cannot count it does not turn the refusal into an outage: it stands.
+   */
+  async #countClientAttempt(call: PricedCall, scheme = "none"): Promise<VerifyOutcome | undefined> {
+    const checks = [{ scope: "client", id: call.client, limit: this.#o.limits.perClient }];
+    const limited = await this.#o.reservations
+      .countAttempt({ checks, nowMs: this.#now() })
+      .catch(() => undefined);
+    return limited ? this.#limited(limited, scheme) : undefined;
+  }
+
+  /** The 429 of an attempt limit (`scope`: client or payer). */
+  #limited(scope: string, scheme: string): VerifyOutcome {
+    this.#o.metrics.attemptsLimited.inc({ scope });
+    return {
+      valid: false,
+      code: "rate_limited",
+      reason: `too many payment attempts from this ${scope}; back off briefly (Retry-After: 1) and retry`,
+      headers: [],
+      scheme,
+    };
+  }
+
+  /** Has `scheme` let go of what it holds for a payment that will not be settled. */
+  async #letGo(call: PricedCall, scheme: PaymentScheme, payment: ParsedPayment, hold: string): Promise<void> {
+    const undo = scheme.release?.bind(scheme);
+    if (!undo) return;
+    await undo(call, payment, hold).catch((err: unknown) => {
+      this.#o.logger.warn(
+        { err, scheme: scheme.name },
+        "scheme could not undo its hold on a refused payment",
+      );
+      this.#defer(this.#o.reservationTtlMs, () => undo(call, payment, hold));
+    });
   }
 
   #attemptId(): string {

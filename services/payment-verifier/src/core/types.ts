@@ -56,6 +56,14 @@ export interface ParsedPayment<P = unknown> {
   asset: string;
   /** Settlement chain, CAIP-2. */
   paymentNetwork: string;
+  /**
+   * What settling this payment sends from the payer's own balance of `asset` in a transaction of
+   * ours (an EIP-3009 transfer, an x402-batch deposit), atomic units; absent when it sends nothing
+   * of the payer's (a voucher, a transaction the payer signed and pays the gas of). The core refuses
+   * it at Verify when the payer's balance (Verdict.balance) does not cover it with the payer's other
+   * draws in flight, so no settlement of ours can revert for want of balance.
+   */
+  draw?: string;
   payload: P;
   /**
    * A channel management action (an MPP session close or top-up): it needs no upstream call, so
@@ -83,6 +91,11 @@ export type Verdict =
        * a channel reservation). Kept with the reservation, so any replica can settle or release it.
        */
       hold?: string;
+      /**
+       * The payer's balance of the payment's asset, atomic units, as read while verifying (in the
+       * same round trip as the simulation): what its draws in flight must stay within.
+       */
+      balance?: string;
     }
   | {
       ok: false;
@@ -225,6 +238,16 @@ export interface PaymentScheme<Credential = unknown, Offer = unknown, P = unknow
   offers(call: PricedCall, error: string): Promise<Offer[]>;
   /** `not-mine` for another scheme's credential of the same protocol. Never throws. */
   claim(credential: Credential): Claim<P>;
+  /**
+   * Checks, before the payment is reserved or counted against its payer, that it is the payer's
+   * own (its signature recovers to the payer) and within this call's terms: local and cheap. A
+   * refusal is counted against the client only, so forged payments naming a victim as payer cannot
+   * use up the victim's attempt limit. Schemes without it are counted against the client only.
+   */
+  authenticate?(
+    call: PricedCall,
+    payment: ParsedPayment<P>,
+  ): Promise<Extract<Verdict, { ok: false }> | undefined>;
   /** Checks the payment against the call's price and terms, locally first, then with its facilitator. */
   verify(call: PricedCall, payment: ParsedPayment<P>): Promise<Verdict>;
   /** Collects a verified payment after the node answered. */

@@ -19,7 +19,7 @@ import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
 import { BatchSettlementEvmScheme, type ChannelStorage } from "@x402/evm/batch-settlement/server";
-import { encodeAbiParameters, type Hex, isAddress, keccak256 } from "viem";
+import { encodeAbiParameters, type Hex, keccak256 } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { z } from "zod";
 import type { SettlementChain } from "../adapters/settlement-chain.ts";
@@ -41,6 +41,7 @@ import {
 } from "../core/types.ts";
 import type { X402Protocol } from "../protocols/x402.ts";
 import type { BatchVoucherStore, ChannelRecord } from "../stores/batch-vouchers.ts";
+import { address, hex32, signatureHex, uint256 } from "./eip712-fields.ts";
 
 /** The SDK's name for the scheme; the spec's `x402-batch` is offered beside it. */
 export const SDK_SCHEME = "batch-settlement";
@@ -62,20 +63,8 @@ const TAKEOVER_POLL_MS = 250;
 /** How long a voucher's key stays reserved as used: the channel state refuses it after that anyway. */
 const USED_VOUCHER_MS = 60 * 60_000;
 
-// As strict as the EIP-712 hashing of the channel config (viem's), so no hash of a value that passed
-// here fails (that was a 503, not a refusal). The patterns abort: zod runs a refinement past a
-// failed check otherwise (BigInt("\0") throws).
-const address = z
-  .string()
-  .regex(/^0x[0-9a-fA-F]{40}$/, { message: "expected a 20-byte hex address", abort: true })
-  .refine((a) => isAddress(a), "expected an address in lowercase or with its EIP-55 checksum");
-const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "expected a 32-byte hex value");
-const hex = z.string().regex(/^0x[0-9a-fA-F]{2,4096}$/, "expected a hex signature");
-const UINT256_LIMIT = 2n ** 256n;
-const uint = z
-  .string()
-  .regex(/^[0-9]{1,78}$/, { message: "expected a decimal integer string", abort: true })
-  .refine((v) => BigInt(v) < UINT256_LIMIT, "expected an integer below 2^256");
+const uint = uint256;
+const hex = signatureHex;
 const channelConfig = z.object({
   payer: address,
   payerAuthorizer: address,
@@ -319,6 +308,8 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
         amount: payload.accepted.amount,
         asset: payload.accepted.asset,
         paymentNetwork: payload.accepted.network,
+        // A deposit is sent by us from the payer's balance (gas ours); a voucher sends nothing.
+        ...(p.type === "deposit" ? { draw: p.deposit.amount } : {}),
         payload: {
           payload: normalized,
           type: p.type,
@@ -393,7 +384,17 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
     const pendingId = this.#server.readRequestContext(payment.payload)?.pendingId;
     if (!pendingId)
       return { ok: false, code: "service_unavailable", reason: "the channel reservation was not recorded" };
-    return { ok: true, hold: pendingId };
+    // A deposit's payer balance: read by the in-process facilitator with the deposit's checks, or
+    // here with a remote one.
+    if (!parsed.draw) return { ok: true, hold: pendingId };
+    const seen = result.extra?.payerBalance;
+    const balance =
+      typeof seen === "string"
+        ? seen
+        : (
+            await this.#deps.chain?.balanceOf(this.#cfg.asset as Hex, payment.payer).catch(() => undefined)
+          )?.toString();
+    return balance === undefined ? { ok: true, hold: pendingId } : { ok: true, hold: pendingId, balance };
   }
 
   /**
@@ -644,7 +645,7 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
       encodeAbiParameters([{ type: "bytes32" }, { type: "uint256" }], [payment.channelId, BigInt(salt)]),
     );
     const until = Date.now() + TAKEOVER_WAIT_MS;
-    let used: { transaction: Hex } | undefined;
+    let used: { transaction: Hex; canceled?: true } | undefined;
     for (;;) {
       used = await chain
         .authorizationUse(requirements.asset as Hex, payment.payer, nonce)
@@ -652,7 +653,8 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
       if (used || Date.now() >= until) break;
       await new Promise((r) => setTimeout(r, TAKEOVER_POLL_MS));
     }
-    if (!used) return undefined;
+    // Canceled by the payer: no deposit landed (the SDK's own run here is refused, as it should be).
+    if (!used || used.canceled) return undefined;
     const now = Date.now();
     // As the SDK's handleAfterSettle for a deposit: the voucher charged, the lock let go.
     const updated = await this.#deps.storage.updateChannel(payment.channelId, (current) => {

@@ -32,12 +32,18 @@ import {
 } from "../core/types.ts";
 import type { X402Protocol } from "../protocols/x402.ts";
 import type { ReservationStore } from "../stores/reservations.ts";
+import { address, hex32, signatureHex, uint256 } from "./eip712-fields.ts";
 
 /** The exact scheme's facilitator refuses authorizations expiring within this many seconds. */
 const EXPIRY_MARGIN_SECONDS = 6;
 /** A settled payment is remembered until it could no longer be collected, plus this margin. */
 const SETTLED_MARGIN_MS = 10 * 60_000;
 const SETTLED_MAX_MS = 7 * 24 * 3_600_000;
+/**
+ * The latest an authorization may expire: its used record is kept until then (SETTLED_MAX_MS),
+ * so a longer-lived one could outlast it. The official client signs for the offer's timeout.
+ */
+export const VALID_BEFORE_MAX_SECONDS = SETTLED_MAX_MS / 1000;
 /** ERC-6492 wraps the signature of a wallet not deployed yet; it ends with this magic suffix. */
 const ERC6492_SUFFIX = "6492649264926492649264926492649264926492649264926492649264926492";
 
@@ -51,19 +57,17 @@ const AUTHORIZATION_TYPEHASH = keccak256(
 const hexWord = (hex: string): string => hex.slice(2).toLowerCase().padStart(64, "0");
 const uintWord = (decimal: string): string => BigInt(decimal).toString(16).padStart(64, "0");
 
-const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "expected a 20-byte hex address");
-const uint256 = z.string().regex(/^[0-9]{1,78}$/, "expected a decimal integer string");
 // Strict: a payload that also carries another transfer method (e.g. permit2Authorization) would be
 // routed to it by the facilitator while we keyed replay protection on the EIP-3009 nonce.
 const eip3009Payload = z.strictObject({
-  signature: z.string().regex(/^0x[0-9a-fA-F]{2,4096}$/, "expected a hex signature"),
+  signature: signatureHex,
   authorization: z.strictObject({
     from: address,
     to: address,
     value: uint256,
     validAfter: uint256,
     validBefore: uint256,
-    nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/, "expected a 32-byte hex nonce"),
+    nonce: hex32,
   }),
 });
 
@@ -103,18 +107,20 @@ const FINAL = new Set([
 ]);
 
 const NONCE_USED = "invalid_exact_evm_nonce_already_used";
+/** An authorization its payer canceled on chain (cancelAuthorization): it can never be collected. */
+const CANCELED = "the payer canceled this payment authorization on chain (AuthorizationCanceled)";
 /**
- * The token's refusal of a sent transfer that only the payer can have caused after Verify: the
- * balance spent. Not "authorization used": our own earlier send of it (a replica killed mid-
- * settlement, a transfer still in the mempool) reads the same until its log is found.
+ * The token's refusal of a transfer that only the payer can have caused after Verify: the balance
+ * spent. Not "authorization used": our own earlier send of it (a replica killed mid-settlement, a
+ * transfer still in the mempool) reads the same until its log is found.
  */
 const SPENT_MEANWHILE = "invalid_exact_evm_insufficient_balance";
 /**
- * How long a payer whose settlement reverted for SPENT_MEANWHILE is refused at Verify. Settle sends
- * what Verify simulated without simulating it again (a round trip on every paid call); a payer who
- * spends the balance in between makes the settlement key pay a reverted transaction's gas (and
- * gets no data). This makes that cost one transaction per payer address and this long, each bought
- * with an on-chain transaction of the payer's own.
+ * How long a payer who undid a verified payment before its settlement (spent the balance, canceled
+ * the authorization) is refused at Verify. The settlement is simulated once more just before it is
+ * sent (beside the signer lock's round trip), so such a payment is not sent at all; only one undone
+ * in the moment between that check and the send reverts with our gas. Either way the attempt costs
+ * the payer an on-chain transaction of its own, and this makes it one per payer address this long.
  */
 export const PAYER_PENALTY_MS = 10 * 60_000;
 /** Lookups (1 s apart) for the transfer of an authorization a settlement found used. */
@@ -235,6 +241,8 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         amount: authorization.value,
         asset: payload.accepted.asset,
         paymentNetwork: payload.accepted.network,
+        // Settling sends the transfer from the payer's balance, in a transaction we pay gas for.
+        draw: authorization.value,
         payload: { payload, signature: signature as Hex, authorization },
       },
     };
@@ -267,6 +275,9 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
     const validBefore = BigInt(authorization.validBefore);
     if (validBefore < now + BigInt(EXPIRY_MARGIN_SECONDS)) {
       return `the payment authorization expired at ${iso(validBefore)}; sign a new payment`;
+    }
+    if (validBefore > now + BigInt(VALID_BEFORE_MAX_SECONDS)) {
+      return `payload.authorization.validBefore: the authorization must expire within ${VALID_BEFORE_MAX_SECONDS / 86_400} days; sign one that expires sooner`;
     }
     const validAfter = BigInt(authorization.validAfter);
     if (validAfter > now) return `the payment authorization is not valid until ${iso(validAfter)}`;
@@ -313,14 +324,24 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
     return keccak256(`0x1901${this.#domain.slice(2)}${struct.slice(2)}`);
   }
 
-  async verify(call: PricedCall, parsed: ParsedPayment<ExactPayment>): Promise<Verdict> {
+  /**
+   * Before anything is reserved or counted against the payer: the terms, then the signature, so
+   * only the payer's own payments are counted against its limit, and the in-process facilitator's
+   * chain reads and the settlement's fees start only for a signature that is the payer's (its own
+   * recovery of it is then the memo's: one recovery).
+   */
+  async authenticate(call: PricedCall, parsed: ParsedPayment<ExactPayment>) {
     const payment = parsed.payload;
     const refusal = this.#refusal(call, payment);
-    if (refusal) return { ok: false, code: "payment_invalid", reason: refusal };
-    // Also before the in-process facilitator: its chain reads and the settlement's fees start only
-    // for a signature that is the payer's, and its own recovery of it is the memo's (one recovery).
+    if (refusal) return { ok: false as const, code: "payment_invalid" as const, reason: refusal };
     const forged = await this.#signatureRefusal(payment);
-    if (forged) return { ok: false, code: "payment_invalid", reason: forged, final: true };
+    if (forged) return { ok: false as const, code: "payment_invalid" as const, reason: forged, final: true };
+    return undefined;
+  }
+
+  /** After `authenticate`: the facilitator's verification, and the payer's balance with it. */
+  async verify(call: PricedCall, parsed: ParsedPayment<ExactPayment>): Promise<Verdict> {
+    const payment = parsed.payload;
     const requirements = await this.#matching(call, payment);
     if (!requirements) {
       return {
@@ -330,6 +351,14 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         final: true,
       };
     }
+    // The in-process facilitator reads the balance with its simulation of a plain ECDSA
+    // authorization; anything else (a remote facilitator, a smart wallet) reads it here, beside it.
+    const rides = this.#deps.local !== undefined && payment.signature.length === 132;
+    const chain = this.#deps.chain;
+    const read =
+      rides || !chain
+        ? undefined
+        : chain.balanceOf(this.#cfg.asset as Hex, payment.authorization.from as Hex).catch(() => undefined);
     let result: VerifyResponse;
     try {
       result = await this.protocol.verify(this.name, payment.payload, requirements);
@@ -357,7 +386,9 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         final: true,
       };
     }
-    return { ok: true };
+    const seen = result.extra?.payerBalance;
+    const balance = typeof seen === "string" ? seen : (await read)?.toString();
+    return balance === undefined ? { ok: true } : { ok: true, balance };
   }
 
   /**
@@ -371,7 +402,7 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
     const used = describe(NONCE_USED);
     const chain = this.#deps.chain;
     if (!chain) return { ok: false, code: "payment_invalid", reason: used };
-    let found: { transaction: string } | undefined;
+    let found: { transaction: string; canceled?: true } | undefined;
     try {
       found = await chain.authorizationUse(
         this.#cfg.asset,
@@ -383,12 +414,24 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
         "the settlement chain is unreachable (looking up a used payment)",
       );
     }
+    if (found?.canceled) return { ok: false, code: "payment_invalid", reason: CANCELED, final: true };
     if (!found) return { ok: false, code: "payment_invalid", reason: used };
     this.#deps.logger.info(
       { transaction: found.transaction },
       "serving a payment whose settlement landed earlier",
     );
     return { ok: true, collected: found };
+  }
+
+  /** Refuses the payer's payments for a while (see PAYER_PENALTY_MS): it undid one after Verify. */
+  async #penalize(payer: string, why: string, transaction = ""): Promise<void> {
+    this.#deps.logger.warn(
+      { payer, transaction, why },
+      "a verified payment was undone by its payer before its settlement: the payer is refused for a while",
+    );
+    await this.#deps.penalties
+      .penalize(payerPenalty(this.name, payer), PAYER_PENALTY_MS)
+      .catch((err: unknown) => this.#deps.logger.warn({ err, payer }, "could not penalize a payer"));
   }
 
   async settle(
@@ -426,15 +469,17 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
       };
     }
     if (!result.success && result.errorReason === NONCE_USED) {
-      // This call's settlement is under way (core: it holds the reservation) and the authorization
-      // is used: an earlier attempt of this Settle, on a replica that died before answering, landed
-      // it. The money is ours once; the call is served with that transfer as its receipt.
-      // That transfer may still be in the mempool (the nonce reads as used, no log yet): give it
-      // the time a few blocks take.
+      // The authorization is used (or canceled) on chain, and this call's settlement is under way
+      // (core: it holds the reservation). Used by an earlier attempt of this Settle, on a replica
+      // that died before answering: the money is ours once, and the call is served with that
+      // transfer as its receipt. That transfer may still be in the mempool (the nonce reads as
+      // used, no log yet): give it the time a few blocks take. Canceled by the payer since Verify:
+      // refused, and the payer with it, as for a spent balance.
       let landed: Verdict | undefined;
       for (let i = 0; i < SETTLED_LOOKUPS && !(landed?.ok && landed.collected); i++) {
         if (i > 0) await new Promise((r) => setTimeout(r, 1_000));
         landed = await this.#alreadyCollected(payment).catch(() => undefined);
+        if (landed && !landed.ok && landed.reason === CANCELED) break;
       }
       if (landed?.ok && landed.collected) {
         const transaction = landed.collected.transaction;
@@ -444,17 +489,15 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
           receipt: this.receiptFor(call, parsed, transaction),
         };
       }
+      if (landed && !landed.ok && landed.reason === CANCELED) {
+        await this.#penalize(payment.authorization.from, "canceled", result.transaction);
+        result = { ...result, errorReason: "authorization_canceled", errorMessage: CANCELED };
+      }
     }
-    if (!result.success && result.transaction && result.errorReason === SPENT_MEANWHILE) {
-      // Our transaction was mined and reverted: the payer spent what Verify saw.
-      const payer = payment.authorization.from;
-      this.#deps.logger.warn(
-        { payer, transaction: result.transaction, errorReason: result.errorReason },
-        "a verified payment was spent before its settlement: the payer is refused for a while",
-      );
-      await this.#deps.penalties
-        .penalize(payerPenalty(this.name, payer), PAYER_PENALTY_MS)
-        .catch((err: unknown) => this.#deps.logger.warn({ err, payer }, "could not penalize a payer"));
+    if (!result.success && result.errorReason === SPENT_MEANWHILE) {
+      // The payer spent what Verify saw: the transfer was not sent (the check just before sending
+      // found it), or it was mined and reverted (the balance went in the moment between).
+      await this.#penalize(payment.authorization.from, "balance spent", result.transaction);
     }
     if (!result.success) {
       const reason = `settlement failed: ${describe(result.errorReason, result.errorMessage)}`;

@@ -59,6 +59,21 @@ export interface Reservation extends PaymentFacts {
   attempt: string;
 }
 
+/**
+ * A payment whose settlement sends a transaction that spends the payer's own balance (an EIP-3009
+ * transfer, an x402-batch deposit). The store keeps, per payer `account` (chain, token and payer),
+ * every such payment reserved and not yet settled, dropped or released: what the payer's balance
+ * must cover before anything is sent (the core compares it with the balance Verify read).
+ */
+export interface Draw {
+  /** Whose balance: chain, token and payer (compared in lower case). */
+  account: string;
+  /** Atomic units of the token. */
+  amount: string;
+  /** The longest it counts (a reservation's TTL and a settlement's): a crashed holder's lapses. */
+  ttlMs: number;
+}
+
 /** The attempt a reserve counts: one against each check's limit, at `nowMs`. */
 export interface Attempt {
   checks: readonly AttemptCheck[];
@@ -68,7 +83,13 @@ export interface Attempt {
 }
 
 export type ReserveResult =
-  | { ok: true; token: string; retried: boolean }
+  | {
+      ok: true;
+      token: string;
+      retried: boolean;
+      /** With a draw: the sum of the account's draws in flight, this one included (atomic units). */
+      drawn?: bigint;
+    }
   /**
    * Held or used (`current`), refused by the attempt limit of scope `limited`, or refused because
    * the attempt's `penalty` holds for `penalizedMs` more (nothing counted or reserved).
@@ -91,7 +112,9 @@ export interface ReservationStore {
    * Counts the attempt (a full limit refuses it, and nothing else happens), then takes the payment
    * for one request. A Verify retried for the same request (same mesh request id, same endpoint,
    * network, amount and payer) gets the token it already holds; anything else that finds the key
-   * held or used is refused.
+   * held or used is refused. With `draw`, the payment joins its account's draws in flight (until
+   * it is settled, dropped, released, recorded as collected already, or its draw's TTL lapses) in
+   * the same step, and the answer carries their sum.
    */
   reserve(
     key: string,
@@ -99,10 +122,17 @@ export interface ReservationStore {
     facts: PaymentFacts,
     ttlMs: number,
     attempt?: Attempt,
+    draw?: Draw,
   ): Promise<ReserveResult>;
   /**
+   * Counts an attempt that reserves nothing (a credential refused before its reservation: it does
+   * not decode, or its signature is not its payer's) against the limits; the scope of the first
+   * limit that is full, if any, counting nothing then.
+   */
+  countAttempt(attempt: Attempt): Promise<string | undefined>;
+  /**
    * Records the verdict on a reservation held by `token`: the money that already moved (nothing
-   * to collect), and what the scheme holds until Settle or Release.
+   * to collect, so it no longer counts as a draw), and what the scheme holds until Settle or Release.
    */
   markVerified(key: string, token: string, verified: { collected: string; hold: string }): Promise<void>;
   /**
@@ -237,42 +267,81 @@ function isRetryOf(current: Reservation, facts: PaymentFacts): boolean {
   );
 }
 
-// KEYS[1] reservation, KEYS[2..n+1] attempt buckets, KEYS[n+2] the penalty (optional); ARGV[1] ttl
-// ms, ARGV[2] now ms, ARGV[3] the number of buckets n, then per bucket its interval ms and burst,
-// then field/value pairs (state reserved).
+// Takes a reservation out of its account's draws in flight (see Draw): the draws' key is kept in
+// the reservation's `draws` field, so every script that ends a reservation forgets its draw.
+const FORGET_DRAW_LUA = `
+local function forget_draw(key)
+  local draws = redis.call('HGET', key, 'draws')
+  if draws and draws ~= '' then redis.call('HDEL', draws, key) end
+end
+`;
+
+// KEYS[1] reservation, KEYS[2..n+1] attempt buckets, then the penalty if ARGV[4] is "1", then the
+// account's draws in flight if ARGV[5] (the draw's amount) is not empty; ARGV[1] ttl ms, ARGV[2]
+// now ms, ARGV[3] the number of buckets n, ARGV[6] the draw's ttl ms, then per bucket its interval
+// ms and burst, then field/value pairs (state reserved).
 // Reply: {4, ms} penalized for ms more | {3, i} bucket i is full (nothing counted or reserved) |
-// {1, token} taken | {2, token} retried by the same request | {0} held or used.
+// {1, token, draws...} taken | {2, token, draws...} retried by the same request | {0} held or used.
+// `draws`: the amounts of the account's draws in flight, this one's included (summed by the
+// caller: token amounts may pass what a Lua number holds exactly).
 const RESERVE = `${TAKE_ATTEMPTS_LUA}
 local n = tonumber(ARGV[3])
-if #KEYS > n + 1 then
-  local left = redis.call('PTTL', KEYS[n + 2])
+local next_key = n + 2
+if ARGV[4] == '1' then
+  local left = redis.call('PTTL', KEYS[next_key])
   if left > 0 then return {4, left} end
+  next_key = next_key + 1
 end
-local full = take_attempts({unpack(KEYS, 2, n + 1)}, {unpack(ARGV, 4, 3 + 2 * n)}, tonumber(ARGV[2]))
+local full = take_attempts({unpack(KEYS, 2, n + 1)}, {unpack(ARGV, 7, 6 + 2 * n)}, tonumber(ARGV[2]))
 if full > 0 then return {3, full} end
-local f = 4 + 2 * n
+local f = 7 + 2 * n
 local state = redis.call('HGET', KEYS[1], 'state')
+local reply
 if not state then
   redis.call('HSET', KEYS[1], unpack(ARGV, f))
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  return {1, ARGV[f + 3]}
-end
-if state == 'reserved' then
+  reply = {1, ARGV[f + 3]}
+elseif state == 'reserved' then
   local cur = redis.call('HMGET', KEYS[1], 'request_id', 'endpoint', 'network', 'amount', 'payer', 'token', 'credential')
   local want = {}
   for i = f, #ARGV, 2 do want[ARGV[i]] = ARGV[i + 1] end
   if want['request_id'] ~= '' and cur[1] == want['request_id'] and cur[2] == want['endpoint']
     and cur[3] == want['network'] and cur[4] == want['amount'] and string.lower(cur[5]) == string.lower(want['payer'])
     and (cur[7] or '') == want['credential'] then
-    return {2, cur[6]}
+    reply = {2, cur[6]}
   end
 end
-return {0}`;
+if not reply then return {0} end
+if ARGV[5] ~= '' then
+  local draws = KEYS[next_key]
+  local now = tonumber(ARGV[2])
+  if reply[1] == 1 then
+    redis.call('HSET', draws, KEYS[1], ARGV[5] .. ':' .. string.format('%d', now + tonumber(ARGV[6])))
+    redis.call('PEXPIRE', draws, ARGV[6])
+    redis.call('HSET', KEYS[1], 'draws', draws)
+  end
+  local all = redis.call('HGETALL', draws)
+  for i = 1, #all, 2 do
+    local amount, untilMs = string.match(all[i + 1], '^(%d+):(%d+)$')
+    if amount and tonumber(untilMs) > now then
+      reply[#reply + 1] = amount
+    else
+      redis.call('HDEL', draws, all[i])
+    end
+  end
+end
+return reply`;
+
+// KEYS attempt buckets; ARGV[1] now ms, then per bucket its interval ms and burst.
+// Reply: 0, or the index of the bucket that is full (nothing counted).
+const COUNT_ATTEMPT = `${TAKE_ATTEMPTS_LUA}
+return take_attempts(KEYS, {unpack(ARGV, 2)}, tonumber(ARGV[1]))`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] collected transaction; ARGV[3] hold.
-const MARK_VERIFIED = `
+const MARK_VERIFIED = `${FORGET_DRAW_LUA}
 if redis.call('HGET', KEYS[1], 'state') ~= 'reserved' then return 0 end
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
+if ARGV[2] ~= '' then forget_draw(KEYS[1]) end
 redis.call('HSET', KEYS[1], 'collected', ARGV[2], 'transaction', ARGV[2], 'hold', ARGV[3])
 return 1`;
 
@@ -313,18 +382,20 @@ return {reply, redis.call('HGETALL', KEYS[1])}`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] owner; ARGV[3] attempt id. Deletes a settling record
 // of that owner's begin (drop after a settlement that moved nothing; abandon after a lost begin).
-const DELETE_SETTLING_OF = `
+const DELETE_SETTLING_OF = `${FORGET_DRAW_LUA}
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'owner', 'attempt')
 if cur[1] ~= 'settling' or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] or ARGV[3] == '' or cur[4] ~= ARGV[3] then
   return false
 end
 local all = redis.call('HGETALL', KEYS[1])
+forget_draw(KEYS[1])
 redis.call('DEL', KEYS[1])
 return all`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] transaction; ARGV[3] receipt; ARGV[4] retention ms.
-const MARK_SETTLED = `
+const MARK_SETTLED = `${FORGET_DRAW_LUA}
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
+forget_draw(KEYS[1])
 redis.call('HSET', KEYS[1], 'state', 'settled', 'transaction', ARGV[2], 'receipt', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`;
@@ -338,7 +409,7 @@ export interface ReleaseMark {
 // KEYS[1] reservation; KEYS[2] the release's mark (its own key, by release id), if any; ARGV[1] token;
 // ARGV[2] request id; ARGV[3] mark ms. Frees a reserved record of that token (and request); with a
 // mark, the record moves there, so the same release run again (its answer lost) answers what it freed.
-const RELEASE = `
+const RELEASE = `${FORGET_DRAW_LUA}
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
 if cur[1] ~= 'reserved' or cur[2] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) then
   if #KEYS > 1 then
@@ -348,6 +419,7 @@ if cur[1] ~= 'reserved' or cur[2] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARG
   return false
 end
 local all = redis.call('HGETALL', KEYS[1])
+forget_draw(KEYS[1])
 if #KEYS == 1 then
   redis.call('DEL', KEYS[1])
 else
@@ -357,13 +429,20 @@ end
 return all`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] the state it must be in; ARGV[3] request id, if any.
-const DELETE_IF = `
+const DELETE_IF = `${FORGET_DRAW_LUA}
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
 if cur[1] ~= ARGV[2] or cur[2] ~= ARGV[1] then return false end
 if ARGV[3] ~= '' and cur[3] ~= ARGV[3] then return false end
 local all = redis.call('HGETALL', KEYS[1])
+forget_draw(KEYS[1])
 redis.call('DEL', KEYS[1])
 return all`;
+
+function sumOf(amounts: readonly unknown[]): bigint {
+  let sum = 0n;
+  for (const a of amounts) sum += BigInt(String(a));
+  return sum;
+}
 
 function pairsToHash(pairs: unknown): Record<string, string> {
   const hash: Record<string, string> = {};
@@ -380,12 +459,14 @@ export class RedisReservationStore implements ReservationStore {
   readonly #servicePrefix: string;
   readonly #alivePrefix: string;
   readonly #releasedPrefix: string;
+  readonly #drawsPrefix: string;
 
   constructor(redis: Redis, prefix: string) {
     this.#redis = redis;
     this.#servicePrefix = prefix;
     this.#prefix = `${prefix}reservation:`;
     this.#releasedPrefix = `${prefix}released:`;
+    this.#drawsPrefix = `${prefix}draws:`;
     this.#alivePrefix = `${prefix}alive:`;
   }
 
@@ -399,25 +480,50 @@ export class RedisReservationStore implements ReservationStore {
     facts: PaymentFacts,
     ttlMs: number,
     attempt?: Attempt,
+    draw?: Draw,
   ): Promise<ReserveResult> {
     const checks = attempt ? activeChecks(attempt.checks) : [];
     const penalty = attempt?.penalty ? [this.#penaltyKey(attempt.penalty)] : [];
+    const draws = draw ? [`${this.#drawsPrefix}${draw.account.toLowerCase()}`] : [];
     const reply = (await this.#redis.eval(RESERVE, {
-      keys: [this.#prefix + key, ...checks.map((c) => attemptKey(this.#servicePrefix, c)), ...penalty],
+      keys: [
+        this.#prefix + key,
+        ...checks.map((c) => attemptKey(this.#servicePrefix, c)),
+        ...penalty,
+        ...draws,
+      ],
       arguments: [
         String(ttlMs),
-        String(attempt?.nowMs ?? 0),
+        String(attempt?.nowMs ?? Date.now()),
         String(checks.length),
+        penalty.length > 0 ? "1" : "0",
+        draw?.amount ?? "",
+        String(Math.max(1, Math.round(draw?.ttlMs ?? 1))),
         ...checks.flatMap((c) => [String(intervalOf(c.limit)), String(c.limit.burst)]),
         ...toFields(token, facts),
       ],
-    })) as [number, string | number | undefined];
-    if (reply[0] === 1 || reply[0] === 2)
-      return { ok: true, token: String(reply[1]), retried: reply[0] === 2 };
+    })) as [number, string | number | undefined, ...string[]];
+    if (reply[0] === 1 || reply[0] === 2) {
+      const taken = { ok: true as const, token: String(reply[1]), retried: reply[0] === 2 };
+      return draw ? { ...taken, drawn: sumOf(reply.slice(2)) } : taken;
+    }
     if (reply[0] === 4) return { ok: false, current: undefined, penalizedMs: Number(reply[1]) };
     if (reply[0] === 3)
       return { ok: false, current: undefined, limited: checks[Number(reply[1]) - 1]?.scope };
     return { ok: false, current: await this.get(key) };
+  }
+
+  async countAttempt(attempt: Attempt): Promise<string | undefined> {
+    const checks = activeChecks(attempt.checks);
+    if (checks.length === 0) return undefined;
+    const full = (await this.#redis.eval(COUNT_ATTEMPT, {
+      keys: checks.map((c) => attemptKey(this.#servicePrefix, c)),
+      arguments: [
+        String(attempt.nowMs),
+        ...checks.flatMap((c) => [String(intervalOf(c.limit)), String(c.limit.burst)]),
+      ],
+    })) as number;
+    return full > 0 ? checks[full - 1]?.scope : undefined;
   }
 
   async markVerified(
@@ -538,12 +644,22 @@ export class MemoryReservationStore implements ReservationStore {
   readonly #penalties = new Map<string, number>();
   /** Release marks by key and release id (see release): what it freed, until when. */
   readonly #released = new Map<string, { freed: Reservation; until: number }>();
+  /** Draws in flight by account (lower case), then by reservation key: amount and until when. */
+  readonly #draws = new Map<string, Map<string, { amount: bigint; until: number }>>();
+  /** The account of each reservation that draws (see #forgetDraw). */
+  readonly #drawOf = new Map<string, string>();
   readonly #sweeper: NodeJS.Timeout;
 
   constructor() {
     this.#sweeper = setInterval(() => {
       const now = Date.now();
       for (const [key, entry] of this.#entries) if (entry.expiresAt <= now) this.#entries.delete(key);
+      for (const [account, draws] of this.#draws) {
+        for (const [key, d] of draws) if (d.until <= now) draws.delete(key);
+        if (draws.size === 0) this.#draws.delete(account);
+      }
+      for (const [key, account] of this.#drawOf)
+        if (!this.#draws.get(account)?.has(key)) this.#drawOf.delete(key);
       for (const [name, until] of this.#penalties) if (until <= now) this.#penalties.delete(name);
       for (const [key, mark] of this.#released) if (mark.until <= now) this.#released.delete(key);
     }, 30_000);
@@ -575,6 +691,7 @@ export class MemoryReservationStore implements ReservationStore {
     facts: PaymentFacts,
     ttlMs: number,
     attempt?: Attempt,
+    draw?: Draw,
   ): Promise<ReserveResult> {
     const penalized = attempt?.penalty
       ? (this.#penalties.get(attempt.penalty.toLowerCase()) ?? 0) - Date.now()
@@ -583,6 +700,7 @@ export class MemoryReservationStore implements ReservationStore {
     const limited = attempt && this.#attempts.take(attempt.checks, attempt.nowMs);
     if (limited) return { ok: false, current: undefined, limited };
     const current = this.#live(key);
+    let taken: Extract<ReserveResult, { ok: true }>;
     if (!current) {
       const reservation: Reservation = {
         ...facts,
@@ -596,10 +714,39 @@ export class MemoryReservationStore implements ReservationStore {
         attempt: "",
       };
       this.#put(key, reservation, ttlMs);
-      return { ok: true, token, retried: false };
+      taken = { ok: true, token, retried: false };
+    } else if (isRetryOf(current, facts)) {
+      taken = { ok: true, token: current.token, retried: true };
+    } else {
+      return { ok: false, current: { ...current } };
     }
-    if (isRetryOf(current, facts)) return { ok: true, token: current.token, retried: true };
-    return { ok: false, current: { ...current } };
+    if (!draw) return taken;
+    const now = attempt?.nowMs ?? Date.now();
+    const account = draw.account.toLowerCase();
+    const draws = this.#draws.get(account) ?? new Map<string, { amount: bigint; until: number }>();
+    this.#draws.set(account, draws);
+    if (!taken.retried) {
+      draws.set(key, { amount: BigInt(draw.amount), until: now + Math.max(1, Math.round(draw.ttlMs)) });
+      this.#drawOf.set(key, account);
+    }
+    let drawn = 0n;
+    for (const [k, d] of draws) {
+      if (d.until > now) drawn += d.amount;
+      else draws.delete(k);
+    }
+    return { ...taken, drawn };
+  }
+
+  async countAttempt(attempt: Attempt): Promise<string | undefined> {
+    return this.#attempts.take(attempt.checks, attempt.nowMs);
+  }
+
+  /** The reservation `key` no longer draws on its account (see FORGET_DRAW_LUA). */
+  #forgetDraw(key: string): void {
+    const account = this.#drawOf.get(key);
+    if (account === undefined) return;
+    this.#drawOf.delete(key);
+    this.#draws.get(account)?.delete(key);
   }
 
   async markVerified(
@@ -609,6 +756,7 @@ export class MemoryReservationStore implements ReservationStore {
   ): Promise<void> {
     const current = this.#live(key);
     if (current?.state !== "reserved" || current.token !== token) return;
+    if (verified.collected !== "") this.#forgetDraw(key);
     current.collected = verified.collected;
     current.transaction = verified.collected;
     current.hold = verified.hold;
@@ -660,6 +808,7 @@ export class MemoryReservationStore implements ReservationStore {
   ): Promise<void> {
     const current = this.#live(key);
     if (current?.token !== token) return;
+    this.#forgetDraw(key);
     this.#put(key, { ...current, state: "settled", transaction, receipt }, Math.max(1, retentionMs));
   }
 
@@ -668,6 +817,7 @@ export class MemoryReservationStore implements ReservationStore {
     if (current?.state !== state || current.token !== token) return undefined;
     if (requestId !== "" && current.requestId !== requestId) return undefined;
     this.#entries.delete(key);
+    this.#forgetDraw(key);
     return current;
   }
 
@@ -718,6 +868,8 @@ export class MemoryReservationStore implements ReservationStore {
     clearInterval(this.#sweeper);
     this.#penalties.clear();
     this.#released.clear();
+    this.#draws.clear();
+    this.#drawOf.clear();
     this.#attempts.close();
     this.#entries.clear();
     this.#alive.clear();
