@@ -95,3 +95,14 @@ export function planSource(
     },
   };
 }
+
+/** Plans from quota-meter's DescribePlans answer (its figures only). */
+export function plansFrom(res: { standard: PlanFigures | null; free: PlanFigures | null }): Plans {
+  if (!res.standard || !res.free) throw new Error("quota-meter stated no plans");
+  const figures = ({ dailyLimit, monthlyLimit, burstPerSecond }: PlanFigures): PlanFigures => ({
+    dailyLimit,
+    monthlyLimit,
+    burstPerSecond,
+  });
+  return { standard: figures(res.standard), free: figures(res.free) };
+}
