@@ -60,6 +60,7 @@ const sameFigures = (a: PlanFigures, b: PlanFigures) =>
  * stops calling. Until quota-meter has answered once, or while it cannot be reached, the last plans
  * known stand (at first: DEFAULT_PLANS). Only the first use waits for an answer; the object returned
  * changes only when the figures do (a reader may rebuild what it derived on a new object).
+ * `onError` hears the first failure of each outage.
  */
 export function planSource(
   load: () => Promise<Plans>,
@@ -68,17 +69,21 @@ export function planSource(
   let plans: Plans = DEFAULT_PLANS;
   let nextAt = 0;
   let answered = false;
+  let failing = false;
   let pending: Promise<void> | undefined;
   const refresh = () => {
     pending ??= load().then(
       (next) => {
         if (!(sameFigures(next.standard, plans.standard) && sameFigures(next.free, plans.free))) plans = next;
         answered = true;
+        failing = false;
         nextAt = Date.now() + opts.ttlMs;
         pending = undefined;
       },
       (err: unknown) => {
-        opts.onError(err);
+        // Once per outage, not once per retry.
+        if (!failing) opts.onError(err);
+        failing = true;
         nextAt = Date.now() + opts.retryMs;
         pending = undefined;
       },
