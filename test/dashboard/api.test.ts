@@ -22,7 +22,7 @@ afterAll(async () => {
 });
 
 describe("sign-in with Ethereum", () => {
-  it("creates an account on the default plan at the first sign-in and reaches the same one later", async () => {
+  it("creates an account on the free plan at the first sign-in and reaches the same one later", async () => {
     const wallet = new Wallet(dash.url);
     const first = await wallet.signIn();
     expect(first.status).toBe(200);
@@ -38,11 +38,40 @@ describe("sign-in with Ethereum", () => {
     expect(again.body.data.created).toBe(false);
     expect(again.body.data.account.id).toBe(first.body.data.account.id);
 
+    // Issue 34: a wallet costs nothing to make, so its account gets the free plan's figures (the
+    // defaults: 1,000 a day, 10,000 a month, burst 5), never the operator's 200,000 a day.
     const usage = await wallet.call("GET", "/usage");
     expect(usage.body.data.plan).toEqual({
-      daily_limit: dash.meter.config.defaultDailyLimit,
-      monthly_limit: dash.meter.config.defaultMonthlyLimit,
-      burst_per_second: dash.meter.config.defaultBurstPerSecond,
+      name: "free",
+      daily_limit: 1_000,
+      monthly_limit: 10_000,
+      burst_per_second: 5,
+    });
+    // What a call with one of its keys carries (the X-Quota-* values the gateway sets).
+    const { secret } = (await wallet.call("POST", "/keys")).body.data;
+    const call = await dash.meter.meter.authorize(secret);
+    expect(call.decision).toBe("DECISION_ALLOW");
+    expect(call.quota).toMatchObject({ dayLimit: 1_000, monthLimit: 10_000 });
+  });
+
+  it("leaves the operator's accounts on the standard plan", async () => {
+    const { accountId, apiKey } = await dash.meter.admin.accountWithKey();
+    const { account } = await dash.meter.admin.get(accountId);
+    expect(account).toMatchObject({ plan: "standard", dailyLimit: 200_000, monthlyLimit: 2_000_000 });
+    expect((await dash.meter.meter.authorize(apiKey)).quota).toMatchObject({
+      dayLimit: 200_000,
+      monthLimit: 2_000_000,
+    });
+  });
+
+  it("states the free plan before sign-in, as quota-meter holds it", async () => {
+    const res = await new Wallet(dash.url).call("GET", "/plans");
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      free: { daily_limit: 1_000, monthly_limit: 10_000, burst_per_second: 5 },
+      free_summary: "1,000 calls a day, 10,000 a month, at most 5 a second",
+      sign_up_open: true,
+      sign_ups_per_hour: 10_000,
     });
   });
 
@@ -180,6 +209,75 @@ describe("sign-in rate limit", () => {
     expect((await ask("198.51.100.2")).status).toBe(200);
     expect((await ask("198.51.100.3")).status).toBe(429);
     await limited.stop();
+  });
+});
+
+describe("the free plan's figures are quota-meter's", () => {
+  it("an operator's FREE_* figures are what the page states and what a first sign-in gets", async () => {
+    const other = await startTestDashboard(
+      {},
+      {},
+      {
+        freePlan: { dailyLimit: 300, monthlyLimit: 0, burstPerSecond: 0 },
+      },
+    );
+    try {
+      const plans = (await new Wallet(other.url).call("GET", "/plans")).body.data;
+      // Burst 0 is the service default guard (BURST_PER_SECOND), stated as applied.
+      const burst = other.meter.config.defaultBurstPerSecond;
+      expect(plans.free).toEqual({ daily_limit: 300, monthly_limit: 0, burst_per_second: burst });
+      expect(plans.free_summary).toBe(`300 calls a day, no monthly cap, at most ${burst} a second`);
+      const wallet = new Wallet(other.url);
+      expect((await wallet.signIn()).status).toBe(200);
+      expect((await wallet.call("GET", "/usage")).body.data.plan).toEqual({
+        name: "free",
+        ...plans.free,
+      });
+    } finally {
+      await other.stop();
+    }
+  });
+});
+
+describe("sign-up rate limit", () => {
+  it("refuses the (N+1)th new wallet from one client address within the hour with 429 and Retry-After; returning wallets and other addresses still sign in", async () => {
+    const limited = await dash.another({
+      signUpsPerHour: 2,
+      trustProxy: 1,
+      redisPrefix: `${dash.prefix}su1:`,
+    });
+    try {
+      const from = (ip: string, wallet = new Wallet(limited.url)) => {
+        wallet.headers = { "x-forwarded-for": ip };
+        return wallet;
+      };
+      const first = from("203.0.113.50");
+      for (const wallet of [first, from("203.0.113.50")]) {
+        const res = await wallet.signIn();
+        expect(res.status).toBe(200);
+        expect(res.body.data.created).toBe(true);
+      }
+      const third = from("203.0.113.50");
+      const refused = await third.signIn();
+      expect(refused.status).toBe(429);
+      expect(refused.body.error.code).toBe("rate_limited");
+      expect(refused.body.error.message).toContain("at most 2 new accounts an hour");
+      const retryAfter = Number(refused.headers.get("retry-after"));
+      expect(retryAfter).toBeGreaterThan(60);
+      expect(retryAfter).toBeLessThanOrEqual(3_600);
+      expect(refused.headers.get("set-cookie")).toBeNull();
+      // A wallet that has an account is never held back, from the same address.
+      const back = await from("203.0.113.50", new Wallet(limited.url, first.account)).signIn();
+      expect(back.status).toBe(200);
+      expect(back.body.data.created).toBe(false);
+      // Another client address has its own allowance: the refused wallet signs up from there, and
+      // its account is made then (created: the refusal made none).
+      const elsewhere = await from("198.51.100.60", new Wallet(limited.url, third.account)).signIn();
+      expect(elsewhere.status).toBe(200);
+      expect(elsewhere.body.data.created).toBe(true);
+    } finally {
+      await limited.stop();
+    }
   });
 });
 

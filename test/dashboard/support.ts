@@ -6,6 +6,7 @@ import type { Hex } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { type DashboardConfig, loadConfig } from "../../services/dashboard/src/config.ts";
 import { type DashboardDeps, startDashboard } from "../../services/dashboard/src/server.ts";
+import type { QuotaMeterConfig } from "../../services/quota-meter/src/config.ts";
 import { capturingLogger, cleanRedis, startTestMeter, type TestMeter } from "../quota-meter/helpers.ts";
 import { MESH_CALLERS, withEnv } from "../support/mesh.ts";
 
@@ -29,11 +30,12 @@ export interface TestDashboard {
 export async function startTestDashboard(
   overrides: Partial<DashboardConfig> = {},
   deps: Partial<DashboardDeps> = {},
+  meterOverrides: Partial<QuotaMeterConfig> = {},
 ): Promise<TestDashboard> {
   const meterLog = capturingLogger("quota-meter");
   const dashLog = capturingLogger("dashboard");
   const meter = await startTestMeter(
-    { meshCallers: { ...MESH_CALLERS, dashboard: [meshTokenDigest(DASHBOARD_TOKEN)] } },
+    { meshCallers: { ...MESH_CALLERS, dashboard: [meshTokenDigest(DASHBOARD_TOKEN)] }, ...meterOverrides },
     { logger: meterLog.logger },
   );
   const prefix = `test:dash${randomBytes(4).toString("hex")}:`;
@@ -47,8 +49,9 @@ export async function startTestDashboard(
     redisUrl: "redis://127.0.0.1:6379",
     redisPrefix: prefix,
     chainRpcUrl: undefined,
-    // Every suite signs in many wallets from 127.0.0.1; the limit has a test of its own.
+    // Every suite signs in many wallets from 127.0.0.1; the limits have tests of their own.
     noncesPerMinute: 10_000,
+    signUpsPerHour: 10_000,
     ...o,
   });
   const started: Array<{ stop(): Promise<void> }> = [];
@@ -85,6 +88,8 @@ export class Wallet {
   readonly account: PrivateKeyAccount;
   cookie = "";
   csrf = "";
+  /** Sent with every call (e.g. the X-Forwarded-For of a client behind the dashboard's proxy). */
+  headers: Record<string, string> = {};
   /** Everything secret this wallet saw (keys, session ids, CSRF tokens, signatures): never logged. */
   readonly secrets: string[] = [];
   constructor(base: string, account: PrivateKeyAccount = privateKeyToAccount(generatePrivateKey())) {
@@ -104,6 +109,7 @@ export class Wallet {
         ...(body !== undefined ? { "content-type": "application/json" } : {}),
         ...(this.cookie ? { cookie: this.cookie } : {}),
         ...(this.csrf && method === "POST" ? { "x-csrf-token": this.csrf } : {}),
+        ...this.headers,
         ...headers,
       },
       body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),

@@ -93,7 +93,11 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
     afterAll(() => database?.close());
 
     it("applies every migration once, in one go, and nothing the second time", async () => {
-      expect(await migrate(database.db, QUOTA)).toEqual(["0001_accounts_keys_usage", "0002_wallets"]);
+      expect(await migrate(database.db, QUOTA)).toEqual([
+        "0001_accounts_keys_usage",
+        "0002_wallets",
+        "0003_account_plans",
+      ]);
       expect(await migrate(database.db, LEDGER)).toEqual(["0001_ledger"]);
       // Replicas starting together, and the operator's `pnpm tollgate migrate`, find nothing to do.
       const again = await Promise.all([
@@ -115,6 +119,7 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
         dailyLimit: 10,
         monthlyLimit: 0,
         burstPerSecond: 0,
+        plan: "standard" as const,
         createdAt: at,
       };
       await records.createAccount(account, async () => {});
@@ -133,6 +138,7 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
         ...account,
         id: `acct_${randomBytes(4).toString("hex")}`,
         name: `wallet ${address}`,
+        plan: "free" as const,
       };
       const firsts = await Promise.all([
         records.walletAccount(address, walletAccount, async () => {}),
@@ -140,7 +146,11 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
       ]);
       expect(firsts.filter((f) => f?.created)).toHaveLength(1);
       expect(new Set(firsts.map((f) => f?.account.id)).size).toBe(1);
-      expect((await records.walletAccount(address, undefined, async () => {}))?.created).toBe(false);
+      const again = await records.walletAccount(address, undefined, async () => {});
+      expect(again?.created).toBe(false);
+      // The plan is the record's own (0003_account_plans.sql), read back as written.
+      expect(again?.account.plan).toBe("free");
+      expect((await records.getAccount(account.id))?.plan).toBe("standard");
       expect(await records.walletAccount(`0x${"0".repeat(40)}`, undefined, async () => {})).toBeUndefined();
       // A failed hot-copy write rolls the record back: no half-made account.
       await expect(

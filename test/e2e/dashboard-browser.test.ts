@@ -98,6 +98,12 @@ describe("the dashboard in a real browser", () => {
     await expect(page.getByRole("heading", { name: "Sign in with your wallet" }).isVisible()).resolves.toBe(
       true,
     );
+    // The free plan a new account gets, as quota-meter enforces it, and how to get more.
+    await page.locator("#free-plan", { hasText: "calls a day" }).waitFor();
+    await expect(page.locator("#free-plan").textContent()).resolves.toBe(
+      "1,000 calls a day, 10,000 a month, at most 5 a second",
+    );
+    await expect(page.getByText("Pay per call with x402 or MPP").isVisible()).resolves.toBe(true);
     await page.screenshot({ path: join(ARTIFACTS, "sign-in.png"), fullPage: true });
     await page.getByRole("button", { name: "Sign in with wallet" }).click();
     await page.waitForURL(`${mesh.dashboardUrl}/keys`);
@@ -156,6 +162,9 @@ describe("the dashboard in a real browser", () => {
       250,
     );
     await expect(page.locator("#sub-status").textContent()).resolves.toBe("active");
+    await expect(page.locator("#plan-name").textContent()).resolves.toBe("Free (self-serve sign-up)");
+    await expect(page.locator("#plan-daily").textContent()).resolves.toBe("1,000 calls");
+    await expect(page.locator("#plan-more").isVisible()).resolves.toBe(true);
     await expect(page.locator("#chart svg").count()).resolves.toBe(1);
     await page.screenshot({ path: join(ARTIFACTS, "usage.png"), fullPage: true });
   });

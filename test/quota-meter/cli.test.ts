@@ -73,13 +73,34 @@ describe("pnpm tollgate (operator CLI)", () => {
       (await tollgate(["account", "create", "--name", "Acme", "--monthly", "0"])).stdout,
     );
     const id = created.account.id;
-    expect(created.account).toMatchObject({ name: "Acme", monthly_limit: 0, daily_limit: 200_000 });
+    expect(created.account).toMatchObject({
+      name: "Acme",
+      monthly_limit: 0,
+      daily_limit: 200_000,
+      plan: "standard",
+    });
 
     const shown = await tollgate(["account", "show", id]);
     expect(JSON.parse(shown.stdout)).toEqual(created);
 
     const updated = await tollgate(["account", "update", id, "--status", "suspended", "--burst", "10"]);
     expect(JSON.parse(updated.stdout).account).toMatchObject({ status: "suspended", burst_per_second: 10 });
+
+    // --plan moves the account and gives it the plan's figures, but for a limit named beside it.
+    const moved = await tollgate(["account", "update", id, "--plan", "free", "--daily", "77"]);
+    expect(JSON.parse(moved.stdout).account).toMatchObject({
+      plan: "free",
+      daily_limit: 77,
+      monthly_limit: 10_000,
+      burst_per_second: 5,
+    });
+    const back = await tollgate(["account", "update", id, "--plan", "standard", "--burst", "10"]);
+    expect(JSON.parse(back.stdout).account).toMatchObject({
+      plan: "standard",
+      daily_limit: 200_000,
+      monthly_limit: 2_000_000,
+      burst_per_second: 10,
+    });
 
     const key = JSON.parse((await tollgate(["key", "create", id])).stdout);
     expect(key.api_key).toMatch(/^tg_live_/);
@@ -132,6 +153,9 @@ describe("pnpm tollgate (operator CLI)", () => {
       ["ledger", "reconcile", "--from-block", "1"],
       ["ledger", "reconcile", "--from-block", "x", "--to-block", "2"],
       ["migrate", "now"],
+      ["account", "update", "acct_x", "--plan", "gold"],
+      ["account", "update", "acct_x"],
+      ["quickstart", "--plan", "free"],
     ]) {
       const out = await tollgate(args);
       expect(out.code, args.join(" ")).toBe(2);

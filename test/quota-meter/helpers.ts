@@ -182,6 +182,7 @@ export function adminClient(addr: string, token: string | undefined) {
     get: (accountId: string) => admin.getAccount(accountId),
     list: (accountId: string) => admin.listKeys(accountId),
     revoke: (accountId: string, keyId: string) => admin.revokeKey(accountId, keyId),
+    raw: admin,
     close: () => admin.close(),
   };
 }

@@ -46,6 +46,7 @@ async function newAccount(store: QuotaStore, plan: Partial<AccountRecord> = {}) 
     dailyLimit: 0,
     monthlyLimit: 0,
     burstPerSecond: 1_000_000,
+    plan: "standard",
     createdAt: new Date().toISOString(),
     ...plan,
   };

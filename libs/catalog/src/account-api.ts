@@ -2,6 +2,7 @@
 // these schemas, and the gateway's /openapi.json lists the same operations under the tag
 // `account`. The API is served by the dashboard (its own origin), never by the gateway.
 import { z } from "zod";
+import { PLAN_NAMES } from "./plans.ts";
 
 /** Where the dashboard serves its JSON API. */
 export const ACCOUNT_API_BASE = "/api/dashboard";
@@ -51,12 +52,20 @@ const Window = z.object({
   limit: z.number().int().nullable().describe("The cap, as X-Quota-*-Limit; null when uncapped."),
 });
 
+const PlanFigures = z.object({
+  daily_limit: z.number().int().describe("Calls a UTC day; 0 = uncapped."),
+  monthly_limit: z.number().int().describe("Calls a calendar month; 0 = uncapped."),
+  burst_per_second: z.number().int().describe("Burst guard across all replicas (0 = none)."),
+});
+
 const Usage = z.object({
   account: Account,
-  plan: z.object({
-    daily_limit: z.number().int().describe("0 = uncapped."),
-    monthly_limit: z.number().int().describe("0 = uncapped."),
-    burst_per_second: z.number().int().describe("Burst guard across all replicas (0 = none)."),
+  plan: PlanFigures.extend({
+    name: z
+      .enum(PLAN_NAMES)
+      .describe(
+        "`free`: made by a first sign-in (self-serve); `standard`: a plan the operator gave. The figures are the account's own.",
+      ),
   }),
   today: Window,
   month: Window,
@@ -107,7 +116,7 @@ export const ACCOUNT_ERRORS = {
   rate_limited: {
     status: 429,
     description:
-      "Too many sign-in messages asked for from this client address in a minute; `Retry-After` says when to try again.",
+      "Too many sign-in messages asked for from this client address in a minute, or too many new accounts made from it in an hour (a returning wallet is never held back); `Retry-After` says when to try again.",
   },
   service_unavailable: { status: 503, description: "A dependency is unreachable; retry with backoff." },
 } as const;
@@ -158,7 +167,7 @@ export const ACCOUNT_API = {
     path: path("/sign-in"),
     summary: "Finish a wallet sign-in",
     description:
-      "Verifies the signed message (EOA signatures, and EIP-1271 / ERC-6492 smart wallets against the chain), uses up its nonce, and starts a session (HttpOnly, SameSite=Strict cookie). The first sign-in of an address creates its account on the default plan while sign-up is open.",
+      "Verifies the signed message (EOA signatures, and EIP-1271 / ERC-6492 smart wallets against the chain), uses up its nonce, and starts a session (HttpOnly, SameSite=Strict cookie). The first sign-in of an address creates its account on the free plan (see plans) while sign-up is open; each client address may make a limited number of accounts an hour (the dashboard's `SIGN_UPS_PER_HOUR`; past it, 429 `rate_limited` with `Retry-After`). A wallet that already has an account is never held back.",
     session: false,
     body: z.object({
       message: z.string().min(1).max(4096).describe("The message exactly as returned by nonce."),
@@ -169,7 +178,32 @@ export const ACCOUNT_API = {
         .describe("The wallet's personal_sign signature (hex)."),
     }),
     data: Session.extend({ created: z.boolean().describe("The account was created by this sign-in.") }),
-    errors: ["invalid_parameter", "siwe_refused", "csrf_refused", "sign_up_closed", "service_unavailable"],
+    errors: [
+      "invalid_parameter",
+      "siwe_refused",
+      "csrf_refused",
+      "sign_up_closed",
+      "rate_limited",
+      "service_unavailable",
+    ],
+  },
+  plans: {
+    id: "accountPlans",
+    method: "GET",
+    path: path("/plans"),
+    summary: "The free plan a new account gets",
+    description:
+      "The free plan's figures as quota-meter enforces them (what a first sign-in gets), whether sign-up is open, and how many new accounts one client address may make an hour (0 = no limit). For more than the free plan: pay per call with x402 or MPP (no account), or ask the operator for a larger plan.",
+    session: false,
+    data: z.object({
+      free: PlanFigures,
+      free_summary: z
+        .string()
+        .describe('The same figures in words: "1,000 calls a day, 10,000 a month, at most 5 a second".'),
+      sign_up_open: z.boolean(),
+      sign_ups_per_hour: z.number().int(),
+    }),
+    errors: ["service_unavailable"],
   },
   session: {
     id: "accountSession",

@@ -1,5 +1,5 @@
 /**
- * The public API's own headers and the plan figures of spec 8, each written once:
+ * The public API's own headers, each written once:
  * the gateway sets them, CORS exposes them and OpenAPI documents them from here.
  */
 
@@ -24,6 +24,3 @@ export const PAYMENT_HEADERS = {
 } as const;
 
 export const REQUEST_ID_HEADER = "X-Request-Id";
-
-/** The API-key plan of spec 8: per account, UTC windows. Raised per account on request. */
-export const PLAN_DEFAULTS = { dailyLimit: 200_000, monthlyLimit: 2_000_000 } as const;

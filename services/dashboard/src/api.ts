@@ -8,6 +8,9 @@ import {
   type AccountErrorCode,
   type AccountOperation,
   CSRF_HEADER,
+  describePlan,
+  type PlanFigures,
+  planSource,
   SESSION_COOKIE,
 } from "@tollgate/catalog";
 import { CallError, grpc, type Logger } from "@tollgate/platform";
@@ -44,6 +47,8 @@ export interface ApiDeps {
   /** Where the sign-in rate limit counts (shared by every replica). */
   kv: Kv;
   noncesPerMinute: number;
+  /** New accounts one client address may make an hour (0 = no limit). */
+  signUpsPerHour: number;
 }
 
 interface Call<Op extends AccountOperation> {
@@ -117,6 +122,14 @@ export function clientKey(ip: string): string {
 }
 
 const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+
+/** A plan's figures as the JSON API names them. */
+const planJson = (p: PlanFigures) => ({
+  daily_limit: p.dailyLimit,
+  monthly_limit: p.monthlyLimit,
+  burst_per_second: p.burstPerSecond,
+});
 
 export function readCookie(req: Request, name: string): string | undefined {
   const header = req.headers.cookie;
@@ -142,6 +155,59 @@ function firstIssue(error: z.ZodError, where: string): ApiError {
 
 export function accountRouter(deps: ApiDeps): express.Router {
   const { quota, sessions } = deps;
+  // The free plan's figures are quota-meter's (DescribePlans), asked at most once a minute.
+  const plans = planSource(() => quota.plans(), {
+    ttlMs: MINUTE_MS,
+    retryMs: 5_000,
+    onError: (err) =>
+      deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "plans unavailable"),
+  });
+
+  /**
+   * Counts one hit of this client address on `name` in a window of `windowMs`; past `max`, 429
+   * `rate_limited` with Retry-After. Counted in the shared store, so across every replica.
+   */
+  const limitRate = async (
+    name: string,
+    ip: string,
+    windowMs: number,
+    max: number,
+    res: Response,
+    message: string,
+  ) => {
+    const { count, resetMs } = await deps.kv.hit(`rate:${name}:${clientKey(ip)}`, windowMs);
+    if (count > max) {
+      res.setHeader("Retry-After", String(Math.max(1, Math.ceil(resetMs / 1000))));
+      throw new ApiError("rate_limited", message);
+    }
+  };
+
+  /**
+   * The wallet's account. A returning wallet is one call and never limited. A new one needs sign-up
+   * open and room in its client address's allowance of new accounts an hour: a wallet costs nothing
+   * to make, and each new account gets the free plan (issue 34).
+   */
+  const accountOf = async (address: string, ip: string, res: Response) => {
+    const found = await quota.resolve(address, false).catch((err: unknown) => {
+      const e = fromCall(err);
+      if (e.code === "not_found") return undefined;
+      throw e;
+    });
+    if (found) return found;
+    if (!deps.signUpOpen)
+      throw new ApiError("sign_up_closed", "sign-up is closed: this address has no account");
+    if (deps.signUpsPerHour > 0) {
+      await limitRate(
+        "signup",
+        ip,
+        HOUR_MS,
+        deps.signUpsPerHour,
+        res,
+        `at most ${deps.signUpsPerHour} new accounts an hour from one address: retry after the Retry-After seconds (a wallet that already has an account signs in at any time)`,
+      );
+    }
+    return quota.resolve(address, true);
+  };
   const cookie = (id: string, maxAgeMs: number) =>
     `${SESSION_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${Math.floor(maxAgeMs / 1000)}${deps.secureCookie ? "; Secure" : ""}`;
 
@@ -160,26 +226,21 @@ export function accountRouter(deps: ApiDeps): express.Router {
   const handlers: Handlers = {
     async nonce({ body, ip, res }) {
       // Every message issued is kept until it expires: bound what anonymous callers can store.
-      const { count, resetMs } = await deps.kv.hit(`rate:nonce:${clientKey(ip)}`, MINUTE_MS);
-      if (count > deps.noncesPerMinute) {
-        res.setHeader("Retry-After", String(Math.max(1, Math.ceil(resetMs / 1000))));
-        throw new ApiError(
-          "rate_limited",
-          `at most ${deps.noncesPerMinute} sign-in messages a minute from one address; retry after the Retry-After seconds`,
-        );
-      }
+      await limitRate(
+        "nonce",
+        ip,
+        MINUTE_MS,
+        deps.noncesPerMinute,
+        res,
+        `at most ${deps.noncesPerMinute} sign-in messages a minute from one address; retry after the Retry-After seconds`,
+      );
       const issued = await deps.siwe.issue(body.address);
       return { message: issued.message, nonce: issued.nonce, expires_at: issued.expiresAt };
     },
-    async signIn({ body, res }) {
+    async signIn({ body, ip, res }) {
       const outcome = await deps.siwe.verify(body.message, body.signature as Hex);
       if (!outcome.ok) throw new ApiError("siwe_refused", `sign-in refused: ${outcome.reason}`);
-      const resolved = await quota.resolve(outcome.address, deps.signUpOpen).catch((err: unknown) => {
-        const e = fromCall(err);
-        throw e.code === "not_found"
-          ? new ApiError("sign_up_closed", "sign-up is closed: this address has no account")
-          : e;
-      });
+      const resolved = await accountOf(outcome.address, ip, res);
       const account = resolved.account;
       if (!account) throw new ApiError("service_unavailable", "quota-meter answered without an account");
       const { id, session } = await sessions.start({
@@ -194,6 +255,15 @@ export function accountRouter(deps: ApiDeps): express.Router {
     },
     async session({ session }) {
       return sessionView(session);
+    },
+    async plans() {
+      const { free } = await plans.get();
+      return {
+        free: planJson(free),
+        free_summary: describePlan(free),
+        sign_up_open: deps.signUpOpen,
+        sign_ups_per_hour: deps.signUpsPerHour,
+      };
     },
     async signOut({ sessionId, session, res }) {
       await sessions.end(sessionId);
@@ -229,9 +299,12 @@ export function accountRouter(deps: ApiDeps): express.Router {
           created_at: a.createdAt,
         },
         plan: {
-          daily_limit: a.dailyLimit,
-          monthly_limit: a.monthlyLimit,
-          burst_per_second: u.burstPerSecond,
+          name: a.plan === "free" ? ("free" as const) : ("standard" as const),
+          ...planJson({
+            dailyLimit: a.dailyLimit,
+            monthlyLimit: a.monthlyLimit,
+            burstPerSecond: u.burstPerSecond,
+          }),
         },
         today: window(u.quota, "day", u.dayWindow),
         month: window(u.quota, "month", u.monthWindow),

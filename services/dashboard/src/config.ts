@@ -34,6 +34,8 @@ export interface DashboardConfig {
   nonceTtlMs: number;
   /** Sign-in messages one client address may ask for per minute. */
   noncesPerMinute: number;
+  /** Accounts first sign-ins from one client address may create per hour (0 = no limit). */
+  signUpsPerHour: number;
   /** Express's `trust proxy`: which X-Forwarded-For hops name the client. */
   trustProxy: number | string[];
   /** How long a session lasts (absolute: no sliding renewal). */
@@ -78,6 +80,7 @@ export function loadConfig(): DashboardConfig {
     chainRpcUrl: ENV.secret("SIWE_RPC_URL"),
     nonceTtlMs: ENV.int("SIWE_NONCE_TTL_SECONDS") * 1000,
     noncesPerMinute: ENV.int("SIWE_NONCES_PER_MINUTE"),
+    signUpsPerHour: ENV.int("SIGN_UPS_PER_HOUR"),
     trustProxy: parseTrustProxy(ENV.string("TRUST_PROXY")),
     sessionTtlMs: ENV.int("SESSION_TTL_HOURS") * 3_600_000,
     grpcDeadlineMs: ENV.int("QUOTA_METER_DEADLINE_MS"),

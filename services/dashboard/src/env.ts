@@ -13,7 +13,13 @@ export const ENV = envTable([
     name: "SIGN_UP",
     default: "open",
     description:
-      "`open`: a first sign-in creates an account on the default plan; `closed`: only addresses that already have an account sign in (others get 403 `sign_up_closed`)",
+      "`open`: a first sign-in creates an account on the free plan (quota-meter's `FREE_*`); `closed`: only addresses that already have an account sign in (others get 403 `sign_up_closed`)",
+  },
+  {
+    name: "SIGN_UPS_PER_HOUR",
+    default: "3",
+    description:
+      "accounts first sign-ins from one client address may create an hour (more: 429 `rate_limited` with `Retry-After`; returning wallets are never held back; 0 = no limit)",
   },
   { name: "QUOTA_METER_ADDR", default: "127.0.0.1:50051", description: "quota-meter's gRPC address" },
   { name: "QUOTA_METER_DEADLINE_MS", default: "3000", description: "deadline of every gRPC call" },
@@ -48,7 +54,7 @@ export const ENV = envTable([
     name: "TRUST_PROXY",
     default: "0",
     description:
-      "`X-Forwarded-For` to believe for the client address (the sign-in rate limit): a hop count, or the proxies' addresses/CIDRs",
+      "`X-Forwarded-For` to believe for the client address (the sign-in and sign-up rate limits): a hop count, or the proxies' addresses/CIDRs",
   },
   { name: "SESSION_TTL_HOURS", default: "12", description: "session lifetime (absolute)" },
 ]);

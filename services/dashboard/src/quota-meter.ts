@@ -1,12 +1,14 @@
+import { type Plans, plansFrom } from "@tollgate/catalog";
 import { contracts, createClient, type MeshClientOptions } from "@tollgate/platform";
 
-/** The dashboard's view of quota-meter: AccountService, the user-scoped operations, nothing else. */
+/**
+ * The dashboard's view of quota-meter: AccountService, the user-scoped operations, and the plans
+ * it states (DescribePlans), nothing else.
+ */
 export function createAccountClient(address: string, mesh: MeshClientOptions, deadlineMs: number) {
-  const client = createClient(contracts.quotaMeter().AccountService, address, {
-    service: "quota-meter",
-    ...mesh,
-    defaultDeadlineMs: deadlineMs,
-  });
+  const options = { service: "quota-meter", ...mesh, defaultDeadlineMs: deadlineMs };
+  const client = createClient(contracts.quotaMeter().AccountService, address, options);
+  const meter = createClient(contracts.quotaMeter().QuotaMeterService, address, options);
   return {
     resolve: (address: string, create: boolean) => client.call("ResolveWalletAccount", { address, create }),
     listKeys: (accountId: string) => client.call("ListOwnKeys", { accountId }),
@@ -14,7 +16,11 @@ export function createAccountClient(address: string, mesh: MeshClientOptions, de
     revokeKey: (accountId: string, keyId: string) => client.call("RevokeOwnKey", { accountId, keyId }),
     replaceKey: (accountId: string, keyId: string) => client.call("ReplaceOwnKey", { accountId, keyId }),
     usage: (accountId: string, days: number) => client.call("GetOwnUsage", { accountId, days }),
-    close: () => client.close(),
+    plans: async (): Promise<Plans> => plansFrom(await meter.call("DescribePlans", {})),
+    close: () => {
+      client.close();
+      meter.close();
+    },
   };
 }
 

@@ -151,6 +151,7 @@ export async function startDashboard(config: DashboardConfig, deps: DashboardDep
       sessionTtlMs: config.sessionTtlMs,
       kv,
       noncesPerMinute: config.noncesPerMinute,
+      signUpsPerHour: config.signUpsPerHour,
     }),
   );
   app.use(ACCOUNT_API_BASE, (_req, res) => {

@@ -13,13 +13,14 @@ import type { RevokeOwnKeyRequest__Output } from "@tollgate/platform/generated/t
 import { createKeyOps, fail, type KeyOpsDeps, requireId, toAccount, toApiKey } from "./key-ops.ts";
 import { newAccountId } from "./keys.ts";
 import { quotaOf } from "./meter.ts";
+import type { PlanBook } from "./plans.ts";
 import type { AccountRecord } from "./store/types.ts";
 import { recentDays, windowsAt } from "./windows.ts";
 
 const { live: MAX_LIVE_KEYS, total: MAX_KEYS } = ACCOUNT_KEY_LIMITS;
 export interface AccountDeps extends KeyOpsDeps {
-  /** The plan of accounts made at a first sign-in. */
-  defaults: { dailyLimit: number; monthlyLimit: number };
+  /** The plans; an account made at a first sign-in joins the free one. */
+  plans: PlanBook;
   /** The burst guard of accounts without their own rate (what Authorize applies). */
   defaultBurst: number;
 }
@@ -65,20 +66,25 @@ export function createAccountHandlers(deps: AccountDeps): Record<string, UnaryHa
         fail(grpc.status.INVALID_ARGUMENT, "invalid_argument", "address: expected 0x and 40 hex digits");
       }
       const address = req.address.toLowerCase();
+      // Sign-up costs a wallet nothing, so what it gets is the free plan the operator set, never
+      // the standard plan's figures (issue 34).
       const fresh: AccountRecord | undefined = req.create
         ? {
             id: newAccountId(),
             name: `wallet ${address}`,
             status: "active",
-            dailyLimit: deps.defaults.dailyLimit,
-            monthlyLimit: deps.defaults.monthlyLimit,
-            burstPerSecond: 0,
+            ...deps.plans.free,
+            plan: "free",
             createdAt: ops.nowIso(),
           }
         : undefined;
       const found = await records.walletAccount(address, fresh, (a) => store.createAccount(a));
       if (!found) fail(grpc.status.NOT_FOUND, "not_found", "no account is bound to this address");
-      if (found.created) deps.logger.info({ accountId: found.account.id }, "account created at sign-in");
+      if (found.created)
+        deps.logger.info(
+          { accountId: found.account.id, plan: found.account.plan },
+          "account created at sign-in",
+        );
       return { account: toAccount(found.account), created: found.created, address };
     },
 

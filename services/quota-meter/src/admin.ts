@@ -8,11 +8,13 @@ import type { RevokeKeyRequest__Output } from "@tollgate/platform/generated/toll
 import type { UpdateAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/UpdateAccountRequest";
 import { createKeyOps, fail, type KeyOpsDeps, requireId, toAccount, toApiKey } from "./key-ops.ts";
 import { newAccountId } from "./keys.ts";
+import { type PlanBook, planOf } from "./plans.ts";
 import { ACCOUNT_STATUSES, type AccountPatch, type AccountRecord, isAccountStatus } from "./store/types.ts";
 
 export interface AdminDeps extends KeyOpsDeps {
   operatorToken: string | undefined;
-  defaults: { dailyLimit: number; monthlyLimit: number };
+  /** What each plan gives; an account made here joins the standard plan unless told otherwise. */
+  plans: PlanBook;
 }
 
 const MAX_LIMIT = 1e12;
@@ -34,6 +36,20 @@ function limit(value: number | undefined, field: string): number | undefined {
   return value;
 }
 
+/** The limits a request names (only those present). */
+function figures(
+  r: Record<string, unknown>,
+): Partial<Pick<AccountRecord, "dailyLimit" | "monthlyLimit" | "burstPerSecond">> {
+  const daily = limit(optional<number>(r, "dailyLimit"), "daily_limit");
+  const monthly = limit(optional<number>(r, "monthlyLimit"), "monthly_limit");
+  const burst = limit(optional<number>(r, "burstPerSecond"), "burst_per_second");
+  return {
+    ...(daily !== undefined ? { dailyLimit: daily } : {}),
+    ...(monthly !== undefined ? { monthlyLimit: monthly } : {}),
+    ...(burst !== undefined ? { burstPerSecond: burst } : {}),
+  };
+}
+
 export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandler<any, any>> {
   const { records, store, logger } = deps;
   const ops = createKeyOps(deps);
@@ -46,14 +62,15 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
         fail(grpc.status.INVALID_ARGUMENT, "invalid_argument", "name is required (at most 200 characters)");
       }
       const r = req as unknown as Record<string, unknown>;
+      const planName = optional<string>(r, "plan");
+      const plan = planName === undefined ? "standard" : planOf(planName, "plan");
       const account: AccountRecord = {
         id: newAccountId(),
         name,
         status: "active",
-        dailyLimit: limit(optional<number>(r, "dailyLimit"), "daily_limit") ?? deps.defaults.dailyLimit,
-        monthlyLimit:
-          limit(optional<number>(r, "monthlyLimit"), "monthly_limit") ?? deps.defaults.monthlyLimit,
-        burstPerSecond: limit(optional<number>(r, "burstPerSecond"), "burst_per_second") ?? 0,
+        ...deps.plans[plan],
+        ...figures(r),
+        plan,
         createdAt: nowIso(),
       };
       await records.createAccount(account, () => store.createAccount(account));
@@ -75,14 +92,11 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
           `status: expected one of ${ACCOUNT_STATUSES.join(", ")}`,
         );
       }
-      const patch: AccountPatch = {};
+      const planName = optional<string>(r, "plan");
+      // A move to a plan takes its figures, but for the limits named in the same call.
+      const plan = planName === undefined ? undefined : planOf(planName, "plan");
+      const patch: AccountPatch = { ...(plan ? { ...deps.plans[plan], plan } : {}), ...figures(r) };
       if (status !== undefined) patch.status = status;
-      const daily = limit(optional<number>(r, "dailyLimit"), "daily_limit");
-      const monthly = limit(optional<number>(r, "monthlyLimit"), "monthly_limit");
-      const burst = limit(optional<number>(r, "burstPerSecond"), "burst_per_second");
-      if (daily !== undefined) patch.dailyLimit = daily;
-      if (monthly !== undefined) patch.monthlyLimit = monthly;
-      if (burst !== undefined) patch.burstPerSecond = burst;
       const account = await records.updateAccount(
         requireId(req.accountId, "account_id"),
         patch,

@@ -3,6 +3,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { isPlanName, PLAN_NAMES } from "@tollgate/catalog";
 import { CallError, grpc, readSecret } from "@tollgate/platform";
 import type { Account__Output } from "@tollgate/platform/generated/tollgate/quota/v1/Account";
 import type { ApiKey__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ApiKey";
@@ -12,9 +13,10 @@ import { type AdminClient, createAdminClient } from "./admin-client.ts";
 
 const USAGE = `Usage: pnpm tollgate <command>
 
-  account create --name NAME [--daily N] [--monthly N] [--burst N]
+  account create --name NAME [--plan standard|free] [--daily N] [--monthly N] [--burst N]
   account show ACCOUNT_ID
-  account update ACCOUNT_ID [--status active|past_due|canceled|suspended] [--daily N] [--monthly N] [--burst N]
+  account update ACCOUNT_ID [--status active|past_due|canceled|suspended] [--plan standard|free]
+                 [--daily N] [--monthly N] [--burst N]
   key create ACCOUNT_ID          prints the key once; it is never shown again
   key list ACCOUNT_ID
   key revoke ACCOUNT_ID KEY_ID
@@ -26,7 +28,10 @@ const USAGE = `Usage: pnpm tollgate <command>
                                  the ledger against the settlement chain's transfers to the receiver
   migrate                        applies pending PostgreSQL migrations (quota-meter, settlement-worker)
 
-Limits: 0 means uncapped; omitted limits take the service defaults (200000 a day, 2000000 a month).
+Plans: accounts made here are on the standard plan (DAILY_LIMIT, MONTHLY_LIMIT on quota-meter: by
+default 200000 a day, 2000000 a month); a first dashboard sign-in makes one on the free plan (FREE_*).
+--plan moves an account to a plan and gives it the plan's figures, but for limits named beside it.
+Limits: 0 means uncapped; omitted limits take the plan's figures.
 Environment: QUOTA_METER_ADDR (default 127.0.0.1:50051), SETTLEMENT_WORKER_ADDR (default
 127.0.0.1:50054), OPERATOR_TOKEN or OPERATOR_TOKEN_FILE (default: the file .tollgate/operator-token
 that \`pnpm start\` writes), DATABASE_URL or DATABASE_URL_FILE for migrate (default: the embedded
@@ -43,6 +48,7 @@ type Flags = {
   daily?: string;
   monthly?: string;
   burst?: string;
+  plan?: string;
   status?: string;
   payer?: string;
   day?: string;
@@ -66,6 +72,7 @@ function parse(argv: string[]) {
         daily: { type: "string" },
         monthly: { type: "string" },
         burst: { type: "string" },
+        plan: { type: "string" },
         status: { type: "string" },
         payer: { type: "string" },
         day: { type: "string" },
@@ -123,6 +130,7 @@ function accountJson(a: Account__Output | null | undefined) {
     daily_limit: a.dailyLimit,
     monthly_limit: a.monthlyLimit,
     burst_per_second: a.burstPerSecond,
+    plan: a.plan,
     created_at: a.createdAt,
   };
 }
@@ -238,6 +246,8 @@ async function run(argv: string[]): Promise<unknown> {
     monthlyLimit: count(flags.monthly, "monthly"),
     burstPerSecond: count(flags.burst, "burst"),
   };
+  if (flags.plan !== undefined && !isPlanName(flags.plan))
+    throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(", ")}`);
   const defined = <T extends object>(o: T) =>
     Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
@@ -313,13 +323,12 @@ async function run(argv: string[]): Promise<unknown> {
       });
     }
     case "account create": {
-      only(flags, ["name", "daily", "monthly", "burst"], command);
+      only(flags, ["name", "plan", "daily", "monthly", "burst"], command);
       positionals(action === undefined ? [] : rest, [], command);
       if (!flags.name) throw new UsageError("account create needs --name");
       const name = flags.name;
-      call = async (admin) => ({
-        account: accountJson((await admin.createAccount({ name, ...defined(limits) })).account),
-      });
+      const req = { name, ...defined({ plan: flags.plan, ...limits }) };
+      call = async (admin) => ({ account: accountJson((await admin.createAccount(req)).account) });
       break;
     }
     case "account show": {
@@ -329,12 +338,14 @@ async function run(argv: string[]): Promise<unknown> {
       break;
     }
     case "account update": {
-      only(flags, ["status", "daily", "monthly", "burst"], command);
+      only(flags, ["status", "plan", "daily", "monthly", "burst"], command);
       const [accountId = ""] = positionals(rest, ["ACCOUNT_ID"], command);
-      if (flags.status === undefined && Object.values(limits).every((v) => v === undefined)) {
-        throw new UsageError("account update needs at least one of --status, --daily, --monthly, --burst");
+      const patch = { accountId, ...defined({ status: flags.status, plan: flags.plan, ...limits }) };
+      if (Object.keys(patch).length === 1) {
+        throw new UsageError(
+          "account update needs at least one of --status, --plan, --daily, --monthly, --burst",
+        );
       }
-      const patch = { accountId, ...defined({ status: flags.status, ...limits }) };
       call = async (admin) => ({ account: accountJson((await admin.updateAccount(patch)).account) });
       break;
     }

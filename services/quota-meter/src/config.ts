@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import type { PlanFigures } from "@tollgate/catalog";
 import { readDatabaseUrl } from "@tollgate/db";
 import { ConfigError, type MeshCallers, readMeshCallers, readRedisSettings } from "@tollgate/platform";
 import { ENV } from "./env.ts";
@@ -51,10 +52,13 @@ export interface QuotaMeterConfig {
   /** How long a refunded request id is remembered (a resent refund applies once). */
   usageDedupeTtlMs: number;
 
+  /** The standard plan: what the operator's CLI gives an account without its own figures. */
   defaultDailyLimit: number;
   defaultMonthlyLimit: number;
   /** Burst guard for accounts without their own rate; 0 turns the default guard off. */
   defaultBurstPerSecond: number;
+  /** The free plan: what a first dashboard sign-in gives (burst 0 = the default guard). */
+  freePlan: PlanFigures;
   /** The most units one Authorize grants as a lease (1 = no leases), and how long it lives. */
   leaseMaxUnits: number;
   leaseTtlMs: number;
@@ -113,6 +117,11 @@ export function loadConfig(): QuotaMeterConfig {
     defaultDailyLimit: ENV.int("DAILY_LIMIT"),
     defaultMonthlyLimit: ENV.int("MONTHLY_LIMIT"),
     defaultBurstPerSecond: ENV.int("BURST_PER_SECOND"),
+    freePlan: {
+      dailyLimit: ENV.int("FREE_DAILY_LIMIT"),
+      monthlyLimit: ENV.int("FREE_MONTHLY_LIMIT"),
+      burstPerSecond: ENV.int("FREE_BURST_PER_SECOND"),
+    },
     leaseMaxUnits: Math.max(1, ENV.int("LEASE_MAX_UNITS")),
     leaseTtlMs: ENV.int("LEASE_TTL_MS"),
     operatorToken: ENV.secret("OPERATOR_TOKEN"),

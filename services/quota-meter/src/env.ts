@@ -1,6 +1,6 @@
 // quota-meter's environment, declared once: config.ts reads through it, the README table is rendered
 // from it (pnpm gen:env) and the Kubernetes manifests are checked against it (test/k8s).
-import { PLAN_DEFAULTS } from "@tollgate/catalog";
+import { FREE_PLAN_DEFAULTS, PLAN_DEFAULTS } from "@tollgate/catalog";
 import {
   DATABASE_ENV,
   envTable,
@@ -51,17 +51,34 @@ export const ENV = envTable([
   {
     name: "DAILY_LIMIT",
     default: String(PLAN_DEFAULTS.dailyLimit),
-    description: "daily quota of new accounts (0 = uncapped)",
+    description:
+      "the standard plan's daily quota: accounts the operator creates (`pnpm tollgate`) without their own (0 = uncapped)",
   },
   {
     name: "MONTHLY_LIMIT",
     default: String(PLAN_DEFAULTS.monthlyLimit),
-    description: "monthly quota of new accounts (0 = uncapped)",
+    description: "the standard plan's monthly quota (0 = uncapped)",
   },
   {
     name: "BURST_PER_SECOND",
-    default: "50",
+    default: String(PLAN_DEFAULTS.burstPerSecond),
     description: "burst guard of accounts without their own rate (0 = no default guard)",
+  },
+  {
+    name: "FREE_DAILY_LIMIT",
+    default: String(FREE_PLAN_DEFAULTS.dailyLimit),
+    description:
+      "the free plan's daily quota: accounts a first dashboard sign-in creates (0 = uncapped); the gateway's `/api/pricing` and the dashboard show it",
+  },
+  {
+    name: "FREE_MONTHLY_LIMIT",
+    default: String(FREE_PLAN_DEFAULTS.monthlyLimit),
+    description: "the free plan's monthly quota (0 = uncapped)",
+  },
+  {
+    name: "FREE_BURST_PER_SECOND",
+    default: String(FREE_PLAN_DEFAULTS.burstPerSecond),
+    description: "the free plan's burst guard, calls a second (0 = `BURST_PER_SECOND`)",
   },
   {
     name: "LEASE_MAX_UNITS",

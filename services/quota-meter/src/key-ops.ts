@@ -41,6 +41,7 @@ export function toAccount(a: AccountRecord): Account {
     monthlyLimit: a.monthlyLimit,
     burstPerSecond: a.burstPerSecond,
     createdAt: a.createdAt,
+    plan: a.plan,
   };
 }
 

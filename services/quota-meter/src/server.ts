@@ -20,6 +20,7 @@ import { KeySnapshot } from "./key-snapshot.ts";
 import { createKeyHasher } from "./keys.ts";
 import { createMeter } from "./meter.ts";
 import { createQuotaMetrics, type QuotaMetrics } from "./metrics.ts";
+import { describePlans, planBook } from "./plans.ts";
 import { startRollups } from "./rollups.ts";
 import { type SeedStats, startSeeder } from "./seeder.ts";
 import { MemoryStore } from "./store/memory-store.ts";
@@ -198,6 +199,8 @@ export async function startQuotaMeter(
     await database.close();
   };
 
+  const plans = planBook(config);
+  const plansStated = describePlans(plans, config.defaultBurstPerSecond);
   const proto = contracts.quotaMeter();
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>>;
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>>;
@@ -213,11 +216,16 @@ export async function startQuotaMeter(
           name: "tollgate.quota.v1.QuotaMeterService",
           definition: proto.QuotaMeterService.service,
           // The dashboard reads a user's own usage (by their key); only the gateway meters.
-          callers: { gateway: ["Authorize", "ReportUsage", "GetUsage"], dashboard: ["GetUsage"] },
+          // Both show the plans (pricing, docs, the sign-in page): DescribePlans.
+          callers: {
+            gateway: ["Authorize", "ReportUsage", "GetUsage", "DescribePlans"],
+            dashboard: ["GetUsage", "DescribePlans"],
+          },
           handlers: {
             Authorize: (req, call) => meter.authorize(req, deadlineMs(call.getDeadline())),
             ReportUsage: (req) => usage.reportUsage(req),
             GetUsage: (req) => usage.getUsage(req),
+            DescribePlans: async () => plansStated,
           },
         },
         {
@@ -241,7 +249,7 @@ export async function startQuotaMeter(
             snapshot,
             now,
             logger,
-            defaults: { dailyLimit: config.defaultDailyLimit, monthlyLimit: config.defaultMonthlyLimit },
+            plans,
             defaultBurst: config.defaultBurstPerSecond,
           }),
         },
@@ -258,7 +266,7 @@ export async function startQuotaMeter(
             now,
             logger,
             operatorToken: config.operatorToken,
-            defaults: { dailyLimit: config.defaultDailyLimit, monthlyLimit: config.defaultMonthlyLimit },
+            plans,
           }),
         },
       ],

@@ -13,6 +13,8 @@ import type { CreateKeyResponse as _tollgate_quota_v1_CreateKeyResponse, CreateK
 import type { CreateOwnKeyRequest as _tollgate_quota_v1_CreateOwnKeyRequest, CreateOwnKeyRequest__Output as _tollgate_quota_v1_CreateOwnKeyRequest__Output } from './tollgate/quota/v1/CreateOwnKeyRequest.ts';
 import type { CreateOwnKeyResponse as _tollgate_quota_v1_CreateOwnKeyResponse, CreateOwnKeyResponse__Output as _tollgate_quota_v1_CreateOwnKeyResponse__Output } from './tollgate/quota/v1/CreateOwnKeyResponse.ts';
 import type { DailyUsage as _tollgate_quota_v1_DailyUsage, DailyUsage__Output as _tollgate_quota_v1_DailyUsage__Output } from './tollgate/quota/v1/DailyUsage.ts';
+import type { DescribePlansRequest as _tollgate_quota_v1_DescribePlansRequest, DescribePlansRequest__Output as _tollgate_quota_v1_DescribePlansRequest__Output } from './tollgate/quota/v1/DescribePlansRequest.ts';
+import type { DescribePlansResponse as _tollgate_quota_v1_DescribePlansResponse, DescribePlansResponse__Output as _tollgate_quota_v1_DescribePlansResponse__Output } from './tollgate/quota/v1/DescribePlansResponse.ts';
 import type { GetAccountRequest as _tollgate_quota_v1_GetAccountRequest, GetAccountRequest__Output as _tollgate_quota_v1_GetAccountRequest__Output } from './tollgate/quota/v1/GetAccountRequest.ts';
 import type { GetAccountResponse as _tollgate_quota_v1_GetAccountResponse, GetAccountResponse__Output as _tollgate_quota_v1_GetAccountResponse__Output } from './tollgate/quota/v1/GetAccountResponse.ts';
 import type { GetOwnUsageRequest as _tollgate_quota_v1_GetOwnUsageRequest, GetOwnUsageRequest__Output as _tollgate_quota_v1_GetOwnUsageRequest__Output } from './tollgate/quota/v1/GetOwnUsageRequest.ts';
@@ -25,6 +27,7 @@ import type { ListKeysRequest as _tollgate_quota_v1_ListKeysRequest, ListKeysReq
 import type { ListKeysResponse as _tollgate_quota_v1_ListKeysResponse, ListKeysResponse__Output as _tollgate_quota_v1_ListKeysResponse__Output } from './tollgate/quota/v1/ListKeysResponse.ts';
 import type { ListOwnKeysRequest as _tollgate_quota_v1_ListOwnKeysRequest, ListOwnKeysRequest__Output as _tollgate_quota_v1_ListOwnKeysRequest__Output } from './tollgate/quota/v1/ListOwnKeysRequest.ts';
 import type { ListOwnKeysResponse as _tollgate_quota_v1_ListOwnKeysResponse, ListOwnKeysResponse__Output as _tollgate_quota_v1_ListOwnKeysResponse__Output } from './tollgate/quota/v1/ListOwnKeysResponse.ts';
+import type { Plan as _tollgate_quota_v1_Plan, Plan__Output as _tollgate_quota_v1_Plan__Output } from './tollgate/quota/v1/Plan.ts';
 import type { Quota as _tollgate_quota_v1_Quota, Quota__Output as _tollgate_quota_v1_Quota__Output } from './tollgate/quota/v1/Quota.ts';
 import type { QuotaAdminServiceClient as _tollgate_quota_v1_QuotaAdminServiceClient, QuotaAdminServiceDefinition as _tollgate_quota_v1_QuotaAdminServiceDefinition } from './tollgate/quota/v1/QuotaAdminService.ts';
 import type { QuotaMeterServiceClient as _tollgate_quota_v1_QuotaMeterServiceClient, QuotaMeterServiceDefinition as _tollgate_quota_v1_QuotaMeterServiceDefinition } from './tollgate/quota/v1/QuotaMeterService.ts';
@@ -70,6 +73,8 @@ export interface ProtoGrpcType {
         CreateOwnKeyResponse: MessageTypeDefinition<_tollgate_quota_v1_CreateOwnKeyResponse, _tollgate_quota_v1_CreateOwnKeyResponse__Output>
         DailyUsage: MessageTypeDefinition<_tollgate_quota_v1_DailyUsage, _tollgate_quota_v1_DailyUsage__Output>
         Decision: EnumTypeDefinition
+        DescribePlansRequest: MessageTypeDefinition<_tollgate_quota_v1_DescribePlansRequest, _tollgate_quota_v1_DescribePlansRequest__Output>
+        DescribePlansResponse: MessageTypeDefinition<_tollgate_quota_v1_DescribePlansResponse, _tollgate_quota_v1_DescribePlansResponse__Output>
         GetAccountRequest: MessageTypeDefinition<_tollgate_quota_v1_GetAccountRequest, _tollgate_quota_v1_GetAccountRequest__Output>
         GetAccountResponse: MessageTypeDefinition<_tollgate_quota_v1_GetAccountResponse, _tollgate_quota_v1_GetAccountResponse__Output>
         GetOwnUsageRequest: MessageTypeDefinition<_tollgate_quota_v1_GetOwnUsageRequest, _tollgate_quota_v1_GetOwnUsageRequest__Output>
@@ -82,6 +87,7 @@ export interface ProtoGrpcType {
         ListKeysResponse: MessageTypeDefinition<_tollgate_quota_v1_ListKeysResponse, _tollgate_quota_v1_ListKeysResponse__Output>
         ListOwnKeysRequest: MessageTypeDefinition<_tollgate_quota_v1_ListOwnKeysRequest, _tollgate_quota_v1_ListOwnKeysRequest__Output>
         ListOwnKeysResponse: MessageTypeDefinition<_tollgate_quota_v1_ListOwnKeysResponse, _tollgate_quota_v1_ListOwnKeysResponse__Output>
+        Plan: MessageTypeDefinition<_tollgate_quota_v1_Plan, _tollgate_quota_v1_Plan__Output>
         Quota: MessageTypeDefinition<_tollgate_quota_v1_Quota, _tollgate_quota_v1_Quota__Output>
         /**
          * QuotaAdminService manages accounts and keys. Every call needs the operator token

@@ -38,6 +38,17 @@ async function signIn() {
 }
 
 button.addEventListener("click", signIn);
+// The free plan as quota-meter enforces it (the figures are the operator's, never the page's).
+api("GET", "/plans")
+  .then((p) => {
+    document.getElementById("free-plan").textContent = p.free_summary;
+    document.getElementById("sign-up-note").textContent = !p.sign_up_open
+      ? "Sign-up is closed right now: only wallets that already have an account can sign in."
+      : p.sign_ups_per_hour
+        ? `One network address can open at most ${p.sign_ups_per_hour} new accounts an hour.`
+        : "";
+  })
+  .catch(() => undefined);
 // Already signed in: straight to the keys.
 fetch(`${API}/session`, { credentials: "same-origin" }).then((r) => {
   if (r.ok) location.assign("/keys");

@@ -100,6 +100,9 @@ async function render() {
   meter("today", u.today);
   meter("month", u.month);
   const limit = (v) => (v === 0 ? "uncapped" : `${n(v)} calls`);
+  document.getElementById("plan-name").textContent =
+    u.plan.name === "free" ? "Free (self-serve sign-up)" : "Standard (set by the operator)";
+  document.getElementById("plan-more").hidden = u.plan.name !== "free";
   document.getElementById("sub-status").textContent = u.account.status;
   document.getElementById("plan-daily").textContent = limit(u.plan.daily_limit);
   document.getElementById("plan-monthly").textContent = limit(u.plan.monthly_limit);

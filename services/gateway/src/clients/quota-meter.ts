@@ -1,3 +1,4 @@
+import { type Plans, plansFrom } from "@tollgate/catalog";
 import { contracts, createClient, type MeshClientOptions } from "@tollgate/platform";
 import type { AuthorizeResponse__Output } from "@tollgate/platform/generated/tollgate/quota/v1/AuthorizeResponse";
 import type { LeaseReturn } from "@tollgate/platform/generated/tollgate/quota/v1/LeaseReturn";
@@ -6,7 +7,7 @@ import type { UsageRecord } from "@tollgate/platform/generated/tollgate/quota/v1
 export type Authorization = AuthorizeResponse__Output;
 export type { LeaseReturn, UsageRecord };
 
-/** The gateway's view of quota-meter: authorize a key, report finished calls, read usage. */
+/** The gateway's view of quota-meter: authorize a key, report finished calls, read usage, the plans. */
 export function createQuotaMeterClient(address: string, mesh: MeshClientOptions, deadlineMs: number) {
   const client = createClient(contracts.quotaMeter().QuotaMeterService, address, {
     service: "quota-meter",
@@ -40,6 +41,10 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
     },
     usage(apiKey: string, days: number) {
       return client.call("GetUsage", { apiKey, days });
+    },
+    /** The plans quota-meter gives new accounts (the figures /api/pricing and the docs state). */
+    async plans(): Promise<Plans> {
+      return plansFrom(await client.call("DescribePlans", {}, { deadlineMs: 2_000 }));
     },
     close: () => client.close(),
   };

@@ -1,6 +1,7 @@
-import { ENDPOINTS, type Endpoint, NETWORKS } from "@tollgate/catalog";
+import { DEFAULT_PLANS, ENDPOINTS, type Endpoint, NETWORKS, type Plans } from "@tollgate/catalog";
 import type { PaymentMethod } from "../payment-methods.ts";
-import { CHARGING_RULE } from "./openapi.ts";
+import { describeMethods } from "../payment-methods.ts";
+import { CHARGING_RULE, plansText } from "./openapi.ts";
 
 function example(endpoint: Endpoint, base: string): string {
   let path = endpoint.path;
@@ -22,6 +23,7 @@ export function buildLlmsTxt(
   publicBaseUrl: string | undefined,
   methods: readonly PaymentMethod[],
   dashboardUrl?: string,
+  plans: Plans = DEFAULT_PLANS,
 ): string {
   const base = publicBaseUrl ?? "{base_url}";
   const schemes = (protocol: string) => [
@@ -50,6 +52,7 @@ export function buildLlmsTxt(
     ...(publicBaseUrl ? [] : ["`{base_url}` below is the address you reach this gateway at.", ""]),
     "## Authenticate or pay",
     "- API-key plan: `Authorization: Bearer <API key>`. Daily and monthly quotas per account; X-Quota-* headers on every response.",
+    `  - Plans: ${plansText(plans, describeMethods(methods))}`,
     `  - Get a key: sign in with an Ethereum wallet (EIP-4361) at ${dashboardUrl ? `the [dashboard](${dashboardUrl})` : "the operator's dashboard"} to create, revoke and replace keys and see usage; its JSON API is the \`account\` tag of [/openapi.json](${base}/openapi.json).`,
     x402.length
       ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`

@@ -4,12 +4,16 @@ import {
   AccountError,
   type AccountOperation,
   CSRF_HEADER,
+  DEFAULT_PLANS,
+  describePlan,
   ENDPOINTS,
   type Endpoint,
   ERRORS,
   LIMIT_ERRORS,
+  moreThanFree,
   NETWORKS,
   PAYMENT_HEADERS,
+  type Plans,
   priceAtomic,
   QUOTA_HEADERS,
   SESSION_COOKIE,
@@ -46,6 +50,37 @@ function parameters(schema: z.ZodObject | undefined, where: "path" | "query"): J
 }
 
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/**
+ * The API-key plans in words, from the figures quota-meter states (DescribePlans), the same
+ * wherever they are told (OpenAPI, llms.txt).
+ */
+export function plansText(plans: Plans, payPerCall: string): string {
+  return `Standard plan (accounts the operator makes): ${describePlan(plans.standard)}; caps are raised per account on request. Free plan (the account a first sign-in on the dashboard creates): ${describePlan(plans.free)}. ${moreThanFree(payPerCall)}`;
+}
+
+/** One plan in /api/pricing (`api_key_plan`, `free_plan`). */
+function planSchema(description: string): Json {
+  const count = (what: string) => ({ type: "integer", minimum: 0, description: `${what}; 0 = uncapped.` });
+  return {
+    type: "object",
+    description,
+    required: ["header", "daily_quota", "monthly_quota", "burst_per_second", "windows", "get"],
+    properties: {
+      header: { type: "string" },
+      daily_quota: count("Calls a UTC day"),
+      monthly_quota: count("Calls a calendar month"),
+      burst_per_second: {
+        type: "integer",
+        minimum: 0,
+        description: "The burst guard: calls a second (0 = none).",
+      },
+      windows: { type: "string" },
+      get: { type: "string", description: "How to get an account on this plan." },
+      more: { type: "string", description: "How to get more than this plan." },
+    },
+  };
+}
 
 /** The charging rule, the same words wherever it is told (OpenAPI, llms.txt, the README). */
 export const CHARGING_RULE =
@@ -335,17 +370,32 @@ export function buildOpenApi(
   serverUrl: string | undefined,
   methods: readonly PaymentMethod[],
   dashboardUrl?: string,
+  plans: Plans = DEFAULT_PLANS,
 ): Json {
   const pay = payDocs(methods);
+  const planWords = plansText(plans, pay.text);
+  (pay.schemes.apiKey as Json).description =
+    `API-key plan: \`Authorization: Bearer <API key>\`. ${planWords}`;
   const paths: Json = {};
   for (const endpoint of ENDPOINTS) {
     paths[endpoint.path] = { [endpoint.method.toLowerCase()]: operation(endpoint, pay) };
   }
   paths["/api/pricing"] = freeOperation(
     "pricing",
-    "Per-endpoint prices and accepted payment methods",
+    "Per-endpoint prices, accepted payment methods and the API-key plans",
     "application/json",
-    envelopeOf({ type: "object" }),
+    envelopeOf({
+      type: "object",
+      properties: {
+        currency: { type: "string" },
+        endpoints: { type: "array", items: { type: "object" } },
+        payment_methods: { type: "array", items: { type: "object" } },
+        api_key_plan: planSchema(`The standard plan: ${describePlan(plans.standard)}.`),
+        free_plan: planSchema(
+          `The free plan a first dashboard sign-in gives: ${describePlan(plans.free)}. ${moreThanFree(pay.text)}`,
+        ),
+      },
+    }),
   );
   paths["/api/networks"] = freeOperation(
     "networks",
@@ -405,7 +455,7 @@ export function buildOpenApi(
     info: {
       title: "Tollgate Ethereum RPC Gateway",
       version: "1.0.0",
-      description: `Pay-per-call HTTP gateway to live Ethereum JSON-RPC. ${pay.text ? `Pay per call with ${pay.text}, or use` : "Use"} an API-key plan. Every response is fetched fresh from the node.\n\nWhat is charged: ${CHARGING_RULE}`,
+      description: `Pay-per-call HTTP gateway to live Ethereum JSON-RPC. ${pay.text ? `Pay per call with ${pay.text}, or use` : "Use"} an API-key plan. Every response is fetched fresh from the node.\n\nAPI-key plans: ${planWords}\n\nWhat is charged: ${CHARGING_RULE}`,
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
     // MPP discovery (mppx/discovery): what the service is and where its docs are.

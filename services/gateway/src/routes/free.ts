@@ -1,4 +1,13 @@
-import { CHAIN_NETWORKS, ENDPOINTS, NETWORKS, PLAN_DEFAULTS, priceAtomic } from "@tollgate/catalog";
+import {
+  CHAIN_NETWORKS,
+  DEFAULT_PLANS,
+  ENDPOINTS,
+  moreThanFree,
+  NETWORKS,
+  type Plans,
+  planSource,
+  priceAtomic,
+} from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import { type Request, type Response, Router } from "express";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
@@ -28,16 +37,39 @@ export function freeRouter(deps: FreeDeps): Router {
       return handler(req, res);
     });
 
-  // Built from configuration and the accepted payment methods, again only when those change:
-  // nothing a caller sends (the Host header) may shape or multiply the documents.
+  // The plans are quota-meter's (DescribePlans: its DAILY_LIMIT, MONTHLY_LIMIT and FREE_*), asked
+  // when a document is read and at most once a minute; until it answers, the catalog's defaults.
+  const plans = planSource(() => deps.quota.plans(), {
+    ttlMs: 60_000,
+    retryMs: 5_000,
+    onError: (err) =>
+      deps.logger.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        "plans unavailable from quota-meter; the documents keep the last known",
+      ),
+  });
+  let planned: Plans = DEFAULT_PLANS;
+
+  // Built from configuration, the accepted payment methods and the plans, again only when those
+  // change: nothing a caller sends (the Host header) may shape or multiply the documents.
   let openApi = "";
   let llmsTxt = "";
   const build = () => {
-    openApi = JSON.stringify(buildOpenApi(deps.publicBaseUrl, deps.methods.list(), deps.dashboardUrl));
-    llmsTxt = buildLlmsTxt(deps.publicBaseUrl, deps.methods.list(), deps.dashboardUrl);
+    const methods = deps.methods.list();
+    openApi = JSON.stringify(buildOpenApi(deps.publicBaseUrl, methods, deps.dashboardUrl, planned));
+    llmsTxt = buildLlmsTxt(deps.publicBaseUrl, methods, deps.dashboardUrl, planned);
   };
   build();
   deps.methods.onChange(build);
+  /** The plans as of now, the documents rebuilt first when they changed. */
+  const currentPlans = async (): Promise<Plans> => {
+    const now = await plans.get();
+    if (now !== planned) {
+      planned = now;
+      build();
+    }
+    return now;
+  };
 
   get(FREE_PATHS.health, (_req, res) => {
     // Unready while draining, so the load balancer stops routing here before the listener closes.
@@ -45,15 +77,18 @@ export function freeRouter(deps: FreeDeps): Router {
     else res.json({ status: "ok" });
   });
   for (const path of [FREE_PATHS.openapi, FREE_PATHS.openapiWellKnown]) {
-    get(path, (_req, res) => {
+    get(path, async (_req, res) => {
+      await currentPlans();
       res.type("application/json").send(openApi);
     });
   }
-  get(FREE_PATHS.llms, (_req, res) => {
+  get(FREE_PATHS.llms, async (_req, res) => {
+    await currentPlans();
     res.type("text/plain").send(llmsTxt);
   });
 
-  get(FREE_PATHS.pricing, (_req, res) => {
+  get(FREE_PATHS.pricing, async (_req, res) => {
+    const { standard, free } = await currentPlans();
     sendData(res, {
       currency: "USD",
       endpoints: ENDPOINTS.map((e) => ({
@@ -75,9 +110,20 @@ export function freeRouter(deps: FreeDeps): Router {
       })),
       api_key_plan: {
         header: "Authorization: Bearer <API key>",
-        daily_quota: PLAN_DEFAULTS.dailyLimit,
-        monthly_quota: PLAN_DEFAULTS.monthlyLimit,
+        daily_quota: standard.dailyLimit,
+        monthly_quota: standard.monthlyLimit,
+        burst_per_second: standard.burstPerSecond,
         windows: "UTC day (00:00 UTC) and calendar month (00:00 UTC on the 1st), account-wide",
+        get: "from the operator (raised per account on request)",
+      },
+      free_plan: {
+        header: "Authorization: Bearer <API key>",
+        daily_quota: free.dailyLimit,
+        monthly_quota: free.monthlyLimit,
+        burst_per_second: free.burstPerSecond,
+        windows: "UTC day (00:00 UTC) and calendar month (00:00 UTC on the 1st), account-wide",
+        get: `sign in with an Ethereum wallet (EIP-4361) at ${deps.dashboardUrl ?? "the operator's dashboard"}: a new account starts on this plan`,
+        more: moreThanFree(deps.methods.text()),
       },
     });
   });

@@ -2,6 +2,7 @@
 // and the daily usage rollups. Admin writes land here first; the hot copy in Redis follows inside
 // the same transaction (a failed Redis write rolls the database back, so a retry never duplicates).
 // Nothing here is on the per-call path.
+import { isPlanName } from "@tollgate/catalog";
 import type { Kysely, Transaction } from "kysely";
 import { sql } from "kysely";
 import {
@@ -27,7 +28,24 @@ function account(row: Pick<AccountRow, keyof AccountRow>): AccountRecord {
     dailyLimit: row.daily_limit,
     monthlyLimit: row.monthly_limit,
     burstPerSecond: row.burst_per_second,
+    // The column's CHECK admits only plan names; anything else would be a newer release's plan.
+    plan: isPlanName(row.plan) ? row.plan : "standard",
     createdAt: iso(row.created_at),
+  };
+}
+
+/** The row of a new account. */
+function accountRow(a: AccountRecord) {
+  return {
+    id: a.id,
+    name: a.name,
+    status: a.status,
+    daily_limit: a.dailyLimit,
+    monthly_limit: a.monthlyLimit,
+    burst_per_second: a.burstPerSecond,
+    plan: a.plan,
+    created_at: a.createdAt,
+    updated_at: a.createdAt,
   };
 }
 
@@ -80,19 +98,7 @@ export function createRecords(db: Db) {
   return {
     async createAccount(a: AccountRecord, andThen: () => Promise<void>): Promise<void> {
       await transact(async (tx) => {
-        await tx
-          .insertInto("accounts")
-          .values({
-            id: a.id,
-            name: a.name,
-            status: a.status,
-            daily_limit: a.dailyLimit,
-            monthly_limit: a.monthlyLimit,
-            burst_per_second: a.burstPerSecond,
-            created_at: a.createdAt,
-            updated_at: a.createdAt,
-          })
-          .execute();
+        await tx.insertInto("accounts").values(accountRow(a)).execute();
         await andThen();
       });
     },
@@ -120,19 +126,7 @@ export function createRecords(db: Db) {
         await sql`select pg_advisory_xact_lock(hashtext(${`wallet:${address}`}))`.execute(tx);
         const raced = await find(tx);
         if (raced) return { account: account(raced as AccountRow), created: false };
-        await tx
-          .insertInto("accounts")
-          .values({
-            id: create.id,
-            name: create.name,
-            status: create.status,
-            daily_limit: create.dailyLimit,
-            monthly_limit: create.monthlyLimit,
-            burst_per_second: create.burstPerSecond,
-            created_at: create.createdAt,
-            updated_at: create.createdAt,
-          })
-          .execute();
+        await tx.insertInto("accounts").values(accountRow(create)).execute();
         await tx
           .insertInto("account_wallets")
           .values({ address, account_id: create.id, created_at: create.createdAt })
@@ -174,6 +168,7 @@ export function createRecords(db: Db) {
             ...(patch.dailyLimit !== undefined ? { daily_limit: patch.dailyLimit } : {}),
             ...(patch.monthlyLimit !== undefined ? { monthly_limit: patch.monthlyLimit } : {}),
             ...(patch.burstPerSecond !== undefined ? { burst_per_second: patch.burstPerSecond } : {}),
+            ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
           })
           .where("id", "=", id)
           .returningAll()

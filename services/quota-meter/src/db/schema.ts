@@ -12,6 +12,8 @@ export interface QuotaTables {
     daily_limit: number;
     monthly_limit: number;
     burst_per_second: number;
+    /** 'standard' or 'free' (0003_account_plans.sql; the previous release's inserts get 'standard'). */
+    plan: string;
     created_at: Timestamp;
     updated_at: Timestamp;
   };

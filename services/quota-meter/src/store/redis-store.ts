@@ -196,6 +196,7 @@ export class RedisStore implements QuotaStore {
       daily: String(a.dailyLimit),
       monthly: String(a.monthlyLimit),
       burst: String(a.burstPerSecond),
+      plan: a.plan,
       created: a.createdAt,
     });
   }

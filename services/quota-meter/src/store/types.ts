@@ -1,3 +1,4 @@
+import type { PlanName } from "@tollgate/catalog";
 import type { Windows } from "../windows.ts";
 
 export const ACCOUNT_STATUSES = ["active", "past_due", "canceled", "suspended"] as const;
@@ -16,11 +17,13 @@ export interface AccountRecord {
   monthlyLimit: number;
   /** 0 = the service default. */
   burstPerSecond: number;
+  /** The plan the limits were set from: the operator's "standard", or "free" (self-serve sign-up). */
+  plan: PlanName;
   createdAt: string;
 }
 
 export type AccountPatch = Partial<
-  Pick<AccountRecord, "status" | "dailyLimit" | "monthlyLimit" | "burstPerSecond">
+  Pick<AccountRecord, "status" | "dailyLimit" | "monthlyLimit" | "burstPerSecond" | "plan">
 >;
 
 export interface KeyRecord {

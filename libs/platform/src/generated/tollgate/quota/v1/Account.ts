@@ -19,6 +19,11 @@ export interface Account {
    */
   'burstPerSecond'?: (number);
   'createdAt'?: (string);
+  /**
+   * The plan the account is on: "standard" (the operator's) or "free" (made by a first dashboard
+   * sign-in). The limits above are the account's own, set from the plan's figures when it joined.
+   */
+  'plan'?: (string);
 }
 
 export interface Account__Output {
@@ -38,4 +43,9 @@ export interface Account__Output {
    */
   'burstPerSecond': (number);
   'createdAt': (string);
+  /**
+   * The plan the account is on: "standard" (the operator's) or "free" (made by a first dashboard
+   * sign-in). The limits above are the account's own, set from the plan's figures when it joined.
+   */
+  'plan': (string);
 }

@@ -80,7 +80,7 @@ export interface AccountServiceClient extends grpc.Client {
   replaceOwnKey(argument: _tollgate_quota_v1_ReplaceOwnKeyRequest, callback: grpc.requestCallback<_tollgate_quota_v1_ReplaceOwnKeyResponse__Output>): grpc.ClientUnaryCall;
   
   /**
-   * ResolveWalletAccount finds the account bound to a wallet address, creating it on the default
+   * ResolveWalletAccount finds the account bound to a wallet address, creating it on the free
    * plan when `create` is set and there is none (the first sign-in).
    */
   ResolveWalletAccount(argument: _tollgate_quota_v1_ResolveWalletAccountRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_ResolveWalletAccountResponse__Output>): grpc.ClientUnaryCall;
@@ -88,7 +88,7 @@ export interface AccountServiceClient extends grpc.Client {
   ResolveWalletAccount(argument: _tollgate_quota_v1_ResolveWalletAccountRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_ResolveWalletAccountResponse__Output>): grpc.ClientUnaryCall;
   ResolveWalletAccount(argument: _tollgate_quota_v1_ResolveWalletAccountRequest, callback: grpc.requestCallback<_tollgate_quota_v1_ResolveWalletAccountResponse__Output>): grpc.ClientUnaryCall;
   /**
-   * ResolveWalletAccount finds the account bound to a wallet address, creating it on the default
+   * ResolveWalletAccount finds the account bound to a wallet address, creating it on the free
    * plan when `create` is set and there is none (the first sign-in).
    */
   resolveWalletAccount(argument: _tollgate_quota_v1_ResolveWalletAccountRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_ResolveWalletAccountResponse__Output>): grpc.ClientUnaryCall;
@@ -134,7 +134,7 @@ export interface AccountServiceHandlers extends grpc.UntypedServiceImplementatio
   ReplaceOwnKey: grpc.handleUnaryCall<_tollgate_quota_v1_ReplaceOwnKeyRequest__Output, _tollgate_quota_v1_ReplaceOwnKeyResponse>;
   
   /**
-   * ResolveWalletAccount finds the account bound to a wallet address, creating it on the default
+   * ResolveWalletAccount finds the account bound to a wallet address, creating it on the free
    * plan when `create` is set and there is none (the first sign-in).
    */
   ResolveWalletAccount: grpc.handleUnaryCall<_tollgate_quota_v1_ResolveWalletAccountRequest__Output, _tollgate_quota_v1_ResolveWalletAccountResponse>;

@@ -7,9 +7,14 @@ export interface CreateAccountRequest {
   'dailyLimit'?: (number | string | Long);
   'monthlyLimit'?: (number | string | Long);
   'burstPerSecond'?: (number);
+  /**
+   * "standard" when unset; limits not given take the plan's figures.
+   */
+  'plan'?: (string);
   '_dailyLimit'?: "dailyLimit";
   '_monthlyLimit'?: "monthlyLimit";
   '_burstPerSecond'?: "burstPerSecond";
+  '_plan'?: "plan";
 }
 
 export interface CreateAccountRequest__Output {
@@ -17,7 +22,12 @@ export interface CreateAccountRequest__Output {
   'dailyLimit'?: (number);
   'monthlyLimit'?: (number);
   'burstPerSecond'?: (number);
+  /**
+   * "standard" when unset; limits not given take the plan's figures.
+   */
+  'plan'?: (string);
   '_dailyLimit'?: "dailyLimit";
   '_monthlyLimit'?: "monthlyLimit";
   '_burstPerSecond'?: "burstPerSecond";
+  '_plan'?: "plan";
 }

@@ -4,6 +4,8 @@ import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { AuthorizeRequest as _tollgate_quota_v1_AuthorizeRequest, AuthorizeRequest__Output as _tollgate_quota_v1_AuthorizeRequest__Output } from '../../../tollgate/quota/v1/AuthorizeRequest.ts';
 import type { AuthorizeResponse as _tollgate_quota_v1_AuthorizeResponse, AuthorizeResponse__Output as _tollgate_quota_v1_AuthorizeResponse__Output } from '../../../tollgate/quota/v1/AuthorizeResponse.ts';
+import type { DescribePlansRequest as _tollgate_quota_v1_DescribePlansRequest, DescribePlansRequest__Output as _tollgate_quota_v1_DescribePlansRequest__Output } from '../../../tollgate/quota/v1/DescribePlansRequest.ts';
+import type { DescribePlansResponse as _tollgate_quota_v1_DescribePlansResponse, DescribePlansResponse__Output as _tollgate_quota_v1_DescribePlansResponse__Output } from '../../../tollgate/quota/v1/DescribePlansResponse.ts';
 import type { GetUsageRequest as _tollgate_quota_v1_GetUsageRequest, GetUsageRequest__Output as _tollgate_quota_v1_GetUsageRequest__Output } from '../../../tollgate/quota/v1/GetUsageRequest.ts';
 import type { GetUsageResponse as _tollgate_quota_v1_GetUsageResponse, GetUsageResponse__Output as _tollgate_quota_v1_GetUsageResponse__Output } from '../../../tollgate/quota/v1/GetUsageResponse.ts';
 import type { ReportUsageRequest as _tollgate_quota_v1_ReportUsageRequest, ReportUsageRequest__Output as _tollgate_quota_v1_ReportUsageRequest__Output } from '../../../tollgate/quota/v1/ReportUsageRequest.ts';
@@ -32,6 +34,23 @@ export interface QuotaMeterServiceClient extends grpc.Client {
   authorize(argument: _tollgate_quota_v1_AuthorizeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_quota_v1_AuthorizeResponse__Output>): grpc.ClientUnaryCall;
   authorize(argument: _tollgate_quota_v1_AuthorizeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_AuthorizeResponse__Output>): grpc.ClientUnaryCall;
   authorize(argument: _tollgate_quota_v1_AuthorizeRequest, callback: grpc.requestCallback<_tollgate_quota_v1_AuthorizeResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * DescribePlans states the plans new accounts get, as configured here: the one source of the
+   * figures the gateway's /api/pricing, /openapi.json and /llms.txt and the dashboard show.
+   */
+  DescribePlans(argument: _tollgate_quota_v1_DescribePlansRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_DescribePlansResponse__Output>): grpc.ClientUnaryCall;
+  DescribePlans(argument: _tollgate_quota_v1_DescribePlansRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_quota_v1_DescribePlansResponse__Output>): grpc.ClientUnaryCall;
+  DescribePlans(argument: _tollgate_quota_v1_DescribePlansRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_DescribePlansResponse__Output>): grpc.ClientUnaryCall;
+  DescribePlans(argument: _tollgate_quota_v1_DescribePlansRequest, callback: grpc.requestCallback<_tollgate_quota_v1_DescribePlansResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * DescribePlans states the plans new accounts get, as configured here: the one source of the
+   * figures the gateway's /api/pricing, /openapi.json and /llms.txt and the dashboard show.
+   */
+  describePlans(argument: _tollgate_quota_v1_DescribePlansRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_DescribePlansResponse__Output>): grpc.ClientUnaryCall;
+  describePlans(argument: _tollgate_quota_v1_DescribePlansRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_quota_v1_DescribePlansResponse__Output>): grpc.ClientUnaryCall;
+  describePlans(argument: _tollgate_quota_v1_DescribePlansRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_DescribePlansResponse__Output>): grpc.ClientUnaryCall;
+  describePlans(argument: _tollgate_quota_v1_DescribePlansRequest, callback: grpc.requestCallback<_tollgate_quota_v1_DescribePlansResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * GetUsage returns the per-day usage of the account that owns the key.
@@ -80,6 +99,12 @@ export interface QuotaMeterServiceHandlers extends grpc.UntypedServiceImplementa
   Authorize: grpc.handleUnaryCall<_tollgate_quota_v1_AuthorizeRequest__Output, _tollgate_quota_v1_AuthorizeResponse>;
   
   /**
+   * DescribePlans states the plans new accounts get, as configured here: the one source of the
+   * figures the gateway's /api/pricing, /openapi.json and /llms.txt and the dashboard show.
+   */
+  DescribePlans: grpc.handleUnaryCall<_tollgate_quota_v1_DescribePlansRequest__Output, _tollgate_quota_v1_DescribePlansResponse>;
+  
+  /**
    * GetUsage returns the per-day usage of the account that owns the key.
    */
   GetUsage: grpc.handleUnaryCall<_tollgate_quota_v1_GetUsageRequest__Output, _tollgate_quota_v1_GetUsageResponse>;
@@ -94,6 +119,7 @@ export interface QuotaMeterServiceHandlers extends grpc.UntypedServiceImplementa
 
 export interface QuotaMeterServiceDefinition extends grpc.ServiceDefinition {
   Authorize: MethodDefinition<_tollgate_quota_v1_AuthorizeRequest, _tollgate_quota_v1_AuthorizeResponse, _tollgate_quota_v1_AuthorizeRequest__Output, _tollgate_quota_v1_AuthorizeResponse__Output>
+  DescribePlans: MethodDefinition<_tollgate_quota_v1_DescribePlansRequest, _tollgate_quota_v1_DescribePlansResponse, _tollgate_quota_v1_DescribePlansRequest__Output, _tollgate_quota_v1_DescribePlansResponse__Output>
   GetUsage: MethodDefinition<_tollgate_quota_v1_GetUsageRequest, _tollgate_quota_v1_GetUsageResponse, _tollgate_quota_v1_GetUsageRequest__Output, _tollgate_quota_v1_GetUsageResponse__Output>
   ReportUsage: MethodDefinition<_tollgate_quota_v1_ReportUsageRequest, _tollgate_quota_v1_ReportUsageResponse, _tollgate_quota_v1_ReportUsageRequest__Output, _tollgate_quota_v1_ReportUsageResponse__Output>
 }

@@ -8,10 +8,15 @@ export interface UpdateAccountRequest {
   'dailyLimit'?: (number | string | Long);
   'monthlyLimit'?: (number | string | Long);
   'burstPerSecond'?: (number);
+  /**
+   * Moves the account to this plan: limits not given take the plan's figures.
+   */
+  'plan'?: (string);
   '_status'?: "status";
   '_dailyLimit'?: "dailyLimit";
   '_monthlyLimit'?: "monthlyLimit";
   '_burstPerSecond'?: "burstPerSecond";
+  '_plan'?: "plan";
 }
 
 export interface UpdateAccountRequest__Output {
@@ -20,8 +25,13 @@ export interface UpdateAccountRequest__Output {
   'dailyLimit'?: (number);
   'monthlyLimit'?: (number);
   'burstPerSecond'?: (number);
+  /**
+   * Moves the account to this plan: limits not given take the plan's figures.
+   */
+  'plan'?: (string);
   '_status'?: "status";
   '_dailyLimit'?: "dailyLimit";
   '_monthlyLimit'?: "monthlyLimit";
   '_burstPerSecond'?: "burstPerSecond";
+  '_plan'?: "plan";
 }
