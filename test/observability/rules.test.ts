@@ -71,6 +71,7 @@ describe("Prometheus rules (real promtool)", () => {
         "TollgatePaymentFacilitatorUnavailable",
         "TollgatePaymentSettleUnanswered",
         "TollgatePaymentSettledLate",
+        "TollgateSettlementsReverting",
         "TollgateEventsOutboxGrowing",
         "TollgateMeshCallsRefused",
         "TollgateBatchClaimsStalled",
