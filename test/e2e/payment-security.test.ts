@@ -11,7 +11,14 @@ import { toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
-import { type Address, settlementClient, usdcBalance, type X402Payer, x402Payer } from "../support/x402.ts";
+import {
+  type Address,
+  settlementClient,
+  signPayment,
+  usdcBalance,
+  type X402Payer,
+  x402Payer,
+} from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8")) as DevnetFile;
@@ -79,16 +86,13 @@ async function send(path: string, headers: Record<string, string>, body?: unknow
 
 /** A PAYMENT-SIGNATURE for `path`, made by the official client from the mesh's own 402. */
 async function sign(payer: X402Payer, path: string, body?: unknown): Promise<string> {
-  const challenge = await fetch(`${mesh.gatewayUrl}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    ...(body === undefined
-      ? {}
-      : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
-  });
-  expect(challenge.status).toBe(402);
-  const offer = payer.http.getPaymentRequiredResponse((name) => challenge.headers.get(name) ?? undefined);
-  const payload = await payer.http.createPaymentPayload(offer);
-  return payer.http.encodePaymentSignatureHeader(payload)["PAYMENT-SIGNATURE"] ?? "";
+  return signPayment(
+    payer,
+    `${mesh.gatewayUrl}${path}`,
+    body === undefined
+      ? undefined
+      : { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } },
+  );
 }
 
 const balances = async (payer: Address) => ({

@@ -8,6 +8,7 @@ import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { authorizeCalls } from "../support/gateway.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 let mesh: Mesh;
@@ -54,17 +55,6 @@ async function account(plan: { daily?: number; monthly?: number; burst?: number 
 const call = (base: string, key: string) =>
   fetch(`${base}/api/chain/chain-id`, { headers: { authorization: `Bearer ${key}` } });
 
-/** quota-meter's Authorize calls so far (a lease grant or a per-call grant is one each). */
-async function authorizeCalls(): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${mesh.ports["quota-meter"].metrics}/metrics`)).text();
-  return text
-    .split("\n")
-    .filter(
-      (l) => l.startsWith("grpc_server_handling_seconds_count{") && l.includes('grpc_method="Authorize"'),
-    )
-    .reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0);
-}
-
 describe("quota leases across two gateways", () => {
   it("serves exactly 100 of 1,000 concurrent calls with 100 left, spread over both gateways, each numbered once", async () => {
     const key = await account({ daily: 100, monthly: 0, burst: 1_000_000 });
@@ -87,7 +77,7 @@ describe("quota leases across two gateways", () => {
 
   it("serves a hot key from leases: far fewer quota-meter hops than calls, and the windows count each call once", async () => {
     const key = await account({ daily: 0, monthly: 0, burst: 1_000_000 });
-    const before = await authorizeCalls();
+    const before = await authorizeCalls(mesh);
     for (let round = 0; round < 10; round++) {
       const batch = await Promise.all(Array.from({ length: 20 }, () => call(mesh.gatewayUrl, key)));
       for (const res of batch) {
@@ -95,7 +85,7 @@ describe("quota leases across two gateways", () => {
         await res.arrayBuffer();
       }
     }
-    const hops = (await authorizeCalls()) - before;
+    const hops = (await authorizeCalls(mesh)) - before;
     expect(hops).toBeLessThan(40); // 200 calls
     console.log(`200 calls, ${hops} Authorize calls`);
   });

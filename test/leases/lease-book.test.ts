@@ -3,7 +3,7 @@
 // unused units handed back when a lease ends, and a unit without an answer served again.
 import { describe, expect, it } from "vitest";
 import type { Authorization } from "../../services/gateway/src/clients/quota-meter.ts";
-import { createLeaseBook } from "../../services/gateway/src/leases.ts";
+import { createLeaseBook, createUnknownKeyLimiter } from "../../services/gateway/src/leases.ts";
 
 let clock = 1_000;
 const now = () => clock;
@@ -94,5 +94,89 @@ describe("lease book (quota-meter's answers made in the test)", () => {
     expect(Math.max(...m.asked)).toBe(4);
     const left = book.drain();
     expect(left.reduce((n, r) => n + r.units, 0)).toBe(m.asked.reduce((a, b) => a + b, 0) - 20);
+  });
+});
+
+/** quota-meter for made-up keys: every key is unknown. */
+const unknown = async (): Promise<Authorization> => {
+  await new Promise((r) => setImmediate(r));
+  return { decision: "DECISION_INVALID_KEY", accountId: "", keyId: "", metered: false } as Authorization;
+};
+
+describe("lease book bound (issue 34, finding 6): any caller can send any bearer string", () => {
+  it("holds no entry for a key quota-meter refused as unknown, however many are sent", async () => {
+    const book = createLeaseBook({ maxUnits: 64, maxKeys: 1_000, now });
+    for (let round = 0; round < 20; round++) {
+      const keys = Array.from({ length: 500 }, () => crypto.randomUUID());
+      const answers = await Promise.all(keys.map((k) => book.grant(k, unknown)));
+      expect(answers.every((a) => a.decision === "DECISION_INVALID_KEY")).toBe(true);
+      expect(book.keys).toBe(0);
+    }
+    // Concurrent calls of one unknown key still share one Authorize, and leave nothing behind.
+    let asked = 0;
+    const counting = () => {
+      asked++;
+      return unknown();
+    };
+    await Promise.all(Array.from({ length: 10 }, () => book.grant("same-junk", counting)));
+    expect(asked).toBe(1);
+    expect(book.holds("same-junk")).toBe(false);
+  });
+
+  it("stays within maxKeys under a flood of keys quota-meter knows, forgetting idle keys first and giving back the units of a lease it ends", async () => {
+    const book = createLeaseBook({ maxUnits: 64, maxKeys: 100, now });
+    const hot = meter();
+    // A hot key with a lease of 8 (4 units left).
+    for (let i = 0; i < 8; i++) await book.grant("hot", hot.authorize);
+    expect(hot.asked).toEqual([1, 2, 4, 8]);
+    // 10,000 distinct keys each served once: every one has a lease of 1, used up (idle).
+    for (let i = 0; i < 10_000; i++) {
+      await book.grant(`k${i}`, meter().authorize);
+      expect(book.keys).toBeLessThanOrEqual(100);
+    }
+    // The idle keys went first: the hot key still holds its lease and takes its next unit from it.
+    expect(book.holds("hot")).toBe(true);
+    await book.grant("hot", hot.authorize);
+    expect(hot.asked).toHaveLength(4);
+    expect(book.sweep()).toEqual([]);
+    // A full book of live leases: a new key ends the oldest lease, and its unused units go back.
+    const leased = createLeaseBook({ maxUnits: 64, maxKeys: 3, now });
+    const meters = ["a", "b", "c"].map((k) => ({ k, m: meter() }));
+    for (const { k, m } of meters) for (let i = 0; i < 4; i++) await leased.grant(k, m.authorize); // lease of 4, 3 left
+    await leased.grant("d", meter().authorize);
+    expect(leased.keys).toBe(3);
+    expect(leased.holds("a")).toBe(false);
+    expect(leased.sweep()).toEqual([
+      { leaseId: "lease-3", accountId: "acct", units: 3, dayWindow: "2026-11-23", monthWindow: "2026-11" },
+    ]);
+  });
+});
+
+describe("unknown keys per client address (issue 34, finding 6)", () => {
+  it("lets a client `burst` unknown keys, then one per 1/perSecond s; keys that turn out known cost nothing", () => {
+    let t = 0;
+    const limiter = createUnknownKeyLimiter({ perSecond: 2, burst: 5, now: () => t });
+    const allowed = () =>
+      Array.from({ length: 20 }, () => limiter.take("203.0.113.9")).filter(Boolean).length;
+    expect(allowed()).toBe(5);
+    expect(limiter.take("203.0.113.10")).toBe(true); // another client has its own bucket
+    t += 1_000;
+    expect(allowed()).toBe(2);
+    // A genuine key's token comes back: a client sending only known keys is never limited.
+    t += 10_000;
+    for (let i = 0; i < 100; i++) {
+      expect(limiter.take("198.51.100.1")).toBe(true);
+      limiter.giveBack("198.51.100.1");
+    }
+  });
+
+  it("remembers at most maxClients, and none whose bucket is full again", () => {
+    const limiter = createUnknownKeyLimiter({ perSecond: 1, burst: 2, maxClients: 50, now });
+    for (let i = 0; i < 10_000; i++) limiter.take(`client-${i}`);
+    expect(limiter.clients).toBe(50);
+    const fresh = createUnknownKeyLimiter({ perSecond: 1, burst: 2, now });
+    fresh.take("a");
+    fresh.giveBack("a");
+    expect(fresh.clients).toBe(0);
   });
 });

@@ -29,6 +29,11 @@ export async function post(path: string, body: unknown, headers: Record<string, 
 export async function metricSum(service: string, metric: string, labels: Record<string, string> = {}) {
   const url = mesh.metricsUrls[service];
   if (!url) throw new Error(`no metrics url for ${service}`);
+  return metricSumAt(url, metric, labels);
+}
+
+/** The same, for the /metrics at `url` (a service of a suite's own mesh). */
+export async function metricSumAt(url: string, metric: string, labels: Record<string, string> = {}) {
   const text = await (await fetch(url)).text();
   let sum = 0;
   for (const line of text.split("\n")) {
@@ -39,3 +44,13 @@ export async function metricSum(service: string, metric: string, labels: Record<
   }
   return sum;
 }
+
+/** quota-meter's Authorize calls so far in a suite's own mesh (a lease grant or a per-call grant is one each). */
+export const authorizeCalls = (own: { ports: Record<"quota-meter", { metrics: number }> }) =>
+  metricSumAt(
+    `http://127.0.0.1:${own.ports["quota-meter"].metrics}/metrics`,
+    "grpc_server_handling_seconds_count",
+    {
+      grpc_method: "Authorize",
+    },
+  );

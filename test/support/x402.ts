@@ -94,6 +94,18 @@ export function x402Payer(devnet: DevnetInfo, role: string, opts: PayerOptions =
   };
 }
 
+/**
+ * A PAYMENT-SIGNATURE for the call `url` and `init` describe, signed by the official client from the
+ * gateway's own 402 for that call (not sent).
+ */
+export async function signPayment(payer: X402Payer, url: string, init?: RequestInit): Promise<string> {
+  const challenge = await fetch(url, init);
+  if (challenge.status !== 402) throw new Error(`expected a 402 offer from ${url}, got ${challenge.status}`);
+  const offer = payer.http.getPaymentRequiredResponse((name) => challenge.headers.get(name) ?? undefined);
+  const payload = await payer.http.createPaymentPayload(offer);
+  return payer.http.encodePaymentSignatureHeader(payload)["PAYMENT-SIGNATURE"] ?? "";
+}
+
 export function settlementClient(devnet: DevnetInfo): PublicClient {
   const rpcUrl = devnet.chains.settlement?.rpcUrl;
   if (!rpcUrl) throw new Error("the devnet has no settlement chain");

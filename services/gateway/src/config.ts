@@ -21,6 +21,12 @@ export interface GatewayConfig {
   deadlines: { authorizeMs: number; executeMs: number; verifyMs: number; settleMs: number };
   /** The largest quota lease asked for a hot key (1 = ask quota-meter on every call). */
   leaseMaxUnits: number;
+  /** The most API keys the lease book remembers. */
+  leaseBookMaxKeys: number;
+  /** Unknown-key answers allowed per client address (a token bucket); perSecond 0 turns it off. */
+  unknownKeys: { perSecond: number; burst: number };
+  /** How long a settled payment lets its client's next paid call start the node call beside Verify. */
+  earlyCallTrustMs: number;
   /** Usage reports are batched off the hot path: flush at this size or age. */
   usageBatch: { maxRecords: number; maxDelayMs: number };
   /**
@@ -52,6 +58,12 @@ export function loadConfig(): GatewayConfig {
       settleMs: callDeadline("SETTLE_DEADLINE_MS"),
     },
     leaseMaxUnits: Math.max(1, ENV.int("LEASE_MAX_UNITS")),
+    leaseBookMaxKeys: Math.max(1, ENV.int("LEASE_BOOK_MAX_KEYS")),
+    unknownKeys: {
+      perSecond: Math.max(0, ENV.int("UNKNOWN_KEYS_PER_CLIENT_PER_SECOND")),
+      burst: Math.max(1, ENV.int("UNKNOWN_KEYS_PER_CLIENT_BURST")),
+    },
+    earlyCallTrustMs: Math.max(0, ENV.int("EARLY_CALL_TRUST_MS")),
     usageBatch: {
       maxRecords: ENV.int("USAGE_BATCH_MAX"),
       maxDelayMs: ENV.int("USAGE_BATCH_DELAY_MS"),

@@ -49,6 +49,25 @@ export const ENV = envTable([
       "the largest quota lease asked for a hot key (1 = ask quota-meter on every call); see quota-meter's README",
   },
   {
+    name: "LEASE_BOOK_MAX_KEYS",
+    default: "20000",
+    description:
+      "the most API keys the gateway remembers (leases, pace); past it an idle key is forgotten first. Unknown keys are forgotten once refused",
+  },
+  {
+    name: "UNKNOWN_KEYS_PER_CLIENT_PER_SECOND",
+    default: "5",
+    description:
+      "API keys quota-meter calls unknown or revoked, per client address and gateway (0 = off); past it 429 `rate_limited`, quota-meter not asked",
+  },
+  { name: "UNKNOWN_KEYS_PER_CLIENT_BURST", default: "20", description: "… and their burst" },
+  {
+    name: "EARLY_CALL_TRUST_MS",
+    default: "60000",
+    description:
+      "how long after a settled payment a client address's next paid call starts its node call beside Verify, one such call at a time (0 = never)",
+  },
+  {
     name: "TRUST_PROXY",
     default: "0",
     description:

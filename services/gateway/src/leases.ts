@@ -6,6 +6,9 @@
 // at a time: concurrent calls of a key wait for it and share its answer, so a burst of calls
 // never asks for a burst of leases. Lease sizes follow each key's pace: 1 unit for a key seen
 // once, doubling while calls use a lease up before it ends.
+// The book is bounded (`maxKeys`): any caller can send any bearer string, so a key quota-meter
+// does not know is forgotten as soon as it is refused, and a full book makes room by forgetting an
+// idle key first, then ending the oldest lease (its units go back like any ended lease's).
 import type { Authorization } from "./clients/quota-meter.ts";
 
 /** The answer a call gets: quota-meter's, or a unit of a lease with its own quota values. */
@@ -63,8 +66,12 @@ function numbered(first: Grant, id: string, k: number): Grant {
   };
 }
 
-export function createLeaseBook(opts: { maxUnits: number; now?: () => number }) {
+/** How many of the oldest keys a full book looks at for one to forget (bounds the work of a flood). */
+const EVICTION_SCAN = 32;
+
+export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?: () => number }) {
   const now = opts.now ?? Date.now;
+  const maxKeys = Math.max(1, opts.maxKeys ?? 20_000);
   const keys = new Map<string, KeyState>();
   const ended: LeaseReturn[] = [];
 
@@ -78,6 +85,45 @@ export function createLeaseBook(opts: { maxUnits: number; now?: () => number }) 
         monthWindow: lease.grant.monthWindow,
       });
     }
+  }
+
+  /**
+   * Makes room for one more key in a full book: forgets the oldest idle key (no live lease with
+   * units left, no Authorize in flight) among the first EVICTION_SCAN, else ends the oldest live
+   * lease there. Either way what the lease did not use goes back with the next sweep. A key with an
+   * Authorize in flight is kept (its answer lands in its state): false when every key looked at is.
+   */
+  function evict(): boolean {
+    const t = now();
+    let leased: string | undefined;
+    let looked = 0;
+    for (const [apiKey, state] of keys) {
+      if (!state.asking) {
+        const lease = state.lease;
+        if (!lease || lease.left <= 0 || lease.expiresAt <= t) {
+          if (lease) end(lease);
+          keys.delete(apiKey);
+          return true;
+        }
+        leased ??= apiKey;
+      }
+      if (++looked >= EVICTION_SCAN) break;
+    }
+    if (leased === undefined) return false;
+    const lease = keys.get(leased)?.lease;
+    if (lease) end(lease);
+    keys.delete(leased);
+    return true;
+  }
+
+  /** The key's state, made (room permitting) when the book does not hold it yet. */
+  function stateOf(apiKey: string): KeyState | undefined {
+    const known = keys.get(apiKey);
+    if (known) return known;
+    if (keys.size >= maxKeys && !evict()) return undefined;
+    const state: KeyState = { lease: undefined, asking: undefined, want: 1, seen: 0 };
+    keys.set(apiKey, state);
+    return state;
   }
 
   /** A unit of the key's live lease, if it has one. */
@@ -105,12 +151,11 @@ export function createLeaseBook(opts: { maxUnits: number; now?: () => number }) 
      * answer of one Authorize shared with every call of the key waiting on it.
      */
     async grant(apiKey: string, authorize: (want: number) => Promise<Authorization>): Promise<Grant> {
-      let state = keys.get(apiKey);
-      if (!state) {
-        state = { lease: undefined, asking: undefined, want: 1, seen: 0 };
-        keys.set(apiKey, state);
-      }
       for (;;) {
+        // Looked up on every turn: a waiter's key may have been forgotten while it waited.
+        const state = stateOf(apiKey);
+        // A full book whose oldest keys all wait on quota-meter: this call asks alone, unshared.
+        if (!state) return authorize(1);
         const t = now();
         state.seen = t;
         const unit = take(state, t);
@@ -143,8 +188,15 @@ export function createLeaseBook(opts: { maxUnits: number; now?: () => number }) 
           };
           return numbered(answer, lease.id, 1);
         }
+        // An unknown or revoked key holds no entry: a stream of made-up keys leaves nothing behind.
+        if (answer.decision === "DECISION_INVALID_KEY" && keys.get(apiKey) === state) keys.delete(apiKey);
         return answer;
       }
+    },
+
+    /** Whether the book holds the key: quota-meter answered for it lately, or is answering now. */
+    holds(apiKey: string): boolean {
+      return keys.has(apiKey);
     },
 
     /**
@@ -184,6 +236,11 @@ export function createLeaseBook(opts: { maxUnits: number; now?: () => number }) 
       return ended.splice(0);
     },
 
+    /** Keys the book holds, leased or not (bounded by `maxKeys`). */
+    get keys(): number {
+      return keys.size;
+    },
+
     /** Keys with a live lease (a metric). */
     get size(): number {
       let n = 0;
@@ -194,3 +251,56 @@ export function createLeaseBook(opts: { maxUnits: number; now?: () => number }) 
 }
 
 export type LeaseBook = ReturnType<typeof createLeaseBook>;
+
+/**
+ * Unknown-key attempts per client address, a token bucket each: a key the lease book does not hold
+ * takes a token before quota-meter is asked, and gives it back unless quota-meter calls it unknown
+ * or revoked. A client whose bucket is empty is answered 429 without asking (`take` is false), so
+ * made-up keys cost quota-meter at most `burst` and then `perSecond` Authorize calls per client,
+ * concurrent ones included; a genuine key costs nothing (its token comes back) and a key the book
+ * holds is never counted. Per gateway replica; a client whose bucket is full again holds no entry,
+ * and at most `maxClients` are remembered (the oldest forgotten first).
+ */
+export function createUnknownKeyLimiter(opts: {
+  perSecond: number;
+  burst: number;
+  maxClients?: number;
+  now?: () => number;
+}) {
+  const now = opts.now ?? Date.now;
+  const maxClients = opts.maxClients ?? 10_000;
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  return {
+    /** Takes one of the client's tokens; false when it has none left (answer 429). */
+    take(client: string): boolean {
+      const t = now();
+      let bucket = buckets.get(client);
+      if (bucket) {
+        bucket.tokens = Math.min(opts.burst, bucket.tokens + ((t - bucket.at) * opts.perSecond) / 1_000);
+        bucket.at = t;
+      } else {
+        if (buckets.size >= maxClients) buckets.delete(buckets.keys().next().value as string);
+        bucket = { tokens: opts.burst, at: t };
+        buckets.set(client, bucket);
+      }
+      if (bucket.tokens < 1) return false;
+      bucket.tokens -= 1;
+      return true;
+    },
+
+    /** The key was not unknown after all (or got no answer): the client's token comes back. */
+    giveBack(client: string): void {
+      const bucket = buckets.get(client);
+      if (!bucket) return;
+      bucket.tokens += 1;
+      if (bucket.tokens >= opts.burst) buckets.delete(client);
+    },
+
+    /** Clients remembered (bounded by `maxClients`). */
+    get clients(): number {
+      return buckets.size;
+    },
+  };
+}
+
+export type UnknownKeyLimiter = ReturnType<typeof createUnknownKeyLimiter>;

@@ -25,7 +25,12 @@ import { createQuotaMeterClient, type QuotaMeterClient } from "./clients/quota-m
 import { createRpcProxyClient, type RpcProxyClient } from "./clients/rpc-proxy.ts";
 import type { GatewayConfig } from "./config.ts";
 import { requestId, sendError } from "./envelope.ts";
-import { createLeaseBook, type LeaseBook } from "./leases.ts";
+import {
+  createLeaseBook,
+  createUnknownKeyLimiter,
+  type LeaseBook,
+  type UnknownKeyLimiter,
+} from "./leases.ts";
 import { type AcceptedMethods, watchPaymentMethods } from "./payment-methods.ts";
 import { chainRouter } from "./routes/chain.ts";
 import { freeRouter } from "./routes/free.ts";
@@ -40,6 +45,8 @@ export interface GatewayDeps {
   methods: AcceptedMethods;
   /** Quota leases held for hot keys (calls served without a quota-meter hop). */
   leases: LeaseBook;
+  /** Unknown API keys per client address; unset, not limited. */
+  unknownKeys: UnknownKeyLimiter | undefined;
   usage: UsageReporter;
   logger: Logger;
   registry: Registry;
@@ -123,7 +130,9 @@ export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Exp
       dashboardUrl: config.dashboardUrl,
     }),
   );
-  app.use(chainRouter({ ...deps, publicBaseUrl: config.publicBaseUrl }));
+  app.use(
+    chainRouter({ ...deps, publicBaseUrl: config.publicBaseUrl, earlyCallTrustMs: config.earlyCallTrustMs }),
+  );
   app.use((req, res) => {
     const route = routeOf(req.path);
     if (route) {
@@ -268,7 +277,9 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
   const payments = createPaymentVerifierClient(config.paymentVerifierAddr, mesh, config.deadlines);
   const usage = createUsageReporter(quota, logger, config.usageBatch);
   const methods = await watchPaymentMethods(payments, logger);
-  const leases = createLeaseBook({ maxUnits: config.leaseMaxUnits });
+  const leases = createLeaseBook({ maxUnits: config.leaseMaxUnits, maxKeys: config.leaseBookMaxKeys });
+  const unknownKeys =
+    config.unknownKeys.perSecond > 0 ? createUnknownKeyLimiter(config.unknownKeys) : undefined;
   // Ended leases give their unused units back with the next usage batch.
   const sweeper = setInterval(() => usage.returnLeases(leases.sweep()), 250);
   sweeper.unref();
@@ -279,6 +290,7 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
     payments,
     methods,
     leases,
+    unknownKeys,
     usage,
     logger,
     registry,

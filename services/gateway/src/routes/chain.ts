@@ -16,7 +16,7 @@ import type { QuotaMeterClient } from "../clients/quota-meter.ts";
 import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
 import { type Credentials, readCredentials } from "../credentials.ts";
 import { type Problem, sendData, sendError, sendLimit } from "../envelope.ts";
-import type { Grant, LeaseBook } from "../leases.ts";
+import type { Grant, LeaseBook, UnknownKeyLimiter } from "../leases.ts";
 import { type AcceptedMethods, inactiveMessage, paymentRequiredMessage } from "../payment-methods.ts";
 import { publicError } from "../upstream-errors.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
@@ -27,10 +27,14 @@ export interface ChainDeps {
   payments: PaymentVerifierClient;
   methods: AcceptedMethods;
   leases: LeaseBook;
+  /** Unknown API keys per client address; unset, not limited. */
+  unknownKeys: UnknownKeyLimiter | undefined;
   usage: UsageReporter;
   logger: Logger;
   registry: Registry;
   publicBaseUrl: string | undefined;
+  /** How long a settled payment lets its client's next paid call start its node call early (0: never). */
+  earlyCallTrustMs: number;
 }
 
 type Outcome =
@@ -47,34 +51,66 @@ function failureOf(err: unknown): Outcome {
   throw err;
 }
 
-/** How long a client whose payment verified stays trusted to have its node call started early. */
-const PAYING_TTL_MS = 60_000;
-/** The most clients remembered; past it the least recently verified is forgotten. */
+/** The most clients remembered; past it the least recently paid is forgotten. */
 const PAYING_MAX = 10_000;
 
+/** One paying client's standing (see PayingClients). */
+interface Trust {
+  /** Until when (Date.now ms) its paid calls may start their node call early; 0 once one was refused. */
+  until: number;
+  /** An early node call has started whose payment Verify has not answered yet. */
+  pending: boolean;
+}
+
 /**
- * Client addresses whose last payment verified (within PAYING_TTL_MS). Their next paid call starts
- * its node call while Verify runs (see serveWithPayment); anyone else's waits for Verify, so a
- * stream of unpaid or forged payments never costs an upstream request.
+ * Client addresses whose last payment settled (within the trust time). One paid call of theirs at a
+ * time starts its node call while Verify runs (see serveWithPayment); their other calls, and anyone
+ * else's, wait for Verify. Trust is earned only by a settled payment: a payment that verifies and
+ * is then released (the node gave no answer, or rpc-proxy refused the input) renews nothing, so a
+ * reusable authorization cannot keep a client trusted, and a refused Verify ends it. So forged or
+ * unpaid payments cost at most one upstream request per settled payment.
  */
 class PayingClients {
-  readonly #until = new Map<string, number>();
+  readonly #clients = new Map<string, Trust>();
+  readonly #ttlMs: number;
 
-  trusted(client: string): boolean {
-    const until = this.#until.get(client);
-    return until !== undefined && until > Date.now();
+  constructor(ttlMs: number) {
+    this.#ttlMs = ttlMs;
   }
 
-  /** A verified payment renews the client's trust; a refused one ends it. */
-  note(client: string, verified: boolean): void {
-    if (!client) return;
-    this.#until.delete(client);
-    if (!verified) return;
-    this.#until.set(client, Date.now() + PAYING_TTL_MS);
-    if (this.#until.size > PAYING_MAX) {
-      const oldest = this.#until.keys().next().value;
-      if (oldest !== undefined) this.#until.delete(oldest);
+  /** The client's early node call, when it is trusted and has none pending; undefined otherwise. */
+  claim(client: string): Trust | undefined {
+    const trust = this.#clients.get(client);
+    if (trust === undefined || trust.pending || trust.until <= Date.now()) return undefined;
+    trust.pending = true;
+    return trust;
+  }
+
+  /** A settled payment earns, or renews, its client's trust. */
+  settled(client: string): void {
+    if (!client || this.#ttlMs <= 0) return;
+    const trust = this.#clients.get(client) ?? { until: 0, pending: false };
+    // Re-inserted: the map's order is the order of last payment, the oldest forgotten first.
+    this.#clients.delete(client);
+    trust.until = Date.now() + this.#ttlMs;
+    this.#clients.set(client, trust);
+    if (this.#clients.size > PAYING_MAX) {
+      for (const [oldest, t] of this.#clients) {
+        // One with its early call pending stays (forgotten, it could start a second one).
+        if (t.pending) continue;
+        this.#clients.delete(oldest);
+        break;
+      }
     }
+  }
+
+  /** A refused payment ends its client's trust. */
+  refused(client: string): void {
+    const trust = this.#clients.get(client);
+    if (trust === undefined) return;
+    // Kept while another call's early node call is pending, so that one stays the only one.
+    if (trust.pending) trust.until = 0;
+    else this.#clients.delete(client);
   }
 }
 
@@ -99,7 +135,7 @@ export function chainRouter(chain: ChainDeps): Router {
   });
   const deps: RouteDeps = {
     ...chain,
-    paying: new PayingClients(),
+    paying: new PayingClients(chain.earlyCallTrustMs),
     settleUnanswered,
     verifyFailureLine: logSampler(1_000),
   };
@@ -158,7 +194,7 @@ async function serve(endpoint: Endpoint, req: Request, res: Response, deps: Rout
   res.locals.auth = credentials.kind;
   switch (credentials.kind) {
     case "api_key":
-      return serveWithKey(endpoint, network, credentials.apiKey, execute, res, deps);
+      return serveWithKey(endpoint, network, credentials.apiKey, req.ip ?? "", execute, res, deps);
     case "payment":
       return serveWithPayment(
         resourceOf(endpoint, network, deps, req.path, req.query),
@@ -220,12 +256,20 @@ async function serveWithKey(
   endpoint: Endpoint,
   network: string,
   apiKey: string,
+  client: string,
   execute: () => Promise<Outcome>,
   res: Response,
   deps: ChainDeps,
 ): Promise<void> {
   const started = performance.now();
   const receivedAt = new Date().toISOString();
+  // A key this gateway does not hold costs its client a token of its unknown-key bucket (given back
+  // below unless quota-meter calls the key unknown); an empty bucket is a 429, quota-meter not asked.
+  const limiter = deps.leases.holds(apiKey) ? undefined : deps.unknownKeys;
+  if (limiter && !limiter.take(client)) {
+    sendLimit(res, "rate_limited", deps.methods.text());
+    return;
+  }
   let authz: Grant;
   try {
     // A unit of the key's lease when this gateway holds one; quota-meter otherwise.
@@ -248,11 +292,13 @@ async function serveWithKey(
         });
     });
   } catch (err) {
+    limiter?.giveBack(client);
     const failure = failureOf(err);
     if (!failure.ok) deps.logger.warn({ code: failure.code }, "quota-meter unreachable");
     sendError(res, "service_unavailable", "the API-key service is unavailable, retry with backoff");
     return;
   }
+  if (limiter && authz.decision !== "DECISION_INVALID_KEY") limiter.giveBack(client);
   switch (authz.decision) {
     case "DECISION_ALLOW":
       break;
@@ -500,18 +546,23 @@ async function serveWithPayment(
   deps: RouteDeps,
 ): Promise<void> {
   const requestId = res.locals.requestId;
-  // A client whose last payment verified gets its node call started beside Verify: the call's
-  // latency then hides Verify's. Nothing is served, settled or released on it before Verify says
-  // valid; when Verify refuses, its answer is dropped (a read: the node is not changed by it).
-  const early = deps.paying.trusted(client) ? execute() : undefined;
+  // A client whose last payment settled gets the node call of one paid call at a time started
+  // beside Verify: the call's latency then hides Verify's. Nothing is served, settled or released
+  // on it before Verify says valid; when Verify refuses, its answer is dropped (a read: the node is
+  // not changed by it). Its other calls wait for Verify, so a burst of forged payments after a
+  // genuine one costs at most this one upstream request.
+  const trust = deps.paying.claim(client);
+  const early = trust ? execute() : undefined;
   early?.catch(() => undefined); // awaited below, unless Verify refuses
   let verified: Awaited<ReturnType<PaymentVerifierClient["verify"]>>;
   try {
     verified = await deps.payments.verify(requestId, resource, credentials, client);
   } catch (err) {
+    if (trust) trust.pending = false;
     return verifyUnavailable(err, res, deps);
   }
-  deps.paying.note(client, verified.valid);
+  if (trust) trust.pending = false;
+  if (!verified.valid) deps.paying.refused(client);
   res.locals.auth = verified.scheme || "payment";
   res.locals.principal = verified.payer;
   if (!verified.valid) return refusePayment(verified, res, deps);
@@ -532,6 +583,7 @@ async function serveWithPayment(
   // The node answered; the x402 rule: no settlement, no data (a revert's data included).
   const settled = await settleOrRefuse(resource, credentials, verified.paymentId, res, deps);
   if (!settled) return;
+  deps.paying.settled(client);
   const paid = {
     cost_usdc: settled.meta?.costUsdc ?? "",
     payment_chain: settled.meta?.paymentChain ?? "",
