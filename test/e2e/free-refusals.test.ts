@@ -164,12 +164,12 @@ describe("refusals after Verify cost nothing lasting and show nothing secret", (
 
   it("the x402-batch deposit simulation's error, quoting the settlement chain's URL, reaches the client without its key", async () => {
     // The node answers the deposit's simulation (a long eth_call to the escrow) with an error viem
-    // does not classify, so its message (with the URL) comes back as the refusal's reason.
+    // does not classify (a pruned node's), so viem's message, with the URL, is the refusal's reason.
     settlementNode.refuse = ({ method, params }) => {
       const call = params[0] as { to?: string; data?: string; input?: string } | undefined;
       const data = call?.data ?? call?.input ?? "";
       return method === "eth_call" && call?.to?.toLowerCase() === ESCROW && data.length > 200
-        ? { code: -32603, message: "internal error" }
+        ? { code: -32000, message: "missing trie node" }
         : undefined;
     };
     try {
