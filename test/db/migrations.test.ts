@@ -98,7 +98,7 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
         "0002_wallets",
         "0003_account_plans",
       ]);
-      expect(await migrate(database.db, LEDGER)).toEqual(["0001_ledger"]);
+      expect(await migrate(database.db, LEDGER)).toEqual(["0001_ledger", "0002_released_calls"]);
       // Replicas starting together, and the operator's `pnpm tollgate migrate`, find nothing to do.
       const again = await Promise.all([
         migrate(database.db, QUOTA),
@@ -208,6 +208,17 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
       expect(page.totals).toEqual([
         { outcome: "settled", asset: entry.asset, count: 1, amount: entry.amount },
       ]);
+      // A released call is a sample of its payer's hour (one row lock per hour), listed beside.
+      const release = {
+        ...entry,
+        id: `tok:released:${randomBytes(4).toString("hex")}`,
+        outcome: "released" as const,
+        transaction: null,
+      };
+      expect(await ledger.recordReleased(release, 2)).toBe("recorded");
+      expect(await ledger.recordReleased(release, 2)).toBe("duplicate");
+      const both = await ledger.list({ payer: entry.payer }, 10, undefined);
+      expect(both.entries.map((e) => e.outcome).sort()).toEqual(["released", "settled"]);
     });
   },
 );

@@ -15,6 +15,8 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ROLLUP_DURABLE } from "../../services/quota-meter/src/rollups.ts";
 import { LEDGER_DURABLE } from "../../services/settlement-worker/src/adapters/events.ts";
+import { RELEASED_DEFAULTS } from "../../services/settlement-worker/src/adapters/ledger-store.ts";
+import { hourOf } from "../../services/settlement-worker/src/core/ledger.ts";
 import { createAccountWithKey } from "../support/accounts.ts";
 import { type DevnetInfo, settlementClient, x402Payer } from "../support/x402.ts";
 
@@ -81,18 +83,26 @@ async function caughtUp(subject: string, durable: string): Promise<boolean> {
   return !!info && info.num_pending === 0 && info.num_ack_pending === 0 && info.num_redelivered >= 0;
 }
 
-/** Every message id the stream holds for `subject`. */
-async function streamIds(subject: typeof USAGE_V2 | typeof SETTLEMENT_V2): Promise<string[]> {
+interface Held {
+  id: string;
+  outcome?: string;
+  payer?: string;
+  time?: string;
+}
+
+/** Every message the stream holds for `subject` (its id, and a settlement's outcome, payer and time). */
+async function streamEvents(subject: typeof USAGE_V2 | typeof SETTLEMENT_V2): Promise<Held[]> {
   const jsm = await jetstreamManager(nc);
   const stream = streamSpecFor(subject, mesh.eventsNamespace).name;
   const filter = natsSubject(subject, mesh.eventsNamespace);
   const held = (await jsm.streams.info(stream, { subjects_filter: filter })).state.subjects?.[filter] ?? 0;
-  const ids: string[] = [];
+  const ids: Held[] = [];
   if (held === 0) return ids;
   // One subject as a string: a list needs NATS 2.10, the machines run 2.9.
   const consumer = await jetstream(nc).consumers.get(stream, { filter_subjects: filter });
   for await (const m of await consumer.fetch({ max_messages: held, expires: 3_000 })) {
-    ids.push(m.json<{ id: string }>().id);
+    const { id, outcome, payer, time } = m.json<Held>();
+    ids.push({ id, outcome, payer, time });
     if (ids.length >= held) break;
   }
   return ids;
@@ -101,6 +111,8 @@ async function streamIds(subject: typeof USAGE_V2 | typeof SETTLEMENT_V2): Promi
 async function snapshot() {
   return {
     ledger: await rows("select id, outcome, amount::text, transaction from settlements order by id"),
+    released: await rows("select id, payer, stream_seq from released_calls order by id"),
+    windows: await rows("select payer, window_start, kept from released_windows order by 1, 2"),
     usage: await rows("select account_id, day, requests, errors, counted from usage_daily order by 1, 2"),
     batches: await rows<{ n: string }>("select count(*) as n from usage_batches"),
   };
@@ -226,12 +238,29 @@ describe("the system of record on the mesh", () => {
         (await caughtUp(USAGE_V2, ROLLUP_DURABLE)) && (await caughtUp(SETTLEMENT_V2, LEDGER_DURABLE)),
     );
 
-    const settlementIds = await streamIds(SETTLEMENT_V2);
-    const batchIds = await streamIds(USAGE_V2);
+    const settlementEvents = await streamEvents(SETTLEMENT_V2);
+    const batchIds = (await streamEvents(USAGE_V2)).map((e) => e.id);
     const ledgerIds = (await rows<{ id: string }>("select id from settlements")).map((r) => r.id);
     const folded = (await rows<{ id: string }>("select id from usage_batches")).map((r) => r.id);
-    expect(settlementIds.length).toBeGreaterThan(0);
-    expect([...ledgerIds].sort()).toEqual([...new Set(settlementIds)].sort());
+    expect(settlementEvents.length).toBeGreaterThan(0);
+    const moneyIds = settlementEvents.filter((e) => e.outcome !== "released").map((e) => e.id);
+    expect([...ledgerIds].sort()).toEqual([...new Set(moneyIds)].sort());
+    // Released calls: the first ones of each payer's UTC hour, up to the bound, are kept as rows.
+    const releasedByHour = new Map<string, Set<string>>();
+    for (const e of settlementEvents.filter((e) => e.outcome === "released")) {
+      const hour = `${e.payer?.toLowerCase()} ${e.time && hourOf(e.time).toISOString()}`;
+      releasedByHour.set(hour, (releasedByHour.get(hour) ?? new Set()).add(e.id));
+    }
+    const kept = await rows<{ id: string; payer: string; occurred_at: Date }>(
+      "select id, payer, occurred_at from released_calls",
+    );
+    for (const [hour, ids] of releasedByHour) {
+      const mine = kept.filter(
+        (r) => `${r.payer.toLowerCase()} ${hourOf(r.occurred_at.toISOString()).toISOString()}` === hour,
+      );
+      expect(mine.length, hour).toBe(Math.min(ids.size, RELEASED_DEFAULTS.perHour));
+      expect(mine.every((r) => ids.has(r.id))).toBe(true);
+    }
     expect([...folded].sort()).toEqual([...new Set(batchIds)].sort());
     const before = await snapshot();
 

@@ -1,6 +1,6 @@
 // The one redaction of the mesh (libs/platform/src/redact.ts), on the shapes credentials take in
 // the URLs operators configure. The process-level proof is test/security/secrets-in-logs.test.ts.
-import { readSecret, redactUrl, scrubSecrets } from "@tollgate/platform";
+import { readSecret, redactForClient, redactUrl, scrubSecrets } from "@tollgate/platform";
 import { describe, expect, it } from "vitest";
 import { withEnv } from "../support/mesh.ts";
 
@@ -50,5 +50,38 @@ describe("scrubSecrets", () => {
     // What is not secret stays readable.
     expect(scrubbed).toContain("HTTP request failed. URL:");
     expect(scrubbed).toContain("nats://***@10.0.0.1:4222");
+  });
+});
+
+describe("redactForClient", () => {
+  it("redacts as logs are, also inside base64 and base64url runs, and leaves runs without a secret byte for byte", () => {
+    const url = "https://node-c.example/v3/clientFacingKey0123456789";
+    withEnv({ TEST_REDACT_CLIENT_URL: url }, () => readSecret("TEST_REDACT_CLIENT_URL"));
+    const reason = `deposit_simulation_failed: RPC Request failed. URL: ${url}`;
+    expect(redactForClient(reason)).not.toContain("clientFacingKey0123456789");
+
+    // x402's PAYMENT-REQUIRED: base64 JSON whose `error` quotes the message.
+    const offer = { x402Version: 2, error: reason, accepts: [{ scheme: "exact", payTo: "0xabc" }] };
+    const header = Buffer.from(JSON.stringify(offer)).toString("base64");
+    const redacted = redactForClient(header);
+    const decoded = JSON.parse(Buffer.from(redacted, "base64").toString("utf8"));
+    expect(JSON.stringify(decoded)).not.toContain("clientFacingKey0123456789");
+    expect(decoded).toMatchObject({
+      x402Version: 2,
+      accepts: offer.accepts,
+      error: expect.stringContaining("[redacted]"),
+    });
+    // base64url inside a quoted parameter (an MPP challenge's request), kept unpadded.
+    const param = `Payment request="${Buffer.from(JSON.stringify(offer)).toString("base64url")}"`;
+    expect(
+      Buffer.from(/request="([^"]+)"/.exec(redactForClient(param))![1]!, "base64url").toString(),
+    ).not.toContain("clientFacingKey0123456789");
+
+    // Nothing secret: the very same text, so a signed or hashed value is never altered.
+    const clean = Buffer.from(JSON.stringify({ ...offer, error: "payment required" })).toString("base64");
+    expect(redactForClient(clean)).toBe(clean);
+    expect(redactForClient(`Payment id="abc", request="${clean}"`)).toBe(
+      `Payment id="abc", request="${clean}"`,
+    );
   });
 });

@@ -52,6 +52,11 @@ afterAll(async () => {
   await devnet?.stop();
 });
 
+/** Every number a message names, hex or decimal. */
+function numbersIn(message: string): bigint[] {
+  return (message.match(/0x[0-9a-f]+|\d+/gi) ?? []).map((n) => BigInt(n));
+}
+
 /** Runs an operation; asserts one round trip (reported and seen) and the catalog's data schema. */
 async function run(
   operation: string,
@@ -379,6 +384,27 @@ describe("rpc-proxy operations on the devnet", () => {
         /^from_block: (must not be after to_block|is after the chain head)/,
       );
       expect(refused.sent).toHaveLength(0);
+      // A free refusal is no free read of block-number: no number in it is the head.
+      expect(numbersIn(refused.failure.message), refused.failure.message).not.toContain(head);
+    }
+  });
+
+  it("names no block the head resolves to in a range too large (from_block 0 to latest)", async () => {
+    const head = BigInt((await run("blockNumber", {})).data.block_number as string);
+    const narrow = await startService({
+      upstreams: { ethereum: [proxies.ethereum!.url()] },
+      upstream: { headPollMs: 60_000 },
+      logs: { maxBlockRange: 3, defaultBlockRange: 2 },
+    });
+    try {
+      const tooLarge = await narrow.fail("events", { from_block: "0x0", to_block: "latest" });
+      expect(tooLarge).toMatchObject({ code: "block_range_too_large", detail: { max_block_range: 3 } });
+      // Neither the head nor the span up to it (head + 1 blocks from block 0).
+      const numbers = numbersIn(tooLarge.message);
+      expect(numbers, tooLarge.message).not.toContain(head);
+      expect(numbers, tooLarge.message).not.toContain(head + 1n);
+    } finally {
+      await narrow.stop();
     }
   });
 

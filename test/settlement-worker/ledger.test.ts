@@ -3,6 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { openDatabase } from "@tollgate/db";
 import {
   createEventPublisher,
   type EventPublisher,
@@ -10,10 +11,15 @@ import {
   SETTLEMENT_V2,
   type SettlementEventV2,
 } from "@tollgate/events";
-import { CallError, grpc } from "@tollgate/platform";
+import { CallError, createRegistry, grpc, type Registry } from "@tollgate/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createLedgerStore,
+  type LedgerTables,
+} from "../../services/settlement-worker/src/adapters/ledger-store.ts";
 import { createLedgerClient, type LedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { loadConfig } from "../../services/settlement-worker/src/config.ts";
+import { entryOf } from "../../services/settlement-worker/src/core/ledger.ts";
 import {
   type SettlementWorkerHandle,
   startSettlementWorker,
@@ -35,6 +41,9 @@ let worker: SettlementWorkerHandle;
 let publisher: EventPublisher;
 let ledger: LedgerClient;
 let outbox: string;
+let registry: Registry;
+/** Released calls kept per payer per hour here: small, so a few events pass it. */
+const PER_HOUR = 3;
 
 const P = "0x00000000000000000000000000000000000000aA";
 const Q = "0x00000000000000000000000000000000000000bB";
@@ -71,6 +80,7 @@ beforeAll(async () => {
   database = await createTestDatabase("ledger");
   outbox = mkdtempSync(join(tmpdir(), "ledger-outbox-"));
   const config = withEnv({ DATABASE_URL: database.url }, loadConfig);
+  registry = createRegistry("ledger-test");
   worker = await startSettlementWorker(
     {
       ...config,
@@ -81,8 +91,10 @@ beforeAll(async () => {
       eventsNamespace: namespace,
       operatorToken: OPERATOR_TOKEN,
       chain: undefined,
+      // The fixed days below stay within the retention; the bound is tried with events of now.
+      released: { perHour: PER_HOUR, retentionDays: 36_500 },
     },
-    { logger: silentLogger() },
+    { logger: silentLogger(), registry },
   );
   publisher = createEventPublisher({
     natsUrl: `nats://127.0.0.1:${NATS_PORT}`,
@@ -140,11 +152,14 @@ describe("the payment ledger", () => {
       endpoint: "/api/chain/call",
       network: "ethereum",
     } as never);
-    await waitFor(
-      async () =>
-        (await database.query<{ n: number }>("select count(*)::int as n from settlements"))[0]?.n === 7,
-      15_000,
-    );
+    // Six money rows; the released call is a sample in its own table.
+    await waitFor(async () => {
+      const [counts] = await database.query<{ n: number; r: number }>(
+        "select (select count(*) from settlements)::int as n, (select count(*) from released_calls)::int as r",
+      );
+      return counts?.n === 6 && counts.r === 1;
+    }, 15_000);
+    expect(await database.query("select id from released_calls")).toEqual([{ id: "3" }]);
 
     const byPayer = await ledger.list({ payer: P.toLowerCase() });
     expect(byPayer.settlements.map((s) => [s.id, s.outcome])).toEqual([
@@ -202,5 +217,59 @@ describe("the payment ledger", () => {
       grpcCode: grpc.status.FAILED_PRECONDITION,
       message: expect.stringContaining("X402_SETTLEMENT_RPC_URL"),
     });
+  });
+
+  it("keeps released calls as samples: at most the bound per payer per hour, the rest only counted, pruned after the retention", async () => {
+    const R = "0x00000000000000000000000000000000000000cC";
+    const now = new Date().toISOString();
+    // One payer reusing one authorization on a call refused after Verify: a release per attempt.
+    const released = Array.from({ length: 12 }, (_, i) =>
+      event(`rel-${i}`, "released", R, now, { reason: "call_failed" }),
+    );
+    publisher.publishMany(SETTLEMENT_V2, released);
+    const overBound = async () =>
+      (await registry.getSingleMetric("settlement_ledger_events_total")?.get())?.values.find(
+        (v) => v.labels.outcome === "released" && v.labels.result === "over_bound",
+      )?.value ?? 0;
+    await waitFor(async () => (await overBound()) === released.length - PER_HOUR, 15_000);
+
+    const rows = await database.query<{ n: number }>(
+      "select (select count(*) from settlements where lower(payer) = $1)::int + (select count(*) from released_calls where lower(payer) = $1)::int as n",
+      [R.toLowerCase()],
+    );
+    expect(rows[0]?.n).toBe(PER_HOUR);
+    const listed = await ledger.list({ payer: R, outcome: "released" });
+    expect(listed.settlements).toHaveLength(PER_HOUR);
+    expect(listed.settlements.every((s) => s.outcome === "released" && s.reason === "call_failed")).toBe(
+      true,
+    );
+    expect(listed.totals).toEqual([
+      { outcome: "released", asset: ASSET, count: PER_HOUR, amount: String(PER_HOUR * 1000) },
+    ]);
+
+    // The store itself: a kept sample redelivered is a duplicate; past the retention nothing is
+    // written, and pruning deletes what aged out (with a 30-day retention).
+    const db = openDatabase<LedgerTables>({
+      url: database.url,
+      logger: silentLogger(),
+      applicationName: "t",
+    });
+    try {
+      const store = createLedgerStore(db.db, { perHour: PER_HOUR, retentionDays: 30 });
+      const kept = listed.settlements[0]!;
+      const again = entryOf(released.find((e) => e.id === kept.id)!);
+      expect(await store.recordReleased(again, 1)).toBe("duplicate");
+      const old = entryOf(
+        event("rel-old", "released", R, new Date(Date.now() - 31 * 86_400_000).toISOString()),
+      );
+      expect(await store.recordReleased(old, 2)).toBe("expired");
+      // Written while it was young (its own clock 29 days back), then pruned now.
+      expect(await store.recordReleased(old, 2, Date.now() - 2 * 86_400_000)).toBe("recorded");
+      expect(await store.pruneReleased()).toBe(1);
+      const left = await database.query<{ id: string }>("select id from released_calls where id = 'rel-old'");
+      expect(left).toEqual([]);
+    } finally {
+      await db.close();
+    }
   });
 });

@@ -22,6 +22,13 @@ export class CountingProxy {
   mode: "forward" | "hang" | "throttle" | "hold" = "forward";
   /** In "hold" mode, only requests carrying one of these JSON-RPC methods are held (all when unset). */
   holdOnly: readonly string[] | undefined;
+  /**
+   * A JSON-RPC error (HTTP 200) to answer a single call with instead of forwarding it, as a provider
+   * refusing one call does; undefined forwards it.
+   */
+  refuse:
+    | ((call: { method: string; params: unknown[] }) => { code: number; message: string } | undefined)
+    | undefined;
   port = 0;
   readonly #target: string;
   #server: Server | undefined;
@@ -75,6 +82,14 @@ export class CountingProxy {
       const answers = items.map((i) => ({ jsonrpc: "2.0", id: (i as { id?: unknown })?.id ?? null, error }));
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
+      return;
+    }
+    const single = body as { id?: unknown; method?: string; params?: unknown[] };
+    const refused =
+      !Array.isArray(body) && this.refuse?.({ method: String(single?.method), params: single?.params ?? [] });
+    if (refused) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: single.id ?? null, error: refused }));
       return;
     }
     const upstream = await fetch(this.#target, {

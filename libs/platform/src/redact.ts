@@ -93,3 +93,27 @@ export function redactUrl(text: string): string {
   const rest = url.pathname.length > 1 || url.search ? "/…" : "";
   return `${url.protocol}//${auth}${url.host}${rest}`;
 }
+
+/** Base64 and base64url runs long enough to carry a secret (PAYMENT-REQUIRED is base64 JSON). */
+const ENCODED_RUN = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
+
+/** An encoded run with every remembered secret scrubbed inside it, re-encoded the same way. */
+function scrubEncoded(run: string): string {
+  const encoding = run.includes("-") || run.includes("_") ? "base64url" : "base64";
+  const decoded = Buffer.from(run, encoding).toString("utf8");
+  const clean = scrubSecrets(decoded);
+  if (clean === decoded) return run;
+  const out = Buffer.from(clean, "utf8").toString(encoding);
+  return run.endsWith("=") ? out : out.replace(/=+$/, "");
+}
+
+/**
+ * Text fit for a client, redacted as log lines are (`scrubSecrets`), and also inside the base64 and
+ * base64url runs it carries: a header such as x402's PAYMENT-REQUIRED is base64 JSON whose `error`
+ * may quote a library's message (and the node URL in it). A run that carries no secret is left as
+ * it was, byte for byte, so a signed or hashed value is never altered.
+ */
+export function redactForClient(text: string): string {
+  if (text.length === 0) return text;
+  return scrubSecrets(text).replace(ENCODED_RUN, scrubEncoded);
+}

@@ -1,12 +1,16 @@
 // The gRPC face of the payment core: turns PaymentVerifierService requests into plain calls on
 // Payments and its answers back into proto messages. Requests the gateway could never send (no
 // endpoint, an unknown endpoint, an empty request or payment id) fail with INVALID_ARGUMENT /
-// NOT_FOUND; payment problems are answers.
+// NOT_FOUND; payment problems are answers. Every text a refusal carries to the client (reason,
+// problem, headers such as PAYMENT-REQUIRED) is redacted as log lines are: a library's error
+// message can quote the settlement chain's URL, and a provider key in its path.
 import { ENDPOINTS, type Endpoint } from "@tollgate/catalog";
-import { grpc, ServiceError } from "@tollgate/platform";
+import { grpc, redactForClient, ServiceError } from "@tollgate/platform";
 import type { ChallengeRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/ChallengeRequest";
 import type { ChallengeResponse } from "@tollgate/platform/generated/tollgate/payment/v1/ChallengeResponse";
 import type { DescribeMethodsResponse } from "@tollgate/platform/generated/tollgate/payment/v1/DescribeMethodsResponse";
+import type { Header } from "@tollgate/platform/generated/tollgate/payment/v1/Header";
+import type { Problem } from "@tollgate/platform/generated/tollgate/payment/v1/Problem";
 import type { ReleaseRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/ReleaseRequest";
 import type { Resource__Output } from "@tollgate/platform/generated/tollgate/payment/v1/Resource";
 import type { SettleRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/SettleRequest";
@@ -17,6 +21,23 @@ import type { Payments } from "./core/payments.ts";
 import type { PricedCall } from "./core/types.ts";
 
 const byPath = new Map<string, Endpoint>(ENDPOINTS.map((e) => [e.path, e]));
+
+/** A refusal's headers for the client: each value redacted (only a changed one is copied). */
+function redactHeaders(headers: Header[]): Header[] {
+  return headers.map((h) => {
+    const value = redactForClient(h.value ?? "");
+    return value === h.value ? h : { ...h, value };
+  });
+}
+
+function redactProblem(problem: Problem | null | undefined): Problem | null {
+  if (!problem) return null;
+  return {
+    type: redactForClient(problem.type ?? ""),
+    title: redactForClient(problem.title ?? ""),
+    detail: redactForClient(problem.detail ?? ""),
+  };
+}
 
 function required(value: string, name: string): string {
   if (!value)
@@ -53,8 +74,10 @@ export function pricedCall(
 export function grpcHandlers(payments: Payments) {
   return {
     async Challenge(req: ChallengeRequest__Output): Promise<ChallengeResponse> {
-      const headers = await payments.challenge(pricedCall(req.requestId, req.resource), req.error);
-      const problem = payments.problem(undefined, "payment_required", req.error || "payment required");
+      // The gateway's error text is redacted before it is rendered into the offers.
+      const error = redactForClient(req.error);
+      const headers = await payments.challenge(pricedCall(req.requestId, req.resource), error);
+      const problem = payments.problem(undefined, "payment_required", error || "payment required");
       return { headers, problem: problem ?? null };
     },
     async Verify(req: VerifyRequest__Output): Promise<VerifyResponse> {
@@ -82,10 +105,10 @@ export function grpcHandlers(payments: Payments) {
         payer: "",
         scheme: outcome.scheme,
         errorCode: outcome.code,
-        reason: outcome.reason,
-        headers: outcome.headers,
+        reason: redactForClient(outcome.reason),
+        headers: redactHeaders(outcome.headers),
         noService: false,
-        problem: outcome.problem ?? null,
+        problem: redactProblem(outcome.problem),
       };
     },
     async Settle(
@@ -106,10 +129,10 @@ export function grpcHandlers(payments: Payments) {
         return {
           settled: false,
           errorCode: code,
-          reason,
-          headers,
+          reason: redactForClient(reason),
+          headers: redactHeaders(headers),
           transaction,
-          problem: outcome.problem ?? null,
+          problem: redactProblem(outcome.problem),
         };
       }
       const { collection } = outcome;

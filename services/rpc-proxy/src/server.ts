@@ -6,6 +6,7 @@ import {
   grpc,
   type Logger,
   type Registry,
+  redactForClient,
   ServiceError,
   serveMetrics,
   startGrpcServer,
@@ -75,6 +76,18 @@ export function parseParams(endpoint: Endpoint, json: string): Record<string, un
   return params;
 }
 
+/**
+ * A failure as the gateway passes it to the client, redacted as log lines are: a node's error text
+ * (an upstream_error's message, a revert's reason) can quote the node's URL and the key in its path.
+ */
+function forClient(err: ServiceError): ServiceError {
+  const message = redactForClient(err.message);
+  const detail = err.detail && JSON.stringify(err.detail);
+  const cleanDetail = detail && redactForClient(detail);
+  if (message === err.message && cleanDetail === detail) return err;
+  return new ServiceError(err.grpcCode, err.code, message, cleanDetail ? JSON.parse(cleanDetail) : undefined);
+}
+
 export async function startRpcProxy(
   config: RpcProxyConfig,
   deps: { logger?: Logger; registry?: Registry } = {},
@@ -139,7 +152,7 @@ export async function startRpcProxy(
           "operation failed",
         );
       }
-      throw err;
+      throw err instanceof ServiceError ? forClient(err) : err;
     } finally {
       metrics.roundTripsOf(labels).inc(ctx.roundTrips);
     }

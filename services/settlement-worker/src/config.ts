@@ -11,6 +11,7 @@ import {
 } from "@tollgate/payment-verifier/config";
 import { ConfigError, readRedisSettings } from "@tollgate/platform";
 import { type Address, getAddress, isAddress } from "viem";
+import type { ReleasedPolicy } from "./core/ledger.ts";
 import { type ClaimPolicy, defaultClaimIntervalSeconds } from "./core/x402-batch-claims.ts";
 import { ENV } from "./env.ts";
 
@@ -39,6 +40,8 @@ export interface SettlementWorkerConfig {
   streamReplicas: number;
   /** Guards the admin API; admin is refused when unset. */
   operatorToken: string | undefined;
+  /** How many released calls the ledger keeps per payer, and for how long. */
+  released: ReleasedPolicy;
   /** Undefined: reconciliation is unavailable (no settlement chain configured). */
   chain: ChainConfig | undefined;
   /** payment-verifier's Redis (REDIS_URL), where the channel state of both channel schemes lives. */
@@ -159,6 +162,12 @@ function chain(): ChainConfig | undefined {
   return { rpcUrl, network, asset: address("X402_ASSET", asset), payTo: address("X402_PAY_TO", payTo) };
 }
 
+function released(): ReleasedPolicy {
+  const retentionDays = ENV.int("LEDGER_RELEASED_RETENTION_DAYS");
+  if (retentionDays < 1) throw new ConfigError("LEDGER_RELEASED_RETENTION_DAYS must be at least 1");
+  return { perHour: ENV.int("LEDGER_RELEASED_PER_HOUR"), retentionDays };
+}
+
 export function loadConfig(): SettlementWorkerConfig {
   const settlementChain = chain();
   const redis = readRedisSettings();
@@ -173,6 +182,7 @@ export function loadConfig(): SettlementWorkerConfig {
     eventsNamespace: ENV.raw("EVENTS_NAMESPACE") ?? "",
     streamReplicas: ENV.int("NATS_STREAM_REPLICAS"),
     operatorToken: ENV.secret("OPERATOR_TOKEN"),
+    released: released(),
     chain: settlementChain,
     redisUrl: redis.url,
     redisPrefix: paymentRedisPrefix(redis.prefix),

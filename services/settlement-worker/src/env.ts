@@ -20,6 +20,17 @@ export const ENV = envTable([
   ...NATS_ENV,
   ...outboxEnv("settlement-worker"),
   ...OPERATOR_ENV,
+  {
+    name: "LEDGER_RELEASED_PER_HOUR",
+    default: "20",
+    description:
+      "released calls (no answer, nothing owed) kept as ledger rows per payer per UTC hour; the rest are only counted",
+  },
+  {
+    name: "LEDGER_RELEASED_RETENTION_DAYS",
+    default: "30",
+    description: "released calls' rows are deleted after this many days (at least 1)",
+  },
   { name: "X402_SETTLEMENT_RPC_URL", secret: true, description: `${RECONCILIATION}: its JSON-RPC` },
   { name: "X402_NETWORK", description: `${RECONCILIATION}: CAIP-2 (\`eip155:<chain id>\`)` },
   { name: "X402_ASSET", description: `${RECONCILIATION}: the token` },

@@ -22,7 +22,7 @@ import {
 import { backgroundRedis } from "./adapters/background-redis.ts";
 import { createSettlementChain } from "./adapters/chain.ts";
 import { consumeSettlements } from "./adapters/events.ts";
-import { createLedgerStore, type LedgerTables } from "./adapters/ledger-store.ts";
+import { createLedgerStore, type LedgerStore, type LedgerTables } from "./adapters/ledger-store.ts";
 import { createAdminHandlers } from "./admin.ts";
 import { SERVICE, type SettlementWorkerConfig } from "./config.ts";
 import { createWorkerMetrics } from "./core/metrics.ts";
@@ -49,6 +49,34 @@ export interface SettlementWorkerHandle {
   stop(): Promise<void>;
 }
 
+/**
+ * Released samples past their retention are deleted once the schema is ready and then every hour,
+ * by every replica (a delete finds nothing the second time); a failure waits for the next hour.
+ */
+function pruneReleasedHourly(ledger: LedgerStore, schemaReady: Promise<void>, logger: Logger) {
+  const prune = () =>
+    ledger.pruneReleased().then(
+      (n) => n > 0 && logger.info({ rows: n }, "released calls past their retention deleted"),
+      (err: unknown) => logger.warn({ err }, "pruning released calls failed; retried in an hour"),
+    );
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  schemaReady.then(
+    () => {
+      if (stopped) return;
+      void prune();
+      timer = setInterval(prune, 3_600_000).unref();
+    },
+    () => undefined,
+  );
+  return {
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+    },
+  };
+}
+
 export async function startSettlementWorker(
   config: SettlementWorkerConfig,
   deps: SettlementWorkerDeps = {},
@@ -66,7 +94,7 @@ export async function startSettlementWorker(
     maxConnections: config.databasePoolSize,
   });
   const migrations = startMigrations(database.db, MIGRATIONS, { logger, where: database.where });
-  const ledger = createLedgerStore(database.db);
+  const ledger = createLedgerStore(database.db, config.released);
   // Serve once the schema is migrated, or after DATABASE_WAIT_MS without PostgreSQL (events wait
   // in the stream; admin calls answer UNAVAILABLE until the database is back).
   const migrated = await Promise.race([
@@ -83,6 +111,7 @@ export async function startSettlementWorker(
     streamReplicas: config.streamReplicas,
   });
   consumeSettlements(consumer, ledger, metrics, migrations.ready);
+  const pruning = pruneReleasedHourly(ledger, migrations.ready, logger);
   const channels = config.sessions || config.x402Batch;
   const redis = channels ? backgroundRedis(config.redisUrl, logger) : undefined;
   const events = channels
@@ -113,6 +142,7 @@ export async function startSettlementWorker(
       : undefined;
 
   const closeBackground = async () => {
+    pruning.stop();
     await sessions?.stop();
     await x402Batch?.stop();
     redis?.close();

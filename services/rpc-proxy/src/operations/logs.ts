@@ -47,9 +47,6 @@ export function resolveRange(
       "upstream_unavailable",
       `no ${ctx.network} node has reported its head block yet; retry shortly`,
     );
-  const shown = (selector: string, n: bigint) =>
-    selector.startsWith("0x") ? selector : `${selector} = block ${toQuantity(n)}`;
-
   const toSelector = params.to_block ?? "latest";
   const to = numberOf(toSelector);
   if (to === undefined) throw unknownHead();
@@ -64,20 +61,20 @@ export function resolveRange(
   const from = numberOf(fromSelector);
   if (from === undefined) throw unknownHead();
 
+  // A refusal is free: its text names the selectors as given and never what a tag or the head
+  // resolved to, which would be a free read of block-number.
   if (from > to) {
     throw invalidParameter(
       "from_block",
-      `must not be after to_block (${shown(fromSelector, from)}, to_block ${shown(toSelector, to)})`,
+      `must not be after to_block (${fromSelector}, to_block ${toSelector})`,
     );
   }
-  if (head !== undefined && from > head) {
-    throw invalidParameter("from_block", `is after the chain head (block ${toQuantity(head)})`);
-  }
+  if (head !== undefined && from > head) throw invalidParameter("from_block", "is after the chain head");
   if (last - from + 1n > BigInt(maxBlockRange)) {
     throw new ServiceError(
       grpc.status.INVALID_ARGUMENT,
       "block_range_too_large",
-      `the block range spans ${last - from + 1n} blocks; the maximum is ${maxBlockRange}`,
+      `the block range spans more blocks than allowed; the maximum is ${maxBlockRange}`,
       { max_block_range: maxBlockRange },
     );
   }

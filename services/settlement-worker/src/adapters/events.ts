@@ -1,5 +1,6 @@
 // The settlement stream into the ledger: a durable consumer every replica shares (JetStream spreads
-// the events); each event is one insert keyed by its id, acked once written.
+// the events); each event is one insert keyed by its id, acked once written. A released call goes
+// to the bounded samples instead (ledger-store.ts recordReleased).
 import { type EventConsumer, SETTLEMENT_V1, SETTLEMENT_V2 } from "@tollgate/events";
 import { entryOf, entryOfV1, type LedgerEntry } from "../core/ledger.ts";
 import type { WorkerMetrics } from "../core/metrics.ts";
@@ -16,8 +17,13 @@ export function consumeSettlements(
 ): void {
   const write = async (entry: LedgerEntry, streamSeq: number) => {
     await schemaReady;
-    const recorded = await ledger.record(entry, streamSeq);
-    metrics.ledgerEvents.inc({ outcome: entry.outcome, result: recorded ? "recorded" : "duplicate" });
+    const result =
+      entry.outcome === "released"
+        ? await ledger.recordReleased(entry, streamSeq)
+        : (await ledger.record(entry, streamSeq))
+          ? "recorded"
+          : "duplicate";
+    metrics.ledgerEvents.inc({ outcome: entry.outcome, result });
   };
   const options = { ackWaitMs: 10_000, retryDelayMs: 1_000 };
   consumer.consume(SETTLEMENT_V2, LEDGER_DURABLE, (e, info) => write(entryOf(e), info.streamSeq), options);

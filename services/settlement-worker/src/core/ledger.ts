@@ -22,6 +22,33 @@ export type Outcome = (typeof OUTCOMES)[number];
  */
 export const INFLOWS: readonly Outcome[] = ["settled", "channel_settled"];
 
+/**
+ * How released calls are kept: they move no money and a payer makes them for free (one
+ * authorization reused on a request refused after Verify), so they are samples, at most `perHour`
+ * per payer per UTC hour, dropped after `retentionDays`; the rest are only counted
+ * (`settlement_ledger_events_total{outcome="released",result="over_bound"}`).
+ */
+export interface ReleasedPolicy {
+  perHour: number;
+  retentionDays: number;
+}
+
+/** What became of a released event. */
+export type ReleasedResult = "recorded" | "duplicate" | "over_bound" | "expired";
+
+const HOUR_MS = 3_600_000;
+
+/** The UTC hour a time falls in: a payer's window for released samples. */
+export function hourOf(time: string): Date {
+  const ms = Date.parse(time);
+  return new Date(ms - (((ms % HOUR_MS) + HOUR_MS) % HOUR_MS));
+}
+
+/** Released samples from before this are pruned, and not written again when a replay brings them. */
+export function releasedCutoff(policy: ReleasedPolicy, now = Date.now()): Date {
+  return new Date(now - policy.retentionDays * 24 * HOUR_MS);
+}
+
 /** One ledger row: a settlement event as recorded. */
 export interface LedgerEntry {
   id: string;

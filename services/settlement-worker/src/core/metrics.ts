@@ -28,7 +28,7 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
   return {
     ledgerEvents: new prom.Counter({
       name: "settlement_ledger_events_total",
-      help: "Settlement events written to the ledger, by outcome and result (recorded, duplicate)",
+      help: "Settlement events written to the ledger, by outcome and result (recorded, duplicate; for released calls also over_bound: past the payer's samples for the hour, only counted here, and expired: older than the retention)",
       labelNames: ["outcome", "result"],
       registers: [registry],
     }),
