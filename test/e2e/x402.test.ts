@@ -60,10 +60,9 @@ function endpoint(id: string): Endpoint {
   return found;
 }
 
-/** Every settlement outcome this file caused (settled, released, failed), by gateway request id; checked against JetStream last. */
+/** Every settlement outcome this file caused (settled, released), by gateway request id; checked against JetStream last. */
 const settledHere = new Map<string, string>();
 const releasedHere = new Set<string>();
-const failedHere = new Set<string>();
 let nc: NatsConnection;
 let firstSeq = 1;
 let stream = "";
@@ -598,9 +597,10 @@ describe("x402 exact through the gateway, paid with the official client librarie
     expect(await balances(payer.address)).toEqual(before);
   });
 
-  it("answers 402 without data when a verified payment cannot be settled, and collects only what exists", async () => {
-    // spare1 holds exactly one call's price; four payments signed at once all pass verification
-    // (each alone is covered), so all but one fail when the transfers run.
+  it("answers 402 without data to payments a balance cannot cover, sending only the transfer it covers", async () => {
+    // spare1 holds exactly one call's price; four payments signed at once each look covered alone,
+    // but the payer's draws in flight are held within its balance: one is served, the others are
+    // refused at Verify (before any node call or transfer), so no settlement reverts.
     const payer = x402Payer(devnet, "spare1");
     const funder = devnet.accounts.find((a) => a.role === "payer8");
     if (!funder) throw new Error("no payer8");
@@ -639,18 +639,12 @@ describe("x402 exact through the gateway, paid with the official client librarie
       expect(res.body).toMatchObject({ data: null, error: { code: "payment_invalid" } });
       expect(res.body.meta.cost_usdc).toBeUndefined();
     }
-    // The ones refused at settlement say so, with the x402 failure receipt (and no data).
-    const settleFailures = refused.filter((r) => r.headers["payment-response"]);
-    expect(settleFailures.length).toBeGreaterThan(0);
-    for (const res of settleFailures) {
+    // Refused at Verify, saying why: no settlement ran for them (no x402 settlement receipt).
+    for (const res of refused) {
       expect(res.body.error.message).toMatch(
-        /settlement failed: the (payer's token balance is too low|settlement transaction failed on chain)/,
+        /the payer's balance \(\d+ atomic units\) does not cover this payment|the payer's token balance is too low/,
       );
-      const receipt = decodePaymentResponseHeader(String(res.headers["payment-response"]));
-      expect(receipt).toMatchObject({ success: false, network: NETWORK, payer: payer.address });
-      // The receipt explains itself in the public reason, not in the node's raw error text.
-      expect(receipt.errorMessage).toBe(res.body.error.message);
-      failedHere.add(res.body.meta.request_id);
+      expect(res.headers["payment-response"]).toBeUndefined();
     }
 
     const after = await balances(payer.address);
@@ -664,8 +658,7 @@ describe("x402 exact through the gateway, paid with the official client librarie
       [...settledHere.keys()].every((id) =>
         events.some((e) => e.request_id === id && e.outcome === "settled"),
       ) &&
-      [...releasedHere].every((id) => events.some((e) => e.request_id === id && e.outcome === "released")) &&
-      [...failedHere].every((id) => events.some((e) => e.request_id === id && e.outcome === "failed"));
+      [...releasedHere].every((id) => events.some((e) => e.request_id === id && e.outcome === "released"));
     let events: SettlementEventV2[] = [];
     for (let i = 0; i < 50 && !wanted(events); i++) {
       if (i > 0) await sleep(200);
@@ -673,7 +666,7 @@ describe("x402 exact through the gateway, paid with the official client librarie
     }
     const ours = events.filter((e) => {
       const id = e.request_id ?? "";
-      return settledHere.has(id) || releasedHere.has(id) || failedHere.has(id);
+      return settledHere.has(id) || releasedHere.has(id);
     });
 
     for (const [requestId, tx] of settledHere) {
@@ -696,14 +689,6 @@ describe("x402 exact through the gateway, paid with the official client librarie
         requestId,
       ).toEqual(["released"]);
       expect(released[0]?.transaction).toBeNull();
-    }
-    for (const requestId of failedHere) {
-      const failed = ours.filter((e) => e.request_id === requestId);
-      expect(
-        failed.map((e) => e.outcome),
-        requestId,
-      ).toEqual(["failed"]);
-      expect(failed[0]?.reason).toMatch(/settlement failed/);
     }
     // One transaction per settled event: nothing was settled twice under another request id.
     const txs = ours.filter((e) => e.outcome === "settled").map((e) => e.transaction);

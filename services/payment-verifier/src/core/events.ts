@@ -23,13 +23,36 @@ export interface SettlementRecorder {
   ): void;
 }
 
+/**
+ * `released` events (a verified payment whose call got no answer or was refused after Verify) leave
+ * this process at most this often per payer per hour: one authorization reused on a refused call
+ * could otherwise write an event (an outbox line, a stream message, a ledger row) ~50 times a
+ * second for free. Every release is still counted (payment_releases_total); the ledger keeps
+ * samples of them. The payers remembered are bounded too.
+ */
+const RELEASED_PER_PAYER_PER_HOUR = 20;
+const RELEASED_PAYERS_MAX = 10_000;
+
 export function createSettlementRecorder(
   sink: SettlementSink,
   logger: Logger,
   now = Date.now,
 ): SettlementRecorder {
+  /** Per payer (lower case): the hour counted and how many released events it sent in it. */
+  const released = new Map<string, { hour: number; sent: number }>();
+  const sampled = (payer: string): boolean => {
+    const hour = Math.floor(now() / 3_600_000);
+    const key = payer.toLowerCase();
+    const seen = released.get(key);
+    if (seen && seen.hour === hour) return ++seen.sent <= RELEASED_PER_PAYER_PER_HOUR;
+    if (!seen && released.size >= RELEASED_PAYERS_MAX) released.delete(released.keys().next().value ?? "");
+    released.delete(key);
+    released.set(key, { hour, sent: 1 });
+    return true;
+  };
   return {
     record(r, outcome, collection, reason) {
+      if (outcome === "released" && !sampled(r.payer)) return;
       const event: SettlementEventV2 = {
         id: `${r.token}:${outcome}`,
         request_id: r.requestId || null,
