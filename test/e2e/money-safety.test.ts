@@ -40,6 +40,12 @@ const account = (role: string) =>
 const FACILITATOR = account("spare1").address;
 const BLOCK_NUMBER = "/api/chain/block-number";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Hostile attempts of each kind: the default keeps the suite short; HOSTILE_ATTEMPTS=1000 is the
+ * measurement the README's security section quotes (printed per kind at the end).
+ */
+const attempts = (usual: number) => Number(process.env.HOSTILE_ATTEMPTS) || usual;
+const figures: string[] = [];
 
 let mesh: Mesh;
 let node: CountingProxy;
@@ -64,6 +70,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  process.stderr.write(`${figures.map((f) => `hostile ${f}`).join("\n")}\n`);
   await mesh?.stop();
   await node?.close();
 });
@@ -134,33 +141,40 @@ describe("one price in a wallet pays for one settlement, however many payments i
     // A path whose node call nothing else makes (rpc-proxy polls eth_blockNumber for the head).
     const path = `/api/chain/balance/${PAY_TO}`;
     const price = priceAtomic("0.002");
-    const wallet = await freshWallet(price);
-    const client = httpClient(new ExactEvmScheme(wallet));
-    const signed = await signatures(client, path, 20);
-    const ip = clientIp();
+    const rounds = Math.ceil(attempts(20) / 20);
     const sent = await facilitatorSent();
     const calls = nodeCalls("eth_getBalance");
-    const payTo = await usdcBalance(chain, devnet, PAY_TO as Address);
-
-    const answers = await Promise.all(
-      signed.map((s) => get(path, { "PAYMENT-SIGNATURE": s, "X-Forwarded-For": ip })),
-    );
-    const statuses = answers.map((a) => a.status).sort();
-    expect(statuses, JSON.stringify(answers.map((a) => a.body.error?.message))).toEqual([
-      200,
-      ...Array(19).fill(402),
-    ]);
-    for (const a of answers.filter((x) => x.status === 402))
-      expect(a.body.error?.code).toBe("payment_invalid");
-    expect(nodeCalls("eth_getBalance") - calls).toBe(1);
-    // One transaction sent, and it paid: none reverted for want of balance.
+    for (let round = 0; round < rounds; round++) {
+      const wallet = await freshWallet(price);
+      const client = httpClient(new ExactEvmScheme(wallet));
+      const signed = await signatures(client, path, 20);
+      const ip = clientIp();
+      const payTo = await usdcBalance(chain, devnet, PAY_TO as Address);
+      const answers = await Promise.all(
+        signed.map((s) => get(path, { "PAYMENT-SIGNATURE": s, "X-Forwarded-For": ip })),
+      );
+      const statuses = answers.map((a) => a.status).sort();
+      expect(statuses, JSON.stringify(answers.map((a) => a.body.error?.message))).toEqual([
+        200,
+        ...Array(19).fill(402),
+      ]);
+      for (const a of answers.filter((x) => x.status === 402))
+        expect(a.body.error?.code).toBe("payment_invalid");
+      // The one transaction sent paid: none reverted for want of balance.
+      expect((await usdcBalance(chain, devnet, PAY_TO as Address)) - payTo).toBe(price);
+      expect(await usdcBalance(chain, devnet, wallet.address)).toBe(0n);
+    }
+    expect(nodeCalls("eth_getBalance") - calls).toBe(rounds);
     await sleep(500);
-    expect((await facilitatorSent()) - sent).toBe(1);
-    expect((await usdcBalance(chain, devnet, PAY_TO as Address)) - payTo).toBe(price);
-    expect(await usdcBalance(chain, devnet, wallet.address)).toBe(0n);
+    expect((await facilitatorSent()) - sent).toBe(rounds);
     const metrics = mesh.ports["payment-verifier"].metrics;
     expect(await metric(metrics, "payment_settlements_reverted_total")).toBe(0);
-    expect(await metric(metrics, "payment_overdrawn_total", { scheme: "exact" })).toBeGreaterThanOrEqual(19);
+    expect(await metric(metrics, "payment_overdrawn_total", { scheme: "exact" })).toBeGreaterThanOrEqual(
+      19 * rounds,
+    );
+    figures.push(
+      `exact from one-price wallets: ${rounds * 20} attempts, ${rounds} served, ${(await facilitatorSent()) - sent} transactions sent, 0 reverted, ${nodeCalls("eth_getBalance") - calls} node calls`,
+    );
   });
 
   it("5 x402-batch deposits on channels of their own, sent at once from a wallet holding one deposit: one served, 4 refused before any node call, one deposit sent", async () => {
@@ -172,35 +186,40 @@ describe("one price in a wallet pays for one settlement, however many payments i
     const required = await offer(httpClient(probe), path);
     const first = await httpClient(probe).createPaymentPayload(required);
     const deposit = BigInt((first.payload as { deposit: { amount: string } }).deposit.amount);
-
-    const wallet = await freshWallet(deposit);
     const reader = createPublicClient({ transport: http(settlementRpc) });
-    const signed: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      // A salt of its own per client: five channels, each opened by a deposit of the whole balance.
-      const scheme = new BatchSettlementEvmScheme(toClientEvmSigner(wallet, reader), {
-        salt: `0x${randomBytes(32).toString("hex")}`,
-      });
-      const client = httpClient(scheme);
-      const payload = await client.createPaymentPayload(await offer(client, path));
-      signed.push(client.encodePaymentSignatureHeader(payload)["PAYMENT-SIGNATURE"] ?? "");
-    }
-    const ip = clientIp();
+    const rounds = Math.ceil(attempts(5) / 5);
     const sent = await facilitatorSent();
     const calls = nodeCalls("eth_getBalance");
-    const answers = await Promise.all(
-      signed.map((s) => get(path, { "PAYMENT-SIGNATURE": s, "X-Forwarded-For": ip })),
-    );
-    expect(
-      answers.map((a) => a.status).sort(),
-      JSON.stringify(answers.map((a) => a.body.error?.message)),
-    ).toEqual([200, 402, 402, 402, 402]);
-    expect(nodeCalls("eth_getBalance") - calls).toBe(1);
+    for (let round = 0; round < rounds; round++) {
+      const wallet = await freshWallet(deposit);
+      const signed: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        // A salt of its own per client: five channels, each opened by a deposit of the whole balance.
+        const scheme = new BatchSettlementEvmScheme(toClientEvmSigner(wallet, reader), {
+          salt: `0x${randomBytes(32).toString("hex")}`,
+        });
+        const client = httpClient(scheme);
+        const payload = await client.createPaymentPayload(await offer(client, path));
+        signed.push(client.encodePaymentSignatureHeader(payload)["PAYMENT-SIGNATURE"] ?? "");
+      }
+      const ip = clientIp();
+      const answers = await Promise.all(
+        signed.map((s) => get(path, { "PAYMENT-SIGNATURE": s, "X-Forwarded-For": ip })),
+      );
+      expect(
+        answers.map((a) => a.status).sort(),
+        JSON.stringify(answers.map((a) => a.body.error?.message)),
+      ).toEqual([200, 402, 402, 402, 402]);
+      expect(await usdcBalance(chain, devnet, wallet.address)).toBe(0n);
+    }
+    expect(nodeCalls("eth_getBalance") - calls).toBe(rounds);
     await sleep(500);
-    expect((await facilitatorSent()) - sent).toBe(1);
-    expect(await usdcBalance(chain, devnet, wallet.address)).toBe(0n);
+    expect((await facilitatorSent()) - sent).toBe(rounds);
     expect(await metric(mesh.ports["payment-verifier"].metrics, "payment_settlements_reverted_total")).toBe(
       0,
+    );
+    figures.push(
+      `x402-batch deposits from one-deposit wallets: ${rounds * 5} attempts, ${rounds} served, ${(await facilitatorSent()) - sent} transactions sent, 0 reverted, ${nodeCalls("eth_getBalance") - calls} node calls`,
     );
   });
 });
@@ -210,7 +229,7 @@ describe("an authorization its payer cancels after Verify is never sent (finding
     const path = `/api/chain/balance/${PAY_TO}`;
     const wallet = await freshWallet(priceAtomic("0.010"), 10n ** 18n);
     const client = httpClient(new ExactEvmScheme(wallet));
-    const [signature, later] = await signatures(client, path, 2);
+    const [signature, ...later] = await signatures(client, path, Math.max(2, attempts(2)));
     const decoded = JSON.parse(Buffer.from(signature ?? "", "base64").toString()) as {
       payload: { authorization: { nonce: Hex } };
     };
@@ -255,11 +274,22 @@ describe("an authorization its payer cancels after Verify is never sent (finding
     expect(refused.status).toBe(402);
     expect(refused.body.error?.message).toMatch(/canceled/);
     expect(await facilitatorSent()).toBe(sent);
-    // Refused like a drain: its next payment (another nonce, funds still there) is refused at Verify.
-    const next = await get(path, { "PAYMENT-SIGNATURE": later ?? "", "X-Forwarded-For": clientIp() });
-    expect(next.status).toBe(402);
-    expect(next.body.error?.message).toMatch(/payments from this payer are refused until/);
+    // Refused like a drain: its next payments (other nonces, funds still there) are refused at Verify.
+    for (let i = 0; i < later.length; i += 25) {
+      const next = await Promise.all(
+        later
+          .slice(i, i + 25)
+          .map((sig) => get(path, { "PAYMENT-SIGNATURE": sig, "X-Forwarded-For": clientIp() })),
+      );
+      for (const n of next) {
+        expect(n.status).toBe(402);
+        expect(n.body.error?.message).toMatch(/payments from this payer are refused until/);
+      }
+    }
     expect(await facilitatorSent()).toBe(sent);
+    figures.push(
+      `canceled authorization: 1 canceled between Verify and Settle, then ${later.length} more payments from that payer: ${(await facilitatorSent()) - sent} transactions sent`,
+    );
   });
 });
 
@@ -274,7 +304,8 @@ describe("forged payments cannot lock a payer out (finding 4)", () => {
         signTypedData: (m) => attacker.signTypedData(m as never),
       }),
     );
-    const forged = await signatures(forger, BLOCK_NUMBER, 300);
+    const forged = await signatures(forger, BLOCK_NUMBER, attempts(300));
+    const sent = await facilitatorSent();
     const answers = [];
     for (let i = 0; i < forged.length; i += 30) {
       answers.push(
@@ -286,6 +317,8 @@ describe("forged payments cannot lock a payer out (finding 4)", () => {
       );
     }
     expect(new Set(answers.map((a) => a.status))).toEqual(new Set([402]));
+    expect(await facilitatorSent()).toBe(sent);
+    figures.push(`forged payments naming a victim: ${forged.length} attempts, 0 transactions sent`);
     const own = await signatures(httpClient(new ExactEvmScheme(victim)), BLOCK_NUMBER, 1);
     const served = await get(BLOCK_NUMBER, {
       "PAYMENT-SIGNATURE": own[0] ?? "",
@@ -297,7 +330,7 @@ describe("forged payments cannot lock a payer out (finding 4)", () => {
   it("credentials that do not decode are counted against their client: a flood is answered 429", async () => {
     const ip = clientIp();
     const answers = [];
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < attempts(200) / 20; i++) {
       answers.push(
         ...(await Promise.all(
           Array.from({ length: 20 }, (_, j) =>
@@ -309,6 +342,9 @@ describe("forged payments cannot lock a payer out (finding 4)", () => {
     const statuses = answers.map((a) => a.status);
     expect(statuses).toContain(429);
     expect(new Set(statuses)).toEqual(new Set([402, 429]));
+    figures.push(
+      `undecodable credentials from one client: ${answers.length} attempts, ${statuses.filter((x) => x === 429).length} answered 429, the rest 402`,
+    );
     // Another client is not affected.
     const other = await get(BLOCK_NUMBER, {
       "PAYMENT-SIGNATURE": "still-not-one",

@@ -11,7 +11,7 @@ import { upstreamsEnvName } from "@tollgate/rpc-proxy";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
-import { authorizeCalls } from "../support/gateway.ts";
+import { quotaMeterCalls } from "../support/gateway.ts";
 import { signPayment, type X402Payer, x402Payer } from "../support/x402.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8")) as DevnetFile;
@@ -199,7 +199,7 @@ describe("the early node call is earned by a settled payment, one at a time (fin
 describe("unknown API keys are limited per client address (finding 6)", () => {
   it("answers 429 rate_limited with Retry-After to a client flooding made-up keys, without asking quota-meter; another client's key is served", async () => {
     const flooder = { "X-Forwarded-For": "203.0.113.60" };
-    const before = await authorizeCalls(mesh);
+    const before = await quotaMeterCalls(mesh);
     const started = performance.now();
     const wave = () =>
       Promise.all(
@@ -212,7 +212,7 @@ describe("unknown API keys are limited per client address (finding 6)", () => {
       );
     const flood = [...(await wave()), ...(await wave())];
     const elapsed = (performance.now() - started) / 1_000;
-    const asked = (await authorizeCalls(mesh)) - before;
+    const asked = (await quotaMeterCalls(mesh)) - before;
     const limited = flood.filter((a) => a.status === 429);
     expect(limited.length).toBeGreaterThan(0);
     const refused = flood.filter((a) => a.status === 401);
@@ -243,5 +243,30 @@ describe("unknown API keys are limited per client address (finding 6)", () => {
     // The flooder's own calls with that key, which this gateway now holds, are served too.
     const same = await send(mesh.gatewayUrl, CHAIN_ID, { ...flooder, Authorization: `Bearer ${apiKey}` });
     expect(same.status, JSON.stringify(same.body)).toBe(200);
+  });
+
+  it("limits made-up keys on GET /api/account/usage the same way: quota-meter is asked about the burst, not the flood", async () => {
+    const flooder = { "X-Forwarded-For": "203.0.113.70" };
+    const before = await quotaMeterCalls(mesh, "GetUsage");
+    const started = performance.now();
+    const flood = await Promise.all(
+      Array.from({ length: 200 }, () =>
+        send(mesh.gatewayUrl, "/api/account/usage", {
+          ...flooder,
+          Authorization: `Bearer tg_live_${randomBytes(24).toString("hex")}`,
+        }),
+      ),
+    );
+    const elapsed = (performance.now() - started) / 1_000;
+    const asked = (await quotaMeterCalls(mesh, "GetUsage")) - before;
+    expect(flood.filter((a) => a.status === 429).length).toBeGreaterThan(0);
+    expect(new Set(flood.map((a) => a.status))).toEqual(new Set([401, 429]));
+    expect(asked).toBeLessThanOrEqual(UNKNOWN_BURST + Math.ceil(elapsed * UNKNOWN_PER_SECOND));
+    // A genuine key's usage, from another client, is served.
+    const own = await send(mesh.gatewayUrl, "/api/account/usage", {
+      "X-Forwarded-For": "203.0.113.71",
+      Authorization: `Bearer ${apiKey}`,
+    });
+    expect(own.status, JSON.stringify(own.body)).toBe(200);
   });
 });

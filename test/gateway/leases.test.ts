@@ -8,7 +8,7 @@ import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
-import { authorizeCalls } from "../support/gateway.ts";
+import { quotaMeterCalls } from "../support/gateway.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 let mesh: Mesh;
@@ -77,7 +77,7 @@ describe("quota leases across two gateways", () => {
 
   it("serves a hot key from leases: far fewer quota-meter hops than calls, and the windows count each call once", async () => {
     const key = await account({ daily: 0, monthly: 0, burst: 1_000_000 });
-    const before = await authorizeCalls(mesh);
+    const before = await quotaMeterCalls(mesh);
     for (let round = 0; round < 10; round++) {
       const batch = await Promise.all(Array.from({ length: 20 }, () => call(mesh.gatewayUrl, key)));
       for (const res of batch) {
@@ -85,7 +85,7 @@ describe("quota leases across two gateways", () => {
         await res.arrayBuffer();
       }
     }
-    const hops = (await authorizeCalls(mesh)) - before;
+    const hops = (await quotaMeterCalls(mesh)) - before;
     expect(hops).toBeLessThan(40); // 200 calls
     console.log(`200 calls, ${hops} Authorize calls`);
   });

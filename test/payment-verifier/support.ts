@@ -174,10 +174,15 @@ export interface Payer {
 }
 
 export function payer(devnet: Devnet, role: string): Payer {
-  const acct = account(devnet, role);
+  return payerWithKey(devnet, account(devnet, role).privateKey);
+}
+
+/** A payer signing with `privateKey` (a wallet of the test's own making). */
+export function payerWithKey(devnet: Devnet, privateKey: `0x${string}`): Payer {
+  const acct = privateKeyToAccount(privateKey);
   const settlement = devnet.demo.settlement;
   const client = new x402Client()
-    .register("eip155:*", new ExactEvmScheme(privateKeyToAccount(acct.privateKey)))
+    .register("eip155:*", new ExactEvmScheme(acct))
     // The devnet token is not a library default asset; a client must opt in to it.
     .setSpendControls({
       allowedAssets: [

@@ -10,12 +10,13 @@ import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { authorizationTypes } from "@x402/evm";
 import { createClient as createRedis } from "redis";
 import { createWalletClient, erc20Abi, http, type PublicClient } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SETTLEMENT_V2, type SettlementEventV2, streamSpecFor } from "../../libs/events/src/index.ts";
 import type { PaymentVerifierConfig } from "../../services/payment-verifier/src/config.ts";
 import { PAYER_PENALTY_MS } from "../../services/payment-verifier/src/schemes/x402-exact.ts";
 import type { PaymentVerifierHandle } from "../../services/payment-verifier/src/server.ts";
+import { metricSumAt } from "../support/gateway.ts";
 import {
   BLOCK_NUMBER,
   CALL,
@@ -28,6 +29,7 @@ import {
   type Payer,
   pay,
   payer,
+  payerWithKey,
   priceOf,
   settle,
   settlementReader,
@@ -427,6 +429,72 @@ describe("failed settlement", () => {
     // Another payer is served as before.
     const other = await payVerifySettle(payers[6] as Payer, CALL);
     expect(other.s.settled).toBe(true);
+  });
+});
+
+describe("a settlement that reverts all the same", () => {
+  it("is counted with its fee: the payer's drain mined in the same block ahead of our transfer, after the check before sending", async () => {
+    // The payer drains its balance in the moment between the check just before sending and the
+    // send (here: its transfer waits in the mempool with a higher tip, both mined in one block):
+    // nothing can stop that transaction, so it is counted, with what it cost, and alerted on.
+    const key = generatePrivateKey();
+    const p = payerWithKey(devnet, key);
+    const rpcUrl = devnet.chains.settlement?.rpcUrl ?? "";
+    const wallet = (k: `0x${string}`) =>
+      createWalletClient({ account: privateKeyToAccount(k), transport: http(rpcUrl) });
+    const funder = devnet.accounts.find((a) => a.role === "payer5")?.privateKey ?? "0x";
+    const price = priceOf(CALL);
+    const funded = await wallet(funder).writeContract({
+      address: devnet.demo.settlement.usdc.address,
+      abi: erc20Abi,
+      functionName: "transfer",
+      args: [p.address, price],
+      chain: null,
+    });
+    await chain.waitForTransactionReceipt({ hash: funded });
+    await chain.request({
+      method: "anvil_setBalance" as never,
+      params: [p.address, "0xde0b6b3a7640000"] as never,
+    });
+    const { credentials } = await pay(client, p, CALL);
+    const v = await verify(client, CALL, credentials);
+    expect(v.valid, v.reason).toBe(true);
+    const metrics = `http://127.0.0.1:${verifier.metricsPort}/metrics`;
+    const reverted = () => metricSumAt(metrics, "payment_settlements_reverted_total", { scheme: "exact" });
+    const fees = () =>
+      metricSumAt(metrics, "payment_settlement_reverted_fees_wei_total", { scheme: "exact" });
+    const [revertedBefore, feesBefore] = [await reverted(), await fees()];
+    await chain.request({ method: "evm_setAutomine" as never, params: [false] as never });
+    try {
+      await wallet(key).writeContract({
+        address: devnet.demo.settlement.usdc.address,
+        abi: erc20Abi,
+        functionName: "transfer",
+        args: [devnet.demo.settlement.payTo, price],
+        maxPriorityFeePerGas: 10n ** 11n,
+        maxFeePerGas: 10n ** 12n,
+        chain: null,
+      });
+      const settling = settle(client, CALL, credentials, v.paymentId, v.requestId);
+      // Our transfer reaches the mempool behind the payer's; then one block takes both.
+      const facilitator = privateKeyToAccount(
+        devnet.accounts.find((a) => a.role === "facilitator")?.privateKey ?? "0x",
+      ).address;
+      const pending = await chain.getTransactionCount({ address: facilitator, blockTag: "pending" });
+      while ((await chain.getTransactionCount({ address: facilitator, blockTag: "pending" })) === pending)
+        await new Promise((r) => setTimeout(r, 20));
+      await chain.request({ method: "evm_mine" as never, params: [] as never });
+      const s = await settling;
+      expect(s).toMatchObject({ settled: false, errorCode: "payment_invalid" });
+      const receipt = await chain.getTransactionReceipt({ hash: s.transaction as `0x${string}` });
+      expect(receipt.status).toBe("reverted");
+      expect((await reverted()) - revertedBefore).toBe(1);
+      expect(BigInt(Math.round((await fees()) - feesBefore))).toBeGreaterThanOrEqual(
+        (receipt.gasUsed * receipt.effectiveGasPrice * 99n) / 100n,
+      );
+    } finally {
+      await chain.request({ method: "evm_setAutomine" as never, params: [true] as never });
+    }
   });
 });
 

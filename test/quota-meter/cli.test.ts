@@ -120,7 +120,7 @@ describe("pnpm tollgate (operator CLI)", () => {
     // quota-meter migrated its own tables at start-up; the settlement worker's are new here.
     expect(JSON.parse(first.stdout)).toMatchObject({
       database: "postgres://***@127.0.0.1:5432/…",
-      applied: { "quota-meter": [], "settlement-worker": ["0001_ledger"] },
+      applied: { "quota-meter": [], "settlement-worker": ["0001_ledger", "0002_released_calls"] },
     });
     const second = await tollgate(["migrate"], env);
     expect(JSON.parse(second.stdout).applied).toEqual({ "quota-meter": [], "settlement-worker": [] });

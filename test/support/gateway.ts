@@ -45,12 +45,13 @@ export async function metricSumAt(url: string, metric: string, labels: Record<st
   return sum;
 }
 
-/** quota-meter's Authorize calls so far in a suite's own mesh (a lease grant or a per-call grant is one each). */
-export const authorizeCalls = (own: { ports: Record<"quota-meter", { metrics: number }> }) =>
+/** quota-meter's calls of `method` so far in a suite's own mesh (an Authorize: a lease grant or a per-call grant). */
+export const quotaMeterCalls = (
+  own: { ports: Record<"quota-meter", { metrics: number }> },
+  method: "Authorize" | "GetUsage" = "Authorize",
+) =>
   metricSumAt(
     `http://127.0.0.1:${own.ports["quota-meter"].metrics}/metrics`,
     "grpc_server_handling_seconds_count",
-    {
-      grpc_method: "Authorize",
-    },
+    { grpc_method: method },
   );

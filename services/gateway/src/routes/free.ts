@@ -15,6 +15,7 @@ import { readCredentials } from "../credentials.ts";
 import { buildLlmsTxt } from "../docs/llms.ts";
 import { buildOpenApi } from "../docs/openapi.ts";
 import { sendData, sendError, sendLimit } from "../envelope.ts";
+import type { UnknownKeyLimiter } from "../leases.ts";
 import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
 import { FREE_PATHS } from "./table.ts";
 
@@ -25,6 +26,8 @@ export interface FreeDeps {
   publicBaseUrl: string | undefined;
   dashboardUrl: string | undefined;
   lifecycle: { draining: boolean };
+  /** The unknown-key bucket per client address the chain routes share (see serveWithKey). */
+  unknownKeys: UnknownKeyLimiter | undefined;
 }
 
 /** The unauthenticated endpoints of spec 4.16 (plus the key owner's usage). */
@@ -157,10 +160,19 @@ export function freeRouter(deps: FreeDeps): Router {
       sendError(res, "invalid_parameter", "days: expected an integer from 1 to 366", { parameter: "days" });
       return;
     }
+    // Each read costs its client a token of the unknown-key bucket, given back unless quota-meter
+    // calls the key unknown: made-up keys cannot flood quota-meter through this path either.
+    const client = req.ip ?? "";
+    const limiter = deps.unknownKeys;
+    if (limiter && !limiter.take(client)) {
+      sendLimit(res, "rate_limited", deps.methods.text());
+      return;
+    }
     try {
       // One quota-meter call, one store round trip: key, status, the burst guard chain calls
       // share, and every day asked.
       const usage = await deps.quota.usage(credentials.apiKey, days);
+      limiter?.giveBack(client);
       res.locals.principal = usage.accountId;
       sendData(res, {
         account_id: usage.accountId,
@@ -168,6 +180,7 @@ export function freeRouter(deps: FreeDeps): Router {
       });
     } catch (err) {
       const failure = (err as { failure?: { code?: string } }).failure;
+      if (failure?.code !== "invalid_api_key") limiter?.giveBack(client);
       if (failure?.code === "invalid_api_key")
         sendError(res, "invalid_api_key", "the API key is unknown or revoked");
       else if (failure?.code === "subscription_inactive")

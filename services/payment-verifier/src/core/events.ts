@@ -30,7 +30,7 @@ export interface SettlementRecorder {
  * second for free. Every release is still counted (payment_releases_total); the ledger keeps
  * samples of them. The payers remembered are bounded too.
  */
-const RELEASED_PER_PAYER_PER_HOUR = 20;
+export const RELEASED_PER_PAYER_PER_HOUR = 20;
 const RELEASED_PAYERS_MAX = 10_000;
 
 export function createSettlementRecorder(
