@@ -344,35 +344,17 @@ export class Payments {
     }
     const guarded = await this.#verifyGuarded(call, scheme, payment, print);
     if (guarded) return guarded;
-    // Whether the payment is its payer's own: only then is it counted against that payer's limit
-    // (a forged payment naming a victim must not use up the victim's attempts).
-    let proven = false;
-    if (scheme.authenticate) {
-      let refusal: Extract<Verdict, { ok: false }> | undefined;
-      try {
-        refusal = await scheme.authenticate(call, payment);
-      } catch (err) {
-        if (err instanceof FacilitatorUnavailableError) {
-          return {
-            valid: false,
-            code: "service_unavailable",
-            reason: err.message,
-            headers: [],
-            scheme: scheme.name,
-          };
-        }
-        throw err;
-      }
-      if (refusal) {
-        const limited = await this.#countClientAttempt(call, scheme.name);
-        if (limited) return limited;
-        return this.#refused(call, scheme, refusal, print);
-      }
-      proven = true;
-    }
     const facts = this.#facts(call, scheme, payment, print);
     try {
-      // The reservation comes first, so concurrent copies of one payment cost one verification;
+      // Whether the payment is its payer's own: only then is it counted against that payer's limit
+      // (a forged payment naming a victim must not use up the victim's attempts).
+      const refusal = await scheme.authenticate?.(call, payment);
+      if (refusal) {
+        const limited = await this.#countClientAttempt(call, scheme.name);
+        return limited ?? (await this.#refused(call, scheme, refusal, print));
+      }
+      const proven = scheme.authenticate !== undefined;
+      // The reservation comes before the verification, so concurrent copies of one payment cost one;
       // the attempt is counted against the limits in the same round trip.
       const token = randomUUID();
       const attempt = {
@@ -435,7 +417,8 @@ export class Payments {
           // Its settlement would revert for want of balance (gas ours), or another's would.
           this.#o.metrics.overdrawn.inc({ scheme: scheme.name });
           await free();
-          if (verdict.hold) await this.#letGo(call, scheme, payment, verdict.hold);
+          // (A retried Verify's hold is its first Verify's, which answers for it.)
+          if (verdict.hold && !reserved.retried) await this.#letGo(call, scheme, payment, verdict.hold);
           const others = drawn - BigInt(payment.draw ?? "0");
           return this.#refuseInvalid(
             call,
@@ -689,14 +672,17 @@ export class Payments {
     };
   }
 
-  /** Has `scheme` let go of what it holds for a payment that will not be settled. */
+  /**
+   * Has `scheme` let go of what it holds for a payment that will not be settled; a scheme that
+   * cannot now is asked again once it can (deferred).
+   */
   async #letGo(call: PricedCall, scheme: PaymentScheme, payment: ParsedPayment, hold: string): Promise<void> {
     const undo = scheme.release?.bind(scheme);
     if (!undo) return;
     await undo(call, payment, hold).catch((err: unknown) => {
       this.#o.logger.warn(
         { err, scheme: scheme.name },
-        "scheme could not undo its hold on a refused payment",
+        "scheme could not undo its hold on a payment that will not be settled",
       );
       this.#defer(this.#o.reservationTtlMs, () => undo(call, payment, hold));
     });
@@ -958,17 +944,8 @@ export class Payments {
     this.#o.metrics.releases.inc({ scheme: freed.scheme });
     this.#o.events.record(freed, "released", null, reason || "call_failed");
     const detected = this.#detect(credentials);
-    const undo = detected.kind === "payment" ? detected.scheme.release?.bind(detected.scheme) : undefined;
-    if (!call || !undo || detected.kind !== "payment" || detected.payment.key !== id.key) return;
-    const { payment } = detected;
-    const held = hold || freed.hold;
-    await undo(call, payment, held).catch((err: unknown) => {
-      this.#o.logger.warn(
-        { err, scheme: freed.scheme },
-        "scheme could not undo its hold on a released payment",
-      );
-      this.#defer(this.#o.reservationTtlMs, () => undo(call, payment, held));
-    });
+    if (!call || detected.kind !== "payment" || detected.payment.key !== id.key) return;
+    await this.#letGo(call, detected.scheme, detected.payment, hold || freed.hold);
   }
 
   #defer(ttlMs: number, run: () => Promise<unknown>, over?: () => void): void {
