@@ -1,5 +1,5 @@
 // Tollgate's Prometheus rules (deploy/observability/prometheus/tollgate.rules.yml) checked by the real
-// promtool (Debian's `prometheus` package, installed by .ci/run): syntax and lint, then the unit tests
+// promtool (Debian's `prometheus` package, installed by `pnpm test` when missing): syntax and lint, then the unit tests
 // in tollgate.rules.test.yml. Also: the Kubernetes PrometheusRule is generated from this one file,
 // and every alert is documented in the README's runbook.
 import { execFileSync, spawnSync } from "node:child_process";

@@ -1,4 +1,4 @@
-// Tests use the machine's PostgreSQL server (127.0.0.1:5432, trust auth; `.ci/run` starts it), each
+// Tests use the machine's PostgreSQL server (127.0.0.1:5432, trust auth; `pnpm test` starts it), each
 // suite in a database of its own, dropped after: suites run side by side on the shared server.
 import { randomBytes } from "node:crypto";
 import pg from "pg";
