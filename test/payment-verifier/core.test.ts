@@ -60,6 +60,8 @@ class TestScheme implements PaymentScheme<Credential, string, Credential> {
   releases = 0;
   /** Payment keys whose signature this scheme's authenticate refuses: forged, whatever payer they name. */
   readonly forged = new Set<string>();
+  /** Payment keys whose signature this scheme cannot check locally (a smart wallet's): not proven. */
+  readonly unproven = new Set<string>();
   /** Set: each payment draws its amount from its payer's balance when settled. */
   draws = false;
   readonly name: string;
@@ -67,7 +69,8 @@ class TestScheme implements PaymentScheme<Credential, string, Credential> {
     this.name = name;
   }
   async authenticate(_call: PricedCall, p: ParsedPayment<Credential>) {
-    if (!this.forged.has(p.payload.key)) return undefined;
+    if (!this.forged.has(p.payload.key))
+      return { ok: true as const, proven: !this.unproven.has(p.payload.key) };
     return {
       ok: false as const,
       code: "payment_invalid" as const,
@@ -474,6 +477,18 @@ describe("payment core (with a protocol and schemes made for this test)", () => 
         await payments.verify(call(undefined, `10.7.7.${i}`), pay("alpha", `real${i}`, "0xVICTIM")),
       );
     expect(genuine.map((o) => o.valid)).toEqual([true, true, true]);
+  });
+
+  it("counts against the payer only payments whose signature was recovered to it", async () => {
+    build({ perSecond: 1, burst: 3 });
+    // Signatures left to the facilitator (a smart wallet's, ERC-6492) prove nothing of the payer yet.
+    for (let i = 0; i < 6; i++) alpha.unproven.add(`sw${i}`);
+    const outcomes = [];
+    for (let i = 0; i < 6; i++)
+      outcomes.push(
+        await payments.verify(call(undefined, `10.8.8.${i}`), pay("alpha", `sw${i}`, "0xwallet")),
+      );
+    expect(outcomes.map((o) => o.valid)).toEqual(Array(6).fill(true));
   });
 
   it("counts credentials that do not decode against the client's attempts", async () => {

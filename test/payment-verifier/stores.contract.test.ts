@@ -327,6 +327,23 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     expect(await drawn(uniqueId("k-"), "10")).toBe(11n); // d and the new one
   });
 
+  it("keeps counting the draw of a payment dropped with its transfer broadcast, until the same payment takes its place", async () => {
+    const account = uniqueId("acct-");
+    const draw = (amount: string) => ({ account, amount, ttlMs: 60_000 });
+    const key = uniqueId("k-");
+    const f = facts();
+    await store.reserve(key, "tok", f, 60_000, undefined, draw("5"));
+    await store.heartbeat("replica-a", 60_000);
+    await store.beginSettle(key, "tok", f.requestId, 60_000, "replica-a");
+    expect(await store.drop(key, "tok", undefined, true)).toBe(true);
+    // Its transfer may still land: the payer's next payment still sees it drawn.
+    const next = await store.reserve(uniqueId("k-"), "tok", facts(), 60_000, undefined, draw("3"));
+    expect(next.ok && next.drawn).toBe(8n);
+    // The client retries the same payment: one draw for it, not two.
+    const again = await store.reserve(key, "tok2", facts(), 60_000, undefined, draw("5"));
+    expect(again.ok && again.drawn).toBe(8n);
+  });
+
   it("stops counting a draw after its TTL (a holder that died)", async () => {
     const account = uniqueId("acct-");
     await store.reserve(uniqueId("k-"), "tok", facts(), 60_000, undefined, {

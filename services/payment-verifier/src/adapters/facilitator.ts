@@ -25,6 +25,7 @@ import {
   createPublicClient,
   createWalletClient,
   defineChain,
+  ExecutionRevertedError,
   encodeFunctionData,
   getAddress,
   type Hex,
@@ -539,7 +540,12 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
       () => undefined,
       (err: unknown) => {
         if (isTransportError(err)) throw err;
-        return transferErrorReason(err);
+        // Only the token's own refusal withholds the transfer: a node's other error (throttled, a
+        // state it pruned) says nothing of it, and the transfer is sent as it was before.
+        const reverted =
+          err instanceof BaseError && err.walk((e) => e instanceof ExecutionRevertedError) !== null;
+        const reason = transferErrorReason(err);
+        return reverted || reason !== "invalid_exact_evm_transaction_failed" ? reason : undefined;
       },
     );
 

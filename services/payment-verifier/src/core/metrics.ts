@@ -21,6 +21,8 @@ export interface PaymentMetrics {
   settleOutcomeUnknown: prom.Counter<"scheme">;
   /** Payments refused at Verify because the payer's balance does not cover its draws in flight. */
   overdrawn: prom.Counter<"scheme">;
+  /** Payments that draw on the payer's balance whose balance was not read: not checked. */
+  balanceUnknown: prom.Counter<"scheme">;
   /** Settlement transactions of ours that were mined and reverted: gas paid, nothing collected. */
   settlementsReverted: prom.Counter<"scheme">;
   /** What those reverted transactions cost in fees (gas used × effective gas price), in wei. */
@@ -41,6 +43,7 @@ export function zeroPaymentMetrics(metrics: PaymentMetrics, schemes: readonly st
     metrics.settledAfterDeadline.inc({ scheme }, 0);
     metrics.settleOutcomeUnknown.inc({ scheme }, 0);
     metrics.overdrawn.inc({ scheme }, 0);
+    metrics.balanceUnknown.inc({ scheme }, 0);
     metrics.settlementsReverted.inc({ scheme }, 0);
     metrics.revertedFeesWei.inc({ scheme }, 0);
     for (const operation of ["verify", "settle"]) metrics.reservationConflicts.inc({ scheme, operation }, 0);
@@ -109,6 +112,12 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
     overdrawn: new prom.Counter({
       name: "payment_overdrawn_total",
       help: "Payments refused at Verify because the payer's balance does not cover them with its other payments being settled",
+      labelNames: ["scheme"],
+      registers: [registry],
+    }),
+    balanceUnknown: new prom.Counter({
+      name: "payment_balance_unknown_total",
+      help: "Payments drawing on the payer's balance whose balance was not read (a remote facilitator without X402_SETTLEMENT_RPC_URL, a read that failed): their draws in flight were not checked",
       labelNames: ["scheme"],
       registers: [registry],
     }),

@@ -348,12 +348,12 @@ export class Payments {
     try {
       // Whether the payment is its payer's own: only then is it counted against that payer's limit
       // (a forged payment naming a victim must not use up the victim's attempts).
-      const refusal = await scheme.authenticate?.(call, payment);
-      if (refusal) {
+      const checked = await scheme.authenticate?.(call, payment);
+      if (checked && !checked.ok) {
         const limited = await this.#countClientAttempt(call, scheme.name);
-        return limited ?? (await this.#refused(call, scheme, refusal, print));
+        return limited ?? (await this.#refused(call, scheme, checked, print));
       }
-      const proven = scheme.authenticate !== undefined;
+      const proven = checked?.proven === true;
       // The reservation comes before the verification, so concurrent copies of one payment cost one;
       // the attempt is counted against the limits in the same round trip.
       const token = randomUUID();
@@ -410,15 +410,17 @@ export class Payments {
         await free();
         return this.#refused(call, scheme, verdict, print);
       }
-      const drawn = reserved.drawn;
-      if (drawn !== undefined && verdict.balance !== undefined && !verdict.collected) {
-        const balance = BigInt(verdict.balance);
+      // (A retried Verify is its first Verify's, which answered for it.)
+      const drawn = reserved.retried || verdict.collected ? undefined : reserved.drawn;
+      const known = verdict.balance !== undefined && /^[0-9]{1,78}$/.test(verdict.balance);
+      if (drawn !== undefined && !known) this.#o.metrics.balanceUnknown.inc({ scheme: scheme.name });
+      if (drawn !== undefined && known) {
+        const balance = BigInt(verdict.balance ?? "0");
         if (drawn > balance) {
           // Its settlement would revert for want of balance (gas ours), or another's would.
           this.#o.metrics.overdrawn.inc({ scheme: scheme.name });
           await free();
-          // (A retried Verify's hold is its first Verify's, which answers for it.)
-          if (verdict.hold && !reserved.retried) await this.#letGo(call, scheme, payment, verdict.hold);
+          if (verdict.hold) await this.#letGo(call, scheme, payment, verdict.hold);
           const others = drawn - BigInt(payment.draw ?? "0");
           return this.#refuseInvalid(
             call,
@@ -794,8 +796,10 @@ export class Payments {
     // scheme may have charged after all is undone only when this drop deleted the record: no
     // takeover can then answer the call served (a failed drop's retry cannot tell, and keeps it).
     const undo = result.undo;
+    // A transfer broadcast and not confirmed may still land: its draw keeps counting.
+    const broadcast = result.code === "service_unavailable" && result.transaction !== "";
     const drop = async () => {
-      const deleted = await this.#o.reservations.drop(payment.key, id.token, reservation);
+      const deleted = await this.#o.reservations.drop(payment.key, id.token, reservation, broadcast);
       if (!undo) return;
       if (deleted) {
         void undo().catch((err: unknown) =>

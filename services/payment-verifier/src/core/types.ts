@@ -109,6 +109,13 @@ export type Verdict =
       problem?: Problem;
     };
 
+/**
+ * A scheme's local check of a payment before its reservation (PaymentScheme.authenticate): refused,
+ * or let through, `proven` only when its signature was recovered to the payer (a smart wallet's or
+ * an ERC-6492 signature is left to the facilitator, so it proves nothing yet).
+ */
+export type Authenticated = Extract<Verdict, { ok: false }> | { ok: true; proven: boolean };
+
 /** What the core knows at Settle about the payment's Verify. */
 export interface VerifiedPayment {
   /** What the scheme's verdict kept (Verdict.hold), "" when nothing. */
@@ -244,10 +251,7 @@ export interface PaymentScheme<Credential = unknown, Offer = unknown, P = unknow
    * refusal is counted against the client only, so forged payments naming a victim as payer cannot
    * use up the victim's attempt limit. Schemes without it are counted against the client only.
    */
-  authenticate?(
-    call: PricedCall,
-    payment: ParsedPayment<P>,
-  ): Promise<Extract<Verdict, { ok: false }> | undefined>;
+  authenticate?(call: PricedCall, payment: ParsedPayment<P>): Promise<Authenticated>;
   /** Checks the payment against the call's price and terms, locally first, then with its facilitator. */
   verify(call: PricedCall, payment: ParsedPayment<P>): Promise<Verdict>;
   /** Collects a verified payment after the node answered. */

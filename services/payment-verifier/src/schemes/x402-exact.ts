@@ -18,6 +18,7 @@ import type { SettlementChain } from "../adapters/settlement-chain.ts";
 import { chainIdOf, type X402Config } from "../config.ts";
 import { payerPenalty } from "../core/payments.ts";
 import {
+  type Authenticated,
   type Claim,
   FacilitatorUnavailableError,
   type Header,
@@ -289,22 +290,23 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
    * `from`; anything else is only plausible from a smart wallet (ERC-1271 code at `from`, or an
    * ERC-6492 wrapper for one not deployed yet), which the facilitator then checks on chain.
    */
-  async #signatureRefusal(payment: ExactPayment): Promise<string | undefined> {
+  async #signatureRefusal(payment: ExactPayment): Promise<string | { recovered: boolean }> {
     const { authorization, signature } = payment;
     const from = authorization.from as Hex;
-    if (signature.toLowerCase().endsWith(ERC6492_SUFFIX)) return undefined;
+    const unproven = { recovered: false };
+    if (signature.toLowerCase().endsWith(ERC6492_SUFFIX)) return unproven;
     if (signature.length === 132) {
       try {
         const signer = await recoverAddress({ hash: this.#digest(authorization), signature });
-        if (sameAddress(signer, from)) return undefined;
+        if (sameAddress(signer, from)) return { recovered: true };
       } catch {
         // Not a valid secp256k1 signature at all: only a smart wallet could mean something by it.
       }
     }
     const chain = this.#deps.chain;
-    if (!chain) return undefined; // cannot tell a smart wallet without reading the chain: the facilitator decides
+    if (!chain) return unproven; // cannot tell a smart wallet without reading the chain: the facilitator decides
     try {
-      if (await chain.hasCode(from)) return undefined;
+      if (await chain.hasCode(from)) return unproven;
     } catch {
       throw new FacilitatorUnavailableError(
         "the settlement chain is unreachable (checking the payer's wallet)",
@@ -330,13 +332,14 @@ export class X402ExactScheme implements PaymentScheme<PaymentPayload, PaymentReq
    * chain reads and the settlement's fees start only for a signature that is the payer's (its own
    * recovery of it is then the memo's: one recovery).
    */
-  async authenticate(call: PricedCall, parsed: ParsedPayment<ExactPayment>) {
+  async authenticate(call: PricedCall, parsed: ParsedPayment<ExactPayment>): Promise<Authenticated> {
     const payment = parsed.payload;
     const refusal = this.#refusal(call, payment);
-    if (refusal) return { ok: false as const, code: "payment_invalid" as const, reason: refusal };
-    const forged = await this.#signatureRefusal(payment);
-    if (forged) return { ok: false as const, code: "payment_invalid" as const, reason: forged, final: true };
-    return undefined;
+    if (refusal) return { ok: false, code: "payment_invalid", reason: refusal };
+    const signature = await this.#signatureRefusal(payment);
+    if (typeof signature === "string")
+      return { ok: false, code: "payment_invalid", reason: signature, final: true };
+    return { ok: true, proven: signature.recovered };
   }
 
   /** After `authenticate`: the facilitator's verification, and the payer's balance with it. */

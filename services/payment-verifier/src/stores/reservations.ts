@@ -165,9 +165,16 @@ export interface ReservationStore {
   /**
    * Forgets a payment whose settlement moved nothing (held by `token`); with `settling`, only while
    * that owner's begin (its attempt id) still holds it, never a settlement a takeover runs since.
-   * True when this drop deleted it (so no takeover can run it any more).
+   * True when this drop deleted it (so no takeover can run it any more). `keepDraw`: its transfer
+   * was broadcast and may still land, so its draw keeps counting until its TTL (a retry of the same
+   * payment takes its place).
    */
-  drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<boolean>;
+  drop(
+    key: string,
+    token: string,
+    settling?: { owner: string; attempt: string },
+    keepDraw?: boolean,
+  ): Promise<boolean>;
   /**
    * Frees a reservation still `reserved` by `token` for `requestId`; returns what it freed. With
    * `release` (a mesh-made id per release, and how long to remember it), the same release run again
@@ -317,7 +324,7 @@ if ARGV[5] ~= '' then
   local now = tonumber(ARGV[2])
   if reply[1] == 1 then
     redis.call('HSET', draws, KEYS[1], ARGV[5] .. ':' .. string.format('%d', now + tonumber(ARGV[6])))
-    redis.call('PEXPIRE', draws, ARGV[6])
+    if redis.call('PTTL', draws) < tonumber(ARGV[6]) then redis.call('PEXPIRE', draws, ARGV[6]) end
     redis.call('HSET', KEYS[1], 'draws', draws)
   end
   local all = redis.call('HGETALL', draws)
@@ -382,13 +389,14 @@ return {reply, redis.call('HGETALL', KEYS[1])}`;
 
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] owner; ARGV[3] attempt id. Deletes a settling record
 // of that owner's begin (drop after a settlement that moved nothing; abandon after a lost begin).
+// ARGV[4] "1": its draw keeps counting (a transfer broadcast that may still land).
 const DELETE_SETTLING_OF = `${FORGET_DRAW_LUA}
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'owner', 'attempt')
 if cur[1] ~= 'settling' or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] or ARGV[3] == '' or cur[4] ~= ARGV[3] then
   return false
 end
 local all = redis.call('HGETALL', KEYS[1])
-forget_draw(KEYS[1])
+if ARGV[4] ~= '1' then forget_draw(KEYS[1]) end
 redis.call('DEL', KEYS[1])
 return all`;
 
@@ -428,13 +436,14 @@ else
 end
 return all`;
 
-// KEYS[1] reservation; ARGV[1] token; ARGV[2] the state it must be in; ARGV[3] request id, if any.
+// KEYS[1] reservation; ARGV[1] token; ARGV[2] the state it must be in; ARGV[3] request id, if any;
+// ARGV[4] "1": its draw keeps counting (see DELETE_SETTLING_OF).
 const DELETE_IF = `${FORGET_DRAW_LUA}
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id')
 if cur[1] ~= ARGV[2] or cur[2] ~= ARGV[1] then return false end
 if ARGV[3] ~= '' and cur[3] ~= ARGV[3] then return false end
 local all = redis.call('HGETALL', KEYS[1])
-forget_draw(KEYS[1])
+if ARGV[4] ~= '1' then forget_draw(KEYS[1]) end
 redis.call('DEL', KEYS[1])
 return all`;
 
@@ -573,12 +582,19 @@ export class RedisReservationStore implements ReservationStore {
     });
   }
 
-  async drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<boolean> {
+  async drop(
+    key: string,
+    token: string,
+    settling?: { owner: string; attempt: string },
+    keepDraw = false,
+  ): Promise<boolean> {
     if (settling)
-      return (await this.#deleteSettlingOf(key, token, settling.owner, settling.attempt)) !== undefined;
+      return (
+        (await this.#deleteSettlingOf(key, token, settling.owner, settling.attempt, keepDraw)) !== undefined
+      );
     const reply = await this.#redis.eval(DELETE_IF, {
       keys: [this.#prefix + key],
-      arguments: [token, "settling", ""],
+      arguments: [token, "settling", "", keepDraw ? "1" : "0"],
     });
     return Boolean(reply);
   }
@@ -610,10 +626,10 @@ export class RedisReservationStore implements ReservationStore {
     return isTakeover(attempt) ? undefined : this.#deleteSettlingOf(key, token, owner, attempt);
   }
 
-  async #deleteSettlingOf(key: string, token: string, owner: string, attempt: string) {
+  async #deleteSettlingOf(key: string, token: string, owner: string, attempt: string, keepDraw = false) {
     const reply = await this.#redis.eval(DELETE_SETTLING_OF, {
       keys: [this.#prefix + key],
-      arguments: [token, owner, attempt],
+      arguments: [token, owner, attempt, keepDraw ? "1" : "0"],
     });
     return reply ? fromHash(pairsToHash(reply)) : undefined;
   }
@@ -812,19 +828,30 @@ export class MemoryReservationStore implements ReservationStore {
     this.#put(key, { ...current, state: "settled", transaction, receipt }, Math.max(1, retentionMs));
   }
 
-  #deleteIf(key: string, token: string, state: ReservationState, requestId = ""): Reservation | undefined {
+  #deleteIf(
+    key: string,
+    token: string,
+    state: ReservationState,
+    requestId = "",
+    keepDraw = false,
+  ): Reservation | undefined {
     const current = this.#live(key);
     if (current?.state !== state || current.token !== token) return undefined;
     if (requestId !== "" && current.requestId !== requestId) return undefined;
     this.#entries.delete(key);
-    this.#forgetDraw(key);
+    if (!keepDraw) this.#forgetDraw(key);
     return current;
   }
 
-  async drop(key: string, token: string, settling?: { owner: string; attempt: string }): Promise<boolean> {
+  async drop(
+    key: string,
+    token: string,
+    settling?: { owner: string; attempt: string },
+    keepDraw = false,
+  ): Promise<boolean> {
     const dropped = settling
-      ? this.#deleteSettlingOf(key, token, settling.owner, settling.attempt)
-      : this.#deleteIf(key, token, "settling");
+      ? this.#deleteSettlingOf(key, token, settling.owner, settling.attempt, keepDraw)
+      : this.#deleteIf(key, token, "settling", "", keepDraw);
     return dropped !== undefined;
   }
 
@@ -854,10 +881,16 @@ export class MemoryReservationStore implements ReservationStore {
     return isTakeover(attempt) ? undefined : this.#deleteSettlingOf(key, token, owner, attempt);
   }
 
-  #deleteSettlingOf(key: string, token: string, owner: string, attempt: string): Reservation | undefined {
+  #deleteSettlingOf(
+    key: string,
+    token: string,
+    owner: string,
+    attempt: string,
+    keepDraw = false,
+  ): Reservation | undefined {
     const current = this.#live(key);
     if (attempt === "" || current?.owner !== owner || current.attempt !== attempt) return undefined;
-    return this.#deleteIf(key, token, "settling");
+    return this.#deleteIf(key, token, "settling", "", keepDraw);
   }
 
   async penalize(penalty: string, ms: number): Promise<void> {
