@@ -1,13 +1,9 @@
-// The x402 facilitator behind the resource server, in one of two modes:
-//   remote: a facilitator service (standard /verify, /settle, /supported) via HTTPFacilitatorClient;
-//   local:  x402Facilitator in-process with the exact EVM scheme and our own settlement key.
-// Either way the resource server sees a FacilitatorClient. A facilitator or chain that cannot be
-// reached surfaces as FacilitatorUnavailableError, never as an invalid payment.
-import { AsyncLocalStorage } from "node:async_hooks";
-import type { Logger } from "@tollgate/platform";
-import { SerialSubmitter, type SignerLock } from "@tollgate/settlement-signer";
-import { type PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
-import { type FacilitatorClient, HTTPFacilitatorClient } from "@x402/core/server";
+// The x402 facilitator in-process: x402Facilitator with the EVM schemes (`exact`, batch-settlement)
+// and our own settlement key, its transactions serialised through the signer lock
+// (libs/settlement-signer). Chain outages surface as FacilitatorUnavailableError (call-scope.ts).
+import { SerialSubmitter } from "@tollgate/settlement-signer";
+import { x402Facilitator } from "@x402/core/facilitator";
+import type { FacilitatorClient } from "@x402/core/server";
 import type {
   PaymentPayload,
   PaymentRequirements,
@@ -15,231 +11,73 @@ import type {
   SupportedResponse,
   VerifyResponse,
 } from "@x402/core/types";
-import { type ExactEIP3009Payload, eip3009ABI, isEIP3009Payload, toFacilitatorEvmSigner } from "@x402/evm";
+import { eip3009ABI, toFacilitatorEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme as BatchSettlementFacilitatorScheme } from "@x402/evm/batch-settlement/facilitator";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import {
   type Abi,
-  type Address,
   BaseError,
   createPublicClient,
   createWalletClient,
   defineChain,
   ExecutionRevertedError,
-  encodeFunctionData,
-  getAddress,
   type Hex,
   hexToBytes,
-  parseSignature,
   type TransactionReceipt,
   type TransactionSerializable,
   type WalletClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type Caip2, chainIdOf, type FacilitatorConfig } from "../config.ts";
-import { FacilitatorUnavailableError } from "../core/types.ts";
-import { type Companion, jsonRpcTransport } from "./json-rpc-transport.ts";
-import { signTransaction } from "./secp256k1.ts";
-
-export interface Facilitator {
-  readonly mode: "remote" | "local";
-  readonly client: FacilitatorClient;
-  /** The settlement account (local mode). */
-  readonly address?: `0x${string}`;
-  /**
-   * Local mode: settles an `exact` EIP-3009 payment that Verify accepted, with the same payload and
-   * requirements, without verifying it a second time (see settleVerifiedTransfer), with the gas and
-   * fees this process read while verifying it, if they are still fresh (see PreparedFees).
-   */
-  readonly settleVerified?: (
-    payload: PaymentPayload,
-    requirements: PaymentRequirements,
-  ) => Promise<SettleResponse>;
-  close(): Promise<void>;
-}
-
-export interface FacilitatorDeps {
-  logger: Logger;
-  /** A settlement transaction of ours was mined and reverted: its scheme and the fee it cost (wei). */
-  onReverted?: (scheme: string, feeWei: bigint) => void;
-  /** A settlement was not sent: the check just before sending found it failing (the refusal code). */
-  onWithheld?: (scheme: string, reason: string) => void;
-  /** Shares broadcast-but-unconfirmed settlements across replicas (Redis). */
-  pendingSettlementStore?: PendingSettlementStore;
-  /** Serialises the settlement key's transactions across every replica that holds it. */
-  signerLock: SignerLock;
-}
-
-export function createFacilitator(
-  cfg: FacilitatorConfig,
-  network: Caip2,
-  deps: FacilitatorDeps,
-): Facilitator {
-  if (cfg.mode === "remote") {
-    return {
-      mode: "remote",
-      client: new HTTPFacilitatorClient({ url: cfg.url, timeoutMs: cfg.timeoutMs }),
-      close: async () => {},
-    };
-  }
-  return createLocalFacilitator(cfg, network, deps);
-}
-
-// ---- local mode ----
-
-/** balanceOf(address) */
-const BALANCE_OF = "0x70a08231";
-
-/**
- * Whose balance a payment's settlement draws on with a transaction of ours: an `exact` EIP-3009
- * transfer's `from`, an x402-batch deposit's payer; undefined for anything that sends nothing of
- * the payer's (a voucher).
- */
-function drawingPayer(payload: PaymentPayload, requirements: PaymentRequirements): Address | undefined {
-  const inner = payload.payload as {
-    authorization?: { from?: unknown };
-    type?: unknown;
-    channelConfig?: { payer?: unknown };
-  };
-  const payer =
-    requirements.scheme === "exact"
-      ? inner.authorization?.from
-      : inner.type === "deposit"
-        ? inner.channelConfig?.payer
-        : undefined;
-  return typeof payer === "string" && /^0x[0-9a-fA-F]{40}$/.test(payer) ? (payer as Address) : undefined;
-}
-
-/**
- * The payer's token balance, read as a companion of the scope's next call (one round trip for
- * both); undefined when there is no payer, or the read failed (the balance is then unknown).
- */
-function balanceRead(
-  scope: CallScope,
-  payer: Address | undefined,
-  asset: string,
-): Promise<bigint | undefined> {
-  if (!payer) return Promise.resolve(undefined);
-  return new Promise((resolve) => {
-    scope.companions.push({
-      method: "eth_call",
-      params: [
-        { to: asset, data: `${BALANCE_OF}${payer.slice(2).toLowerCase().padStart(64, "0")}` },
-        "latest",
-      ],
-      resolve: (result) => {
-        try {
-          resolve(typeof result === "string" && result.length > 2 ? BigInt(result.slice(0, 66)) : undefined);
-        } catch {
-          resolve(undefined);
-        }
-      },
-      reject: () => resolve(undefined),
-    });
-  });
-}
+import { jsonRpcTransport } from "../json-rpc-transport.ts";
+import { signTransaction } from "../secp256k1.ts";
+import {
+  balanceRead,
+  currentScope,
+  drawingPayer,
+  errorText,
+  isTransportError,
+  outageAware,
+  readKey,
+  swallowTransportError,
+  takeCompanions,
+  tracked,
+} from "./call-scope.ts";
+import {
+  type Eip3009Transfer,
+  eip3009Transfer,
+  transferData,
+  transferErrorReason,
+} from "./eip3009-transfer.ts";
+import {
+  FEES_REUSE_MS,
+  feeReader,
+  PREPARED_FEES_TTL_MS,
+  type PreparedFees,
+  preparedFeesStore,
+} from "./prepared-fees.ts";
+import { settleVerifiedTransfer } from "./settle-verified.ts";
+import type { Facilitator, FacilitatorDeps } from "./types.ts";
 
 type LocalConfig = Extract<FacilitatorConfig, { mode: "local" }>;
 
-/** viem errors that mean "could not talk to the node", as opposed to the node answering. */
-const TRANSPORT_ERRORS = new Set([
-  "HttpRequestError",
-  "TimeoutError",
-  "WebSocketRequestError",
-  "SocketClosedError",
-]);
-
-function isTransportError(err: unknown): boolean {
-  for (let e = err, depth = 0; e && depth < 8; depth++) {
-    const { name, cause } = e as { name?: string; cause?: unknown };
-    if (name && TRANSPORT_ERRORS.has(name)) return true;
-    e = cause;
-  }
-  return false;
-}
+/** A node refusal that means the nonce is taken (the submitter retries those with a fresh one). */
+const NONCE_REFUSED =
+  /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
 
 /**
- * Notes RPC transport failures during one verify/settle. The exact scheme turns some of them into
- * ordinary refusals (a failed getCode reads as "invalid signature", a failed simulation as
- * "simulation failed"); with this we can tell an outage from a bad payment.
+ * When the receipt is read right after the send (ms after the previous read), before the library's
+ * wait, which polls every X402_RECEIPT_POLL_MS: a chain that mines at once (a local one, or a
+ * preconfirming sequencer) may answer the send a moment before its receipt is there, and a 250 ms
+ * poll for it would cost more than the whole settlement.
  */
-const rpcFailures = new AsyncLocalStorage<CallScope>();
+const RECEIPT_SOON_MS = [0, 1, 3, 10];
 
-/**
- * Runs one verify or settle in its own scope: a transport failure, or a refusal the library made
- * while the node was unreachable (`refusedByOutage`), is a FacilitatorUnavailableError (503, retry),
- * never a payment refused for a reason it does not have.
- */
-async function outageAware<R>(
-  step: "verify" | "settle",
-  scheme: string,
-  run: (scope: CallScope) => Promise<R>,
-  refusedByOutage: (result: R) => boolean,
-): Promise<R> {
-  const scope = newScope(scheme);
-  const unavailable = () => new FacilitatorUnavailableError(`settlement chain unreachable during ${step}`);
-  const result = await rpcFailures
-    .run(scope, () => run(scope))
-    .catch((err) => {
-      throw scope.failed || isTransportError(err) ? unavailable() : err;
-    });
-  if (scope.failed && refusedByOutage(result)) throw unavailable();
-  return result;
-}
+/** How long an address read without code counts as a plain account (see plainAccounts), and how many. */
+const PLAIN_ACCOUNT_TTL_MS = 60_000;
+const PLAIN_ACCOUNTS_MAX = 10_000;
 
-/** One facilitator verify or settle: whether the node was unreachable, and reads made so far. */
-interface CallScope {
-  /** The x402 scheme of the payment (exact, batch-settlement): what its reverts are counted under. */
-  scheme: string;
-  failed: boolean;
-  /** Reads to send with the scope's next call, in the same round trip (see jsonRpcTransport). */
-  companions: Companion[];
-  /** The exact scheme reads the payer's code twice per verify; once is enough. */
-  code: Map<string, Promise<Hex | undefined>>;
-  /** Contract reads started ahead of the library (readAhead), by call (see readKey). */
-  reads: Map<string, Promise<unknown>>;
-}
-
-const newScope = (scheme: string): CallScope => ({
-  scheme,
-  failed: false,
-  companions: [],
-  code: new Map(),
-  reads: new Map(),
-});
-
-/** The reads waiting to ride with the current scope's next call (taken once). */
-function takeCompanions(): Companion[] | undefined {
-  const scope = rpcFailures.getStore();
-  if (!scope || scope.companions.length === 0) return undefined;
-  const taken = scope.companions;
-  scope.companions = [];
-  return taken;
-}
-
-/** A contract read's identity: the contract, the function and its arguments. */
-function readKey(address: string, functionName: string, args: readonly unknown[] | undefined): string {
-  return `${address}|${functionName}|${(args ?? []).map(String).join("|")}`.toLowerCase();
-}
-
-async function tracked<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (err) {
-    if (isTransportError(err)) {
-      const scope = rpcFailures.getStore();
-      if (scope) scope.failed = true;
-    }
-    throw err;
-  }
-}
-
-function swallowTransportError(err: unknown): undefined {
-  if (isTransportError(err)) return undefined;
-  throw err;
-}
-
-function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: FacilitatorDeps): Facilitator {
+export function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: FacilitatorDeps): Facilitator {
   const { logger, pendingSettlementStore } = deps;
   const chain = defineChain({
     id: chainIdOf(network),
@@ -247,7 +85,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
     rpcUrls: { default: { http: [cfg.rpcUrl] } },
   });
-  // No retries (see jsonRpcTransport): outages are reported as such instead (see rpcFailures).
+  // No retries (see jsonRpcTransport): outages are reported as such instead (see call-scope.ts).
   const rpc = jsonRpcTransport(cfg.rpcUrl, { timeoutMs: cfg.rpcTimeoutMs, companions: takeCompanions });
   const transport = rpc.transport;
   const publicClient = createPublicClient({ chain, transport, pollingInterval: cfg.pollingIntervalMs });
@@ -265,7 +103,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
   const plainAccounts = new Map<string, number>();
 
   function getCode(address: `0x${string}`): Promise<Hex | undefined> {
-    const memo = rpcFailures.getStore()?.code;
+    const memo = currentScope()?.code;
     const key = address.toLowerCase();
     const cached = memo?.get(key);
     if (cached) return cached;
@@ -280,28 +118,8 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     return read;
   }
 
-  /**
-   * Gas and fees read at Verify, by the authorization's signature, taken by its Settle in this
-   * process (a Settle on another replica reads them under the lock). Oldest first: expired ones go
-   * from the front.
-   */
-  const preparedFees = new Map<string, PreparedFees>();
-
-  function keepPrepared(signature: Hex, fees: PreparedFees): void {
-    const now = Date.now();
-    for (const [key, old] of preparedFees) {
-      if (now - old.at < PREPARED_FEES_TTL_MS && preparedFees.size < PREPARED_FEES_MAX) break;
-      preparedFees.delete(key);
-    }
-    preparedFees.set(signature.toLowerCase(), fees);
-  }
-
-  function takePrepared(signature: Hex): PreparedFees | undefined {
-    const key = signature.toLowerCase();
-    const fees = preparedFees.get(key);
-    preparedFees.delete(key);
-    return fees;
-  }
+  const preparedFees = preparedFeesStore();
+  const prepareFees = feeReader({ wallet, account, chain });
 
   /**
    * The library's verify of a plain ECDSA EIP-3009 payment reads the payer's code, recovers the
@@ -315,7 +133,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
    */
   function readAhead(payload: PaymentPayload, requirements: PaymentRequirements): void {
     const transfer = eip3009Transfer(payload, requirements);
-    const scope = rpcFailures.getStore();
+    const scope = currentScope();
     if (!transfer || !scope) return;
     const from = transfer.from.toLowerCase();
     if ((plainAccounts.get(from) ?? 0) > Date.now()) scope.code.set(from, Promise.resolve(undefined));
@@ -341,7 +159,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
             return fees;
           })
     ).then((fees) => {
-      keepPrepared(transfer.signature, { ...fees, data });
+      preparedFees.keep(transfer.signature, { ...fees, data });
       return undefined; // what the simulation answers: transferWithAuthorization returns nothing
     }, simulate);
     read.catch(() => undefined); // awaited by the library, or by no one when it refused earlier
@@ -352,7 +170,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     {
       address: account.address,
       readContract: (args) => {
-        const ahead = rpcFailures.getStore()?.reads.get(readKey(args.address, args.functionName, args.args));
+        const ahead = currentScope()?.reads.get(readKey(args.address, args.functionName, args.args));
         return (
           ahead ??
           tracked(() => publicClient.readContract({ ...args, abi: args.abi as Abi, args: args.args ?? [] }))
@@ -405,7 +223,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
    */
   function noteReceipt(receipt: TransactionReceipt): void {
     if (receipt.status !== "reverted") return;
-    const scheme = rpcFailures.getStore()?.scheme ?? "unknown";
+    const scheme = currentScope()?.scheme ?? "unknown";
     deps.onReverted?.(scheme, receipt.gasUsed * (receipt.effectiveGasPrice ?? 0n));
   }
 
@@ -439,32 +257,6 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     // The facilitator lists the networks it was registered with, all CAIP-2.
     getSupported: async () => facilitator.getSupported() as SupportedResponse,
   };
-
-  /**
-   * Reads gas and fees for the transfer the way viem prepares a transaction (one eth_fillTransaction
-   * where the node has it, else the fee history and an estimate), without a nonce: the nonce is
-   * only ever taken under the signer lock. Rejects when the estimate does (the transfer reverts).
-   */
-  async function prepareFees(to: Address, data: Hex): Promise<PreparedFees> {
-    const at = Date.now();
-    const request = await wallet.prepareTransactionRequest({
-      account,
-      chain,
-      to,
-      data,
-      parameters: ["fees", "gas", "type"],
-    });
-    return {
-      at,
-      gas: (request.gas * (100n + GAS_HEADROOM_PERCENT)) / 100n,
-      ...(request.type === "legacy" || request.type === "eip2930"
-        ? { gasPrice: request.gasPrice ?? 0n }
-        : {
-            maxFeePerGas: request.maxFeePerGas ?? 0n,
-            maxPriorityFeePerGas: request.maxPriorityFeePerGas ?? 0n,
-          }),
-    };
-  }
 
   /**
    * The last fields a fill read, shared by the payments verified within FEES_REUSE_MS of it: fees
@@ -563,7 +355,7 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
             pending: pendingSettlementStore,
             submit: submitTransfer,
             receiptSoon,
-            takePrepared,
+            takePrepared: preparedFees.take,
             refusalNow,
             noteReceipt,
             withheld: (reason) => deps.onWithheld?.(requirements.scheme, reason),
@@ -583,284 +375,4 @@ function createLocalFacilitator(cfg: LocalConfig, network: Caip2, deps: Facilita
     settleVerified,
     close: () => rpc.close(),
   };
-}
-
-// ---- the exact scheme's transfer, settled without a second verification ----
-
-/** A node refusal that means the nonce is taken (the submitter retries those with a fresh one). */
-const NONCE_REFUSED =
-  /nonce too low|nonce has already been used|replacement transaction underpriced|already known/i;
-
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-
-/**
- * When the receipt is read right after the send (ms after the previous read), before the library's
- * wait, which polls every X402_RECEIPT_POLL_MS: a chain that mines at once (a local one, or a
- * preconfirming sequencer) may answer the send a moment before its receipt is there, and a 250 ms
- * poll for it would cost more than the whole settlement.
- */
-const RECEIPT_SOON_MS = [0, 1, 3, 10];
-
-/** How long an address read without code counts as a plain account (see plainAccounts), and how many. */
-const PLAIN_ACCOUNT_TTL_MS = 60_000;
-const PLAIN_ACCOUNTS_MAX = 10_000;
-/**
- * How long a fill's fields serve later payments' simulations. Half the time they are used for at
- * Settle (PREPARED_FEES_TTL_MS), so a payment verified with them still finds them fresh there.
- */
-const FEES_REUSE_MS = 1_000;
-/** Prepared fields kept at most, waiting for their Settle. */
-const PREPARED_FEES_MAX = 10_000;
-
-/** Unused gas is not paid for: the limit read at Verify gets this much headroom for a state that moved. */
-const GAS_HEADROOM_PERCENT = 20n;
-/**
- * How long fees read at Verify are used for the settlement. A base fee rises at most 12.5% a block,
- * and the node's fill (or viem's estimate) leaves room for at least one block: within a couple of
- * seconds the transaction is sure to be priced into the next block. Older, Settle reads them again.
- */
-export const PREPARED_FEES_TTL_MS = 2_000;
-
-/** The gas and fee fields of a settlement transaction, read at Verify; every field but the nonce. */
-export interface PreparedFees {
-  /** When they were read (ms since the epoch). */
-  at: number;
-  gas: bigint;
-  /** The transfer's calldata they were read for (kept with a payment's fields, encoded once). */
-  data?: Hex;
-  maxFeePerGas?: bigint;
-  maxPriorityFeePerGas?: bigint;
-  gasPrice?: bigint;
-}
-
-/** A plain (65-byte ECDSA) EIP-3009 authorization of the exact scheme, as transferWithAuthorization takes it. */
-interface Eip3009Transfer {
-  asset: Address;
-  from: Address;
-  auth: ExactEIP3009Payload["authorization"];
-  signature: Hex;
-  /** from, to, value, validAfter, validBefore, nonce, v, r, s. */
-  args: readonly [Address, Address, bigint, bigint, bigint, Hex, number, Hex, Hex];
-}
-
-function eip3009Transfer(
-  payload: PaymentPayload,
-  requirements: PaymentRequirements,
-): Eip3009Transfer | undefined {
-  const inner = payload.payload;
-  if (requirements.scheme !== "exact" || !isEIP3009Payload(inner as never)) return undefined;
-  const { authorization: auth, signature } = inner as unknown as ExactEIP3009Payload;
-  if (signature?.length !== 132) return undefined;
-  try {
-    const { r, s, v, yParity } = parseSignature(signature as Hex);
-    const from = getAddress(auth.from);
-    return {
-      asset: getAddress(requirements.asset),
-      from,
-      auth,
-      signature: signature as Hex,
-      args: [
-        from,
-        getAddress(auth.to),
-        BigInt(auth.value),
-        BigInt(auth.validAfter),
-        BigInt(auth.validBefore),
-        auth.nonce as Hex,
-        Number(v ?? yParity),
-        r,
-        s,
-      ],
-    };
-  } catch {
-    return undefined; // not an authorization the contract could take: the library's verdict stands
-  }
-}
-
-const transferData = (t: Eip3009Transfer): Hex =>
-  encodeFunctionData({ abi: eip3009ABI, functionName: "transferWithAuthorization", args: t.args });
-
-/** What transferWithAuthorization reverts with, as the exact scheme's refusal codes. */
-function transferErrorReason(err: unknown): string {
-  const msg = errorText(err);
-  if (/authorization.*(expired|valid before)|AuthorizationExpired/i.test(msg))
-    return "invalid_exact_evm_payload_authorization_valid_before";
-  if (/authorization.*not.*valid|AuthorizationNotYetValid/i.test(msg))
-    return "invalid_exact_evm_payload_authorization_valid_after";
-  if (/authorization.*used|AuthorizationAlreadyUsed|AuthorizationUsedOrCanceled/i.test(msg))
-    return "invalid_exact_evm_nonce_already_used";
-  if (/exceeds.*balance|insufficient.*balance|ERC20InsufficientBalance/i.test(msg))
-    return "invalid_exact_evm_insufficient_balance";
-  if (/invalid.*signature|SignerMismatch|InvalidSignatureV|InvalidSignatureS/i.test(msg))
-    return "invalid_exact_evm_signature";
-  return "invalid_exact_evm_transaction_failed";
-}
-
-/** keccak256("Transfer(address,address,uint256)"), an ERC-20 Transfer log's first topic. */
-const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
-/** An address as a log topic: a 32-byte word, lower case. */
-const word = (address: string): string => `0x${address.slice(2).toLowerCase().padStart(64, "0")}`;
-
-/** Seconds a settlement must still have before the authorization expires (the library's margin). */
-const VALID_BEFORE_MARGIN_SECONDS = 6;
-
-/** A broadcast settlement of this signature is still pending: the library awaits it. */
-class PendingSettlement extends Error {}
-/** The pending-settlement store could not be asked: nothing is sent. */
-class PendingUnknown extends Error {}
-
-interface TransferSettler {
-  signer: ReturnType<typeof toFacilitatorEvmSigner>;
-  pending: PendingSettlementStore | undefined;
-  submit(
-    transfer: Eip3009Transfer,
-    prepared: PreparedFees | undefined,
-    abort: Promise<Error | undefined>,
-  ): Promise<Hex>;
-  /** The gas and fees read while this payment was verified, in this process. */
-  takePrepared(signature: Hex): PreparedFees | undefined;
-  /** The receipt if it is there within a few ms of the send (see RECEIPT_SOON_MS). */
-  receiptSoon(hash: Hex): Promise<TransactionReceipt | undefined>;
-  /** Simulates the transfer now: the token's refusal code when it would revert, else undefined. */
-  refusalNow(transfer: Eip3009Transfer): Promise<string | undefined>;
-  /** Counts a receipt that reverted (see onReverted). */
-  noteReceipt(receipt: TransactionReceipt): void;
-  /** Told a transfer was not sent: it would revert now (see onWithheld). */
-  withheld(reason: string): void;
-}
-
-/** A transfer that would revert now: not sent (see settleVerifiedTransfer). */
-class Withheld extends Error {
-  readonly reason: string;
-  constructor(reason: string) {
-    super(reason);
-    this.reason = reason;
-  }
-}
-
-/**
- * Settles an `exact` EIP-3009 payment that Verify accepted moments ago, with the same payload and
- * requirements (the core proves it from the reservation), without the library's second verification
- * in settle (another getCode and another secp256k1 recovery, pure JS, about 2 ms of CPU a call).
- * Only time can change in between, so it is checked again here. Nothing is given away by skipping
- * the rest: a call is answered only after its settlement succeeded (a transfer the token refuses
- * now is refused by gas estimation when it is prepared here, or reverts on chain when it was
- * prepared at Verify; either way nothing moved and the call is not served). The pending-settlement
- * bookkeeping and the Transfer-event check are the library's. Anything but a plain ECDSA
- * authorization (a smart wallet, ERC-6492), or a payment with a broadcast settlement still pending,
- * goes through the library.
- */
-async function settleVerifiedTransfer(
-  deps: TransferSettler,
-  payload: PaymentPayload,
-  requirements: PaymentRequirements,
-  viaLibrary: () => Promise<SettleResponse>,
-): Promise<SettleResponse> {
-  const transfer = eip3009Transfer(payload, requirements);
-  if (!transfer) return viaLibrary();
-  const { signer, pending } = deps;
-  const { auth, signature, asset } = transfer;
-  const network = requirements.network;
-  const payer = auth.from;
-  const refused = (errorReason: string, transaction = "", errorMessage?: string): SettleResponse => ({
-    success: false,
-    errorReason,
-    ...(errorMessage ? { errorMessage } : {}),
-    transaction,
-    network,
-    payer,
-  });
-  if (BigInt(auth.validBefore) < BigInt(Math.floor(Date.now() / 1000) + VALID_BEFORE_MARGIN_SECONDS)) {
-    return refused("invalid_exact_evm_payload_authorization_valid_before");
-  }
-  // Asked while the signer lock is taken (one Redis round trip for both), awaited before sending;
-  // it never rejects (nothing may await it before the lock is taken): a store failure is thrown there.
-  const broadcast: Promise<Error | undefined> = pending
-    ? pending.get(signature).then(
-        (tx) => (tx ? new PendingSettlement() : undefined),
-        (err: unknown) => new PendingUnknown(errorText(err), { cause: err }),
-      )
-    : Promise.resolve(undefined);
-  // And the transfer simulated once more, beside the lock's round trip: Verify's simulation may be
-  // stale (the payer canceled the authorization or spent the balance since), and a transfer sent
-  // now would revert with our gas. (A broadcast one pending is the library's to await: first.)
-  const now = deps.refusalNow(transfer).then(
-    (reason) => (reason ? new Withheld(reason) : undefined),
-    (err: unknown) => err as Error,
-  );
-  const abort = broadcast.then(async (stop) => stop ?? (await now));
-  const prepared = deps.takePrepared(signature);
-  let tx: Hex;
-  try {
-    tx = await deps.submit(transfer, prepared, abort);
-  } catch (err) {
-    if (err instanceof PendingSettlement) return viaLibrary();
-    if (err instanceof PendingUnknown) throw err.cause; // as before: the store's error, not a refusal
-    if (err instanceof Withheld) {
-      deps.withheld(err.reason);
-      return refused(err.reason);
-    }
-    if (isTransportError(err)) throw err;
-    // Not the node refusing the transfer (viem's errors are): the settlement key's lock was busy in
-    // another replica past its wait, or its Redis failed. Nothing was sent: a 503 to retry, never a
-    // payment refused as "failed on chain" (chaos run: 402s at a Redis restart).
-    if (!(err instanceof BaseError)) {
-      throw err instanceof FacilitatorUnavailableError
-        ? err
-        : new FacilitatorUnavailableError(`settlement key unavailable: ${errorText(err)}`);
-    }
-    return refused(transferErrorReason(err), "", errorText(err));
-  }
-  let receipt: Awaited<ReturnType<typeof signer.waitForTransactionReceipt>>;
-  try {
-    const soon = await deps.receiptSoon(tx);
-    if (soon) deps.noteReceipt(soon);
-    receipt = soon ?? (await signer.waitForTransactionReceipt({ hash: tx }));
-  } catch (err) {
-    // Broadcast but not seen confirmed: a retry with the same payment awaits this transaction.
-    const message = errorText(err);
-    try {
-      await pending?.set(signature, tx);
-    } catch (storeError) {
-      return refused(
-        "invalid_exact_evm_transaction_failed",
-        tx,
-        `settlement_pending, but failed to persist for retry: ${(storeError as Error).message}`,
-      );
-    }
-    return refused("settlement_pending", tx, message.slice(0, 400));
-  }
-  if (receipt.status !== "success") {
-    // Sent without an estimate (fields read at Verify): the transfer is simulated again for the
-    // reason the token refuses it now (spent balance, an authorization used since: an earlier
-    // attempt of this settlement that landed, which the scheme then serves).
-    const reason = await signer
-      .readContract({
-        address: asset,
-        abi: eip3009ABI as Abi,
-        functionName: "transferWithAuthorization",
-        args: transfer.args,
-      })
-      .then(
-        () => "invalid_exact_evm_transaction_failed",
-        (err: unknown) => transferErrorReason(err),
-      );
-    return refused(reason, tx);
-  }
-  // The token's Transfer(from, to, value) log, compared as words (no ABI decoding, no checksums).
-  const token = asset.toLowerCase();
-  const from = word(auth.from);
-  const to = word(auth.to);
-  const value = BigInt(auth.value);
-  const transferred = (receipt.logs ?? []).some(
-    (log) =>
-      log.address.toLowerCase() === token &&
-      log.topics.length === 3 &&
-      log.topics[0] === TRANSFER_TOPIC &&
-      log.topics[1]?.toLowerCase() === from &&
-      log.topics[2]?.toLowerCase() === to &&
-      log.data.length === 66 &&
-      BigInt(log.data) === value,
-  );
-  if (!transferred) return refused("invalid_exact_evm_transfer_event_mismatch", tx);
-  return { success: true, transaction: tx, network, payer };
 }
