@@ -53,7 +53,7 @@ class Withheld extends Error {
 
 /**
  * Settles an `exact` EIP-3009 payment that Verify accepted moments ago, with the same payload and
- * requirements (the core proves it from the reservation), without the library's second verification
+ * requirements (payment-verifier's core proves it from the reservation), without the library's second verification
  * in settle (another getCode and another secp256k1 recovery, pure JS, about 2 ms of CPU a call).
  * Only time can change in between, so it is checked again here. Nothing is given away by skipping
  * the rest: a call is answered only after its settlement succeeded (a transfer the token refuses
