@@ -20,7 +20,7 @@ import {
 } from "viem/actions";
 import { Abis, Transaction } from "viem/tempo";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { redisMppxState } from "../../services/payment-verifier/src/stores/mppx-store.ts";
+import { redisMppxState } from "../../libs/payment-rails/src/mppx-store.ts";
 import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { batchChannelStorage } from "../../services/payment-verifier/src/stores/batch-channels.ts";
+import { batchChannelStorage } from "../../libs/payment-rails/src/batch-channels.ts";
 import { BatchVoucherStore } from "../../services/payment-verifier/src/stores/batch-vouchers.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
 

@@ -8,7 +8,7 @@ import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
 import { type Address, isAddressEqual } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll } from "vitest";
-import type { SchemeName } from "../../services/payment-verifier/src/config.ts";
+import type { SchemeName } from "../../services/payment-verifier/src/domain.ts";
 import { paymentRequiredResponse, tempoClient, tip20Balance } from "../support/mppx.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 import { type ConformanceTarget, schemeConformance } from "./conformance.ts";

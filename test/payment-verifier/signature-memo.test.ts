@@ -11,13 +11,11 @@ import {
   type Libsecp256k1,
   libsecp256k1,
   native,
+  type Recover,
   signTransaction,
   webAssembly,
-} from "../../services/payment-verifier/src/adapters/secp256k1.ts";
-import {
-  memoizeRecovery,
-  type Recover,
-} from "../../services/payment-verifier/src/adapters/signature-memo.ts";
+} from "../../libs/payment-rails/src/secp256k1.ts";
+import { memoizeRecovery } from "../../services/payment-verifier/src/adapters/signature-memo.ts";
 
 type Point = ReturnType<InstanceType<typeof secp256k1.Signature>["recoverPublicKey"]>;
 

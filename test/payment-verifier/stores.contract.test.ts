@@ -4,13 +4,13 @@
 // or the embedded default would not show what production does.
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
-import { RefusalMemory } from "../../services/payment-verifier/src/stores/attempt-limits.ts";
 import {
   type MppxState,
   memoryMppxState,
   type Retention,
   redisMppxState,
-} from "../../services/payment-verifier/src/stores/mppx-store.ts";
+} from "../../libs/payment-rails/src/mppx-store.ts";
+import { RefusalMemory } from "../../services/payment-verifier/src/stores/attempt-limits.ts";
 import {
   MemoryReservationStore,
   RedisReservationStore,

@@ -8,7 +8,7 @@ import { dirname } from "node:path";
 import type { Devnet } from "@tollgate/devnet";
 import type { PublicClient } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PREPARED_FEES_TTL_MS } from "../../services/payment-verifier/src/adapters/facilitator.ts";
+import { PREPARED_FEES_TTL_MS } from "../../libs/payment-rails/src/facilitator/prepared-fees.ts";
 import type { PaymentVerifierConfig } from "../../services/payment-verifier/src/config.ts";
 import type { PaymentVerifierHandle } from "../../services/payment-verifier/src/server.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";

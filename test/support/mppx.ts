@@ -10,7 +10,7 @@ import { type Account, createClient, erc20Abi, type Hex, http, isAddressEqual, t
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { getBlock, readContract } from "viem/actions";
 import { tempo } from "viem/tempo/chains";
-import { redisAtomicStore } from "../../services/payment-verifier/src/stores/mppx-store.ts";
+import { redisAtomicStore } from "../../libs/payment-rails/src/mppx-store.ts";
 
 const newRedis = () => createRedis({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379" });
 type Redis = ReturnType<typeof newRedis>;

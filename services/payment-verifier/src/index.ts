@@ -1,5 +1,4 @@
 export {
-  type Caip2,
   ConfigError,
   loadConfig,
   type PaymentVerifierConfig,

@@ -1,6 +1,14 @@
 // Wiring: stores (Redis, or single-node stand-ins), the settlement chain reader, facilitators, the
 // configured schemes, the scheme-neutral core, and its gRPC face. Nothing here decides a payment.
 import {
+  batchChannelStorage,
+  chainIdOf,
+  createFacilitator,
+  memoryMppxState,
+  redisMppxState,
+  undoDeduction,
+} from "@tollgate/payment-rails";
+import {
   connectRedis,
   contracts,
   createLogger,
@@ -14,10 +22,9 @@ import {
 } from "@tollgate/platform";
 import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
 import { createSettlementEvents } from "./adapters/events.ts";
-import { createFacilitator } from "./adapters/facilitator.ts";
 import { createSettlementChain } from "./adapters/settlement-chain.ts";
 import { memoizeSignatureRecovery } from "./adapters/signature-memo.ts";
-import { chainIdOf, type PaymentVerifierConfig } from "./config.ts";
+import type { PaymentVerifierConfig } from "./config.ts";
 import { createSettlementRecorder, type SettlementSink } from "./core/events.ts";
 import { createPaymentMetrics, zeroPaymentMetrics } from "./core/metrics.ts";
 import { Payments } from "./core/payments.ts";
@@ -25,9 +32,7 @@ import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
 import { SDK_SCHEME } from "./schemes/x402-batch.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
-import { batchChannelStorage } from "./stores/batch-channels.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
-import { memoryMppxState, redisMppxState, undoDeduction } from "./stores/mppx-store.ts";
 import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
 import {
   MemoryReservationStore,

@@ -8,7 +8,7 @@ import {
   mppChainFromEnv,
   paymentRedisPrefix,
   x402BatchFromEnv,
-} from "@tollgate/payment-verifier/config";
+} from "@tollgate/payment-rails";
 import { ConfigError, readRedisSettings } from "@tollgate/platform";
 import { type Address, getAddress, isAddress } from "viem";
 import type { ReleasedPolicy } from "./core/ledger.ts";

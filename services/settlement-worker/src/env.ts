@@ -1,6 +1,6 @@
 // The settlement worker's environment, declared once: config.ts reads through it, the README table is
 // rendered from it (pnpm gen:env) and the Kubernetes manifests are checked against it (test/k8s).
-import { mppChainEnv, X402_BATCH_TERMS_ENV, X402_FACILITATOR_ENV } from "@tollgate/payment-verifier/env";
+import { mppChainEnv, X402_BATCH_TERMS_ENV, X402_FACILITATOR_ENV } from "@tollgate/payment-rails";
 import {
   DATABASE_ENV,
   envTable,

@@ -2,8 +2,7 @@
 // Redis state (same REDIS_URL and REDIS_PREFIX), the Tempo chain with the channels'
 // operator key, a lease so one replica settles, and the worker's settlement events.
 import type { SettlementEventV2 } from "@tollgate/events";
-import { tempoClient } from "@tollgate/payment-verifier/adapters/tempo";
-import { redisMppxState } from "@tollgate/payment-verifier/stores/mppx-store";
+import { redisMppxState, tempoClient } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
 import { privateKeyToAccount } from "viem/accounts";
 import type { BackgroundRedis } from "./adapters/background-redis.ts";

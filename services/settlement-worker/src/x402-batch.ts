@@ -1,15 +1,17 @@
 // Wiring of the x402-batch claimer (core/x402-batch-claimer.ts): the official server scheme over
 // the SAME channel records payment-verifier writes (RedisChannelStorage under
 // `<REDIS_PREFIX>payment:channels:`), its channel manager over an in-process x402 facilitator with
-// the batch-settlement facilitator scheme (payment-verifier's facilitator adapter: the same
+// the batch-settlement facilitator scheme (libs/payment-rails, as payment-verifier's: the same
 // settlement key, nonces shared through the signer lock under the same prefix), the contract reader,
 // the claim lease (with its epoch) and the worker's settlement events. Driven by the schedule and
 // by the accrual events on JetStream (a durable of its own).
 import { type EventConsumer, SETTLEMENT_V2, type SettlementEventV2 } from "@tollgate/events";
-import { createFacilitator } from "@tollgate/payment-verifier/adapters/facilitator";
-import type { Caip2 } from "@tollgate/payment-verifier/config";
-import { FacilitatorUnavailableError } from "@tollgate/payment-verifier/core/types";
-import { batchChannelStorage } from "@tollgate/payment-verifier/stores/batch-channels";
+import {
+  batchChannelStorage,
+  type Caip2,
+  createFacilitator,
+  FacilitatorUnavailableError,
+} from "@tollgate/payment-rails";
 import type { Logger, Redis } from "@tollgate/platform";
 import { redisSignerLock } from "@tollgate/settlement-signer";
 import { BatchSettlementEvmScheme, type Channel } from "@x402/evm/batch-settlement/server";

@@ -2,6 +2,7 @@
 // whether an address holds code (a smart wallet's signature cannot be checked by recovery alone)
 // whether an EIP-3009 authorization was used or canceled, and in which transaction, and a payer's
 // token balance (when no in-process facilitator reads it with the payment's simulation).
+import { jsonRpcTransport } from "@tollgate/payment-rails";
 import {
   type Address,
   createPublicClient,
@@ -13,7 +14,6 @@ import {
   pad,
   toEventSelector,
 } from "viem";
-import { jsonRpcTransport } from "./json-rpc-transport.ts";
 
 const AUTHORIZATION_USED = toEventSelector("AuthorizationUsed(address,bytes32)");
 const AUTHORIZATION_CANCELED = toEventSelector("AuthorizationCanceled(address,bytes32)");

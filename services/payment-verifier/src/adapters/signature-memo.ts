@@ -3,18 +3,11 @@
 // transaction's signer twice; each recovery is pure-JS curve math (1-3 ms here), the largest CPU
 // cost in payment-verifier. Recovery is a pure function of (hash, r, s, recovery bit), so the
 // answers of the last few thousand signatures are kept: the first recovery of a call pays, the
-// repeats are a map lookup; and the first is libsecp256k1's (secp256k1.ts), a small fraction of
+// repeats are a map lookup; and the first is libsecp256k1's (libs/payment-rails: secp256k1.ts), a small fraction of
 // the pure-JS cost. One patch at start-up of the one copy of @noble/curves that viem, ox and mppx
 // share (pinned to the same version in package.json).
 import { secp256k1 } from "@noble/curves/secp256k1";
-import { fastRecovery } from "./secp256k1.ts";
-
-interface RecoverableSignature {
-  r: bigint;
-  s: bigint;
-  recovery?: number;
-}
-export type Recover<P> = (this: RecoverableSignature, msgHash: string | Uint8Array) => P;
+import { fastRecovery, type Recover } from "@tollgate/payment-rails";
 
 /** `recover` remembering up to `size` answers (oldest out first); a throw is never remembered. */
 export function memoizeRecovery<P>(recover: Recover<P>, size: number): Recover<P> {

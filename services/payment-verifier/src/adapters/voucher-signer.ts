@@ -1,14 +1,14 @@
 // Who signed an x402-batch voucher, and which channel a channel config names, at the cost a
 // per-call hot path can carry. Every voucher is a new signature, so the recovery memo
 // (signature-memo.ts) never helps; viem's recovery is pure-JS curve math (1.5-3 ms here), the
-// largest cost of a voucher call. libsecp256k1 (secp256k1.ts: native, else WebAssembly) recovers
+// largest cost of a voucher call. libsecp256k1 (libs/payment-rails secp256k1.ts: native, else WebAssembly) recovers
 // the same key in a fraction of that. The digest is the SDK's EIP-712 Voucher digest
 // (its voucherTypes and domain) with the domain separator computed once per chain and the struct
 // hash written into fixed buffers (checked against viem's hashStruct of voucherTypes at start-up).
+import { libsecp256k1 } from "@tollgate/payment-rails";
 import { BATCH_SETTLEMENT_ADDRESS, BATCH_SETTLEMENT_DOMAIN, voucherTypes } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
 import { domainSeparator, getAddress, type Hex, hashStruct, hexToBytes, keccak256, toBytes } from "viem";
-import { libsecp256k1 } from "./secp256k1.ts";
 
 type ChannelConfig = Parameters<typeof computeChannelId>[0];
 /** A channel config as decoded (addresses checked as hex, not yet typed as such). */

@@ -284,5 +284,5 @@ export function findHeader(headers: readonly Header[], name: string): Header | u
   return headers.find((h) => h.name.toLowerCase() === wanted);
 }
 
-/** The facilitator or the settlement chain could not be reached; the payment itself may be fine. */
-export class FacilitatorUnavailableError extends Error {}
+/** The facilitator or the settlement chain could not be reached (libs/payment-rails raises it). */
+export { FacilitatorUnavailableError } from "@tollgate/payment-rails";

@@ -11,14 +11,14 @@
 //     the receiver and nothing else can be bought with it.
 // Each credential is used at most once across replicas: the core's reservation of its transaction
 // hash, then mppx's own claim of it in the shared store (mppx-store.ts).
+import type { MppxState, TempoClient } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
 import { tempo } from "mppx/server";
 import { getAddress, type Hex, keccak256 } from "viem";
 import { getTransaction, getTransactionReceipt, waitForTransactionReceipt } from "viem/actions";
 import { Transaction } from "viem/tempo";
 import { z } from "zod";
-import type { TempoClient } from "../adapters/tempo.ts";
-import { MPP_CURRENCIES, type MppConfig } from "../config.ts";
+import type { MppConfig } from "../config.ts";
 import type {
   Claim,
   Header,
@@ -31,8 +31,8 @@ import type {
   Verdict,
   VerifiedPayment,
 } from "../core/types.ts";
+import { MPP_CURRENCIES } from "../domain.ts";
 import { MPP_METHOD, type MppCredential, type MppOffer, type MppProtocol } from "../protocols/mpp.ts";
-import type { MppxState } from "../stores/mppx-store.ts";
 
 /** A used credential is remembered past its challenge's expiry (mppx refuses it after that anyway). */
 const USED_MARGIN_MS = 10 * 60_000;

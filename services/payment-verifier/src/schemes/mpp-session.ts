@@ -20,13 +20,13 @@
 // capturing exactly what was spent; scheduled settles run elsewhere, in ONE place
 // (session-settlement.ts, never in the request path).
 import { priceAtomic } from "@tollgate/catalog";
+import { type MppxState, type StoreScope, storeScope, type TempoClient } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
 import { tempo } from "mppx/server";
 import { type Hex, keccak256 } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { z } from "zod";
-import type { TempoClient } from "../adapters/tempo.ts";
-import { MPP_CURRENCIES, type MppConfig } from "../config.ts";
+import type { MppConfig } from "../config.ts";
 import type {
   Claim,
   Collection,
@@ -40,6 +40,7 @@ import type {
   Verdict,
   VerifiedPayment,
 } from "../core/types.ts";
+import { MPP_CURRENCIES } from "../domain.ts";
 import {
   type CapturedRequest,
   MPP_METHOD,
@@ -47,7 +48,6 @@ import {
   type MppOffer,
   type MppProtocol,
 } from "../protocols/mpp.ts";
-import { type MppxState, type StoreScope, storeScope } from "../stores/mppx-store.ts";
 
 /** How long a used voucher's key stays reserved: past it the channel's headroom refuses a replay. */
 const USED_VOUCHER_MS = 60 * 60_000;

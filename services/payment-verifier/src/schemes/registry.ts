@@ -1,19 +1,18 @@
 // Builds the configured schemes and the protocols they speak. Adding a scheme: implement
 // PaymentScheme (core/types.ts) in this folder, give it a name in config.ts's SCHEME_NAMES, and a
 // line below.
+import { type Facilitator, type MppxState, tempoClient } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
 import type { ChannelStorage } from "@x402/evm/batch-settlement/server";
 import { privateKeyToAccount } from "viem/accounts";
-import type { Facilitator } from "../adapters/facilitator.ts";
 import type { SettlementChain } from "../adapters/settlement-chain.ts";
-import { tempoClient } from "../adapters/tempo.ts";
-import type { PaymentVerifierConfig, SchemeName } from "../config.ts";
+import type { PaymentVerifierConfig } from "../config.ts";
 import type { PaymentMetrics } from "../core/metrics.ts";
 import type { PaymentScheme } from "../core/types.ts";
+import type { SchemeName } from "../domain.ts";
 import { MppProtocol } from "../protocols/mpp.ts";
 import { X402Protocol } from "../protocols/x402.ts";
 import type { BatchVoucherStore } from "../stores/batch-vouchers.ts";
-import type { MppxState } from "../stores/mppx-store.ts";
 import type { ReservationStore } from "../stores/reservations.ts";
 import { MppChargeScheme } from "./mpp-charge.ts";
 import { MppSessionScheme } from "./mpp-session.ts";

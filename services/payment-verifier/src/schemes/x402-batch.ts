@@ -15,6 +15,7 @@
 // the same checks as the SDK's, one Redis script at Verify, one at Settle. Anything else (a
 // deposit, an unknown or stale channel, a smart-wallet payer) goes through the SDK as before.
 import { priceAtomic } from "@tollgate/catalog";
+import { chainIdOf, type X402BatchConfig } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
@@ -24,7 +25,7 @@ import type { PrivateKeyAccount } from "viem/accounts";
 import { z } from "zod";
 import type { SettlementChain } from "../adapters/settlement-chain.ts";
 import { ChannelIds, voucherSigner } from "../adapters/voucher-signer.ts";
-import { chainIdOf, type X402BatchConfig, type X402Config } from "../config.ts";
+import type { X402Config } from "../config.ts";
 import {
   type Claim,
   FacilitatorUnavailableError,

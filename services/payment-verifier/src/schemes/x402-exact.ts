@@ -7,15 +7,15 @@
 // three (the second is the recovery memo's, see adapters/signature-memo.ts; X402ExactDeps).
 import { createHash } from "node:crypto";
 import { priceAtomic } from "@tollgate/catalog";
+import { chainIdOf, type Facilitator } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { domainSeparator, type Hex, keccak256, recoverAddress, toHex } from "viem";
 import { z } from "zod";
-import type { Facilitator } from "../adapters/facilitator.ts";
 import type { SettlementChain } from "../adapters/settlement-chain.ts";
-import { chainIdOf, type X402Config } from "../config.ts";
+import type { X402Config } from "../config.ts";
 import { payerPenalty } from "../core/payments.ts";
 import {
   type Authenticated,

@@ -11,9 +11,9 @@
 // them as strings (length, then digits) and never as doubles. There is no in-memory twin: without
 // Redis, x402-batch is not offered at all.
 import { createHash } from "node:crypto";
+import { READ_BACK_MS } from "@tollgate/payment-rails";
 import type { Redis } from "@tollgate/platform";
 import { runAgainIfLost } from "@tollgate/platform/redis";
-import { READ_BACK_MS } from "./read-back.ts";
 
 /** What the official SDK keeps per channel (its `Channel`), as far as these scripts read it. */
 export interface ChannelRecord {

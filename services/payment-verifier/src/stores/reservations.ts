@@ -7,6 +7,7 @@
 // A reserve also counts the attempt against the attempt limits (stores/attempt-limits.ts), in the
 // same round trip. The Redis store (Lua, atomic per key) and the in-memory stand-in implement the
 // same state machine; test/payment-verifier/stores.contract.test.ts runs one suite against both.
+import { READ_BACK_MS } from "@tollgate/payment-rails";
 import type { Redis } from "@tollgate/platform";
 import { closeRedis, runAgainIfLost } from "@tollgate/platform/redis";
 import {
@@ -17,7 +18,6 @@ import {
   MemoryAttemptLimiter,
   TAKE_ATTEMPTS_LUA,
 } from "./attempt-limits.ts";
-import { READ_BACK_MS } from "./read-back.ts";
 
 export type ReservationState = "reserved" | "settling" | "settled";
 

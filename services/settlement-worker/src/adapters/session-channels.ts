@@ -6,8 +6,7 @@
 // event. Cost per tick: one Redis read per open channel, and one eth_call per channel holding
 // unsettled charges (the reserve's state, to see a close the payer requested on chain).
 import type { SettlementEventV2 } from "@tollgate/events";
-import type { TempoClient } from "@tollgate/payment-verifier/adapters/tempo";
-import type { MppxState } from "@tollgate/payment-verifier/stores/mppx-store";
+import type { MppxState, TempoClient } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
 import { tempo } from "mppx/server";
 import type { Address, Hex } from "viem";

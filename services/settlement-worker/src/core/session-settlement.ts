@@ -6,7 +6,7 @@
 // asked the reserve (on chain) to close it: the charges must land before the close's grace period
 // ends. A closed (finalized) channel is done.
 import type { SettlementEventV2 } from "@tollgate/events";
-import type { StoredVoucher } from "@tollgate/payment-verifier/stores/mppx-store";
+import type { StoredVoucher } from "@tollgate/payment-rails";
 
 /** The fields of mppx's stored channel this worker reads (bigints as mppx's JSON revives them). */
 export interface StoredChannel {

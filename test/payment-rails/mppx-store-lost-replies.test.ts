@@ -10,9 +10,9 @@ import {
   storeScope,
   type Undoing,
   undoDeduction,
-} from "../../services/payment-verifier/src/stores/mppx-store.ts";
+} from "../../libs/payment-rails/src/mppx-store.ts";
+import { uniqueId } from "../payment-verifier/support.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
-import { uniqueId } from "./support.ts";
 
 const prefix = `${uniqueId("test:mppx-lost:")}:`;
 const redis = testRedis(prefix);

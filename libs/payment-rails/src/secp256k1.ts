@@ -16,7 +16,14 @@ import {
   type TransactionSerializable,
   toHex,
 } from "viem";
-import type { Recover } from "./signature-memo.ts";
+
+interface RecoverableSignature {
+  r: bigint;
+  s: bigint;
+  recovery?: number;
+}
+/** A signature's `recoverPublicKey`, as @noble/curves calls it (payment-verifier memoizes it). */
+export type Recover<P> = (this: RecoverableSignature, msgHash: string | Uint8Array) => P;
 
 /** libsecp256k1's two operations, as either build answers them. */
 export interface Libsecp256k1 {
