@@ -4,6 +4,10 @@
 // credentials (the 402 with every offer) and bodiless POSTs that carry a payment's own action.
 import { DEFAULT_NETWORK, type Endpoint, type ErrorCode } from "@tollgate/catalog";
 import { CallError, grpc, type Logger, logSampler, prom, type Registry } from "@tollgate/platform";
+import {
+  PaymentError,
+  type PaymentError__Output,
+} from "@tollgate/platform/generated/tollgate/payment/v1/PaymentError";
 import type { NextFunction, Request, Response } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
 import { type Problem, sendData, sendError, sendLimit } from "../envelope.ts";
@@ -97,9 +101,22 @@ function copyHeaders(res: Response, headers: { name: string; value: string }[]):
 }
 
 /** payment-verifier names why; an outage is a 503 to retry, anything else a 402. */
-function paymentErrorCode(code: string): ErrorCode {
-  if (code === "service_unavailable") return "service_unavailable";
-  return code === "payment_required" ? "payment_required" : "payment_invalid";
+function paymentErrorCode(error: PaymentError__Output): ErrorCode {
+  if (error === "PAYMENT_ERROR_SERVICE_UNAVAILABLE") return "service_unavailable";
+  return error === "PAYMENT_ERROR_PAYMENT_REQUIRED" ? "payment_required" : "payment_invalid";
+}
+
+/**
+ * Why payment-verifier refused a payment (Verify) or did not settle it (Settle). A payment-verifier
+ * of the last release fills only the deprecated `error_code` string, which names the same value in
+ * lower case: read that way while a rolling upgrade mixes releases. Drop with `error_code`.
+ */
+function refusalOf(answer: { error: PaymentError__Output; errorCode: string }): PaymentError__Output {
+  if (answer.error !== PaymentError.PAYMENT_ERROR_UNSPECIFIED || !answer.errorCode) return answer.error;
+  const named = `PAYMENT_ERROR_${answer.errorCode.toUpperCase()}`;
+  return Object.hasOwn(PaymentError, named)
+    ? PaymentError[named as keyof typeof PaymentError]
+    : PaymentError.PAYMENT_ERROR_UNSPECIFIED;
 }
 
 async function challenge(resource: Resource, res: Response, deps: PaymentState, error = ""): Promise<void> {
@@ -137,14 +154,15 @@ type Verified = Awaited<ReturnType<PaymentVerifierClient["verify"]>>;
 
 /** A refused payment: 429 for the attempt limits, else 402 (503 for an outage) with fresh offers. */
 function refusePayment(verified: Verified, res: Response, deps: PaymentState): void {
-  if (verified.errorCode === "rate_limited") {
+  const error = refusalOf(verified);
+  if (error === "PAYMENT_ERROR_RATE_LIMITED") {
     sendLimit(res, "rate_limited", deps.methods.text());
     return;
   }
   copyHeaders(res, verified.headers);
   sendError(
     res,
-    paymentErrorCode(verified.errorCode),
+    paymentErrorCode(error),
     verified.reason || "the payment was refused",
     undefined,
     undefined,
@@ -215,7 +233,7 @@ async function settleOrRefuse(
   copyHeaders(res, settled.headers);
   if (!settled.settled) {
     const reason = settled.reason || "the payment could not be settled";
-    sendError(res, paymentErrorCode(settled.errorCode), reason, undefined, undefined, settled.problem);
+    sendError(res, paymentErrorCode(refusalOf(settled)), reason, undefined, undefined, settled.problem);
     return undefined;
   }
   return settled;
@@ -279,7 +297,7 @@ async function serveWithoutService(
   } catch (err) {
     return verifyUnavailable(err, res, deps);
   }
-  if (!verified.valid && verified.errorCode === "not_applicable") return void otherwise();
+  if (!verified.valid && refusalOf(verified) === "PAYMENT_ERROR_NOT_APPLICABLE") return void otherwise();
   res.locals.auth = verified.scheme || "payment";
   res.locals.principal = verified.payer;
   if (!verified.valid) return refusePayment(verified, res, deps);
