@@ -10,7 +10,7 @@ import { type PaymentAuthDeps, paymentAuth } from "../auth/payment.ts";
 import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
 import { sendError } from "../envelope.ts";
 
-export type ChainDeps = ApiKeyAuthDeps & PaymentAuthDeps & { rpc: RpcProxyClient };
+type ChainDeps = ApiKeyAuthDeps & PaymentAuthDeps & { rpc: RpcProxyClient };
 
 /**
  * The paid chain endpoints, one route per catalog entry. Order of work per request:
