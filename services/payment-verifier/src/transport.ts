@@ -10,6 +10,7 @@ import type { ChallengeRequest__Output } from "@tollgate/platform/generated/toll
 import type { ChallengeResponse } from "@tollgate/platform/generated/tollgate/payment/v1/ChallengeResponse";
 import type { DescribeMethodsResponse } from "@tollgate/platform/generated/tollgate/payment/v1/DescribeMethodsResponse";
 import type { Header } from "@tollgate/platform/generated/tollgate/payment/v1/Header";
+import type { PaymentError__Output } from "@tollgate/platform/generated/tollgate/payment/v1/PaymentError";
 import type { Problem } from "@tollgate/platform/generated/tollgate/payment/v1/Problem";
 import type { ReleaseRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/ReleaseRequest";
 import type { Resource__Output } from "@tollgate/platform/generated/tollgate/payment/v1/Resource";
@@ -18,9 +19,21 @@ import type { SettleResponse } from "@tollgate/platform/generated/tollgate/payme
 import type { VerifyRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyRequest";
 import type { VerifyResponse } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyResponse";
 import type { Payments } from "./core/payments.ts";
-import type { PricedCall } from "./core/types.ts";
+import type { PaymentErrorCode, PricedCall } from "./core/types.ts";
 
 const byPath = new Map<string, Endpoint>(ENDPOINTS.map((e) => [e.path, e]));
+
+/**
+ * The proto enum value of each core error code, named after it: a code the core adds without its
+ * PaymentError value in the proto (or without its line here) fails to compile.
+ */
+const PAYMENT_ERROR: { [C in PaymentErrorCode]: `PAYMENT_ERROR_${Uppercase<C>}` & PaymentError__Output } = {
+  payment_required: "PAYMENT_ERROR_PAYMENT_REQUIRED",
+  payment_invalid: "PAYMENT_ERROR_PAYMENT_INVALID",
+  rate_limited: "PAYMENT_ERROR_RATE_LIMITED",
+  service_unavailable: "PAYMENT_ERROR_SERVICE_UNAVAILABLE",
+  not_applicable: "PAYMENT_ERROR_NOT_APPLICABLE",
+};
 
 /** A refusal's headers for the client: each value redacted (only a changed one is copied). */
 function redactHeaders(headers: Header[]): Header[] {
@@ -93,6 +106,7 @@ export function grpcHandlers(payments: Payments) {
           payer,
           scheme,
           noService,
+          error: "PAYMENT_ERROR_UNSPECIFIED",
           errorCode: "",
           reason: "",
           headers: [],
@@ -104,6 +118,8 @@ export function grpcHandlers(payments: Payments) {
         paymentId: "",
         payer: "",
         scheme: outcome.scheme,
+        error: PAYMENT_ERROR[outcome.code],
+        // Deprecated, filled for one release (see the proto).
         errorCode: outcome.code,
         reason: redactForClient(outcome.reason),
         headers: redactHeaders(outcome.headers),
@@ -128,6 +144,8 @@ export function grpcHandlers(payments: Payments) {
         const { code, reason, headers, transaction } = outcome;
         return {
           settled: false,
+          error: PAYMENT_ERROR[code],
+          // Deprecated, filled for one release (see the proto).
           errorCode: code,
           reason: redactForClient(reason),
           headers: redactHeaders(headers),
@@ -138,6 +156,7 @@ export function grpcHandlers(payments: Payments) {
       const { collection } = outcome;
       return {
         settled: true,
+        error: "PAYMENT_ERROR_UNSPECIFIED",
         errorCode: "",
         reason: "",
         headers: outcome.headers,

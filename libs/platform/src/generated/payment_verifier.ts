@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { MessageTypeDefinition } from '@grpc/proto-loader';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { CallStatus as _tollgate_mesh_v1_CallStatus, CallStatus__Output as _tollgate_mesh_v1_CallStatus__Output } from './tollgate/mesh/v1/CallStatus.ts';
 import type { Accrual as _tollgate_payment_v1_Accrual, Accrual__Output as _tollgate_payment_v1_Accrual__Output } from './tollgate/payment/v1/Accrual.ts';
@@ -43,6 +43,7 @@ export interface ProtoGrpcType {
         ExchangeRequest: MessageTypeDefinition<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeRequest__Output>
         ExchangeResponse: MessageTypeDefinition<_tollgate_payment_v1_ExchangeResponse, _tollgate_payment_v1_ExchangeResponse__Output>
         Header: MessageTypeDefinition<_tollgate_payment_v1_Header, _tollgate_payment_v1_Header__Output>
+        PaymentError: EnumTypeDefinition
         PaymentMeta: MessageTypeDefinition<_tollgate_payment_v1_PaymentMeta, _tollgate_payment_v1_PaymentMeta__Output>
         PaymentMethod: MessageTypeDefinition<_tollgate_payment_v1_PaymentMethod, _tollgate_payment_v1_PaymentMethod__Output>
         /**

@@ -1,7 +1,7 @@
 import { DEFAULT_PLANS, ENDPOINTS, type Endpoint, NETWORKS, type Plans } from "@tollgate/catalog";
 import type { PaymentMethod } from "../payment-methods.ts";
 import { describeMethods } from "../payment-methods.ts";
-import { CHARGING_RULE, plansText } from "./openapi.ts";
+import { CHARGING_RULE, plansText } from "./wording.ts";
 
 function example(endpoint: Endpoint, base: string): string {
   let path = endpoint.path;

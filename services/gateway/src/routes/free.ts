@@ -10,8 +10,8 @@ import {
 } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import { type Request, type Response, Router } from "express";
+import { readCredentials } from "../auth/credentials.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
-import { readCredentials } from "../credentials.ts";
 import { buildLlmsTxt } from "../docs/llms.ts";
 import { buildOpenApi } from "../docs/openapi.ts";
 import { sendData, sendError, sendLimit } from "../envelope.ts";
@@ -26,7 +26,7 @@ export interface FreeDeps {
   publicBaseUrl: string | undefined;
   dashboardUrl: string | undefined;
   lifecycle: { draining: boolean };
-  /** The unknown-key bucket per client address the chain routes share (see serveWithKey). */
+  /** The unknown-key bucket per client address the chain routes share (see auth/api-key.ts). */
   unknownKeys: UnknownKeyLimiter | undefined;
 }
 

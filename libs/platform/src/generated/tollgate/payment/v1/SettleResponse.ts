@@ -4,9 +4,14 @@ import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate
 import type { PaymentMeta as _tollgate_payment_v1_PaymentMeta, PaymentMeta__Output as _tollgate_payment_v1_PaymentMeta__Output } from '../../../tollgate/payment/v1/PaymentMeta.ts';
 import type { Accrual as _tollgate_payment_v1_Accrual, Accrual__Output as _tollgate_payment_v1_Accrual__Output } from '../../../tollgate/payment/v1/Accrual.ts';
 import type { Problem as _tollgate_payment_v1_Problem, Problem__Output as _tollgate_payment_v1_Problem__Output } from '../../../tollgate/payment/v1/Problem.ts';
+import type { PaymentError as _tollgate_payment_v1_PaymentError, PaymentError__Output as _tollgate_payment_v1_PaymentError__Output } from '../../../tollgate/payment/v1/PaymentError.ts';
 
 export interface SettleResponse {
   'settled'?: (boolean);
+  /**
+   * Deprecated: read `error`. The same refusal as a string, still filled for one release (see
+   * VerifyResponse.error_code).
+   */
   'errorCode'?: (string);
   'reason'?: (string);
   /**
@@ -27,10 +32,18 @@ export interface SettleResponse {
    * When not settled: the protocol's problem for the refusal, if it defines one.
    */
   'problem'?: (_tollgate_payment_v1_Problem | null);
+  /**
+   * When not settled: why (PAYMENT_ERROR_UNSPECIFIED when settled).
+   */
+  'error'?: (_tollgate_payment_v1_PaymentError);
 }
 
 export interface SettleResponse__Output {
   'settled': (boolean);
+  /**
+   * Deprecated: read `error`. The same refusal as a string, still filled for one release (see
+   * VerifyResponse.error_code).
+   */
   'errorCode': (string);
   'reason': (string);
   /**
@@ -51,4 +64,8 @@ export interface SettleResponse__Output {
    * When not settled: the protocol's problem for the refusal, if it defines one.
    */
   'problem': (_tollgate_payment_v1_Problem__Output | null);
+  /**
+   * When not settled: why (PAYMENT_ERROR_UNSPECIFIED when settled).
+   */
+  'error': (_tollgate_payment_v1_PaymentError__Output);
 }

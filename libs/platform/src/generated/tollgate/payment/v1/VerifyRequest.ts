@@ -20,8 +20,8 @@ export interface VerifyRequest {
   /**
    * The request names no call to serve (a POST without a body to a paid route that takes GET or
    * a body): only a payment that needs no service (a channel management action, e.g. an MPP
-   * session close or top-up) can be verified; any other is refused with error_code
-   * "not_applicable" without being reserved, and the gateway gives its ordinary answer.
+   * session close or top-up) can be verified; any other is refused with error
+   * PAYMENT_ERROR_NOT_APPLICABLE without being reserved, and the gateway gives its ordinary answer.
    */
   'noService'?: (boolean);
 }
@@ -43,8 +43,8 @@ export interface VerifyRequest__Output {
   /**
    * The request names no call to serve (a POST without a body to a paid route that takes GET or
    * a body): only a payment that needs no service (a channel management action, e.g. an MPP
-   * session close or top-up) can be verified; any other is refused with error_code
-   * "not_applicable" without being reserved, and the gateway gives its ordinary answer.
+   * session close or top-up) can be verified; any other is refused with error
+   * PAYMENT_ERROR_NOT_APPLICABLE without being reserved, and the gateway gives its ordinary answer.
    */
   'noService': (boolean);
 }

@@ -2,6 +2,7 @@
 
 import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate_payment_v1_Header__Output } from '../../../tollgate/payment/v1/Header.ts';
 import type { Problem as _tollgate_payment_v1_Problem, Problem__Output as _tollgate_payment_v1_Problem__Output } from '../../../tollgate/payment/v1/Problem.ts';
+import type { PaymentError as _tollgate_payment_v1_PaymentError, PaymentError__Output as _tollgate_payment_v1_PaymentError__Output } from '../../../tollgate/payment/v1/PaymentError.ts';
 
 export interface VerifyResponse {
   'valid'?: (boolean);
@@ -10,8 +11,9 @@ export interface VerifyResponse {
    */
   'paymentId'?: (string);
   /**
-   * Stable error code when invalid: "payment_required", "payment_invalid" (402),
-   * "rate_limited" (429), "service_unavailable" (503) or "not_applicable" (no_service requests).
+   * Deprecated: read `error`. The same refusal as a string ("payment_required",
+   * "payment_invalid", "rate_limited", "service_unavailable", "not_applicable"), still filled
+   * for one release so gateways of the last release understand a refusal during a rolling upgrade.
    */
   'errorCode'?: (string);
   /**
@@ -33,6 +35,10 @@ export interface VerifyResponse {
    * When invalid: the protocol's problem for the refusal, if it defines one.
    */
   'problem'?: (_tollgate_payment_v1_Problem | null);
+  /**
+   * When invalid: why (PAYMENT_ERROR_UNSPECIFIED when valid).
+   */
+  'error'?: (_tollgate_payment_v1_PaymentError);
 }
 
 export interface VerifyResponse__Output {
@@ -42,8 +48,9 @@ export interface VerifyResponse__Output {
    */
   'paymentId': (string);
   /**
-   * Stable error code when invalid: "payment_required", "payment_invalid" (402),
-   * "rate_limited" (429), "service_unavailable" (503) or "not_applicable" (no_service requests).
+   * Deprecated: read `error`. The same refusal as a string ("payment_required",
+   * "payment_invalid", "rate_limited", "service_unavailable", "not_applicable"), still filled
+   * for one release so gateways of the last release understand a refusal during a rolling upgrade.
    */
   'errorCode': (string);
   /**
@@ -65,4 +72,8 @@ export interface VerifyResponse__Output {
    * When invalid: the protocol's problem for the refusal, if it defines one.
    */
   'problem': (_tollgate_payment_v1_Problem__Output | null);
+  /**
+   * When invalid: why (PAYMENT_ERROR_UNSPECIFIED when valid).
+   */
+  'error': (_tollgate_payment_v1_PaymentError__Output);
 }

@@ -1,6 +1,7 @@
+// Which auth method a request asks for, read from its headers alone (no I/O, no verification).
 import { PAYMENT_HEADERS } from "@tollgate/catalog";
 import type { Request } from "express";
-import type { Header } from "./clients/payment-verifier.ts";
+import type { Header } from "../clients/payment-verifier.ts";
 
 /** How a request asks to be served (spec 5). */
 export type Credentials =

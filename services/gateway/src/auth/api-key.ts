@@ -1,0 +1,129 @@
+// The API-key plan's auth (`Authorization: Bearer <key>`): quota-meter, or a unit of a lease this
+// gateway holds for the key, decides whether the call is served; the call is counted against the
+// account's windows and given back when the node gave no answer.
+import { randomUUID } from "node:crypto";
+import { ERRORS, QUOTA_HEADERS } from "@tollgate/catalog";
+import type { Logger } from "@tollgate/platform";
+import type { Response } from "express";
+import type { QuotaMeterClient } from "../clients/quota-meter.ts";
+import { sendData, sendError, sendLimit } from "../envelope.ts";
+import type { Grant, LeaseBook, UnknownKeyLimiter } from "../leases.ts";
+import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
+import type { UsageReporter } from "../usage-reporter.ts";
+import { type AuthMethod, type CredentialsOf, charged, failureOf } from "./call.ts";
+
+export interface ApiKeyAuthDeps {
+  quota: QuotaMeterClient;
+  leases: LeaseBook;
+  /** Unknown API keys per client address; unset, not limited. */
+  unknownKeys: UnknownKeyLimiter | undefined;
+  usage: UsageReporter;
+  /** Named in refusals: what else the caller could pay with. */
+  methods: AcceptedMethods;
+  logger: Logger;
+}
+
+/** Serves a call made with an API key. */
+export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_key">> {
+  return async (endpoint, network, credentials, execute, req, res) => {
+    const { apiKey } = credentials;
+    const client = req.ip ?? "";
+    const started = performance.now();
+    const receivedAt = new Date().toISOString();
+    // A key this gateway does not hold costs its client a token of its unknown-key bucket (given back
+    // below unless quota-meter calls the key unknown); an empty bucket is a 429, quota-meter not asked.
+    const limiter = deps.leases.holds(apiKey) ? undefined : deps.unknownKeys;
+    if (limiter && !limiter.take(client)) {
+      sendLimit(res, "rate_limited", deps.methods.text());
+      return;
+    }
+    let authz: Grant;
+    try {
+      // A unit of the key's lease when this gateway holds one; quota-meter otherwise.
+      authz = await deps.leases.grant(apiKey, (leaseUnits) => {
+        const authorizationId = randomUUID();
+        return deps.quota
+          .authorize({
+            requestId: res.locals.requestId,
+            apiKey,
+            endpoint: endpoint.path,
+            network,
+            leaseUnits,
+            authorizationId,
+          })
+          .catch((err: unknown) => {
+            // Given up on (past the deadline, or the connection failed): quota-meter may still have
+            // counted it, or count it yet. The call is answered 503, so whatever it counted goes back.
+            deps.usage.release(authorizationId);
+            throw err;
+          });
+      });
+    } catch (err) {
+      limiter?.giveBack(client);
+      const failure = failureOf(err);
+      if (!failure.ok) deps.logger.warn({ code: failure.code }, "quota-meter unreachable");
+      sendError(res, "service_unavailable", "the API-key service is unavailable, retry with backoff");
+      return;
+    }
+    if (limiter && authz.decision !== "DECISION_INVALID_KEY") limiter.giveBack(client);
+    switch (authz.decision) {
+      case "DECISION_ALLOW":
+        break;
+      case "DECISION_SUBSCRIPTION_INACTIVE":
+        sendError(res, "subscription_inactive", inactiveMessage(deps.methods.text()));
+        return;
+      case "DECISION_DAILY_LIMIT_EXCEEDED":
+        setQuotaHeaders(res, authz);
+        sendLimit(res, "daily_limit_exceeded", deps.methods.text());
+        return;
+      case "DECISION_MONTHLY_LIMIT_EXCEEDED":
+        setQuotaHeaders(res, authz);
+        sendLimit(res, "monthly_limit_exceeded", deps.methods.text());
+        return;
+      case "DECISION_RATE_LIMITED":
+        setQuotaHeaders(res, authz);
+        sendLimit(res, "rate_limited", deps.methods.text());
+        return;
+      default:
+        sendError(res, "invalid_api_key", "the API key is unknown or revoked");
+        return;
+    }
+    setQuotaHeaders(res, authz);
+    res.locals.principal = authz.accountId;
+    const outcome = await execute();
+    const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
+    if (outcome.ok) sendData(res, outcome.data);
+    else sendError(res, outcome.code, outcome.message, outcome.extra);
+    // A call that got no answer is not charged: its unit goes back to its lease when that is still
+    // live (served again at once), else to both windows.
+    const uncharged = authz.metered && !charged(outcome);
+    const returnedToLease = uncharged && deps.leases.giveBack(apiKey, authz);
+    deps.usage.add({
+      requestId: res.locals.requestId,
+      accountId: authz.accountId,
+      keyId: authz.keyId,
+      endpoint: endpoint.path,
+      network,
+      status,
+      latencyMs: performance.now() - started,
+      time: receivedAt,
+      refund: uncharged && !returnedToLease,
+      returnedToLease,
+      dayWindow: authz.dayWindow,
+      monthWindow: authz.monthWindow,
+    });
+  };
+}
+
+function setQuotaHeaders(res: Response, authz: Grant): void {
+  const q = authz.quota;
+  if (!q) return;
+  if (q.dayLimit != null && q.dayUsed != null) {
+    res.setHeader(QUOTA_HEADERS.dayLimit.name, String(q.dayLimit));
+    res.setHeader(QUOTA_HEADERS.dayUsed.name, String(q.dayUsed));
+  }
+  if (q.monthLimit != null && q.monthUsed != null) {
+    res.setHeader(QUOTA_HEADERS.monthLimit.name, String(q.monthLimit));
+    res.setHeader(QUOTA_HEADERS.monthUsed.name, String(q.monthUsed));
+  }
+}

@@ -1,0 +1,90 @@
+// The paid chain endpoints in the OpenAPI document: one operation per catalog entry, with its
+// parameters, errors by status, the charging rule per status, and the ways to pay for it.
+import { ENDPOINTS, type Endpoint, ERRORS, QUOTA_HEADERS } from "@tollgate/catalog";
+import { type PayDocs, paymentOffers } from "./payment-docs.ts";
+import { BEFORE_ROUTING, errorResponse, type Json, jsonSchema, parameters, ref } from "./schema.ts";
+
+const quotaHeaders = Object.fromEntries(Object.values(QUOTA_HEADERS).map((h) => [h.name, ref(h.name)]));
+
+function operation(endpoint: Endpoint, pay: PayDocs): Json {
+  const statuses = new Set<number>([400, 401, 402, 403, 500, 502, 503, 504]);
+  // Any answer can be over the byte caps; everything else 404/422 is the endpoint's own.
+  const own = new Set<string>([...endpoint.errors, "result_too_large"]);
+  for (const code of own) statuses.add(ERRORS[code as keyof typeof ERRORS].status);
+  for (const code of BEFORE_ROUTING) statuses.add(ERRORS[code].status);
+  const errors: Json = {};
+  for (const status of [...statuses].sort()) {
+    const entries = Object.entries(ERRORS).filter(
+      ([code, e]) => e.status === status && ((status !== 404 && status !== 422) || own.has(code)),
+    );
+    const codes = entries.map(([code, e]) => `\`${code}\`: ${e.description}`);
+    const charged = entries
+      .filter(([, e]) => (e as { charged?: true }).charged)
+      .map(([code]) => `\`${code}\``);
+    const response = errorResponse(
+      `${codes.join(" ") || "Error."}${charged.length ? ` Charged (the node answered): ${charged.join(", ")}; a paid call's answer carries the receipt and meta.cost_usdc.` : ""}`,
+    );
+    if (charged.length) response.headers = pay.receipts;
+    errors[String(status)] = response;
+  }
+  return {
+    operationId: endpoint.id,
+    summary: endpoint.summary,
+    description: `${endpoint.description}\n\nPrice: ${endpoint.price} USD per call. Upstream: ${endpoint.upstream}.`,
+    tags: ["chain"],
+    "x-price-usd": endpoint.price,
+    parameters: [...parameters(endpoint.params.path, "path"), ...parameters(endpoint.params.query, "query")],
+    ...(endpoint.params.body
+      ? {
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: jsonSchema(endpoint.params.body, "input") } },
+          },
+        }
+      : {}),
+    security: pay.security,
+    ...(pay.offers402.length ? { "x-payment-info": { offers: paymentOffers(endpoint, pay.offers402) } } : {}),
+    responses: {
+      "200": {
+        description: "Success. API-key calls carry the X-Quota-* headers; paid calls carry their receipt.",
+        headers: { ...quotaHeaders, ...pay.receipts },
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              required: ["data", "error", "meta"],
+              properties: {
+                data: jsonSchema(endpoint.data, "output"),
+                error: { type: "null" },
+                meta: { $ref: "#/components/schemas/Meta" },
+              },
+            },
+          },
+        },
+      },
+      ...errors,
+      "402": {
+        description: `Payment required or refused. Nothing was charged.${pay.text ? ` Pay per call with ${pay.text}.` : ""}`,
+        headers: pay.offers,
+        content: { "application/json": { schema: { $ref: "#/components/schemas/PaymentRefusal" } } },
+      },
+      "429": {
+        description: "A quota window or the burst guard was hit (flat shape, spec 7).",
+        headers: {
+          ...quotaHeaders,
+          "Retry-After": { schema: { type: "integer" }, description: "rate_limited only." },
+        },
+        content: { "application/json": { schema: { $ref: "#/components/schemas/LimitError" } } },
+      },
+    },
+  };
+}
+
+/** Every chain endpoint, by path. */
+export function chainPaths(pay: PayDocs): Json {
+  const paths: Json = {};
+  for (const endpoint of ENDPOINTS) {
+    paths[endpoint.path] = { [endpoint.method.toLowerCase()]: operation(endpoint, pay) };
+  }
+  return paths;
+}

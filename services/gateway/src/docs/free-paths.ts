@@ -1,0 +1,123 @@
+// The free endpoints in the OpenAPI document: pricing, networks, the key owner's usage, the
+// documents themselves and the health check.
+import { describePlan, moreThanFree, type Plans } from "@tollgate/catalog";
+import type { PayDocs } from "./payment-docs.ts";
+import { beforeRouting, envelopeOf, errorResponse, type Json } from "./schema.ts";
+
+/** One plan in /api/pricing (`api_key_plan`, `free_plan`). */
+function planSchema(description: string): Json {
+  const count = (what: string) => ({ type: "integer", minimum: 0, description: `${what}; 0 = uncapped.` });
+  return {
+    type: "object",
+    description,
+    required: ["header", "daily_quota", "monthly_quota", "burst_per_second", "windows", "get"],
+    properties: {
+      header: { type: "string" },
+      daily_quota: count("Calls a UTC day"),
+      monthly_quota: count("Calls a calendar month"),
+      burst_per_second: {
+        type: "integer",
+        minimum: 0,
+        description: "The burst guard: calls a second (0 = none).",
+      },
+      windows: { type: "string" },
+      get: { type: "string", description: "How to get an account on this plan." },
+      more: { type: "string", description: "How to get more than this plan." },
+    },
+  };
+}
+
+function freeOperation(id: string, summary: string, contentType: string, schema: Json): Json {
+  return {
+    get: {
+      operationId: id,
+      summary,
+      tags: ["free"],
+      security: [],
+      responses: {
+        "200": { description: "OK", content: { [contentType]: { schema } } },
+        ...beforeRouting(),
+      },
+    },
+  };
+}
+
+/** /api/pricing, /api/networks and /api/account/usage. */
+export function freeApiPaths(plans: Plans, pay: PayDocs): Json {
+  const paths: Json = {};
+  paths["/api/pricing"] = freeOperation(
+    "pricing",
+    "Per-endpoint prices, accepted payment methods and the API-key plans",
+    "application/json",
+    envelopeOf({
+      type: "object",
+      properties: {
+        currency: { type: "string" },
+        endpoints: { type: "array", items: { type: "object" } },
+        payment_methods: { type: "array", items: { type: "object" } },
+        api_key_plan: planSchema(`The standard plan: ${describePlan(plans.standard)}.`),
+        free_plan: planSchema(
+          `The free plan a first dashboard sign-in gives: ${describePlan(plans.free)}. ${moreThanFree(pay.text)}`,
+        ),
+      },
+    }),
+  );
+  paths["/api/networks"] = freeOperation(
+    "networks",
+    "Networks served",
+    "application/json",
+    envelopeOf({ type: "object" }),
+  );
+  paths["/api/account/usage"] = {
+    get: {
+      operationId: "accountUsage",
+      summary: "Daily usage of the key's account (free, not counted)",
+      tags: ["free"],
+      security: [{ apiKey: [] }],
+      parameters: [
+        { name: "days", in: "query", required: false, schema: { type: "string", pattern: "^[0-9]{1,3}$" } },
+      ],
+      responses: {
+        ...beforeRouting(),
+        "200": {
+          description: "OK",
+          content: { "application/json": { schema: envelopeOf({ type: "object" }) } },
+        },
+        "400": errorResponse(
+          "`invalid_parameter`: `days` is not an integer from 1 to 366. `malformed_request`: the HTTP request itself is malformed.",
+        ),
+        "401": errorResponse("Missing or invalid key."),
+        "403": errorResponse("`subscription_inactive`: the key's subscription is not active."),
+        "429": {
+          description: "`rate_limited`: the burst guard chain calls share (flat shape, Retry-After: 1).",
+          headers: { "Retry-After": { schema: { type: "integer" } } },
+          content: { "application/json": { schema: { $ref: "#/components/schemas/LimitError" } } },
+        },
+        "503": errorResponse("`service_unavailable`: usage cannot be read right now; retry with backoff."),
+      },
+    },
+  };
+  return paths;
+}
+
+/** The documents and the health check. */
+export function servicePaths(): Json {
+  const paths: Json = {};
+  paths["/openapi.json"] = freeOperation("openapi", "This document", "application/json", { type: "object" });
+  paths["/.well-known/openapi.json"] = freeOperation(
+    "openapiWellKnown",
+    "This document",
+    "application/json",
+    { type: "object" },
+  );
+  paths["/llms.txt"] = freeOperation("llms", "Index for language-model use", "text/plain", {
+    type: "string",
+  });
+  paths["/health"] = freeOperation(
+    "health",
+    "Front door liveness only: stays green during an upstream outage",
+    "application/json",
+    { type: "object", properties: { status: { type: "string" } } },
+  );
+  return paths;
+}

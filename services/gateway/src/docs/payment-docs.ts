@@ -1,0 +1,79 @@
+// What the accepted payment methods put into the OpenAPI document: security schemes, the 402's
+// offer headers, receipts, and each operation's `x-payment-info`.
+import { type Endpoint, PAYMENT_HEADERS, priceAtomic } from "@tollgate/catalog";
+import { describeMethods, type PaymentMethod } from "../payment-methods.ts";
+import { type Json, ref } from "./schema.ts";
+
+const {
+  required: PAYMENT_REQUIRED,
+  response: PAYMENT_RESPONSE,
+  signature: PAYMENT_SIGNATURE,
+} = PAYMENT_HEADERS;
+
+/** What the accepted payment methods put into the document. */
+export interface PayDocs {
+  text: string;
+  security: Json[];
+  offers: Json;
+  receipts: Json;
+  schemes: Json;
+  /** One way to pay per accepted method, for `x-payment-info`. */
+  offers402: readonly PaymentMethod[];
+}
+
+/**
+ * `x-payment-info` (the MPP discovery extension `mppx/discovery` validates): every way to pay for
+ * this operation, its price in the token's atomic units. MPP offers name their method ("tempo")
+ * and intent ("charge", "session"); x402 offers method "x402" and the scheme as the intent.
+ */
+export function paymentOffers(endpoint: Endpoint, methods: readonly PaymentMethod[]): Json[] {
+  return methods.map((m) => ({
+    amount: priceAtomic(endpoint.price, m.decimals).toString(),
+    currency: m.asset,
+    intent: m.scheme,
+    method: m.method || m.protocol,
+    description: `${endpoint.summary}: ${endpoint.price} USD in ${m.symbol} on ${m.network}`,
+  }));
+}
+
+export function payDocs(methods: readonly PaymentMethod[]): PayDocs {
+  const x402 = methods.filter((m) => m.protocol === "x402");
+  const mpp = methods.filter((m) => m.protocol === "mpp");
+  const names = (list: PaymentMethod[]) => [...new Set(list.map((m) => `\`${m.scheme}\``))].join(", ");
+  const schemes: Json = {
+    apiKey: {
+      type: "http",
+      scheme: "bearer",
+      description: "API-key plan: `Authorization: Bearer <API key>`.",
+    },
+  };
+  const offers: Json = {};
+  const receipts: Json = {};
+  if (x402.length) {
+    schemes.x402 = {
+      type: "apiKey",
+      in: "header",
+      name: PAYMENT_SIGNATURE.name,
+      description: `x402 v2 payment payload (base64 JSON); schemes ${names(x402)}. Offers come in the 402's PAYMENT-REQUIRED header.`,
+    };
+    offers[PAYMENT_REQUIRED.name] = ref(PAYMENT_REQUIRED.name);
+    receipts[PAYMENT_RESPONSE.name] = ref(PAYMENT_RESPONSE.name);
+  }
+  if (mpp.length) {
+    schemes.mpp = {
+      type: "http",
+      scheme: "Payment",
+      description: `MPP (Machine Payments Protocol) credential, \`Authorization: Payment <credential>\`; intents ${names(mpp)}. Challenges come in the 402's WWW-Authenticate header.`,
+    };
+    offers[PAYMENT_HEADERS.mppChallenge.name] = ref(PAYMENT_HEADERS.mppChallenge.name);
+    receipts[PAYMENT_HEADERS.mppReceipt.name] = ref(PAYMENT_HEADERS.mppReceipt.name);
+  }
+  return {
+    text: describeMethods(methods),
+    security: Object.keys(schemes).map((name) => ({ [name]: [] })),
+    offers,
+    receipts,
+    schemes,
+    offers402: methods,
+  };
+}
