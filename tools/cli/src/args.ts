@@ -3,7 +3,7 @@
 import { parseArgs } from "node:util";
 import { UsageError } from "./errors.ts";
 
-export type Flags = {
+type Flags = {
   name?: string;
   daily?: string;
   monthly?: string;
@@ -78,14 +78,14 @@ export const defined = <T extends object>(o: T) =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 /** Limits named on the command line (`--daily`, `--monthly`, `--burst`); absent when not given. */
-export interface Limits {
+interface Limits {
   dailyLimit: number | undefined;
   monthlyLimit: number | undefined;
   burstPerSecond: number | undefined;
 }
 
 /** One command line, parsed: the command's name, its flags, its positional arguments. */
-export interface Invocation {
+interface Invocation {
   command: string;
   flags: Flags;
   args: string[];
