@@ -11,7 +11,7 @@ const HERE = fileURLToPath(new URL(".", import.meta.url));
 const ROOT = join(HERE, "../..");
 const PROTO = join(ROOT, "proto");
 const GENERATED = join(HERE, "src/generated");
-// Must agree with LOADER_OPTIONS in src/grpc.ts, which loads the protos at run time.
+// Must agree with LOADER_OPTIONS in src/grpc-contracts.ts, which loads the protos at run time.
 const FLAGS = [
   "--longs=Number",
   "--enums=String",

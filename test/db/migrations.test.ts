@@ -99,7 +99,7 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
         "0003_account_plans",
       ]);
       expect(await migrate(database.db, LEDGER)).toEqual(["0001_ledger", "0002_released_calls"]);
-      // Replicas starting together, and the operator's `pnpm tollgate migrate`, find nothing to do.
+      // Replicas starting together, and the operator's `pnpm migrate`, find nothing to do.
       const again = await Promise.all([
         migrate(database.db, QUOTA),
         migrate(database.db, QUOTA),

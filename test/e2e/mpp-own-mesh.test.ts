@@ -6,6 +6,7 @@
 // payment-verifier reaches the chain through.
 import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
+import { createLedgerClient } from "@tollgate/cli/clients/settlement-admin";
 import { readDevnetFile } from "@tollgate/devnet";
 import { freePort, type Mesh, startMesh } from "@tollgate/local";
 import { Credential, Receipt } from "mppx";
@@ -21,7 +22,6 @@ import {
 import { Abis, Transaction } from "viem/tempo";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { redisMppxState } from "../../libs/payment-rails/src/mppx-store.ts";
-import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import {
   devnetAccount,

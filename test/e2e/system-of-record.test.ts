@@ -41,14 +41,13 @@ afterAll(async () => {
 /** `pnpm tollgate …` as the operator runs it. */
 function tollgate(args: string[]) {
   return new Promise<{ code: number | null; json: Record<string, unknown>; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [join(REPO, "services/quota-meter/src/cli.ts"), ...args], {
+    const child = spawn(process.execPath, [join(REPO, "tools/cli/src/main.ts"), ...args], {
       cwd: REPO,
       env: {
         ...process.env,
         OPERATOR_TOKEN: mesh.operatorToken,
         SETTLEMENT_WORKER_ADDR: mesh.settlementWorkerAddr,
         QUOTA_METER_ADDR: mesh.quotaMeterAddr,
-        DATABASE_URL: mesh.databaseUrl,
       },
     });
     let stdout = "";

@@ -6,13 +6,13 @@
 // refunds idle channels. Killing the worker and payment-verifier mid-run loses no voucher.
 import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
+import { createLedgerClient } from "@tollgate/cli/clients/settlement-admin";
 import { readDevnetFile } from "@tollgate/devnet";
 import type { Mesh } from "@tollgate/local";
 import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
 import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { type Address, settlementClient, settlementNetwork, usdcBalance } from "../support/x402.ts";
 import { type BatchPayer, batchPayer, hundredCalls } from "../support/x402-batch.ts";
 import { ESCROW_ABI, startBatchMesh } from "../support/x402-batch-mesh.ts";

@@ -4,13 +4,13 @@
 // official batch-settlement client, the ledger in PostgreSQL fed through NATS JetStream.
 import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
+import { createLedgerClient } from "@tollgate/cli/clients/settlement-admin";
 import { readDevnetFile } from "@tollgate/devnet";
 import type { Mesh } from "@tollgate/local";
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { nodeRpc } from "../support/node-rpc.ts";
 import { type Address, settlementClient, usdcBalance } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";

@@ -6,10 +6,10 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { createAdminClient, type Plan } from "@tollgate/cli/clients/quota-admin";
 import { contracts, createClient, type Logger } from "@tollgate/platform";
 import type { UsageRecord } from "@tollgate/platform/generated/tollgate/quota/v1/UsageRecord";
 import { createClient as createRedisClient } from "redis";
-import { createAdminClient, type Plan } from "../../services/quota-meter/src/admin-client.ts";
 import { loadConfig, type QuotaMeterConfig } from "../../services/quota-meter/src/config.ts";
 import {
   type QuotaMeterDeps,

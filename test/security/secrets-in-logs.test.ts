@@ -9,6 +9,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createAdminClient } from "@tollgate/cli/clients/quota-admin";
+import { createLedgerClient } from "@tollgate/cli/clients/settlement-admin";
 import { freePort, type RunningService, type ServiceName, spawnService } from "@tollgate/local";
 import {
   checkHealth,
@@ -18,14 +20,12 @@ import {
   meshCallerEnv,
   meshTokenDigest,
 } from "@tollgate/platform";
-import { createAdminClient } from "@tollgate/quota-meter/admin-client";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { Challenge, Credential } from "mppx";
 import request from "supertest";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 
 const secret = (label: string) => `${label}${randomBytes(12).toString("hex")}`;

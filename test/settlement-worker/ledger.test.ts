@@ -3,6 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createLedgerClient, type LedgerClient } from "@tollgate/cli/clients/settlement-admin";
 import { openDatabase } from "@tollgate/db";
 import {
   createEventPublisher,
@@ -17,7 +18,6 @@ import {
   createLedgerStore,
   type LedgerTables,
 } from "../../services/settlement-worker/src/adapters/ledger-store.ts";
-import { createLedgerClient, type LedgerClient } from "../../services/settlement-worker/src/admin-client.ts";
 import { loadConfig } from "../../services/settlement-worker/src/config.ts";
 import { entryOf } from "../../services/settlement-worker/src/core/ledger.ts";
 import {

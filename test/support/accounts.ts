@@ -1,4 +1,4 @@
-import { createAdminClient, type Plan } from "@tollgate/quota-meter/admin-client";
+import { createAdminClient, type Plan } from "@tollgate/cli/clients/quota-admin";
 import { inject } from "vitest";
 
 const mesh = inject("mesh");

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { type AdminClient, createAdminClient } from "@tollgate/quota-meter/admin-client";
+import { type AdminClient, createAdminClient } from "@tollgate/cli/clients/quota-admin";
 import type { Mesh } from "./mesh.ts";
 
 /** The operator's admin client for a running mesh (its quota-meter and operator token). */

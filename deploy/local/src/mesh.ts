@@ -134,7 +134,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     const embedded = await startEmbeddedPostgres(dataDir, port, onLine);
     postgres = embedded.process;
     databaseUrl = embedded.url;
-    // `pnpm tollgate migrate` finds the running embedded database here.
+    // `pnpm migrate` (each service's src/migrate.ts) finds the running embedded database here.
     if (!opts.namespace) writeFileSync(join(stateDir, "database-url"), `${databaseUrl}\n`, { mode: 0o600 });
   }
 

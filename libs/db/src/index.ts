@@ -7,3 +7,4 @@ export {
   sqlMigrations,
   startMigrations,
 } from "./migrate.ts";
+export { migrateCommand } from "./migrate-command.ts";

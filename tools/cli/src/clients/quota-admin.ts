@@ -1,5 +1,5 @@
-// The operator's client of QuotaAdminService: the one typed adapter the CLI, the
-// benchmark and the tests all use, each call carrying the operator token.
+// The operator's client of QuotaAdminService: the one typed adapter the CLI, the local stack
+// (deploy/local), the benchmark and the tests all use, each call carrying the operator token.
 import { contracts, createClient, operatorCall } from "@tollgate/platform";
 import type { CreateAccountRequest } from "@tollgate/platform/generated/tollgate/quota/v1/CreateAccountRequest";
 import type { UpdateAccountRequest } from "@tollgate/platform/generated/tollgate/quota/v1/UpdateAccountRequest";
