@@ -29,11 +29,9 @@ import { batchChannelStorage } from "./stores/batch-channels.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
 import { memoryMppxState, redisMppxState, undoDeduction } from "./stores/mppx-store.ts";
 import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
-import {
-  MemoryReservationStore,
-  RedisReservationStore,
-  type ReservationStore,
-} from "./stores/reservations.ts";
+import type { ReservationStore } from "./stores/reservations.ts";
+import { MemoryReservationStore } from "./stores/reservations-memory.ts";
+import { RedisReservationStore } from "./stores/reservations-redis.ts";
 import { grpcHandlers } from "./transport.ts";
 
 export const SERVICE_NAME = "tollgate.payment.v1.PaymentVerifierService";
