@@ -23,7 +23,7 @@ import { createPaymentMetrics, zeroPaymentMetrics } from "./core/metrics.ts";
 import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
-import { SDK_SCHEME } from "./schemes/x402-batch.ts";
+import { SDK_SCHEME } from "./schemes/x402-batch-credential.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
 import { batchChannelStorage } from "./stores/batch-channels.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
