@@ -63,7 +63,7 @@ export function createLiveness(core: Core): Liveness {
 }
 
 /** What claiming a call's settlement came to: a begin to act on, or the answer already decided. */
-export type Claimed =
+type Claimed =
   | { kind: "begun"; begun: BeginSettle }
   | { kind: "answered"; outcome: SettleOutcome | Promise<SettleOutcome> };
 

@@ -15,7 +15,7 @@ import type { BatchPayment, VoucherPayload } from "./x402-batch-credential.ts";
 const TAKEOVER_WAIT_MS = 15_000;
 const TAKEOVER_POLL_MS = 250;
 
-export interface DepositTakeoverDeps {
+interface DepositTakeoverDeps {
   /** Reads the settlement chain: without it, the deposit runs again here. */
   chain: SettlementChain | undefined;
   storage: ChannelStorage;

@@ -32,7 +32,7 @@ const WITHDRAW_DELAY_RANGE = [900, 2_592_000] as const;
 const PENDING_TTL_MS = [5_000, 10 * 60_000] as const;
 
 /** What the known-channel path uses of its scheme. */
-export interface KnownChannelDeps {
+interface KnownChannelDeps {
   cfg: X402Config;
   server: BatchSettlementEvmScheme;
   vouchers: BatchVoucherStore;
