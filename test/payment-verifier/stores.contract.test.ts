@@ -11,11 +11,9 @@ import {
   redisMppxState,
 } from "../../libs/payment-rails/src/mppx-store.ts";
 import { RefusalMemory } from "../../services/payment-verifier/src/stores/attempt-limits.ts";
-import {
-  MemoryReservationStore,
-  RedisReservationStore,
-  type ReservationStore,
-} from "../../services/payment-verifier/src/stores/reservations.ts";
+import type { ReservationStore } from "../../services/payment-verifier/src/stores/reservations.ts";
+import { MemoryReservationStore } from "../../services/payment-verifier/src/stores/reservations-memory.ts";
+import { RedisReservationStore } from "../../services/payment-verifier/src/stores/reservations-redis.ts";
 import { testRedis } from "../support/redis.ts";
 import { paymentFacts as facts, uniqueId } from "./support.ts";
 
