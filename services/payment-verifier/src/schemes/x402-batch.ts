@@ -16,7 +16,7 @@
 // Settle. Anything else (a deposit, an unknown or stale channel, a smart-wallet payer) goes through
 // the SDK as before. The payload and its terms are read in x402-batch-credential.ts.
 import { priceAtomic } from "@tollgate/catalog";
-import { chainIdOf, type X402BatchConfig } from "@tollgate/payment-rails";
+import type { X402BatchConfig } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";

@@ -6,7 +6,7 @@
 // the in-process facilitator, one signature recovery per paid call instead of three (the second is
 // the recovery memo's, see adapters/signature-memo.ts; X402ExactDeps).
 import { priceAtomic } from "@tollgate/catalog";
-import { chainIdOf, type Facilitator } from "@tollgate/payment-rails";
+import type { Facilitator } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
