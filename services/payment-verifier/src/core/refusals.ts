@@ -213,7 +213,7 @@ export function conflictReason(current: Reservation | undefined): string {
  * this one had to answer; `pending`, a transfer broadcast and not confirmed in time (a retry
  * with the same payment is served by it, if the client retries). Nothing here can move money
  * back (the payee's key is not ours): counted and logged at error level with the mesh's request
- * id and the reference (transaction or channel), for a refund by hand (README, Runbook). One call
+ * id and the reference (transaction or channel), for a refund by hand (docs/runbook.md). One call
  * can be logged twice (a Settle that answered `still_settling`, then its owner `collected_late`).
  */
 export function chargedForNoData(
@@ -236,7 +236,7 @@ export function chargedForNoData(
       reference,
     },
     what === "collected_late"
-      ? "a payment settled after its caller stopped waiting: the call was answered 503 and the payer paid for it (refund it: README, Runbook)"
-      : "a Settle answered 503 while its payment may still collect: the ledger shows whether the payer paid for it (README, Runbook)",
+      ? "a payment settled after its caller stopped waiting: the call was answered 503 and the payer paid for it (refund it: docs/runbook.md)"
+      : "a Settle answered 503 while its payment may still collect: the ledger shows whether the payer paid for it (docs/runbook.md)",
   );
 }
