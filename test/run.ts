@@ -9,10 +9,14 @@ const extra = process.argv.slice(2).filter((a) => a !== "--");
 const started = Date.now();
 
 function run(project: string): Promise<number> {
-  const child = spawn(process.execPath, ["node_modules/vitest/vitest.mjs", "run", "--project", project, ...extra], {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? (process.stdout.isTTY ? "1" : "0") },
-  });
+  const child = spawn(
+    process.execPath,
+    ["node_modules/vitest/vitest.mjs", "run", "--project", project, ...extra],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? (process.stdout.isTTY ? "1" : "0") },
+    },
+  );
   const tag = `[${project}]`.padEnd(13);
   for (const [from, to] of [
     [child.stdout, process.stdout],
