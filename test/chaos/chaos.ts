@@ -63,7 +63,7 @@ interface ClassStats {
   reasons: Record<string, string>;
 }
 
-export interface PhaseReport {
+interface PhaseReport {
   fault: string;
   /** Seconds the fault was held (until the part came back). */
   heldS: number;
@@ -83,7 +83,7 @@ export interface PhaseReport {
   check: Reconciliation;
 }
 
-export interface Reconciliation {
+interface Reconciliation {
   /** Per account: X-Quota-Day-Used vs the load generator's served-with-headers tally. */
   windowsExact: boolean;
   /**
