@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import CostShardSequencer from "./test/setup/sequencer.ts";
 
 const shared = { testTimeout: 60_000, hookTimeout: 120_000 };
 
@@ -9,6 +10,8 @@ export default defineConfig({
   test: {
     pool: "forks",
     maxWorkers: 2,
+    // The mesh shards split by cost (test/setup/sequencer.ts).
+    sequence: { sequencer: CostShardSequencer },
     projects: [
       {
         // Suites that go through the gateway: the shared mesh (devnets + the six services as
