@@ -1,3 +1,11 @@
+// The x402 `batch-settlement` scheme end to end with nothing but the official SDK (@x402/evm
+// 2.27.0 client, server scheme with RedisChannelStorage, in-process facilitator) against a devnet:
+// no Tollgate service is involved. The escrow and collector are our own contracts with the
+// published interface, standing in for the canonical deployment at the canonical addresses.
+// This file: the canonical deployment, the channel terms, and one payer's channel from deposit to
+// refund. Two replicas, the refund over HTTP and leaving without the server are in
+// devnet-batch-settlement-exits.test.ts; the fixture in devnet-batch-settlement.support.ts.
+
 import { BATCH_SETTLEMENT_ADDRESS, ERC3009_DEPOSIT_COLLECTOR_ADDRESS } from "@tollgate/devnet";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";

@@ -1,3 +1,6 @@
+// x402 `exact` through the gateway: the 402 an unpaid call gets (the exact price for every endpoint,
+// readable by fetch however long the request), and payments refused with a 402 naming the problem
+// (expired, underpaid, wrong network, malformed). Helpers in x402.support.ts.
 import { ENDPOINTS, priceAtomic } from "@tollgate/catalog";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { describe, expect, it } from "vitest";

@@ -1,3 +1,7 @@
+// The helpers of the x402 exact suites through the gateway (x402.test.ts, x402-offers.test.ts): the
+// mesh's devnet and settlement chain, a call paid with the official client, and what a settled or
+// refused payment must look like. `settledHere` collects this file's settlements for the JetStream
+// check in x402.test.ts.
 import { type Endpoint, endpointById, priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
 import { decodePaymentRequiredHeader } from "@x402/core/http";

@@ -1,3 +1,7 @@
+// payment-verifier, x402 scheme `exact`: the challenge it offers, and settlements that fail after
+// a valid Verify (a settlement key held elsewhere, a payer that emptied its balance, a transfer
+// that reverts all the same). Same fixture as x402-exact.test.ts (x402-exact.support.ts): real
+// devnet, facilitator, Redis and JetStream, payloads from the official x402 client libraries.
 import { CallError, grpc } from "@tollgate/platform";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { createClient as createRedis } from "redis";
