@@ -2,22 +2,28 @@ import { defineConfig } from "vitest/config";
 
 const shared = { testTimeout: 60_000, hookTimeout: 120_000 };
 
+// `pnpm test` runs the two default projects side by side, in two vitest processes (test/run.ts):
+// the mesh suites one file at a time on one core, the component suites on the other. Vitest alone
+// would run a one-file-at-a-time project after every parallel one, leaving a core idle for minutes.
 export default defineConfig({
   test: {
     pool: "forks",
     maxWorkers: 2,
     projects: [
       {
-        // Suites that go through the gateway share one mesh (devnets + the four
-        // services as separate processes), started once for the run.
+        // Suites that go through the gateway: the shared mesh (devnets + the six services as
+        // separate processes, started once for the run), or a mesh of their own on its devnets.
         test: {
           name: "mesh",
           include: ["test/gateway/**/*.test.ts", "test/e2e/**/*.test.ts"],
           globalSetup: ["test/setup/global-mesh.ts"],
-          // One file at a time: suites assert on the mesh's own counters (no call
-          // reached the node, no unit was counted), which a neighbour's traffic would blur.
+          // One file at a time: suites assert on the shared mesh's own counters (no call reached
+          // the node, no unit was counted), and meshes of their own pay from the shared devnet's
+          // accounts; a neighbour's traffic would blur both.
           fileParallelism: false,
-          sequence: { groupOrder: 0 },
+          // One worker for every file: viem, the x402 and MPP clients and the gRPC stubs are
+          // loaded once, not once per file. Each file starts and stops what it owns.
+          isolate: false,
           ...shared,
         },
       },
@@ -26,18 +32,16 @@ export default defineConfig({
         test: {
           name: "components",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/gateway/**", "test/e2e/**", "test/chaos/**", "**/node_modules/**"],
-          sequence: { groupOrder: 0 },
+          exclude: ["test/gateway/**", "test/e2e/**", "test/chaos/chaos.test.ts", "**/node_modules/**"],
           ...shared,
         },
       },
       {
-        // The chaos run's CI form loads both cores for two minutes: it runs after every other
-        // suite, alone, so it neither blurs their timings nor is blurred by them.
+        // The chaos run's CI form loads both cores for two minutes through every fault: its own
+        // command (`pnpm test:chaos`, which .ci/run also runs), alone, so it blurs no other timing.
         test: {
           name: "chaos",
-          include: ["test/chaos/**/*.test.ts"],
-          sequence: { groupOrder: 1 },
+          include: ["test/chaos/chaos.test.ts"],
           ...shared,
         },
       },

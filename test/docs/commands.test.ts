@@ -7,13 +7,18 @@ import { describe, expect, it } from "vitest";
 const ROOT = resolve(import.meta.dirname, "../..");
 const PROJECTS: Record<string, (path: string) => boolean> = {
   mesh: (p) => p.startsWith("test/gateway") || p.startsWith("test/e2e"),
-  components: (p) => p.startsWith("test/") && !p.startsWith("test/gateway") && !p.startsWith("test/e2e"),
+  components: (p) =>
+    p.startsWith("test/") &&
+    !p.startsWith("test/gateway") &&
+    !p.startsWith("test/e2e") &&
+    p !== "test/chaos/chaos.test.ts",
+  chaos: (p) => p === "test/chaos/chaos.test.ts",
 };
 const PNPM_BUILTINS = new Set(["exec", "install", "add", "i", "dlx", "--filter"]);
 
 function readmes(): string[] {
   const found = ["README.md", "k8s/README.md"];
-  for (const dir of ["services", "libs", "deploy"]) {
+  for (const dir of ["services", "libs", "deploy", "tools"]) {
     for (const entry of readdirSync(join(ROOT, dir))) {
       const file = join(dir, entry, "README.md");
       if (existsSync(join(ROOT, file))) found.push(file);
@@ -58,7 +63,7 @@ function problems(command: string): string[] {
   if (first === "--filter") {
     const pkg = rest[0]!;
     const script = rest[1]!;
-    const manifests = ["services", "libs", "deploy"].flatMap((d) =>
+    const manifests = ["services", "libs", "deploy", "tools"].flatMap((d) =>
       readdirSync(join(ROOT, d)).map((e) => join(ROOT, d, e, "package.json")),
     );
     const found = [...manifests, join(ROOT, "test", "package.json")]

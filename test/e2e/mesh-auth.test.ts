@@ -7,7 +7,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { type Mesh, meshAdmin } from "@tollgate/local";
 import {
   CallError,
   checkHealth,
@@ -24,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { CHAIN_NETWORKS, devnet, sharedSettlementEnv } from "../support/devnet.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 import { SUITE_BURST } from "../support/quota.ts";
 import { x402Payer } from "../support/x402.ts";
 
@@ -53,7 +54,7 @@ beforeAll(async () => {
     env[upstreamsEnvName(network)] = proxy.url();
   }
   stateDir = mkdtempSync(join(tmpdir(), "tollgate-mesh-auth-"));
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir,
     namespace: `meshauth${process.pid}`,
     env,

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
 import type { DevnetFile } from "@tollgate/devnet";
-import { type Mesh, startMesh } from "@tollgate/local";
+import type { Mesh } from "@tollgate/local";
 import { toClientEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/client";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
@@ -27,6 +27,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 import { type Address, settlementClient, usdcBalance } from "../support/x402.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8")) as DevnetFile;
@@ -52,7 +53,7 @@ let node: CountingProxy;
 
 beforeAll(async () => {
   node = await new CountingProxy(devnet.chains.ethereum?.rpcUrl ?? "").listen();
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `money${process.pid}`,
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),

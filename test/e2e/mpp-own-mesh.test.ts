@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
 import { createLedgerClient } from "@tollgate/cli/clients/settlement-admin";
 import { readDevnetFile } from "@tollgate/devnet";
-import { freePort, type Mesh, startMesh } from "@tollgate/local";
+import { freePort, type Mesh } from "@tollgate/local";
 import { Credential, Receipt } from "mppx";
 import { Mppx as MppxClient, tempo as tempoPayer } from "mppx/client";
 import { createClient as createRedisClient } from "redis";
@@ -31,6 +31,7 @@ import {
   tempoClient,
   tip20Balance,
 } from "../support/mppx.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 
 const shared = inject("mesh");
 const devnet = readDevnetFile(shared.devnetFile);
@@ -47,7 +48,7 @@ const paymentEnv = sharedSettlementEnv("spare3");
 
 beforeAll(async () => {
   const dead = `http://127.0.0.1:${await freePort()}`;
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: shared.stateDir,
     namespace: `mppnoanswer${process.pid}`,
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
-import { type Mesh, startMesh } from "@tollgate/local";
+import type { Mesh } from "@tollgate/local";
 import { Credential } from "mppx";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -21,6 +21,7 @@ import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { mppSessionPayer } from "../support/mppx.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 
 const shared = inject("mesh");
@@ -38,7 +39,7 @@ beforeAll(async () => {
   redis = await ownRedis(mkdtempSync(join(tmpdir(), "mpp-redis-")));
   redisLink = await tcpProxy(redis.port);
   node = await new CountingProxy(devnet.chains.ethereum?.rpcUrl ?? "").listen();
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: shared.stateDir,
     namespace: `mppredis${process.pid}`,
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),

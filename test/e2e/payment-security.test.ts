@@ -5,12 +5,13 @@
 import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
 import type { DevnetFile } from "@tollgate/devnet";
-import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { freePort, type Mesh, meshAdmin } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 import {
   type Address,
   settlementClient,
@@ -31,7 +32,7 @@ let apiKey: string;
 
 beforeAll(async () => {
   const dead = `http://127.0.0.1:${await freePort()}`;
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `paysec${process.pid}`,
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),

@@ -8,7 +8,7 @@
 // dashboard (its variables set to "All") returns at least one series. (No Grafana server can run
 // here; the dashboards' schema is checked in test/observability/dashboards.test.ts.)
 
-import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { type Mesh, meshAdmin } from "@tollgate/local";
 import { contracts, createClient, grpc } from "@tollgate/platform";
 import { toFunctionSelector } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
@@ -23,6 +23,7 @@ import {
   recordingRules,
   substitute,
 } from "../support/observability.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 import { type Prometheus, startPrometheus } from "../support/prometheus.ts";
 import { x402Payer } from "../support/x402.ts";
 
@@ -42,7 +43,7 @@ const poll = { timeout: 20_000, interval: 250 };
 
 beforeAll(async () => {
   upstream = await new CountingProxy(devnet.chains[third]!.rpcUrl).listen();
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: shared.stateDir,
     namespace: `prom${process.pid}`,
     env: {

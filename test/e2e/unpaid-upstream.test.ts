@@ -6,12 +6,13 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { DevnetFile } from "@tollgate/devnet";
-import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { freePort, type Mesh, meshAdmin } from "@tollgate/local";
 import { upstreamsEnvName } from "@tollgate/rpc-proxy";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { quotaMeterCalls } from "../support/gateway.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 import { signPayment, type X402Payer, x402Payer } from "../support/x402.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8")) as DevnetFile;
@@ -34,7 +35,7 @@ beforeAll(async () => {
   const target = devnet.chains.ethereum?.rpcUrl;
   if (!target) throw new Error("the devnet has no ethereum chain");
   node = await new CountingProxy(target).listen();
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `unpaid${process.pid}`,
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),

@@ -9,13 +9,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
-import { type Mesh, startMesh } from "@tollgate/local";
+import type { Mesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { createClient } from "redis";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type OwnServer, ownRedis } from "../chaos/servers.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 
@@ -126,7 +127,7 @@ beforeAll(async () => {
   upstream.target = devnet.chains.ethereum?.rpcUrl ?? "";
   await upstream.start();
   const base = sharedSettlementEnv("spare5");
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: shared.stateDir,
     namespace: NAMESPACE,
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),

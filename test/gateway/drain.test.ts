@@ -2,10 +2,11 @@
 // received is answered in full with a 2xx, new connections are refused (or 503) once the drain
 // started, the usage it had buffered reaches quota-meter, and the process exits 0.
 import { readFileSync } from "node:fs";
-import { type Mesh, meshAdmin, type RunningService, startMesh } from "@tollgate/local";
+import { type Mesh, meshAdmin, type RunningService } from "@tollgate/local";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 let mesh: Mesh;
@@ -15,7 +16,7 @@ const lines: string[] = [];
 beforeAll(async () => {
   // The ethereum node behind a proxy that can hold calls: requests stay in flight at the gateway.
   node = await new CountingProxy(devnet.chains.ethereum.rpcUrl).listen();
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `drain${process.pid}`,
     env: {

@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
-import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { freePort, type Mesh, meshAdmin } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 let mesh: Mesh;
@@ -12,7 +13,7 @@ let apiKey: string;
 // Its own mesh: ethereum has one dead and one live upstream; sepolia has only dead ones.
 beforeAll(async () => {
   const dead = [await freePort(), await freePort(), await freePort()].map((p) => `http://127.0.0.1:${p}`);
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `failover${process.pid}`,
     env: {

@@ -3,10 +3,11 @@
 // through a TCP proxy this file controls (a stand-in for a slow link: it holds the bytes), so its
 // Authorize script runs, and counts, only after the gateway gave up.
 import { readFileSync } from "node:fs";
-import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { type Mesh, meshAdmin } from "@tollgate/local";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { REDIS_PORT } from "../quota-meter/helpers.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
@@ -15,7 +16,7 @@ let proxy: Awaited<ReturnType<typeof tcpProxy>>;
 
 beforeAll(async () => {
   proxy = await tcpProxy(REDIS_PORT);
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `lateauth${process.pid}`,
     env: {

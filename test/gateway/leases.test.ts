@@ -4,11 +4,12 @@
 // quota-meter hop per call, and what a lease did not use goes back.
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { type Mesh, meshAdmin } from "@tollgate/local";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { quotaMeterCalls } from "../support/gateway.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 let mesh: Mesh;
@@ -20,7 +21,7 @@ beforeAll(async () => {
   deadNode = createServer((socket) => socket.destroy());
   await new Promise<void>((r) => deadNode.listen(0, "127.0.0.1", r));
   const deadPort = (deadNode.address() as { port: number }).port;
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `leases${process.pid}`,
     env: {

@@ -1,8 +1,9 @@
-import { freePort, type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { freePort, type Mesh, meshAdmin } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { devnet, sharedSettlementEnv } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 
 // The request id is the mesh's own, generated per request: refunds, usage events and
 // every other once-only key use it. A caller's X-Request-Id (clients retry 502/503 with the
@@ -18,7 +19,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 beforeAll(async () => {
   const ethereum = devnet.chains.ethereum?.rpcUrl;
   if (!ethereum) throw new Error("the shared devnet has no ethereum chain");
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `reqids${process.pid}`,
     env: {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ENDPOINTS, type EndpointId, endpointById, NETWORKS } from "@tollgate/catalog";
-import { type Mesh, meshAdmin, startMesh } from "@tollgate/local";
+import { type Mesh, meshAdmin } from "@tollgate/local";
 import { upstreamsEnvName } from "@tollgate/rpc-proxy";
 import request from "supertest";
 import { decodeFunctionData, type Hex, multicall3Abi } from "viem";
@@ -20,6 +20,7 @@ import {
   validRequests,
 } from "../support/devnet.ts";
 import { assertConforms } from "../support/openapi.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 import { SUITE_BURST } from "../support/quota.ts";
 import { x402Payer } from "../support/x402.ts";
 
@@ -58,7 +59,7 @@ beforeAll(async () => {
     env[upstreamsEnvName(network)] = proxy.url();
   }
   stateDir = mkdtempSync(join(tmpdir(), "tollgate-round-trips-"));
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir,
     // Its own Redis keys and NATS streams on the shared servers.
     namespace: `roundtrips${process.pid}`,

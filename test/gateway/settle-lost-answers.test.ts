@@ -7,12 +7,13 @@
 import { readFileSync } from "node:fs";
 import { endpointById, priceAtomic } from "@tollgate/catalog";
 import type { DevnetFile } from "@tollgate/devnet";
-import { freePort, type Mesh, startMesh } from "@tollgate/local";
+import { freePort, type Mesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 
@@ -34,7 +35,7 @@ const logged: Array<{ service: string; line: Record<string, unknown> }> = [];
 
 beforeAll(async () => {
   settlementNode = await new CountingProxy(devnet.chains.settlement?.rpcUrl ?? "").listen();
-  mesh = await startMesh({
+  mesh = await startOwnMesh({
     stateDir: inject("mesh").stateDir,
     namespace: `settlelost${process.pid}`,
     onLine: (service, line) => {

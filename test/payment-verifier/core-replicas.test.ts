@@ -6,7 +6,7 @@ import { createRegistry } from "@tollgate/platform";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Payments } from "../../services/payment-verifier/src/core/payments.ts";
 import type { Header } from "../../services/payment-verifier/src/core/types.ts";
-import { MemoryReservationStore } from "../../services/payment-verifier/src/stores/reservations.ts";
+import { MemoryReservationStore } from "../../services/payment-verifier/src/stores/reservations-memory.ts";
 import { alpha, call, events, outageStore, pay, REVERTED, replica, resetCore } from "./core.support.ts";
 
 beforeEach(resetCore);

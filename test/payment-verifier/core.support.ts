@@ -22,11 +22,11 @@ import {
   type VerifiedPayment,
 } from "../../services/payment-verifier/src/core/types.ts";
 import { RefusalMemory } from "../../services/payment-verifier/src/stores/attempt-limits.ts";
-import {
-  MemoryReservationStore,
-  type Reservation,
-  type ReservationStore,
+import type {
+  Reservation,
+  ReservationStore,
 } from "../../services/payment-verifier/src/stores/reservations.ts";
+import { MemoryReservationStore } from "../../services/payment-verifier/src/stores/reservations-memory.ts";
 
 type Credential = { scheme: string; key: string; payer: string; amount: string };
 

@@ -5,7 +5,7 @@
 // The machine's Redis, reached through a TCP proxy the test controls (the stand-in for a network
 // path that drops).
 import { describe, expect, it } from "vitest";
-import { RedisReservationStore } from "../../services/payment-verifier/src/stores/reservations.ts";
+import { RedisReservationStore } from "../../services/payment-verifier/src/stores/reservations-redis.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
 import { paymentFacts, uniqueId } from "./support.ts";
 

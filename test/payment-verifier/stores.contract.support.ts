@@ -8,11 +8,9 @@ import {
   type Retention,
   redisMppxState,
 } from "../../libs/payment-rails/src/mppx-store.ts";
-import {
-  MemoryReservationStore,
-  RedisReservationStore,
-  type ReservationStore,
-} from "../../services/payment-verifier/src/stores/reservations.ts";
+import type { ReservationStore } from "../../services/payment-verifier/src/stores/reservations.ts";
+import { MemoryReservationStore } from "../../services/payment-verifier/src/stores/reservations-memory.ts";
+import { RedisReservationStore } from "../../services/payment-verifier/src/stores/reservations-redis.ts";
 import { testRedis } from "../support/redis.ts";
 import { uniqueId } from "./support.ts";
 

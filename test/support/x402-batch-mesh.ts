@@ -2,9 +2,10 @@
 // with a spare settlement key of the shared devnet, paying the suite's own receiver (so payTo's
 // balance is only that suite's), and a settlement worker that claims every 2 s or at 0.1 USDC,
 // makes a pass every 0.5 s and refunds a channel idle for 15 s.
-import { type Mesh, startMesh } from "@tollgate/local";
+import type { Mesh } from "@tollgate/local";
 import { parseAbi } from "viem";
 import { sharedSettlementEnv } from "./devnet.ts";
+import { startOwnMesh } from "./own-mesh.ts";
 
 /** The escrow's reads and its claim event (our solc-compiled escrow at the canonical address). */
 export const ESCROW_ABI = parseAbi([
@@ -45,7 +46,7 @@ export function startBatchMesh(opts: {
   upstreams: { ethereum: string; sepolia: string };
 }): Promise<Mesh> {
   const env = batchMeshEnv(opts.payTo);
-  return startMesh({
+  return startOwnMesh({
     stateDir: opts.stateDir,
     namespace: opts.namespace,
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),

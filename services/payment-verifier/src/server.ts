@@ -30,15 +30,13 @@ import { createPaymentMetrics, zeroPaymentMetrics } from "./core/metrics.ts";
 import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
-import { SDK_SCHEME } from "./schemes/x402-batch.ts";
+import { SDK_SCHEME } from "./schemes/x402-batch-credential.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
 import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
-import {
-  MemoryReservationStore,
-  RedisReservationStore,
-  type ReservationStore,
-} from "./stores/reservations.ts";
+import type { ReservationStore } from "./stores/reservations.ts";
+import { MemoryReservationStore } from "./stores/reservations-memory.ts";
+import { RedisReservationStore } from "./stores/reservations-redis.ts";
 import { grpcHandlers } from "./transport.ts";
 
 export const SERVICE_NAME = "tollgate.payment.v1.PaymentVerifierService";

@@ -45,7 +45,7 @@ export function paymentAuth(deps: PaymentAuthDeps) {
     paying: new PayingClients(deps.earlyCallTrustMs),
     settleUnanswered: new prom.Counter({
       name: "payment_settle_unanswered_total",
-      help: "Paid calls answered 503 because their Settle failed at the gRPC level: whether the payer was charged is in the ledger (README, Runbook)",
+      help: "Paid calls answered 503 because their Settle failed at the gRPC level: whether the payer was charged is in the ledger (docs/runbook.md)",
       registers: [deps.registry],
     }),
     verifyFailureLine: logSampler(1_000),

@@ -99,13 +99,13 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
     }),
     settledAfterDeadline: new prom.Counter({
       name: "payment_settled_after_deadline_total",
-      help: "Settlements that collected after their Settle's caller stopped waiting: the call was answered 503 and its payer paid for it (README, Runbook)",
+      help: "Settlements that collected after their Settle's caller stopped waiting: the call was answered 503 and its payer paid for it (docs/runbook.md)",
       labelNames: ["scheme"],
       registers: [registry],
     }),
     settleOutcomeUnknown: new prom.Counter({
       name: "payment_settle_outcome_unknown_total",
-      help: "Settles answered 503 while their payment may still collect: another Settle of the call still settling at the deadline, or a transfer broadcast and not confirmed in time (README, Runbook)",
+      help: "Settles answered 503 while their payment may still collect: another Settle of the call still settling at the deadline, or a transfer broadcast and not confirmed in time (docs/runbook.md)",
       labelNames: ["scheme"],
       registers: [registry],
     }),

@@ -1,4 +1,4 @@
-// The contracts between the scheme-neutral core (payments.ts), the protocols (x402, MPP) and the
+// The contracts between the scheme-neutral core (core/), the protocols (x402, MPP) and the
 // schemes (x402 exact, x402-batch, MPP charge, MPP session). The core knows none of the protocols:
 // it sees credentials as opaque headers, offers and receipts as headers a protocol rendered, and a
 // payment as a key that must be used at most once.

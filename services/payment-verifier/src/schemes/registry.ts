@@ -1,5 +1,5 @@
 // Builds the configured schemes and the protocols they speak. Adding a scheme: implement
-// PaymentScheme (core/types.ts) in this folder, give it a name in config.ts's SCHEME_NAMES, and a
+// PaymentScheme (core/types.ts) in this folder, give it a name in domain.ts's SCHEME_NAMES, and a
 // line below.
 import { type Facilitator, type MppxState, tempoClient } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";

@@ -1,7 +1,7 @@
 // Limits on payment attempts per client address and per payer (GCRA, shared by every replica
 // through Redis): a flood of forged or replayed payments costs the attacker a 429, not us a
-// facilitator round trip each. Counted with the reservation (stores/reservations.ts), in the same
-// Lua script; the in-memory stand-in implements the same rule, and
+// facilitator round trip each. Counted with the reservation, in the same Lua script
+// (reservations-lua.ts); the in-memory stand-in implements the same rule, and
 // test/payment-verifier/stores.contract.test.ts runs one suite against both.
 
 export interface Limit {
@@ -19,7 +19,7 @@ export interface AttemptCheck {
 }
 
 /**
- * The rule in Lua, for a script that counts attempts (stores/reservations.ts: with the reservation,
+ * The rule in Lua, for a script that counts attempts (reservations-lua.ts: with the reservation,
  * in one round trip): `take_attempts(keys, args, now)` counts one attempt against every bucket
  * `keys[i]` (`args[2i-1]` interval ms, `args[2i]` burst) and returns 0, or the index of the first
  * bucket that is full, counting nothing. A refused attempt does not advance its bucket, so a client

@@ -1,0 +1,294 @@
+// The reservation store on Redis, shared by every replica: each transition of the state machine
+// (reservations.ts) is one Lua script (reservations-lua.ts), atomic per key; a release whose answer
+// was lost is run again under its mark, which answers what it freed.
+
+import { READ_BACK_MS } from "@tollgate/payment-rails";
+import type { Redis } from "@tollgate/platform";
+import { closeRedis, runAgainIfLost } from "@tollgate/platform/redis";
+import { activeChecks, attemptKey, intervalOf } from "./attempt-limits.ts";
+import {
+  type Attempt,
+  type BeginSettle,
+  type Draw,
+  isTakeover,
+  type PaymentFacts,
+  type ReleaseMark,
+  type Reservation,
+  type ReservationState,
+  type ReservationStore,
+  type ReserveResult,
+} from "./reservations.ts";
+import {
+  BEGIN_SETTLE,
+  COUNT_ATTEMPT,
+  DELETE_IF,
+  DELETE_SETTLING_OF,
+  MARK_SETTLED,
+  MARK_VERIFIED,
+  RELEASE,
+  RESERVE,
+} from "./reservations-lua.ts";
+
+function toFields(token: string, f: PaymentFacts): string[] {
+  return [
+    "state",
+    "reserved",
+    "token",
+    token,
+    "scheme",
+    f.scheme,
+    "request_id",
+    f.requestId,
+    "endpoint",
+    f.endpoint,
+    "network",
+    f.network,
+    "payer",
+    f.payer,
+    "amount",
+    f.amount,
+    "asset",
+    f.asset,
+    "payment_network",
+    f.paymentNetwork,
+    "credential",
+    f.credential,
+    "collected",
+    "",
+    "hold",
+    "",
+    "transaction",
+    "",
+    "receipt",
+    "",
+    "owner",
+    "",
+    "attempt",
+    "",
+  ];
+}
+
+function fromHash(h: Record<string, string>): Reservation | undefined {
+  if (!h.state) return undefined;
+  return {
+    state: h.state as ReservationState,
+    token: h.token ?? "",
+    scheme: h.scheme ?? "",
+    requestId: h.request_id ?? "",
+    endpoint: h.endpoint ?? "",
+    network: h.network ?? "",
+    payer: h.payer ?? "",
+    amount: h.amount ?? "",
+    asset: h.asset ?? "",
+    paymentNetwork: h.payment_network ?? "",
+    credential: h.credential ?? "",
+    collected: h.collected ?? "",
+    hold: h.hold ?? "",
+    transaction: h.transaction ?? "",
+    receipt: h.receipt ?? "",
+    owner: h.owner ?? "",
+    attempt: h.attempt ?? "",
+  };
+}
+
+function sumOf(amounts: readonly unknown[]): bigint {
+  let sum = 0n;
+  for (const a of amounts) sum += BigInt(String(a));
+  return sum;
+}
+
+function pairsToHash(pairs: unknown): Record<string, string> {
+  const hash: Record<string, string> = {};
+  if (!Array.isArray(pairs)) return hash;
+  for (let i = 0; i + 1 < pairs.length; i += 2) hash[String(pairs[i])] = String(pairs[i + 1]);
+  return hash;
+}
+
+export class RedisReservationStore implements ReservationStore {
+  readonly kind = "redis" as const;
+  readonly #redis: Redis;
+  readonly #prefix: string;
+
+  readonly #servicePrefix: string;
+  readonly #alivePrefix: string;
+  readonly #releasedPrefix: string;
+  readonly #drawsPrefix: string;
+
+  constructor(redis: Redis, prefix: string) {
+    this.#redis = redis;
+    this.#servicePrefix = prefix;
+    this.#prefix = `${prefix}reservation:`;
+    this.#releasedPrefix = `${prefix}released:`;
+    this.#drawsPrefix = `${prefix}draws:`;
+    this.#alivePrefix = `${prefix}alive:`;
+  }
+
+  async get(key: string): Promise<Reservation | undefined> {
+    return fromHash(await this.#redis.hGetAll(this.#prefix + key));
+  }
+
+  async reserve(
+    key: string,
+    token: string,
+    facts: PaymentFacts,
+    ttlMs: number,
+    attempt?: Attempt,
+    draw?: Draw,
+  ): Promise<ReserveResult> {
+    const checks = attempt ? activeChecks(attempt.checks) : [];
+    const penalty = attempt?.penalty ? [this.#penaltyKey(attempt.penalty)] : [];
+    const draws = draw ? [`${this.#drawsPrefix}${draw.account.toLowerCase()}`] : [];
+    const reply = (await this.#redis.eval(RESERVE, {
+      keys: [
+        this.#prefix + key,
+        ...checks.map((c) => attemptKey(this.#servicePrefix, c)),
+        ...penalty,
+        ...draws,
+      ],
+      arguments: [
+        String(ttlMs),
+        String(attempt?.nowMs ?? Date.now()),
+        String(checks.length),
+        penalty.length > 0 ? "1" : "0",
+        draw?.amount ?? "",
+        String(Math.max(1, Math.round(draw?.ttlMs ?? 1))),
+        ...checks.flatMap((c) => [String(intervalOf(c.limit)), String(c.limit.burst)]),
+        ...toFields(token, facts),
+      ],
+    })) as [number, string | number | undefined, ...string[]];
+    if (reply[0] === 1 || reply[0] === 2) {
+      const taken = { ok: true as const, token: String(reply[1]), retried: reply[0] === 2 };
+      return draw ? { ...taken, drawn: sumOf(reply.slice(2)) } : taken;
+    }
+    if (reply[0] === 4) return { ok: false, current: undefined, penalizedMs: Number(reply[1]) };
+    if (reply[0] === 3)
+      return { ok: false, current: undefined, limited: checks[Number(reply[1]) - 1]?.scope };
+    return { ok: false, current: await this.get(key) };
+  }
+
+  async countAttempt(attempt: Attempt): Promise<string | undefined> {
+    const checks = activeChecks(attempt.checks);
+    if (checks.length === 0) return undefined;
+    const full = (await this.#redis.eval(COUNT_ATTEMPT, {
+      keys: checks.map((c) => attemptKey(this.#servicePrefix, c)),
+      arguments: [
+        String(attempt.nowMs),
+        ...checks.flatMap((c) => [String(intervalOf(c.limit)), String(c.limit.burst)]),
+      ],
+    })) as number;
+    return full > 0 ? checks[full - 1]?.scope : undefined;
+  }
+
+  async markVerified(
+    key: string,
+    token: string,
+    verified: { collected: string; hold: string },
+  ): Promise<void> {
+    await this.#redis.eval(MARK_VERIFIED, {
+      keys: [this.#prefix + key],
+      arguments: [token, verified.collected, verified.hold],
+    });
+  }
+
+  async beginSettle(
+    key: string,
+    token: string,
+    requestId: string,
+    ttlMs: number,
+    owner: string,
+    idleHere = false,
+    attempt = "",
+  ): Promise<BeginSettle> {
+    const [begun, fields] = (await this.#redis.eval(BEGIN_SETTLE, {
+      keys: [this.#prefix + key],
+      arguments: [token, requestId, String(ttlMs), owner, this.#alivePrefix, idleHere ? "1" : "0", attempt],
+    })) as [number, unknown];
+    const current = fromHash(pairsToHash(fields));
+    if ((begun === 1 || begun === 2) && current)
+      return { ok: true, reservation: current, takenOver: begun === 2 };
+    return { ok: false, current, busy: begun === 3 };
+  }
+
+  async heartbeat(owner: string, ttlMs: number): Promise<void> {
+    await this.#redis.set(this.#alivePrefix + owner, "1", { PX: ttlMs });
+  }
+
+  async markSettled(
+    key: string,
+    token: string,
+    transaction: string,
+    receipt: string,
+    retentionMs: number,
+  ): Promise<void> {
+    await this.#redis.eval(MARK_SETTLED, {
+      keys: [this.#prefix + key],
+      arguments: [token, transaction, receipt, String(Math.max(1, Math.round(retentionMs)))],
+    });
+  }
+
+  async drop(
+    key: string,
+    token: string,
+    settling?: { owner: string; attempt: string },
+    keepDraw = false,
+  ): Promise<boolean> {
+    if (settling)
+      return (
+        (await this.#deleteSettlingOf(key, token, settling.owner, settling.attempt, keepDraw)) !== undefined
+      );
+    const reply = await this.#redis.eval(DELETE_IF, {
+      keys: [this.#prefix + key],
+      arguments: [token, "settling", "", keepDraw ? "1" : "0"],
+    });
+    return Boolean(reply);
+  }
+
+  async release(
+    key: string,
+    token: string,
+    requestId: string,
+    release?: ReleaseMark,
+  ): Promise<Reservation | undefined> {
+    const run = () =>
+      this.#redis.eval(RELEASE, {
+        keys: release
+          ? [this.#prefix + key, `${this.#releasedPrefix}${key}:${release.id}`]
+          : [this.#prefix + key],
+        arguments: [token, requestId, String(Math.max(1, Math.round(release?.keepMs ?? 1)))],
+      });
+    // Its answer lost: run again, which answers what it freed (the mark) or frees it now.
+    const reply = release ? await runAgainIfLost(run, READ_BACK_MS) : await run();
+    return reply ? fromHash(pairsToHash(reply)) : undefined;
+  }
+
+  async abandon(
+    key: string,
+    token: string,
+    owner: string,
+    attempt: string,
+  ): Promise<Reservation | undefined> {
+    return isTakeover(attempt) ? undefined : this.#deleteSettlingOf(key, token, owner, attempt);
+  }
+
+  async #deleteSettlingOf(key: string, token: string, owner: string, attempt: string, keepDraw = false) {
+    const reply = await this.#redis.eval(DELETE_SETTLING_OF, {
+      keys: [this.#prefix + key],
+      arguments: [token, owner, attempt, keepDraw ? "1" : "0"],
+    });
+    return reply ? fromHash(pairsToHash(reply)) : undefined;
+  }
+
+  async penalize(penalty: string, ms: number): Promise<void> {
+    await this.#redis.set(this.#penaltyKey(penalty), "1", {
+      expiration: { type: "PX", value: Math.max(1, Math.round(ms)) },
+    });
+  }
+
+  #penaltyKey(penalty: string): string {
+    return `${this.#servicePrefix}penalty:${penalty.toLowerCase()}`;
+  }
+
+  async close(): Promise<void> {
+    await closeRedis(this.#redis);
+  }
+}
