@@ -54,6 +54,9 @@ let subject = "";
  */
 
 beforeAll(async () => {
+  // The mesh lane runs its files in one worker (isolate: false), where x402.support.ts may outlive a
+  // file: the JetStream check counts this file's settlements only.
+  settledHere.clear();
   const namespace = mesh.eventsNamespace;
   stream = streamSpecFor(SETTLEMENT_V2, namespace).name;
   subject = natsSubject(SETTLEMENT_V2, namespace);

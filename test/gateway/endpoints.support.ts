@@ -9,13 +9,17 @@ import { type ChainRequest, urlOf } from "../support/devnet.ts";
 import { get, post } from "../support/gateway.ts";
 import { SUITE_BURST } from "../support/quota.ts";
 
-export let apiKey: string;
+let apiKey: string;
 export const served = new Set<string>();
 export let metered = 0;
 
 /** Opens the account whose key every call of the file is made with (before the file's tests). */
 export function useSuiteKey() {
   beforeAll(async () => {
+    // The mesh lane runs its files in one worker (isolate: false), where this module may outlive a
+    // file: each file counts only its own calls.
+    served.clear();
+    metered = 0;
     ({ apiKey } = await createAccountWithKey({ burst: SUITE_BURST }));
   });
 }
