@@ -2,9 +2,9 @@ import { defineConfig } from "vitest/config";
 
 const shared = { testTimeout: 60_000, hookTimeout: 120_000 };
 
-// `pnpm test` runs the two default projects side by side, in two vitest processes (test/run.ts):
-// the mesh suites one file at a time on one core, the component suites on the other. Vitest alone
-// would run a one-file-at-a-time project after every parallel one, leaving a core idle for minutes.
+// `pnpm test` runs the two default projects side by side, as three vitest processes (test/run.ts):
+// the component suites, and the mesh suites in two shards, each shard on a devnet and shared mesh of
+// its own, one file at a time.
 export default defineConfig({
   test: {
     pool: "forks",
@@ -12,7 +12,7 @@ export default defineConfig({
     projects: [
       {
         // Suites that go through the gateway: the shared mesh (devnets + the six services as
-        // separate processes, started once for the run), or a mesh of their own on its devnets.
+        // separate processes, started once per vitest process), or a mesh of their own on its devnets.
         test: {
           name: "mesh",
           include: ["test/gateway/**/*.test.ts", "test/e2e/**/*.test.ts"],

@@ -47,7 +47,7 @@ const offersFor = (amount: string) => ({
 
 export let devnet: Devnet;
 export let tempoUrls: { rpcUrl: string; anvilRpcUrl: string };
-export let server: Server;
+let server: Server;
 export let base: string;
 export let mppx: ReturnType<typeof createMppx>;
 export let payTo: Address;

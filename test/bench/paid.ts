@@ -31,13 +31,13 @@ export const UNLIMITED_ATTEMPTS = {
 };
 const WARMUP = 3;
 
-export interface Percentiles {
+interface Percentiles {
   p50: number;
   p95: number;
 }
 
 /** One way to pay, measured. */
-export interface PaidWay {
+interface PaidWay {
   /** The request that carries the payment: verify + the call + settle (receipt awaited). */
   paid_request_ms: Percentiles;
   /** What the paying client waits in all: the 402 challenge, signing, then the paid request. */
@@ -62,7 +62,7 @@ export interface PaidCallsReport {
 }
 
 /** What x402-batch puts on the settlement chain. */
-export interface BatchOnChain {
+interface BatchOnChain {
   /** Sequential batch-paid calls over one fresh channel. */
   calls: number;
   /** Every transaction the settlement chain mined from the first call until the worker had settled them. */

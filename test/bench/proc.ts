@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
 
 /** CPU time used by `pid` so far, in microseconds (undefined when it is gone). */
-export function cpuMicros(pid: number): number | undefined {
+function cpuMicros(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // Fields after the command name (which may contain spaces) start after the last ')'.

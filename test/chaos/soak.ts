@@ -161,7 +161,7 @@ export function gaugeSum(text: string, name: string): number | undefined {
 const round = (n: number) => Math.round(n * 10) / 10;
 
 /** Least-squares slope of y over x. */
-export function slope(points: [number, number][]): number {
+function slope(points: [number, number][]): number {
   const n = points.length;
   if (n < 2) return 0;
   const mx = points.reduce((a, [x]) => a + x, 0) / n;
@@ -266,7 +266,7 @@ async function settled(path: string): Promise<boolean> {
   return tail.trimEnd().endsWith("}");
 }
 
-export interface HeapSummary {
+interface HeapSummary {
   /** Self size of every live object, bytes. */
   totalBytes: number;
   nodes: number;
@@ -275,7 +275,7 @@ export interface HeapSummary {
 }
 
 /** Self size and count per constructor of a V8 heap snapshot (DevTools' Summary, shallow sizes). */
-export function summarizeHeapSnapshot(path: string): HeapSummary {
+function summarizeHeapSnapshot(path: string): HeapSummary {
   const snap = JSON.parse(readFileSync(path, "utf8")) as {
     snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
     nodes: number[];

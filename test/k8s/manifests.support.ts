@@ -151,7 +151,7 @@ export function strings(value: unknown): string[] {
   return [];
 }
 
-export let base: Obj[];
+let base: Obj[];
 export let production: Obj[];
 let selfHosted: Obj[];
 export let secretExamples: Obj[];

@@ -127,7 +127,7 @@ export function devnetConfig(
  * (it seeds each session open for the channel reserve stand-in), the receiver is the devnet payTo,
  * and `serverRole`'s key operates session channels.
  */
-export function mppConfig(
+function mppConfig(
   devnet: Devnet,
   overrides: Partial<MppConfig> = {},
   serverRole = "facilitator",
@@ -207,11 +207,7 @@ export async function challenge(client: VerifierClient, endpoint: string, reques
 }
 
 /** PaymentRequired as the official client reads it from the 402's headers. */
-export async function paymentRequired(
-  client: VerifierClient,
-  p: Payer,
-  endpoint: string,
-): Promise<PaymentRequired> {
+async function paymentRequired(client: VerifierClient, p: Payer, endpoint: string): Promise<PaymentRequired> {
   return p.http.getPaymentRequiredResponse(headerGetter(await challenge(client, endpoint)));
 }
 

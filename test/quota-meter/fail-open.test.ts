@@ -60,11 +60,11 @@ describe("fail-open when Redis is unreachable", () => {
         });
         expect(value.quota).toBeNull();
       }
-      // Quick: no call waits on the reconnect. (The first may still try the dead socket and
-      // spend the 50 ms budget; a busy shared machine can add scheduling delay, hence the
-      // median for "quick" and a loose bound for every call.)
+      // Quick: no call waits on the reconnect, i.e. for the 50 ms Redis budget. (The first may
+      // still try the dead socket and spend the budget; a busy shared machine can add scheduling
+      // delay, hence the median under the budget and a loose bound for every call.)
       const ms = served.map((s) => s.ms).sort((a, b) => a - b);
-      expect(ms[Math.floor(ms.length / 2)]).toBeLessThan(20);
+      expect(ms[Math.floor(ms.length / 2)]).toBeLessThan(50);
       expect(ms.at(-1)).toBeLessThan(1_000);
       expect((await qm.meter.authorize(elsewhere.apiKey)).decision).toBe("DECISION_ALLOW");
       expect((await qm.meter.authorize(inactive.apiKey)).decision).toBe("DECISION_SUBSCRIPTION_INACTIVE");

@@ -99,6 +99,9 @@ export async function startTestMeter(
     apiKeyPepper: "test-pepper",
     // One process per suite: the stand-in may replace an unreachable Redis, as in `pnpm start`.
     redisStandIn: true,
+    // Room for the metering round trip on a loaded machine (as the shared mesh has), so suites see
+    // metering rather than the fail-open path; the fail-open suites set the budget they test.
+    redisBudgetMs: 2_000,
     meshCallers: MESH_CALLERS,
     ...(database ? { databaseUrl: database.url } : {}),
     ...overrides,

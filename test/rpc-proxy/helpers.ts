@@ -75,7 +75,7 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-export interface NetworksView {
+interface NetworksView {
   networks: {
     name: string;
     chainId: number;

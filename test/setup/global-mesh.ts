@@ -5,7 +5,7 @@ import { startMesh } from "@tollgate/local";
 import type { TestProject } from "vitest/node";
 import { createTestDatabase } from "../support/postgres.ts";
 
-export interface MeshInfo {
+interface MeshInfo {
   gatewayUrl: string;
   dashboardUrl: string;
   devnetFile: string;

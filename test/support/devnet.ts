@@ -13,7 +13,7 @@ export const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8")
 export const CHAIN_NETWORKS = ["ethereum", "sepolia"] as const;
 export type ChainNetwork = (typeof CHAIN_NETWORKS)[number];
 
-export function role(name: string): Address {
+function role(name: string): Address {
   const account = devnet.accounts.find((a) => a.role === name);
   if (!account) throw new Error(`no devnet account with role ${name}`);
   return account.address;
@@ -49,7 +49,7 @@ export function sharedSettlementEnv(facilitatorRole: string): Record<string, str
 }
 
 /** payment-verifier's MPP settings for a suite's own mesh on the shared devnet's Tempo chain. */
-export function sharedMppEnv(serverRole: string): Record<string, string> {
+function sharedMppEnv(serverRole: string): Record<string, string> {
   const tempo = devnet.chains.tempo;
   const server = devnet.accounts.find((a) => a.role === serverRole);
   if (!tempo || !server) throw new Error(`the devnet has no tempo chain or account ${serverRole}`);

@@ -19,7 +19,7 @@ type Redis = ReturnType<typeof newRedis>;
 export function redisClient(): Redis {
   return newRedis();
 }
-/** mppx's store in Redis under `keyPrefix`, atomic: payment-verifier's own (stores/mppx-store.ts). */
+/** mppx's store in Redis under `keyPrefix`, atomic: payment-verifier's own (libs/payment-rails/src/mppx-store.ts). */
 export function mppxRedisStore(redis: Redis, keyPrefix: string) {
   return redisAtomicStore(redis as unknown as ServiceRedis, keyPrefix);
 }

@@ -6,11 +6,11 @@ import { parse } from "yaml";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const OBSERVABILITY = join(ROOT, "deploy", "observability");
-export const DASHBOARDS_DIR = join(OBSERVABILITY, "dashboards");
+const DASHBOARDS_DIR = join(OBSERVABILITY, "dashboards");
 export const RULES_FILE = join(OBSERVABILITY, "prometheus", "tollgate.rules.yml");
 export const RULES_TEST_FILE = join(OBSERVABILITY, "prometheus", "tollgate.rules.test.yml");
 
-export interface Target {
+interface Target {
   refId: string;
   expr: string;
 }
@@ -24,7 +24,7 @@ export interface Panel {
   targets?: Target[];
   panels?: Panel[];
 }
-export interface Variable {
+interface Variable {
   type: string;
   name: string;
   query?: string;
@@ -142,7 +142,7 @@ export function metricNames(expr: string): string[] {
   return [...names];
 }
 
-export interface Rule {
+interface Rule {
   record?: string;
   alert?: string;
   expr: string;

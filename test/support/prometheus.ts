@@ -7,11 +7,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "@tollgate/local";
 
-export interface PromSample {
+interface PromSample {
   metric: Record<string, string>;
   value: [number, string];
 }
-export interface PromAlert {
+interface PromAlert {
   labels: Record<string, string>;
   state: "pending" | "firing";
 }

@@ -21,7 +21,7 @@ export type Address = `0x${string}`;
 export type DevnetInfo = Pick<DevnetFile, "accounts" | "demo"> & { chains: Record<string, DevnetChain> };
 
 /** One request that carried a payment, as the client library sent it. */
-export interface PaidRequest {
+interface PaidRequest {
   url: string;
   /** The PAYMENT-SIGNATURE header the client sent. */
   signature: string;

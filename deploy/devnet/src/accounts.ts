@@ -7,10 +7,10 @@ import type { Address, DevnetAccount } from "./types.ts";
 /** anvil's default mnemonic; every devnet chain funds the same accounts with 10,000 ETH. */
 export const DEV_MNEMONIC = "test test test test test test test test test test test junk";
 
-export const PAYER_COUNT = 8;
+const PAYER_COUNT = 8;
 
 /** Role of each derivation index m/44'/60'/0'/0/i. */
-export const ROLES: readonly string[] = [
+const ROLES: readonly string[] = [
   "deployer", // deploys and owns every demo contract, mints tokens
   "A", // main demo holder: DEMO, DNFT, items; primary ENS name demo.eth
   "B", // second holder; ENS alice.eth

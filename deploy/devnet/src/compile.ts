@@ -15,7 +15,7 @@ export interface Artifact {
 }
 
 /** Contracts compiled from ../contracts (one contract per file, named after the file). */
-export const SOURCE_CONTRACTS = [
+const SOURCE_CONTRACTS = [
   "DemoDollar",
   "DemoTokens",
   "DemoItems",
@@ -29,9 +29,9 @@ export const SOURCE_CONTRACTS = [
   "DemoSmartWallet",
 ] as const;
 /** Prebuilt ENS contracts taken as-is from @ensdomains/ens and @ensdomains/resolver. */
-export const ENS_CONTRACTS = ["ENSRegistry", "ReverseRegistrar", "PublicResolver"] as const;
+const ENS_CONTRACTS = ["ENSRegistry", "ReverseRegistrar", "PublicResolver"] as const;
 
-export type ContractName = (typeof SOURCE_CONTRACTS)[number] | (typeof ENS_CONTRACTS)[number];
+type ContractName = (typeof SOURCE_CONTRACTS)[number] | (typeof ENS_CONTRACTS)[number];
 export type Artifacts = Record<ContractName, Artifact>;
 
 const require = createRequire(import.meta.url);

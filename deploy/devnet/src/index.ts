@@ -17,14 +17,12 @@ import { setupTempo, TEMPO_ANVIL_ARGS, TEMPO_CHAIN_ID } from "./tempo.ts";
 import type { TempoShim } from "./tempo-shim.ts";
 import type { DemoState, Devnet, DevnetAccount, DevnetChain, StartDevnetOptions } from "./types.ts";
 
-export { byRole, DEV_MNEMONIC } from "./accounts.ts";
+export { byRole } from "./accounts.ts";
 export { BATCH_SETTLEMENT_ADDRESS, ERC3009_DEPOSIT_COLLECTOR_ADDRESS } from "./batch-settlement.ts";
-export { ENS_UNIVERSAL_RESOLVER, MULTICALL3_ADDRESS } from "./predeploys.ts";
-export { SETTLEMENT_CHAIN_ID } from "./settlement.ts";
-export { TEMPO_ADDRESSES, TEMPO_CHAIN_ID } from "./tempo.ts";
+export { TEMPO_ADDRESSES } from "./tempo.ts";
 export type * from "./types.ts";
 
-export const THIRD_CHAIN_ID = 0x1237; // 4663
+const THIRD_CHAIN_ID = 0x1237; // 4663
 export const DEFAULT_STATE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", ".tollgate");
 
 /** Contents of devnet.json. */

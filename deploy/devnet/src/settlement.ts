@@ -10,7 +10,7 @@ import type { Address, DevnetAccount, SettlementDemo } from "./types.ts";
 
 /** Base Sepolia's chain id, so x402 requirements use a familiar CAIP-2 network (eip155:84532). */
 export const SETTLEMENT_CHAIN_ID = 84532;
-export const USDC_PER_PAYER = "1000";
+const USDC_PER_PAYER = "1000";
 
 export async function setupSettlement(
   rpc: ChainRpc,

@@ -63,7 +63,7 @@ interface TempoCall {
 type StateOverrides = Record<string, { stateDiff?: Record<string, Hex.Hex> } & Record<string, unknown>>;
 
 /** Slot of `_pendingNonceHash[keccak256(abi.encode(payer, salt))]` in the stand-in. */
-export function pendingNonceHashSlot(payer: Address, salt: Hex.Hex): Hex.Hex {
+function pendingNonceHashSlot(payer: Address, salt: Hex.Hex): Hex.Hex {
   const key = keccak256(encodeAbiParameters([{ type: "address" }, { type: "bytes32" }], [payer, salt]));
   return keccak256(
     encodeAbiParameters([{ type: "bytes32" }, { type: "uint256" }], [key, PENDING_NONCE_HASH_SLOT]),
@@ -80,7 +80,7 @@ function openSalt(call: TempoCall, reserve: Address): Hex.Hex | undefined {
  * The channel opens in a raw transaction, each with the hash the precompile derives:
  * keccak256(encodeForSigning(tx) ‖ sender), as mppx computes it for the channel descriptor.
  */
-export function channelOpens(
+function channelOpens(
   raw: Hex.Hex,
   reserve: Address,
 ): { payer: Address; salt: Hex.Hex; expiringNonceHash: Hex.Hex }[] {

@@ -40,7 +40,7 @@ export const TEMPO_ADDRESSES = {
 } as const;
 
 /** What every payer holds of each currency after setup (6 decimals). */
-export const TEMPO_PER_PAYER = "1000";
+const TEMPO_PER_PAYER = "1000";
 /** pathUSD the deployer puts in the USDC.e/pathUSD fee pool. */
 const FEE_POOL_PATH_USD = "100000";
 /** USDC.e minted to the deployer beyond the payers' share (to fund accounts a demo adds later). */

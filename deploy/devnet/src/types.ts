@@ -139,7 +139,7 @@ export interface EnsDemo {
 }
 
 /** A transaction eth_estimateGas accepts: a plain ETH transfer between funded accounts. */
-export interface EstimateGasDemo {
+interface EstimateGasDemo {
   from: Address;
   to: Address;
   value: string;
@@ -158,7 +158,7 @@ export interface ChainDemo {
   seededBlock: number;
 }
 
-export interface UsdcDemo {
+interface UsdcDemo {
   address: Address;
   name: string;
   symbol: string;

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-export const SERVICE_NAMES = [
+const SERVICE_NAMES = [
   "rpc-proxy",
   "quota-meter",
   "payment-verifier",

@@ -44,7 +44,6 @@ export const weiHex = z.string().regex(/^0x[a-fA-F0-9]{1,64}$/, {
 });
 
 export const BLOCK_TAGS = ["latest", "pending", "earliest", "safe", "finalized"] as const;
-export type BlockTag = (typeof BLOCK_TAGS)[number];
 
 const MAX_BLOCK = 2n ** 63n - 1n;
 const BLOCK_SELECTOR_ERROR =

@@ -3,7 +3,7 @@
  * endpoint; the third chain (0x1237) is reachable on network-info only (spec 1.2).
  * Its public name is the operator's brand, so it comes from the environment.
  */
-export const THIRD_NETWORK_NAME = process.env.TOLLGATE_THIRD_NETWORK ?? "tollnet";
+const THIRD_NETWORK_NAME = process.env.TOLLGATE_THIRD_NETWORK ?? "tollnet";
 
 export interface NetworkInfo {
   name: string;
@@ -30,7 +30,3 @@ export const CHAIN_NETWORKS = NETWORKS.filter((n) => n.scope === "all").map((n) 
 ];
 /** Every network name, for network-info. */
 export const ALL_NETWORKS = NETWORKS.map((n) => n.name) as [string, ...string[]];
-
-export function networkByName(name: string): NetworkInfo | undefined {
-  return NETWORKS.find((n) => n.name === name);
-}

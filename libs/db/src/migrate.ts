@@ -10,7 +10,7 @@ import { type Migration, Migrator } from "kysely/migration";
 const FILE = /^(\d{4})_[a-z0-9_]+\.sql$/;
 
 /** Every `NNNN_name.sql` in `folder`, by name (their order is the order they apply in). */
-export function sqlMigrations(folder: string): Record<string, Migration> {
+function sqlMigrations(folder: string): Record<string, Migration> {
   const migrations: Record<string, Migration> = {};
   for (const file of readdirSync(folder).sort()) {
     if (!FILE.test(file)) continue;
@@ -112,7 +112,7 @@ export function startMigrations(
 }
 
 /** A refused, reset or timed-out connection: the database is away, not the migration wrong. */
-export function isConnectionError(err: unknown): boolean {
+function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code;
   if (typeof code === "string" && /^(ECONN|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|57P0|08)/.test(code)) return true;
   return err instanceof Error && /timeout|terminated|Connection/i.test(err.message);

@@ -44,7 +44,7 @@ export const EVENTS = {
 export type EventSubject = keyof typeof EVENTS;
 export type EventOf<S extends EventSubject> = z.infer<(typeof EVENTS)[S]>;
 
-export function isEventSubject(subject: string): subject is EventSubject {
+function isEventSubject(subject: string): subject is EventSubject {
   return Object.hasOwn(EVENTS, subject);
 }
 

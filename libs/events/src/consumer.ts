@@ -23,7 +23,7 @@ export interface EventConsumerOptions {
   quiet?: boolean;
 }
 
-export interface ConsumeOptions {
+interface ConsumeOptions {
   /** How long the server waits for an ack before redelivering (default 30 s). */
   ackWaitMs?: number;
   /** Unacknowledged messages in flight across all replicas (default 1,000). */
@@ -42,14 +42,14 @@ export interface DeliveryInfo {
 }
 
 /** Handles one validated event. Resolving acks it; throwing naks it for redelivery. */
-export type EventHandler<S extends EventSubject> = (event: EventOf<S>, info: DeliveryInfo) => Promise<void>;
+type EventHandler<S extends EventSubject> = (event: EventOf<S>, info: DeliveryInfo) => Promise<void>;
 
 /** Handles validated events delivered together. Resolving acks them all; throwing naks them all. */
-export type EventBatchHandler<S extends EventSubject> = (
+type EventBatchHandler<S extends EventSubject> = (
   events: Array<{ event: EventOf<S>; info: DeliveryInfo }>,
 ) => Promise<void>;
 
-export interface ConsumeBatchOptions extends ConsumeOptions {
+interface ConsumeBatchOptions extends ConsumeOptions {
   /** At most this many events per handler call (default 256). */
   maxEvents?: number;
   /** A first event waits at most this long for others to join it (default 500 ms). */

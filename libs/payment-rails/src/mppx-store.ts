@@ -27,10 +27,10 @@ import { LANDED, markedWrite, READ_BACK_MS, WRITE_MARK_MS, writeIds } from "./re
 
 /** mppx's JSON: bigints travel as "<digits>#__bigint" (ox's Json), so both sides read each other. */
 const BIGINT_SUFFIX = "#__bigint";
-export function encodeValue(value: unknown): string {
+function encodeValue(value: unknown): string {
   return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? `${v}${BIGINT_SUFFIX}` : v));
 }
-export function decodeValue(raw: string): unknown {
+function decodeValue(raw: string): unknown {
   return JSON.parse(raw, (_k, v) =>
     typeof v === "string" && v.endsWith(BIGINT_SUFFIX) && /^-?[0-9]+#/.test(v)
       ? BigInt(v.slice(0, -BIGINT_SUFFIX.length))
@@ -119,7 +119,7 @@ interface SessionChannelLike {
  * spent. A payer that signed one price ahead keeps the same gap; its previous voucher, kept as the
  * ceiling, is what it spent once the next call is charged. Any other value passes unchanged.
  */
-export function keepSettleable(previous: unknown, next: unknown): unknown {
+function keepSettleable(previous: unknown, next: unknown): unknown {
   const channel = next as SessionChannelLike | null;
   if (!channel || typeof channel !== "object" || !("highestVoucher" in channel)) return next;
   const spent = channel.spent;

@@ -77,7 +77,7 @@ export function envTable<const V extends readonly EnvVar[]>(vars: V): EnvTable<V
 const cell = (text: string) => text.replaceAll("|", "\\|").replaceAll("\n", " ");
 
 /** The README table of a service's environment (between `<!-- env:begin -->` and `<!-- env:end -->`). */
-export function renderEnvTable(vars: readonly EnvVar[]): string {
+function renderEnvTable(vars: readonly EnvVar[]): string {
   const rows = vars.map((v) => {
     const name = v.secret ? `\`${v.name}\` (or \`${v.name}_FILE\`)` : `\`${v.name}\``;
     const value =
@@ -95,8 +95,8 @@ export function renderEnvTable(vars: readonly EnvVar[]): string {
   return ["| Variable | Default | Secret | |", "|---|---|---|---|", ...rows].join("\n");
 }
 
-export const ENV_TABLE_BEGIN = "<!-- env:begin (generated from src/env.ts: pnpm gen:env) -->";
-export const ENV_TABLE_END = "<!-- env:end -->";
+const ENV_TABLE_BEGIN = "<!-- env:begin (generated from src/env.ts: pnpm gen:env) -->";
+const ENV_TABLE_END = "<!-- env:end -->";
 
 /** The README with its environment table replaced by the rendering of `vars`. */
 export function withEnvTable(readme: string, vars: readonly EnvVar[]): string {
@@ -120,7 +120,7 @@ export const SHUTDOWN_ENV = [
   },
 ] as const satisfies readonly EnvVar[];
 
-export const BIND_HOST_ENV = {
+const BIND_HOST_ENV = {
   name: "BIND_HOST",
   default: "127.0.0.1",
   description: "the interface every listener binds (`0.0.0.0` in containers)",

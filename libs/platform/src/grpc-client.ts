@@ -175,5 +175,3 @@ export function createClient<C extends grpc.Client>(
     },
   };
 }
-
-export type TypedClient<C extends grpc.Client> = ReturnType<typeof createClient<C>>;

@@ -10,7 +10,7 @@ import * as grpc from "@grpc/grpc-js";
 import { ERROR_CODE_KEY, ERROR_DETAIL_KEY } from "./grpc-metadata.ts";
 
 /** A failed call as a unary call ends: status, message and the catalog error trailers. */
-export interface CallStatusShape {
+interface CallStatusShape {
   code: number;
   message: string;
   errorCode: string;
@@ -61,7 +61,7 @@ export interface ExchangeServerContext {
  * spread anew over the replicas), and the longest deadline a call carried on one may have (a longer
  * one goes as a unary call).
  */
-export const EXCHANGE_ROTATE_MS = 30_000;
+const EXCHANGE_ROTATE_MS = 30_000;
 export const EXCHANGE_CALL_MAX_MS = 60_000;
 
 /**

@@ -3,16 +3,10 @@
 // (grpc-health.ts) and the Exchange transport's tuning (grpc-exchange.ts).
 import * as grpc from "@grpc/grpc-js";
 
-export { createClient, type MeshClientOptions, type TypedClient } from "./grpc-client.ts";
+export { createClient, type MeshClientOptions } from "./grpc-client.ts";
 export { contracts } from "./grpc-contracts.ts";
-export { CallError, type CallFailure, readCallFailure, ServiceError } from "./grpc-errors.ts";
+export { CallError, type CallFailure, ServiceError } from "./grpc-errors.ts";
 export { connectionGraceMs, EXCHANGE_CALL_MAX_MS } from "./grpc-exchange.ts";
 export { checkHealth } from "./grpc-health.ts";
-export { ERROR_CODE_KEY, ERROR_DETAIL_KEY } from "./grpc-metadata.ts";
-export {
-  type GrpcServerHandle,
-  type ServiceBinding,
-  startGrpcServer,
-  type UnaryHandler,
-} from "./grpc-server.ts";
+export { type GrpcServerHandle, startGrpcServer, type UnaryHandler } from "./grpc-server.ts";
 export { grpc };

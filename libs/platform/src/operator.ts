@@ -5,7 +5,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { grpc, ServiceError } from "./grpc.ts";
 
 /** Constant-time comparison of a presented operator token with the configured one. */
-export function tokenMatches(presented: string, expected: string): boolean {
+function tokenMatches(presented: string, expected: string): boolean {
   // Hashing first gives equal lengths, so neither the content nor the length leaks.
   const a = createHash("sha256").update(presented).digest();
   const b = createHash("sha256").update(expected).digest();

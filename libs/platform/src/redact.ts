@@ -11,7 +11,7 @@
  */
 
 /** What replaces a secret in a log line. */
-export const REDACTED = "[redacted]";
+const REDACTED = "[redacted]";
 
 /** Shorter strings are not remembered as whole values: they would blank out ordinary words. */
 const MIN_SECRET_LENGTH = 6;

@@ -24,7 +24,7 @@ export interface ServiceDefinition<C, H extends RunningHandle> {
 }
 
 /** Shutdown timings, from the environment every service shares. */
-export function shutdownTimings(): { delayMs: number; timeoutMs: number } {
+function shutdownTimings(): { delayMs: number; timeoutMs: number } {
   const env = envTable(SHUTDOWN_ENV);
   return {
     // Kubernetes removes a terminating pod from its Services while the signal is delivered: keep

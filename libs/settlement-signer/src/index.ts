@@ -1,9 +1,2 @@
-export { type NonceSource, SerialSubmitter } from "./serial-submitter.ts";
-export {
-  localSignerLock,
-  type RedisSignerLockOptions,
-  redisSignerLock,
-  type ScriptRunner,
-  SignerBusyError,
-  type SignerLock,
-} from "./signer-lock.ts";
+export { SerialSubmitter } from "./serial-submitter.ts";
+export { localSignerLock, redisSignerLock, type ScriptRunner, type SignerLock } from "./signer-lock.ts";

@@ -16,7 +16,7 @@ export interface ScriptRunner {
 }
 
 /** The key stayed locked by another process for longer than the wait. */
-export class SignerBusyError extends Error {
+class SignerBusyError extends Error {
   override name = "SignerBusyError";
 }
 

@@ -107,7 +107,7 @@ function fromCall(err: unknown): ApiError {
  * Who a rate limit counts: an IPv4 address, or an IPv6 address's /64 (one subscriber's usual
  * allocation: counting single IPv6 addresses would let one client mint 2^64 of them).
  */
-export function clientKey(ip: string): string {
+function clientKey(ip: string): string {
   const v4 = ip.startsWith("::ffff:") ? ip.slice(7) : ip;
   if (!v4.includes(":")) return v4;
   const [head = "", tail] = v4.split("::");
@@ -131,7 +131,7 @@ const planJson = (p: PlanFigures) => ({
   burst_per_second: p.burstPerSecond,
 });
 
-export function readCookie(req: Request, name: string): string | undefined {
+function readCookie(req: Request, name: string): string | undefined {
   const header = req.headers.cookie;
   if (!header) return undefined;
   for (const part of header.split(";")) {

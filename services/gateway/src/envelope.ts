@@ -12,7 +12,7 @@ export interface Meta {
   payment_token?: string;
 }
 
-export interface ErrorBody {
+interface ErrorBody {
   code: string;
   message: string;
   [extra: string]: unknown;
@@ -56,7 +56,7 @@ export function requestId(req: Request, res: Response, next: NextFunction): void
   next();
 }
 
-export function meta(res: Response, extra?: Omit<Meta, "endpoint" | "request_id">): Meta {
+function meta(res: Response, extra?: Omit<Meta, "endpoint" | "request_id">): Meta {
   // Routes set their template; answers given before routing look it up (never the raw path of a known route).
   const endpoint = res.locals.endpoint ?? endpointOf(res.req.path);
   return { endpoint, request_id: res.locals.requestId, ...extra };

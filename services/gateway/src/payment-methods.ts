@@ -53,12 +53,6 @@ export interface AcceptedMethods {
   close(): void;
 }
 
-/** A fixed list (tests, or a gateway that takes no per-call payments). */
-export function fixedMethods(methods: readonly PaymentMethod[]): AcceptedMethods {
-  const text = describeMethods(methods);
-  return { list: () => methods, text: () => text, onChange: () => {}, close: () => {} };
-}
-
 /**
  * Asks payment-verifier for its methods, waiting up to `firstWaitMs` for the first answer (the
  * launcher starts it before the gateway), then every `refreshMs`. Until an answer arrives, or while

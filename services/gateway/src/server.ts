@@ -37,7 +37,7 @@ import { freeRouter } from "./routes/free.ts";
 import { canonicalOf, endpointOf, routeOf, undecodableParam } from "./routes/table.ts";
 import { createUsageReporter, type UsageReporter } from "./usage-reporter.ts";
 
-export interface GatewayDeps {
+interface GatewayDeps {
   rpc: RpcProxyClient;
   quota: QuotaMeterClient;
   payments: PaymentVerifierClient;
@@ -54,12 +54,12 @@ export interface GatewayDeps {
   lifecycle?: Lifecycle;
 }
 
-export interface Lifecycle {
+interface Lifecycle {
   draining: boolean;
 }
 
 /** The express app: routing, validation, envelope and the auth decision; no chain logic. */
-export function createApp(config: GatewayConfig, deps: GatewayDeps): express.Express {
+function createApp(config: GatewayConfig, deps: GatewayDeps): express.Express {
   const app = express();
   app.disable("x-powered-by");
   // Chain answers are fresh per call (spec 1.1): no validators, so a conditional

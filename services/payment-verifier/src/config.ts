@@ -20,8 +20,6 @@ import { ConfigError, type MeshCallers, readMeshCallers, readRedisSettings } fro
 import { MIN_OFFER_TIMEOUT_SECONDS, SCHEME_NAMES, type SchemeName } from "./domain.ts";
 import { ENV } from "./env.ts";
 
-export { ConfigError };
-
 /** Where x402 money goes, in which token, on which chain: shared by every x402 scheme. */
 export interface X402Config {
   /** Settlement chain, CAIP-2 (`eip155:<chainId>`). */
@@ -60,7 +58,7 @@ export interface MppConfig extends MppChainConfig {
   suggestedDeposit: string;
 }
 
-export interface AttemptLimit {
+interface AttemptLimit {
   perSecond: number;
   burst: number;
 }

@@ -39,7 +39,7 @@ import { MemoryReservationStore } from "./stores/reservations-memory.ts";
 import { RedisReservationStore } from "./stores/reservations-redis.ts";
 import { grpcHandlers } from "./transport.ts";
 
-export const SERVICE_NAME = "tollgate.payment.v1.PaymentVerifierService";
+const SERVICE_NAME = "tollgate.payment.v1.PaymentVerifierService";
 
 export interface PaymentVerifierDeps {
   logger?: Logger;

@@ -59,7 +59,7 @@ function required(value: string, name: string): string {
 }
 
 /** Resolves the gRPC Resource to a priced call; an unknown endpoint is the caller's bug. */
-export function pricedCall(
+function pricedCall(
   requestId: string,
   resource: Resource__Output | null,
   client = "",

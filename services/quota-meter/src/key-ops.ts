@@ -140,5 +140,3 @@ export function createKeyOps(deps: KeyOpsDeps) {
     },
   };
 }
-
-export type KeyOps = ReturnType<typeof createKeyOps>;

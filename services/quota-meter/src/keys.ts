@@ -6,10 +6,10 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
  * leak usable keys, and the pepper (a secret kept apart from the data) is needed to test
  * guesses offline.
  */
-export const API_KEY_PREFIX = "tg_live_";
+const API_KEY_PREFIX = "tg_live_";
 const API_KEY_RE = /^tg_live_[A-Za-z0-9_-]{43}$/;
 /** Characters shown in listings: enough to recognise a key, never enough to use it. */
-export const DISPLAY_PREFIX_LENGTH = 12;
+const DISPLAY_PREFIX_LENGTH = 12;
 
 export function generateApiKey(): string {
   return API_KEY_PREFIX + randomBytes(32).toString("base64url");

@@ -15,10 +15,10 @@ export interface QuotaMetrics {
 }
 
 /** Every reason Authorize fails open for (see meter.ts). */
-export const FAIL_OPEN_REASONS = ["unavailable", "cooldown", "timeout", "error"] as const;
+const FAIL_OPEN_REASONS = ["unavailable", "cooldown", "timeout", "error"] as const;
 export type FailOpenReason = (typeof FAIL_OPEN_REASONS)[number];
 /** Every reason ReportUsage refuses a record for (see usage.ts). */
-export const USAGE_REJECT_REASONS = ["no_request_id", "no_account_id", "invalid_event"] as const;
+const USAGE_REJECT_REASONS = ["no_request_id", "no_account_id", "invalid_event"] as const;
 
 export function createQuotaMetrics(registry: Registry): QuotaMetrics {
   const metrics: QuotaMetrics = {

@@ -16,10 +16,10 @@ import { dayId } from "./windows.ts";
 
 export const ROLLUP_DURABLE = "quota-meter-rollups";
 /** Per-call v1 events (journals written before the upgrade), each folded as a batch of one. */
-export const ROLLUP_V1_DURABLE = "quota-meter-rollups-v1";
+const ROLLUP_V1_DURABLE = "quota-meter-rollups-v1";
 
 /** Batch ids are kept longer than the stream keeps messages (30 days), so no replay folds twice. */
-export const BATCH_MEMORY_MS = 45 * 24 * 3_600_000;
+const BATCH_MEMORY_MS = 45 * 24 * 3_600_000;
 /** Usage batches folded in one transaction, at most; and how long the first waits for others. */
 const FOLD_MAX = 200;
 const FOLD_WAIT_MS = 500;
@@ -29,7 +29,7 @@ type Call = Pick<UsageCallV2, "account_id" | "key_id" | "status" | "time"> & {
 };
 
 /** What one batch adds: per account and UTC day, and each key's latest call. */
-export function foldCalls(calls: readonly Call[]) {
+function foldCalls(calls: readonly Call[]) {
   const byDay = new Map<string, UsageFold>();
   const lastUsed = new Map<string, string>();
   for (const c of calls) {

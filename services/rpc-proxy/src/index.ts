@@ -1,3 +1,3 @@
-export { loadConfig, type NetworkConfig, type RpcProxyConfig } from "./config.ts";
+export { loadConfig, type RpcProxyConfig } from "./config.ts";
 export { upstreamsEnvName } from "./env.ts";
 export { type RpcProxyHandle, startRpcProxy } from "./server.ts";

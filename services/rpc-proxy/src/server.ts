@@ -21,7 +21,7 @@ import { OPERATIONS } from "./operations/index.ts";
 import { HeadTracker } from "./upstream/head-tracker.ts";
 import { NetworkPool } from "./upstream/pool.ts";
 
-export const SERVICE_NAME = "tollgate.rpc.v1.RpcProxyService";
+const SERVICE_NAME = "tollgate.rpc.v1.RpcProxyService";
 
 export interface RpcProxyHandle {
   grpcPort: number;
@@ -37,7 +37,7 @@ export interface RpcProxyHandle {
  * validated them already; this keeps the service safe on its own). Numbers the gateway
  * normalised from query strings (`max`) go back to strings for the query schema.
  */
-export function parseParams(endpoint: Endpoint, json: string): Record<string, unknown> {
+function parseParams(endpoint: Endpoint, json: string): Record<string, unknown> {
   let raw: unknown;
   try {
     raw = JSON.parse(json || "{}");

@@ -31,7 +31,7 @@ import {
 import type { ChannelRecord } from "./core/x402-batch-claims.ts";
 
 /** The accrual events' durable: every replica shares it; an accrual nudges the claimer. */
-export const ACCRUALS_DURABLE = "settlement-worker-x402-batch-accruals";
+const ACCRUALS_DURABLE = "settlement-worker-x402-batch-accruals";
 
 export interface X402BatchHandle {
   /** The claimer, once Redis answered (tests drive its passes). */

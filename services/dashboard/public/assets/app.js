@@ -42,11 +42,7 @@ export async function requireSession() {
   }
 }
 
-export function setCsrf(token) {
-  csrf = token;
-}
-
-export function showAccount(account) {
+function showAccount(account) {
   const who = document.getElementById("who");
   if (who) who.textContent = `${account.address.slice(0, 6)}…${account.address.slice(-4)}`;
   const out = document.getElementById("sign-out");

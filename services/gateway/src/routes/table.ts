@@ -52,7 +52,7 @@ function route(template: string, method: "GET" | "POST", paid: boolean): Route {
   };
 }
 
-export const ROUTES: readonly Route[] = [
+const ROUTES: readonly Route[] = [
   ...ENDPOINTS.map((e) => route(e.path, e.method, true)),
   ...Object.values(FREE_PATHS).map((p) => route(p, "GET", false)),
 ];

@@ -7,7 +7,7 @@ import type { Operation } from "./shared.ts";
 import { allowance, contract, erc20Balance, erc721Tokens, erc1155Balance, nftMetadata } from "./tokens.ts";
 import { balance, receipt, transaction } from "./transactions.ts";
 
-export type { Operation, OperationContext } from "./shared.ts";
+export type { Operation } from "./shared.ts";
 
 /** The operation table, keyed by catalog endpoint id: the compiler checks it covers the catalog. */
 export const OPERATIONS: Record<EndpointId, Operation> = {

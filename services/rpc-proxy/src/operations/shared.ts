@@ -24,7 +24,7 @@ export interface OperationContext {
 /** One catalog operation: validated params in, the endpoint's `data` object out. */
 export type Operation = (params: Record<string, unknown>, ctx: OperationContext) => Promise<unknown>;
 
-export const MULTICALL3: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
+const MULTICALL3: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
 /** One JSON-RPC call; a node error becomes the catalog error for that method. */
 export async function rpc<T = unknown>(ctx: OperationContext, method: string, params: unknown[]): Promise<T> {

@@ -7,7 +7,7 @@ import type { WorkerMetrics } from "../core/metrics.ts";
 import type { LedgerStore } from "./ledger-store.ts";
 
 export const LEDGER_DURABLE = "settlement-worker-ledger";
-export const LEDGER_V1_DURABLE = "settlement-worker-ledger-v1";
+const LEDGER_V1_DURABLE = "settlement-worker-ledger-v1";
 
 export function consumeSettlements(
   consumer: EventConsumer,

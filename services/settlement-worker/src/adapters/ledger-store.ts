@@ -69,7 +69,7 @@ function entry(r: Row): LedgerEntry {
   };
 }
 
-export interface OutcomeTotal {
+interface OutcomeTotal {
   outcome: string;
   asset: string;
   count: number;

@@ -38,7 +38,7 @@ export interface SessionSettlementOptions {
   now?: () => number;
 }
 
-export interface SettledChannel {
+interface SettledChannel {
   channelId: string;
   transaction: string;
   reason: DueReason;

@@ -105,7 +105,7 @@ export interface ClaimerObserver {
   recovered?(events: number): void;
 }
 
-export interface PassResult {
+interface PassResult {
   held: boolean;
   claims: { vouchers: number; transaction: string }[];
   reason: ClaimReason | undefined;
@@ -115,7 +115,7 @@ export interface PassResult {
 }
 
 /** The lease changed hands between the pass's start and a transaction: the pass stops there. */
-export class LeaseLostError extends Error {
+class LeaseLostError extends Error {
   override name = "LeaseLostError";
 }
 

@@ -56,7 +56,7 @@ const claimedOf = (c: ChannelRecord, chain: OnChainChannel | undefined): bigint 
 };
 
 /** Whether a request holds the channel right now (the SDK's own rule: never act under it). */
-export function busy(c: ChannelRecord, now: number): boolean {
+function busy(c: ChannelRecord, now: number): boolean {
   return c.pendingRequest !== undefined && c.pendingRequest.expiresAt > now;
 }
 
