@@ -5,268 +5,43 @@
 // channel reserve (a contract of ours at the precompile's address) and the devnet's JSON-RPC shim
 // that the server's RPC goes through (it seeds each open's expiringNonceHash and runs the Tempo call
 // batches anvil's eth_call skips). Clients use anvil directly.
+// This file: the chain, the 402, charge, and discovery. Sessions are in
+// devnet-tempo-session.test.ts; the fixture in devnet-tempo.support.ts.
 import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { byRole, type Devnet, startDevnet, TEMPO_ADDRESSES } from "@tollgate/devnet";
-import { Challenge, Credential, Errors, Receipt } from "mppx";
-import { Mppx as MppxClient, tempo as tempoClientMethods } from "mppx/client";
+import { TEMPO_ADDRESSES } from "@tollgate/devnet";
+import { Challenge, Credential, Receipt } from "mppx";
 import { generate as generateDiscovery, validate as validateDiscovery } from "mppx/discovery";
-import { Mppx, tempo } from "mppx/server";
-import {
-  type Address,
-  BaseError,
-  ContractFunctionRevertedError,
-  type Hex,
-  isAddressEqual,
-  maxUint256,
-  parseEventLogs,
-  parseUnits,
-  zeroAddress,
-} from "viem";
-import { privateKeyToAccount } from "viem/accounts";
-import { getBlockNumber, getCode, getTransactionReceipt, readContract, simulateContract } from "viem/actions";
+import { type Hex, maxUint256 } from "viem";
+import { getBlockNumber, getCode, getTransactionReceipt, readContract } from "viem/actions";
 import { Abis } from "viem/tempo";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  deleteKeys,
-  mppxRedisStore,
-  recordingFetch,
-  redisClient,
-  tempoChain,
-  tempoClient,
-  tip20Balance,
-  transactionsFrom as transactionsMinedFrom,
-} from "./support/mppx.ts";
-
-const CHAIN_ID = 4217;
-const { pathUsd: PATH_USD, usdce: USDC_E, channelReserve: RESERVE } = TEMPO_ADDRESSES;
-/** Two route prices (human units, 6 decimals) and what they are in raw units. */
-const PRICES = { "/cheap": "0.001", "/dear": "0.025" } as const;
-const raw = (price: string) => parseUnits(price, 6);
-const SESSION_DEPOSIT = "0.3";
-const SETTLE_EVERY_UNITS = 10;
-
-type Route = keyof typeof PRICES;
-
-/** The three MPP offers of a paid route: charge in both currencies, session in USDC.e. */
-const offersFor = (amount: string) => ({
-  chargePathUsd: { amount, currency: PATH_USD, chainId: CHAIN_ID },
-  chargeUsdce: { amount, currency: USDC_E, chainId: CHAIN_ID },
-  session: { amount, currency: USDC_E, chainId: CHAIN_ID, unitType: "request" },
-});
+  account,
+  balance,
+  base,
+  CHAIN_ID,
+  chain,
+  chargeClient,
+  composed,
+  devnet,
+  mppx,
+  PATH_USD,
+  PRICES,
+  payTo,
+  prefix,
+  RESERVE,
+  type Route,
+  raw,
+  redis,
+  secretKey,
+  tempoUrls,
+  transactionsFrom,
+  USDC_E,
+  useTempoDevnet,
+} from "./devnet-tempo.support.ts";
 
 describe("Tempo devnet chain (anvil --network tempo) with the unmodified mppx server and client", () => {
-  let devnet: Devnet;
-  let tempoUrls: { rpcUrl: string; anvilRpcUrl: string };
-  let server: Server;
-  let base: string;
-  let mppx: ReturnType<typeof createMppx>;
-  let payTo: Address;
-  const secretKey = randomBytes(32).toString("base64");
-  const redis = redisClient();
-  const prefix = `tollgate-test:mppx:${process.pid}:${Date.now()}:`;
-  const file = join(tmpdir(), `tollgate-devnet-tempo-${process.pid}.json`);
-
-  const account = (role: string) => {
-    const found = devnet.accounts.find((a) => a.role === role);
-    if (!found) throw new Error(`no account ${role}`);
-    return privateKeyToAccount(found.privateKey);
-  };
-  const balance = (token: Address, owner: Address) => tip20Balance(tempoUrls.anvilRpcUrl, token, owner);
-  const chain = () => tempoClient(tempoUrls.anvilRpcUrl);
-
-  function createMppx(serverRole: string) {
-    // The server signs settle/close with an account of its own (the channel operator), paying fees
-    // in pathUSD, so USDC.e moves only between payer, reserve and recipient.
-    const serverAccount = account(serverRole);
-    const serverClient = tempoClient(tempoUrls.rpcUrl, serverAccount);
-    const store = mppxRedisStore(redis, prefix);
-    return Mppx.create({
-      methods: [
-        // One charge method; the currency is per offer. (Two tempo.charge instances would share the
-        // handler key "tempo/charge": the last one registered shadows the first.)
-        tempo.charge({ recipient: payTo, getClient: () => serverClient, store }),
-        tempo.session({
-          account: serverAccount,
-          recipient: payTo,
-          operator: serverAccount.address,
-          currency: USDC_E,
-          getClient: () => serverClient,
-          store,
-          feeToken: PATH_USD,
-          suggestedDeposit: SESSION_DEPOSIT,
-          settlementSchedule: { units: SETTLE_EVERY_UNITS },
-        }),
-      ],
-      secretKey,
-      realm: "tollgate-devnet-test",
-    });
-  }
-
-  function composed(amount: string) {
-    const o = offersFor(amount);
-    return mppx.compose(
-      ["tempo/charge", o.chargePathUsd],
-      ["tempo/charge", o.chargeUsdce],
-      ["tempo/session", o.session],
-    );
-  }
-
-  /**
-   * `/cheap`, `/dear`: mppx's own one-step flow (verify and collect, then serve).
-   * `/work`: verify before the work, collect only after it succeeded (`?outcome=fail` fails it),
-   * with mppx.validateCredential / mppx.broadcastCredential — the split the gateway needs.
-   */
-  function startServer(): Promise<void> {
-    const handlers = {
-      "/cheap": composed(PRICES["/cheap"]),
-      "/dear": composed(PRICES["/dear"]),
-      "/work": composed(PRICES["/cheap"]),
-    };
-    const splitOffers = offersFor(PRICES["/cheap"]);
-    const offerOf = (credential: Credential.Credential) => {
-      const { intent, request } = credential.challenge;
-      if (intent === "session") return splitOffers.session;
-      return isAddressEqual(request.currency as Address, PATH_USD)
-        ? splitOffers.chargePathUsd
-        : splitOffers.chargeUsdce;
-    };
-
-    const verifyThenCollect = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
-      const payment = Credential.extractPaymentScheme(req.headers.authorization ?? "");
-      if (!payment) {
-        await Mppx.toNodeListener(handlers["/work"])(req, res); // the 402 with all offers
-        return;
-      }
-      const credential = Credential.deserialize(payment);
-      const capturedRequest = {
-        method: req.method ?? "GET",
-        url,
-        headers: new Headers(req.headers as Record<string, string>),
-        hasBody: false,
-      };
-      const options = { capturedRequest, request: offerOf(credential) };
-      const action = (credential.payload as { action?: string }).action;
-      try {
-        // Session management (close, top-up) is not work: collect it straight away.
-        const work = action !== "close" && action !== "topUp";
-        if (work) await mppx.validateCredential(credential, options);
-        if (work && url.searchParams.get("outcome") === "fail") {
-          res.writeHead(502, { "content-type": "application/json" }).end('{"error":"upstream failed"}');
-          return;
-        }
-        const receipt = await mppx.broadcastCredential(credential, options);
-        res.writeHead(work ? 200 : 204, { "payment-receipt": Receipt.serialize(receipt) });
-        res.end(work ? JSON.stringify({ served: url.pathname }) : undefined);
-      } catch (err) {
-        const error = err instanceof Errors.PaymentError ? err : new Errors.InternalPaymentError();
-        res.writeHead(error.status, { "content-type": "application/problem+json" });
-        res.end(JSON.stringify(error.toProblemDetails(credential.challenge.id)));
-      }
-    };
-
-    server = createServer((req, res) => {
-      const url = new URL(req.url ?? "/", base);
-      const route = url.pathname as Route | "/work";
-      const run = async () => {
-        if (route === "/work") return verifyThenCollect(req, res, url);
-        const handler = handlers[route];
-        if (!handler) {
-          res.writeHead(404).end();
-          return;
-        }
-        const result = await Mppx.toNodeListener(handler)(req, res);
-        if (result.status === 402) return; // challenge or session management answer already sent
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ served: route }));
-      };
-      run().catch((err: Error) => {
-        if (!res.headersSent) res.writeHead(500);
-        res.end(err.message);
-      });
-    });
-    return new Promise((resolve) =>
-      server.listen(0, "127.0.0.1", () => {
-        base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-        resolve();
-      }),
-    );
-  }
-
-  /** An official mppx client paying charges from `role` in `currency` with one payload kind. */
-  function chargeClient(role: string, currency: Address, mode: "pull" | "push") {
-    const recorder = recordingFetch();
-    const client = MppxClient.create({
-      polyfill: false,
-      fetch: recorder.fetch,
-      methods: [tempoClientMethods.charge({ account: account(role), mode, getClient: () => chain() })],
-      // The 402 offers both currencies: pay in the one under test.
-      orderChallenges: (candidates) =>
-        candidates.filter((c) => isAddressEqual(c.challenge.request.currency as Address, currency)),
-    });
-    return { client, sent: recorder.sent };
-  }
-
-  /** An official session client (mppx's manager) for `role`, with its and the recipient's USDC.e. */
-  async function sessionPayer(role: string) {
-    const payer = account(role);
-    const manager = tempoClientMethods.session.manager({
-      account: payer,
-      getClient: () => chain(),
-      maxDeposit: "1",
-    });
-    return {
-      payer,
-      manager,
-      payerBefore: await balance(USDC_E, payer.address),
-      payToBefore: await balance(USDC_E, payTo),
-    };
-  }
-
-  /** The channel as mppx stores it (Store.redis, key = channel id; ox's JSON marks bigints). */
-  async function storedChannel(
-    channelId: Hex,
-  ): Promise<{ spent: bigint; units: number; finalized: boolean }> {
-    const json = JSON.parse((await redis.get(`${prefix}${channelId}`)) ?? "{}");
-    return {
-      spent: BigInt(String(json.spent).replace("#__bigint", "")),
-      units: json.units,
-      finalized: json.finalized,
-    };
-  }
-
-  /** The channel reserve's events of one kind in a mined transaction. */
-  async function reserveEvents<name extends "ChannelOpened" | "Settled" | "ChannelClosed">(
-    hash: string | undefined,
-    eventName: name,
-  ) {
-    const { logs } = await getTransactionReceipt(chain(), { hash: hash as Hex });
-    return parseEventLogs({ abi: Abis.tip20ChannelReserve, logs, eventName });
-  }
-
-  /** Transactions mined in (from, to] whose sender is `who`. */
-  const transactionsFrom = (who: Address, from: bigint, to: bigint) =>
-    transactionsMinedFrom(tempoUrls.anvilRpcUrl, who, from, to);
-
-  beforeAll(async () => {
-    devnet = await startDevnet({ file });
-    tempoUrls = tempoChain(devnet);
-    payTo = byRole(devnet.accounts, "payTo");
-    await redis.connect();
-    mppx = createMppx("facilitator");
-    await startServer();
-  }, 60_000);
-
-  afterAll(async () => {
-    await new Promise((resolve) => server?.close(resolve));
-    if (redis.isOpen) {
-      await deleteKeys(redis, prefix);
-      await redis.close();
-    }
-    await devnet?.stop();
-  });
+  useTempoDevnet();
 
   it("chain 4217: pathUSD and USDC.e at their mainnet addresses, payers hold 1,000 of each, the fee pool and reserve are in place", async () => {
     expect(await chain().request({ method: "eth_chainId" })).toBe("0x1079");
@@ -447,134 +222,6 @@ describe("Tempo devnet chain (anvil --network tempo) with the unmodified mppx se
         expect(await balance(PATH_USD, payTo)).toBe(before + raw(PRICES["/cheap"]));
       });
     }
-  });
-
-  describe("session — channel reserve: a contract of ours standing in for the TIP-1034 precompile; opens seeded by the devnet's JSON-RPC shim", () => {
-    it("open with a deposit, 20 voucher-paid requests with no payer transaction, scheduled settles, a top-up, close: the recipient gets exactly the sum of the prices, the payer the rest", async () => {
-      const { payer, manager, payerBefore, payToBefore } = await sessionPayer("payer4");
-      const reserveBefore = await balance(USDC_E, RESERVE);
-
-      // Open: the first request carries the open transaction (the server broadcasts it) and pays.
-      const opened = await manager.fetch(`${base}/cheap`);
-      expect(opened.status).toBe(200);
-      expect(opened.receipt).toMatchObject({ intent: "session", spent: "1000", units: 1 });
-      const channelId = opened.receipt?.channelId as Hex;
-      const [openEvent] = await reserveEvents(opened.receipt?.txHash, "ChannelOpened");
-      expect(openEvent?.args).toMatchObject({
-        channelId,
-        payer: payer.address,
-        payee: payTo,
-        deposit: raw(SESSION_DEPOSIT),
-      });
-      expect(openEvent?.args.expiringNonceHash).not.toBe(`0x${"0".repeat(64)}`);
-      expect(await balance(USDC_E, payer.address)).toBe(payerBefore - raw(SESSION_DEPOSIT));
-
-      // 20 paid requests, each with an off-chain cumulative voucher.
-      let spent = raw(PRICES["/cheap"]);
-      const settleTxs: Hex[] = [];
-      const spentAtSettle: bigint[] = [];
-      const firstBlock = await getBlockNumber(chain());
-      for (let i = 0; i < 20; i++) {
-        const route: Route = i % 2 === 0 ? "/dear" : "/cheap";
-        const res = await manager.fetch(`${base}${route}`);
-        expect(res.status).toBe(200);
-        expect(await res.json()).toEqual({ served: route });
-        spent += raw(PRICES[route]);
-        expect(res.receipt).toMatchObject({ channelId, spent: String(spent), units: i + 2 });
-        if (res.receipt?.txHash) {
-          settleTxs.push(res.receipt.txHash as Hex);
-          spentAtSettle.push(spent);
-        }
-      }
-      const lastBlock = await getBlockNumber(chain());
-      expect(await transactionsFrom(payer.address, firstBlock, lastBlock)).toEqual([]);
-      // Scheduled settles at units 10 and 20, sent by the server's operator account.
-      expect(settleTxs).toHaveLength(2);
-      expect(spentAtSettle).toEqual([5n * raw("0.026"), 10n * raw("0.026")]);
-      for (const hash of settleTxs) {
-        const settled = await getTransactionReceipt(chain(), { hash });
-        expect(isAddressEqual(settled.from, account("facilitator").address)).toBe(true);
-        expect(await reserveEvents(hash, "Settled")).toHaveLength(1);
-      }
-      const afterVouchers = await readContract(chain(), {
-        address: RESERVE,
-        abi: Abis.tip20ChannelReserve,
-        functionName: "getChannelState",
-        args: [channelId],
-      });
-      expect(afterVouchers.settled).toBe(spentAtSettle.at(-1));
-      expect(await balance(USDC_E, payTo)).toBe(payToBefore + afterVouchers.settled);
-
-      // Top-up, then requests beyond the first deposit.
-      const topUp = await manager.topUp("0.2");
-      expect(topUp?.txHash).toMatch(/^0x[0-9a-f]{64}$/);
-      const toppedUp = await readContract(chain(), {
-        address: RESERVE,
-        abi: Abis.tip20ChannelReserve,
-        functionName: "getChannelState",
-        args: [channelId],
-      });
-      expect(toppedUp.deposit).toBe(raw(SESSION_DEPOSIT) + raw("0.2"));
-      for (let i = 0; i < 4; i++) {
-        const res = await manager.fetch(`${base}/dear`);
-        expect(res.status).toBe(200);
-        spent += raw(PRICES["/dear"]);
-        expect(res.receipt?.spent).toBe(String(spent));
-      }
-      expect(spent > raw(SESSION_DEPOSIT)).toBe(true);
-
-      // Close: the payee gets exactly what was spent, the payer the rest of both deposits.
-      const closed = await manager.close();
-      const [closeEvent] = await reserveEvents(closed?.txHash, "ChannelClosed");
-      expect(closeEvent?.args).toMatchObject({
-        channelId,
-        settledToPayee: spent,
-        refundedToPayer: raw(SESSION_DEPOSIT) + raw("0.2") - spent,
-      });
-      expect(await balance(USDC_E, payTo)).toBe(payToBefore + spent);
-      expect(await balance(USDC_E, payer.address)).toBe(payerBefore - spent);
-      expect(await balance(USDC_E, RESERVE)).toBe(reserveBefore);
-      // mppx keeps the channel in the store under its id: spent and finalized, persisted in Redis.
-      expect(await storedChannel(channelId)).toMatchObject({ spent, units: 25, finalized: true });
-    });
-
-    it("verify before the work, collect after it: a failed call moves the channel's spent by nothing", async () => {
-      const { payer, manager, payerBefore, payToBefore } = await sessionPayer("payer6");
-      const price = raw(PRICES["/cheap"]);
-
-      const opened = await manager.fetch(`${base}/work`);
-      expect(opened.status).toBe(200);
-      const channelId = opened.receipt?.channelId as Hex;
-      const spentInStore = async () => (await storedChannel(channelId)).spent;
-      expect(await spentInStore()).toBe(price);
-
-      const failed = await manager.fetch(`${base}/work?outcome=fail`);
-      expect(failed.status).toBe(502);
-      expect(await spentInStore()).toBe(price);
-      for (let i = 0; i < 2; i++) expect((await manager.fetch(`${base}/work`)).status).toBe(200);
-      expect(await spentInStore()).toBe(3n * price);
-
-      await manager.close();
-      expect(await balance(USDC_E, payTo)).toBe(payToBefore + 3n * price);
-      expect(await balance(USDC_E, payer.address)).toBe(payerBefore - 3n * price);
-    });
-
-    it("the stand-in refuses an open the shim has not seeded (sent straight to anvil): ExpiringNonceHashNotSet", async () => {
-      const payer = account("payer7");
-      const error = await simulateContract(chain(), {
-        account: payer,
-        address: RESERVE,
-        abi: Abis.tip20ChannelReserve,
-        functionName: "open",
-        args: [payTo, zeroAddress, USDC_E, raw("0.01"), `0x${"ab".repeat(32)}`, zeroAddress],
-      }).catch((err: BaseError) => err);
-      expect(error).toBeInstanceOf(BaseError);
-      const reverted = (error as BaseError).walk((e) => e instanceof ContractFunctionRevertedError);
-      expect((reverted as ContractFunctionRevertedError | null)?.data?.errorName).toBe(
-        "ExpiringNonceHashNotSet",
-      );
-      expect(await balance(USDC_E, payer.address)).toBe(raw("1000"));
-    });
   });
 
   it("mppx/discovery turns the composed route into x-payment-info offers its validator accepts", () => {

@@ -7,7 +7,8 @@
 // or quota grant behind to refuse or miscount the calls after; links that go silent (no reset) are
 // given up by every service within seconds.
 import { describe, expect, it } from "vitest";
-import { runChaos, table } from "./chaos.ts";
+import { runChaos } from "./chaos.ts";
+import { table } from "./report.ts";
 
 describe("chaos run, short form", () => {
   it("holds the load through every fault: no 500, nothing lost or duplicated, nothing charged unserved", async () => {

@@ -3,7 +3,8 @@
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { runChaos, table } from "./chaos.ts";
+import { runChaos } from "./chaos.ts";
+import { table } from "./report.ts";
 import { soakTable } from "./soak.ts";
 
 const { values } = parseArgs({

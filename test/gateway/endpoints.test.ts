@@ -1,6 +1,9 @@
-import { ENDPOINTS, type EndpointId, endpointById, NETWORKS } from "@tollgate/catalog";
+// Every endpoint, on both chain networks, reads the devnet's seeded state through the whole mesh
+// with an API key; every answer is also checked against /openapi.json, and the last test checks
+// that the file's calls covered the whole catalog. The defaults are in endpoints-defaults.test.ts;
+// the keyed call in endpoints.support.ts.
+import { ENDPOINTS, type EndpointId } from "@tollgate/catalog";
 import type { ChainDemo } from "@tollgate/devnet";
-import type request from "supertest";
 import {
   createPublicClient,
   createWalletClient,
@@ -12,8 +15,7 @@ import {
   parseUnits,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { beforeAll, describe, expect, it } from "vitest";
-import { createAccountWithKey } from "../support/accounts.ts";
+import { describe, expect, it } from "vitest";
 import { lower } from "../support/addresses.ts";
 import {
   A,
@@ -26,53 +28,11 @@ import {
   devnet,
   firstToken,
   TRANSFER_TOPIC,
-  urlOf,
   validRequests,
 } from "../support/devnet.ts";
-import { get, post } from "../support/gateway.ts";
-import { SUITE_BURST } from "../support/quota.ts";
+import { call, metered, ok, served, useSuiteKey } from "./endpoints.support.ts";
 
-// Every endpoint, on both chain networks, reads the devnet's seeded state through the
-// whole mesh with an API key; every answer is also checked against /openapi.json.
-
-let apiKey: string;
-const served = new Set<string>();
-let metered = 0;
-
-beforeAll(async () => {
-  ({ apiKey } = await createAccountWithKey({ burst: SUITE_BURST }));
-});
-
-/** Calls one catalog endpoint with the key; checks the envelope and the key's quota headers. */
-async function call(id: EndpointId, req: ChainRequest): Promise<request.Response> {
-  const endpoint = endpointById(id);
-  if (!endpoint) throw new Error(`no endpoint ${id}`);
-  const url = urlOf(endpoint.path, req);
-  const headers = { Authorization: `Bearer ${apiKey}` };
-  const res = endpoint.method === "GET" ? await get(url, headers) : await post(url, req.body ?? {}, headers);
-  expect(res.body.meta).toMatchObject({ endpoint: endpoint.path, request_id: expect.any(String) });
-  // The quota headers come in pairs; a pair is absent only while the metering store is
-  // briefly out of reach (spec 8.3), which a loaded machine can cause.
-  expect(res.headers["x-quota-day-limit"] === undefined).toBe(res.headers["x-quota-day-used"] === undefined);
-  if (res.headers["x-quota-day-used"] !== undefined) {
-    expect(res.headers["x-quota-day-limit"]).toBe("200000");
-    expect(res.headers["x-quota-day-used"]).toMatch(/^[1-9][0-9]*$/);
-    metered++;
-  }
-  if (res.status === 200) {
-    expect(res.body.error).toBeNull();
-    served.add(endpoint.path);
-  } else {
-    expect(res.body.data).toBeNull();
-  }
-  return res;
-}
-
-const ok = async (id: EndpointId, req: ChainRequest) => {
-  const res = await call(id, req);
-  expect(res.status, JSON.stringify(res.body.error)).toBe(200);
-  return res.body.data;
-};
+useSuiteKey();
 
 describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known state", (network) => {
   const demo: ChainDemo = devnet.demo[network];
@@ -513,30 +473,6 @@ describe.each(CHAIN_NETWORKS)("every endpoint on %s reads the devnet's known sta
       network,
     });
     expect(BigInt(info.block_number)).toBeGreaterThanOrEqual(BigInt(head.block_number));
-  });
-});
-
-describe("defaults and the third network", () => {
-  it("answers for ethereum when no network is given", async () => {
-    const { network: _omit, ...query } = validRequests("ethereum").erc20Balance.query as Record<
-      string,
-      string
-    >;
-    const data = await ok("erc20Balance", { query });
-    expect(data.balance).toBe(devnet.demo.ethereum.erc20.balances[A]);
-    expect(await ok("chainId", {})).toEqual({ chain_id: "0x1", network: "ethereum" });
-  });
-
-  it("network-info serves the third network (0x1237)", async () => {
-    const third = NETWORKS.find((n) => n.scope === "network-info");
-    if (!third) throw new Error("the catalog has no third network");
-    const info = await ok("networkInfo", { query: { network: third.name } });
-    expect(info).toEqual({
-      chain_id: "0x1237",
-      block_number: expect.stringMatching(/^0x[0-9a-f]+$/),
-      gas_price: expect.stringMatching(/^0x[0-9a-f]+$/),
-      network: third.name,
-    });
   });
 });
 

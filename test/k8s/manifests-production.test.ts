@@ -1,0 +1,269 @@
+// The production side of the manifests: the production overlay's network policies, ServiceMonitor,
+// mesh token and fixed replicas, every component on top of base, the secret examples, the one
+// Dockerfile every service image is built from, and the compose stack. Fixture in
+// manifests.support.ts (kustomize, the real kubectl).
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { Secret } from "kubernetes-models/v1/Secret";
+import { Service } from "kubernetes-models/v1/Service";
+import { describe, expect, it } from "vitest";
+import { ruleGroups } from "../support/observability.ts";
+import {
+  CUSTOM_KINDS,
+  containerOf,
+  deployments,
+  envValue,
+  K8S,
+  key,
+  kustomize,
+  MODELS,
+  NAMESPACE,
+  named,
+  type Obj,
+  ofKind,
+  production,
+  ROOT,
+  SERVICE_NAMES,
+  SERVICES,
+  secretExamples,
+  useRenders,
+} from "./manifests.support.ts";
+
+useRenders();
+
+describe("production overlay", () => {
+  it("applies default-deny network policies and lets only the gateway call the gRPC services it calls", () => {
+    const policies = ofKind(production, "NetworkPolicy").map((o) => new NetworkPolicy(o as never));
+    const deny = named(policies, "default-deny-all");
+    expect(deny.spec?.podSelector).toEqual({});
+    expect(deny.spec?.policyTypes?.sort()).toEqual(["Egress", "Ingress"]);
+    expect(deny.spec?.ingress ?? []).toEqual([]);
+    expect(deny.spec?.egress ?? []).toEqual([]);
+    for (const [name, spec] of Object.entries(SERVICES)) {
+      if (spec.protocol !== "grpc") continue;
+      const policy = named(policies, name);
+      expect(policy.spec?.podSelector?.matchLabels).toEqual({ "app.kubernetes.io/name": name });
+      const gatewayEgress = named(policies, "gateway").spec?.egress ?? [];
+      if (!spec.calledByGateway) {
+        // Nothing in the cluster may call it; the gateway may not even try.
+        expect(policy.spec?.ingress ?? []).toEqual([]);
+        expect(JSON.stringify(gatewayEgress)).not.toContain(name);
+        continue;
+      }
+      // quota-meter also serves the dashboard (AccountService, which its mesh check keeps to that caller).
+      const callers = name === "quota-meter" ? ["gateway", "dashboard"] : ["gateway"];
+      expect(policy.spec?.ingress).toEqual(
+        callers.map((caller) => ({
+          from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": caller } } }],
+          ports: [{ protocol: "TCP", port: "grpc" }],
+        })),
+      );
+      expect(gatewayEgress).toContainEqual({
+        to: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": name } } }],
+        ports: [{ protocol: "TCP", port: spec.port }],
+      });
+    }
+    // The system of record: only its owners reach PostgreSQL.
+    const toPostgres = (name: string) =>
+      (named(policies, name).spec?.egress ?? []).some((r) => r.ports?.some((p) => p.port === 5432));
+    expect(SERVICE_NAMES.filter(toPostgres).sort()).toEqual(["quota-meter", "settlement-worker"]);
+    const scrape = named(policies, "allow-prometheus-scrape");
+    expect(scrape.spec?.ingress?.[0]?.ports).toEqual([{ protocol: "TCP", port: "metrics" }]);
+  });
+
+  it("has a ServiceMonitor scraping the metrics port of every Tollgate Service", () => {
+    const monitors = ofKind(production, "ServiceMonitor") as Array<
+      Obj & {
+        spec: {
+          selector: { matchLabels: Record<string, string> };
+          endpoints: Array<{ port: string; path: string }>;
+        };
+      }
+    >;
+    expect(monitors).toHaveLength(1);
+    const monitor = monitors[0]!;
+    expect(monitor.apiVersion).toBe("monitoring.coreos.com/v1");
+    expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: "metrics", path: "/metrics" })]);
+    const selected = ofKind(production, "Service")
+      .map((o) => new Service(o as never))
+      .filter((s) =>
+        Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => s.metadata?.labels?.[k] === v),
+      );
+    expect(selected.map((s) => s.metadata?.name).sort()).toEqual([...SERVICE_NAMES].sort());
+  });
+
+  it("mounts the gateway's mesh token from a Secret and gives the gRPC services only its digest", () => {
+    const gateway = named(deployments(production), "gateway");
+    expect(envValue(containerOf(gateway), "MESH_TOKEN_FILE")).toBe("/var/run/secrets/tollgate/MESH_TOKEN");
+    expect(gateway.spec!.template.spec!.volumes?.map((v) => v.secret?.secretName)).toContain(
+      "gateway-mesh-token",
+    );
+    const config = new ConfigMap(ofKind(production, "ConfigMap")[0] as never);
+    // Left invalid on purpose: the services refuse to start until the operator sets the digest.
+    expect(config.data?.MESH_CALLER_GATEWAY_SHA256).toBe("SET-ME");
+    for (const [name, spec] of Object.entries(SERVICES)) {
+      if (!spec.calledByGateway) continue;
+      const c = containerOf(named(deployments(production), name));
+      expect(
+        c.env?.find((e) => e.name === "MESH_CALLER_GATEWAY_SHA256")?.valueFrom?.configMapKeyRef,
+        name,
+      ).toMatchObject({
+        key: "MESH_CALLER_GATEWAY_SHA256",
+      });
+      expect(
+        c.env?.some((e) => e.name.startsWith("MESH_TOKEN")),
+        `${name} holds no mesh token`,
+      ).toBe(false);
+    }
+  });
+
+  it("fixes replicas for the services without an autoscaler", () => {
+    for (const name of ["quota-meter", "rpc-proxy", "settlement-worker", "dashboard"]) {
+      expect(named(deployments(production), name).spec?.replicas).toBeGreaterThanOrEqual(2);
+    }
+  });
+});
+
+describe("components", () => {
+  // Every component on top of base, rendered on its own (production combines several).
+  const components = readdirSync(join(K8S, "components")).sort();
+
+  it.each(components)("%s renders on top of base and every object validates", (component) => {
+    const dir = mkdtempSync(join(tmpdir(), "tollgate-k8s-component-"));
+    try {
+      writeFileSync(
+        join(dir, "kustomization.yaml"),
+        [
+          "apiVersion: kustomize.config.k8s.io/v1beta1",
+          "kind: Kustomization",
+          "resources:",
+          `  - ${relative(dir, join(K8S, "base"))}`,
+          "components:",
+          `  - ${relative(dir, join(K8S, "components", component))}`,
+          "",
+        ].join("\n"),
+      );
+      const objects = kustomize(dir);
+      expect(objects.filter((o) => !MODELS[key(o)] && !CUSTOM_KINDS.has(key(o))).map(key)).toEqual([]);
+      for (const obj of objects.filter((o) => MODELS[key(o)])) {
+        const Model = MODELS[key(obj)]!;
+        expect(() => new Model(obj as never).validate(), `${key(obj)} ${obj.metadata.name}`).not.toThrow();
+      }
+      expect(
+        deployments(objects)
+          .map((d) => d.metadata?.name)
+          .sort(),
+      ).toEqual([...SERVICE_NAMES].sort());
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("observability: one ConfigMap per dashboard for the Grafana sidecar, holding the dashboard file itself", () => {
+    const dashboardsDir = join(ROOT, "deploy", "observability", "dashboards");
+    const files = readdirSync(dashboardsDir).filter((f) => f.endsWith(".json"));
+    const sidecar = ofKind(production, "ConfigMap")
+      .map((o) => new ConfigMap(o as never))
+      .filter((cm) => cm.metadata?.labels?.grafana_dashboard === "1");
+    expect(sidecar).toHaveLength(files.length);
+    for (const file of files) {
+      const cm = sidecar.find((c) => Object.keys(c.data ?? {}).includes(file));
+      expect(cm, file).toBeDefined();
+      expect(cm!.metadata?.name, "a fixed name: a hashed one would leave the old dashboard behind").toBe(
+        `tollgate-dashboard-${file.replace(/\.json$/, "")}`,
+      );
+      expect(cm!.metadata?.namespace).toBe(NAMESPACE);
+      expect(cm!.data![file]).toBe(readFileSync(join(dashboardsDir, file), "utf8"));
+    }
+  });
+
+  it("observability: a PrometheusRule with exactly the groups of the rules file compose loads", () => {
+    const rules = ofKind(production, "PrometheusRule") as Array<Obj & { spec: { groups: unknown } }>;
+    expect(rules).toHaveLength(1);
+    expect(rules[0]!.metadata.namespace).toBe(NAMESPACE);
+    expect(rules[0]!.spec.groups).toEqual(ruleGroups());
+  });
+});
+
+describe("secrets.example.yaml", () => {
+  it("is not part of any kustomization", () => {
+    for (const dir of ["base", "overlays/production"]) {
+      expect(readFileSync(join(K8S, dir, "kustomization.yaml"), "utf8")).not.toMatch(
+        /^\s*-\s*\S*secrets\.example/m,
+      );
+    }
+  });
+
+  it("holds only placeholders", () => {
+    expect(secretExamples.length).toBeGreaterThan(0);
+    for (const secret of secretExamples) {
+      expect(() => new Secret(secret as never).validate()).not.toThrow();
+      expect(secret.data, "plain stringData placeholders only").toBeUndefined();
+      for (const [k, value] of Object.entries(secret.stringData as Record<string, string>)) {
+        expect(value, `${secret.metadata.name}.${k}`).toContain("REPLACE_ME");
+      }
+    }
+  });
+});
+
+// biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's build argument, literally.
+const SERVICE_ARG = "${SERVICE}";
+
+describe("deploy/docker/Dockerfile", () => {
+  const dockerfile = readFileSync(join(ROOT, "deploy", "docker", "Dockerfile"), "utf8");
+  const stages = dockerfile.split(/^FROM /m).slice(1);
+  const runtime = stages.at(-1) ?? "";
+
+  it("builds on Node 24 with the repo's pnpm and a frozen, production-only, filtered install", () => {
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=(node:24-slim|gcr\.io\/distroless\/nodejs24-debian\d+)$/m);
+    const packageManager = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
+      .packageManager as string;
+    expect(dockerfile).toContain(`npm i -g ${packageManager}`);
+    expect(dockerfile).not.toMatch(/^RUN .*corepack/im);
+    expect(dockerfile).toMatch(
+      /pnpm install --frozen-lockfile --prod .*--filter "@tollgate\/\$\{SERVICE\}\.\.\."/,
+    );
+  });
+
+  it("copies only the workspace manifests, proto/, libs/ and the one service", () => {
+    const sources = [...dockerfile.matchAll(/^COPY (?!--)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(" "));
+    expect(sources.length).toBeGreaterThan(0);
+    for (const src of sources) {
+      expect(src).toMatch(
+        /^(package\.json|pnpm-lock\.yaml|pnpm-workspace\.yaml|proto\/|libs\/|services\/\$\{SERVICE\}\/)/,
+      );
+    }
+    // Every workspace lib a service may depend on is in the install stage.
+    expect(dockerfile).toMatch(/^COPY libs\/ libs\/$/m);
+  });
+
+  it("runs as uid 65532 with node and the service's entry point", () => {
+    expect(runtime).toMatch(/^USER 65532:65532$/m);
+    const cmd = /^CMD (\[.*\])$/m.exec(runtime);
+    expect(JSON.parse(cmd![1]!)).toEqual(["node", "src/main.ts"]);
+  });
+
+  it.each(SERVICE_NAMES)("%s: the CMD's file exists (services/<name>/src/main.ts)", (name) => {
+    const workdir = [...runtime.matchAll(/^WORKDIR (\S+)$/gm)].at(-1)?.[1];
+    expect(workdir).toBe(`/app/services/${SERVICE_ARG}`);
+    const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(runtime)![1]!) as string[];
+    const entry = join(ROOT, workdir!.replace("/app/", "").replace(SERVICE_ARG, name), cmd[1]!);
+    expect(relative(ROOT, entry)).toBe(`services/${name}/src/main.ts`);
+    expect(existsSync(entry), `${relative(ROOT, entry)} exists`).toBe(true);
+  });
+});
+
+describe("deploy/compose", () => {
+  it("builds every service from the one Dockerfile and Prometheus scrapes every metrics port", () => {
+    const compose = readFileSync(join(ROOT, "deploy", "compose", "compose.yaml"), "utf8");
+    const prometheus = readFileSync(join(ROOT, "deploy", "compose", "prometheus.yml"), "utf8");
+    for (const [name, spec] of Object.entries(SERVICES)) {
+      expect(compose).toContain(`SERVICE: ${name}`);
+      expect(prometheus).toContain(`${name}:${spec.metricsPort}`);
+    }
+    expect(compose).toContain("dockerfile: deploy/docker/Dockerfile");
+  });
+});

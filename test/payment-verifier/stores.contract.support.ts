@@ -1,0 +1,36 @@
+// The stores the payment contract suites run against, each written twice — a Redis Lua script and
+// its in-memory stand-in — over one Redis prefix per file: reservation stores (stores.contract,
+// attempt-limits.contract) and mppx's state (mppx-state.contract). One suite definition per
+// contract runs against both.
+import {
+  type MppxState,
+  memoryMppxState,
+  type Retention,
+  redisMppxState,
+} from "../../libs/payment-rails/src/mppx-store.ts";
+import type { ReservationStore } from "../../services/payment-verifier/src/stores/reservations.ts";
+import { MemoryReservationStore } from "../../services/payment-verifier/src/stores/reservations-memory.ts";
+import { RedisReservationStore } from "../../services/payment-verifier/src/stores/reservations-redis.ts";
+import { testRedis } from "../support/redis.ts";
+import { uniqueId } from "./support.ts";
+
+/** Connects to the machine's Redis for the file's tests (under a prefix of its own) and makes each store. */
+export function useContractStores() {
+  const prefix = `${uniqueId("test:pvstores:")}:`;
+  const redis = testRedis(prefix);
+
+  const stores: [string, () => ReservationStore][] = [
+    ["Redis (Lua)", () => new RedisReservationStore(redis, prefix)],
+    ["in-memory stand-in", () => new MemoryReservationStore()],
+  ];
+
+  const mppxStates: [string, (retention?: Retention) => MppxState][] = [
+    [
+      "Redis (Lua compare-and-set, SET NX PXAT)",
+      (retention) => redisMppxState(redis, `${prefix}mpp:`, retention),
+    ],
+    ["in-memory stand-in", (retention) => memoryMppxState(retention)],
+  ];
+
+  return { prefix, redis, stores, mppxStates };
+}
