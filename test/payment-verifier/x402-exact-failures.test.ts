@@ -30,6 +30,7 @@ import {
   client,
   config,
   devnet,
+  expectEachSettlementOnce,
   expectedEvents,
   payers,
   payTo,
@@ -286,5 +287,11 @@ describe("a settlement that reverts all the same", () => {
     } finally {
       await chain.request({ method: "evm_setAutomine" as never, params: [true] as never });
     }
+  });
+});
+
+describe("settlement events", () => {
+  it("records every settlement and release of these failures once in the JetStream stream", async () => {
+    await expectEachSettlementOnce();
   });
 });
