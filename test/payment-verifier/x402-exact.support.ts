@@ -33,7 +33,7 @@ export let verifier: PaymentVerifierHandle;
 export let client: VerifierClient;
 export let chain: PublicClient;
 export let payers: Payer[];
-export const namespace = uniqueId("pvtest");
+const namespace = uniqueId("pvtest");
 
 /** Settlement outcomes this suite caused, to find in the stream: `${request id}:${outcome}` → outcome. */
 export const expectedEvents = new Map<string, SettlementEventV2["outcome"]>();
