@@ -9,7 +9,10 @@ export interface AnvilOptions {
   /** Number of funded dev accounts (derived from anvil's default test mnemonic). */
   accounts: number;
   log?: (line: string) => void;
-  /** How long to wait for "Listening on"; anvil normally needs well under a second. */
+  /**
+   * How long to wait for "Listening on" (60 s by default). anvil normally needs well under a
+   * second, but a 2-core machine running a test suite's three lanes has starved it past 15 s.
+   */
   startTimeoutMs?: number;
   /** More flags, e.g. `--network tempo --hardfork t4` for the Tempo chain. */
   extraArgs?: string[];
@@ -148,7 +151,7 @@ export async function startAnvil(opts: AnvilOptions): Promise<AnvilNode> {
     };
     const timer = setTimeout(
       () => fail(new Error(`anvil (chain ${opts.chainId}) did not report a port in time`)),
-      opts.startTimeoutMs ?? 15_000,
+      opts.startTimeoutMs ?? 60_000,
     );
     child.stdout?.on("data", onBanner);
     child.once("error", onError);
