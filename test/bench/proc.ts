@@ -78,3 +78,20 @@ export function cpuMeter(processes: Record<string, number[]>) {
     },
   };
 }
+
+/** Resident memory (VmRSS) of named processes, in MB each (the sum of a name's pids). */
+export function residentMb(processes: Record<string, number[]>): Record<string, number> {
+  const rssKb = (pid: number) => {
+    try {
+      return Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+    } catch {
+      return 0;
+    }
+  };
+  return Object.fromEntries(
+    Object.entries(processes).map(([name, pids]) => [
+      name,
+      Math.round(pids.reduce((sum, pid) => sum + rssKb(pid), 0) / 1024),
+    ]),
+  );
+}

@@ -2,13 +2,15 @@
  * The benchmark (`pnpm bench`): load on loopback from a process of its own, and for every row
  * req/s, p50/p99 and the CPU each process spent per request (from /proc), in one run:
  *
- *   floor        one Node process serving block-number from its own silent anvil (envelope, no auth)
+ *   floor        one Node process serving block-number from its own silent anvil (envelope, no auth),
+ *                node:http with a keep-alive Agent (the strong floor) and, as a second row, fetch
  *   node         eth_blockNumber sent straight to the mesh's ethereum node
  *   edge         the gateway alone (/api/networks: no hop, no node)
  *   mesh         block-number through the whole mesh with an API key
  *
- * then the ratios the performance issue sets goals on (mesh CPU per request ÷ floor's, throughput
- * and p99 against the floor's), the latency each way to pay (x402 exact, MPP charge, MPP session,
+ * then the ratios the performance issue sets goals on (mesh CPU per request ÷ the strong floor's,
+ * throughput and p99 against it; the same against the fetch floor beside them), each service's
+ * resident memory idle after start-up and after the load, the latency each way to pay (x402 exact, MPP charge, MPP session,
  * x402-batch) adds over an API-key call, and the settlement-chain transactions per 1,000
  * x402-batch calls (their deposit, and the settlement worker's claims and settles).
  * Options: --duration s, --connections n, --paid n (sequential paid calls), --batch-calls n
@@ -27,7 +29,7 @@ import type autocannon from "autocannon";
 import { formatUnits } from "viem";
 import { ENV as WORKER_ENV } from "../../services/settlement-worker/src/env.ts";
 import { measurePaidCalls, UNLIMITED_ATTEMPTS } from "./paid.ts";
-import { cpuMeter, pidListeningOn } from "./proc.ts";
+import { cpuMeter, pidListeningOn, residentMb } from "./proc.ts";
 
 const argv = process.argv.slice(2);
 const { values } = parseArgs({
@@ -86,8 +88,8 @@ async function quietAnvil(): Promise<{ url: string; pid: number }> {
   throw new Error("the floor's anvil did not start");
 }
 
-async function startFloor(nodeUrl: string): Promise<{ url: string; pid: number }> {
-  const child = spawn(process.execPath, [join(here, "floor.ts"), nodeUrl], {
+async function startFloor(nodeUrl: string, client: "agent" | "fetch"): Promise<{ url: string; pid: number }> {
+  const child = spawn(process.execPath, [join(here, "floor.ts"), nodeUrl, client], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   children.push(child);
@@ -161,7 +163,8 @@ try {
   admin.close();
 
   const floorNode = await quietAnvil();
-  const floor = await startFloor(floorNode.url);
+  const floor = await startFloor(floorNode.url, "agent");
+  const fetchFloor = await startFloor(floorNode.url, "fetch");
   const pid = (port: number) => [pidListeningOn(port) ?? -1];
   const services = {
     gateway: pid(mesh.ports.gateway.main),
@@ -186,20 +189,27 @@ try {
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
   };
 
+  // Resident memory of each process before it served anything (the mesh is up and ready).
+  const resident = { ...services, dashboard: pid(mesh.ports.dashboard.main) };
+  const idleRss = residentMb(resident);
+
   // Warm every path (JIT, keep-alive pools, the Lua script cache) before measuring.
   await Promise.all([
     load({ ...blockNumber, duration: 2 }),
     load({ url: `${floor.url}/api/chain/block-number`, duration: 2 }),
+    load({ url: `${fetchFloor.url}/api/chain/block-number`, duration: 2 }),
   ]);
 
   const rows = [
     await measure(
-      "floor: one Node process + its own anvil",
+      "floor: node:http + keep-alive Agent, its own anvil",
       { url: `${floor.url}/api/chain/block-number` },
-      {
-        floor: [floor.pid],
-        anvil: [floorNode.pid],
-      },
+      { floor: [floor.pid], anvil: [floorNode.pid] },
+    ),
+    await measure(
+      "floor: node:http + fetch, its own anvil",
+      { url: `${fetchFloor.url}/api/chain/block-number` },
+      { floor: [fetchFloor.pid], anvil: [floorNode.pid] },
     ),
     await measure("node directly (eth_blockNumber)", nodeCall, { anvil: services.anvil }),
     await measure(
@@ -209,17 +219,21 @@ try {
     ),
     await measure("mesh + API key (block-number)", blockNumber, services),
   ];
-  const [floorRow, , , meshRow] = rows as [Row, Row, Row, Row];
+  const [floorRow, fetchFloorRow, , , meshRow] = rows as [Row, Row, Row, Row, Row];
+  const loadedRss = residentMb(resident);
   const ratio = (a: number, b: number) => +(a / Math.max(b, 1e-9)).toFixed(2);
+  const against = (floor: Row) => ({
+    cpu_per_request: ratio(meshRow.cpu_us_per_request.total ?? 0, floor.cpu_us_per_request.total ?? 0),
+    throughput: ratio(meshRow["req/s"], floor["req/s"]),
+    p99: ratio(meshRow["p99 ms"], floor["p99 ms"]),
+  });
   const report: Record<string, unknown> = {
     machine: `${cpus().length} cores, Node ${process.version}`,
     load: `${connections} connections, ${duration} s per row, loopback, load generator in its own process`,
     rows,
-    against_floor: {
-      cpu_per_request: ratio(meshRow.cpu_us_per_request.total ?? 0, floorRow.cpu_us_per_request.total ?? 0),
-      throughput: ratio(meshRow["req/s"], floorRow["req/s"]),
-      p99: ratio(meshRow["p99 ms"], floorRow["p99 ms"]),
-    },
+    against_floor: against(floorRow),
+    against_fetch_floor: against(fetchFloorRow),
+    resident_mb: { idle: idleRss, after_load: loadedRss },
   };
   report.paid = await measurePaidCalls(
     mesh,
