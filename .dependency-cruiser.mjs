@@ -1,5 +1,5 @@
 // The import graph's rules (`pnpm check:graph`, part of `pnpm check`): services stand side by side on
-// libs/, never on each other; libs/ and tools/ stand on no service. Tests (test/**) and the local
+// libs/, never on each other nor on tools, deploy or tests; libs/ and tools/ stand on no service. Tests (test/**) and the local
 // stack (deploy/**) may import any service: they start and drive them.
 /** @type {import('dependency-cruiser').IConfiguration} */
 export default {
@@ -19,6 +19,29 @@ export default {
       severity: "error",
       from: { path: "^libs/" },
       to: { path: "^(services|tools)/" },
+    },
+    {
+      name: "no-service-into-tool-deploy-or-test",
+      comment:
+        "A service ships alone in its image: it cannot stand on the operator's tools, the local launcher or the tests.",
+      severity: "error",
+      from: { path: "^services/" },
+      to: { path: "^(tools|deploy|test)/" },
+    },
+    {
+      name: "no-lib-into-deploy-or-test",
+      comment: "Libraries ship in every service's image; the local launcher and the tests stay out of them.",
+      severity: "error",
+      from: { path: "^libs/" },
+      to: { path: "^(deploy|test)/" },
+    },
+    {
+      name: "no-unresolvable",
+      comment:
+        "An import the resolver cannot follow (e.g. a service's package, which exports nothing) would escape every rule above; tsc refuses it too, but the graph must not pass over it silently.",
+      severity: "error",
+      from: {},
+      to: { couldNotResolve: true },
     },
     {
       name: "no-tool-into-service",
