@@ -163,14 +163,22 @@ describe("forged payments never reach the facilitator (finding 4)", () => {
         }),
         client: ip,
       });
-    const codes = [];
-    for (let i = 0; i < 5; i++) codes.push((await attempt("198.51.100.7")).errorCode);
-    expect(codes).toEqual([
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await attempt("198.51.100.7"));
+    expect(answers.map((a) => a.errorCode)).toEqual([
       "payment_invalid",
       "payment_invalid",
       "payment_invalid",
       "rate_limited",
       "rate_limited",
+    ]);
+    // The enum the gateway reads, beside the deprecated string older gateways read.
+    expect(answers.map((a) => a.error)).toEqual([
+      "PAYMENT_ERROR_PAYMENT_INVALID",
+      "PAYMENT_ERROR_PAYMENT_INVALID",
+      "PAYMENT_ERROR_PAYMENT_INVALID",
+      "PAYMENT_ERROR_RATE_LIMITED",
+      "PAYMENT_ERROR_RATE_LIMITED",
     ]);
     expect((await attempt("198.51.100.8")).errorCode).toBe("payment_invalid");
   });
@@ -289,7 +297,11 @@ describe("a settlement that lands after its answer was lost (finding 9)", () => 
     let pending: Awaited<ReturnType<typeof settle>>;
     try {
       pending = await settle(client, CALL, credentials, first.paymentId, first.requestId);
-      expect(pending).toMatchObject({ settled: false, errorCode: "service_unavailable" });
+      expect(pending).toMatchObject({
+        settled: false,
+        errorCode: "service_unavailable",
+        error: "PAYMENT_ERROR_SERVICE_UNAVAILABLE",
+      });
       expect(pending.reason).toMatch(/not confirmed in time.*retry the same request with the same payment/);
       expect(pending.transaction).toMatch(/^0x[0-9a-f]{64}$/);
       await rpc("evm_mine");

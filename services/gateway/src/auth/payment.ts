@@ -111,7 +111,7 @@ function paymentErrorCode(error: PaymentError__Output): ErrorCode {
  * of the last release fills only the deprecated `error_code` string, which names the same value in
  * lower case: read that way while a rolling upgrade mixes releases. Drop with `error_code`.
  */
-function refusalOf(answer: { error: PaymentError__Output; errorCode: string }): PaymentError__Output {
+export function refusalOf(answer: { error: PaymentError__Output; errorCode: string }): PaymentError__Output {
   if (answer.error !== PaymentError.PAYMENT_ERROR_UNSPECIFIED || !answer.errorCode) return answer.error;
   const named = `PAYMENT_ERROR_${answer.errorCode.toUpperCase()}`;
   return Object.hasOwn(PaymentError, named)

@@ -11,6 +11,7 @@ export interface SettleResponse {
   /**
    * Deprecated: read `error`. The same refusal as a string, still filled for one release (see
    * VerifyResponse.error_code).
+   * @deprecated
    */
   'errorCode'?: (string);
   'reason'?: (string);
@@ -43,6 +44,7 @@ export interface SettleResponse__Output {
   /**
    * Deprecated: read `error`. The same refusal as a string, still filled for one release (see
    * VerifyResponse.error_code).
+   * @deprecated
    */
   'errorCode': (string);
   'reason': (string);

@@ -14,6 +14,7 @@ export interface VerifyResponse {
    * Deprecated: read `error`. The same refusal as a string ("payment_required",
    * "payment_invalid", "rate_limited", "service_unavailable", "not_applicable"), still filled
    * for one release so gateways of the last release understand a refusal during a rolling upgrade.
+   * @deprecated
    */
   'errorCode'?: (string);
   /**
@@ -51,6 +52,7 @@ export interface VerifyResponse__Output {
    * Deprecated: read `error`. The same refusal as a string ("payment_required",
    * "payment_invalid", "rate_limited", "service_unavailable", "not_applicable"), still filled
    * for one release so gateways of the last release understand a refusal during a rolling upgrade.
+   * @deprecated
    */
   'errorCode': (string);
   /**
