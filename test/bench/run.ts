@@ -17,7 +17,7 @@
  * (x402-batch calls counted on chain, default 1000), --out file.json,
  * --profile dir (CPU profiles of every service, written when the mesh stops).
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -28,6 +28,7 @@ import { freePort, meshAdmin, startMesh, startPrivateNats, startPrivateRedis } f
 import type autocannon from "autocannon";
 import { formatUnits } from "viem";
 import { ENV as WORKER_ENV } from "../../services/settlement-worker/src/env.ts";
+import { load as loadFromOwnProcess } from "./loader.ts";
 import { measurePaidCalls, UNLIMITED_ATTEMPTS } from "./paid.ts";
 import { cpuMeter, pidListeningOn, residentMb } from "./proc.ts";
 
@@ -51,18 +52,8 @@ process.once("exit", () => {
   for (const c of children) c.kill("SIGKILL");
 });
 
-/** Runs autocannon in its own process; resolves with its result. */
-function load(opts: autocannon.Options): Promise<autocannon.Result> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      [join(here, "load.ts"), JSON.stringify({ duration, connections, ...opts })],
-      { maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) =>
-        err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout)),
-    );
-  });
-}
+/** Loads with the run's duration and connections unless the options say otherwise. */
+const load = (opts: autocannon.Options) => loadFromOwnProcess({ duration, connections, ...opts });
 
 /** A silent anvil of the floor's own (no per-request log lines for anyone to read). */
 async function quietAnvil(): Promise<{ url: string; pid: number }> {

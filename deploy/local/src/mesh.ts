@@ -29,6 +29,11 @@ export interface MeshOptions {
   paymentVerifierReplicas?: number;
   /** Called with every log line of every service (and of the embedded PostgreSQL). */
   onLine?: (service: ServiceName | "postgres", line: string) => void;
+  /**
+   * A memory cgroup (a cgroup v1 `memory` directory) a service starts inside, as a pod's container
+   * does: the process joins it before Node starts, so Node sizes its heap from the limit.
+   */
+  cgroups?: Partial<Record<ServiceName, string>>;
   log?: (line: string) => void;
 }
 
@@ -227,6 +232,13 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     await postgres?.stop();
     await devnet?.stop();
   };
+  /** How a service's process starts: inside its cgroup when one is given, else `node main.ts`. */
+  const launch = (name: ServiceName): [string[] | undefined, string | undefined] => {
+    const cgroup = opts.cgroups?.[name];
+    if (!cgroup) return [undefined, undefined];
+    const script = 'echo $$ > "$0/cgroup.procs" && exec "$@"';
+    return [["-c", script, cgroup, process.execPath, `services/${name}/src/main.ts`], "sh"];
+  };
   /** One more gateway replica in front of the same back ends (its own ports). */
   const spawnGateway = async (env: Record<string, string> = {}) => {
     const port = await freePort();
@@ -267,6 +279,8 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       },
       onLine,
       () => checkHealth(`127.0.0.1:${own.main}`),
+      undefined,
+      ...launch(name),
     );
   const spawnBackEnd = async (name: BackEnd) => {
     services[name] = await startBackEnd(name, ports[name]);
@@ -293,6 +307,8 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
           (r) => r.ok,
           () => false,
         ),
+      undefined,
+      ...launch(name),
     ).then((service) => {
       services[name] = service;
     });

@@ -1,0 +1,186 @@
+/**
+ * The mesh inside its pods' memory limits (`pnpm bench:memory`): the same load twice, once on a
+ * mesh as `pnpm start` runs it and once with every service started inside a memory cgroup at the
+ * limit its Kubernetes manifest sets (k8s/base/<service>.yaml; Node then sizes its heap from the
+ * limit, as in a pod). For each service: the limit, peak resident memory each way (sampled every
+ * 2 s), GC time (prom-client's nodejs_gc_duration_seconds), OOM kills and whether it survived; and
+ * the throughput in limits against unconstrained.
+ * Needs root and the cgroup v1 memory controller at /sys/fs/cgroup/memory (cgroup v2 machines: not
+ * yet). Options: --minutes m of load per run (default 5), --connections n (32), --out file.json,
+ * --node-options="…" (NODE_OPTIONS of the run in limits, e.g. the manifests' heap flags).
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import {
+  type Mesh,
+  meshAdmin,
+  type ServiceName,
+  startMesh,
+  startPrivateNats,
+  startPrivateRedis,
+} from "@tollgate/local";
+import { parseAllDocuments } from "yaml";
+import { load } from "./loader.ts";
+import { residentMb } from "./proc.ts";
+
+const CGROUP_ROOT = "/sys/fs/cgroup/memory";
+const SERVICES: ServiceName[] = [
+  "gateway",
+  "rpc-proxy",
+  "quota-meter",
+  "payment-verifier",
+  "settlement-worker",
+  "dashboard",
+];
+const K8S_BASE = fileURLToPath(new URL("../../k8s/base/", import.meta.url));
+
+const { values } = parseArgs({
+  args: process.argv.slice(2).filter((a) => a !== "--"),
+  options: {
+    minutes: { type: "string", default: "5" },
+    connections: { type: "string", default: "32" },
+    out: { type: "string" },
+    "node-options": { type: "string" },
+  },
+});
+const seconds = Math.round(Number(values.minutes) * 60);
+const connections = Number(values.connections);
+
+/** The container memory limit the service's manifest sets, in bytes ("256Mi" → 268435456). */
+function manifestLimit(service: ServiceName): number {
+  const docs = parseAllDocuments(readFileSync(join(K8S_BASE, `${service}.yaml`), "utf8"));
+  for (const doc of docs) {
+    const workload = doc.toJS() as {
+      kind?: string;
+      spec?: { template?: { spec?: { containers?: { resources?: { limits?: { memory?: string } } }[] } } };
+    };
+    if (workload.kind !== "Deployment" && workload.kind !== "StatefulSet") continue;
+    const memory = workload.spec?.template?.spec?.containers?.[0]?.resources?.limits?.memory;
+    const match = /^(\d+)(Mi|Gi)$/.exec(memory ?? "");
+    if (match) return Number(match[1]) * (match[2] === "Gi" ? 1024 ** 3 : 1024 ** 2);
+  }
+  throw new Error(`k8s/base/${service}.yaml sets no memory limit`);
+}
+
+interface ServiceReport {
+  peak_rss_mb: number;
+  gc_seconds: number;
+  alive: boolean;
+  oom_kills?: number;
+}
+
+/** Seconds of GC a service has spent so far, from its own /metrics. */
+async function gcSeconds(metricsPort: number): Promise<number> {
+  const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then(
+    (r) => r.text(),
+    () => "",
+  );
+  let sum = 0;
+  for (const line of text.split("\n"))
+    if (line.startsWith("nodejs_gc_duration_seconds_sum")) sum += Number(line.split(" ").pop());
+  return +sum.toFixed(2);
+}
+
+/** One run: a mesh (in cgroups when given), `seconds` of block-number load, what each service did. */
+async function run(cgroups: Partial<Record<ServiceName, string>> | undefined, nodeOptions?: string) {
+  const stateDir = mkdtempSync(join(tmpdir(), "tollgate-bench-memory-"));
+  const [redis, nats] = await Promise.all([startPrivateRedis(), startPrivateNats()]);
+  let mesh: Mesh | undefined;
+  try {
+    mesh = await startMesh({
+      stateDir,
+      onLine: (service, line) => process.stderr.write(`[${service}] ${line}\n`),
+      env: {
+        LOG_LEVEL: "warn",
+        ACCESS_LOG: "false",
+        REDIS_URL: redis.url,
+        NATS_URL: nats.url,
+        ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
+      },
+      ...(cgroups ? { cgroups } : {}),
+    });
+    const running = mesh;
+    const admin = meshAdmin(running);
+    const { secret } = await admin.quickstart("bench-memory", { daily: 0, monthly: 0, burst: 1_000_000 });
+    admin.close();
+    const pids = Object.fromEntries(SERVICES.map((s) => [s, [running.services[s].child.pid ?? -1]]));
+    const gcBefore = Object.fromEntries(
+      await Promise.all(SERVICES.map(async (s) => [s, await gcSeconds(running.ports[s].metrics)] as const)),
+    );
+    const peak: Record<string, number> = residentMb(pids);
+    const sampler = setInterval(() => {
+      for (const [s, mb] of Object.entries(residentMb(pids))) peak[s] = Math.max(peak[s] ?? 0, mb);
+    }, 2_000);
+    const result = await load({
+      url: `${running.gatewayUrl}/api/chain/block-number`,
+      headers: { authorization: `Bearer ${secret}` },
+      duration: seconds,
+      connections,
+    });
+    clearInterval(sampler);
+    const services: Record<string, ServiceReport> = {};
+    for (const s of SERVICES) {
+      const child = running.services[s].child;
+      const alive = child.exitCode === null && child.signalCode === null;
+      services[s] = {
+        peak_rss_mb: peak[s] ?? 0,
+        gc_seconds: alive
+          ? +((await gcSeconds(running.ports[s].metrics)) - (gcBefore[s] ?? 0)).toFixed(2)
+          : -1,
+        alive,
+      };
+    }
+    return {
+      "req/s": Math.round(result.requests.average),
+      "p99 ms": result.latency.p99,
+      non2xx: result.non2xx + result.errors,
+      services,
+    };
+  } finally {
+    await mesh?.stop();
+    await Promise.all([redis.process.stop(), nats.process.stop()]);
+  }
+}
+
+if (!existsSync(`${CGROUP_ROOT}/cgroup.procs`))
+  throw new Error(`bench:memory needs the cgroup v1 memory controller at ${CGROUP_ROOT} (and root)`);
+const limits = Object.fromEntries(SERVICES.map((s) => [s, manifestLimit(s)]));
+const cgroups: Partial<Record<ServiceName, string>> = {};
+for (const s of SERVICES) {
+  const dir = `${CGROUP_ROOT}/tollgate-bench-${s}`;
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(`${dir}/memory.limit_in_bytes`, String(limits[s]));
+  cgroups[s] = dir;
+}
+const oomKills = (dir: string) =>
+  Number(/^oom_kill (\d+)$/m.exec(readFileSync(`${dir}/memory.oom_control`, "utf8"))?.[1] ?? 0);
+try {
+  const unconstrained = await run(undefined);
+  const killsBefore = Object.fromEntries(SERVICES.map((s) => [s, oomKills(cgroups[s] as string)]));
+  const inLimits = await run(cgroups, values["node-options"]);
+  for (const s of SERVICES) {
+    const report = inLimits.services[s];
+    if (report) report.oom_kills = oomKills(cgroups[s] as string) - (killsBefore[s] ?? 0);
+  }
+  const report = {
+    load: `block-number with an API key, ${connections} connections, ${seconds} s per run`,
+    node_options_in_limits: values["node-options"] ?? null,
+    limits_mb: Object.fromEntries(SERVICES.map((s) => [s, Math.round((limits[s] ?? 0) / 1024 ** 2)])),
+    unconstrained,
+    in_limits: inLimits,
+    throughput_in_limits: +(inLimits["req/s"] / Math.max(unconstrained["req/s"], 1)).toFixed(2),
+  };
+  console.log(JSON.stringify(report, null, 2));
+  if (values.out) writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
+} finally {
+  for (const dir of Object.values(cgroups)) {
+    try {
+      rmdirSync(dir);
+    } catch {
+      // a process still inside: the next run reuses the directory
+    }
+  }
+}
