@@ -149,6 +149,11 @@ export function serviceEnv(ports: { grpc?: number; http?: number; metrics: numbe
     BIND_HOST_ENV,
     { name: "LOG_LEVEL", default: "info", description: "pino level: `debug`, `info`, `warn`, `error`" },
     ...SHUTDOWN_ENV,
+    {
+      name: "NODE_OPTIONS",
+      description:
+        "Node's own flags, read by Node (not the service): the manifests give the hot-path services `--max-semi-space-size=16`, chosen with `pnpm bench:memory` (docs/benchmarks.md)",
+    },
   ] as const satisfies readonly EnvVar[];
 }
 
