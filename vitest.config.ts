@@ -27,6 +27,9 @@ export default defineConfig({
           // One worker for every file: viem, the x402 and MPP clients and the gRPC stubs are
           // loaded once, not once per file. Each file starts and stops what it owns.
           isolate: false,
+          // One worker, so a group of its own: a plain `vitest run` (all projects in one process)
+          // runs it after the components.
+          sequence: { groupOrder: 1 },
           ...shared,
         },
       },
@@ -45,6 +48,7 @@ export default defineConfig({
         test: {
           name: "chaos",
           include: ["test/chaos/chaos.test.ts"],
+          sequence: { groupOrder: 2 },
           ...shared,
         },
       },

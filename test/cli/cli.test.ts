@@ -1,10 +1,10 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPERATOR_TOKEN, startTestMeter, type TestMeter } from "../quota-meter/helpers.ts";
+import { runProcess } from "../support/run-process.ts";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const CLI = join(REPO, "tools/cli/src/main.ts");
@@ -23,26 +23,15 @@ afterAll(async () => {
 
 /** Runs `pnpm tollgate …` the way the root script does (node tools/cli/src/main.ts). */
 function tollgate(args: string[], env: Record<string, string | undefined> = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: REPO,
-      env: {
-        ...process.env,
-        QUOTA_METER_ADDR: `127.0.0.1:${qm.handle.grpcPort}`,
-        OPERATOR_TOKEN,
-        OPERATOR_TOKEN_FILE: undefined,
-        ...env,
-      },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  return runProcess(process.execPath, [CLI, ...args], {
+    cwd: REPO,
+    env: {
+      ...process.env,
+      QUOTA_METER_ADDR: `127.0.0.1:${qm.handle.grpcPort}`,
+      OPERATOR_TOKEN,
+      OPERATOR_TOKEN_FILE: undefined,
+      ...env,
+    },
   });
 }
 

@@ -1,7 +1,3 @@
-// `pnpm migrate`: each service's own `src/migrate.ts` entry (quota-meter, settlement-worker), run by
-// the root script exactly as written, against DATABASE_URL. It was `pnpm tollgate migrate` until the
-// operator CLI stopped importing services.
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MIGRATIONS as QUOTA } from "../../services/quota-meter/src/db/migrations.ts";
 import { silentLogger } from "../quota-meter/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
+import { runProcess } from "../support/run-process.ts";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const SCRIPT = (
@@ -32,25 +29,14 @@ afterAll(() => server?.drop());
 
 /** Runs `command` through the shell the way `pnpm migrate` does, with `node` this test's Node. */
 function sh(command: string, env: Record<string, string | undefined>) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn("sh", ["-c", command], {
-      cwd: REPO,
-      env: {
-        ...process.env,
-        PATH: `${dirname(process.execPath)}:${process.env.PATH}`,
-        DATABASE_URL_FILE: undefined,
-        ...env,
-      },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  return runProcess("sh", ["-c", command], {
+    cwd: REPO,
+    env: {
+      ...process.env,
+      PATH: `${dirname(process.execPath)}:${process.env.PATH}`,
+      DATABASE_URL_FILE: undefined,
+      ...env,
+    },
   });
 }
 

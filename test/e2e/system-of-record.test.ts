@@ -1,8 +1,3 @@
-// Issue 13 on the shared mesh: every settlement outcome and every usage batch of the run is in
-// PostgreSQL once; the operator lists the ledger and reconciles it against the settlement chain
-// (`pnpm tollgate ledger …`); and replaying both streams from their start, through the running
-// services, changes nothing.
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,6 +13,7 @@ import { LEDGER_DURABLE } from "../../services/settlement-worker/src/adapters/ev
 import { RELEASED_DEFAULTS } from "../../services/settlement-worker/src/adapters/ledger-store.ts";
 import { hourOf } from "../../services/settlement-worker/src/core/ledger.ts";
 import { createAccountWithKey } from "../support/accounts.ts";
+import { runProcess } from "../support/run-process.ts";
 import { type DevnetInfo, settlementClient, x402Payer } from "../support/x402.ts";
 
 const mesh = inject("mesh");
@@ -39,9 +35,11 @@ afterAll(async () => {
 });
 
 /** `pnpm tollgate …` as the operator runs it. */
-function tollgate(args: string[]) {
-  return new Promise<{ code: number | null; json: Record<string, unknown>; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [join(REPO, "tools/cli/src/main.ts"), ...args], {
+async function tollgate(args: string[]) {
+  const { code, stdout, stderr } = await runProcess(
+    process.execPath,
+    [join(REPO, "tools/cli/src/main.ts"), ...args],
+    {
       cwd: REPO,
       env: {
         ...process.env,
@@ -49,17 +47,9 @@ function tollgate(args: string[]) {
         SETTLEMENT_WORKER_ADDR: mesh.settlementWorkerAddr,
         QUOTA_METER_ADDR: mesh.quotaMeterAddr,
       },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("close", (code) => resolve({ code, json: stdout ? JSON.parse(stdout) : {}, stderr }));
-  });
+    },
+  );
+  return { code, json: (stdout ? JSON.parse(stdout) : {}) as Record<string, unknown>, stderr };
 }
 
 const rows = async <R>(text: string, values: unknown[] = []) => (await db.query(text, values)).rows as R[];
