@@ -1,7 +1,22 @@
 import { randomUUID } from "node:crypto";
-import { ERRORS, type ErrorCode, LIMIT_ERRORS, type LimitErrorCode } from "@tollgate/catalog";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  ERRORS,
+  type ErrorCode,
+  LIMIT_ERRORS,
+  type LimitErrorCode,
+  REQUEST_ID_HEADER,
+} from "@tollgate/catalog";
 import type { NextFunction, Request, Response } from "express";
+import { pathOf } from "./edge.ts";
 import { endpointOf } from "./routes/table.ts";
+
+/**
+ * What the envelope and the auth methods need of a response: Node's own, plus the request's
+ * locals. Express's Response is one; so is the fast lane's plain node:http response
+ * (routes/fast-lane.ts), which is why nothing here calls Express's helpers.
+ */
+export type Reply = ServerResponse & { locals: Express.Locals };
 
 /** The envelope of spec 2.1, on every /api/* response except the flat 429s. */
 export interface Meta {
@@ -48,22 +63,52 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
  * access log (`client_request_id`), never used as a key: clients retry with the same id.
  */
 export function requestId(req: Request, res: Response, next: NextFunction): void {
-  const id = randomUUID();
-  const incoming = req.get("x-request-id");
-  if (incoming && CLIENT_REQUEST_ID.test(incoming)) res.locals.clientRequestId = incoming;
-  res.locals.requestId = id;
-  res.setHeader("X-Request-Id", id);
+  assignRequestId(req, res);
   next();
 }
 
-function meta(res: Response, extra?: Omit<Meta, "endpoint" | "request_id">): Meta {
+/** The request's id (see requestId), for either lane. */
+export function assignRequestId(req: IncomingMessage, res: Reply): void {
+  const id = randomUUID();
+  const incoming = req.headers["x-request-id"];
+  if (typeof incoming === "string" && CLIENT_REQUEST_ID.test(incoming)) res.locals.clientRequestId = incoming;
+  res.locals.requestId = id;
+  res.setHeader(REQUEST_ID_HEADER, id);
+}
+
+function meta(res: Reply, extra?: Omit<Meta, "endpoint" | "request_id">): Meta {
   // Routes set their template; answers given before routing look it up (never the raw path of a known route).
-  const endpoint = res.locals.endpoint ?? endpointOf(res.req.path);
+  const endpoint = res.locals.endpoint ?? endpointOf(pathOf(res.req.url ?? "/"));
   return { endpoint, request_id: res.locals.requestId, ...extra };
 }
 
-export function sendData(res: Response, data: unknown, extra?: Omit<Meta, "endpoint" | "request_id">): void {
-  res.status(200).json({ data, error: null, meta: meta(res, extra) });
+/**
+ * Writes a JSON answer as Express's `res.json` does (same headers, no ETag, no body for HEAD), with
+ * Node's API alone, in one write: headers and body go out together.
+ */
+function writeJson(res: Reply, status: number, json: string): void {
+  res.statusCode = status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(json));
+  if (res.req.method === "HEAD") res.end();
+  else res.end(json);
+}
+
+export function sendData(res: Reply, data: unknown, extra?: Omit<Meta, "endpoint" | "request_id">): void {
+  writeJson(res, 200, JSON.stringify({ data, error: null, meta: meta(res, extra) }));
+}
+
+/**
+ * sendData for data already serialised (rpc-proxy's `data_json`): spliced into the envelope as it
+ * came, not parsed and written again. The bytes are those of sendData(JSON.parse(dataJson)): rpc-proxy
+ * writes it with JSON.stringify.
+ */
+export function sendDataJson(
+  res: Reply,
+  dataJson: string,
+  extra?: Omit<Meta, "endpoint" | "request_id">,
+): void {
+  writeJson(res, 200, `{"data":${dataJson},"error":null,"meta":${JSON.stringify(meta(res, extra))}}`);
 }
 
 /** An RFC 9457 problem a payment protocol defines for a refusal (payment-verifier names it). */
@@ -74,7 +119,7 @@ export interface Problem {
 }
 
 export function sendError(
-  res: Response,
+  res: Reply,
   code: ErrorCode,
   message: string,
   extra?: Record<string, unknown>,
@@ -93,13 +138,19 @@ export function sendError(
     problem && status === 402
       ? { type: problem.type, title: problem.title, status, detail: problem.detail }
       : {};
-  res.status(status).json({ data: null, error, meta: meta(res, paid), ...members });
+  writeJson(res, status, JSON.stringify({ data: null, error, meta: meta(res, paid), ...members }));
 }
 
 /** The flat shape of spec 7 for 429s: `error` is the code itself. */
-export function sendLimit(res: Response, code: LimitErrorCode, payPerCall: string): void {
+export function sendLimit(res: Reply, code: LimitErrorCode, payPerCall: string): void {
   if (code === "rate_limited") res.setHeader("Retry-After", "1");
-  res
-    .status(429)
-    .json({ error: code, message: LIMIT_ERRORS[code](payPerCall), request_id: res.locals.requestId });
+  writeJson(
+    res,
+    429,
+    JSON.stringify({
+      error: code,
+      message: LIMIT_ERRORS[code](payPerCall),
+      request_id: res.locals.requestId,
+    }),
+  );
 }

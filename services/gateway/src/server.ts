@@ -1,29 +1,21 @@
 import { randomUUID } from "node:crypto";
-import { type Server, STATUS_CODES } from "node:http";
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import {
-  ERRORS,
-  type ErrorCode,
-  PAYMENT_HEADERS,
-  parseQueryString,
-  QUOTA_HEADERS,
-  REQUEST_ID_HEADER,
-} from "@tollgate/catalog";
-import {
-  createLogger,
-  createRegistry,
-  type Logger,
-  prom,
-  type Registry,
-  seriesOf,
-  serveMetrics,
-} from "@tollgate/platform";
+import { ERRORS, type ErrorCode, parseQueryString, REQUEST_ID_HEADER } from "@tollgate/catalog";
+import { createLogger, createRegistry, type Logger, type Registry, serveMetrics } from "@tollgate/platform";
 import cors from "cors";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { createPaymentVerifierClient, type PaymentVerifierClient } from "./clients/payment-verifier.ts";
 import { createQuotaMeterClient, type QuotaMeterClient } from "./clients/quota-meter.ts";
 import { createRpcProxyClient, type RpcProxyClient } from "./clients/rpc-proxy.ts";
 import type { GatewayConfig } from "./config.ts";
+import { CORS, requestRecorder, simpleCors } from "./edge.ts";
 import { requestId, sendError } from "./envelope.ts";
 import {
   createLeaseBook,
@@ -32,7 +24,8 @@ import {
   type UnknownKeyLimiter,
 } from "./leases.ts";
 import { type AcceptedMethods, watchPaymentMethods } from "./payment-methods.ts";
-import { chainRouter } from "./routes/chain.ts";
+import { chainCalls } from "./routes/chain.ts";
+import { fastLane } from "./routes/fast-lane.ts";
 import { freeRouter } from "./routes/free.ts";
 import { canonicalOf, endpointOf, routeOf, undecodableParam } from "./routes/table.ts";
 import { createUsageReporter, type UsageReporter } from "./usage-reporter.ts";
@@ -58,8 +51,14 @@ interface Lifecycle {
   draining: boolean;
 }
 
-/** The express app: routing, validation, envelope and the auth decision; no chain logic. */
-function createApp(config: GatewayConfig, deps: GatewayDeps): express.Express {
+/**
+ * The gateway's request listener: routing, validation, envelope and the auth decision; no chain
+ * logic. The fast lane (routes/fast-lane.ts) takes the API-key chain GETs; Express the rest.
+ */
+function createListener(
+  config: GatewayConfig,
+  deps: GatewayDeps,
+): (req: IncomingMessage, res: ServerResponse) => void {
   const app = express();
   app.disable("x-powered-by");
   // Chain answers are fresh per call (spec 1.1): no validators, so a conditional
@@ -71,46 +70,17 @@ function createApp(config: GatewayConfig, deps: GatewayDeps): express.Express {
   app.set("case sensitive routing", true);
   app.set("strict routing", true);
 
-  const requests = new prom.Histogram({
-    name: "http_request_duration_seconds",
-    help: "Latency of HTTP requests served, by endpoint template, method, status and how the call was authenticated",
-    labelNames: ["endpoint", "method", "status", "auth"],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [deps.registry],
+  const record = requestRecorder({
+    accessLog: config.accessLog,
+    logger: deps.logger,
+    registry: deps.registry,
   });
-  const requestSeries = seriesOf(requests, ["endpoint", "method", "status", "auth"] as const);
   const lifecycle = deps.lifecycle ?? { draining: false };
   app.use((req, res, next) => {
     const started = performance.now();
     // Draining: keep-alive clients reconnect (to another replica) after this answer.
     if (lifecycle.draining) res.setHeader("Connection", "close");
-    res.once("finish", () => {
-      // Only templates are labels (unknown paths share one), so callers cannot blow up
-      // metric cardinality with the paths they send.
-      const endpoint = res.locals.endpoint ?? "unmatched";
-      // Set only by the gateway's own routes (credential kind, then the verified scheme): bounded.
-      const auth = res.locals.auth ?? "none";
-      const status = String(res.statusCode);
-      requestSeries({ endpoint, method: req.method, status, auth }).observe(
-        (performance.now() - started) / 1000,
-      );
-      // One access line per API call, keyed by the id the client sees in meta.request_id.
-      if (config.accessLog && req.path.startsWith("/api/")) {
-        deps.logger.info(
-          {
-            request_id: res.locals.requestId,
-            client_request_id: res.locals.clientRequestId,
-            method: req.method,
-            endpoint,
-            status: res.statusCode,
-            ms: Math.round((performance.now() - started) * 10) / 10,
-            auth,
-            principal: res.locals.principal,
-          },
-          "request",
-        );
-      }
-    });
+    res.once("finish", () => record(req, res, started));
     next();
   });
   app.use(requestId);
@@ -130,9 +100,12 @@ function createApp(config: GatewayConfig, deps: GatewayDeps): express.Express {
       dashboardUrl: config.dashboardUrl,
     }),
   );
-  app.use(
-    chainRouter({ ...deps, publicBaseUrl: config.publicBaseUrl, earlyCallTrustMs: config.earlyCallTrustMs }),
-  );
+  const calls = chainCalls({
+    ...deps,
+    publicBaseUrl: config.publicBaseUrl,
+    earlyCallTrustMs: config.earlyCallTrustMs,
+  });
+  app.use(calls.router());
   app.use((req, res) => {
     const route = routeOf(req.path);
     if (route) {
@@ -174,31 +147,17 @@ function createApp(config: GatewayConfig, deps: GatewayDeps): express.Express {
       sendError(res, "internal_error", "internal error, retry with backoff");
     }
   });
-  return app;
+  const lane = fastLane({
+    calls,
+    trust: app.get("trust proxy fn") as (addr: string, i: number) => boolean,
+    record,
+    lifecycle,
+    logger: deps.logger,
+  });
+  return (req, res) => {
+    if (!lane(req, res)) app(req, res);
+  };
 }
-
-// A public API called by agents and browsers: any origin, no cookies, and the payment
-// and quota headers readable by scripts.
-const CORS = {
-  origin: "*",
-  allowedHeaders: [
-    "Authorization",
-    "Content-Type",
-    PAYMENT_HEADERS.signature.name,
-    PAYMENT_HEADERS.signatureV1.name,
-    REQUEST_ID_HEADER,
-  ],
-  exposedHeaders: [
-    PAYMENT_HEADERS.required.name,
-    PAYMENT_HEADERS.response.name,
-    PAYMENT_HEADERS.mppChallenge.name,
-    PAYMENT_HEADERS.mppReceipt.name,
-    REQUEST_ID_HEADER,
-    ...Object.values(QUOTA_HEADERS).map((h) => h.name),
-    "Retry-After",
-  ],
-  maxAge: 600,
-};
 
 /**
  * CORS, OPTIONS and HEAD. A preflight advertises the method its path takes (an unknown path is
@@ -208,7 +167,10 @@ const CORS = {
  * of a simple response.
  */
 function methodEdges() {
-  const simple = cors({ origin: CORS.origin, exposedHeaders: CORS.exposedHeaders });
+  const simple = (_req: Request, res: Response, next: NextFunction) => {
+    simpleCors(res);
+    next();
+  };
   const preflight = {
     GET: cors({ ...CORS, methods: ["GET"] }),
     POST: cors({ ...CORS, methods: ["POST"] }),
@@ -284,7 +246,7 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
   const sweeper = setInterval(() => usage.returnLeases(leases.sweep()), 250);
   sweeper.unref();
   const lifecycle: Lifecycle = { draining: false };
-  const app = createApp(config, {
+  const listener = createListener(config, {
     rpc,
     quota,
     payments,
@@ -298,7 +260,7 @@ export async function startGateway(config: GatewayConfig, logger = createLogger(
   });
 
   const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
+    const s = createServer(listener).listen(config.port, config.host, () => resolve(s));
     s.once("error", reject);
   });
   server.on("clientError", answerClientError);

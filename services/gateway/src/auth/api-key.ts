@@ -4,13 +4,12 @@
 import { randomUUID } from "node:crypto";
 import { ERRORS, QUOTA_HEADERS } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
-import type { Response } from "express";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
-import { sendData, sendError, sendLimit } from "../envelope.ts";
+import { type Reply, sendDataJson, sendError, sendLimit } from "../envelope.ts";
 import type { Grant, LeaseBook, UnknownKeyLimiter } from "../leases.ts";
 import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
-import { type AuthMethod, type CredentialsOf, charged, failureOf } from "./call.ts";
+import { type AuthMethod, type Caller, type CredentialsOf, charged, failureOf } from "./call.ts";
 
 export interface ApiKeyAuthDeps {
   quota: QuotaMeterClient;
@@ -24,15 +23,16 @@ export interface ApiKeyAuthDeps {
 }
 
 /** Serves a call made with an API key. */
-export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_key">> {
+export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_key">, Caller, Reply> {
   return async (endpoint, network, credentials, execute, req, res) => {
     const { apiKey } = credentials;
-    const client = req.ip ?? "";
     const started = performance.now();
     const receivedAt = new Date().toISOString();
     // A key this gateway does not hold costs its client a token of its unknown-key bucket (given back
     // below unless quota-meter calls the key unknown); an empty bucket is a 429, quota-meter not asked.
     const limiter = deps.leases.holds(apiKey) ? undefined : deps.unknownKeys;
+    // Read only when needed: behind a proxy it walks X-Forwarded-For.
+    const client = limiter ? (req.ip ?? "") : "";
     if (limiter && !limiter.take(client)) {
       sendLimit(res, "rate_limited", deps.methods.text());
       return;
@@ -92,7 +92,7 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
     res.locals.principal = authz.accountId;
     const outcome = await execute();
     const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
-    if (outcome.ok) sendData(res, outcome.data);
+    if (outcome.ok) sendDataJson(res, outcome.dataJson);
     else sendError(res, outcome.code, outcome.message, outcome.extra);
     // A call that got no answer is not charged: its unit goes back to its lease when that is still
     // live (served again at once), else to both windows.
@@ -115,7 +115,7 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
   };
 }
 
-function setQuotaHeaders(res: Response, authz: Grant): void {
+function setQuotaHeaders(res: Reply, authz: Grant): void {
   const q = authz.quota;
   if (!q) return;
   if (q.dayLimit != null && q.dayUsed != null) {

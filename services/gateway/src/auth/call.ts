@@ -3,12 +3,13 @@
 import { type Endpoint, type ErrorCode, isCharged } from "@tollgate/catalog";
 import { CallError } from "@tollgate/platform";
 import type { Request, Response } from "express";
+import type { Reply } from "../envelope.ts";
 import { publicError } from "../upstream-errors.ts";
 import type { Credentials } from "./credentials.ts";
 
-/** What the node call gave: its data, or the public error it ended in. */
+/** What the node call gave: its data (as rpc-proxy serialised it), or the public error it ended in. */
 export type Outcome =
-  | { ok: true; data: unknown }
+  | { ok: true; dataJson: string }
   | { ok: false; code: ErrorCode; message: string; extra?: Record<string, unknown> };
 
 /** The call's one rpc-proxy request; an auth method starts it at most once. */
@@ -17,6 +18,11 @@ export type Execute = () => Promise<Outcome>;
 /** The credentials of one kind (see readCredentials). */
 export type CredentialsOf<K extends Credentials["kind"]> = Extract<Credentials, { kind: K }>;
 
+/** What an auth method may read of the request: the client's address (after `trust proxy`). */
+export interface Caller {
+  readonly ip: string | undefined;
+}
+
 /**
  * An auth method, made once per router by its factory (apiKeyAuth, paymentAuth; a sign-in-with-x
  * factory takes its place beside them when it lands): given a validated call and the credentials
@@ -24,13 +30,13 @@ export type CredentialsOf<K extends Credentials["kind"]> = Extract<Credentials, 
  * accounts for it. Positional arguments rather than a context object: this is every paid call's
  * path, and nothing is allocated for the dispatch.
  */
-export type AuthMethod<C extends Credentials> = (
+export type AuthMethod<C extends Credentials, Req extends Caller = Request, Res extends Reply = Response> = (
   endpoint: Endpoint,
   network: string,
   credentials: C,
   execute: Execute,
-  req: Request,
-  res: Response,
+  req: Req,
+  res: Res,
 ) => Promise<void>;
 
 /** The charging rule, for every way to pay: the node answered (data, a revert, a not-found). */

@@ -1,6 +1,7 @@
 // Which auth method a request asks for, read from its headers alone (no I/O, no verification).
+
+import type { IncomingMessage } from "node:http";
 import { PAYMENT_HEADERS } from "@tollgate/catalog";
-import type { Request } from "express";
 import type { Header } from "../clients/payment-verifier.ts";
 
 /** How a request asks to be served (spec 5). */
@@ -24,8 +25,8 @@ const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]{1,256})$/i;
  * Reads the credentials of a request. An API key wins when a request carries both a
  * key and a payment, so an account holder is never charged by accident.
  */
-export function readCredentials(req: Request): Credentials {
-  const authorization = req.get("authorization");
+export function readCredentials(req: Pick<IncomingMessage, "headers">): Credentials {
+  const authorization = req.headers.authorization;
   if (authorization !== undefined) {
     const bearer = BEARER.exec(authorization.trim());
     if (bearer?.[1]) return { kind: "api_key", apiKey: bearer[1] };
@@ -39,8 +40,8 @@ export function readCredentials(req: Request): Credentials {
   }
   const headers: Header[] = [];
   for (const name of PAYMENT_CREDENTIALS) {
-    const value = req.get(name);
-    if (value !== undefined) headers.push({ name, value });
+    const value = req.headers[name];
+    if (typeof value === "string") headers.push({ name, value });
   }
   return headers.length > 0 ? { kind: "payment", headers } : { kind: "none" };
 }

@@ -10,7 +10,7 @@ import {
 } from "@tollgate/platform/generated/tollgate/payment/v1/PaymentError";
 import type { NextFunction, Request, Response } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
-import { type Problem, sendData, sendError, sendLimit } from "../envelope.ts";
+import { type Problem, sendDataJson, sendError, sendLimit } from "../envelope.ts";
 import { type AcceptedMethods, paymentRequiredMessage } from "../payment-methods.ts";
 import { type AuthMethod, type CredentialsOf, charged, type Execute } from "./call.ts";
 import { readCredentials } from "./credentials.ts";
@@ -356,6 +356,6 @@ async function serveWithPayment(
     payment_chain: settled.meta?.paymentChain ?? "",
     payment_token: settled.meta?.paymentToken ?? "",
   };
-  if (outcome.ok) sendData(res, outcome.data, paid);
+  if (outcome.ok) sendDataJson(res, outcome.dataJson, paid);
   else sendError(res, outcome.code, outcome.message, outcome.extra, paid);
 }

@@ -17,7 +17,8 @@ export function createRpcProxyClient(address: string, mesh: MeshClientOptions, d
         network: req.network,
         paramsJson: JSON.stringify(req.params),
       });
-      return { data: JSON.parse(res.dataJson) as unknown, roundTrips: res.upstreamRoundTrips };
+      // Passed on as it came (envelope.ts sendDataJson): rpc-proxy wrote it with JSON.stringify.
+      return { dataJson: res.dataJson, roundTrips: res.upstreamRoundTrips };
     },
     close: () => client.close(),
   };

@@ -4,29 +4,60 @@
 import { ENDPOINTS, type Endpoint, validateRequest } from "@tollgate/catalog";
 import { type Request, type Response, Router } from "express";
 import { type ApiKeyAuthDeps, apiKeyAuth } from "../auth/api-key.ts";
-import { failureOf, type Outcome } from "../auth/call.ts";
+import { type Caller, type CredentialsOf, type Execute, failureOf, type Outcome } from "../auth/call.ts";
 import { type Credentials, readCredentials } from "../auth/credentials.ts";
 import { type PaymentAuthDeps, paymentAuth } from "../auth/payment.ts";
 import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
-import { sendError } from "../envelope.ts";
+import { type Reply, sendError } from "../envelope.ts";
 
 type ChainDeps = ApiKeyAuthDeps & PaymentAuthDeps & { rpc: RpcProxyClient };
 
+/** A chain call's input as the routes read it: path parameters, query, JSON body. */
+interface CallInput {
+  path: Record<string, unknown>;
+  query: Record<string, unknown>;
+  body: unknown;
+}
+
 /**
- * The paid chain endpoints, one route per catalog entry. Order of work per request:
- * validate (free, no I/O) → authenticate (key or payment) → one rpc-proxy call →
- * settle or refund. Bad input is refused before anything is counted or charged.
+ * The paid chain endpoints. Order of work per request: validate (free, no I/O) → authenticate (key
+ * or payment) → one rpc-proxy call → settle or refund. Bad input is refused before anything is
+ * counted or charged. `router` serves every chain route through Express; `serveKey` is the same
+ * call for an API key, for the fast lane (routes/fast-lane.ts) that serves it without Express.
  */
-export function chainRouter(deps: ChainDeps): Router {
+export function chainCalls(deps: ChainDeps) {
   // Made once: each keeps its own state (leases, paying clients, metrics) across requests.
   const byKey = apiKeyAuth(deps);
   const byPayment = paymentAuth(deps);
   // Sign-in-with-x joins here when it lands: its factory beside these two, its credentials kind
   // (auth/credentials.ts) a case of its own in serve.
 
-  async function serve(endpoint: Endpoint, req: Request, res: Response): Promise<void> {
+  function begin(endpoint: Endpoint, res: Reply): void {
     res.locals.endpoint = endpoint.path;
     res.setHeader("Cache-Control", "no-store");
+  }
+
+  /** Validates the call; its one rpc-proxy request, ready to run, or undefined once refused. */
+  function prepare(
+    endpoint: Endpoint,
+    input: CallInput,
+    res: Reply,
+  ): { network: string; execute: Execute } | undefined {
+    const checked = validateRequest(endpoint, input);
+    if (!checked.ok) {
+      sendError(res, checked.code, checked.message, { parameter: checked.parameter });
+      return undefined;
+    }
+    const network = checked.params.network as string;
+    const execute = (): Promise<Outcome> =>
+      deps.rpc
+        .execute({ requestId: res.locals.requestId, operation: endpoint.id, network, params: checked.params })
+        .then((r): Outcome => ({ ok: true, dataJson: r.dataJson }), failureOf);
+    return { network, execute };
+  }
+
+  async function serve(endpoint: Endpoint, req: Request, res: Response): Promise<void> {
+    begin(endpoint, res);
     // A body the JSON parser skipped for its media type would otherwise read as "not an object".
     if (endpoint.params.body && req.is(["application/json", "application/*+json"]) === false) {
       sendError(res, "unsupported_media_type", "body: expected Content-Type: application/json", {
@@ -34,17 +65,9 @@ export function chainRouter(deps: ChainDeps): Router {
       });
       return;
     }
-    const checked = validateRequest(endpoint, { path: req.params, query: req.query, body: req.body });
-    if (!checked.ok) {
-      sendError(res, checked.code, checked.message, { parameter: checked.parameter });
-      return;
-    }
-    const network = checked.params.network as string;
-    const execute = (): Promise<Outcome> =>
-      deps.rpc
-        .execute({ requestId: res.locals.requestId, operation: endpoint.id, network, params: checked.params })
-        .then((r): Outcome => ({ ok: true, data: r.data }), failureOf);
-
+    const call = prepare(endpoint, { path: req.params, query: req.query, body: req.body }, res);
+    if (!call) return;
+    const { network, execute } = call;
     const credentials: Credentials = readCredentials(req);
     res.locals.auth = credentials.kind;
     switch (credentials.kind) {
@@ -60,27 +83,48 @@ export function chainRouter(deps: ChainDeps): Router {
     }
   }
 
-  // Exact paths (see routes/table.ts); a known path with another method is the app's 405.
-  const router = Router({ caseSensitive: true, strict: true });
-  for (const endpoint of ENDPOINTS) {
-    const path = endpoint.path.replace(/\{(\w+)\}/g, ":$1");
-    if (endpoint.method === "GET") {
-      router.get(path, (req, res) => serve(endpoint, req, res));
-      // A bodiless POST with a payment that needs no service (an MPP session close or top-up, which
-      // the official client posts to the last paid URL); any other POST is the app's 405.
-      router.post(path, (req, res, next) => {
-        if (!asksNoService(req)) return next();
-        void byPayment.withoutService(endpoint, req, res, next);
-      });
-    } else {
-      router.post(path, (req, res) => {
-        if (!asksNoService(req)) return serve(endpoint, req, res);
-        void byPayment.withoutService(endpoint, req, res, () => serve(endpoint, req, res));
-      });
-    }
+  /** An API-key call without a body, as `serve` makes it. */
+  async function serveKey(
+    endpoint: Endpoint,
+    input: CallInput,
+    credentials: CredentialsOf<"api_key">,
+    caller: Caller,
+    res: Reply,
+  ): Promise<void> {
+    begin(endpoint, res);
+    const call = prepare(endpoint, input, res);
+    if (!call) return;
+    res.locals.auth = credentials.kind;
+    return byKey(endpoint, call.network, credentials, call.execute, caller, res);
   }
-  return router;
+
+  function router(): Router {
+    // Exact paths (see routes/table.ts); a known path with another method is the app's 405.
+    const r = Router({ caseSensitive: true, strict: true });
+    for (const endpoint of ENDPOINTS) {
+      const path = endpoint.path.replace(/\{(\w+)\}/g, ":$1");
+      if (endpoint.method === "GET") {
+        r.get(path, (req, res) => serve(endpoint, req, res));
+        // A bodiless POST with a payment that needs no service (an MPP session close or top-up, which
+        // the official client posts to the last paid URL); any other POST is the app's 405.
+        r.post(path, (req, res, next) => {
+          if (!asksNoService(req)) return next();
+          void byPayment.withoutService(endpoint, req, res, next);
+        });
+      } else {
+        r.post(path, (req, res) => {
+          if (!asksNoService(req)) return serve(endpoint, req, res);
+          void byPayment.withoutService(endpoint, req, res, () => serve(endpoint, req, res));
+        });
+      }
+    }
+    return r;
+  }
+
+  return { router, serveKey };
 }
+
+export type ChainCalls = ReturnType<typeof chainCalls>;
 
 /** A POST without a body that carries payment credentials: it can only be a payment of its own. */
 function asksNoService(req: Request): boolean {
