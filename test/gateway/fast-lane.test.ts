@@ -35,7 +35,13 @@ function rawGet(path: string, headers: Record<string, string>): Promise<Raw> {
 }
 
 /** The headers a client can tell lanes apart by: all but the ones that differ per answer. */
-const PER_ANSWER = new Set(["date", "x-request-id", "x-quota-day-used", "x-quota-month-used", "content-length"]);
+const PER_ANSWER = new Set([
+  "date",
+  "x-request-id",
+  "x-quota-day-used",
+  "x-quota-month-used",
+  "content-length",
+]);
 const shape = (r: Raw) =>
   Object.fromEntries(
     Object.entries(r.headers)
@@ -57,7 +63,10 @@ describe("the gateway's fast lane for API-key calls", () => {
     const a = JSON.parse(fast.body);
     const b = JSON.parse(viaExpress.body);
     expect(a.meta.request_id).toBe(fast.headers["x-request-id"]);
-    expect({ ...a, meta: { ...a.meta, request_id: "" } }).toEqual({ ...b, meta: { ...b.meta, request_id: "" } });
+    expect({ ...a, meta: { ...a.meta, request_id: "" } }).toEqual({
+      ...b,
+      meta: { ...b.meta, request_id: "" },
+    });
     expect(Number(viaExpress.headers["x-quota-day-used"])).toBe(Number(fast.headers["x-quota-day-used"]) + 1);
   });
 
