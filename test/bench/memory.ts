@@ -7,12 +7,11 @@
  * the throughput in limits against unconstrained.
  * Needs root and the cgroup v1 memory controller at /sys/fs/cgroup/memory (cgroup v2 machines: not
  * yet). Options: --minutes m of load per run (default 5), --connections n (32), --out file.json,
- * --node-options="…" (NODE_OPTIONS of the run in limits, e.g. the manifests' heap flags).
+ * --node-options="…" (NODE_OPTIONS of every service in limits; by default each manifest's own).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import {
   type Mesh,
@@ -22,20 +21,11 @@ import {
   startPrivateNats,
   startPrivateRedis,
 } from "@tollgate/local";
-import { parseAllDocuments } from "yaml";
+import { manifestNodeOptions, POD_SERVICES, podCgroups } from "../support/pod-limits.ts";
 import { load } from "./loader.ts";
 import { residentMb } from "./proc.ts";
 
-const CGROUP_ROOT = "/sys/fs/cgroup/memory";
-const SERVICES: ServiceName[] = [
-  "gateway",
-  "rpc-proxy",
-  "quota-meter",
-  "payment-verifier",
-  "settlement-worker",
-  "dashboard",
-];
-const K8S_BASE = fileURLToPath(new URL("../../k8s/base/", import.meta.url));
+const SERVICES = POD_SERVICES;
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== "--"),
@@ -48,22 +38,6 @@ const { values } = parseArgs({
 });
 const seconds = Math.round(Number(values.minutes) * 60);
 const connections = Number(values.connections);
-
-/** The container memory limit the service's manifest sets, in bytes ("256Mi" → 268435456). */
-function manifestLimit(service: ServiceName): number {
-  const docs = parseAllDocuments(readFileSync(join(K8S_BASE, `${service}.yaml`), "utf8"));
-  for (const doc of docs) {
-    const workload = doc.toJS() as {
-      kind?: string;
-      spec?: { template?: { spec?: { containers?: { resources?: { limits?: { memory?: string } } }[] } } };
-    };
-    if (workload.kind !== "Deployment" && workload.kind !== "StatefulSet") continue;
-    const memory = workload.spec?.template?.spec?.containers?.[0]?.resources?.limits?.memory;
-    const match = /^(\d+)(Mi|Gi)$/.exec(memory ?? "");
-    if (match) return Number(match[1]) * (match[2] === "Gi" ? 1024 ** 3 : 1024 ** 2);
-  }
-  throw new Error(`k8s/base/${service}.yaml sets no memory limit`);
-}
 
 interface ServiceReport {
   peak_rss_mb: number;
@@ -85,7 +59,10 @@ async function gcSeconds(metricsPort: number): Promise<number> {
 }
 
 /** One run: a mesh (in cgroups when given), `seconds` of block-number load, what each service did. */
-async function run(cgroups: Partial<Record<ServiceName, string>> | undefined, nodeOptions?: string) {
+async function run(
+  cgroups: Partial<Record<ServiceName, string>> | undefined,
+  nodeOptions: Partial<Record<ServiceName, string>> = {},
+) {
   const stateDir = mkdtempSync(join(tmpdir(), "tollgate-bench-memory-"));
   const [redis, nats] = await Promise.all([startPrivateRedis(), startPrivateNats()]);
   let mesh: Mesh | undefined;
@@ -98,8 +75,10 @@ async function run(cgroups: Partial<Record<ServiceName, string>> | undefined, no
         ACCESS_LOG: "false",
         REDIS_URL: redis.url,
         NATS_URL: nats.url,
-        ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
       },
+      serviceEnv: Object.fromEntries(
+        Object.entries(nodeOptions).map(([service, flags]) => [service, { NODE_OPTIONS: flags }]),
+      ),
       ...(cgroups ? { cgroups } : {}),
     });
     const running = mesh;
@@ -145,30 +124,31 @@ async function run(cgroups: Partial<Record<ServiceName, string>> | undefined, no
   }
 }
 
-if (!existsSync(`${CGROUP_ROOT}/cgroup.procs`))
-  throw new Error(`bench:memory needs the cgroup v1 memory controller at ${CGROUP_ROOT} (and root)`);
-const limits = Object.fromEntries(SERVICES.map((s) => [s, manifestLimit(s)]));
-const cgroups: Partial<Record<ServiceName, string>> = {};
-for (const s of SERVICES) {
-  const dir = `${CGROUP_ROOT}/tollgate-bench-${s}`;
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(`${dir}/memory.limit_in_bytes`, String(limits[s]));
-  cgroups[s] = dir;
-}
-const oomKills = (dir: string) =>
-  Number(/^oom_kill (\d+)$/m.exec(readFileSync(`${dir}/memory.oom_control`, "utf8"))?.[1] ?? 0);
+const pods = podCgroups("tollgate-bench");
+const cgroups = pods.cgroups;
 try {
   const unconstrained = await run(undefined);
-  const killsBefore = Object.fromEntries(SERVICES.map((s) => [s, oomKills(cgroups[s] as string)]));
-  const inLimits = await run(cgroups, values["node-options"]);
+  const killsBefore = pods.oomKills();
+  // In limits, each service runs with its manifest's NODE_OPTIONS, or --node-options for all.
+  const flags = values["node-options"];
+  const inLimits = await run(
+    cgroups,
+    Object.fromEntries(
+      SERVICES.flatMap((s) => {
+        const f = flags ?? manifestNodeOptions(s);
+        return f ? [[s, f]] : [];
+      }),
+    ),
+  );
+  const kills = pods.oomKills();
   for (const s of SERVICES) {
     const report = inLimits.services[s];
-    if (report) report.oom_kills = oomKills(cgroups[s] as string) - (killsBefore[s] ?? 0);
+    if (report) report.oom_kills = (kills[s] ?? 0) - (killsBefore[s] ?? 0);
   }
   const report = {
     load: `block-number with an API key, ${connections} connections, ${seconds} s per run`,
-    node_options_in_limits: values["node-options"] ?? null,
-    limits_mb: Object.fromEntries(SERVICES.map((s) => [s, Math.round((limits[s] ?? 0) / 1024 ** 2)])),
+    node_options_in_limits: flags ?? "each manifest's",
+    limits_mb: pods.limitsMb,
     unconstrained,
     in_limits: inLimits,
     throughput_in_limits: +(inLimits["req/s"] / Math.max(unconstrained["req/s"], 1)).toFixed(2),
@@ -176,11 +156,5 @@ try {
   console.log(JSON.stringify(report, null, 2));
   if (values.out) writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
 } finally {
-  for (const dir of Object.values(cgroups)) {
-    try {
-      rmdirSync(dir);
-    } catch {
-      // a process still inside: the next run reuses the directory
-    }
-  }
+  pods.remove();
 }

@@ -11,9 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { DevnetFile } from "@tollgate/devnet";
-import { type Mesh, meshAdmin, type RunningService, startMesh } from "@tollgate/local";
+import { type Mesh, meshAdmin, type RunningService, type ServiceName, startMesh } from "@tollgate/local";
 import { REDIS_LINK_SILENT } from "@tollgate/platform";
 import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
+import { manifestNodeOptions, podCgroups } from "../support/pod-limits.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
@@ -43,6 +44,12 @@ export interface ChaosOptions {
    * (kept after the run, for DevTools); the report compares them by constructor (soak.ts).
    */
   heapSnapshots?: string;
+  /**
+   * With soakMs: every service in a memory cgroup at its k8s/base limit and with its manifest's
+   * NODE_OPTIONS, as in its pod (test/support/pod-limits.ts; root and cgroup v1). One
+   * payment-verifier replica: a group holds one pod's process.
+   */
+  limits?: boolean;
   log?: (line: string) => void;
 }
 
@@ -81,6 +88,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     // A soak preloads the live-heap probe into every service, and with heapSnapshots has each write
     // a heap snapshot on SIGUSR2 where the soak reads them (soak.ts).
     const probeDir = opts.soakMs ? mkdir(dir, "probe") : undefined;
+    const pods = opts.soakMs && opts.limits ? podCgroups("tollgate-soak") : undefined;
+    if (pods) cleanup.push(async () => pods.remove());
     const heapDir = opts.soakMs && opts.heapSnapshots ? mkdir(opts.heapSnapshots, "") : undefined;
     const nodeOptions = [
       ...(probeDir ? [`--import=${fileURLToPath(new URL("./heap-probe.ts", import.meta.url))}`] : []),
@@ -99,9 +108,14 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         }
       }
     };
+    /** A service's NODE_OPTIONS: the soak's probe flags, and in pod limits its manifest's own. */
+    const nodeOptionsOf = (service: ServiceName) => ({
+      NODE_OPTIONS: [...nodeOptions, ...(pods ? [manifestNodeOptions(service) ?? ""] : [])].join(" ").trim(),
+    });
     const mesh = await startOnFreePorts({
       stateDir: mkdir(dir, "state"),
-      paymentVerifierReplicas: 2,
+      paymentVerifierReplicas: pods ? 1 : 2,
+      ...(pods ? { cgroups: pods.cgroups } : {}),
       upstreams: (network, rpcUrl) => {
         if (network !== "ethereum") return rpcUrl;
         for (const u of upstreams) u.target = rpcUrl;
@@ -117,18 +131,28 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         ...(probeDir ? { SOAK_PROBE_DIR: probeDir, NODE_OPTIONS: nodeOptions.join(" ") } : {}),
       },
       serviceEnv: {
+        ...(pods
+          ? {
+              gateway: nodeOptionsOf("gateway"),
+              "quota-meter": nodeOptionsOf("quota-meter"),
+              dashboard: nodeOptionsOf("dashboard"),
+            }
+          : {}),
         // A hung node is given up on quickly, so its calls fail over rather than time out.
         "rpc-proxy": {
+          ...(pods ? nodeOptionsOf("rpc-proxy") : {}),
           UPSTREAM_TIMEOUT_MS: "1000",
           UPSTREAM_BREAKER_COOLDOWN_MS: "2000",
           UPSTREAM_HEAD_POLL_MS: "500",
         },
         // The session channel is settled on chain during the run (every 20 calls' worth).
         "settlement-worker": {
+          ...(pods ? nodeOptionsOf("settlement-worker") : {}),
           MPP_SESSION_SETTLE_MIN_AMOUNT: "0.02",
           MPP_SESSION_SETTLE_TICK_SECONDS: "2",
         },
         "payment-verifier": {
+          ...(pods ? nodeOptionsOf("payment-verifier") : {}),
           PAYMENT_ATTEMPTS_PER_CLIENT_PER_SECOND: "1000",
           PAYMENT_ATTEMPTS_PER_CLIENT_BURST: "1000",
         },
@@ -310,6 +334,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         reasons: Object.fromEntries(CLASSES.map((c) => [c, during[c].reasons])) as PhaseReport["reasons"],
         samples,
         ...(heap.length ? { heapSnapshots: heap } : {}),
+        ...(pods
+          ? { pods: { limitsMb: pods.limitsMb, peakMb: pods.peakMb(), oomKills: pods.oomKills() } }
+          : {}),
       });
     }
 

@@ -91,6 +91,12 @@ export interface ChaosReport {
     /** Every sample (minutes since the soak started), for plotting or a second look. */
     samples: SoakSample[];
     heapSnapshots?: HeapGrowth[];
+    /** Run in pod limits (--limits): each service's limit, its group's peak and OOM kills. */
+    pods?: {
+      limitsMb: Record<string, number>;
+      peakMb: Record<string, number>;
+      oomKills: Record<string, number>;
+    };
   };
 }
 

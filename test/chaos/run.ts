@@ -1,4 +1,4 @@
-// `pnpm chaos [--short] [--soak 10m [--heap-snapshots dir]] [--out file.json]`: the chaos run (see chaos.ts), its table
+// `pnpm chaos [--short] [--soak 10m [--heap-snapshots dir] [--limits]] [--out file.json]`: the chaos run (see chaos.ts), its table
 // printed, its report written as JSON.
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -13,6 +13,7 @@ const { values } = parseArgs({
     soak: { type: "string" },
     out: { type: "string", default: "chaos-report.json" },
     "heap-snapshots": { type: "string" },
+    limits: { type: "boolean", default: false },
   },
 });
 
@@ -27,6 +28,7 @@ const report = await runChaos({
   short: values.short,
   ...(values.soak ? { soakMs: duration(values.soak) } : {}),
   ...(values["heap-snapshots"] ? { heapSnapshots: resolve(values["heap-snapshots"]) } : {}),
+  limits: values.limits,
 });
 writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
 process.stdout.write(`\n${table(report)}\n\n`);

@@ -342,6 +342,11 @@ export function soakTable(soak: {
   outboxFiles: number;
   answered?: Record<string, Record<string, number>>;
   heapSnapshots?: HeapGrowth[];
+  pods?: {
+    limitsMb: Record<string, number>;
+    peakMb: Record<string, number>;
+    oomKills: Record<string, number>;
+  };
 }): string {
   const lines = [
     "| Process | Live heap first → last (MB) | Live heap slope (KB/min) | Live heap slope, 2nd half (KB/min) | Flat | Heap in use slope (KB/min) | External slope (KB/min) | RSS slope (KB/min) | RSS slope, 2nd half (KB/min) | Open fds slope (/min) | Events queued, max / last |",
@@ -365,6 +370,13 @@ export function soakTable(soak: {
     ),
   ].map((l) => (l.startsWith("|") ? l : `| ${l} |`));
   lines.push("", `outbox files left: ${soak.outboxFiles}`);
+  if (soak.pods) {
+    lines.push("", "| Service | Limit (MB) | Peak in its group (MB) | OOM kills |", "|---|---|---|---|");
+    for (const [service, limit] of Object.entries(soak.pods.limitsMb))
+      lines.push(
+        `| ${service} | ${limit} | ${soak.pods.peakMb[service] ?? "–"} | ${soak.pods.oomKills[service] ?? "–"} |`,
+      );
+  }
   if (soak.answered) lines.push(`answered while sampled: ${JSON.stringify(soak.answered)}`);
   for (const h of soak.heapSnapshots ?? []) {
     lines.push(
