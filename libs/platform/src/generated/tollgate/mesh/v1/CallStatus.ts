@@ -10,6 +10,12 @@
  * same `id` and the oneof `result`: the method's response under the same name, or `status` (a
  * CallStatus) when the call failed as the unary call would have.
  * 
+ * Batches: each envelope may carry more calls (answers) in its repeated `more` field, sent together
+ * in one message. Each side announces that it reads them with the metadata key
+ * `tollgate-exchange-batch` (the caller in the stream's metadata, the server in its initial
+ * metadata), and sends batches only to a side that announced it: an older replica gets one call per
+ * message, as before.
+ * 
  * CallStatus is a failed call's gRPC status and the catalog error it carried (what a unary call
  * sends as its status and trailing metadata).
  */
@@ -37,6 +43,12 @@ export interface CallStatus {
  * whose member is named after the method (lowerCamelCase) and holds its request. Its answer has the
  * same `id` and the oneof `result`: the method's response under the same name, or `status` (a
  * CallStatus) when the call failed as the unary call would have.
+ * 
+ * Batches: each envelope may carry more calls (answers) in its repeated `more` field, sent together
+ * in one message. Each side announces that it reads them with the metadata key
+ * `tollgate-exchange-batch` (the caller in the stream's metadata, the server in its initial
+ * metadata), and sends batches only to a side that announced it: an older replica gets one call per
+ * message, as before.
  * 
  * CallStatus is a failed call's gRPC status and the catalog error it carried (what a unary call
  * sends as its status and trailing metadata).
