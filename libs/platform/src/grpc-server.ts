@@ -233,8 +233,16 @@ export async function startGrpcServer(opts: {
       for (const reason of Object.keys(REFUSED)) {
         refused.inc({ grpc_service: service.name, grpc_method: exchange, reason }, 0);
       }
-      const observe = (method: string, code: string, seconds: number) =>
-        handledSeries({ grpc_service: service.name, grpc_method: method, grpc_code: code }).observe(seconds);
+      // Answered calls' series by method, found once (a handful of methods): no label key per call.
+      const answered = new Map<string, { observe(seconds: number): void }>();
+      const observe = (method: string, code: string, seconds: number) => {
+        let series = code === "OK" ? answered.get(method) : undefined;
+        if (series === undefined) {
+          series = handledSeries({ grpc_service: service.name, grpc_method: method, grpc_code: code });
+          if (code === "OK") answered.set(method, series);
+        }
+        series.observe(seconds);
+      };
       // On a stream a handler's call is a stand-in holding the deadline and the metadata, all that
       // the handlers of a service with an Exchange read from it.
       const handlers = exchangeHandlers(service.handlers as Parameters<typeof exchangeHandlers>[0]);
