@@ -1,4 +1,4 @@
-export { natsSubject, parseEvent, STREAMS, streamSpecFor } from "./catalog.ts";
+export { natsSubject, parseEvent, STREAMS, safeParseEvent, streamSpecFor } from "./catalog.ts";
 export { createEventConsumer, type DeliveryInfo, type EventConsumer } from "./consumer.ts";
 export { createEventPublisher, type EventPublisher } from "./publisher.ts";
 export { SETTLEMENT_V1, type SettlementEventV1 } from "./settlement.v1.ts";
