@@ -5,6 +5,7 @@ import {
   createRegistry,
   grpc,
   type Logger,
+  once,
   type Registry,
   redactForClient,
   ServiceError,
@@ -137,7 +138,7 @@ export async function startRpcProxy(
       deadline: Number.isFinite(deadline) ? deadline : Date.now() + config.upstream.requestTimeoutMs,
       roundTrips: 0,
     };
-    const series = seriesOfCall(endpoint.id, network);
+    const series = callSeries(endpoint.id)(network);
     try {
       const data = await OPERATIONS[endpoint.id as keyof typeof OPERATIONS](params, {
         network,
@@ -185,24 +186,12 @@ export async function startRpcProxy(
   }
 
   /** The series a call of (operation, network) touches on success, found once. */
-  type CallSeries = { ok: { inc(): void }; roundTrips: { inc(n: number): void } };
-  const callSeries = new Map<string, Map<string, CallSeries>>();
-  function seriesOfCall(operation: string, network: string): CallSeries {
-    let byNetwork = callSeries.get(operation);
-    if (byNetwork === undefined) {
-      byNetwork = new Map();
-      callSeries.set(operation, byNetwork);
-    }
-    let series = byNetwork.get(network);
-    if (series === undefined) {
-      series = {
-        ok: metrics.operationsOf({ operation, network, code: "ok" }),
-        roundTrips: metrics.roundTripsOf({ operation, network }),
-      };
-      byNetwork.set(network, series);
-    }
-    return series;
-  }
+  const callSeries = once((operation) =>
+    once((network) => ({
+      ok: metrics.operationsOf({ operation, network, code: "ok" }),
+      roundTrips: metrics.roundTripsOf({ operation, network }),
+    })),
+  );
 
   async function listNetworks(): Promise<ListNetworksResponse> {
     return {

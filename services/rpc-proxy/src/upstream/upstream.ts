@@ -1,4 +1,4 @@
-import { ServiceError } from "@tollgate/platform";
+import { once, ServiceError } from "@tollgate/platform";
 import { type Dispatcher, Pool } from "undici";
 import { BREAKER_GAUGE, type Metrics } from "../metrics.ts";
 import { Breaker, type BreakerState, type BreakerTicket } from "./breaker.ts";
@@ -24,8 +24,6 @@ export interface UpstreamOptions {
   metrics: Metrics;
 }
 
-type Observed = { observe(seconds: number): void };
-
 /**
  * One node URL: a keep-alive connection pool, its circuit breaker and its observed head.
  * The URL stays private to this object; everything outside sees only the label
@@ -39,7 +37,9 @@ export class Upstream {
   readonly #request: Dispatcher.DispatchOptions;
   readonly #metrics: Metrics;
   /** Latency series of answered requests, by JSON-RPC method (a handful: the operations' methods). */
-  readonly #answered = new Map<string, Observed>();
+  readonly #answered = once((method) =>
+    this.#metrics.upstreamLatencyOf({ network: this.network, upstream: this.label, method, outcome: "ok" }),
+  );
   readonly #maxBodyBytes: number;
   readonly breaker: Breaker;
   /** Last head block seen by the head tracker. */
@@ -118,7 +118,7 @@ export class Upstream {
     }
     this.breaker.succeeded(ticket);
     const seconds = (performance.now() - started) / 1000;
-    if (outcome === "ok") this.#answeredSeries(method).observe(seconds);
+    if (outcome === "ok") this.#answered(method).observe(seconds);
     else this.#observe(method, outcome, seconds);
     return outcomes;
   }
@@ -138,20 +138,6 @@ export class Upstream {
     this.breaker.failed(ticket);
     this.#observe(method, failure.kind, seconds);
     throw failure;
-  }
-
-  #answeredSeries(method: string): Observed {
-    let series = this.#answered.get(method);
-    if (series === undefined) {
-      series = this.#metrics.upstreamLatencyOf({
-        network: this.network,
-        upstream: this.label,
-        method,
-        outcome: "ok",
-      });
-      this.#answered.set(method, series);
-    }
-    return series;
   }
 
   #observe(method: string, outcome: string, seconds: number): void {
