@@ -25,7 +25,7 @@ const SWEEP_MS = 10;
 const DRAIN_MAX_BYTES = 128 * 1024;
 
 /** The node's answer is over the byte cap: too large for any upstream, so never retried. */
-export function tooLarge(limit: number): ServiceError {
+function tooLarge(limit: number): ServiceError {
   return new ServiceError(
     grpc.status.FAILED_PRECONDITION,
     "result_too_large",
