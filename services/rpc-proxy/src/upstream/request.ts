@@ -117,8 +117,9 @@ class NodeRequest implements Dispatcher.DispatchHandler {
     statusCode: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
-    if (this.#done) return;
-    if (statusCode < 200 || statusCode > 299) {
+    // An informational answer (1xx) comes before the final one, as undici's request() skips it.
+    if (this.#done || statusCode < 200) return;
+    if (statusCode > 299) {
       this.#draining = true;
       this.#fail(
         new TransportError("http_error", `upstream answered HTTP ${statusCode}`, {
