@@ -233,6 +233,36 @@ describe("usage events and GetUsage", () => {
     expect(calls.map((c) => c.request_id)).toEqual([ok.requestId]);
   });
 
+  it("drops a record that does not fit the usage event alone: the rest of its batch is published and refunded", async () => {
+    const { apiKey, accountId } = await qm.admin.accountWithKey({ daily: 100, burst: 1_000_000 });
+    const calls = [
+      await qm.meter.authorize(apiKey),
+      await qm.meter.authorize(apiKey),
+      await qm.meter.authorize(apiKey),
+    ];
+    expect(calls[2]?.quota).toMatchObject({ dayUsed: 3 });
+    const rejected = () => metric(qm.handle.metricsPort, "quota_usage_records_rejected_total");
+    const before = await rejected();
+    const [a, b, c] = calls as [(typeof calls)[0], (typeof calls)[0], (typeof calls)[0]];
+    const misfit = { ...record(a, 502, true), endpoint: `/${"x".repeat(300)}` };
+    const refunded = record(b, 502, true);
+    // Any RFC 3339 time is taken, stored as UTC.
+    const offset = { ...record(c), time: "2026-06-10T14:00:00.000+02:00" };
+    const res = await qm.meter.report([misfit, refunded, offset]);
+    expect(res.accepted).toBe(2);
+    expect(await rejected()).toBe(before + 1);
+    // Only the fitting failed call gave its unit back.
+    expect((await qm.meter.usage(apiKey, 1)).quota).toMatchObject({ dayUsed: 2 });
+    const { calls: seen } = await waitFor(async () => {
+      const s = await stored(accountId);
+      return s.calls.length >= 2 ? s : undefined;
+    });
+    expect(seen.map((x) => [x.request_id, x.time])).toEqual([
+      [refunded.requestId, new Date(t).toISOString()],
+      [offset.requestId, "2026-06-10T12:00:00.000Z"],
+    ]);
+  });
+
   it("GetUsage answers like a chain call: inactive subscription refused, burst guard shared", async () => {
     const { apiKey, accountId } = await qm.admin.accountWithKey({ burst: 2 });
     expect((await qm.meter.usage(apiKey, 366)).days).toHaveLength(366);

@@ -2,6 +2,7 @@
 // none outlives the process that started it (stop(), process exit, signals, or even SIGKILL).
 import { type ChildProcess, spawn } from "node:child_process";
 import { createRequire } from "node:module";
+import { connect, createServer } from "node:net";
 
 export interface AnvilOptions {
   chainId: number;
@@ -16,6 +17,11 @@ export interface AnvilOptions {
   startTimeoutMs?: number;
   /** More flags, e.g. `--network tempo --hardfork t4` for the Tempo chain. */
   extraArgs?: string[];
+  /**
+   * No log line per RPC (`--quiet`), as a benchmark's node must be: whoever drains the pipe spends
+   * CPU on every line. anvil then prints no banner either, so it gets a free port and is probed.
+   */
+  quiet?: boolean;
 }
 
 export interface AnvilNode {
@@ -81,13 +87,50 @@ function spawnWatchdog(pid: number): ChildProcess {
 }
 
 export async function startAnvil(opts: AnvilOptions): Promise<AnvilNode> {
+  if (!opts.quiet) return spawnAnvil(opts, 0);
+  // A quiet anvil names no port: a free one is taken, and taken again if another process won it.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnAnvil(opts, await freePort(opts.host));
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
+}
+
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once a TCP connection to host:port is accepted. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+async function spawnAnvil(opts: AnvilOptions, fixedPort: number): Promise<AnvilNode> {
   installExitHandlers();
   const args = [
     "--host",
     opts.host,
-    // Port 0: the kernel picks a free port atomically, so concurrent devnets never race for one.
+    // Port 0 (unless quiet): the kernel picks a free port atomically, so concurrent devnets never
+    // race for one.
     "--port",
-    "0",
+    String(fixedPort),
+    ...(opts.quiet ? ["--quiet"] : []),
     "--chain-id",
     String(opts.chainId),
     "--accounts",
@@ -153,7 +196,17 @@ export async function startAnvil(opts: AnvilOptions): Promise<AnvilNode> {
       () => fail(new Error(`anvil (chain ${opts.chainId}) did not report a port in time`)),
       opts.startTimeoutMs ?? 60_000,
     );
-    child.stdout?.on("data", onBanner);
+    if (fixedPort) {
+      const probe = (): void => {
+        void accepts(opts.host, fixedPort).then((up) => {
+          if (child.exitCode !== null || child.signalCode !== null || !running.has(child)) return;
+          if (!up) return void setTimeout(probe, 20);
+          settle();
+          resolve(fixedPort);
+        });
+      };
+      probe();
+    } else child.stdout?.on("data", onBanner);
     child.once("error", onError);
     child.once("exit", onEarlyExit);
   });

@@ -64,7 +64,14 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Devnet
   const [loaded, ...boots] = await Promise.allSettled([
     loadArtifacts(resolve(opts.cacheDir ?? DEFAULT_STATE_DIR)),
     ...specs.map((spec) =>
-      startAnvil({ chainId: spec.chainId, host, accounts: accounts.length, log, extraArgs: spec.extraArgs }),
+      startAnvil({
+        chainId: spec.chainId,
+        host,
+        accounts: accounts.length,
+        log,
+        extraArgs: spec.extraArgs,
+        quiet: opts.quiet,
+      }),
     ),
   ]);
   const nodes = boots.flatMap((b) => (b.status === "fulfilled" ? [b.value as AnvilNode] : []));

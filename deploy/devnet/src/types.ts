@@ -40,6 +40,8 @@ export interface StartDevnetOptions {
   /** Interface anvil binds. Default: 127.0.0.1 */
   host?: string;
   log?: (line: string) => void;
+  /** Anvils with no log line per RPC (a benchmark's; see AnvilOptions.quiet). */
+  quiet?: boolean;
   /** Path of the JSON file to write. Default: <stateDir>/devnet.json (give concurrent devnets their own). */
   file?: string;
   /**

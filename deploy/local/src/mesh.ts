@@ -27,6 +27,8 @@ export interface MeshOptions {
   upstreams?: (network: string, rpcUrl: string) => Promise<string> | string;
   /** payment-verifier replicas (default 1); the gateway spreads its calls over all of them. */
   paymentVerifierReplicas?: number;
+  /** The devnet's anvils log nothing per RPC (the benchmark's mesh, like its floor's node). */
+  quietNodes?: boolean;
   /** Called with every log line of every service (and of the embedded PostgreSQL). */
   onLine?: (service: ServiceName | "postgres", line: string) => void;
   /**
@@ -112,7 +114,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     // A namespaced mesh keeps its own devnet.json, so meshes sharing a state dir never
     // overwrite each other's chain addresses.
     const file = join(stateDir, opts.namespace ? `devnet-${opts.namespace}.json` : "devnet.json");
-    devnet = await startDevnet({ stateDir, file, log });
+    devnet = await startDevnet({ stateDir, file, log, quiet: opts.quietNodes });
     for (const [name, chain] of Object.entries(devnet.chains)) {
       if (name === "settlement" || name === "tempo") continue; // payment chains, not served networks
       upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = opts.upstreams

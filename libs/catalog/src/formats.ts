@@ -31,7 +31,9 @@ export const hash32 = z
   .regex(/^0x[a-fA-F0-9]{64}$/, { error: "expected a 32-byte hash (0x followed by 64 hex characters)" });
 
 /** Hex quantity as returned by the node (block numbers, gas, timestamps, chain id). */
-export const quantity = z.string().regex(/^0x[a-fA-F0-9]+$/);
+/** A JSON-RPC quantity's form (also tested directly where a zod parse per call is too dear). */
+export const QUANTITY = /^0x[a-fA-F0-9]+$/;
+export const quantity = z.string().regex(QUANTITY);
 
 /** Arbitrary hex data (bytecode, calldata, ABI-encoded results). */
 export const hexData = z.string().regex(/^0x([a-fA-F0-9]{2})*$/, {

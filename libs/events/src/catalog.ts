@@ -48,6 +48,28 @@ function isEventSubject(subject: string): subject is EventSubject {
   return Object.hasOwn(EVENTS, subject);
 }
 
+/** Events safeParseEvent found to fit: publishing them does not parse them again. */
+const checked = new WeakSet<object>();
+
+/**
+ * Validates an event against its subject's schema without throwing; an event that fits comes back
+ * marked, so `publish` takes it without a second parse (give it as it came back, unchanged).
+ */
+export function safeParseEvent<S extends EventSubject>(
+  subject: S,
+  event: unknown,
+): z.ZodSafeParseResult<EventOf<S>> {
+  if (!isEventSubject(subject)) throw new Error(`unknown event subject "${subject}"`);
+  const result = EVENTS[subject].safeParse(event) as z.ZodSafeParseResult<EventOf<S>>;
+  if (result.success) checked.add(result.data as object);
+  return result;
+}
+
+/** An event that came back from safeParseEvent. */
+export function isCheckedEvent(event: unknown): boolean {
+  return typeof event === "object" && event !== null && checked.has(event);
+}
+
 /** Validates an event against its subject's schema; throws a ZodError when it does not fit. */
 export function parseEvent<S extends EventSubject>(subject: S, event: unknown): EventOf<S> {
   if (!isEventSubject(subject)) throw new Error(`unknown event subject "${subject}"`);

@@ -81,6 +81,8 @@ export function keepNatsConnection(opts: NatsKeeperOptions): NatsKeeper {
           timeout: 2_000,
           pingInterval: 10_000,
           maxPingOut: 2,
+          // No error object per request (each JetStream publish is one) kept for a stack trace.
+          noAsyncTraces: true,
         });
       } catch {
         if (!warned) {

@@ -26,8 +26,14 @@ export interface OutboxEntry {
   payload: string;
 }
 
-/** Journal lines: a put (`s` = seq) or an ack (`a` = seq). */
-type JournalLine = { s: number; t: string; i: string; p: string } | { a: number };
+/**
+ * Journal lines: a put (`s` = seq) with its payload as a string (`p`) or, when the payload is JSON,
+ * as the JSON itself (`e`: no second serialisation of the event), or an ack (`a` = seq).
+ */
+type JournalLine =
+  | { s: number; t: string; i: string; p: string }
+  | { s: number; t: string; i: string; e: unknown }
+  | { a: number };
 
 const JOURNAL = "journal.ndjson";
 const LOCK = "owner.lock";
@@ -97,13 +103,21 @@ export class Outbox {
     return this.appendMany([{ subject, id, payload }])[0] as OutboxEntry;
   }
 
-  /** Journals several events with one write. */
-  appendMany(items: readonly { subject: string; id: string; payload: string }[]): OutboxEntry[] {
+  /**
+   * Journals several events with one write. `payloadsAreJson`: every payload is JSON text (as
+   * JSON.stringify wrote it), journaled as it is rather than escaped into a string.
+   */
+  appendMany(
+    items: readonly { subject: string; id: string; payload: string }[],
+    payloadsAreJson = false,
+  ): OutboxEntry[] {
     const entries = items.map((item): OutboxEntry => ({ seq: this.#nextSeq++, ...item }));
     let text = "";
     for (const e of entries) {
       this.#pending.set(e.seq, e);
-      text += `${JSON.stringify({ s: e.seq, t: e.subject, i: e.id, p: e.payload } satisfies JournalLine)}\n`;
+      text += payloadsAreJson
+        ? `{"s":${e.seq},"t":${JSON.stringify(e.subject)},"i":${JSON.stringify(e.id)},"e":${e.payload}}\n`
+        : `${JSON.stringify({ s: e.seq, t: e.subject, i: e.id, p: e.payload } satisfies JournalLine)}\n`;
     }
     this.#write(text);
     return entries;
@@ -212,7 +226,9 @@ export class Outbox {
       if ("a" in line) {
         this.#pending.delete(line.a);
       } else {
-        this.#pending.set(line.s, { seq: line.s, subject: line.t, id: line.i, payload: line.p });
+        // A JSON payload journaled as itself is published as JSON.stringify wrote it then.
+        const payload = "p" in line ? line.p : JSON.stringify(line.e);
+        this.#pending.set(line.s, { seq: line.s, subject: line.t, id: line.i, payload });
         if (line.s >= this.#nextSeq) this.#nextSeq = line.s + 1;
       }
     }

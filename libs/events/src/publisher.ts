@@ -1,7 +1,14 @@
 import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type Logger, prom, type Registry, redactUrl } from "@tollgate/platform";
-import { EVENTS, type EventOf, type EventSubject, natsSubject, parseEvent } from "./catalog.ts";
+import {
+  EVENTS,
+  type EventOf,
+  type EventSubject,
+  isCheckedEvent,
+  natsSubject,
+  parseEvent,
+} from "./catalog.ts";
 import { keepNatsConnection } from "./connection.ts";
 import { counter, gauge } from "./metrics.ts";
 import { Outbox, type OutboxEntry } from "./outbox.ts";
@@ -33,7 +40,8 @@ export interface EventPublisherOptions {
 export interface EventPublisher {
   /**
    * Validates the event against its subject's schema (throws a ZodError when it does not
-   * fit: a caller bug), writes it to the local outbox and returns. Never waits on NATS and
+   * fit: a caller bug; an event as safeParseEvent returned it is not parsed again), writes it
+   * to the local outbox and returns. Never waits on NATS and
    * never throws because of it; delivery happens in the background with the event's `id`
    * as the Nats-Msg-Id, so retries and replays are deduplicated by the stream.
    */
@@ -236,10 +244,11 @@ export function createEventPublisher(opts: EventPublisherOptions): EventPublishe
     publishMany(subject, events) {
       if (closing) throw new Error("event publisher is closed");
       const items = events.map((event) => {
-        const parsed = parseEvent(subject, event);
+        // An event safeParseEvent already checked is not parsed twice.
+        const parsed = isCheckedEvent(event) ? event : parseEvent(subject, event);
         return { subject, id: parsed.id, payload: JSON.stringify(parsed) };
       });
-      outbox.appendMany(items);
+      outbox.appendMany(items, true);
       updateDepth();
       kickSoon();
     },

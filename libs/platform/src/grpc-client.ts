@@ -5,7 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import { CallError, readCallFailure } from "./grpc-errors.ts";
 import { ExchangeClient, exchangeMember } from "./grpc-exchange.ts";
 import { MESH_TOKEN_KEY } from "./mesh-auth.ts";
-import { prom, type Registry, seriesOf } from "./metrics.ts";
+import { once, prom, type Registry, seriesOf } from "./metrics.ts";
 
 type Callback<T> = (err: grpc.ServiceError | null, value?: T) => void;
 
@@ -73,8 +73,15 @@ export function createClient<C extends grpc.Client>(
   const latency = histogram
     ? seriesOf(histogram, ["grpc_service", "grpc_method", "grpc_code"] as const)
     : undefined;
+  // Answered calls' series by method, found once: no label key per call.
+  const answered = once((method) =>
+    latency?.({ grpc_service: opts.service, grpc_method: method, grpc_code: "OK" }),
+  );
   const observe = (method: string, code: string, seconds: number) =>
-    latency?.({ grpc_service: opts.service, grpc_method: method, grpc_code: code }).observe(seconds);
+    (code === "OK"
+      ? answered(method)
+      : latency?.({ grpc_service: opts.service, grpc_method: method, grpc_code: code })
+    )?.observe(seconds);
   // The caller's token rides on one shared, never-modified metadata object (grpc-js copies it
   // before adding anything of its own).
   const shared = new grpc.Metadata();

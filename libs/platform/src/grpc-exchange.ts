@@ -113,6 +113,126 @@ export class ExchangeStreams {
 }
 
 /**
+ * One call carried on a stream: what its handler sees as its `call` (the deadline and the stream's
+ * metadata, all that the handlers of a service with an Exchange read from it), one object per
+ * message instead of a stand-in and closures.
+ */
+class CarriedCall {
+  readonly metadata: grpc.Metadata;
+  readonly #deadline: number;
+  constructor(metadata: grpc.Metadata, deadline: number) {
+    this.metadata = metadata;
+    this.#deadline = deadline;
+  }
+  getDeadline(): number {
+    return this.#deadline;
+  }
+}
+
+/** The state of one served stream, shared by its messages. */
+class ServedStream {
+  readonly call: grpc.ServerDuplexStream<Envelope, Envelope>;
+  readonly ctx: ExchangeServerContext;
+  readonly streams: ExchangeStreams;
+  readonly forget: () => void;
+  inFlight = 0;
+  ending = false;
+  closed = false;
+
+  constructor(
+    call: grpc.ServerDuplexStream<Envelope, Envelope>,
+    ctx: ExchangeServerContext,
+    streams: ExchangeStreams,
+  ) {
+    this.call = call;
+    this.ctx = ctx;
+    this.streams = streams;
+    this.forget = streams.add(() => {
+      this.ending = true;
+      this.finish();
+    });
+  }
+
+  finish(): void {
+    if (this.ending && this.inFlight === 0 && !this.closed) {
+      this.closed = true;
+      this.forget();
+      this.call.end();
+    }
+  }
+
+  answer(message: Envelope): void {
+    if (!this.closed) this.call.write(message);
+  }
+
+  fail(
+    id: number,
+    method: string,
+    started: number,
+    code: grpc.status,
+    details: string,
+    metadata?: grpc.Metadata,
+  ) {
+    this.ctx.observe(
+      method || "unknown",
+      grpc.status[code] ?? "UNKNOWN",
+      (performance.now() - started) / 1000,
+    );
+    this.answer({ id, status: callStatus(code, details, metadata) });
+  }
+
+  receive(message: Envelope): void {
+    const started = performance.now();
+    const id = message.id;
+    const member = message.call;
+    const carried = member ? this.ctx.handlers.get(member) : undefined;
+    if (!member || !carried) {
+      this.fail(id, "", started, grpc.status.UNIMPLEMENTED, `no method ${member ?? "(none)"} on this stream`);
+      return;
+    }
+    const method = carried.method;
+    if (!this.ctx.allowed(method)) {
+      const refused = this.ctx.refuse(method);
+      this.fail(id, method, started, refused.code, refused.details, refused.metadata);
+      return;
+    }
+    // A draining service takes no new call: the caller sends it again, to another replica.
+    if (this.streams.draining) {
+      const metadata = new grpc.Metadata();
+      metadata.set(ERROR_CODE_KEY, DRAINING);
+      this.fail(id, method, started, grpc.status.UNAVAILABLE, "the service is shutting down", metadata);
+      return;
+    }
+    this.inFlight++;
+    void this.run(id, member, carried, message[member], started, Date.now() + (message.timeoutMs || 30_000));
+  }
+
+  async run(
+    id: number,
+    member: string,
+    carried: { method: string; handler: Handler },
+    request: unknown,
+    started: number,
+    deadline: number,
+  ): Promise<void> {
+    let response: unknown;
+    try {
+      response = await carried.handler(request, new CarriedCall(this.call.metadata, deadline));
+    } catch (err) {
+      this.inFlight--;
+      const status = this.ctx.statusOf(err, carried.method);
+      this.fail(id, carried.method, started, status.code, status.details, status.metadata);
+      this.finish();
+      return;
+    }
+    this.inFlight--;
+    this.ctx.observe(carried.method, "OK", (performance.now() - started) / 1000);
+    this.answer({ id, [member]: response });
+    this.finish();
+  }
+}
+
+/**
  * Serves one Exchange stream: each message runs its method's unary handler (concurrently with the
  * others), its answer goes back with its id. The stream ends when the caller ends it, or, once the
  * server drains, when its calls are answered.
@@ -122,69 +242,15 @@ export function serveExchange(
   ctx: ExchangeServerContext,
   streams: ExchangeStreams,
 ): void {
-  let inFlight = 0;
-  let ending = false;
-  let closed = false;
-  const finish = () => {
-    if (ending && inFlight === 0 && !closed) {
-      closed = true;
-      forget();
-      call.end();
-    }
-  };
-  const forget = streams.add(() => {
-    ending = true;
-    finish();
-  });
-  const answer = (message: Envelope) => {
-    if (!closed) call.write(message);
-  };
-  call.on("data", (message: Envelope) => {
-    const started = performance.now();
-    const id = message.id;
-    const member = message.call;
-    const carried = member ? ctx.handlers.get(member) : undefined;
-    const method = carried?.method ?? "";
-    const fail = (code: grpc.status, details: string, metadata?: grpc.Metadata) => {
-      ctx.observe(method || "unknown", grpc.status[code] ?? "UNKNOWN", (performance.now() - started) / 1000);
-      answer({ id, status: callStatus(code, details, metadata) });
-    };
-    if (!member || !carried)
-      return fail(grpc.status.UNIMPLEMENTED, `no method ${member ?? "(none)"} on this stream`);
-    if (!ctx.allowed(method)) {
-      const refused = ctx.refuse(method);
-      return fail(refused.code, refused.details, refused.metadata);
-    }
-    // A draining service takes no new call: the caller sends it again, to another replica.
-    if (streams.draining) {
-      const metadata = new grpc.Metadata();
-      metadata.set(ERROR_CODE_KEY, DRAINING);
-      return fail(grpc.status.UNAVAILABLE, "the service is shutting down", metadata);
-    }
-    const deadline = Date.now() + (message.timeoutMs || 30_000);
-    inFlight++;
-    carried.handler(message[member], { getDeadline: () => deadline, metadata: call.metadata }).then(
-      (response) => {
-        inFlight--;
-        ctx.observe(method, "OK", (performance.now() - started) / 1000);
-        answer({ id, [member]: response });
-        finish();
-      },
-      (err: unknown) => {
-        inFlight--;
-        const status = ctx.statusOf(err, method);
-        fail(status.code, status.details, status.metadata);
-        finish();
-      },
-    );
-  });
+  const served = new ServedStream(call, ctx, streams);
+  call.on("data", (message: Envelope) => served.receive(message));
   call.on("end", () => {
-    ending = true;
-    finish();
+    served.ending = true;
+    served.finish();
   });
   const gone = () => {
-    closed = true;
-    forget();
+    served.closed = true;
+    served.forget();
   };
   call.on("cancelled", gone);
   call.on("error", gone);

@@ -14,7 +14,7 @@ import {
   meshIdentifier,
   type Refusal,
 } from "./mesh-auth.ts";
-import { prom, type Registry, seriesOf } from "./metrics.ts";
+import { once, prom, type Registry, seriesOf } from "./metrics.ts";
 
 /**
  * The service's definition with its Exchange answers encoded one by one: grpc-js ends the whole
@@ -233,8 +233,15 @@ export async function startGrpcServer(opts: {
       for (const reason of Object.keys(REFUSED)) {
         refused.inc({ grpc_service: service.name, grpc_method: exchange, reason }, 0);
       }
+      // Answered calls' series by method, found once: no label key per call.
+      const answered = once((method) =>
+        handledSeries({ grpc_service: service.name, grpc_method: method, grpc_code: "OK" }),
+      );
       const observe = (method: string, code: string, seconds: number) =>
-        handledSeries({ grpc_service: service.name, grpc_method: method, grpc_code: code }).observe(seconds);
+        (code === "OK"
+          ? answered(method)
+          : handledSeries({ grpc_service: service.name, grpc_method: method, grpc_code: code })
+        ).observe(seconds);
       // On a stream a handler's call is a stand-in holding the deadline and the metadata, all that
       // the handlers of a service with an Exchange read from it.
       const handlers = exchangeHandlers(service.handlers as Parameters<typeof exchangeHandlers>[0]);

@@ -36,6 +36,22 @@ export function seriesOf<T extends string, C>(
 }
 
 /**
+ * `make(key)`, made once per key (a bounded set, e.g. a service's methods): what a per-call path
+ * uses for the series it touches most, found by one Map lookup.
+ */
+export function once<C>(make: (key: string) => C): (key: string) => C {
+  const made = new Map<string, C>();
+  return (key) => {
+    let value = made.get(key);
+    if (value === undefined) {
+      value = make(key);
+      made.set(key, value);
+    }
+    return value;
+  };
+}
+
+/**
  * Serves `/metrics` on its own port, apart from any public listener, so scraping
  * never competes with (or leaks through) the public API.
  */

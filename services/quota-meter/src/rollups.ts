@@ -28,26 +28,41 @@ type Call = Pick<UsageCallV2, "account_id" | "key_id" | "status" | "time"> & {
   counted?: boolean | undefined;
 };
 
+const DAY_MS = 86_400_000;
+
 /** What one batch adds: per account and UTC day, and each key's latest call. */
 function foldCalls(calls: readonly Call[]) {
   const byDay = new Map<string, UsageFold>();
-  const lastUsed = new Map<string, string>();
+  const lastUsed = new Map<string, number>();
+  // The calls of a batch mostly share a UTC day: its id is worked out again only off that day.
+  let dayStart = Number.NaN;
+  let day = "";
+  let entry: UsageFold | undefined;
   for (const c of calls) {
     const at = Date.parse(c.time);
-    const day = dayId(at);
-    const k = `${c.account_id} ${day}`;
-    const entry = byDay.get(k) ?? { accountId: c.account_id, day, requests: 0, errors: 0, counted: 0 };
+    if (!(at >= dayStart && at < dayStart + DAY_MS)) {
+      dayStart = at - (((at % DAY_MS) + DAY_MS) % DAY_MS);
+      day = dayId(at);
+    }
+    // Calls of one account come in runs: the previous call's entry is looked up only off that run.
+    if (entry === undefined || entry.accountId !== c.account_id || entry.day !== day) {
+      const k = `${c.account_id} ${day}`;
+      entry = byDay.get(k);
+      if (entry === undefined) {
+        entry = { accountId: c.account_id, day, requests: 0, errors: 0, counted: 0 };
+        byDay.set(k, entry);
+      }
+    }
     entry.requests++;
     if (c.status >= 400) entry.errors++;
     // Batches written before `counted` existed: a call with an answer was counted.
     if (c.counted ?? c.status < 500) entry.counted++;
-    byDay.set(k, entry);
     const seen = lastUsed.get(c.key_id);
-    if (c.key_id && (!seen || Date.parse(seen) < at)) lastUsed.set(c.key_id, new Date(at).toISOString());
+    if (c.key_id && (seen === undefined || seen < at)) lastUsed.set(c.key_id, at);
   }
   return {
     days: [...byDay.values()],
-    lastUsed: [...lastUsed].map(([keyId, at]) => ({ keyId, at })),
+    lastUsed: [...lastUsed].map(([keyId, at]) => ({ keyId, at: new Date(at).toISOString() })),
   };
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { EventPublisher, UsageBatchV2, UsageCallV2 } from "@tollgate/events";
-import { USAGE_BATCH_MAX, USAGE_V2, usageBatchV2 } from "@tollgate/events";
+import { USAGE_BATCH_MAX, USAGE_V2 } from "@tollgate/events";
 import { grpc, type Logger, ServiceError } from "@tollgate/platform";
 import type { GetUsageRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/GetUsageRequest";
 import type { GetUsageResponse } from "@tollgate/platform/generated/tollgate/quota/v1/GetUsageResponse";
@@ -10,6 +10,7 @@ import { isWellFormedKey, type KeyHasher, sameHash } from "./keys.ts";
 import { quotaOf } from "./meter.ts";
 import type { QuotaMetrics } from "./metrics.ts";
 import type { QuotaStore, Refund } from "./store/types.ts";
+import { checkedBatch, utcTime } from "./usage-check.ts";
 import { dayId, isDayId, isMonthId, monthId, recentDays, windowsAt } from "./windows.ts";
 
 const DEFAULT_DAYS = 30;
@@ -58,8 +59,9 @@ export function createUsage(deps: UsageDeps) {
      * nor be charged to anyone.
      */
     async reportUsage(req: ReportUsageRequest__Output): Promise<ReportUsageResponse> {
-      const refunds: Refund[] = [];
       const calls: UsageCallV2[] = [];
+      const records: ReportUsageRequest__Output["records"] = [];
+      const fallback = deps.now();
       for (const r of req.records) {
         if (!r.requestId || !r.accountId) {
           metrics.usageRejected.inc({ reason: r.requestId ? "no_account_id" : "no_request_id" });
@@ -69,9 +71,7 @@ export function createUsage(deps: UsageDeps) {
           );
           continue;
         }
-        const received = Date.parse(r.time);
-        const time = new Date(Number.isNaN(received) ? deps.now() : received).toISOString();
-        const call: UsageCallV2 = {
+        calls.push({
           request_id: r.requestId,
           account_id: r.accountId,
           key_id: r.keyId,
@@ -79,21 +79,39 @@ export function createUsage(deps: UsageDeps) {
           network: r.network,
           status: r.status,
           latency_ms: Math.max(0, Number.isFinite(r.latencyMs) ? r.latencyMs : 0),
-          time,
+          time: utcTime(r.time, fallback),
           // Authorize names the windows only of a call it counted (fail-open calls have none). A
           // failed call's unit refunded, or given back to its lease for the next call, is not this
           // call's: counting it would count the unit twice.
           counted: isDayId(r.dayWindow) && !r.refund && !r.returnedToLease,
-        };
-        // A record that does not fit the event (a caller bug) is dropped alone, not the batch.
-        if (!usageBatchV2.shape.calls.element.safeParse(call).success) {
-          metrics.usageRejected.inc({ reason: "invalid_event" });
-          logger.warn({ requestId: r.requestId }, "usage record rejected: it does not fit the usage event");
-          continue;
-        }
-        calls.push(call);
-        if (r.refund) {
-          const at = Date.parse(time);
+        });
+        records.push(r);
+      }
+      // The gateway names the batch (and keeps the name when it resends); without one, this call
+      // is its own batch.
+      const batchId = req.batchId || randomUUID();
+      const events: UsageBatchV2[] = [];
+      const refunds: Refund[] = [];
+      let accepted = 0;
+      for (let i = 0; i < calls.length; i += USAGE_BATCH_MAX) {
+        const id = i === 0 ? batchId : `${batchId}:${i / USAGE_BATCH_MAX}`;
+        // Checked once per event by its schema; a record that does not fit it (a caller bug) is
+        // dropped alone, not the batch.
+        const event = checkedBatch(
+          id,
+          calls.slice(i, i + USAGE_BATCH_MAX),
+          records.slice(i, i + USAGE_BATCH_MAX),
+          (r) => {
+            metrics.usageRejected.inc({ reason: "invalid_event" });
+            logger.warn({ requestId: r.requestId }, "usage record rejected: it does not fit the usage event");
+          },
+        );
+        if (!event) continue;
+        events.push(event.batch);
+        accepted += event.batch.calls.length;
+        for (const [j, r] of event.records.entries()) {
+          if (!r.refund) continue;
+          const at = Date.parse(event.batch.calls[j]!.time);
           refunds.push({
             requestId: r.requestId,
             accountId: r.accountId,
@@ -101,14 +119,6 @@ export function createUsage(deps: UsageDeps) {
             month: isMonthId(r.monthWindow) ? r.monthWindow : monthId(at),
           });
         }
-      }
-      // The gateway names the batch (and keeps the name when it resends); without one, this call
-      // is its own batch.
-      const batchId = req.batchId || randomUUID();
-      const events: UsageBatchV2[] = [];
-      for (let i = 0; i < calls.length; i += USAGE_BATCH_MAX) {
-        const part = calls.slice(i, i + USAGE_BATCH_MAX);
-        events.push({ id: i === 0 ? batchId : `${batchId}:${i / USAGE_BATCH_MAX}`, calls: part });
       }
       deps.publisher.publishMany(USAGE_V2, events);
       const returns = req.leaseReturns.filter((l) => l.leaseId && l.accountId && l.units > 0);
@@ -158,7 +168,7 @@ export function createUsage(deps: UsageDeps) {
           `${failed} refund(s), lease return(s) or release(s) not applied; resend the batch`,
         );
       }
-      return { accepted: calls.length };
+      return { accepted };
     },
 
     /**

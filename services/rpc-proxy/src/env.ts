@@ -19,7 +19,8 @@ export const ENV = envTable([
   {
     name: "UPSTREAM_TIMEOUT_MS",
     default: "2500",
-    description: "Timeout of one HTTP attempt (never beyond the caller's gRPC deadline).",
+    description:
+      "Timeout of one HTTP attempt (never beyond the caller's gRPC deadline; attempts in flight are checked every 10 ms).",
   },
   {
     name: "UPSTREAM_REQUEST_TIMEOUT_MS",

@@ -5,6 +5,7 @@ import {
   createRegistry,
   grpc,
   type Logger,
+  once,
   type Registry,
   redactForClient,
   ServiceError,
@@ -17,7 +18,7 @@ import type { ListNetworksResponse } from "@tollgate/platform/generated/tollgate
 import type { RpcProxyConfig } from "./config.ts";
 import { invalidParameter } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
-import { OPERATIONS } from "./operations/index.ts";
+import { OPERATIONS, RESULT_CHECKS } from "./operations/index.ts";
 import { HeadTracker } from "./upstream/head-tracker.ts";
 import { NetworkPool } from "./upstream/pool.ts";
 
@@ -30,6 +31,28 @@ export interface RpcProxyHandle {
   /** Health checks go NOT_SERVING; calls are still served. */
   drain(): void;
   stop(): Promise<void>;
+}
+
+type ParamSchema = NonNullable<Endpoint["params"]["query"]>;
+
+/** What parseParams needs of an endpoint, worked out once: its schemas, their keys, every known key. */
+interface ParamPlan {
+  parts: { schema: ParamSchema; keys: string[] }[];
+  known: ReadonlySet<string>;
+}
+
+const plans = new Map<string, ParamPlan>();
+
+function planOf(endpoint: Endpoint): ParamPlan {
+  let plan = plans.get(endpoint.id);
+  if (plan === undefined) {
+    const parts = [endpoint.params.path, endpoint.params.query, endpoint.params.body]
+      .filter((schema): schema is ParamSchema => schema !== undefined)
+      .map((schema) => ({ schema, keys: Object.keys(schema.shape) }));
+    plan = { parts, known: new Set(parts.flatMap((p) => p.keys)) };
+    plans.set(endpoint.id, plan);
+  }
+  return plan;
 }
 
 /**
@@ -48,13 +71,11 @@ function parseParams(endpoint: Endpoint, json: string): Record<string, unknown> 
     throw invalidParameter("params_json", "expected a JSON object");
   }
   const input = raw as Record<string, unknown>;
-  const params: Record<string, unknown> = {};
-  const known = new Set<string>();
-  for (const schema of [endpoint.params.path, endpoint.params.query, endpoint.params.body]) {
-    if (!schema) continue;
+  const plan = planOf(endpoint);
+  let params: Record<string, unknown> | undefined;
+  for (const { schema, keys } of plan.parts) {
     const part: Record<string, unknown> = {};
-    for (const key of Object.keys(schema.shape)) {
-      known.add(key);
+    for (const key of keys) {
       const value = input[key];
       if (value !== undefined && value !== null)
         part[key] = typeof value === "number" ? String(value) : value;
@@ -64,16 +85,16 @@ function parseParams(endpoint: Endpoint, json: string): Record<string, unknown> 
       const issue = result.error.issues[0];
       throw invalidParameter(String(issue?.path[0] ?? "params"), issue?.message ?? "invalid value");
     }
-    Object.assign(params, result.data);
+    params = params === undefined ? result.data : Object.assign(params, result.data);
   }
-  for (const key of Object.keys(input)) {
-    if (!known.has(key)) {
+  for (const key in input) {
+    if (!plan.known.has(key)) {
       throw new ServiceError(grpc.status.INVALID_ARGUMENT, "unknown_parameter", `${key}: unknown parameter`, {
         parameter: key,
       });
     }
   }
-  return params;
+  return params ?? {};
 }
 
 /**
@@ -117,7 +138,7 @@ export async function startRpcProxy(
       deadline: Number.isFinite(deadline) ? deadline : Date.now() + config.upstream.requestTimeoutMs,
       roundTrips: 0,
     };
-    const labels = { operation: endpoint.id, network };
+    const series = callSeries(endpoint.id)(network);
     try {
       const data = await OPERATIONS[endpoint.id as keyof typeof OPERATIONS](params, {
         network,
@@ -125,13 +146,19 @@ export async function startRpcProxy(
         call: ctx,
         config,
       });
-      const checked = endpoint.data.safeParse(data);
-      if (!checked.success) {
-        logger.error(
-          { requestId: request.requestId, operation: endpoint.id, issues: checked.error.issues.slice(0, 3) },
-          "operation result does not match the catalog schema",
-        );
-        throw new ServiceError(grpc.status.UNKNOWN, "upstream_error", "the node sent an unexpected answer");
+      if (!RESULT_CHECKS[endpoint.id as keyof typeof RESULT_CHECKS]?.(data)) {
+        const checked = endpoint.data.safeParse(data);
+        if (!checked.success) {
+          logger.error(
+            {
+              requestId: request.requestId,
+              operation: endpoint.id,
+              issues: checked.error.issues.slice(0, 3),
+            },
+            "operation result does not match the catalog schema",
+          );
+          throw new ServiceError(grpc.status.UNKNOWN, "upstream_error", "the node sent an unexpected answer");
+        }
       }
       const dataJson = JSON.stringify(data);
       if (dataJson.length > config.maxResultBytes) {
@@ -141,11 +168,11 @@ export async function startRpcProxy(
           `the result exceeds ${config.maxResultBytes} bytes; narrow the block range or add filters`,
         );
       }
-      metrics.operationsOf({ ...labels, code: "ok" }).inc();
+      series.ok.inc();
       return { dataJson, upstreamRoundTrips: ctx.roundTrips };
     } catch (err) {
       const code = err instanceof ServiceError ? err.code : "internal_error";
-      metrics.operationsOf({ ...labels, code }).inc();
+      metrics.operationsOf({ operation: endpoint.id, network, code }).inc();
       if (code.startsWith("upstream_")) {
         logger.warn(
           { requestId: request.requestId, operation: endpoint.id, network, code },
@@ -154,9 +181,17 @@ export async function startRpcProxy(
       }
       throw err instanceof ServiceError ? forClient(err) : err;
     } finally {
-      metrics.roundTripsOf(labels).inc(ctx.roundTrips);
+      series.roundTrips.inc(ctx.roundTrips);
     }
   }
+
+  /** The series a call of (operation, network) touches on success, found once. */
+  const callSeries = once((operation) =>
+    once((network) => ({
+      ok: metrics.operationsOf({ operation, network, code: "ok" }),
+      roundTrips: metrics.roundTripsOf({ operation, network }),
+    })),
+  );
 
   async function listNetworks(): Promise<ListNetworksResponse> {
     return {

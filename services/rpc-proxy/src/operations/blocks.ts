@@ -1,3 +1,4 @@
+import { QUANTITY } from "@tollgate/catalog";
 import { grpc, ServiceError } from "@tollgate/platform";
 import { malformedAnswer } from "../errors.ts";
 import { type Operation, rpc, rpcBatch } from "./shared.ts";
@@ -16,6 +17,15 @@ export const blockNumber: Operation = async (_params, ctx) => {
   const result = await rpc<string>(ctx, "eth_blockNumber", []);
   return { block_number: result, network: ctx.network };
 };
+
+/**
+ * blockNumber's and chainId's results are a quantity and the network: when this holds, so does
+ * the catalog's schema (server.ts then skips the zod parse; when not, the schema decides).
+ */
+export function isQuantityResult(data: unknown, field: "block_number" | "chain_id"): boolean {
+  const value = (data as Record<string, unknown>)[field];
+  return typeof value === "string" && QUANTITY.test(value);
+}
 
 export const chainId: Operation = async (_params, ctx) => {
   const result = await rpc<string>(ctx, "eth_chainId", []);

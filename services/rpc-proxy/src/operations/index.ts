@@ -1,5 +1,5 @@
 import type { EndpointId } from "@tollgate/catalog";
-import { block, blockNumber, chainId, networkInfo } from "./blocks.ts";
+import { block, blockNumber, chainId, isQuantityResult, networkInfo } from "./blocks.ts";
 import { call, code, estimateGas } from "./calls.ts";
 import { ens } from "./ens.ts";
 import { erc20Transfers, events } from "./logs.ts";
@@ -30,4 +30,13 @@ export const OPERATIONS: Record<EndpointId, Operation> = {
   nftMetadata,
   receipt,
   transaction,
+};
+
+/**
+ * Checks cheaper than the catalog's zod schema for the most called operations' results: true only
+ * where the schema holds too (false leaves the decision to the schema).
+ */
+export const RESULT_CHECKS: Partial<Record<EndpointId, (data: unknown) => boolean>> = {
+  blockNumber: (data) => isQuantityResult(data, "block_number"),
+  chainId: (data) => isQuantityResult(data, "chain_id"),
 };

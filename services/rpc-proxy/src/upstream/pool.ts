@@ -30,12 +30,14 @@ export class NetworkPool {
   readonly chainId: number;
   readonly upstreams: Upstream[];
   readonly #policy: UpstreamPolicyConfig;
+  readonly #maxLag: bigint;
   #next = 0;
 
   constructor(network: NetworkConfig, policy: UpstreamPolicyConfig, metrics: Metrics) {
     this.name = network.name;
     this.chainId = network.chainId;
     this.#policy = policy;
+    this.#maxLag = BigInt(policy.maxLagBlocks);
     this.upstreams = network.upstreams.map(
       (url, index) =>
         new Upstream({
@@ -67,12 +69,7 @@ export class NetworkPool {
   }
 
   healthy(u: Upstream): boolean {
-    return (
-      !u.wrongChain &&
-      u.lastPollOk &&
-      u.breaker.state === "closed" &&
-      this.lag(u) <= BigInt(this.#policy.maxLagBlocks)
-    );
+    return !u.wrongChain && u.lastPollOk && u.breaker.state === "closed" && this.lag(u) <= this.#maxLag;
   }
 
   /** Calls one method; a JSON-RPC error comes back as a rejected RpcError. */
@@ -92,13 +89,13 @@ export class NetworkPool {
       );
     }
     const end = ctx.deadline - DEADLINE_MARGIN_MS;
-    const tried = new Set<Upstream>();
+    const tried: Upstream[] = [];
     let last: TransportError | undefined;
     let sawTimeout = false;
     let outOfTime = false;
     for (let attempt = 0; attempt < this.#policy.maxAttempts; attempt++) {
       let upstream = this.#pick(tried);
-      if (upstream && tried.has(upstream)) {
+      if (upstream && tried.includes(upstream)) {
         // Every admitted upstream already failed once in this request: back off first.
         const ceiling = Math.min(this.#policy.backoffMaxMs, this.#policy.backoffBaseMs * 2 ** (attempt - 1));
         const delay = Math.random() * ceiling;
@@ -115,7 +112,7 @@ export class NetworkPool {
         outOfTime = true;
         break;
       }
-      tried.add(upstream);
+      tried.push(upstream);
       try {
         const timeout = Math.min(this.#policy.timeoutMs, remaining);
         const outcomes = await upstream.send(calls, timeout);
@@ -143,7 +140,7 @@ export class NetworkPool {
    * so load spreads), closed but unhealthy or lagging (least lag first), and last an open
    * breaker whose cooldown is over (the call becomes its half-open probe).
    */
-  #pick(tried: Set<Upstream>): Upstream | undefined {
+  #pick(tried: readonly Upstream[]): Upstream | undefined {
     const now = Date.now();
     let best: Upstream | undefined;
     let bestRank = Number.POSITIVE_INFINITY;
@@ -156,7 +153,7 @@ export class NetworkPool {
       const admits = u.breaker.admits(now);
       if (admits === "no") continue;
       const tier = admits === "probe" ? 2 : this.healthy(u) ? 0 : 1;
-      const rank = (tried.has(u) ? 3 : 0) + tier;
+      const rank = (tried.includes(u) ? 3 : 0) + tier;
       const lag = this.lag(u);
       if (rank < bestRank || (rank === bestRank && tier === 1 && lag < bestLag)) {
         best = u;
