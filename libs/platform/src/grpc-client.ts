@@ -3,7 +3,7 @@
 // mesh token, latency metrics and, for services with an Exchange, calls carried on its streams.
 import * as grpc from "@grpc/grpc-js";
 import { CallError, readCallFailure } from "./grpc-errors.ts";
-import { ExchangeClient, exchangeMember } from "./grpc-exchange.ts";
+import { EXCHANGE_BATCH_KEY, ExchangeClient, exchangeMember } from "./grpc-exchange.ts";
 import { MESH_TOKEN_KEY } from "./mesh-auth.ts";
 import { once, prom, type Registry, seriesOf } from "./metrics.ts";
 
@@ -131,9 +131,12 @@ export function createClient<C extends grpc.Client>(
     const members = new Set(def.requestType?.type?.field?.map((f) => f.name));
     for (const name of Object.keys(service))
       if (name !== method && members.has(exchangeMember(name))) carried.add(name);
+    // The streams say this caller reads batched answers (grpc-exchange.ts).
+    const streamMetadata = shared.clone();
+    streamMetadata.set(EXCHANGE_BATCH_KEY, "1");
     exchange = new ExchangeClient({
       open: () =>
-        client.makeBidiStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, shared),
+        client.makeBidiStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, streamMetadata),
       unary: (name, request, deadlineMs) => unary(name, request, deadlineMs, shared),
       ...tuning,
     });

@@ -20,23 +20,27 @@ import { once, prom, type Registry, seriesOf } from "./metrics.ts";
  * The service's definition with its Exchange answers encoded one by one: grpc-js ends the whole
  * stream INTERNAL when a message cannot be encoded, failing every call in flight on it; here only
  * the call whose answer it was fails (INTERNAL, as its unary call would), and the stream serves on.
+ * A batch (an answer with `more`) that cannot be encoded is encoded again with each answer that
+ * cannot be replaced by its call's failure, the others as they were.
  */
 function encodingEachAnswer(
   definition: grpc.ServiceDefinition,
   exchange: string,
   logger: Logger,
 ): grpc.ServiceDefinition {
-  const method = definition[exchange] as grpc.MethodDefinition<unknown, { id: number }>;
+  type Answer = { id: number; more?: Answer[] };
+  const method = definition[exchange] as grpc.MethodDefinition<unknown, Answer>;
   const encode = method.responseSerialize;
-  const responseSerialize = (answer: { id: number }): Buffer => {
+  const alone = (answer: Answer): Answer => {
     try {
-      return encode(answer);
+      encode(answer);
+      return answer;
     } catch (err) {
       logger.error(
         { err, answer: Object.keys(answer) },
         "an Exchange answer could not be encoded: its call fails",
       );
-      return encode({
+      return {
         id: answer.id,
         status: {
           code: grpc.status.INTERNAL,
@@ -44,7 +48,16 @@ function encodingEachAnswer(
           errorCode: "internal_error",
           errorDetail: "",
         },
-      } as { id: number });
+      } as Answer;
+    }
+  };
+  const responseSerialize = (answer: Answer): Buffer => {
+    try {
+      return encode(answer);
+    } catch {
+      const { more, ...first } = answer;
+      const fixed = alone(first);
+      return encode(more?.length ? { ...fixed, more: more.map(alone) } : fixed);
     }
   };
   return { ...definition, [exchange]: { ...method, responseSerialize } };
