@@ -41,7 +41,7 @@ function container(service: ServiceName): Container {
 }
 
 /** The container memory limit the service's manifest sets, in bytes ("256Mi" → 268435456). */
-export function manifestLimit(service: ServiceName): number {
+function manifestLimit(service: ServiceName): number {
   const match = /^(\d+)(Mi|Gi)$/.exec(container(service).resources?.limits?.memory ?? "");
   if (!match) throw new Error(`k8s/base/${service}.yaml sets no memory limit`);
   return Number(match[1]) * (match[2] === "Gi" ? 1024 ** 3 : 1024 ** 2);

@@ -3,7 +3,8 @@
 // mesh token, latency metrics and, for services with an Exchange, calls carried on its streams.
 import * as grpc from "@grpc/grpc-js";
 import { CallError, readCallFailure } from "./grpc-errors.ts";
-import { EXCHANGE_BATCH_KEY, ExchangeClient, exchangeMember } from "./grpc-exchange.ts";
+import { EXCHANGE_BATCH_KEY, exchangeMember } from "./grpc-exchange.ts";
+import { ExchangeClient } from "./grpc-exchange-client.ts";
 import { MESH_TOKEN_KEY } from "./mesh-auth.ts";
 import { once, prom, type Registry, seriesOf } from "./metrics.ts";
 
