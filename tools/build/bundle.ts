@@ -126,6 +126,9 @@ for (const service of asked.length ? asked : SERVICES) {
     platform: "node",
     format: "esm",
     target: "node24",
+    // TypeScript read as Node's type stripping runs the sources (every import kept as written), the
+    // same here and in the image's build stage, whose context has no tsconfig.json.
+    tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
     // CommonJS packages inside an ES module bundle call require() for Node's built-ins; packageDirs
     // resolves a package's own paths against the bundle's URL.
     banner: {
