@@ -2,7 +2,10 @@
 // the images run. A bundle is one module instead of the 1,000-2,000 a service loads from sources and
 // node_modules (each ES module keeps its own records, source text and compiled code: `mppx/server`
 // alone pulls in viem's 728 chain-definition modules through one `import { tempo } from
-// "viem/chains"`, which the bundler drops), and no TypeScript is stripped at start-up.
+// "viem/chains"`, which the bundler drops), and no TypeScript is stripped at start-up. Packages that
+// declare `"sideEffects": false` lose the modules a service uses nothing of: libs/platform does (none
+// of its modules acts when loaded), so the gateway and rpc-proxy, which use no Redis, leave its Redis
+// connector and @redis/client out (-0.7 MB of bundle, -5 to -10 MB resident).
 import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
