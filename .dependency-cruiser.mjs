@@ -64,7 +64,8 @@ export default {
     // npm packages are leaves here; workspace packages (@tollgate/*) resolve through their symlinks
     // to their real paths (services/…, libs/…), so the rules above see them as the folders they are.
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "node_modules" },
+    // Bundles (`pnpm build`: services/<service>/dist) are built output, not sources.
+    exclude: { path: ["node_modules", "/dist/"] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: {

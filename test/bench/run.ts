@@ -15,7 +15,8 @@
  * x402-batch calls (their deposit, and the settlement worker's claims and settles).
  * Options: --duration s, --connections n, --paid n (sequential paid calls), --batch-calls n
  * (x402-batch calls counted on chain, default 1000), --out file.json,
- * --profile dir (CPU profiles of every service, written when the mesh stops).
+ * --profile dir (CPU profiles of every service, written when the mesh stops), --bundles (the
+ * services run from their bundles, as the images run them; `pnpm build` first).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -42,6 +43,7 @@ const { values } = parseArgs({
     "batch-calls": { type: "string", default: "1000" },
     out: { type: "string" },
     profile: { type: "string" },
+    bundles: { type: "boolean", default: false },
   },
 });
 const duration = Number(values.duration);
@@ -145,6 +147,7 @@ const mesh = await startMesh({
   // The paid rows send calls back to back from one client and one payer (a thousand x402-batch
   // vouchers among them).
   serviceEnv: { "payment-verifier": UNLIMITED_ATTEMPTS },
+  bundles: values.bundles,
 });
 try {
   const devnet = mesh.devnet;

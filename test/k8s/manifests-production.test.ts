@@ -228,32 +228,41 @@ describe("deploy/docker/Dockerfile", () => {
     );
   });
 
-  it("copies only the workspace manifests, proto/, libs/ and the one service", () => {
+  it("copies only the workspace manifests, proto/, libs/, the bundler and the one service", () => {
     const sources = [...dockerfile.matchAll(/^COPY (?!--)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(" "));
     expect(sources.length).toBeGreaterThan(0);
     for (const src of sources) {
       expect(src).toMatch(
-        /^(package\.json|pnpm-lock\.yaml|pnpm-workspace\.yaml|proto\/|libs\/|services\/\$\{SERVICE\}\/)/,
+        /^(package\.json|pnpm-lock\.yaml|pnpm-workspace\.yaml|proto\/|libs\/|tools\/build\/|services\/\$\{SERVICE\}\/)/,
       );
     }
     // Every workspace lib a service may depend on is in the install stage.
     expect(dockerfile).toMatch(/^COPY libs\/ libs\/$/m);
   });
 
-  it("runs as uid 65532 with node and the service's entry point", () => {
+  it("runs as uid 65532 with node and the service's bundle, built in a stage of its own", () => {
     expect(runtime).toMatch(/^USER 65532:65532$/m);
     const cmd = /^CMD (\[.*\])$/m.exec(runtime);
-    expect(JSON.parse(cmd![1]!)).toEqual(["node", "src/main.ts"]);
+    expect(JSON.parse(cmd![1]!)).toEqual(["node", "dist/main.mjs"]);
+    const build = stages.find((s) => /^install AS build$/m.test(s)) ?? "";
+    expect(build).toContain(`RUN node tools/build/bundle.ts "${SERVICE_ARG}"`);
+    expect(runtime).toContain(
+      `COPY --from=build /app/services/${SERVICE_ARG}/dist/ /app/services/${SERVICE_ARG}/dist/`,
+    );
   });
 
-  it.each(SERVICE_NAMES)("%s: the CMD's file exists (services/<name>/src/main.ts)", (name) => {
-    const workdir = [...runtime.matchAll(/^WORKDIR (\S+)$/gm)].at(-1)?.[1];
-    expect(workdir).toBe(`/app/services/${SERVICE_ARG}`);
-    const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(runtime)![1]!) as string[];
-    const entry = join(ROOT, workdir!.replace("/app/", "").replace(SERVICE_ARG, name), cmd[1]!);
-    expect(relative(ROOT, entry)).toBe(`services/${name}/src/main.ts`);
-    expect(existsSync(entry), `${relative(ROOT, entry)} exists`).toBe(true);
-  });
+  it.each(SERVICE_NAMES)(
+    "%s: the CMD runs services/<name>/dist/main.mjs, bundled from src/main.ts",
+    (name) => {
+      const workdir = [...runtime.matchAll(/^WORKDIR (\S+)$/gm)].at(-1)?.[1];
+      expect(workdir).toBe(`/app/services/${SERVICE_ARG}`);
+      const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(runtime)![1]!) as string[];
+      const entry = join(ROOT, workdir!.replace("/app/", "").replace(SERVICE_ARG, name), cmd[1]!);
+      expect(relative(ROOT, entry)).toBe(`services/${name}/dist/main.mjs`);
+      // What tools/build/bundle.ts bundles (test/deploy/bundles.test.ts runs two of the bundles).
+      expect(existsSync(join(ROOT, "services", name, "src", "main.ts"))).toBe(true);
+    },
+  );
 });
 
 describe("deploy/compose", () => {

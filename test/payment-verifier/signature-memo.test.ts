@@ -10,10 +10,10 @@ import {
   fastRecovery,
   type Libsecp256k1,
   libsecp256k1,
+  loadWebAssembly,
   native,
   type Recover,
   signTransaction,
-  webAssembly,
 } from "../../libs/payment-rails/src/secp256k1.ts";
 import { memoizeRecovery } from "../../services/payment-verifier/src/adapters/signature-memo.ts";
 
@@ -67,7 +67,7 @@ it("runs libsecp256k1 natively on this machine (its prebuilt binary loads)", () 
 });
 
 // One contract for both builds of libsecp256k1: whichever a machine loads answers as the curve does.
-const builds: Libsecp256k1[] = [webAssembly, ...(native ? [native] : [])];
+const builds: Libsecp256k1[] = [await loadWebAssembly(), ...(native ? [native] : [])];
 describe.each(builds.map((lib) => ({ lib, name: lib.name })))(
   "secp256k1 on libsecp256k1 ($name)",
   ({ lib }) => {

@@ -36,6 +36,11 @@ export interface MeshOptions {
    * does: the process joins it before Node starts, so Node sizes its heap from the limit.
    */
   cgroups?: Partial<Record<ServiceName, string>>;
+  /**
+   * Run each service from its bundle (services/<name>/dist/main.mjs, written by `pnpm build`) as the
+   * images do, instead of from its TypeScript sources.
+   */
+  bundles?: boolean;
   log?: (line: string) => void;
 }
 
@@ -234,12 +239,14 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     await postgres?.stop();
     await devnet?.stop();
   };
-  /** How a service's process starts: inside its cgroup when one is given, else `node main.ts`. */
-  const launch = (name: ServiceName): [string[] | undefined, string | undefined] => {
+  const entry = (name: ServiceName) =>
+    opts.bundles ? `services/${name}/dist/main.mjs` : `services/${name}/src/main.ts`;
+  /** How a service's process starts: inside its cgroup when one is given, else `node <entry>`. */
+  const launch = (name: ServiceName): [string[], string | undefined] => {
     const cgroup = opts.cgroups?.[name];
-    if (!cgroup) return [undefined, undefined];
+    if (!cgroup) return [[entry(name)], undefined];
     const script = 'echo $$ > "$0/cgroup.procs" && exec "$@"';
-    return [["-c", script, cgroup, process.execPath, `services/${name}/src/main.ts`], "sh"];
+    return [["-c", script, cgroup, process.execPath, entry(name)], "sh"];
   };
   /** One more gateway replica in front of the same back ends (its own ports). */
   const spawnGateway = async (env: Record<string, string> = {}) => {
@@ -260,6 +267,8 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
           (r) => r.ok,
           () => false,
         ),
+      undefined,
+      [entry("gateway")],
     );
     extraGateways.push(gateway);
     return { url: `http://127.0.0.1:${port}`, service: gateway };

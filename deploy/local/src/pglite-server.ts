@@ -1,19 +1,38 @@
 // The embedded PostgreSQL of `pnpm start`: PGlite (Postgres compiled to WebAssembly, from npm)
 // behind pglite-socket on loopback, its own process, data in a directory that survives restarts.
 // Services reach it with the same driver and DATABASE_URL form as a real server.
-import { mkdirSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
-import { createLogger } from "@tollgate/platform";
+// The logger alone: the package's index would load gRPC, Redis and metrics too (~50 MB resident).
+import { createLogger } from "@tollgate/platform/logger";
 
 const logger = createLogger("postgres");
 const { values } = parseArgs({
-  options: { data: { type: "string" }, port: { type: "string" } },
+  options: { data: { type: "string" }, port: { type: "string" }, init: { type: "boolean" } },
 });
-if (!values.data || !values.port) throw new Error("usage: pglite-server.ts --data DIR --port N");
+if (!values.data || !values.port) throw new Error("usage: pglite-server.ts --data DIR --port N [--init]");
 mkdirSync(values.data, { recursive: true });
-const db = await PGlite.create({ dataDir: values.data });
+if (values.init) {
+  await (await PGlite.create({ dataDir: values.data })).close();
+  process.exit(0);
+}
+// A new data directory is initialized (initdb) by a process of its own: WebAssembly memory never
+// shrinks, and initdb grows PGlite's to ~500 MB that the server would then hold for its whole life.
+if (!existsSync(join(values.data, "PG_VERSION"))) {
+  execFileSync(process.execPath, [...process.execArgv, ...process.argv.slice(1), "--init"], {
+    stdio: "inherit",
+  });
+}
+// Postgres' own shared buffers are allocated inside that memory: 16 MB, not initdb's 128 MB, for the
+// few tables of a local mesh (PGlite's start parameters kept, this one added).
+const db = await PGlite.create({
+  dataDir: values.data,
+  startParams: [...PGlite.defaultStartParams, "-c", "shared_buffers=16MB"],
+});
 // PGlite is one backend; the socket server multiplexes connections onto it, one query (or one
 // open transaction) at a time. Enough for the few pooled connections of a local mesh.
 const server = new PGLiteSocketServer({

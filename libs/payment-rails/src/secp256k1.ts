@@ -7,7 +7,6 @@
 // neither takes (a recovery bit above 1, a hash of another length, an input it refuses) goes to
 // @noble/curves as before, so every error is the one it always was.
 import { secp256k1 } from "@noble/curves/secp256k1";
-import * as tiny from "tiny-secp256k1";
 import {
   type Hex,
   hexToBytes,
@@ -34,11 +33,18 @@ export interface Libsecp256k1 {
   sign(hash: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recoveryId: number };
 }
 
-export const webAssembly: Libsecp256k1 = {
-  name: "webassembly",
-  recover: (hash, signature, recoveryId) => tiny.recover(hash, signature, recoveryId, false),
-  sign: (hash, privateKey) => tiny.signRecoverable(hash, privateKey),
-};
+/**
+ * The WebAssembly build, instantiated only when asked for: where the native one loads, its module and
+ * memory (about 10 MB resident) would sit unused in every process that signs or recovers.
+ */
+export async function loadWebAssembly(): Promise<Libsecp256k1> {
+  const tiny = await import("tiny-secp256k1");
+  return {
+    name: "webassembly",
+    recover: (hash, signature, recoveryId) => tiny.recover(hash, signature, recoveryId, false),
+    sign: (hash, privateKey) => tiny.signRecoverable(hash, privateKey),
+  };
+}
 
 /** The native build, or undefined where its prebuilt binary does not load (then WebAssembly). */
 export const native: Libsecp256k1 | undefined = await import("secp256k1/bindings.js").then(
@@ -55,7 +61,7 @@ export const native: Libsecp256k1 | undefined = await import("secp256k1/bindings
   () => undefined,
 );
 
-export const libsecp256k1: Libsecp256k1 = native ?? webAssembly;
+export const libsecp256k1: Libsecp256k1 = native ?? (await loadWebAssembly());
 
 type Point = ReturnType<InstanceType<typeof secp256k1.Signature>["recoverPublicKey"]>;
 

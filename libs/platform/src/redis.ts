@@ -2,7 +2,9 @@
 // and start-up decision everywhere. Settings: REDIS_URL (or REDIS_URL_FILE), REDIS_PREFIX (the
 // deployment's key namespace; each service adds its own fixed part) and REDIS_STANDIN.
 import { connect as netConnect } from "node:net";
-import { ClientClosedError, ClientOfflineError, createClient, ErrorReply } from "redis";
+// The client alone: the `redis` package also loads and attaches to every client the Bloom, JSON,
+// Search and TimeSeries modules (~170 more modules loaded), which no service uses.
+import { ClientClosedError, ClientOfflineError, createClient, ErrorReply } from "@redis/client";
 import { envTable, REDIS_ENV } from "./env-table.ts";
 import type { Logger } from "./logger.ts";
 import { redactUrl } from "./redact.ts";
