@@ -7,7 +7,8 @@
  * the throughput in limits against unconstrained.
  * Needs root and the cgroup v1 memory controller at /sys/fs/cgroup/memory (cgroup v2 machines: not
  * yet). Options: --minutes m of load per run (default 5), --connections n (32), --out file.json,
- * --node-options="…" (NODE_OPTIONS of every service in limits; by default each manifest's own).
+ * --node-options="…" (NODE_OPTIONS of every service in limits; by default each manifest's own),
+ * --sources (the services from sources; by default from their bundles, as the images run them).
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,6 +22,7 @@ import {
   startPrivateNats,
   startPrivateRedis,
 } from "@tollgate/local";
+import { buildBundles } from "../support/bundles.ts";
 import { manifestNodeOptions, POD_SERVICES, podCgroups } from "../support/pod-limits.ts";
 import { load } from "./loader.ts";
 import { residentMb } from "./proc.ts";
@@ -34,6 +36,7 @@ const { values } = parseArgs({
     connections: { type: "string", default: "32" },
     out: { type: "string" },
     "node-options": { type: "string" },
+    sources: { type: "boolean", default: false },
   },
 });
 const seconds = Math.round(Number(values.minutes) * 60);
@@ -80,6 +83,7 @@ async function run(
         Object.entries(nodeOptions).map(([service, flags]) => [service, { NODE_OPTIONS: flags }]),
       ),
       ...(cgroups ? { cgroups } : {}),
+      bundles: !values.sources,
     });
     const running = mesh;
     const admin = meshAdmin(running);
@@ -124,6 +128,8 @@ async function run(
   }
 }
 
+// Both runs start the services as the images do, from their bundles (--sources: from sources).
+if (!values.sources) buildBundles();
 const pods = podCgroups("tollgate-bench");
 const cgroups = pods.cgroups;
 try {

@@ -16,7 +16,7 @@
  * Options: --duration s, --connections n, --paid n (sequential paid calls), --batch-calls n
  * (x402-batch calls counted on chain, default 1000), --out file.json,
  * --profile dir (CPU profiles of every service, written when the mesh stops), --bundles (the
- * services run from their bundles, as the images run them; `pnpm build` first).
+ * services run from their bundles, as the images run them; built first, so they are the sources').
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -29,6 +29,7 @@ import { freePort, meshAdmin, startMesh, startPrivateNats, startPrivateRedis } f
 import type autocannon from "autocannon";
 import { formatUnits } from "viem";
 import { ENV as WORKER_ENV } from "../../services/settlement-worker/src/env.ts";
+import { buildBundles } from "../support/bundles.ts";
 import { load as loadFromOwnProcess } from "./loader.ts";
 import { measurePaidCalls, UNLIMITED_ATTEMPTS } from "./paid.ts";
 import { cpuMeter, pidListeningOn, residentMb } from "./proc.ts";
@@ -131,6 +132,8 @@ if (profileDir) mkdirSync(profileDir, { recursive: true });
 // Redis and NATS of the bench's own, so their CPU is the mesh's alone (the machine's shared servers
 // also carry whatever else runs here).
 const [redis, nats] = await Promise.all([startPrivateRedis(), startPrivateNats()]);
+// The bundles of these sources, not of whatever was built last.
+if (values.bundles) buildBundles();
 const mesh = await startMesh({
   stateDir,
   // Quiet anvils, as the floor's: a node printing a line per call costs CPU in it and in the reader.

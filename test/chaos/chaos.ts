@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import type { DevnetFile } from "@tollgate/devnet";
 import { type Mesh, meshAdmin, type RunningService, type ServiceName, startMesh } from "@tollgate/local";
 import { REDIS_LINK_SILENT } from "@tollgate/platform";
+import { buildBundles } from "../support/bundles.ts";
 import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
 import { manifestNodeOptions, podCgroups } from "../support/pod-limits.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
@@ -46,7 +47,7 @@ export interface ChaosOptions {
   heapSnapshots?: string;
   /**
    * With soakMs: every service in a memory cgroup at its k8s/base limit and with its manifest's
-   * NODE_OPTIONS, as in its pod (test/support/pod-limits.ts; root and cgroup v1). One
+   * NODE_OPTIONS, from its bundle, as in its pod (test/support/pod-limits.ts; root and cgroup v1). One
    * payment-verifier replica: a group holds one pod's process.
    */
   limits?: boolean;
@@ -89,6 +90,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     // a heap snapshot on SIGUSR2 where the soak reads them (soak.ts).
     const probeDir = opts.soakMs ? mkdir(dir, "probe") : undefined;
     const pods = opts.soakMs && opts.limits ? podCgroups("tollgate-soak") : undefined;
+    if (pods) buildBundles();
     if (pods) cleanup.push(async () => pods.remove());
     const heapDir = opts.soakMs && opts.heapSnapshots ? mkdir(opts.heapSnapshots, "") : undefined;
     const nodeOptions = [
@@ -115,7 +117,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     const mesh = await startOnFreePorts({
       stateDir: mkdir(dir, "state"),
       paymentVerifierReplicas: pods ? 1 : 2,
-      ...(pods ? { cgroups: pods.cgroups } : {}),
+      // In pod limits, as the pods run them: from their bundles.
+      ...(pods ? { cgroups: pods.cgroups, bundles: true } : {}),
       upstreams: (network, rpcUrl) => {
         if (network !== "ethereum") return rpcUrl;
         for (const u of upstreams) u.target = rpcUrl;
