@@ -35,18 +35,20 @@ export const EXCHANGE_BATCH_KEY = "tollgate-exchange-batch";
 export const announces = (metadata: grpc.Metadata) => metadata.get(EXCHANGE_BATCH_KEY).length > 0;
 
 /**
- * The messages one side writes on a stream within one turn of the event loop, sent as one: the
+ * The messages one side writes on a stream within one turn of the event loop, sent in at most two:
+ * the first at once (a lone call waits for nothing), the rest of the turn's together on
+ * setImmediate (after the turn's I/O, before the next poll; no timer). Under load those are the
  * calls a gateway makes for the requests it read in one poll of its sockets, the answers rpc-proxy
- * has for the node answers it read in one. Each grpc-js message costs both sides a frame, a
- * decoder pass and an event; a batch pays them once (docs/benchmarks.md). Flushed on setImmediate:
- * after the I/O of the turn, before the next poll, so no call waits on a timer.
+ * has for the node answers it read in one. Each grpc-js message costs both sides a frame, a decoder
+ * pass and an event; a batch pays them once (docs/benchmarks.md).
  */
 export class Coalescer {
   #queue: Envelope[] = [];
-  #scheduled = false;
+  /** A message went out this turn: the next ones wait for the flush. */
+  #turn = false;
   readonly #write: (message: Envelope) => void;
   readonly #flush = () => {
-    this.#scheduled = false;
+    this.#turn = false;
     const queue = this.#queue;
     if (queue.length === 0) return;
     this.#queue = [];
@@ -60,11 +62,13 @@ export class Coalescer {
   }
 
   push(message: Envelope): void {
-    this.#queue.push(message);
-    if (!this.#scheduled) {
-      this.#scheduled = true;
-      setImmediate(this.#flush);
+    if (this.#turn) {
+      this.#queue.push(message);
+      return;
     }
+    this.#turn = true;
+    setImmediate(this.#flush);
+    this.#write(message);
   }
 }
 
