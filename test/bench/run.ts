@@ -16,7 +16,8 @@
  * Options: --duration s, --connections n, --paid n (sequential paid calls), --batch-calls n
  * (x402-batch calls counted on chain, default 1000), --out file.json,
  * --profile dir (CPU profiles of every service, written when the mesh stops), --bundles (the
- * services run from their bundles, as the images run them; built first, so they are the sources').
+ * services run from their bundles with their manifests' NODE_OPTIONS, as the pods run them; built
+ * first, so they are the sources').
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -25,11 +26,19 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { freePort, meshAdmin, startMesh, startPrivateNats, startPrivateRedis } from "@tollgate/local";
+import {
+  freePort,
+  meshAdmin,
+  type ServiceName,
+  startMesh,
+  startPrivateNats,
+  startPrivateRedis,
+} from "@tollgate/local";
 import type autocannon from "autocannon";
 import { formatUnits } from "viem";
 import { ENV as WORKER_ENV } from "../../services/settlement-worker/src/env.ts";
 import { buildBundles } from "../support/bundles.ts";
+import { manifestNodeOptions, POD_SERVICES } from "../support/pod-limits.ts";
 import { load as loadFromOwnProcess } from "./loader.ts";
 import { measurePaidCalls, UNLIMITED_ATTEMPTS } from "./paid.ts";
 import { cpuMeter, pidListeningOn, residentMb } from "./proc.ts";
@@ -134,6 +143,12 @@ if (profileDir) mkdirSync(profileDir, { recursive: true });
 const [redis, nats] = await Promise.all([startPrivateRedis(), startPrivateNats()]);
 // The bundles of these sources, not of whatever was built last.
 if (values.bundles) buildBundles();
+const profileOptions = profileDir ? `--cpu-prof --cpu-prof-dir=${profileDir}` : "";
+/** A service's NODE_OPTIONS: the profiler's, and with --bundles its manifest's own, as its pod runs. */
+function nodeOptions(service: ServiceName): Record<string, string> {
+  const flags = [profileOptions, values.bundles ? (manifestNodeOptions(service) ?? "") : ""].join(" ").trim();
+  return flags ? { NODE_OPTIONS: flags } : {};
+}
 const mesh = await startMesh({
   stateDir,
   // Quiet anvils, as the floor's: a node printing a line per call costs CPU in it and in the reader.
@@ -145,11 +160,13 @@ const mesh = await startMesh({
     ACCESS_LOG: "false",
     REDIS_URL: redis.url,
     NATS_URL: nats.url,
-    ...(profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
   },
-  // The paid rows send calls back to back from one client and one payer (a thousand x402-batch
-  // vouchers among them).
-  serviceEnv: { "payment-verifier": UNLIMITED_ATTEMPTS },
+  serviceEnv: {
+    ...Object.fromEntries(POD_SERVICES.map((s) => [s, nodeOptions(s)])),
+    // The paid rows send calls back to back from one client and one payer (a thousand x402-batch
+    // vouchers among them).
+    "payment-verifier": { ...nodeOptions("payment-verifier"), ...UNLIMITED_ATTEMPTS },
+  },
   bundles: values.bundles,
 });
 try {

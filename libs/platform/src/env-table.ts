@@ -152,7 +152,7 @@ export function serviceEnv(ports: { grpc?: number; http?: number; metrics: numbe
     {
       name: "NODE_OPTIONS",
       description:
-        "Node's own flags, read by Node (not the service): the manifests give the hot-path services `--max-semi-space-size=16`, chosen with `pnpm bench:memory` (docs/benchmarks.md)",
+        "Node's own flags, read by Node (not the service): the manifests give the hot-path services `--max-semi-space-size=16` (GC time inside their limits, `pnpm bench:memory`) and payment-verifier and the settlement worker `--max-semi-space-size=4` (idle memory, `pnpm bench --bundles`); docs/benchmarks.md",
     },
   ] as const satisfies readonly EnvVar[];
 }
