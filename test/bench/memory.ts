@@ -120,6 +120,12 @@ async function run(
       "req/s": Math.round(result.requests.average),
       "p99 ms": result.latency.p99,
       non2xx: result.non2xx + result.errors,
+      // Which statuses, when some were not 2xx (autocannon counts them by code).
+      statuses: Object.fromEntries(
+        Object.entries(
+          (result as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {},
+        ).map(([code, { count }]) => [code, count]),
+      ),
       services,
     };
   } finally {
