@@ -29,14 +29,20 @@ export const SETTLED_READS = 3;
  * Day usage once every lease of the key has ended and its unused units are back in the window:
  * a lease lives 1 s (LEASE_TTL_MS), and the units of one that ended are given back with the
  * gateway's next usage batch, so a read that asks for a new lease right then is numbered above
- * them. Three reads 1.2 s apart: the first ends the caller's lease, the second ends the first's
+ * them. Three reads SETTLE_SPACING_MS apart: the first ends the caller's lease, the second ends the first's
  * (its lease of one unit, used up), and the third is numbered after every return has landed. The
  * answer counts the three reads.
  */
+/**
+ * 1 s of lease life, up to 250 ms to the sweep that ends it, 100 ms to the usage batch, and room for
+ * a loaded machine's report round trip (a full suite on 2 cores took more than 1.2 s in all).
+ */
+const SETTLE_SPACING_MS = 1_600;
+
 export async function settledDayUsed(apiKey: string): Promise<number> {
   let used = 0;
   for (let i = 0; i < SETTLED_READS; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_SPACING_MS));
     used = await dayUsed(apiKey);
   }
   return used;
