@@ -158,5 +158,6 @@ describe("pnpm tollgate (operator CLI)", () => {
     const help = await tollgate(["--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("quickstart");
-  });
+    // About twenty CLI processes, each loading its sources: minutes on a loaded 2-core machine.
+  }, 180_000);
 });
