@@ -217,7 +217,9 @@ describe("unknown API keys are limited per client address (finding 6)", () => {
     const limited = flood.filter((a) => a.status === 429);
     expect(limited.length).toBeGreaterThan(0);
     const refused = flood.filter((a) => a.status === 401);
-    expect(limited.length + refused.length).toBe(flood.length);
+    // Which other answers, if any (a loaded machine has shown 21 of 400 in a full run).
+    const others = flood.filter((a) => a.status !== 401 && a.status !== 429).map((a) => a.status);
+    expect(limited.length + refused.length, `other statuses: ${others.join(",")}`).toBe(flood.length);
     for (const a of refused) expect(a.body.error.code).toBe("invalid_api_key");
     for (const a of limited) {
       expect(a.body).toEqual({
