@@ -4,7 +4,7 @@
 // (`tollgate-exchange-batch`): replicas of the release before keep working in a rolling upgrade.
 // Real grpc-js on loopback; the wire is read with a raw grpc-js stream where the test plays an
 // older caller or an older server.
-import { grpc } from "@tollgate/platform";
+import { EXCHANGE_BATCH_KEY, grpc, MESH_TOKEN_KEY } from "@tollgate/platform";
 import { describe, expect, it } from "vitest";
 import { client, definition, failure, gatewayToken, resource, server } from "./exchange.support.ts";
 
@@ -20,8 +20,8 @@ interface Envelope {
 function rawStream(address: string, announce: boolean) {
   const raw = new grpc.Client(address, grpc.credentials.createInsecure());
   const metadata = new grpc.Metadata();
-  metadata.set("tollgate-mesh-token", gatewayToken);
-  if (announce) metadata.set("tollgate-exchange-batch", "1");
+  metadata.set(MESH_TOKEN_KEY, gatewayToken);
+  if (announce) metadata.set(EXCHANGE_BATCH_KEY, "1");
   const call = raw.makeBidiStreamRequest(
     exchange.path,
     exchange.requestSerialize,
@@ -31,7 +31,7 @@ function rawStream(address: string, announce: boolean) {
   const received: Envelope[] = [];
   let serverAnnounced = false;
   call.on("metadata", (m: grpc.Metadata) => {
-    serverAnnounced = m.get("tollgate-exchange-batch").length > 0;
+    serverAnnounced = m.get(EXCHANGE_BATCH_KEY).length > 0;
   });
   call.on("data", (m: Envelope) => received.push(m));
   call.on("error", () => undefined);
@@ -119,7 +119,7 @@ describe("batches on Exchange streams", () => {
       Exchange: (call: grpc.ServerDuplexStream<Envelope, Envelope>) => {
         if (announce) {
           const metadata = new grpc.Metadata();
-          metadata.set("tollgate-exchange-batch", "1");
+          metadata.set(EXCHANGE_BATCH_KEY, "1");
           call.sendMetadata(metadata);
         }
         call.on("data", (m: Envelope) => {

@@ -53,6 +53,9 @@ declare global {
   }
 }
 
+/** The request id header as Node keys incoming headers (lower case). */
+const REQUEST_ID_KEY = REQUEST_ID_HEADER.toLowerCase();
+
 // A caller's id is logged for correlation only when it is safe to echo into logs.
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
@@ -70,7 +73,7 @@ export function requestId(req: Request, res: Response, next: NextFunction): void
 /** The request's id (see requestId), for either lane. */
 export function assignRequestId(req: IncomingMessage, res: Reply): void {
   const id = randomUUID();
-  const incoming = req.headers["x-request-id"];
+  const incoming = req.headers[REQUEST_ID_KEY];
   if (typeof incoming === "string" && CLIENT_REQUEST_ID.test(incoming)) res.locals.clientRequestId = incoming;
   res.locals.requestId = id;
   res.setHeader(REQUEST_ID_HEADER, id);
