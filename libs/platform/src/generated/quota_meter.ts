@@ -12,11 +12,18 @@ import type { CreateKeyRequest as _tollgate_quota_v1_CreateKeyRequest, CreateKey
 import type { CreateKeyResponse as _tollgate_quota_v1_CreateKeyResponse, CreateKeyResponse__Output as _tollgate_quota_v1_CreateKeyResponse__Output } from './tollgate/quota/v1/CreateKeyResponse.ts';
 import type { CreateOwnKeyRequest as _tollgate_quota_v1_CreateOwnKeyRequest, CreateOwnKeyRequest__Output as _tollgate_quota_v1_CreateOwnKeyRequest__Output } from './tollgate/quota/v1/CreateOwnKeyRequest.ts';
 import type { CreateOwnKeyResponse as _tollgate_quota_v1_CreateOwnKeyResponse, CreateOwnKeyResponse__Output as _tollgate_quota_v1_CreateOwnKeyResponse__Output } from './tollgate/quota/v1/CreateOwnKeyResponse.ts';
+import type { CreditDay as _tollgate_quota_v1_CreditDay, CreditDay__Output as _tollgate_quota_v1_CreditDay__Output } from './tollgate/quota/v1/CreditDay.ts';
+import type { CreditDraw as _tollgate_quota_v1_CreditDraw, CreditDraw__Output as _tollgate_quota_v1_CreditDraw__Output } from './tollgate/quota/v1/CreditDraw.ts';
+import type { CreditServiceClient as _tollgate_quota_v1_CreditServiceClient, CreditServiceDefinition as _tollgate_quota_v1_CreditServiceDefinition } from './tollgate/quota/v1/CreditService.ts';
+import type { CreditTopUpRequest as _tollgate_quota_v1_CreditTopUpRequest, CreditTopUpRequest__Output as _tollgate_quota_v1_CreditTopUpRequest__Output } from './tollgate/quota/v1/CreditTopUpRequest.ts';
+import type { CreditTopUpResponse as _tollgate_quota_v1_CreditTopUpResponse, CreditTopUpResponse__Output as _tollgate_quota_v1_CreditTopUpResponse__Output } from './tollgate/quota/v1/CreditTopUpResponse.ts';
 import type { DailyUsage as _tollgate_quota_v1_DailyUsage, DailyUsage__Output as _tollgate_quota_v1_DailyUsage__Output } from './tollgate/quota/v1/DailyUsage.ts';
 import type { DescribePlansRequest as _tollgate_quota_v1_DescribePlansRequest, DescribePlansRequest__Output as _tollgate_quota_v1_DescribePlansRequest__Output } from './tollgate/quota/v1/DescribePlansRequest.ts';
 import type { DescribePlansResponse as _tollgate_quota_v1_DescribePlansResponse, DescribePlansResponse__Output as _tollgate_quota_v1_DescribePlansResponse__Output } from './tollgate/quota/v1/DescribePlansResponse.ts';
 import type { GetAccountRequest as _tollgate_quota_v1_GetAccountRequest, GetAccountRequest__Output as _tollgate_quota_v1_GetAccountRequest__Output } from './tollgate/quota/v1/GetAccountRequest.ts';
 import type { GetAccountResponse as _tollgate_quota_v1_GetAccountResponse, GetAccountResponse__Output as _tollgate_quota_v1_GetAccountResponse__Output } from './tollgate/quota/v1/GetAccountResponse.ts';
+import type { GetOwnCreditsRequest as _tollgate_quota_v1_GetOwnCreditsRequest, GetOwnCreditsRequest__Output as _tollgate_quota_v1_GetOwnCreditsRequest__Output } from './tollgate/quota/v1/GetOwnCreditsRequest.ts';
+import type { GetOwnCreditsResponse as _tollgate_quota_v1_GetOwnCreditsResponse, GetOwnCreditsResponse__Output as _tollgate_quota_v1_GetOwnCreditsResponse__Output } from './tollgate/quota/v1/GetOwnCreditsResponse.ts';
 import type { GetOwnUsageRequest as _tollgate_quota_v1_GetOwnUsageRequest, GetOwnUsageRequest__Output as _tollgate_quota_v1_GetOwnUsageRequest__Output } from './tollgate/quota/v1/GetOwnUsageRequest.ts';
 import type { GetOwnUsageResponse as _tollgate_quota_v1_GetOwnUsageResponse, GetOwnUsageResponse__Output as _tollgate_quota_v1_GetOwnUsageResponse__Output } from './tollgate/quota/v1/GetOwnUsageResponse.ts';
 import type { GetUsageRequest as _tollgate_quota_v1_GetUsageRequest, GetUsageRequest__Output as _tollgate_quota_v1_GetUsageRequest__Output } from './tollgate/quota/v1/GetUsageRequest.ts';
@@ -71,12 +78,24 @@ export interface ProtoGrpcType {
         CreateKeyResponse: MessageTypeDefinition<_tollgate_quota_v1_CreateKeyResponse, _tollgate_quota_v1_CreateKeyResponse__Output>
         CreateOwnKeyRequest: MessageTypeDefinition<_tollgate_quota_v1_CreateOwnKeyRequest, _tollgate_quota_v1_CreateOwnKeyRequest__Output>
         CreateOwnKeyResponse: MessageTypeDefinition<_tollgate_quota_v1_CreateOwnKeyResponse, _tollgate_quota_v1_CreateOwnKeyResponse__Output>
+        CreditDay: MessageTypeDefinition<_tollgate_quota_v1_CreditDay, _tollgate_quota_v1_CreditDay__Output>
+        CreditDraw: MessageTypeDefinition<_tollgate_quota_v1_CreditDraw, _tollgate_quota_v1_CreditDraw__Output>
+        /**
+         * CreditService adds prepaid credits to an account, called by the gateway (mesh caller "gateway")
+         * after payment-verifier settled a top-up payment. Credits are USDC atomic units; the ledger in
+         * PostgreSQL is their record, Redis their hot copy (as for quota windows).
+         */
+        CreditService: SubtypeConstructor<typeof grpc.Client, _tollgate_quota_v1_CreditServiceClient> & { service: _tollgate_quota_v1_CreditServiceDefinition }
+        CreditTopUpRequest: MessageTypeDefinition<_tollgate_quota_v1_CreditTopUpRequest, _tollgate_quota_v1_CreditTopUpRequest__Output>
+        CreditTopUpResponse: MessageTypeDefinition<_tollgate_quota_v1_CreditTopUpResponse, _tollgate_quota_v1_CreditTopUpResponse__Output>
         DailyUsage: MessageTypeDefinition<_tollgate_quota_v1_DailyUsage, _tollgate_quota_v1_DailyUsage__Output>
         Decision: EnumTypeDefinition
         DescribePlansRequest: MessageTypeDefinition<_tollgate_quota_v1_DescribePlansRequest, _tollgate_quota_v1_DescribePlansRequest__Output>
         DescribePlansResponse: MessageTypeDefinition<_tollgate_quota_v1_DescribePlansResponse, _tollgate_quota_v1_DescribePlansResponse__Output>
         GetAccountRequest: MessageTypeDefinition<_tollgate_quota_v1_GetAccountRequest, _tollgate_quota_v1_GetAccountRequest__Output>
         GetAccountResponse: MessageTypeDefinition<_tollgate_quota_v1_GetAccountResponse, _tollgate_quota_v1_GetAccountResponse__Output>
+        GetOwnCreditsRequest: MessageTypeDefinition<_tollgate_quota_v1_GetOwnCreditsRequest, _tollgate_quota_v1_GetOwnCreditsRequest__Output>
+        GetOwnCreditsResponse: MessageTypeDefinition<_tollgate_quota_v1_GetOwnCreditsResponse, _tollgate_quota_v1_GetOwnCreditsResponse__Output>
         GetOwnUsageRequest: MessageTypeDefinition<_tollgate_quota_v1_GetOwnUsageRequest, _tollgate_quota_v1_GetOwnUsageRequest__Output>
         GetOwnUsageResponse: MessageTypeDefinition<_tollgate_quota_v1_GetOwnUsageResponse, _tollgate_quota_v1_GetOwnUsageResponse__Output>
         GetUsageRequest: MessageTypeDefinition<_tollgate_quota_v1_GetUsageRequest, _tollgate_quota_v1_GetUsageRequest__Output>

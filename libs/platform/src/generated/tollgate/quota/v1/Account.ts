@@ -24,6 +24,14 @@ export interface Account {
    * sign-in). The limits above are the account's own, set from the plan's figures when it joined.
    */
   'plan'?: (string);
+  /**
+   * Prepaid credits, USDC atomic units (the hot copy's balance; 0 when unknown).
+   */
+  'credits'?: (number | string | Long);
+  /**
+   * Calls are paid from credits only (no plan windows).
+   */
+  'creditsOnly'?: (boolean);
 }
 
 export interface Account__Output {
@@ -48,4 +56,12 @@ export interface Account__Output {
    * sign-in). The limits above are the account's own, set from the plan's figures when it joined.
    */
   'plan': (string);
+  /**
+   * Prepaid credits, USDC atomic units (the hot copy's balance; 0 when unknown).
+   */
+  'credits': (number);
+  /**
+   * Calls are paid from credits only (no plan windows).
+   */
+  'creditsOnly': (boolean);
 }

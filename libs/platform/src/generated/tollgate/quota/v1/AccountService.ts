@@ -4,6 +4,8 @@ import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { CreateOwnKeyRequest as _tollgate_quota_v1_CreateOwnKeyRequest, CreateOwnKeyRequest__Output as _tollgate_quota_v1_CreateOwnKeyRequest__Output } from '../../../tollgate/quota/v1/CreateOwnKeyRequest.ts';
 import type { CreateOwnKeyResponse as _tollgate_quota_v1_CreateOwnKeyResponse, CreateOwnKeyResponse__Output as _tollgate_quota_v1_CreateOwnKeyResponse__Output } from '../../../tollgate/quota/v1/CreateOwnKeyResponse.ts';
+import type { GetOwnCreditsRequest as _tollgate_quota_v1_GetOwnCreditsRequest, GetOwnCreditsRequest__Output as _tollgate_quota_v1_GetOwnCreditsRequest__Output } from '../../../tollgate/quota/v1/GetOwnCreditsRequest.ts';
+import type { GetOwnCreditsResponse as _tollgate_quota_v1_GetOwnCreditsResponse, GetOwnCreditsResponse__Output as _tollgate_quota_v1_GetOwnCreditsResponse__Output } from '../../../tollgate/quota/v1/GetOwnCreditsResponse.ts';
 import type { GetOwnUsageRequest as _tollgate_quota_v1_GetOwnUsageRequest, GetOwnUsageRequest__Output as _tollgate_quota_v1_GetOwnUsageRequest__Output } from '../../../tollgate/quota/v1/GetOwnUsageRequest.ts';
 import type { GetOwnUsageResponse as _tollgate_quota_v1_GetOwnUsageResponse, GetOwnUsageResponse__Output as _tollgate_quota_v1_GetOwnUsageResponse__Output } from '../../../tollgate/quota/v1/GetOwnUsageResponse.ts';
 import type { ListOwnKeysRequest as _tollgate_quota_v1_ListOwnKeysRequest, ListOwnKeysRequest__Output as _tollgate_quota_v1_ListOwnKeysRequest__Output } from '../../../tollgate/quota/v1/ListOwnKeysRequest.ts';
@@ -37,6 +39,21 @@ export interface AccountServiceClient extends grpc.Client {
   createOwnKey(argument: _tollgate_quota_v1_CreateOwnKeyRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_quota_v1_CreateOwnKeyResponse__Output>): grpc.ClientUnaryCall;
   createOwnKey(argument: _tollgate_quota_v1_CreateOwnKeyRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_CreateOwnKeyResponse__Output>): grpc.ClientUnaryCall;
   createOwnKey(argument: _tollgate_quota_v1_CreateOwnKeyRequest, callback: grpc.requestCallback<_tollgate_quota_v1_CreateOwnKeyResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * GetOwnCredits: the account's credit balance and its ledger by UTC day (top-ups, draws, refunds).
+   */
+  GetOwnCredits(argument: _tollgate_quota_v1_GetOwnCreditsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_GetOwnCreditsResponse__Output>): grpc.ClientUnaryCall;
+  GetOwnCredits(argument: _tollgate_quota_v1_GetOwnCreditsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_quota_v1_GetOwnCreditsResponse__Output>): grpc.ClientUnaryCall;
+  GetOwnCredits(argument: _tollgate_quota_v1_GetOwnCreditsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_GetOwnCreditsResponse__Output>): grpc.ClientUnaryCall;
+  GetOwnCredits(argument: _tollgate_quota_v1_GetOwnCreditsRequest, callback: grpc.requestCallback<_tollgate_quota_v1_GetOwnCreditsResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * GetOwnCredits: the account's credit balance and its ledger by UTC day (top-ups, draws, refunds).
+   */
+  getOwnCredits(argument: _tollgate_quota_v1_GetOwnCreditsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_GetOwnCreditsResponse__Output>): grpc.ClientUnaryCall;
+  getOwnCredits(argument: _tollgate_quota_v1_GetOwnCreditsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_quota_v1_GetOwnCreditsResponse__Output>): grpc.ClientUnaryCall;
+  getOwnCredits(argument: _tollgate_quota_v1_GetOwnCreditsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_quota_v1_GetOwnCreditsResponse__Output>): grpc.ClientUnaryCall;
+  getOwnCredits(argument: _tollgate_quota_v1_GetOwnCreditsRequest, callback: grpc.requestCallback<_tollgate_quota_v1_GetOwnCreditsResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * GetOwnUsage: the plan as enforced, today's and this month's counts as the windows hold them
@@ -121,6 +138,11 @@ export interface AccountServiceHandlers extends grpc.UntypedServiceImplementatio
   CreateOwnKey: grpc.handleUnaryCall<_tollgate_quota_v1_CreateOwnKeyRequest__Output, _tollgate_quota_v1_CreateOwnKeyResponse>;
   
   /**
+   * GetOwnCredits: the account's credit balance and its ledger by UTC day (top-ups, draws, refunds).
+   */
+  GetOwnCredits: grpc.handleUnaryCall<_tollgate_quota_v1_GetOwnCreditsRequest__Output, _tollgate_quota_v1_GetOwnCreditsResponse>;
+  
+  /**
    * GetOwnUsage: the plan as enforced, today's and this month's counts as the windows hold them
    * (the X-Quota-* numbers) and per-day calls and errors from the usage rollups.
    */
@@ -145,6 +167,7 @@ export interface AccountServiceHandlers extends grpc.UntypedServiceImplementatio
 
 export interface AccountServiceDefinition extends grpc.ServiceDefinition {
   CreateOwnKey: MethodDefinition<_tollgate_quota_v1_CreateOwnKeyRequest, _tollgate_quota_v1_CreateOwnKeyResponse, _tollgate_quota_v1_CreateOwnKeyRequest__Output, _tollgate_quota_v1_CreateOwnKeyResponse__Output>
+  GetOwnCredits: MethodDefinition<_tollgate_quota_v1_GetOwnCreditsRequest, _tollgate_quota_v1_GetOwnCreditsResponse, _tollgate_quota_v1_GetOwnCreditsRequest__Output, _tollgate_quota_v1_GetOwnCreditsResponse__Output>
   GetOwnUsage: MethodDefinition<_tollgate_quota_v1_GetOwnUsageRequest, _tollgate_quota_v1_GetOwnUsageResponse, _tollgate_quota_v1_GetOwnUsageRequest__Output, _tollgate_quota_v1_GetOwnUsageResponse__Output>
   ListOwnKeys: MethodDefinition<_tollgate_quota_v1_ListOwnKeysRequest, _tollgate_quota_v1_ListOwnKeysResponse, _tollgate_quota_v1_ListOwnKeysRequest__Output, _tollgate_quota_v1_ListOwnKeysResponse__Output>
   ReplaceOwnKey: MethodDefinition<_tollgate_quota_v1_ReplaceOwnKeyRequest, _tollgate_quota_v1_ReplaceOwnKeyResponse, _tollgate_quota_v1_ReplaceOwnKeyRequest__Output, _tollgate_quota_v1_ReplaceOwnKeyResponse__Output>

@@ -1,5 +1,6 @@
 // Original file: ../../proto/tollgate/quota/v1/quota_meter.proto
 
+import type { Long } from '@grpc/proto-loader';
 
 export interface AuthorizeRequest {
   'requestId'?: (string);
@@ -20,6 +21,16 @@ export interface AuthorizeRequest {
    * releases (ReportUsage.released_authorizations) when it gave up waiting for the answer.
    */
   'authorizationId'?: (string);
+  /**
+   * Sign-in-with-x: the wallet (lower-case 0x address) whose proof payment-verifier verified, set
+   * instead of api_key; the call is served on the account bound to it (its plan, then its credits).
+   */
+  'wallet'?: (string);
+  /**
+   * The call's price in USDC atomic units (the catalog's): drawn from the account's credits when
+   * its plan's windows are spent, or its plan is credits-only. 0: credits are not drawn.
+   */
+  'priceAtomic'?: (number | string | Long);
 }
 
 export interface AuthorizeRequest__Output {
@@ -41,4 +52,14 @@ export interface AuthorizeRequest__Output {
    * releases (ReportUsage.released_authorizations) when it gave up waiting for the answer.
    */
   'authorizationId': (string);
+  /**
+   * Sign-in-with-x: the wallet (lower-case 0x address) whose proof payment-verifier verified, set
+   * instead of api_key; the call is served on the account bound to it (its plan, then its credits).
+   */
+  'wallet': (string);
+  /**
+   * The call's price in USDC atomic units (the catalog's): drawn from the account's credits when
+   * its plan's windows are spent, or its plan is credits-only. 0: credits are not drawn.
+   */
+  'priceAtomic': (number);
 }

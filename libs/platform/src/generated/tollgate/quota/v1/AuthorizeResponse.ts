@@ -3,6 +3,7 @@
 import type { Decision as _tollgate_quota_v1_Decision, Decision__Output as _tollgate_quota_v1_Decision__Output } from '../../../tollgate/quota/v1/Decision.ts';
 import type { Quota as _tollgate_quota_v1_Quota, Quota__Output as _tollgate_quota_v1_Quota__Output } from '../../../tollgate/quota/v1/Quota.ts';
 import type { Lease as _tollgate_quota_v1_Lease, Lease__Output as _tollgate_quota_v1_Lease__Output } from '../../../tollgate/quota/v1/Lease.ts';
+import type { CreditDraw as _tollgate_quota_v1_CreditDraw, CreditDraw__Output as _tollgate_quota_v1_CreditDraw__Output } from '../../../tollgate/quota/v1/CreditDraw.ts';
 
 export interface AuthorizeResponse {
   'decision'?: (_tollgate_quota_v1_Decision);
@@ -27,6 +28,10 @@ export interface AuthorizeResponse {
    * this call's values; unit k of the lease (k = 1 for this call) is "used" + k - 1.
    */
   'lease'?: (_tollgate_quota_v1_Lease | null);
+  /**
+   * Set when the call drew credits instead of a plan unit (no lease then: one draw per call).
+   */
+  'credits'?: (_tollgate_quota_v1_CreditDraw | null);
 }
 
 export interface AuthorizeResponse__Output {
@@ -52,4 +57,8 @@ export interface AuthorizeResponse__Output {
    * this call's values; unit k of the lease (k = 1 for this call) is "used" + k - 1.
    */
   'lease': (_tollgate_quota_v1_Lease__Output | null);
+  /**
+   * Set when the call drew credits instead of a plan unit (no lease then: one draw per call).
+   */
+  'credits': (_tollgate_quota_v1_CreditDraw__Output | null);
 }

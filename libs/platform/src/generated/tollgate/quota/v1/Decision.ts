@@ -8,6 +8,14 @@ export const Decision = {
   DECISION_DAILY_LIMIT_EXCEEDED: 'DECISION_DAILY_LIMIT_EXCEEDED',
   DECISION_MONTHLY_LIMIT_EXCEEDED: 'DECISION_MONTHLY_LIMIT_EXCEEDED',
   DECISION_RATE_LIMITED: 'DECISION_RATE_LIMITED',
+  /**
+   * Sign-in-with-x: the wallet is bound to no account (a top-up or a dashboard sign-in makes one).
+   */
+  DECISION_NO_ACCOUNT: 'DECISION_NO_ACCOUNT',
+  /**
+   * A credits-only plan whose balance does not cover the call's price.
+   */
+  DECISION_NO_CREDITS: 'DECISION_NO_CREDITS',
 } as const;
 
 export type Decision =
@@ -25,5 +33,15 @@ export type Decision =
   | 5
   | 'DECISION_RATE_LIMITED'
   | 6
+  /**
+   * Sign-in-with-x: the wallet is bound to no account (a top-up or a dashboard sign-in makes one).
+   */
+  | 'DECISION_NO_ACCOUNT'
+  | 7
+  /**
+   * A credits-only plan whose balance does not cover the call's price.
+   */
+  | 'DECISION_NO_CREDITS'
+  | 8
 
 export type Decision__Output = typeof Decision[keyof typeof Decision]

@@ -1,5 +1,6 @@
 // Original file: ../../proto/tollgate/quota/v1/quota_meter.proto
 
+import type { Long } from '@grpc/proto-loader';
 
 export interface UsageRecord {
   'requestId'?: (string);
@@ -24,6 +25,11 @@ export interface UsageRecord {
    * from that lease uses it): not counted for this call, and nothing to refund.
    */
   'returnedToLease'?: (boolean);
+  /**
+   * The call drew credits (AuthorizeResponse.credits): with `refund`, they go back to the account.
+   */
+  'creditsDrawn'?: (number | string | Long);
+  'creditsEpoch'?: (string);
 }
 
 export interface UsageRecord__Output {
@@ -49,4 +55,9 @@ export interface UsageRecord__Output {
    * from that lease uses it): not counted for this call, and nothing to refund.
    */
   'returnedToLease': (boolean);
+  /**
+   * The call drew credits (AuthorizeResponse.credits): with `refund`, they go back to the account.
+   */
+  'creditsDrawn': (number);
+  'creditsEpoch': (string);
 }
