@@ -18,8 +18,11 @@ import type { SettleRequest__Output } from "@tollgate/platform/generated/tollgat
 import type { SettleResponse } from "@tollgate/platform/generated/tollgate/payment/v1/SettleResponse";
 import type { VerifyRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyRequest";
 import type { VerifyResponse } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyResponse";
+import type { VerifySignInRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/VerifySignInRequest";
+import type { VerifySignInResponse } from "@tollgate/platform/generated/tollgate/payment/v1/VerifySignInResponse";
 import type { Payments } from "./core/payments.ts";
 import type { PaymentErrorCode, PricedCall } from "./core/types.ts";
+import type { SignInOutcome, SignInWithX } from "./protocols/sign-in-with-x.ts";
 
 const byPath = new Map<string, Endpoint>(ENDPOINTS.map((e) => [e.path, e]));
 
@@ -84,7 +87,14 @@ function pricedCall(
   };
 }
 
-export function grpcHandlers(payments: Payments) {
+/** The proto enum value of each sign-in refusal. */
+const SIGN_IN_ERROR = {
+  invalid: "SIGN_IN_ERROR_INVALID",
+  rate_limited: "SIGN_IN_ERROR_RATE_LIMITED",
+  service_unavailable: "SIGN_IN_ERROR_SERVICE_UNAVAILABLE",
+} as const satisfies Record<Extract<SignInOutcome, { valid: false }>["error"], string>;
+
+export function grpcHandlers(payments: Payments, signIn: SignInWithX) {
   return {
     async Challenge(req: ChallengeRequest__Output): Promise<ChallengeResponse> {
       // The gateway's error text is redacted before it is rendered into the offers.
@@ -174,6 +184,31 @@ export function grpcHandlers(payments: Payments) {
       const call = req.resource?.endpoint ? pricedCall(requestId, req.resource) : undefined;
       await payments.release(requestId, call, paymentId, req.credentials, req.reason);
       return {};
+    },
+    async VerifySignIn(req: VerifySignInRequest__Output): Promise<VerifySignInResponse> {
+      // The resource is only read for its URL (the origin a proof must name); it must be a paid call.
+      const call = pricedCall(req.requestId, req.resource, req.client);
+      const outcome = await signIn.verify({
+        requestId: call.requestId,
+        url: call.url,
+        proof: req.proof,
+        client: call.client,
+      });
+      if (outcome.valid) {
+        return {
+          valid: true,
+          wallet: outcome.wallet,
+          chainId: outcome.chainId,
+          error: "SIGN_IN_ERROR_UNSPECIFIED",
+        };
+      }
+      return {
+        valid: false,
+        error: SIGN_IN_ERROR[outcome.error],
+        // The reason may quote what the client sent; redacted as every refusal's text is.
+        reason: redactForClient(outcome.reason),
+        code: outcome.code,
+      };
     },
     async DescribeMethods(): Promise<DescribeMethodsResponse> {
       return { methods: payments.methods() };
