@@ -2,7 +2,7 @@
 // routes/fast-lane.ts): the CORS headers of a simple response, and one observation of the request
 // (the latency histogram and the access line).
 import type { IncomingMessage } from "node:http";
-import { PAYMENT_HEADERS, QUOTA_HEADERS, REQUEST_ID_HEADER } from "@tollgate/catalog";
+import { PAYMENT_HEADERS, QUOTA_HEADERS, REQUEST_ID_HEADER, SIGN_IN_HEADER } from "@tollgate/catalog";
 import { type Logger, prom, type Registry, seriesOf } from "@tollgate/platform";
 import type { Reply } from "./envelope.ts";
 
@@ -15,6 +15,7 @@ export const CORS = {
     "Content-Type",
     PAYMENT_HEADERS.signature.name,
     PAYMENT_HEADERS.signatureV1.name,
+    SIGN_IN_HEADER.name,
     REQUEST_ID_HEADER,
   ],
   exposedHeaders: [

@@ -15,10 +15,17 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
     defaultDeadlineMs: deadlineMs,
   });
   return {
-    /** Counts this call, or a lease of `leaseUnits` calls, for the key. */
+    /**
+     * Counts this call, or a lease of `leaseUnits` calls, for the key; or this call for the account
+     * of a signed-in `wallet` (no key then).
+     */
     authorize(req: {
       requestId: string;
-      apiKey: string;
+      apiKey?: string;
+      /** Sign-in-with-x: the wallet payment-verifier verified (lower case), instead of a key. */
+      wallet?: string;
+      /** The call's price, USDC atomic units: what a call paid from credits draws. */
+      priceAtomic?: string;
       endpoint: string;
       network: string;
       leaseUnits: number;

@@ -64,7 +64,7 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
       },
       ...errors,
       "402": {
-        description: `Payment required or refused. Nothing was charged.${pay.text ? ` Pay per call with ${pay.text}.` : ""}`,
+        description: `Payment required or refused. Nothing was charged.${pay.text ? ` Pay per call with ${pay.text}.` : ""} ${codesOf(402)}`,
         headers: pay.offers,
         content: { "application/json": { schema: { $ref: "#/components/schemas/PaymentRefusal" } } },
       },
@@ -78,6 +78,14 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
       },
     },
   };
+}
+
+/** "`code`: description" of every error code answered with `status`. */
+function codesOf(status: number): string {
+  return Object.entries(ERRORS)
+    .filter(([, e]) => e.status === status)
+    .map(([code, e]) => `\`${code}\`: ${e.description}`)
+    .join(" ");
 }
 
 /** Every chain endpoint, by path. */
