@@ -27,7 +27,7 @@ export const SIGN_IN_MAX_AGE_MS = 5 * 60_000;
  * How far ahead of this replica's clock an issuedAt may be (another replica issued the 402): taken
  * as now. Also how much longer than that window a used nonce is remembered.
  */
-export const CLOCK_SKEW_MS = 5_000;
+const CLOCK_SKEW_MS = 5_000;
 /** Far above a real proof (under 1 KB); refused before anything is decoded. */
 const MAX_PROOF_CHARS = 8_192;
 /** EIP-4361's nonce (at least 8 alphanumerics), bounded: it is a key of the shared store. */
@@ -36,7 +36,7 @@ const STATEMENT =
   "Sign in to Tollgate: this call is served on your wallet's account (its plan, then its credits); no payment is taken.";
 
 /** The extension's failure codes, and ours for a header that is not a proof at all. */
-export type SignInCode = `invalid_siwx_${string}`;
+type SignInCode = `invalid_siwx_${string}`;
 
 export type SignInOutcome =
   | { valid: true; wallet: string; chainId: string }
@@ -79,7 +79,7 @@ const NO_HISTORY: SIWxStorage = { hasPaid: () => false, recordPayment: () => und
 const ORIGINS_MAX = 8;
 
 /** The http(s) origin of an absolute URL; undefined for a relative one (no public origin configured). */
-export function originOf(url: string): string | undefined {
+function originOf(url: string): string | undefined {
   const parsed = URL.parse(url);
   if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) return undefined;
   return parsed.origin;
