@@ -3,23 +3,29 @@
 // to this deployment's origin; a wallet with an account (its first dashboard sign-in made one) is
 // served on that account's plan with no key and no payment; a proof is served once (its replay is
 // 401), and one made for another domain, one expired or one malformed is 401 naming the problem; a
-// wallet without an account is 402 with the offers to pay instead; hostile headers never get a 5xx.
+// wallet without an account is 402 with the offers to pay instead, which the official @x402/fetch
+// client then pays; hostile headers never get a 5xx.
 
 import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
 import {
   type CompleteSIWxInfo,
+  createSIWxClientExtension,
   createSIWxPayload,
   encodeSIWxHeader,
   SIGN_IN_WITH_X,
   type SIWxExtension,
   wrapFetchWithSIWx,
 } from "@x402/extensions/sign-in-with-x";
+import { type Network, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import fc from "fast-check";
+import { createWalletClient, erc20Abi, http } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { Wallet } from "../dashboard/support.ts";
 import { devnet } from "../support/devnet.ts";
 import { get, mesh } from "../support/gateway.ts";
+import { settlementClient, usdcBalance } from "../support/x402.ts";
 
 const PATH = "/api/chain/chain-id?network=ethereum";
 const URL_HERE = `${mesh.gatewayUrl}${PATH}`;
@@ -67,6 +73,28 @@ async function walletWithAccount(): Promise<PrivateKeyAccount> {
   expect(signIn.status).toBe(200);
   expect(signIn.body.data.created).toBe(true);
   return wallet.account;
+}
+
+const chain = settlementClient(devnet);
+
+/** A fresh wallet holding `usdcAtomic` of the settlement token, sent by the devnet's payer8. */
+async function fundedWallet(usdcAtomic: bigint): Promise<PrivateKeyAccount> {
+  const wallet = privateKeyToAccount(generatePrivateKey());
+  const payer8 = devnet.accounts.find((a) => a.role === "payer8");
+  if (!payer8) throw new Error("the devnet has no payer8");
+  const funder = createWalletClient({
+    account: privateKeyToAccount(payer8.privateKey),
+    transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }),
+  });
+  const hash = await funder.writeContract({
+    address: devnet.demo.settlement.usdc.address,
+    abi: erc20Abi,
+    functionName: "transfer",
+    args: [wallet.address, usdcAtomic],
+    chain: null,
+  });
+  await chain.waitForTransactionReceipt({ hash });
+  return wallet;
 }
 
 describe("sign-in-with-x through the gateway", () => {
@@ -171,6 +199,47 @@ describe("sign-in-with-x through the gateway", () => {
     expect(res.body.error.message).toContain(stranger.address.toLowerCase());
     const offers = decodePaymentRequiredHeader(res.headers["payment-required"] as string);
     expect(offers.accepts.length).toBeGreaterThan(0);
+  });
+
+  it("an agent with the official @x402/fetch client, sign-in-with-x registered, pays until its wallet has an account, then signs in", async () => {
+    const wallet = await fundedWallet(100_000n);
+    const network = devnet.demo.settlement.network as Network;
+    const client = new x402Client()
+      .setSpendControls({ allowedAssets: [{ network, asset: devnet.demo.settlement.usdc.address }] })
+      .register(network, new ExactEvmScheme(wallet))
+      .registerExtension(createSIWxClientExtension({ signers: [wallet] }));
+    const sent: string[] = [];
+    const agent = wrapFetchWithPayment(async (input: string | URL | Request, init?: RequestInit) => {
+      const request = new Request(input, init);
+      sent.push(
+        request.headers.has(HEADER)
+          ? "sign-in"
+          : request.headers.has("payment-signature")
+            ? "payment"
+            : "none",
+      );
+      return fetch(request);
+    }, client);
+    const usdc = () => usdcBalance(chain, devnet, wallet.address);
+
+    // No account yet: the sign-in is refused with a 402 (no_account), and the client pays.
+    const paid = await agent(URL_HERE);
+    expect(paid.status).toBe(200);
+    expect(paid.headers.get("payment-response")).not.toBeNull();
+    expect(sent).toEqual(["none", "sign-in", "payment"]);
+    const afterPaying = await usdc();
+    expect(afterPaying).toBe(99_000n);
+
+    // Its first dashboard sign-in makes an account: the next call is served on it, nothing paid.
+    const dashboard = new Wallet(mesh.dashboardUrl, wallet);
+    expect((await dashboard.signIn()).status).toBe(200);
+    sent.length = 0;
+    const signedIn = await agent(URL_HERE);
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.headers.get("payment-response")).toBeNull();
+    expect(signedIn.headers.get("x-quota-day-used")).toBe("1");
+    expect(sent).toEqual(["none", "sign-in"]);
+    expect(await usdc()).toBe(afterPaying);
   });
 
   it("never answers hostile SIGN-IN-WITH-X headers with a 5xx", async () => {
