@@ -2,7 +2,15 @@
 // gateway holds for the key, decides whether the call is served; the call is counted against the
 // account's windows and given back when the node gave no answer.
 import { randomUUID } from "node:crypto";
-import { ERRORS, QUOTA_HEADERS } from "@tollgate/catalog";
+import {
+  CREDIT_HEADERS,
+  type Endpoint,
+  ERRORS,
+  priceAtomic,
+  QUOTA_HEADERS,
+  TOP_UP_HINT,
+  usdcOfAtomic,
+} from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
 import { type Reply, sendDataJson, sendError, sendLimit } from "../envelope.ts";
@@ -50,6 +58,7 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
             network,
             leaseUnits,
             authorizationId,
+            priceAtomic: atomicPrice(endpoint),
           })
           .catch((err: unknown) => {
             // Given up on (past the deadline, or the connection failed): quota-meter may still have
@@ -84,6 +93,13 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
         setQuotaHeaders(res, authz);
         sendLimit(res, "rate_limited", deps.methods.text());
         return;
+      case "DECISION_NO_CREDITS":
+        sendError(
+          res,
+          "insufficient_credits",
+          `the account pays from prepaid credits and they do not cover this call (${endpoint.price} USDC): ${TOP_UP_HINT}`,
+        );
+        return;
       default:
         sendError(res, "invalid_api_key", "the API key is unknown or revoked");
         return;
@@ -92,7 +108,19 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
     res.locals.principal = authz.accountId;
     const outcome = await execute();
     const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
-    if (outcome.ok) sendDataJson(res, outcome.dataJson);
+    const drawn = authz.credits;
+    if (drawn) {
+      // Paid from credits: charged like a paid call (its price in meta), and the balance after it.
+      // A call the node did not answer gets its credits back (below): the balance before it.
+      const paid = charged(outcome);
+      res.setHeader(
+        CREDIT_HEADERS.remaining.name,
+        usdcOfAtomic(paid ? drawn.remaining : drawn.remaining + drawn.drawn),
+      );
+      const cost = paid ? { cost_usdc: endpoint.price } : undefined;
+      if (outcome.ok) sendDataJson(res, outcome.dataJson, cost);
+      else sendError(res, outcome.code, outcome.message, outcome.extra, cost);
+    } else if (outcome.ok) sendDataJson(res, outcome.dataJson);
     else sendError(res, outcome.code, outcome.message, outcome.extra);
     // A call that got no answer is not charged: its unit goes back to its lease when that is still
     // live (served again at once), else to both windows.
@@ -111,8 +139,21 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
       returnedToLease,
       dayWindow: authz.dayWindow,
       monthWindow: authz.monthWindow,
+      creditsDrawn: drawn?.drawn ?? 0,
+      creditsEpoch: drawn?.epoch ?? "",
     });
   };
+}
+
+/** Each endpoint's price in USDC atomic units, worked out once. */
+const atomicPrices = new WeakMap<Endpoint, number>();
+function atomicPrice(endpoint: Endpoint): number {
+  let p = atomicPrices.get(endpoint);
+  if (p === undefined) {
+    p = Number(priceAtomic(endpoint.price));
+    atomicPrices.set(endpoint, p);
+  }
+  return p;
 }
 
 function setQuotaHeaders(res: Reply, authz: Grant): void {

@@ -14,6 +14,11 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
     ...mesh,
     defaultDeadlineMs: deadlineMs,
   });
+  const credits = createClient(contracts.quotaMeter().CreditService, address, {
+    service: "quota-meter",
+    ...mesh,
+    defaultDeadlineMs: 5_000,
+  });
   return {
     /** Counts this call, or a lease of `leaseUnits` calls, for the key. */
     authorize(req: {
@@ -24,6 +29,10 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
       leaseUnits: number;
       /** This gateway's id of the Authorize: the lease's id, and what a release names. */
       authorizationId: string;
+      /** The call's price in USDC atomic units: drawn from credits when the plan's windows are spent. */
+      priceAtomic: number;
+      /** Sign-in-with-x: the verified wallet, instead of a key. */
+      wallet?: string;
     }) {
       return client.call("Authorize", req);
     },
@@ -46,7 +55,22 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
     async plans(): Promise<Plans> {
       return plansFrom(await client.call("DescribePlans", {}, { deadlineMs: 2_000 }));
     },
-    close: () => client.close(),
+    /** Credits a settled top-up to the key's account, or the wallet's (made when new); once per cause. */
+    topUp(req: {
+      apiKey: string;
+      wallet: string;
+      amount: number;
+      cause: string;
+      scheme: string;
+      paymentNetwork: string;
+      transaction: string;
+    }) {
+      return credits.call("CreditTopUp", req);
+    },
+    close: () => {
+      credits.close();
+      client.close();
+    },
   };
 }
 
