@@ -73,8 +73,10 @@ async function newAccount(store: QuotaStore, plan: Partial<AccountRecord> = {}) 
 
 describe.each(STORES)("quota store contract: %s", (_name, open) => {
   let store: QuotaStore;
-  beforeAll(() => {
+  beforeAll(async () => {
     store = open();
+    // A complete copy carries its seed mark (seeder.ts); without one, see "a copy with no generation".
+    await store.setSeedMark(`contract-${randomUUID()}`);
   });
 
   const account = (plan: Partial<AccountRecord> = {}) => newAccount(store, plan);
@@ -507,6 +509,19 @@ describe("a copy with no generation (being seeded)", () => {
       await expect(
         store!.applyCredits([{ cause: "c", accountId: "a", delta: 1, generation: "g" }], 60_000),
       ).rejects.toBeInstanceOf(CopyNotReady);
+      // Redis restarted empty: a key it does not find is not called unknown (the meter fails open).
+      const now = Date.now();
+      const unknown = await store!.authorize({
+        keyHash: randomBytes(32),
+        wallet: "",
+        priceAtomic: 0,
+        nowMs: now,
+        windows: windowsAt(now),
+        defaultBurst: 50,
+        units: 1,
+        authorizationId: "",
+      });
+      expect(unknown.decision).toBe(kind === "redis" ? "unseeded" : "invalid_key");
     } finally {
       await store?.close();
     }

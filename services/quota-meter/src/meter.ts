@@ -75,6 +75,8 @@ export interface MeterDeps {
   defaultBurst: number;
   /** Leases: the most units one Authorize grants, and how long the gateway may serve from them. */
   lease: { maxUnits: number; ttlMs: number; dedupeTtlMs: number };
+  /** The store's copy is gone (Redis restarted empty): the seeder looks now, not at its next check. */
+  onCopyLost?: () => void;
 }
 
 /**
@@ -201,6 +203,12 @@ export function createMeter(deps: MeterDeps) {
 
       timeoutsInARow = 0;
       if (o.decision === "released") throw tooLate();
+      if (o.decision === "unseeded") {
+        // Redis lost the copy since the seeder last looked: served as while it is seeded (spec 8.3).
+        deps.onCopyLost?.();
+        if (wallet) throw walletsUnavailable();
+        return failOpen(hash, "unavailable");
+      }
       if (Date.now() >= deadline) {
         // Answered after the caller gave up: it will release this id too (once for both).
         giveBack(o, leaseId, windows).catch(() => undefined);

@@ -170,6 +170,10 @@ export async function startQuotaMeter(
     cooldownMs: config.failOpenCooldownMs,
     defaultBurst: config.defaultBurstPerSecond,
     lease: { maxUnits: config.leaseMaxUnits, ttlMs: config.leaseTtlMs, dedupeTtlMs: config.usageDedupeTtlMs },
+    onCopyLost: () => {
+      store.hold(true);
+      void seeder.check();
+    },
   });
   const usage = createUsage({
     store,

@@ -17,7 +17,8 @@
 --         month limit, units granted, credits drawn, credit balance, copy generation}
 -- code: 0 allow, 1 invalid key, 2 subscription inactive, 3 daily, 4 monthly, 5 rate limited,
 --       6 released (the gateway gave up on this Authorize before it ran: nothing counted),
---       7 allow, paid from credits, 8 no account (wallet), 9 no credits (credits-only account)
+--       7 allow, paid from credits, 8 no account (wallet), 9 no credits (credits-only account),
+--       10 the copy is gone (Redis restarted empty: no key or wallet can be judged until it is seeded)
 -- When allowed, the used counts include every unit granted (unit k of n is call "used - n + k").
 local p = ARGV[1]
 local id = ARGV[10] or ''
@@ -29,7 +30,11 @@ if (ARGV[13] or '') ~= '' then
 else
   k, refused = activeKey(p, ARGV[2], ARGV[8])
 end
-if not k then return refused end
+if not k then
+  -- Unknown in a copy that is not there at all: say so, rather than call a real key unknown.
+  if refused[1] ~= 2 and redis.call('EXISTS', p .. 'seeded') == 0 then return {10} end
+  return refused
+end
 local keyId, acct, storedHash, daily, monthly, burst, creditsOnly = k[1], k[2], k[3], k[5], k[6], k[7], k[8]
 
 local dk = p .. 'd:' .. acct .. ':' .. ARGV[4]

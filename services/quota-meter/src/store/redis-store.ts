@@ -54,6 +54,7 @@ const DECISIONS: AuthorizeOutcome["decision"][] = [
   "allow",
   "no_account",
   "no_credits",
+  "unseeded",
 ];
 
 const USAGE_DECISIONS: Record<number, UsageOutcome["decision"]> = {

@@ -79,8 +79,11 @@ export const AUTHORIZATION_MEMORY_MS = 15 * 60_000;
  * allowed, and the current counts (not incremented) when it was refused.
  */
 export interface AuthorizeOutcome {
-  /** "released": the gateway released this authorization id before it ran; nothing counted. */
-  decision: Decision | "released";
+  /**
+   * "released": the gateway released this authorization id before it ran; nothing counted.
+   * "unseeded": the key (or wallet) was not found in a copy that has no seed mark: Redis lost it.
+   */
+  decision: Decision | "released" | "unseeded";
   keyId: string;
   accountId: string;
   status: string;
