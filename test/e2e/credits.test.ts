@@ -219,4 +219,24 @@ describe("prepaid credits", () => {
     expect(await eventually(() => ledgerBalance(a.accountId), 1_000_000 - drawn)).toBe(1_000_000 - drawn);
     expect(await eventually(() => balance(a.accountId), 1_000_000 - drawn)).toBe(1_000_000 - drawn);
   });
+
+  it("/api/pricing, /openapi.json and /llms.txt say how credits are bought and spent", async () => {
+    const pricing = (await (await fetch(`${mesh.gatewayUrl}/api/pricing`)).json()) as {
+      data: { credits: { buy: string; top_ups_usdc: string[]; spend: string } };
+    };
+    expect(pricing.data.credits.top_ups_usdc).toEqual(["1", "5", "20"]);
+    expect(pricing.data.credits.buy).toMatch(/^POST \/api\/credits\?amount=.*x402 exact or MPP charge/);
+    expect(pricing.data.credits.spend).toContain("X-Credits-Remaining");
+    const openapi = (await (await fetch(`${mesh.gatewayUrl}/openapi.json`)).json()) as {
+      components: { headers: Record<string, { description: string }> };
+      paths: Record<string, { get?: { responses: Record<string, { headers?: Record<string, unknown> }> } }>;
+    };
+    expect(openapi.components.headers["X-Credits-Remaining"]?.description).toContain("prepaid credits");
+    expect(
+      Object.keys(openapi.paths["/api/chain/block-number"]?.get?.responses["200"]?.headers ?? {}),
+    ).toContain("X-Credits-Remaining");
+    const llms = await (await fetch(`${mesh.gatewayUrl}/llms.txt`)).text();
+    expect(llms).toContain("/api/credits?amount=1|5|20");
+    expect(llms).toContain("X-Credits-Remaining");
+  });
 });
