@@ -67,6 +67,7 @@ describe("pnpm tollgate (operator CLI)", () => {
       monthly_limit: 0,
       daily_limit: 200_000,
       plan: "standard",
+      credits_only: false,
     });
 
     const shown = await tollgate(["account", "show", id]);
@@ -90,6 +91,17 @@ describe("pnpm tollgate (operator CLI)", () => {
       monthly_limit: 2_000_000,
       burst_per_second: 10,
     });
+
+    // --credits-only: every call paid from prepaid credits; a value other than yes or no is refused.
+    const creditsOnly = await tollgate(["account", "update", id, "--credits-only", "yes"]);
+    expect(JSON.parse(creditsOnly.stdout).account).toMatchObject({ credits_only: true, plan: "standard" });
+    const wrong = await tollgate(["account", "update", id, "--credits-only", "maybe"]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("--credits-only must be yes or no");
+    expect(
+      JSON.parse((await tollgate(["account", "update", id, "--credits-only", "no"])).stdout).account
+        .credits_only,
+    ).toBe(false);
 
     const key = JSON.parse((await tollgate(["key", "create", id])).stdout);
     expect(key.api_key).toMatch(/^tg_live_/);

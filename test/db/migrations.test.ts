@@ -97,6 +97,7 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
         "0001_accounts_keys_usage",
         "0002_wallets",
         "0003_account_plans",
+        "0004_credits",
       ]);
       expect(await migrate(database.db, LEDGER)).toEqual(["0001_ledger", "0002_released_calls"]);
       // Replicas starting together, and the operator's `pnpm migrate`, find nothing to do.
@@ -106,6 +107,95 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
         migrate(database.db, LEDGER),
       ]);
       expect(again).toEqual([[], [], []]);
+    });
+
+    it("keeps the credit ledger: top-ups once per settlement, draws once per batch, owed entries per copy generation", async () => {
+      const records = createRecords(database.db as unknown as Kysely<QuotaTables>);
+      const at = new Date().toISOString();
+      const account = {
+        id: `acct_${randomBytes(4).toString("hex")}`,
+        name: "credits",
+        status: "active" as const,
+        dailyLimit: 0,
+        monthlyLimit: 0,
+        burstPerSecond: 0,
+        plan: "free" as const,
+        createdAt: at,
+        creditsOnly: true,
+      };
+      await records.createAccount(account, async () => {});
+      expect((await records.getAccount(account.id))?.creditsOnly).toBe(true);
+      // The copy of generation g1 is seeded: every balance handed over under the lock, once.
+      const g1 = `g1-${randomBytes(4).toString("hex")}`;
+      const seeded: Array<{ accountId: string; balance: number }>[] = [];
+      expect(await records.seedCredits(g1, async (b) => void seeded.push(b))).toBe(true);
+      expect(await records.seedCredits(g1, async (b) => void seeded.push(b))).toBe(false);
+      expect(seeded).toHaveLength(1);
+      expect(await records.knowsGeneration(g1)).toBe(true);
+
+      const topUp = {
+        accountId: account.id,
+        amount: 1_000_000,
+        cause: `settle:${randomBytes(8).toString("hex")}`,
+        scheme: "exact",
+        paymentNetwork: "eip155:84532",
+        transaction: `0x${"cd".repeat(32)}`,
+      };
+      const first = await records.topUp(topUp);
+      expect(first).toEqual({
+        entry: { cause: topUp.cause, accountId: account.id, delta: 1_000_000, generation: g1 },
+        fresh: true,
+        owed: true,
+      });
+      // A retry of the same settlement: the same entry, not a second credit.
+      expect(await records.topUp(topUp)).toMatchObject({ fresh: false, owed: true });
+      // The same settlement named for another account is refused.
+      const other = { ...account, id: `${account.id}b` };
+      await records.createAccount(other, async () => {});
+      expect(await records.topUp({ ...topUp, accountId: other.id })).toBeUndefined();
+      expect(await records.owedCredits(100)).toContainEqual(first?.entry);
+      await records.markApplied([first!.entry]);
+      expect(await records.owedCredits(100)).not.toContainEqual(first?.entry);
+
+      // Draws of one batch: drawn in g1 (the current copy) and in an older copy lost since.
+      const draws = [
+        {
+          accountId: account.id,
+          byEpoch: new Map([
+            [g1, 3_000],
+            ["g0", 5_000],
+          ]),
+        },
+      ];
+      const batch = {
+        id: `credits-${randomBytes(4).toString("hex")}`,
+        calls: 3,
+        days: [],
+        lastUsed: [],
+        draws,
+      };
+      const folded = await records.foldUsage([batch]);
+      const catchUp = { cause: `usage:${batch.id}`, accountId: account.id, delta: -5_000, generation: g1 };
+      expect(folded.catchUps).toEqual([catchUp]);
+      // Redelivered (the copy was not ready): no second row, the catch-up still owed.
+      expect((await records.foldUsage([batch])).catchUps).toEqual([catchUp]);
+      await records.markApplied([catchUp]);
+      expect((await records.foldUsage([batch])).catchUps).toEqual([]);
+      expect(await records.creditBalance(account.id)).toBe(1_000_000 - 8_000);
+      const day = at.slice(0, 10);
+      expect(await records.creditDays(account.id, day)).toEqual([
+        { day, topUps: 1_000_000, draws: 8_000, refunds: 0 },
+      ]);
+      // A new copy (g2) is seeded from the ledger: the balance as the ledger has it.
+      const g2 = `g2-${randomBytes(4).toString("hex")}`;
+      let balances: Array<{ accountId: string; balance: number }> = [];
+      await records.seedCredits(g2, async (b) => {
+        balances = b;
+      });
+      expect(balances).toContainEqual({ accountId: account.id, balance: 992_000 });
+      // A top-up after it is owed to g2.
+      const later = await records.topUp({ ...topUp, cause: `${topUp.cause}-2` });
+      expect(later?.entry.generation).toBe(g2);
     });
 
     it("runs the services' own queries: records, rollups folded once, the ledger once", async () => {
@@ -166,15 +256,18 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
       const batch = (id: string) => ({ id, calls: 3, days: fold, lastUsed: used });
       expect(await records.foldUsage([batch("batch-1")])).toEqual({
         folded: 1,
+        catchUps: [],
         totals: [{ accountId: account.id, day, requests: 3, errors: 1 }],
       });
       // batch-1 redelivered beside two new ones, in one transaction: only the new ones count.
       expect(await records.foldUsage([batch("batch-2"), batch("batch-1"), batch("batch-3")])).toEqual({
         folded: 2,
+        catchUps: [],
         totals: [{ accountId: account.id, day, requests: 9, errors: 3 }],
       });
       expect(await records.foldUsage([batch("batch-3")])).toEqual({
         folded: 0,
+        catchUps: [],
         totals: [{ accountId: account.id, day, requests: 9, errors: 3 }],
       });
       expect(await records.usageSince(day, undefined, 10)).toEqual([

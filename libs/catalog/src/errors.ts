@@ -1,3 +1,5 @@
+import { TOP_UP_HINT } from "./credits.ts";
+
 /**
  * Every error code the API answers with, and its HTTP status. The gateway, the
  * OpenAPI document and the README all read this table; services raise codes, never
@@ -44,12 +46,12 @@ export const ERRORS = {
   no_account: {
     status: 402,
     description:
-      "The signed-in wallet has no account: buy credits with it (`POST /api/credits`) or sign in on the dashboard to get one, or pay per call (offers attached).",
+      "The signed-in wallet (SIGN-IN-WITH-X) has no account: buy credits with it (POST /api/credits) or sign in on the dashboard to get one; or pay per call (offers attached).",
   },
-  no_credits: {
+  insufficient_credits: {
     status: 402,
     description:
-      "The signed-in wallet's account cannot cover this call from its plan or credits: top up (`POST /api/credits`), or pay per call (offers attached).",
+      "The account pays from prepaid credits and they do not cover this call: top up with POST /api/credits (nothing was charged).",
   },
   subscription_inactive: {
     status: 403,
@@ -116,9 +118,9 @@ export function isErrorCode(code: string | undefined): code is ErrorCode {
  */
 export const LIMIT_ERRORS = {
   daily_limit_exceeded: (payPerCall: string) =>
-    `The account's daily volume is spent. It resets at 00:00 UTC${payPerCall ? `; or pay per call with ${payPerCall}` : ""}.`,
+    `The account's daily volume is spent. It resets at 00:00 UTC; or ${TOP_UP_HINT} and keep using this key${payPerCall ? `, or pay per call with ${payPerCall}` : ""}.`,
   monthly_limit_exceeded: (payPerCall: string) =>
-    `The account's monthly volume is spent. It resets at 00:00 UTC on the 1st${payPerCall ? `; or pay per call with ${payPerCall}` : ""}.`,
+    `The account's monthly volume is spent. It resets at 00:00 UTC on the 1st; or ${TOP_UP_HINT} and keep using this key${payPerCall ? `, or pay per call with ${payPerCall}` : ""}.`,
   rate_limited: (_payPerCall: string) =>
     "Too many requests in a burst. Back off briefly (Retry-After: 1) and retry.",
 } as const;

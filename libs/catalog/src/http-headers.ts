@@ -10,6 +10,13 @@ export const QUOTA_HEADERS = {
   monthUsed: { name: "X-Quota-Month-Used", description: "Requests used this month, including this one." },
 } as const;
 
+export const CREDIT_HEADERS = {
+  remaining: {
+    name: "X-Credits-Remaining",
+    description: "On a call paid from prepaid credits: the account's balance after it, in USDC (decimal).",
+  },
+} as const;
+
 export const PAYMENT_HEADERS = {
   /** x402 v2 offers on a 402 (server → client). */
   required: { name: "PAYMENT-REQUIRED", description: "x402 v2 PaymentRequired, base64 JSON." },

@@ -1,4 +1,5 @@
 export * from "./account-api.ts";
+export * from "./credits.ts";
 export * from "./endpoints.ts";
 export * from "./errors.ts";
 export * from "./formats.ts";

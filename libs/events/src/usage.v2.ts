@@ -15,11 +15,20 @@ export const USAGE_BATCH_MAX = 1_000;
  * keeps the gateway's request id; none carries the API key, only its id. `counted` (added
  * compatibly: absent in batches written before it) says the call stayed counted in the account's
  * quota windows (metered and not refunded): the windows are rebuilt from it after a Redis loss.
+ * `credits` (added compatibly too) is what an answered call drew from the account's prepaid
+ * credits (USDC atomic units; absent or 0 for a call on the plan or refunded), and `credits_epoch`
+ * the hot copy's generation it was drawn in: quota-meter's ledger records the batch's draws once.
  */
 export const usageBatchV2 = z.object({
   id: z.string().min(1).max(200),
   calls: z
-    .array(usageEventV1.omit({ id: true }).extend({ counted: z.boolean().optional() }))
+    .array(
+      usageEventV1.omit({ id: true }).extend({
+        counted: z.boolean().optional(),
+        credits: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
+        credits_epoch: z.string().max(200).optional(),
+      }),
+    )
     .min(1)
     .max(USAGE_BATCH_MAX),
 });

@@ -14,7 +14,7 @@ import type { Authorization } from "./clients/quota-meter.ts";
 /** The answer a call gets: quota-meter's, or a unit of a lease with its own quota values. */
 export type Grant = Pick<
   Authorization,
-  "decision" | "accountId" | "keyId" | "quota" | "metered" | "dayWindow" | "monthWindow"
+  "decision" | "accountId" | "keyId" | "quota" | "metered" | "dayWindow" | "monthWindow" | "credits"
 > & {
   /** Set when the call was served from a lease: which one, and its unit's number in it. */
   leaseId?: string;
@@ -49,6 +49,11 @@ interface KeyState {
   want: number;
   /** When the key was last seen (idle keys are forgotten). */
   seen: number;
+  /**
+   * The key's last answer drew credits (its plan is spent, or credits-only): each call asks for its
+   * own draw, concurrently, until an answer gives a lease again.
+   */
+  drawing: boolean;
 }
 
 /** Unit `k` (1-based) of lease `id` whose first unit's values are `first`. */
@@ -121,7 +126,7 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
     const known = keys.get(apiKey);
     if (known) return known;
     if (keys.size >= maxKeys && !evict()) return undefined;
-    const state: KeyState = { lease: undefined, asking: undefined, want: 1, seen: 0 };
+    const state: KeyState = { lease: undefined, asking: undefined, want: 1, seen: 0, drawing: false };
     keys.set(apiKey, state);
     return state;
   }
@@ -145,6 +150,12 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
     return numbered(lease.grant, lease.id, lease.used);
   }
 
+  /** Notes whether the key pays from credits now (its calls then ask alone); returns the answer. */
+  function drawn(state: KeyState, answer: Authorization): Authorization {
+    state.drawing = answer.credits != null;
+    return answer;
+  }
+
   return {
     /**
      * The grant for one call of `apiKey`: a unit of its lease when it has one, otherwise the
@@ -160,8 +171,12 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
         state.seen = t;
         const unit = take(state, t);
         if (unit) return unit;
+        // A draw of credits is one call's: no lease to share, so calls do not queue behind each other.
+        if (state.drawing) return drawn(state, await authorize(1));
         if (state.asking) {
           const answer = await state.asking;
+          // A draw was that call's own: ask again (for a draw of this call's, or a lease).
+          if (answer.credits) continue;
           // A refusal, or an answer served unmetered (quota-meter failing open), holds for
           // every call that waited on it.
           if (answer.decision !== "DECISION_ALLOW" || !answer.metered || !answer.lease) return answer;
@@ -175,6 +190,7 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
         } finally {
           state.asking = undefined;
         }
+        drawn(state, answer);
         const lease = answer.lease;
         if (answer.decision === "DECISION_ALLOW" && answer.metered && lease && lease.units > 0) {
           // This call takes the first unit; the rest wait for the key's next calls.

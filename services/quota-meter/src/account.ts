@@ -4,12 +4,14 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: gRPC call objects are untyped at this boundary
 import { ACCOUNT_KEY_LIMITS } from "@tollgate/catalog";
 import { grpc, type UnaryHandler } from "@tollgate/platform";
+import type { GetOwnCreditsRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/GetOwnCreditsRequest";
 import type { GetOwnUsageRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/GetOwnUsageRequest";
 import type { GetOwnUsageResponse } from "@tollgate/platform/generated/tollgate/quota/v1/GetOwnUsageResponse";
 import type { ListOwnKeysRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ListOwnKeysRequest";
 import type { ReplaceOwnKeyRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ReplaceOwnKeyRequest";
 import type { ResolveWalletAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ResolveWalletAccountRequest";
 import type { RevokeOwnKeyRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/RevokeOwnKeyRequest";
+import type { Credits } from "./credits.ts";
 import { createKeyOps, fail, type KeyOpsDeps, requireId, toAccount, toApiKey } from "./key-ops.ts";
 import { newAccountId } from "./keys.ts";
 import { quotaOf } from "./meter.ts";
@@ -23,6 +25,7 @@ export interface AccountDeps extends KeyOpsDeps {
   plans: PlanBook;
   /** The burst guard of accounts without their own rate (what Authorize applies). */
   defaultBurst: number;
+  credits: Credits;
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -78,8 +81,13 @@ export function createAccountHandlers(deps: AccountDeps): Record<string, UnaryHa
             createdAt: ops.nowIso(),
           }
         : undefined;
-      const found = await records.walletAccount(address, fresh, (a) => store.createAccount(a));
+      const found = await records.walletAccount(address, fresh, async (a) => {
+        await store.createAccount(a);
+        await store.bindWallet(address, a.id);
+      });
       if (!found) fail(grpc.status.NOT_FOUND, "not_found", "no account is bound to this address");
+      // Bound in the copy at every sign-in too: a binding made before sign-in-with-x existed.
+      if (!found.created) await store.bindWallet(address, found.account.id).catch(() => undefined);
       if (found.created)
         deps.logger.info(
           { accountId: found.account.id, plan: found.account.plan },
@@ -117,6 +125,11 @@ export function createAccountHandlers(deps: AccountDeps): Record<string, UnaryHa
       const { key, secret } = await ops.createKey(account);
       const revoked = await ops.revokeKey(account.id, keyId);
       return { key: toApiKey(key), secret, revoked: toApiKey(revoked) };
+    },
+
+    async GetOwnCredits(req: GetOwnCreditsRequest__Output) {
+      const account = await own(req.accountId);
+      return deps.credits.ownCredits(account.id, account.creditsOnly === true, req.days);
     },
 
     async GetOwnUsage(req: GetOwnUsageRequest__Output): Promise<GetOwnUsageResponse> {

@@ -72,6 +72,7 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
         ...figures(r),
         plan,
         createdAt: nowIso(),
+        creditsOnly: optional<boolean>(r, "creditsOnly") === true,
       };
       await records.createAccount(account, () => store.createAccount(account));
       logger.info({ accountId: account.id }, "account created");
@@ -97,6 +98,8 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
       const plan = planName === undefined ? undefined : planOf(planName, "plan");
       const patch: AccountPatch = { ...(plan ? { ...deps.plans[plan], plan } : {}), ...figures(r) };
       if (status !== undefined) patch.status = status;
+      const creditsOnly = optional<boolean>(r, "creditsOnly");
+      if (creditsOnly !== undefined) patch.creditsOnly = creditsOnly;
       const account = await records.updateAccount(
         requireId(req.accountId, "account_id"),
         patch,

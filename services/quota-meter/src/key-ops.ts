@@ -42,6 +42,7 @@ export function toAccount(a: AccountRecord): Account {
     burstPerSecond: a.burstPerSecond,
     createdAt: a.createdAt,
     plan: a.plan,
+    creditsOnly: a.creditsOnly === true,
   };
 }
 

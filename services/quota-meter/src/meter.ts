@@ -25,7 +25,21 @@ const PROTO_DECISION: Record<Decision, ProtoDecision> = {
   daily_limit_exceeded: "DECISION_DAILY_LIMIT_EXCEEDED",
   monthly_limit_exceeded: "DECISION_MONTHLY_LIMIT_EXCEEDED",
   rate_limited: "DECISION_RATE_LIMITED",
+  no_account: "DECISION_NO_ACCOUNT",
+  no_credits: "DECISION_NO_CREDITS",
 };
+
+/** A verified wallet as the gateway names it (lower case, as bound). */
+const WALLET = /^0x[0-9a-f]{40}$/;
+const NO_HASH = Buffer.alloc(0);
+
+/** Sign-in-with-x has no fail-open snapshot (wallets are not keys): an unreachable store is a 503. */
+const walletsUnavailable = () =>
+  new ServiceError(
+    grpc.status.UNAVAILABLE,
+    "service_unavailable",
+    "the account store is unavailable; retry with backoff",
+  );
 
 /** The X-Quota-* values: a window's pair only when that window is capped. */
 export function quotaOf(o: {
@@ -61,6 +75,8 @@ export interface MeterDeps {
   defaultBurst: number;
   /** Leases: the most units one Authorize grants, and how long the gateway may serve from them. */
   lease: { maxUnits: number; ttlMs: number; dedupeTtlMs: number };
+  /** The store's copy is gone (Redis restarted empty): the seeder looks now, not at its next check. */
+  onCopyLost?: () => void;
 }
 
 /**
@@ -114,7 +130,13 @@ export function createMeter(deps: MeterDeps) {
 
   /** What the store granted after its caller stopped waiting goes straight back: nobody serves from it. */
   async function giveBack(late: AuthorizeOutcome, leaseId: string, windows: Windows): Promise<void> {
-    if (late.decision !== "allow" || late.units < 1) return;
+    if (late.decision !== "allow") return;
+    // A credit draw is remembered under its id: released like the gateway's own release of it.
+    if (late.credits) {
+      await store.release(leaseId, deps.lease.dedupeTtlMs);
+      return;
+    }
+    if (late.units < 1) return;
     const back = {
       leaseId,
       accountId: late.accountId,
@@ -131,13 +153,17 @@ export function createMeter(deps: MeterDeps) {
      * has answered its call without this grant, so nothing may be counted for it.
      */
     async authorize(req: AuthorizeRequest__Output, deadline = Infinity): Promise<AuthorizeResponse> {
-      // Never touch the store for what cannot be a key.
-      if (!isWellFormedKey(req.apiKey)) return answer("invalid_key", false, { quota: null });
+      const wallet = req.wallet;
+      // Never touch the store for what cannot be a key (or a wallet the gateway verified).
+      if (wallet ? !WALLET.test(wallet) : !isWellFormedKey(req.apiKey))
+        return answer(wallet ? "no_account" : "invalid_key", false, { quota: null });
       // Queued here past the gateway's deadline (a busy process): it answered 503 already.
       if (Date.now() >= deadline) throw tooLate();
-      const hash = deps.hasher(req.apiKey);
-      if (!store.isReady()) return failOpen(hash, "unavailable");
-      if (Date.now() < skipUntil) return failOpen(hash, "cooldown");
+      const hash = wallet ? NO_HASH : deps.hasher(req.apiKey);
+      if (!store.isReady() || Date.now() < skipUntil) {
+        if (wallet) throw walletsUnavailable();
+        return failOpen(hash, store.isReady() ? "cooldown" : "unavailable");
+      }
 
       const nowMs = deps.now();
       const windows = windowsAt(nowMs);
@@ -146,6 +172,8 @@ export function createMeter(deps: MeterDeps) {
       const leaseId = req.authorizationId || randomUUID();
       const granting = store.authorize({
         keyHash: hash,
+        wallet,
+        priceAtomic: req.priceAtomic,
         nowMs,
         windows,
         defaultBurst: deps.defaultBurst,
@@ -163,27 +191,44 @@ export function createMeter(deps: MeterDeps) {
             (late) => giveBack(late, leaseId, windows).catch(() => releaseLater(leaseId)),
             (err: unknown) => mayHaveRun(err) && releaseLater(leaseId),
           );
+          if (wallet) throw walletsUnavailable();
           return failOpen(hash, "timeout");
         }
         o = reply;
       } catch (err) {
         if (mayHaveRun(err)) releaseLater(leaseId);
+        if (wallet) throw walletsUnavailable();
         return failOpen(hash, "error", err);
       }
 
       timeoutsInARow = 0;
       if (o.decision === "released") throw tooLate();
+      if (o.decision === "unseeded") {
+        // Redis lost the copy since the seeder last looked: served as while it is seeded (spec 8.3).
+        deps.onCopyLost?.();
+        if (wallet) throw walletsUnavailable();
+        return failOpen(hash, "unavailable");
+      }
       if (Date.now() >= deadline) {
         // Answered after the caller gave up: it will release this id too (once for both).
         giveBack(o, leaseId, windows).catch(() => undefined);
         throw tooLate();
       }
-      if (o.decision === "invalid_key" || !o.storedHash || !sameHash(o.storedHash, hash)) {
+      if (wallet) {
+        if (o.decision === "no_account" || o.decision === "invalid_key")
+          return answer("no_account", false, { quota: null });
+      } else if (o.decision === "invalid_key" || !o.storedHash || !sameHash(o.storedHash, hash)) {
         snapshot.forget(hash);
         return answer("invalid_key", false, { quota: null });
+      } else {
+        snapshot.remember({ hash, keyId: o.keyId, accountId: o.accountId, status: o.status });
       }
-      snapshot.remember({ hash, keyId: o.keyId, accountId: o.accountId, status: o.status });
       const ids = { accountId: o.accountId, keyId: o.keyId };
+      if (o.decision === "allow" && o.credits) {
+        // Paid from credits: one call, no lease, not counted in the windows (their values as they are).
+        metrics.creditsDrawn.inc(o.credits.drawn);
+        return answer("allow", true, { ...ids, quota: quotaOf(o), credits: o.credits });
+      }
       switch (o.decision) {
         case "allow": {
           metrics.leaseUnitsGranted.inc(o.units);

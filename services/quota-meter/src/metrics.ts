@@ -12,6 +12,9 @@ export interface QuotaMetrics {
   /** Units granted in leases, and units given back unused. */
   leaseUnitsGranted: prom.Counter;
   leaseUnitsReturned: prom.Counter;
+  /** Credits drawn by calls (USDC atomic units) and credited by top-ups. */
+  creditsDrawn: prom.Counter;
+  creditsToppedUp: prom.Counter;
 }
 
 /** Every reason Authorize fails open for (see meter.ts). */
@@ -49,6 +52,16 @@ export function createQuotaMetrics(registry: Registry): QuotaMetrics {
     leaseUnitsReturned: new prom.Counter({
       name: "quota_lease_units_returned_total",
       help: "Lease units the gateways did not use, given back to the windows",
+      registers: [registry],
+    }),
+    creditsDrawn: new prom.Counter({
+      name: "quota_credits_drawn_atomic_total",
+      help: "Prepaid credits drawn by calls paid from them (USDC atomic units; refunds of unanswered calls not subtracted)",
+      registers: [registry],
+    }),
+    creditsToppedUp: new prom.Counter({
+      name: "quota_credits_topped_up_atomic_total",
+      help: "Prepaid credits added by settled top-ups (USDC atomic units, once per settlement)",
       registers: [registry],
     }),
     snapshotKeys: new prom.Gauge({

@@ -9,6 +9,7 @@
 import type { DeliveryInfo, EventConsumer, UsageCallV2 } from "@tollgate/events";
 import { USAGE_V1, USAGE_V2 } from "@tollgate/events";
 import type { Logger } from "@tollgate/platform";
+import type { CreditDraws } from "./db/credit-ledger.ts";
 import type { Records, UsageFold } from "./db/records.ts";
 import type { QuotaMetrics } from "./metrics.ts";
 import type { QuotaStore } from "./store/types.ts";
@@ -26,7 +27,12 @@ const FOLD_WAIT_MS = 500;
 
 type Call = Pick<UsageCallV2, "account_id" | "key_id" | "status" | "time"> & {
   counted?: boolean | undefined;
+  credits?: number | undefined;
+  credits_epoch?: string | undefined;
 };
+
+/** How long a credit catch-up stays marked applied in the copy (the ledger row is then marked too). */
+const CREDIT_APPLY_MEMORY_MS = 24 * 3_600_000;
 
 const DAY_MS = 86_400_000;
 
@@ -34,6 +40,7 @@ const DAY_MS = 86_400_000;
 function foldCalls(calls: readonly Call[]) {
   const byDay = new Map<string, UsageFold>();
   const lastUsed = new Map<string, number>();
+  const draws = new Map<string, CreditDraws>();
   // The calls of a batch mostly share a UTC day: its id is worked out again only off that day.
   let dayStart = Number.NaN;
   let day = "";
@@ -59,8 +66,19 @@ function foldCalls(calls: readonly Call[]) {
     if (c.counted ?? c.status < 500) entry.counted++;
     const seen = lastUsed.get(c.key_id);
     if (c.key_id && (seen === undefined || seen < at)) lastUsed.set(c.key_id, at);
+    // Credits stay drawn only from calls that were answered (a refunded call reports none).
+    if (c.credits) {
+      let d = draws.get(c.account_id);
+      if (d === undefined) {
+        d = { accountId: c.account_id, byEpoch: new Map() };
+        draws.set(c.account_id, d);
+      }
+      const epoch = c.credits_epoch ?? "";
+      d.byEpoch.set(epoch, (d.byEpoch.get(epoch) ?? 0) + c.credits);
+    }
   }
   return {
+    draws: [...draws.values()],
     days: [...byDay.values()],
     lastUsed: [...lastUsed].map(([keyId, at]) => ({ keyId, at: new Date(at).toISOString() })),
   };
@@ -80,13 +98,23 @@ export function startRollups(consumer: EventConsumer, deps: RollupDeps): () => v
 
   async function fold(batches: Array<{ id: string; calls: readonly Call[] }>): Promise<void> {
     await deps.schemaReady;
-    const { folded, totals } = await records.foldUsage(
+    const { folded, totals, catchUps } = await records.foldUsage(
       batches.map((b) => ({ id: b.id, calls: b.calls.length, ...foldCalls(b.calls) })),
     );
     metrics.usageCounted.inc({ result: "counted" }, folded);
     if (batches.length > folded) metrics.usageCounted.inc({ result: "duplicate" }, batches.length - folded);
     // Totals of every day touched, also of batches folded before (their Redis write may have failed).
     await store.mergeUsage(totals);
+    // Draws made in a copy lost since: taken from the current one once (CopyNotReady while it is
+    // being seeded: the group is redelivered and the rows, still owed, come back).
+    if (catchUps.length > 0) {
+      await store.applyCredits(catchUps, CREDIT_APPLY_MEMORY_MS);
+      await records.markApplied(catchUps);
+      deps.logger.info(
+        { entries: catchUps.length },
+        "credit draws made in a lost copy applied to the current one",
+      );
+    }
   }
 
   // Folding is two round trips: a short ack wait redelivers a delivery lost in a blip within seconds.

@@ -50,6 +50,8 @@ export function startSeeder(deps: SeederDeps): Seeder {
   const owner = randomUUID();
   let running: Promise<void> | undefined;
   let stopped = false;
+  /** The copy generation whose credit balances this process found seeded. */
+  let adopted = "";
 
   /** The windows of now, rebuilt from the rollups: today's and this month's counted calls. */
   async function rebuildWindows(nowMs: number): Promise<number> {
@@ -117,9 +119,31 @@ export function startSeeder(deps: SeederDeps): Seeder {
     }
   }
 
+  async function seedWallets(): Promise<number> {
+    let n = 0;
+    for (let after = ""; ; ) {
+      const page = await records.walletsPage(after, PAGE);
+      await Promise.all(page.map((w) => store.bindWallet(w.address, w.accountId)));
+      n += page.length;
+      if (page.length < PAGE) return n;
+      after = page.at(-1)?.address ?? after;
+    }
+  }
+
+  /**
+   * The credit balances of the copy `mark` names, from the ledger (records.seedCredits: no ledger
+   * row commits between the read and the generation's record), with the wallets sign-in-with-x
+   * looks accounts up by. False when that generation was seeded before.
+   */
+  async function seedCredits(mark: string): Promise<boolean> {
+    await seedWallets();
+    return records.seedCredits(mark, (balances) => store.setCredits(balances));
+  }
+
   async function seed(): Promise<void> {
     const started = Date.now();
     const nowMs = deps.now();
+    const mark = `${new Date(nowMs).toISOString()} ${owner}`;
     // Windows first, keys last: a key that answers finds its account and its counts in place.
     const windows = await rebuildWindows(nowMs);
     const usageDays = await seedUsage(nowMs);
@@ -131,7 +155,8 @@ export function startSeeder(deps: SeederDeps): Seeder {
     const changed = await records.changedSince(since);
     await Promise.all(changed.accounts.map((a) => store.createAccount(a)));
     await Promise.all(changed.revoked.map((k) => store.revokeKey(k.accountId, k.id, k.revokedAt)));
-    await store.setSeedMark(`${new Date(nowMs).toISOString()} ${owner}`);
+    await seedCredits(mark);
+    await store.setSeedMark(mark);
     // Complete: meter again now, not after the next look at the mark (and before onSeeded reports it).
     store.hold(false);
     const stats = { accounts, keys, windows, usageDays, ms: Date.now() - started };
@@ -149,7 +174,15 @@ export function startSeeder(deps: SeederDeps): Seeder {
   async function pass(): Promise<void> {
     for (;;) {
       if (stopped) return;
-      if (await store.seedMark()) {
+      const mark = await store.seedMark();
+      if (mark) {
+        // A copy seeded before credits existed (an upgrade): its balances and wallets, once.
+        if (adopted !== mark) {
+          await deps.schemaReady;
+          if (!(await records.knowsGeneration(mark)) && (await seedCredits(mark)))
+            logger.info({ mark }, "credit balances seeded into the existing copy");
+          adopted = mark;
+        }
         store.hold(false);
         return;
       }

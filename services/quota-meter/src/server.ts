@@ -13,6 +13,7 @@ import {
 import { createAccountHandlers } from "./account.ts";
 import { createAdminHandlers } from "./admin.ts";
 import { type QuotaMeterConfig, SERVICE } from "./config.ts";
+import { CREDIT_SWEEP_MS, createCredits } from "./credits.ts";
 import { MIGRATIONS } from "./db/migrations.ts";
 import { createRecords, type Records } from "./db/records.ts";
 import type { QuotaTables } from "./db/schema.ts";
@@ -169,6 +170,10 @@ export async function startQuotaMeter(
     cooldownMs: config.failOpenCooldownMs,
     defaultBurst: config.defaultBurstPerSecond,
     lease: { maxUnits: config.leaseMaxUnits, ttlMs: config.leaseTtlMs, dedupeTtlMs: config.usageDedupeTtlMs },
+    onCopyLost: () => {
+      store.hold(true);
+      void seeder.check();
+    },
   });
   const usage = createUsage({
     store,
@@ -189,6 +194,7 @@ export async function startQuotaMeter(
   });
 
   const closeBackground = async () => {
+    clearInterval(creditSweep);
     stopRefresh();
     stopRollups();
     seeder.stop();
@@ -201,6 +207,16 @@ export async function startQuotaMeter(
 
   const plans = planBook(config);
   const plansStated = describePlans(plans, config.defaultBurstPerSecond);
+  const credits = createCredits({ records, store, hasher, plans, metrics, logger, now });
+  // What a crash or a Redis blip left between the ledger and the copy, applied within a minute.
+  const creditSweep = setInterval(
+    () =>
+      void migrations.ready
+        .then(() => credits.sweep())
+        .catch((err: unknown) => logger.warn({ err }, "could not apply owed credits to the copy")),
+    CREDIT_SWEEP_MS,
+  );
+  creditSweep.unref();
   const proto = contracts.quotaMeter();
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>>;
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>>;
@@ -240,6 +256,7 @@ export async function startQuotaMeter(
               "RevokeOwnKey",
               "ReplaceOwnKey",
               "GetOwnUsage",
+              "GetOwnCredits",
             ],
           },
           handlers: createAccountHandlers({
@@ -250,8 +267,16 @@ export async function startQuotaMeter(
             now,
             logger,
             plans,
+            credits,
             defaultBurst: config.defaultBurstPerSecond,
           }),
+        },
+        {
+          name: "tollgate.quota.v1.CreditService",
+          definition: proto.CreditService.service,
+          // The gateway credits what payment-verifier settled for a top-up.
+          callers: { gateway: ["CreditTopUp"] },
+          handlers: { CreditTopUp: (req) => credits.topUp(req) },
         },
         {
           name: "tollgate.quota.v1.QuotaAdminService",

@@ -84,6 +84,10 @@ export function createUsage(deps: UsageDeps) {
           // failed call's unit refunded, or given back to its lease for the next call, is not this
           // call's: counting it would count the unit twice.
           counted: isDayId(r.dayWindow) && !r.refund && !r.returnedToLease,
+          // Credits stay drawn only by an answered call; a refunded one gets them back below.
+          ...(r.creditsDrawn > 0 && !r.refund
+            ? { credits: r.creditsDrawn, credits_epoch: r.creditsEpoch }
+            : {}),
         });
         records.push(r);
       }
@@ -117,6 +121,7 @@ export function createUsage(deps: UsageDeps) {
             accountId: r.accountId,
             day: isDayId(r.dayWindow) ? r.dayWindow : dayId(at),
             month: isMonthId(r.monthWindow) ? r.monthWindow : monthId(at),
+            ...(r.creditsDrawn > 0 ? { credits: { drawn: r.creditsDrawn, epoch: r.creditsEpoch } } : {}),
           });
         }
       }

@@ -9,6 +9,7 @@ type Flags = {
   monthly?: string;
   burst?: string;
   plan?: string;
+  "credits-only"?: string;
   status?: string;
   payer?: string;
   day?: string;
@@ -33,6 +34,7 @@ export function parse(argv: string[]) {
         monthly: { type: "string" },
         burst: { type: "string" },
         plan: { type: "string" },
+        "credits-only": { type: "string" },
         status: { type: "string" },
         payer: { type: "string" },
         day: { type: "string" },
@@ -54,6 +56,13 @@ export function count(value: string | undefined, flag: string): number | undefin
   if (value === undefined) return undefined;
   if (!/^[0-9]{1,13}$/.test(value)) throw new UsageError(`--${flag} must be a non-negative integer`);
   return Number(value);
+}
+
+/** A yes/no flag (`--credits-only yes`). */
+export function yesNo(value: string | undefined, flag: string): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value !== "yes" && value !== "no") throw new UsageError(`--${flag} must be yes or no`);
+  return value === "yes";
 }
 
 /** Refuses any flag the command does not take. */

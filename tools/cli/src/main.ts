@@ -11,9 +11,10 @@ import { UsageError } from "./errors.ts";
 const USAGE = `Usage: pnpm tollgate <command>
 
   account create --name NAME [--plan standard|free] [--daily N] [--monthly N] [--burst N]
+                 [--credits-only yes|no]
   account show ACCOUNT_ID
   account update ACCOUNT_ID [--status active|past_due|canceled|suspended] [--plan standard|free]
-                 [--daily N] [--monthly N] [--burst N]
+                 [--daily N] [--monthly N] [--burst N] [--credits-only yes|no]
   key create ACCOUNT_ID          prints the key once; it is never shown again
   key list ACCOUNT_ID
   key revoke ACCOUNT_ID KEY_ID
@@ -28,6 +29,8 @@ Plans: accounts made here are on the standard plan (DAILY_LIMIT, MONTHLY_LIMIT o
 default 200000 a day, 2000000 a month); a first dashboard sign-in makes one on the free plan (FREE_*).
 --plan moves an account to a plan and gives it the plan's figures, but for limits named beside it.
 Limits: 0 means uncapped; omitted limits take the plan's figures.
+Credits: an account whose plan is spent pays from its prepaid credits (POST /api/credits buys them);
+--credits-only yes makes it pay every call from them.
 Environment: QUOTA_METER_ADDR (default 127.0.0.1:50051), SETTLEMENT_WORKER_ADDR (default
 127.0.0.1:50054), OPERATOR_TOKEN or OPERATOR_TOKEN_FILE (default: the file .tollgate/operator-token
 that \`pnpm start\` writes), GATEWAY_URL (for quickstart's example).

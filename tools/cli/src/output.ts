@@ -16,6 +16,7 @@ export function accountJson(a: Account__Output | null | undefined) {
     monthly_limit: a.monthlyLimit,
     burst_per_second: a.burstPerSecond,
     plan: a.plan,
+    credits_only: a.creditsOnly,
     created_at: a.createdAt,
   };
 }

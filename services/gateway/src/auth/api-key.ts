@@ -2,13 +2,14 @@
 // gateway holds for the key, decides whether the call is served; the call is counted against the
 // account's windows and given back when the node gave no answer.
 import { randomUUID } from "node:crypto";
-import { ERRORS, QUOTA_HEADERS } from "@tollgate/catalog";
+import { ERRORS, TOP_UP_HINT } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
-import { type Reply, sendDataJson, sendError, sendLimit } from "../envelope.ts";
+import { type Reply, sendError, sendLimit } from "../envelope.ts";
 import type { Grant, LeaseBook, UnknownKeyLimiter } from "../leases.ts";
 import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
+import { atomicPrice, sendOnAccount, setQuotaHeaders } from "./account-answer.ts";
 import { type AuthMethod, type Caller, type CredentialsOf, charged, failureOf } from "./call.ts";
 
 export interface ApiKeyAuthDeps {
@@ -50,6 +51,7 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
             network,
             leaseUnits,
             authorizationId,
+            priceAtomic: atomicPrice(endpoint),
           })
           .catch((err: unknown) => {
             // Given up on (past the deadline, or the connection failed): quota-meter may still have
@@ -84,6 +86,13 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
         setQuotaHeaders(res, authz);
         sendLimit(res, "rate_limited", deps.methods.text());
         return;
+      case "DECISION_NO_CREDITS":
+        sendError(
+          res,
+          "insufficient_credits",
+          `the account pays from prepaid credits and they do not cover this call (${endpoint.price} USDC): ${TOP_UP_HINT}`,
+        );
+        return;
       default:
         sendError(res, "invalid_api_key", "the API key is unknown or revoked");
         return;
@@ -92,8 +101,8 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
     res.locals.principal = authz.accountId;
     const outcome = await execute();
     const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
-    if (outcome.ok) sendDataJson(res, outcome.dataJson);
-    else sendError(res, outcome.code, outcome.message, outcome.extra);
+    const drawn = authz.credits;
+    sendOnAccount(res, endpoint, outcome, authz);
     // A call that got no answer is not charged: its unit goes back to its lease when that is still
     // live (served again at once), else to both windows.
     const uncharged = authz.metered && !charged(outcome);
@@ -111,19 +120,8 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
       returnedToLease,
       dayWindow: authz.dayWindow,
       monthWindow: authz.monthWindow,
+      creditsDrawn: drawn?.drawn ?? 0,
+      creditsEpoch: drawn?.epoch ?? "",
     });
   };
-}
-
-function setQuotaHeaders(res: Reply, authz: Grant): void {
-  const q = authz.quota;
-  if (!q) return;
-  if (q.dayLimit != null && q.dayUsed != null) {
-    res.setHeader(QUOTA_HEADERS.dayLimit.name, String(q.dayLimit));
-    res.setHeader(QUOTA_HEADERS.dayUsed.name, String(q.dayUsed));
-  }
-  if (q.monthLimit != null && q.monthUsed != null) {
-    res.setHeader(QUOTA_HEADERS.monthLimit.name, String(q.monthLimit));
-    res.setHeader(QUOTA_HEADERS.monthUsed.name, String(q.monthUsed));
-  }
 }

@@ -4,14 +4,15 @@
 // plan's windows, then its credits. No key and no per-call payment; a call that got no answer from
 // the node is given back (its unit, or the credits it drew). The gateway only reads the decisions.
 import { randomUUID } from "node:crypto";
-import { ERRORS, type ErrorCode, priceAtomic, QUOTA_HEADERS } from "@tollgate/catalog";
+import { ERRORS, type ErrorCode, TOP_UP_HINT } from "@tollgate/catalog";
 import { CallError, grpc, type Logger, logSampler } from "@tollgate/platform";
 import type { Response } from "express";
 import type { PaymentVerifierClient } from "../clients/payment-verifier.ts";
 import type { Authorization, QuotaMeterClient } from "../clients/quota-meter.ts";
-import { type Reply, sendDataJson, sendError, sendLimit } from "../envelope.ts";
+import { sendError, sendLimit } from "../envelope.ts";
 import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
+import { atomicPrice, sendOnAccount, setQuotaHeaders } from "./account-answer.ts";
 import { type AuthMethod, type CredentialsOf, charged, failureOf } from "./call.ts";
 import { copyHeaders, resourceOf } from "./payment.ts";
 
@@ -25,9 +26,6 @@ export interface SignInAuthDeps {
   /** The origin proofs are bound to, and the 402's resource URLs (never the caller's Host). */
   publicBaseUrl: string | undefined;
 }
-
-/** Where an account's credits are bought, named in the 402s of a wallet without them. */
-const TOP_UP = "POST /api/credits";
 
 /** Serves a call made with a sign-in-with-x proof. */
 export function signInAuth(deps: SignInAuthDeps): AuthMethod<CredentialsOf<"sign_in">> {
@@ -74,7 +72,7 @@ export function signInAuth(deps: SignInAuthDeps): AuthMethod<CredentialsOf<"sign
       authz = await deps.quota.authorize({
         requestId,
         wallet,
-        priceAtomic: priceAtomic(endpoint.price).toString(),
+        priceAtomic: atomicPrice(endpoint),
         endpoint: endpoint.path,
         network,
         leaseUnits: 1,
@@ -95,8 +93,8 @@ export function signInAuth(deps: SignInAuthDeps): AuthMethod<CredentialsOf<"sign
         return refuseWithOffers(
           res,
           deps,
-          "no_credits",
-          `the account of ${wallet} cannot cover this call (${endpoint.price} USD) from its plan or credits: top up with ${TOP_UP}${payInstead(deps)}`,
+          "insufficient_credits",
+          `the account of ${wallet} pays from prepaid credits and they do not cover this call (${endpoint.price} USDC): ${TOP_UP_HINT}${payInstead(deps)}`,
           resource,
         );
       case "DECISION_SUBSCRIPTION_INACTIVE":
@@ -120,15 +118,14 @@ export function signInAuth(deps: SignInAuthDeps): AuthMethod<CredentialsOf<"sign
           res,
           deps,
           "no_account",
-          `${wallet} has no account here: buy credits with it (${TOP_UP}) or sign in on the dashboard to get one${payInstead(deps)}`,
+          `${wallet} has no account here: sign in on the dashboard with it to get one, or ${TOP_UP_HINT} from it${payInstead(deps)}`,
           resource,
         );
     }
     setQuotaHeaders(res, authz);
     const outcome = await execute();
     const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
-    if (outcome.ok) sendDataJson(res, outcome.dataJson);
-    else sendError(res, outcome.code, outcome.message, outcome.extra);
+    sendOnAccount(res, endpoint, outcome, authz);
     // A call that got no answer is not charged: its unit (or the credits it drew) goes back.
     deps.usage.add({
       requestId,
@@ -162,7 +159,7 @@ function payInstead(deps: SignInAuthDeps): string {
 async function refuseWithOffers(
   res: Response,
   deps: SignInAuthDeps,
-  code: Extract<ErrorCode, "no_account" | "no_credits">,
+  code: Extract<ErrorCode, "no_account" | "insufficient_credits">,
   message: string,
   resource: ReturnType<typeof resourceOf>,
 ): Promise<void> {
@@ -173,17 +170,4 @@ async function refuseWithOffers(
     // The refusal does not depend on the offers.
   }
   sendError(res, code, message);
-}
-
-function setQuotaHeaders(res: Reply, authz: Authorization): void {
-  const q = authz.quota;
-  if (!q) return;
-  if (q.dayLimit != null && q.dayUsed != null) {
-    res.setHeader(QUOTA_HEADERS.dayLimit.name, String(q.dayLimit));
-    res.setHeader(QUOTA_HEADERS.dayUsed.name, String(q.dayUsed));
-  }
-  if (q.monthLimit != null && q.monthUsed != null) {
-    res.setHeader(QUOTA_HEADERS.monthLimit.name, String(q.monthLimit));
-    res.setHeader(QUOTA_HEADERS.monthUsed.name, String(q.monthUsed));
-  }
 }

@@ -14,6 +14,11 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
     ...mesh,
     defaultDeadlineMs: deadlineMs,
   });
+  const credits = createClient(contracts.quotaMeter().CreditService, address, {
+    service: "quota-meter",
+    ...mesh,
+    defaultDeadlineMs: 5_000,
+  });
   return {
     /**
      * Counts this call, or a lease of `leaseUnits` calls, for the key; or this call for the account
@@ -21,16 +26,17 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
      */
     authorize(req: {
       requestId: string;
+      /** The key; empty or unset for a sign-in (`wallet`). */
       apiKey?: string;
-      /** Sign-in-with-x: the wallet payment-verifier verified (lower case), instead of a key. */
-      wallet?: string;
-      /** The call's price, USDC atomic units: what a call paid from credits draws. */
-      priceAtomic?: string;
       endpoint: string;
       network: string;
       leaseUnits: number;
       /** This gateway's id of the Authorize: the lease's id, and what a release names. */
       authorizationId: string;
+      /** The call's price in USDC atomic units: drawn from credits when the plan's windows are spent. */
+      priceAtomic: number;
+      /** Sign-in-with-x: the wallet payment-verifier verified (lower case), instead of a key. */
+      wallet?: string;
     }) {
       return client.call("Authorize", req);
     },
@@ -53,7 +59,22 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
     async plans(): Promise<Plans> {
       return plansFrom(await client.call("DescribePlans", {}, { deadlineMs: 2_000 }));
     },
-    close: () => client.close(),
+    /** Credits a settled top-up to the key's account, or the wallet's (made when new); once per cause. */
+    topUp(req: {
+      apiKey: string;
+      wallet: string;
+      amount: number;
+      cause: string;
+      scheme: string;
+      paymentNetwork: string;
+      transaction: string;
+    }) {
+      return credits.call("CreditTopUp", req);
+    },
+    close: () => {
+      credits.close();
+      client.close();
+    },
   };
 }
 

@@ -1,4 +1,7 @@
 import {
+  CREDIT_HEADERS,
+  CREDIT_TOP_UPS,
+  CREDITS_PATH,
   DEFAULT_PLANS,
   ENDPOINTS,
   type Endpoint,
@@ -61,12 +64,13 @@ export function buildLlmsTxt(
     "- API-key plan: `Authorization: Bearer <API key>`. Daily and monthly quotas per account; X-Quota-* headers on every response.",
     `  - Plans: ${plansText(plans, describeMethods(methods))}`,
     `  - Get a key: sign in with an Ethereum wallet (EIP-4361) at ${dashboardUrl ? `the [dashboard](${dashboardUrl})` : "the operator's dashboard"} to create, revoke and replace keys and see usage; its JSON API is the \`account\` tag of [/openapi.json](${base}/openapi.json).`,
+    `  - Prepaid credits: when an account's plan window is spent (or the account is credits-only), its API-key calls pay their price from its credits (answered calls only) and carry \`${CREDIT_HEADERS.remaining.name}\` (the balance after, USDC). Buy them: \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` paid with x402 \`exact\` or MPP \`charge\` (credited to the paying wallet's account, or to the account of the API key sent with it).`,
     x402.length
       ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`
       : "- x402: not accepted by this deployment right now.",
     ...(x402.length && publicBaseUrl
       ? [
-          `- Sign-in-with-x (x402 extension; a wallet with an account: a dashboard sign-in or a credits top-up made one): the 402's \`PAYMENT-REQUIRED\` carries a \`sign-in-with-x\` challenge (this domain, a fresh nonce, valid 5 minutes). Sign it (EIP-4361) and retry with \`${SIGN_IN_HEADER.name}\`: the call is served on the wallet's account (its plan, then its credits), no key, no payment. One proof per call; a replayed, expired, other-domain or badly signed proof is 401 \`sign_in_invalid\`; a wallet without an account 402 \`no_account\`, an account without credits for the call 402 \`no_credits\` (both with the offers to pay per call). Official client: @x402/extensions/sign-in-with-x (\`wrapFetchWithSIWx(fetch, account)\`, or \`createSIWxClientExtension({ signers: [account] })\` registered on the @x402/fetch client, which pays when the sign-in is refused with a 402).`,
+          `- Sign-in-with-x (x402 extension; a wallet with an account: a dashboard sign-in or a credits top-up made one): the 402's \`PAYMENT-REQUIRED\` carries a \`sign-in-with-x\` challenge (this domain, a fresh nonce, valid 5 minutes). Sign it (EIP-4361) and retry with \`${SIGN_IN_HEADER.name}\`: the call is served on the wallet's account (its plan, then its credits), no key, no payment. One proof per call; a replayed, expired, other-domain or badly signed proof is 401 \`sign_in_invalid\`; a wallet without an account 402 \`no_account\`, an account without credits for the call 402 \`insufficient_credits\` (both with the offers to pay per call). Official client: @x402/extensions/sign-in-with-x (\`wrapFetchWithSIWx(fetch, account)\`, or \`createSIWxClientExtension({ signers: [account] })\` registered on the @x402/fetch client, which pays when the sign-in is refused with a 402).`,
         ]
       : []),
     ...(mpp.length

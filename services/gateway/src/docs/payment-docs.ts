@@ -66,7 +66,7 @@ export function payDocs(methods: readonly PaymentMethod[], signIn = false): PayD
       type: "apiKey",
       in: "header",
       name: SIGN_IN_HEADER.name,
-      description: `x402 sign-in-with-x: ${SIGN_IN_HEADER.description} The call is served on the wallet's account (its plan, then its credits): no key, no payment. A refused proof is 401 \`sign_in_invalid\`; a wallet without an account 402 \`no_account\`, without credits for the call 402 \`no_credits\`.`,
+      description: `x402 sign-in-with-x: ${SIGN_IN_HEADER.description} The call is served on the wallet's account (its plan, then its credits): no key, no payment. A refused proof is 401 \`sign_in_invalid\`; a wallet without an account 402 \`no_account\`, without credits for the call 402 \`insufficient_credits\`.`,
     };
   }
   if (mpp.length) {

@@ -8,15 +8,21 @@ import { sql } from "kysely";
 import {
   type AccountPatch,
   type AccountRecord,
+  type CreditEntry,
   isAccountStatus,
   type KeyRecord,
   type KnownKey,
   type UsageTotal,
 } from "../store/types.ts";
+import { type CreditDraws, creditLedger, foldDraws } from "./credit-ledger.ts";
 import type { QuotaTables } from "./schema.ts";
 
 type Db = Kysely<QuotaTables>;
-type AccountRow = QuotaTables["accounts"] & { created_at: Date; updated_at: Date };
+type AccountRow = Omit<QuotaTables["accounts"], "credits_only"> & {
+  created_at: Date;
+  updated_at: Date;
+  credits_only: boolean;
+};
 
 const iso = (d: Date | null | undefined): string => (d ? d.toISOString() : "");
 
@@ -31,6 +37,7 @@ function account(row: Pick<AccountRow, keyof AccountRow>): AccountRecord {
     // The column's CHECK admits only plan names; anything else would be a newer release's plan.
     plan: isPlanName(row.plan) ? row.plan : "standard",
     createdAt: iso(row.created_at),
+    creditsOnly: row.credits_only === true,
   };
 }
 
@@ -44,6 +51,7 @@ function accountRow(a: AccountRecord) {
     monthly_limit: a.monthlyLimit,
     burst_per_second: a.burstPerSecond,
     plan: a.plan,
+    credits_only: a.creditsOnly === true,
     created_at: a.createdAt,
     updated_at: a.createdAt,
   };
@@ -86,6 +94,8 @@ export interface UsageBatchFold {
   calls: number;
   days: UsageFold[];
   lastUsed: Array<{ keyId: string; at: string }>;
+  /** Credits the batch's answered calls drew, per account and the copy generation they were drawn in. */
+  draws?: CreditDraws[];
 }
 
 export type Records = ReturnType<typeof createRecords>;
@@ -96,6 +106,7 @@ export function createRecords(db: Db) {
     db.transaction().execute(write);
 
   return {
+    ...creditLedger(db),
     async createAccount(a: AccountRecord, andThen: () => Promise<void>): Promise<void> {
       await transact(async (tx) => {
         await tx.insertInto("accounts").values(accountRow(a)).execute();
@@ -169,6 +180,7 @@ export function createRecords(db: Db) {
             ...(patch.monthlyLimit !== undefined ? { monthly_limit: patch.monthlyLimit } : {}),
             ...(patch.burstPerSecond !== undefined ? { burst_per_second: patch.burstPerSecond } : {}),
             ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
+            ...(patch.creditsOnly !== undefined ? { credits_only: patch.creditsOnly } : {}),
           })
           .where("id", "=", id)
           .returningAll()
@@ -311,10 +323,12 @@ export function createRecords(db: Db) {
      * current totals of every account-day the batches touch (a batch folded before, redelivered
      * because its Redis write failed then, gets its totals pushed again).
      */
-    async foldUsage(delivered: readonly UsageBatchFold[]): Promise<{ folded: number; totals: UsageTotal[] }> {
+    async foldUsage(
+      delivered: readonly UsageBatchFold[],
+    ): Promise<{ folded: number; totals: UsageTotal[]; catchUps: CreditEntry[] }> {
       // One batch delivered twice in one group (its outbox resent it) is one batch.
       const batches = [...new Map(delivered.map((b) => [b.id, b])).values()];
-      if (batches.length === 0) return { folded: 0, totals: [] };
+      if (batches.length === 0) return { folded: 0, totals: [], catchUps: [] };
       return transact(async (tx) => {
         const inserted = await tx
           .insertInto("usage_batches")
@@ -389,6 +403,7 @@ export function createRecords(db: Db) {
           await sql`update api_keys as k set last_used_at = greatest(coalesce(k.last_used_at, v.at), v.at)
             from (values ${values}) as v (id, at) where k.id = v.id`.execute(tx);
         }
+        const catchUps = await foldDraws(tx, batches, fresh);
         const all = [...touched.values()];
         const totals =
           all.length === 0
@@ -402,6 +417,7 @@ export function createRecords(db: Db) {
                 .execute();
         return {
           folded: fresh.size,
+          catchUps,
           totals: totals.map((t) => ({
             accountId: t.account_id,
             day: t.day,
@@ -410,6 +426,30 @@ export function createRecords(db: Db) {
           })),
         };
       });
+    },
+
+    /** The account of a live key, by the key's hash. */
+    async accountOfKey(hash: Buffer): Promise<AccountRecord | undefined> {
+      const row = await db
+        .selectFrom("api_keys as k")
+        .innerJoin("accounts as a", "a.id", "k.account_id")
+        .selectAll("a")
+        .where("k.hash", "=", hash)
+        .where("k.revoked_at", "is", null)
+        .executeTakeFirst();
+      return row ? account(row as AccountRow) : undefined;
+    },
+
+    /** Every wallet binding, in pages by address (seeding the copy's `wallets`). */
+    async walletsPage(after: string, limit: number): Promise<Array<{ address: string; accountId: string }>> {
+      const rows = await db
+        .selectFrom("account_wallets")
+        .select(["address", "account_id"])
+        .where("address", ">", after)
+        .orderBy("address")
+        .limit(limit)
+        .execute();
+      return rows.map((r) => ({ address: r.address, accountId: r.account_id }));
     },
 
     /** Forgets batch ids folded before `before` (older than any message the stream still keeps). */

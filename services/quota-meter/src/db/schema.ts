@@ -14,6 +14,8 @@ export interface QuotaTables {
     burst_per_second: number;
     /** 'standard' or 'free' (0003_account_plans.sql; the previous release's inserts get 'standard'). */
     plan: string;
+    /** 0004_credits.sql: calls paid from credits only. */
+    credits_only: ColumnType<boolean, boolean | undefined, boolean>;
     created_at: Timestamp;
     updated_at: Timestamp;
   };
@@ -37,6 +39,24 @@ export interface QuotaTables {
     address: string;
     account_id: string;
     created_at: Timestamp;
+  };
+  credit_ledger: {
+    id: Generated<number>;
+    account_id: string;
+    kind: "top_up" | "draw" | "refund";
+    amount: number;
+    cause: string;
+    scheme: string | null;
+    payment_network: string | null;
+    transaction: string | null;
+    generation: Generated<string>;
+    unapplied: Generated<number>;
+    created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  };
+  credit_seeds: {
+    id: Generated<number>;
+    generation: string;
+    seeded_at: Generated<Timestamp>;
   };
   usage_batches: {
     id: string;

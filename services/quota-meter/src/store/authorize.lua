@@ -1,32 +1,71 @@
 -- Authorize: one atomic round trip that grants a call, or a lease of several calls, to a key
--- (guard.lua is loaded in front).
--- key lookup -> account -> status -> burst guard -> both windows check-and-increment.
+-- or to a signed-in wallet (guard.lua is loaded in front).
+-- lookup -> account -> status -> burst guard -> both windows check-and-increment, or, when the
+-- windows are spent (or the account is credits-only), a draw of the call's price from its credits.
 -- A lease of `want` units takes what the burst guard has left and at most a quarter of what
 -- each window has left, at most `want` and at least one; the gateway serves that many calls before it asks again, and
--- returns what it did not use (lease-return.lua). Key names derive from the account found,
--- so this runs on a standalone (or replicated / sentinel) Redis, not Redis Cluster.
+-- returns what it did not use (lease-return.lua). A credit draw is one call, never a lease. Key
+-- names derive from the account found, so this runs on a standalone (or replicated / sentinel)
+-- Redis, not Redis Cluster.
 --
 -- ARGV: 1 prefix, 2 key hash (hex), 3 now (ms), 4 day id, 5 month id,
 --       6 day counter TTL (ms), 7 month counter TTL (ms), 8 default burst per second,
 --       9 units wanted (>= 1), 10 authorization id (the gateway's; "" = none),
---       11 how long a grant is remembered for release.lua (ms)
+--       11 how long a grant is remembered for release.lua (ms), 12 price (USDC atomic units; 0 =
+--       no credit draw), 13 wallet ("" = a key call)
 -- Reply: {code, key id, account id, status, stored hash, day used, month used, day limit,
---         month limit, units granted}
+--         month limit, units granted, credits drawn, credit balance, copy generation}
 -- code: 0 allow, 1 invalid key, 2 subscription inactive, 3 daily, 4 monthly, 5 rate limited,
---       6 released (the gateway gave up on this Authorize before it ran: nothing counted)
+--       6 released (the gateway gave up on this Authorize before it ran: nothing counted),
+--       7 allow, paid from credits, 8 no account (wallet), 9 no credits (credits-only account),
+--       10 the copy is gone (Redis restarted empty: no key or wallet can be judged until it is seeded)
 -- When allowed, the used counts include every unit granted (unit k of n is call "used - n + k").
 local p = ARGV[1]
 local id = ARGV[10] or ''
 if id ~= '' and redis.call('EXISTS', p .. 'ax:' .. id) == 1 then return {6} end
 
-local k, refused = activeKey(p, ARGV[2], ARGV[8])
-if not k then return refused end
-local keyId, acct, storedHash, daily, monthly, burst = k[1], k[2], k[3], k[5], k[6], k[7]
+local k, refused
+if (ARGV[13] or '') ~= '' then
+  k, refused = activeWallet(p, ARGV[13], ARGV[8])
+else
+  k, refused = activeKey(p, ARGV[2], ARGV[8])
+end
+if not k then
+  -- Unknown in a copy that is not there at all: say so, rather than call a real key unknown.
+  if refused[1] ~= 2 and redis.call('EXISTS', p .. 'seeded') == 0 then return {10} end
+  return refused
+end
+local keyId, acct, storedHash, daily, monthly, burst, creditsOnly = k[1], k[2], k[3], k[5], k[6], k[7], k[8]
 
 local dk = p .. 'd:' .. acct .. ':' .. ARGV[4]
 local mk = p .. 'm:' .. acct .. ':' .. ARGV[5]
 local d = tonumber(redis.call('GET', dk)) or 0
 local m = tonumber(redis.call('GET', mk)) or 0
+local price = tonumber(ARGV[12]) or 0
+local ck = p .. 'c:' .. acct
+
+-- The plan cannot serve the call: its price from the credits, when they cover it (reply code 7),
+-- else `code` with the balance. Remembered like a grant, so a release gives the credits back.
+local function fromCredits(code)
+  local balance = tonumber(redis.call('GET', ck)) or 0
+  if price <= 0 or balance < price then
+    return {code, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0, 0, balance}
+  end
+  balance = redis.call('DECRBY', ck, price)
+  local epoch = redis.call('GET', p .. 'seeded') or ''
+  if id ~= '' then
+    redis.call('SET', p .. 'ag:' .. id,
+      acct .. '|' .. ARGV[4] .. '|' .. ARGV[5] .. '|0|' .. price .. '|' .. epoch, 'PX', ARGV[11])
+  end
+  return {7, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0, price, balance, epoch}
+end
+
+if creditsOnly then
+  if burstGrant(p, acct, burst, tonumber(ARGV[3]), 1) < 1 then
+    return {5, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0}
+  end
+  return fromCredits(9)
+end
 
 -- Monthly first: when both windows are spent, the longer wait is the useful answer. The
 -- windows are checked before the guard takes tokens, so a lease never takes tokens for
@@ -39,8 +78,8 @@ if daily > 0 then want = math.min(want, math.ceil((daily - d) / 4)) end
 
 local granted = burstGrant(p, acct, burst, tonumber(ARGV[3]), math.max(want, 1))
 if granted < 1 then return {5, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0} end
-if monthly > 0 and m >= monthly then return {4, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0} end
-if daily > 0 and d >= daily then return {3, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0} end
+if monthly > 0 and m >= monthly then return fromCredits(4) end
+if daily > 0 and d >= daily then return fromCredits(3) end
 
 d = redis.call('INCRBY', dk, granted)
 if d == granted then redis.call('PEXPIRE', dk, ARGV[6]) end

@@ -3,10 +3,20 @@
 -- MemoryStore (memory-store.ts) is their in-memory twin; test/quota-meter/store-contract
 -- runs one suite against both.
 
--- The key behind a hash, for a call: {key id, account id, stored hash, status, daily,
--- monthly, burst}, the burst rate resolved (the account's own, else `defaultBurst`). When
--- the key cannot be served: nil and the reply to give ({1}: unknown key or account; {2, key
--- id, account id, status, stored hash}: subscription not active).
+-- The account behind `acct` for a call: {key id, account id, stored hash, status, daily, monthly,
+-- burst, credits only}, the burst rate resolved (the account's own, else `defaultBurst`). When it
+-- cannot be served: nil and the reply to give ({unknown}: no such account; {2, key id, account id,
+-- status, stored hash}: subscription not active).
+local function activeAccount(p, keyId, acct, storedHash, defaultBurst, unknown)
+  local a = redis.call('HMGET', p .. 'acct:' .. acct, 'status', 'daily', 'monthly', 'burst', 'creditsOnly')
+  if not a[1] then return nil, {unknown} end
+  if a[1] ~= 'active' then return nil, {2, keyId, acct, a[1], storedHash} end
+  local burst = tonumber(a[4]) or 0
+  if burst <= 0 then burst = tonumber(defaultBurst) or 0 end
+  return {keyId, acct, storedHash, a[1], tonumber(a[2]) or 0, tonumber(a[3]) or 0, burst, a[5] == '1'}
+end
+
+-- The key behind a hash, and its account (activeAccount); {1}: unknown key or account.
 local function activeKey(p, hash, defaultBurst)
   local ref = redis.call('HGET', p .. 'keys', hash)
   if not ref then return nil, {1} end
@@ -14,12 +24,15 @@ local function activeKey(p, hash, defaultBurst)
   local keyId = string.sub(ref, 1, sep - 1)
   local acct = string.sub(ref, sep + 1)
   local storedHash = redis.call('HGET', p .. 'key:' .. keyId, 'hash')
-  local a = redis.call('HMGET', p .. 'acct:' .. acct, 'status', 'daily', 'monthly', 'burst')
-  if not storedHash or not a[1] then return nil, {1} end
-  if a[1] ~= 'active' then return nil, {2, keyId, acct, a[1], storedHash} end
-  local burst = tonumber(a[4]) or 0
-  if burst <= 0 then burst = tonumber(defaultBurst) or 0 end
-  return {keyId, acct, storedHash, a[1], tonumber(a[2]) or 0, tonumber(a[3]) or 0, burst}
+  if not storedHash then return nil, {1} end
+  return activeAccount(p, keyId, acct, storedHash, defaultBurst, 1)
+end
+
+-- Sign-in-with-x: the account bound to a verified wallet (no key: id and hash empty); {8}: none.
+local function activeWallet(p, wallet, defaultBurst)
+  local acct = redis.call('HGET', p .. 'wallets', wallet)
+  if not acct then return nil, {8} end
+  return activeAccount(p, '', acct, '', defaultBurst, 8)
 end
 
 -- Burst guard (GCRA): up to `burst` calls at once, `burst` per second sustained, per

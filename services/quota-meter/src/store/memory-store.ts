@@ -5,7 +5,10 @@ import {
   AUTHORIZATION_MEMORY_MS,
   type AuthorizeOutcome,
   type AuthorizeQuery,
+  CopyNotReady,
+  type CreditEntry,
   type DailyUsage,
+  type Decision,
   type KeyRecord,
   type LeaseReturn,
   type QuotaStore,
@@ -54,7 +57,13 @@ export class MemoryStore implements QuotaStore {
   readonly #seen = new Map<string, number>();
   readonly #usage = new Map<string, DailyUsage>();
   /** authorize.lua's `ag:` records: what each authorization id granted, for release(). */
-  readonly #grants = new Map<string, { lease: LeaseReturn; expiresAt: number }>();
+  readonly #grants = new Map<
+    string,
+    { lease: LeaseReturn; credits?: { drawn: number; epoch: string }; expiresAt: number }
+  >();
+  /** Credit balances (`c:`) and the wallets bound to accounts (`wallets`). */
+  readonly #credits = new Map<string, number>();
+  readonly #wallets = new Map<string, string>();
   #sweeps = 0;
   #mark: string | null = null;
   #held = false;
@@ -126,14 +135,35 @@ export class MemoryStore implements QuotaStore {
     return this.#burstGrant(account, defaultBurst, now, 1) === 1;
   }
 
+  /** guard.lua's activeWallet lookup: the account bound to a wallet. */
+  #walletAccount(wallet: string): AccountRecord | undefined {
+    const id = this.#wallets.get(wallet);
+    return id === undefined ? undefined : this.#accounts.get(id);
+  }
+
+  #remember(id: string, grant: { lease: LeaseReturn; credits?: { drawn: number; epoch: string } }): void {
+    if (!id) return;
+    const t = this.#clock();
+    this.#grants.set(id, { ...grant, expiresAt: t + AUTHORIZATION_MEMORY_MS });
+    this.#sweepNowAndThen(t);
+  }
+
   async authorize(q: AuthorizeQuery): Promise<AuthorizeOutcome> {
     const none: AuthorizeOutcome = { ...NO_KEY, status: "" };
     if (q.authorizationId && (this.#seen.get(`ax:${q.authorizationId}`) ?? 0) > this.#clock()) {
       return { ...none, decision: "released" };
     }
-    const found = this.#lookup(q.keyHash);
-    if (!found) return none;
-    const { key, account } = found;
+    let account: AccountRecord | undefined;
+    let key: { id: string; hash: Buffer | undefined };
+    if (q.wallet) {
+      account = this.#walletAccount(q.wallet);
+      if (!account) return { ...none, decision: "no_account" };
+      key = { id: "", hash: undefined };
+    } else {
+      const found = this.#lookup(q.keyHash);
+      if (!found) return none;
+      ({ key, account } = found);
+    }
     const base = { keyId: key.id, accountId: account.id, status: account.status, storedHash: key.hash };
     if (account.status !== "active") return { ...none, ...base, decision: "subscription_inactive" };
 
@@ -146,6 +176,33 @@ export class MemoryStore implements QuotaStore {
       dayLimit: account.dailyLimit,
       monthLimit: account.monthlyLimit,
     };
+    // authorize.lua's fromCredits: the price from the credits when they cover it, else `refusal`.
+    const fromCredits = (refusal: Decision): AuthorizeOutcome => {
+      const balance = this.#credits.get(account.id) ?? 0;
+      if (q.priceAtomic <= 0 || balance < q.priceAtomic) {
+        return { ...base, ...counts, units: 0, decision: refusal, balance };
+      }
+      const remaining = balance - q.priceAtomic;
+      this.#credits.set(account.id, remaining);
+      const credits = { drawn: q.priceAtomic, remaining, epoch: this.#mark ?? "" };
+      this.#remember(q.authorizationId, {
+        lease: {
+          leaseId: q.authorizationId,
+          accountId: account.id,
+          day: q.windows.day,
+          month: q.windows.month,
+          units: 0,
+        },
+        credits,
+      });
+      return { ...base, ...counts, units: 0, decision: "allow", credits };
+    };
+    if (account.creditsOnly) {
+      if (!this.#burstAllows(account, q.defaultBurst, now)) {
+        return { ...base, ...counts, units: 0, decision: "rate_limited" };
+      }
+      return fromCredits("no_credits");
+    }
     // authorize.lua's order: the windows clip the lease (to a quarter of what each has left)
     // before the guard takes tokens.
     let want = Math.max(1, Math.floor(q.units));
@@ -153,26 +210,20 @@ export class MemoryStore implements QuotaStore {
     if (counts.dayLimit > 0) want = Math.min(want, Math.ceil((counts.dayLimit - counts.dayUsed) / 4));
     const units = this.#burstGrant(account, q.defaultBurst, now, Math.max(want, 1));
     if (units < 1) return { ...base, ...counts, units: 0, decision: "rate_limited" };
-    if (counts.monthLimit > 0 && counts.monthUsed >= counts.monthLimit) {
-      return { ...base, ...counts, units: 0, decision: "monthly_limit_exceeded" };
-    }
-    if (counts.dayLimit > 0 && counts.dayUsed >= counts.dayLimit) {
-      return { ...base, ...counts, units: 0, decision: "daily_limit_exceeded" };
-    }
+    if (counts.monthLimit > 0 && counts.monthUsed >= counts.monthLimit)
+      return fromCredits("monthly_limit_exceeded");
+    if (counts.dayLimit > 0 && counts.dayUsed >= counts.dayLimit) return fromCredits("daily_limit_exceeded");
     counts.dayUsed = this.#incr(dk, now, q.windows.dayTtlMs, units);
     counts.monthUsed = this.#incr(mk, now, q.windows.monthTtlMs, units);
-    if (q.authorizationId) {
-      const lease = {
+    this.#remember(q.authorizationId, {
+      lease: {
         leaseId: q.authorizationId,
         accountId: account.id,
         day: q.windows.day,
         month: q.windows.month,
         units,
-      };
-      const t = this.#clock();
-      this.#grants.set(q.authorizationId, { lease, expiresAt: t + AUTHORIZATION_MEMORY_MS });
-      this.#sweepNowAndThen(t);
-    }
+      },
+    });
     return { ...base, ...counts, units, decision: "allow" };
   }
 
@@ -181,8 +232,16 @@ export class MemoryStore implements QuotaStore {
     if (!this.#firstTime(`ax:${authorizationId}`, AUTHORIZATION_MEMORY_MS)) return false;
     const grant = this.#grants.get(authorizationId);
     this.#grants.delete(authorizationId);
-    if (grant && grant.expiresAt > this.#clock()) await this.returnLease(grant.lease, dedupeTtlMs);
+    if (!grant || grant.expiresAt <= this.#clock()) return true;
+    if (grant.credits) this.#creditBack(grant.lease.accountId, grant.credits);
+    else await this.returnLease(grant.lease, dedupeTtlMs);
     return true;
+  }
+
+  /** Credits drawn in this copy go back; drawn in an earlier one (it was seeded since), never taken here. */
+  #creditBack(accountId: string, credits: { drawn: number; epoch: string }): void {
+    if (this.#mark === credits.epoch)
+      this.#credits.set(accountId, (this.#credits.get(accountId) ?? 0) + credits.drawn);
   }
 
   async returnLease(l: LeaseReturn, dedupeTtlMs: number): Promise<boolean> {
@@ -196,6 +255,10 @@ export class MemoryStore implements QuotaStore {
 
   async refund(r: Refund, dedupeTtlMs: number): Promise<boolean> {
     if (!this.#firstTime(`rf:${r.accountId}:${r.requestId}`, dedupeTtlMs)) return false;
+    if (r.credits && r.credits.drawn > 0) {
+      this.#creditBack(r.accountId, r.credits);
+      return true;
+    }
     for (const key of [`d:${r.accountId}:${r.day}`, `m:${r.accountId}:${r.month}`]) {
       const c = this.#counters.get(key);
       if (c && c.value > 0) c.value--;
@@ -223,6 +286,31 @@ export class MemoryStore implements QuotaStore {
     }
     const { hash: _hash, ...record } = key;
     return record;
+  }
+
+  async bindWallet(address: string, accountId: string): Promise<void> {
+    this.#wallets.set(address, accountId);
+  }
+
+  /** credit-apply.lua's twin. */
+  async applyCredits(entries: CreditEntry[], dedupeTtlMs: number): Promise<number[]> {
+    if (entries.length === 0) return [];
+    if (this.#mark === null) throw new CopyNotReady();
+    return entries.map((e) => {
+      const balance = this.#credits.get(e.accountId) ?? 0;
+      if (e.generation !== this.#mark || !this.#firstTime(`cc:${e.accountId}:${e.cause}`, dedupeTtlMs))
+        return balance;
+      this.#credits.set(e.accountId, balance + Math.trunc(e.delta));
+      return balance + Math.trunc(e.delta);
+    });
+  }
+
+  async setCredits(balances: Array<{ accountId: string; balance: number }>): Promise<void> {
+    for (const b of balances) this.#credits.set(b.accountId, b.balance);
+  }
+
+  async readCredits(accountId: string): Promise<number> {
+    return this.#credits.get(accountId) ?? 0;
   }
 
   /** usage-max.lua's twin. */

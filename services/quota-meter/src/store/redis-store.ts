@@ -7,6 +7,8 @@ import {
   AUTHORIZATION_MEMORY_MS,
   type AuthorizeOutcome,
   type AuthorizeQuery,
+  CopyNotReady,
+  type CreditEntry,
   type KeyRecord,
   type LeaseReturn,
   type QuotaStore,
@@ -39,6 +41,7 @@ const REFUND = script("refund");
 const LEASE_RETURN = script("lease-return");
 const RELEASE = script("release");
 const USAGE_MAX = script("usage-max");
+const CREDIT_APPLY = script("credit-apply");
 
 const DECISIONS: AuthorizeOutcome["decision"][] = [
   "allow",
@@ -48,6 +51,10 @@ const DECISIONS: AuthorizeOutcome["decision"][] = [
   "monthly_limit_exceeded",
   "rate_limited",
   "released",
+  "allow",
+  "no_account",
+  "no_credits",
+  "unseeded",
 ];
 
 const USAGE_DECISIONS: Record<number, UsageOutcome["decision"]> = {
@@ -84,7 +91,7 @@ export async function openRedisStore(
     unreachable: opts.giveUp ? "give-up" : "background",
     // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
     onReady: (c) => {
-      for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, RELEASE, USAGE_MAX])
+      for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, RELEASE, USAGE_MAX, CREDIT_APPLY])
         c.scriptLoad(s.source).catch(() => undefined);
     },
   });
@@ -137,9 +144,17 @@ export class RedisStore implements QuotaStore {
       String(Math.max(1, Math.floor(q.units))),
       q.authorizationId,
       String(AUTHORIZATION_MEMORY_MS),
+      String(Math.max(0, Math.floor(q.priceAtomic))),
+      q.wallet,
     ])) as unknown[];
     const stored = str(reply[4]);
+    const code = num(reply[0]);
     return {
+      ...(code === 7
+        ? { credits: { drawn: num(reply[10]), remaining: num(reply[11]), epoch: str(reply[12]) } }
+        : reply.length > 11
+          ? { balance: num(reply[11]) }
+          : {}),
       units: num(reply[9]),
       decision: DECISIONS[num(reply[0])] ?? "invalid_key",
       keyId: str(reply[1]),
@@ -184,8 +199,34 @@ export class RedisStore implements QuotaStore {
       r.day,
       r.month,
       String(dedupeTtlMs),
+      String(r.credits?.drawn ?? 0),
+      r.credits?.epoch ?? "",
     ]);
     return num(reply) === 1;
+  }
+
+  async bindWallet(address: string, accountId: string): Promise<void> {
+    await this.#client.hSet(`${this.#p}wallets`, address, accountId);
+  }
+
+  async applyCredits(entries: CreditEntry[], dedupeTtlMs: number): Promise<number[]> {
+    if (entries.length === 0) return [];
+    const reply = (await this.#eval(CREDIT_APPLY, [
+      this.#p,
+      String(dedupeTtlMs),
+      ...entries.flatMap((e) => [e.cause, e.accountId, String(Math.trunc(e.delta)), e.generation]),
+    ])) as unknown[];
+    if (reply[0] === "unseeded") throw new CopyNotReady();
+    return reply.map(num);
+  }
+
+  async setCredits(balances: Array<{ accountId: string; balance: number }>): Promise<void> {
+    if (balances.length === 0) return;
+    await this.#client.mSet(balances.map((b) => [`${this.#p}c:${b.accountId}`, String(b.balance)]));
+  }
+
+  async readCredits(accountId: string): Promise<number> {
+    return num(await this.#client.get(`${this.#p}c:${accountId}`));
   }
 
   async createAccount(a: AccountRecord): Promise<void> {
@@ -198,6 +239,7 @@ export class RedisStore implements QuotaStore {
       burst: String(a.burstPerSecond),
       plan: a.plan,
       created: a.createdAt,
+      creditsOnly: a.creditsOnly ? "1" : "0",
     });
   }
 

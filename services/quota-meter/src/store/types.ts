@@ -20,10 +20,12 @@ export interface AccountRecord {
   /** The plan the limits were set from: the operator's "standard", or "free" (self-serve sign-up). */
   plan: PlanName;
   createdAt: string;
+  /** Calls are paid from credits only (no plan windows); unset = false. */
+  creditsOnly?: boolean;
 }
 
 export type AccountPatch = Partial<
-  Pick<AccountRecord, "status" | "dailyLimit" | "monthlyLimit" | "burstPerSecond" | "plan">
+  Pick<AccountRecord, "status" | "dailyLimit" | "monthlyLimit" | "burstPerSecond" | "plan" | "creditsOnly">
 >;
 
 export interface KeyRecord {
@@ -43,10 +45,19 @@ export type Decision =
   | "subscription_inactive"
   | "daily_limit_exceeded"
   | "monthly_limit_exceeded"
-  | "rate_limited";
+  | "rate_limited"
+  /** Sign-in-with-x: the wallet is bound to no account. */
+  | "no_account"
+  /** A credits-only account whose balance does not cover the price. */
+  | "no_credits";
 
 export interface AuthorizeQuery {
+  /** The API key's hash; ignored when `wallet` is set. */
   keyHash: Buffer;
+  /** Sign-in-with-x: the verified wallet (lower-case 0x address); "" for an API-key call. */
+  wallet: string;
+  /** The call's price in USDC atomic units: drawn from credits when the windows are spent (0: never). */
+  priceAtomic: number;
   nowMs: number;
   windows: Windows;
   /** Burst rate for accounts without their own (0 = no guard). */
@@ -68,8 +79,11 @@ export const AUTHORIZATION_MEMORY_MS = 15 * 60_000;
  * allowed, and the current counts (not incremented) when it was refused.
  */
 export interface AuthorizeOutcome {
-  /** "released": the gateway released this authorization id before it ran; nothing counted. */
-  decision: Decision | "released";
+  /**
+   * "released": the gateway released this authorization id before it ran; nothing counted.
+   * "unseeded": the key (or wallet) was not found in a copy that has no seed mark: Redis lost it.
+   */
+  decision: Decision | "released" | "unseeded";
   keyId: string;
   accountId: string;
   status: string;
@@ -79,8 +93,42 @@ export interface AuthorizeOutcome {
   monthUsed: number;
   dayLimit: number;
   monthLimit: number;
-  /** Units granted (0 when refused): at least 1, at most what was wanted. */
+  /** Units granted (0 when refused or paid from credits): at least 1, at most what was wanted. */
   units: number;
+  /** Set when the call was paid from credits instead (decision "allow", units 0). */
+  credits?: CreditDraw;
+  /** The account's credit balance as the refusal found it (refusals by a window or no credits). */
+  balance?: number;
+}
+
+/** A call paid from the account's credits. */
+interface CreditDraw {
+  /** Atomic units drawn (the price). */
+  drawn: number;
+  /** The balance after the draw. */
+  remaining: number;
+  /** The hot copy's generation (its seed mark) the draw was made in. */
+  epoch: string;
+}
+
+/**
+ * A change to an account's credit balance written to the ledger (PostgreSQL) first, then applied
+ * to the hot copy once: only when the copy is of `generation` (a copy seeded later read the row
+ * already), and once per (account, cause).
+ */
+export interface CreditEntry {
+  cause: string;
+  accountId: string;
+  /** Atomic units: positive credits the account, negative draws from it. */
+  delta: number;
+  generation: string;
+}
+
+/** applyCredits found no complete copy (Redis lost it and is being seeded): retry later. */
+export class CopyNotReady extends Error {
+  constructor() {
+    super("the hot copy is being seeded: credits are applied once it is complete");
+  }
 }
 
 /** Units of a lease the gateway did not use, given back to the windows it was counted in. */
@@ -106,6 +154,8 @@ export interface Refund {
   accountId: string;
   day: string;
   month: string;
+  /** The call drew credits instead of a unit: they go back (when the copy it drew from is current), the windows are left alone. */
+  credits?: { drawn: number; epoch: string };
 }
 
 /** An account's usage totals of one UTC day, as the rollups in PostgreSQL hold them. */
@@ -188,6 +238,20 @@ export interface QuotaStore {
   createKey(key: KeyRecord, hash: Buffer): Promise<boolean>;
   /** Makes the key unusable at once; undefined when the store holds no such key of that account. */
   revokeKey(accountId: string, keyId: string, at: string): Promise<KeyRecord | undefined>;
+
+  /** Binds a wallet to its account in the hot copy (sign-in-with-x finds the account by it). */
+  bindWallet(address: string, accountId: string): Promise<void>;
+
+  /**
+   * Applies ledger entries to the balances: each only when the copy's generation is the entry's,
+   * once per (account, cause). Returns each account's balance after its entry. Throws CopyNotReady
+   * when the copy has no generation (being seeded).
+   */
+  applyCredits(entries: CreditEntry[], dedupeTtlMs: number): Promise<number[]>;
+  /** Sets balances as read from the ledger (seeding). */
+  setCredits(balances: Array<{ accountId: string; balance: number }>): Promise<void>;
+  /** An account's balance in the copy (0 when it has none). */
+  readCredits(accountId: string): Promise<number>;
 
   /** Per-day usage totals from the rollups, merged as maxima (totals only grow, in any order). */
   mergeUsage(totals: UsageTotal[]): Promise<void>;

@@ -9,6 +9,8 @@ export interface Plan {
   daily?: number;
   monthly?: number;
   burst?: number;
+  /** Calls paid from prepaid credits only. */
+  creditsOnly?: boolean;
 }
 
 function planFields(plan: Plan): Omit<CreateAccountRequest, "name"> {
@@ -16,6 +18,7 @@ function planFields(plan: Plan): Omit<CreateAccountRequest, "name"> {
     ...(plan.daily !== undefined ? { dailyLimit: plan.daily } : {}),
     ...(plan.monthly !== undefined ? { monthlyLimit: plan.monthly } : {}),
     ...(plan.burst !== undefined ? { burstPerSecond: plan.burst } : {}),
+    ...(plan.creditsOnly !== undefined ? { creditsOnly: plan.creditsOnly } : {}),
   };
 }
 

@@ -1,15 +1,16 @@
 // `account create|show|update` and `quickstart`: quota-meter's accounts, through its admin API.
-import { type Command, defined, only, positionals } from "../args.ts";
+import { type Command, defined, only, positionals, yesNo } from "../args.ts";
 import { withQuotaAdmin } from "../connect.ts";
 import { UsageError } from "../errors.ts";
 import { accountJson, keyJson } from "../output.ts";
 
 export const accountCommands: Record<string, Command> = {
   "account create": ({ command, flags, args, limits }) => {
-    only(flags, ["name", "plan", "daily", "monthly", "burst"], command);
+    only(flags, ["name", "plan", "daily", "monthly", "burst", "credits-only"], command);
     positionals(args, [], command);
     if (!flags.name) throw new UsageError("account create needs --name");
-    const req = { name: flags.name, ...defined({ plan: flags.plan, ...limits }) };
+    const creditsOnly = yesNo(flags["credits-only"], "credits-only");
+    const req = { name: flags.name, ...defined({ plan: flags.plan, creditsOnly, ...limits }) };
     return () =>
       withQuotaAdmin(async (admin) => ({ account: accountJson((await admin.createAccount(req)).account) }));
   },
@@ -24,12 +25,16 @@ export const accountCommands: Record<string, Command> = {
   },
 
   "account update": ({ command, flags, args, limits }) => {
-    only(flags, ["status", "plan", "daily", "monthly", "burst"], command);
+    only(flags, ["status", "plan", "daily", "monthly", "burst", "credits-only"], command);
     const [accountId = ""] = positionals(args, ["ACCOUNT_ID"], command);
-    const patch = { accountId, ...defined({ status: flags.status, plan: flags.plan, ...limits }) };
+    const creditsOnly = yesNo(flags["credits-only"], "credits-only");
+    const patch = {
+      accountId,
+      ...defined({ status: flags.status, plan: flags.plan, creditsOnly, ...limits }),
+    };
     if (Object.keys(patch).length === 1) {
       throw new UsageError(
-        "account update needs at least one of --status, --plan, --daily, --monthly, --burst",
+        "account update needs at least one of --status, --plan, --daily, --monthly, --burst, --credits-only",
       );
     }
     return () =>

@@ -11,10 +11,15 @@ export interface CreateAccountRequest {
    * "standard" when unset; limits not given take the plan's figures.
    */
   'plan'?: (string);
+  /**
+   * Calls are paid from prepaid credits only (no plan windows); false when unset.
+   */
+  'creditsOnly'?: (boolean);
   '_dailyLimit'?: "dailyLimit";
   '_monthlyLimit'?: "monthlyLimit";
   '_burstPerSecond'?: "burstPerSecond";
   '_plan'?: "plan";
+  '_creditsOnly'?: "creditsOnly";
 }
 
 export interface CreateAccountRequest__Output {
@@ -26,8 +31,13 @@ export interface CreateAccountRequest__Output {
    * "standard" when unset; limits not given take the plan's figures.
    */
   'plan'?: (string);
+  /**
+   * Calls are paid from prepaid credits only (no plan windows); false when unset.
+   */
+  'creditsOnly'?: (boolean);
   '_dailyLimit'?: "dailyLimit";
   '_monthlyLimit'?: "monthlyLimit";
   '_burstPerSecond'?: "burstPerSecond";
   '_plan'?: "plan";
+  '_creditsOnly'?: "creditsOnly";
 }

@@ -12,11 +12,16 @@ export interface UpdateAccountRequest {
    * Moves the account to this plan: limits not given take the plan's figures.
    */
   'plan'?: (string);
+  /**
+   * Calls are paid from prepaid credits only (true), or on the plan first (false).
+   */
+  'creditsOnly'?: (boolean);
   '_status'?: "status";
   '_dailyLimit'?: "dailyLimit";
   '_monthlyLimit'?: "monthlyLimit";
   '_burstPerSecond'?: "burstPerSecond";
   '_plan'?: "plan";
+  '_creditsOnly'?: "creditsOnly";
 }
 
 export interface UpdateAccountRequest__Output {
@@ -29,9 +34,14 @@ export interface UpdateAccountRequest__Output {
    * Moves the account to this plan: limits not given take the plan's figures.
    */
   'plan'?: (string);
+  /**
+   * Calls are paid from prepaid credits only (true), or on the plan first (false).
+   */
+  'creditsOnly'?: (boolean);
   '_status'?: "status";
   '_dailyLimit'?: "dailyLimit";
   '_monthlyLimit'?: "monthlyLimit";
   '_burstPerSecond'?: "burstPerSecond";
   '_plan'?: "plan";
+  '_creditsOnly'?: "creditsOnly";
 }

@@ -1,0 +1,166 @@
+// Prepaid credits: the ledger in PostgreSQL is their record (append-only: top-ups, draws, refunds,
+// each with its cause), the balance in the hot copy is what Authorize draws from. A ledger row is
+// written first, then applied to the copy once (store.applyCredits: only to the copy generation
+// the row was written in, once per cause), then marked applied; the sweep applies what a crash or
+// a Redis blip left owed. Draws reach the ledger from the usage stream (rollups.ts, one row per
+// batch and account); top-ups from CreditService.CreditTopUp, once per settlement.
+import type { Logger } from "@tollgate/platform";
+import { grpc } from "@tollgate/platform";
+import type { CreditTopUpRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/CreditTopUpRequest";
+import type { CreditTopUpResponse } from "@tollgate/platform/generated/tollgate/quota/v1/CreditTopUpResponse";
+import type { GetOwnCreditsResponse } from "@tollgate/platform/generated/tollgate/quota/v1/GetOwnCreditsResponse";
+import type { Records } from "./db/records.ts";
+import { fail } from "./key-ops.ts";
+import { isWellFormedKey, type KeyHasher, newAccountId } from "./keys.ts";
+import type { QuotaMetrics } from "./metrics.ts";
+import type { PlanBook } from "./plans.ts";
+import { CopyNotReady, type CreditEntry, type QuotaStore } from "./store/types.ts";
+import { recentDays } from "./windows.ts";
+
+/** How long an applied entry stays marked in the copy (its ledger row is marked right after). */
+const APPLY_MEMORY_MS = 24 * 3_600_000;
+/** How often the owed entries are looked for. */
+export const CREDIT_SWEEP_MS = 30_000;
+/** Owed entries applied per sweep, at most. */
+const SWEEP_PAGE = 500;
+const WALLET = /^0x[0-9a-fA-F]{40}$/;
+/** A settlement id as the mesh makes them (payment-verifier's): printable, bounded. */
+const CAUSE = /^[\x21-\x7e]{8,200}$/;
+const DEFAULT_DAYS = 30;
+const MAX_DAYS = 366;
+
+export interface CreditsDeps {
+  records: Records;
+  store: QuotaStore;
+  hasher: KeyHasher;
+  plans: PlanBook;
+  metrics: QuotaMetrics;
+  logger: Logger;
+  now: () => number;
+}
+
+export function createCredits(deps: CreditsDeps) {
+  const { records, store, logger } = deps;
+
+  /**
+   * Applies ledger entries to the copy and marks them applied. The balances after them, or
+   * undefined when the copy could not take them now (they stay owed: the sweep, or the seed of a
+   * new copy, applies them).
+   */
+  async function apply(entries: CreditEntry[]): Promise<number[] | undefined> {
+    try {
+      const balances = await store.applyCredits(entries, APPLY_MEMORY_MS);
+      await records.markApplied(entries);
+      return balances;
+    } catch (err) {
+      if (!(err instanceof CopyNotReady)) {
+        logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          "credits not applied to the copy yet",
+        );
+      }
+      return undefined;
+    }
+  }
+
+  /** The account a top-up is for: the key's, or the wallet's (made on the free plan when new). */
+  async function creditedAccount(req: CreditTopUpRequest__Output) {
+    if (req.apiKey) {
+      if (!isWellFormedKey(req.apiKey))
+        fail(grpc.status.UNAUTHENTICATED, "invalid_api_key", "the API key is unknown or revoked");
+      const account = await records.accountOfKey(deps.hasher(req.apiKey));
+      if (!account) fail(grpc.status.UNAUTHENTICATED, "invalid_api_key", "the API key is unknown or revoked");
+      return { account, created: false };
+    }
+    if (!WALLET.test(req.wallet)) {
+      fail(
+        grpc.status.INVALID_ARGUMENT,
+        "invalid_argument",
+        "wallet: expected 0x and 40 hex digits (or an api_key)",
+      );
+    }
+    const address = req.wallet.toLowerCase();
+    const fresh = {
+      id: newAccountId(),
+      name: `wallet ${address}`,
+      status: "active" as const,
+      ...deps.plans.free,
+      plan: "free" as const,
+      createdAt: new Date(deps.now()).toISOString(),
+    };
+    const found = await records.walletAccount(address, fresh, async (a) => {
+      await store.createAccount(a);
+      await store.bindWallet(address, a.id);
+    });
+    if (!found) fail(grpc.status.INTERNAL, "internal", "the wallet's account could not be made");
+    return found;
+  }
+
+  return {
+    async topUp(req: CreditTopUpRequest__Output): Promise<CreditTopUpResponse> {
+      if (!(req.amount > 0 && Number.isSafeInteger(req.amount))) {
+        fail(
+          grpc.status.INVALID_ARGUMENT,
+          "invalid_argument",
+          "amount: expected a positive number of atomic units",
+        );
+      }
+      if (!CAUSE.test(req.cause))
+        fail(grpc.status.INVALID_ARGUMENT, "invalid_argument", "cause: expected the settlement's id");
+      const { account, created } = await creditedAccount(req);
+      const recorded = await records.topUp({
+        accountId: account.id,
+        amount: req.amount,
+        cause: req.cause,
+        scheme: req.scheme.slice(0, 40),
+        paymentNetwork: req.paymentNetwork.slice(0, 60),
+        transaction: req.transaction.slice(0, 100),
+      });
+      if (!recorded) {
+        fail(
+          grpc.status.FAILED_PRECONDITION,
+          "cause_used",
+          "this settlement already credited another account",
+        );
+      }
+      if (recorded.fresh) {
+        deps.metrics.creditsToppedUp.inc(req.amount);
+        logger.info({ accountId: account.id, amount: req.amount, scheme: req.scheme }, "credits topped up");
+      }
+      const applied = recorded.owed ? await apply([recorded.entry]) : undefined;
+      const balance = applied?.[0] ?? (await records.creditBalance(account.id));
+      return { accountId: account.id, balance, credited: recorded.fresh, accountCreated: created };
+    },
+
+    /** The balance (the copy's, else the ledger's) and the ledger by day, oldest first. */
+    async ownCredits(accountId: string, creditsOnly: boolean, days: number): Promise<GetOwnCreditsResponse> {
+      const count = days > 0 ? Math.min(days, MAX_DAYS) : DEFAULT_DAYS;
+      const wanted = recentDays(deps.now(), count);
+      const [hot, rows] = await Promise.all([
+        store.isReady() ? store.readCredits(accountId).catch(() => undefined) : Promise.resolve(undefined),
+        records.creditDays(accountId, wanted[0] ?? ""),
+      ]);
+      const balance = hot ?? (await records.creditBalance(accountId));
+      const byDay = new Map(rows.map((r) => [r.day, r]));
+      return {
+        balance: Math.max(0, balance),
+        creditsOnly,
+        days: wanted.map((day) => ({
+          day,
+          topUps: byDay.get(day)?.topUps ?? 0,
+          draws: byDay.get(day)?.draws ?? 0,
+          refunds: byDay.get(day)?.refunds ?? 0,
+        })),
+      };
+    },
+
+    /** Applies what is still owed to the copy (a crash or a blip between the ledger and the copy). */
+    async sweep(): Promise<number> {
+      const owed = await records.owedCredits(SWEEP_PAGE);
+      if (owed.length === 0) return 0;
+      return (await apply(owed)) ? owed.length : 0;
+    },
+  };
+}
+
+export type Credits = ReturnType<typeof createCredits>;
