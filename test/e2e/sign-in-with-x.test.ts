@@ -1,7 +1,8 @@
 // x402 sign-in-with-x through the gateway of the shared mesh, with the official client helpers of
 // @x402/extensions/sign-in-with-x signing as viem accounts: the 402 advertises the extension bound
 // to this deployment's origin; a wallet with an account (its first dashboard sign-in made one) is
-// served on that account's plan with no key and no payment; a proof is served once (its replay is
+// served on that account's plan with no key and no payment, a credits-only one from its credits
+// (X-Credits-Remaining, meta.cost_usdc; 402 insufficient_credits once spent); a proof is served once (its replay is
 // 401), and one made for another domain, one expired or one malformed is 401 naming the problem; a
 // wallet without an account is 402 with the offers to pay instead, which the official @x402/fetch
 // client then pays; hostile headers never get a 5xx.
@@ -23,6 +24,8 @@ import { createWalletClient, erc20Abi, http } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { Wallet } from "../dashboard/support.ts";
+import { updateAccount } from "../support/accounts.ts";
+import { creditAsGateway, creditBalance } from "../support/credits.ts";
 import { devnet } from "../support/devnet.ts";
 import { get, mesh } from "../support/gateway.ts";
 import { settlementClient, usdcBalance } from "../support/x402.ts";
@@ -188,6 +191,34 @@ describe("sign-in-with-x through the gateway", () => {
       expect(res.body.error.code).toBe("sign_in_invalid");
       expect(res.body.error.message).toMatch(problem);
     }
+  });
+
+  it("draws a credits-only account's credits, shows the balance left, and answers 402 insufficient_credits when they run out", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const at = { stateDir: mesh.stateDir, quotaMeterAddr: mesh.quotaMeterAddr };
+    // A top-up credited to the wallet makes its account (as the top-up route does after settling).
+    const topUp = await creditAsGateway(at, { wallet: account.address.toLowerCase() }, 2_000);
+    expect(topUp.accountCreated).toBe(true);
+    await updateAccount(topUp.accountId, { creditsOnly: true });
+    const ext = () => challenge();
+
+    const first = await get(PATH, { [HEADER]: await proof(account, await ext()) });
+    expect(first.status).toBe(200);
+    expect(first.headers["x-credits-remaining"]).toBe("0.001");
+    expect(first.body.meta.cost_usdc).toBe("0.001");
+    expect(first.headers["payment-response"]).toBeUndefined();
+    const second = await get(PATH, { [HEADER]: await proof(account, await ext()) });
+    expect(second.status).toBe(200);
+    expect(second.headers["x-credits-remaining"]).toBe("0");
+
+    const spent = await get(PATH, { [HEADER]: await proof(account, await ext()) });
+    expect(spent.status).toBe(402);
+    expect(spent.body.error.code).toBe("insufficient_credits");
+    expect(spent.body.error.message).toMatch(/POST \/api\/credits/);
+    expect(
+      decodePaymentRequiredHeader(spent.headers["payment-required"] as string).accepts.length,
+    ).toBeGreaterThan(0);
+    expect(await creditBalance(at, topUp.accountId)).toBe(0);
   });
 
   it("answers a wallet without an account 402 no_account, with the offers to pay per call instead", async () => {
