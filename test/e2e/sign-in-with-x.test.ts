@@ -2,10 +2,10 @@
 // @x402/extensions/sign-in-with-x signing as viem accounts: the 402 advertises the extension bound
 // to this deployment's origin; a wallet with an account (its first dashboard sign-in made one) is
 // served on that account's plan with no key and no payment, a credits-only one from its credits
-// (X-Credits-Remaining, meta.cost_usdc; 402 insufficient_credits once spent); a proof is served once (its replay is
-// 401), and one made for another domain, one expired or one malformed is 401 naming the problem; a
-// wallet without an account is 402 with the offers to pay instead, which the official @x402/fetch
-// client then pays; hostile headers never get a 5xx.
+// (X-Credits-Remaining, meta.cost_usdc; 402 insufficient_credits once spent); a proof is served
+// once (its replay is 401), and one made for another domain, one expired or one malformed is 401
+// naming the problem; a wallet without an account is 402 with the offers to pay instead, which the
+// official @x402/fetch client then pays; hostile headers never get a 5xx.
 
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
