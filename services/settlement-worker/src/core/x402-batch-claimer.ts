@@ -1,9 +1,11 @@
 // The x402-batch claimer's loop, free of any SDK, chain or Redis: ports in, decisions and events
 // out (tests drive it with plain objects). One pass: hold the lease (or do nothing), read the
 // channel records and the confirmed on-chain state of the channels that matter, raise records that
-// are behind the chain, claim what is due in batches, settle to the receiver whatever the contract
-// holds claimed but unsettled, and refund at most one idle channel. The lease's fence is checked
-// right before each transaction. Every money-moving log of our transactions becomes one event.
+// are behind the chain, claim what is due in batches, send the refunds payers asked for (each one
+// transaction: the claim of what its channel charged, the refund of the rest), settle to the
+// receiver whatever the contract holds claimed but unsettled, and refund at most one idle channel.
+// The lease's fence is checked right before each transaction. Every money-moving log of our
+// transactions becomes one event.
 //
 // An event must outlive a crash between a mined transaction and its journaling: before each
 // operation the claimer records an intent (the block it starts from, the channels and their payers)
@@ -11,7 +13,9 @@
 // left open (by a crash, a lost receipt, a failed send) against the escrow's logs since their block
 // and journals what they find; event ids are the chain's own, so a re-journaled event is the same.
 import { randomUUID } from "node:crypto";
+import type { RefundOutcome, RefundRequest } from "@tollgate/payment-rails";
 import type { Lease } from "../adapters/lease.ts";
+import type { RecordAfter, RefundSent } from "../adapters/x402-batch-refunds.ts";
 import {
   type BatchEvent,
   type BatchLog,
@@ -21,6 +25,8 @@ import {
   type ClaimReason,
   type OnChainChannel,
   planClaims,
+  refundAmount,
+  refundRequested,
 } from "./x402-batch-claims.ts";
 
 export interface ClaimerPorts {
@@ -55,6 +61,23 @@ export interface ClaimerPorts {
     ): Promise<{ vouchers: number; transaction: string }[]>;
     settle(): Promise<{ transaction: string }>;
     refund(channelId: string): Promise<{ transaction: string } | undefined>;
+    /**
+     * A payer's refund: `amount` back to the payer, after claiming the record's charged total when
+     * `claim` (one transaction). Throws when its outcome cannot be told (facilitator or chain away).
+     */
+    refundRequested(
+      record: ChannelRecord,
+      chain: OnChainChannel,
+      amount: bigint,
+      claim: boolean,
+    ): Promise<RefundSent>;
+  };
+  /** The payers' refund requests payment-verifier took (libs/payment-rails batch-refunds.ts). */
+  refunds: {
+    /** Takes a submitted request for sending (its lock held on): the record, or undefined when it is gone. */
+    take(channelId: string, id: string, now: number): Promise<ChannelRecord | undefined>;
+    /** Writes its outcome for payment-verifier and what the record becomes. */
+    complete(channelId: string, outcome: RefundOutcome, after: RecordAfter, now: number): Promise<void>;
   };
   lease: Lease;
   /** Operations about to send transactions, kept (Redis) until their events are journaled. */
@@ -93,13 +116,14 @@ export interface ClaimerSettings {
 }
 
 const INTENT_HORIZON_MS = 10 * 60_000;
+const NO_BALANCE = "invalid_batch_settlement_evm_refund_no_balance";
 
 export interface ClaimerObserver {
   leaseHeld(held: boolean): void;
   unclaimed(amount: bigint, unconfirmedChannels: number): void;
   claimed(vouchers: number, reason: ClaimReason): void;
   settled(): void;
-  refunded(): void;
+  refunded(kind: "idle" | "requested"): void;
   failed(operation: "claim" | "settle" | "refund" | "pass", err: unknown): void;
   /** Events journaled from an open intent's logs (a crash or failure had left them out). */
   recovered?(events: number): void;
@@ -111,6 +135,8 @@ interface PassResult {
   reason: ClaimReason | undefined;
   settle: string | undefined;
   refund: { channel: string; transaction: string } | undefined;
+  /** The payers' refunds sent on this pass. */
+  requested: { channel: string; transaction: string }[];
   events: BatchEvent[];
 }
 
@@ -155,6 +181,7 @@ export function createClaimer(
     logs: BatchLog[],
     payers: ReadonlyMap<string, string>,
     reason: string,
+    requestId?: string,
   ) =>
     batchEvents(logs, {
       network: settings.network,
@@ -164,6 +191,7 @@ export function createClaimer(
       payers,
       reason,
       time: now(),
+      ...(requestId ? { requestId } : {}),
     });
 
   const record = async (
@@ -171,8 +199,9 @@ export function createClaimer(
     payers: Map<string, string>,
     reason: string,
     out: BatchEvent[],
+    requestId?: string,
   ) => {
-    const events = eventsOf(transaction, await ports.chain.logs(transaction), payers, reason);
+    const events = eventsOf(transaction, await ports.chain.logs(transaction), payers, reason, requestId);
     for (const e of events) {
       journaled.add(e.id);
       ports.publish(e);
@@ -227,6 +256,127 @@ export function createClaimer(
     }
   };
 
+  /**
+   * Sends a payer's refund: the channel's confirmed state decides what is unspent; the request is
+   * taken (its lock held on, the record's chain state marked stale) only when something will be
+   * sent, and its outcome is written for payment-verifier before the events are journaled (a
+   * failure there leaves the intent open: the next pass journals them from the chain).
+   */
+  const sendRequested = async (
+    c: ChannelRecord,
+    request: RefundRequest,
+    payers: Map<string, string>,
+    out: BatchEvent[],
+  ): Promise<{ channel: string; transaction: string } | undefined> => {
+    const channel = c.channelId.toLowerCase();
+    const base = {
+      id: request.id,
+      channelId: channel,
+      cumulative: request.cumulative,
+      requested: request.amount,
+    };
+    const chain = (await ports.chain.channels([channel])).get(channel);
+    if (!chain) return undefined;
+    const plan = refundAmount(BigInt(c.chargedCumulativeAmount), chain, request.amount);
+    if ("refused" in plan) {
+      // A deposit not confirmed yet: its charges are claimable on a later pass, the refund with them.
+      if (plan.refused === "unconfirmed") return undefined;
+      const outcome: RefundOutcome =
+        plan.refused === "no_balance"
+          ? {
+              ...base,
+              ok: false,
+              errorReason: NO_BALANCE,
+              errorMessage: "nothing unspent is left",
+              transaction: "",
+            }
+          : {
+              ...base,
+              ok: false,
+              errorReason: "invalid_batch_settlement_evm_refund_payload",
+              errorMessage: "the channel's record is behind the chain's claimed total",
+              transaction: "",
+            };
+      await ports.refunds.complete(channel, outcome, { kind: "unlock" }, now());
+      return undefined;
+    }
+    const taken = await ports.refunds.take(channel, request.id, now());
+    // Gone (the lock lapsed): nothing is sent; its Settle answered (or will answer) 503.
+    if (!taken || taken.chargedCumulativeAmount !== c.chargedCumulativeAmount) return undefined;
+    const reason = "refund: requested by the payer";
+    const { balance: before, refundNonce: nonce } = chain;
+    return fenced(() =>
+      intended("refund", [channel], payers, reason, async () => {
+        let sent: RefundSent;
+        try {
+          sent = await ports.manager.refundRequested(taken, chain, plan.amount, plan.claim);
+        } catch (err) {
+          const errorMessage = err instanceof Error ? err.message : String(err);
+          const unknown: RefundOutcome = {
+            ...base,
+            ok: false,
+            unknown: true,
+            errorReason: "settlement_pending",
+            errorMessage,
+            transaction: "",
+          };
+          // The lock stays until it lapses: a transaction may still land.
+          await ports.refunds.complete(channel, unknown, { kind: "keep" }, now()).catch(() => undefined);
+          throw err;
+        }
+        if (!sent.success) {
+          const pending = sent.errorReason === "settlement_pending";
+          const outcome: RefundOutcome = {
+            ...base,
+            ok: false,
+            ...(pending ? { unknown: true } : {}),
+            errorReason: sent.errorReason,
+            errorMessage: sent.errorMessage,
+            transaction: sent.transaction,
+          };
+          // Refused or reverted (nothing moved): let go; broadcast and unconfirmed: kept until it
+          // lapses, and the intent left open (thrown) so a later pass journals what lands.
+          await ports.refunds.complete(
+            channel,
+            outcome,
+            pending ? { kind: "keep" } : { kind: "unlock" },
+            now(),
+          );
+          const failure = new Error(`${sent.errorReason}: ${sent.errorMessage}`);
+          if (pending) throw failure;
+          observe.failed("refund", failure);
+          return undefined;
+        }
+        const charged = BigInt(taken.chargedCumulativeAmount);
+        const balance = before - sent.amount;
+        const refundNonce = nonce + 1n;
+        const outcome: RefundOutcome = {
+          ...base,
+          ok: true,
+          transaction: sent.transaction,
+          amount: String(sent.amount),
+          channelState: {
+            channelId: channel,
+            balance: String(balance),
+            totalClaimed: String(charged),
+            withdrawRequestedAt: Number(sent.channelState?.withdrawRequestedAt ?? 0),
+            refundNonce: String(refundNonce),
+            chargedCumulativeAmount: String(charged),
+          },
+        };
+        // Refunded in full: the record goes (the SDK's rule); in part: the channel after it.
+        const after: RecordAfter =
+          balance <= charged
+            ? { kind: "delete" }
+            : { kind: "update", balance, totalClaimed: charged, refundNonce };
+        await ports.refunds.complete(channel, outcome, after, now());
+        observe.refunded("requested");
+        await record(sent.transaction, payers, reason, out, request.requestId);
+        return { channel, transaction: sent.transaction };
+      }),
+    );
+  };
+
   const pass = async (): Promise<PassResult> => {
     const result: PassResult = {
       held: false,
@@ -234,6 +384,7 @@ export function createClaimer(
       reason: undefined,
       settle: undefined,
       refund: undefined,
+      requested: [],
       events: [],
     };
     result.held = await ports.lease.hold();
@@ -280,6 +431,18 @@ export function createClaimer(
         if (err instanceof LeaseLostError) return result;
       }
     }
+    // The refunds payers asked for (before the settle, which then sweeps what they claimed).
+    for (const c of records) {
+      const request = refundRequested(c, t);
+      if (!request) continue;
+      try {
+        const sent = await sendRequested(c, request, payers, result.events);
+        if (sent) result.requested.push(sent);
+      } catch (err) {
+        observe.failed("refund", err);
+        if (err instanceof LeaseLostError) return result;
+      }
+    }
     try {
       if ((await ports.chain.unsettled()) > 0n) {
         const reason = "settle to the receiver";
@@ -310,7 +473,7 @@ export function createClaimer(
         );
         if (refunded) {
           result.refund = { channel, transaction: refunded.transaction };
-          observe.refunded();
+          observe.refunded("idle");
         }
       } catch (err) {
         observe.failed("refund", err);
