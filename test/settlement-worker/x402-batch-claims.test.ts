@@ -6,50 +6,29 @@
 import { randomBytes } from "node:crypto";
 import { settlementEventV2 } from "@tollgate/events";
 import { describe, expect, it } from "vitest";
-import type { RefundOutcome } from "../../libs/payment-rails/src/batch-refunds.ts";
-import { type Lease, redisLease } from "../../services/settlement-worker/src/adapters/lease.ts";
-import type { RefundSent } from "../../services/settlement-worker/src/adapters/x402-batch-refunds.ts";
+import { redisLease } from "../../services/settlement-worker/src/adapters/lease.ts";
+import { createClaimer } from "../../services/settlement-worker/src/core/x402-batch-claimer.ts";
 import {
-  type ClaimerObserver,
-  type ClaimerPorts,
-  createClaimer,
-  type Intent,
-} from "../../services/settlement-worker/src/core/x402-batch-claimer.ts";
-import {
-  type BatchEvent,
   type BatchLog,
   batchEvents,
-  type ChannelRecord,
-  type ClaimPolicy,
   defaultClaimIntervalSeconds,
-  type OnChainChannel,
   planClaims,
 } from "../../services/settlement-worker/src/core/x402-batch-claims.ts";
 import { testRedis } from "../support/redis.ts";
+import {
+  chain,
+  id,
+  NOW,
+  payer,
+  policy,
+  record,
+  recorder,
+  settings,
+  world,
+} from "../support/x402-batch-claimer.ts";
 
 const prefix = `test:x402batch:${randomBytes(4).toString("hex")}:`;
 const redis = testRedis(prefix);
-
-const NOW = 1_800_000_000_000;
-const id = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
-const payer = (n: number) => `0x${n.toString(16).padStart(40, "a")}`;
-const record = (n: number, over: Partial<ChannelRecord> = {}): ChannelRecord => ({
-  channelId: id(n),
-  channelConfig: { payer: payer(n), token: "0xtoken", receiver: "0xreceiver" },
-  chargedCumulativeAmount: "0",
-  balance: "1000000",
-  totalClaimed: "0",
-  lastRequestTimestamp: NOW - 1_000,
-  ...over,
-});
-const chain = (over: Partial<OnChainChannel> = {}): OnChainChannel => ({
-  balance: 1_000_000n,
-  totalClaimed: 0n,
-  withdrawing: false,
-  refundNonce: 0n,
-  ...over,
-});
-const policy: ClaimPolicy = { minClaimAmount: 10_000n, claimIntervalMs: 60_000, idleRefundMs: 3_600_000 };
 
 describe("when x402-batch channels are claimed (planClaims)", () => {
   it("claims every confirmed channel once the unclaimed total reaches the minimum, and not before", () => {
@@ -181,180 +160,6 @@ describe("what an x402-batch transaction records (batchEvents)", () => {
   });
 });
 
-/** A lease made for the test: held or not, with a fence that can be lost between the check and the act. */
-function fakeLease(): Lease & { held: boolean; fenced: boolean } {
-  const lease = {
-    held: true,
-    fenced: true,
-    hold: async () => lease.held,
-    epoch: () => (lease.held ? 1 : 0),
-    fence: async () => lease.fenced,
-    letGo: async () => {},
-  };
-  return lease;
-}
-
-function recorder(): ClaimerObserver & { seen: string[] } {
-  const seen: string[] = [];
-  return {
-    seen,
-    leaseHeld: (held) => seen.push(`lease ${held}`),
-    unclaimed: (amount, unconfirmed) => seen.push(`unclaimed ${amount} (${unconfirmed} unconfirmed)`),
-    claimed: (vouchers, reason) => seen.push(`claimed ${vouchers} ${reason}`),
-    settled: () => seen.push("settled"),
-    refunded: (reason) => seen.push(`refunded ${reason}`),
-    failed: (operation, err) => seen.push(`failed ${operation}: ${(err as Error).message}`),
-  };
-}
-
-/**
- * A contract and a channel manager made for the test: claims raise the chain's totals; transaction
- * n is mined in block n. Intents live in a map (Redis in the worker), shared by claimers.
- */
-function world(records: ChannelRecord[], onchain: Map<string, OnChainChannel>) {
-  let unsettled = 0n;
-  let txs = 0;
-  const sent: string[] = [];
-  const logs = new Map<string, BatchLog[]>();
-  const lease = fakeLease();
-  const published: BatchEvent[] = [];
-  const intents = new Map<string, Intent>();
-  const outcomes: { outcome: RefundOutcome; after: string }[] = [];
-  let refundFails: (() => Promise<RefundSent>) | undefined;
-  let ids = 0;
-  const ports: ClaimerPorts = {
-    channels: {
-      list: async () => records,
-      raiseClaimed: async (channelId, total) => {
-        const r = records.find((c) => c.channelId === channelId);
-        if (r) r.totalClaimed = String(total);
-      },
-    },
-    chain: {
-      channels: async (ids) =>
-        new Map(ids.map((i) => [i.toLowerCase(), onchain.get(i) ?? chain({ balance: 0n })])),
-      unsettled: async () => unsettled,
-      logs: async (tx) => logs.get(tx) ?? [],
-      blockNumber: async () => BigInt(txs),
-      logsSince: async (fromBlock, channelIds) => {
-        const out = new Map<string, BatchLog[]>();
-        for (const [tx, list] of logs) {
-          if (BigInt(tx) < fromBlock) continue;
-          const ours = list.filter((l) => l.kind === "settled" || channelIds.includes(l.channelId));
-          if (ours.length) out.set(tx, ours);
-        }
-        return out;
-      },
-    },
-    manager: {
-      claim: async (ids, confirmed) => {
-        const tx = `0x${(++txs).toString(16).padStart(64, "0")}`;
-        const out: BatchLog[] = [];
-        for (const [i, channelId] of ids.entries()) {
-          const r = records.find((c) => c.channelId === channelId) as ChannelRecord;
-          const c = onchain.get(channelId) as OnChainChannel;
-          const charged = BigInt(r.chargedCumulativeAmount);
-          if (charged > (confirmed.get(channelId) ?? 0n)) continue;
-          out.push({
-            kind: "claimed",
-            logIndex: i,
-            channelId,
-            amount: charged - c.totalClaimed,
-            totalClaimed: charged,
-          });
-          unsettled += charged - c.totalClaimed;
-          c.totalClaimed = charged;
-          r.totalClaimed = String(charged);
-        }
-        logs.set(tx, out);
-        sent.push(`claim ${out.length}`);
-        return [{ vouchers: out.length, transaction: tx }];
-      },
-      settle: async () => {
-        const tx = `0x${(++txs).toString(16).padStart(64, "0")}`;
-        logs.set(tx, [{ kind: "settled", logIndex: 0, receiver: "0xreceiver", amount: unsettled }]);
-        unsettled = 0n;
-        sent.push("settle");
-        return { transaction: tx };
-      },
-      refund: async (channelId) => {
-        const tx = `0x${(++txs).toString(16).padStart(64, "0")}`;
-        sent.push(`refund ${channelId}`);
-        return { transaction: tx };
-      },
-      // The contract's multicall: the claim of the charged total, then the refund (capped).
-      refundRequested: async (r, _state, amount, claim) => {
-        if (refundFails) return refundFails();
-        const tx = `0x${(++txs).toString(16).padStart(64, "0")}`;
-        const c = onchain.get(r.channelId) as OnChainChannel;
-        const charged = BigInt(r.chargedCumulativeAmount);
-        const out: BatchLog[] = [];
-        if (claim && charged > c.totalClaimed) {
-          out.push({
-            kind: "claimed",
-            logIndex: 0,
-            channelId: r.channelId,
-            amount: charged - c.totalClaimed,
-            totalClaimed: charged,
-          });
-          unsettled += charged - c.totalClaimed;
-          c.totalClaimed = charged;
-        }
-        const available = c.balance - c.totalClaimed;
-        let paid = available;
-        if (amount < available) paid = amount;
-        c.balance -= paid;
-        c.refundNonce += 1n;
-        out.push({ kind: "refunded", logIndex: out.length, channelId: r.channelId, amount: paid });
-        logs.set(tx, out);
-        sent.push(`refund ${r.channelId} ${paid}${claim ? " with claim" : ""}`);
-        return { success: true, transaction: tx, amount: paid };
-      },
-    },
-    refunds: {
-      take: async (channelId, rid) => {
-        const r = records.find((c) => c.channelId === channelId);
-        if (!r || r.pendingRequest?.pendingId !== rid || !r.refundRequest?.submitted) return undefined;
-        return { ...r };
-      },
-      complete: async (channelId, outcome, after) => {
-        outcomes.push({ outcome, after: after.kind });
-        const i = records.findIndex((c) => c.channelId === channelId);
-        const r = records[i];
-        if (!r || r.pendingRequest?.pendingId !== outcome.id || after.kind === "keep") return;
-        if (after.kind === "delete") records.splice(i, 1);
-        else {
-          if (after.kind === "update") r.balance = String(after.balance);
-          r.pendingRequest = undefined;
-          r.refundRequest = undefined;
-        }
-      },
-    },
-    lease,
-    intents: {
-      open: async (i) => void intents.set(i.id, i),
-      close: async (id) => void intents.delete(id),
-      list: async () => [...intents.values()],
-    },
-    publish: (e) => published.push(e),
-    now: () => NOW,
-    newId: () => `intent-${++ids}`,
-  };
-  return {
-    ports,
-    lease,
-    sent,
-    published,
-    intents,
-    outcomes,
-    failRefunds: (f: () => Promise<RefundSent>) => {
-      refundFails = f;
-    },
-  };
-}
-
-const settings = { policy, network: "eip155:84532", asset: "0xusdc", escrow: "0xescrow" };
-
 describe("one pass of the x402-batch claimer (createClaimer)", () => {
   it("claims the due channels in one batch, then settles, each with its events; a second pass does nothing", async () => {
     const records = [
@@ -470,147 +275,6 @@ describe("one pass of the x402-batch claimer (createClaimer)", () => {
     for (let i = 0; i < 50 && w.sent.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
     expect(w.sent).toEqual(["claim 1", "settle"]);
     await claimer.stop();
-  });
-});
-
-describe("the refunds payers ask for (payment-verifier takes them, the claimer sends them)", () => {
-  /** A channel whose payer asked for a refund (submitted: payment-verifier's Settle asked for it). */
-  const asked = (n: number, over: Partial<ChannelRecord> = {}, amount = ""): ChannelRecord =>
-    record(n, {
-      chargedCumulativeAmount: "30000",
-      pendingRequest: { pendingId: `refund-${n}`, expiresAt: NOW + 60_000 },
-      refundRequest: {
-        id: `refund-${n}`,
-        requestId: `req-${n}`,
-        amount,
-        cumulative: "30000",
-        at: NOW - 100,
-        submitted: true,
-      },
-      ...over,
-    });
-
-  it("claims what was charged and returns exactly the rest in one transaction, before the settle; the record goes", async () => {
-    // Channel 2 is due a claim too: it goes in the batch, channel 1 only in its refund.
-    const records = [asked(1), record(2, { chargedCumulativeAmount: "20000" })];
-    const onchain = new Map([
-      [id(1), chain({ balance: 1_000_000n, totalClaimed: 10_000n, refundNonce: 3n })],
-      [id(2), chain()],
-    ]);
-    const w = world(records, onchain);
-    const observe = recorder();
-    const pass = await createClaimer(w.ports, settings, observe).pass();
-    expect(w.sent).toEqual(["claim 1", `refund ${id(1)} 970000 with claim`, "settle"]);
-    expect(pass.requested).toEqual([{ channel: id(1), transaction: expect.stringMatching(/^0x/) }]);
-    expect(onchain.get(id(1))).toMatchObject({ balance: 30_000n, totalClaimed: 30_000n, refundNonce: 4n });
-    const refundEvents = pass.events.filter((e) => e.channel === id(1));
-    expect(refundEvents.map((e) => [e.outcome, e.amount, e.request_id, e.payer])).toEqual([
-      ["claimed", "20000", "req-1", payer(1)],
-      ["refunded", "970000", "req-1", payer(1)],
-    ]);
-    for (const e of pass.events) expect(settlementEventV2.safeParse(e).success).toBe(true);
-    expect(pass.events.at(-1)).toMatchObject({ outcome: "channel_settled", amount: "40000" });
-    expect(w.outcomes).toEqual([
-      {
-        after: "delete",
-        outcome: {
-          id: "refund-1",
-          channelId: id(1),
-          cumulative: "30000",
-          requested: "",
-          ok: true,
-          transaction: pass.requested[0]?.transaction,
-          amount: "970000",
-          channelState: {
-            channelId: id(1),
-            balance: "30000",
-            totalClaimed: "30000",
-            withdrawRequestedAt: 0,
-            refundNonce: "4",
-            chargedCumulativeAmount: "30000",
-          },
-        },
-      },
-    ]);
-    expect(records.map((r) => r.channelId)).toEqual([id(2)]);
-    expect(observe.seen).toContain("refunded requested");
-    // Nothing is sent twice.
-    await createClaimer(w.ports, settings, recorder()).pass();
-    expect(w.sent).toHaveLength(3);
-  });
-
-  it("a partial refund returns what was asked and keeps the channel, its lock let go", async () => {
-    const records = [asked(1, {}, "100000")];
-    const onchain = new Map([[id(1), chain({ balance: 1_000_000n, totalClaimed: 30_000n })]]);
-    const w = world(records, onchain);
-    await createClaimer(w.ports, settings, recorder()).pass();
-    expect(w.sent).toEqual([`refund ${id(1)} 100000`]);
-    expect(w.outcomes[0]).toMatchObject({ after: "update", outcome: { ok: true, amount: "100000" } });
-    expect(records[0]).toMatchObject({
-      balance: "900000",
-      pendingRequest: undefined,
-      refundRequest: undefined,
-    });
-  });
-
-  it("sends nothing for a request not submitted, lapsed, on an unconfirmed deposit, or with nothing unspent", async () => {
-    const records = [
-      asked(1, {
-        refundRequest: {
-          ...(asked(1).refundRequest as NonNullable<ChannelRecord["refundRequest"]>),
-          submitted: false,
-        },
-      }),
-      asked(2, { pendingRequest: { pendingId: "refund-2", expiresAt: NOW - 1 } }),
-      asked(3),
-      asked(4),
-    ];
-    const onchain = new Map([
-      [id(1), chain()],
-      [id(2), chain()],
-      [id(3), chain({ balance: 20_000n })], // the deposit that covers the charges is not confirmed
-      [id(4), chain({ balance: 30_000n })], // balance == charged: nothing to return
-    ]);
-    const w = world(records, onchain);
-    const pass = await createClaimer(w.ports, settings, recorder()).pass();
-    expect(pass.requested).toEqual([]);
-    expect(w.sent.filter((x) => x.startsWith("refund"))).toEqual([]);
-    // Only the empty channel is answered (and let go); the unconfirmed one waits for a later pass.
-    expect(w.outcomes).toEqual([
-      {
-        after: "unlock",
-        outcome: expect.objectContaining({
-          id: "refund-4",
-          ok: false,
-          errorReason: "invalid_batch_settlement_evm_refund_no_balance",
-        }),
-      },
-    ]);
-    expect(records.find((r) => r.channelId === id(3))?.refundRequest).toBeDefined();
-  });
-
-  it("a refund whose outcome is unknown keeps the channel held and its intent open; a refused one lets go", async () => {
-    const records = [asked(1)];
-    const w = world(records, new Map([[id(1), chain()]]));
-    w.failRefunds(() => Promise.reject(new Error("facilitator unreachable")));
-    const observe = recorder();
-    await createClaimer(w.ports, settings, observe).pass();
-    expect(w.outcomes).toEqual([
-      { after: "keep", outcome: expect.objectContaining({ ok: false, unknown: true }) },
-    ]);
-    expect([...w.intents.values()].map((i) => i.operation)).toEqual(["refund"]);
-    expect(records[0]?.pendingRequest?.pendingId).toBe("refund-1");
-    expect(observe.seen.at(-1)).toBe("failed refund: facilitator unreachable");
-
-    w.failRefunds(async () => ({
-      success: false,
-      transaction: "",
-      errorReason: "invalid_batch_settlement_evm_refund_simulation_failed",
-      errorMessage: "reverted",
-    }));
-    await createClaimer(w.ports, settings, recorder()).pass();
-    expect(w.outcomes.at(-1)).toMatchObject({ after: "unlock", outcome: { ok: false } });
-    expect(records[0]?.pendingRequest).toBeUndefined();
   });
 });
 

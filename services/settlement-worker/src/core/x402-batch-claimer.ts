@@ -13,9 +13,8 @@
 // left open (by a crash, a lost receipt, a failed send) against the escrow's logs since their block
 // and journals what they find; event ids are the chain's own, so a re-journaled event is the same.
 import { randomUUID } from "node:crypto";
-import type { RefundOutcome, RefundRequest } from "@tollgate/payment-rails";
 import type { Lease } from "../adapters/lease.ts";
-import type { RecordAfter, RefundSent } from "../adapters/x402-batch-refunds.ts";
+import type { RefundRequests, RefundSender } from "../adapters/x402-batch-refunds.ts";
 import {
   type BatchEvent,
   type BatchLog,
@@ -25,9 +24,9 @@ import {
   type ClaimReason,
   type OnChainChannel,
   planClaims,
-  refundAmount,
   refundRequested,
 } from "./x402-batch-claims.ts";
+import { requestedRefunds } from "./x402-batch-requested-refunds.ts";
 
 export interface ClaimerPorts {
   channels: {
@@ -61,24 +60,10 @@ export interface ClaimerPorts {
     ): Promise<{ vouchers: number; transaction: string }[]>;
     settle(): Promise<{ transaction: string }>;
     refund(channelId: string): Promise<{ transaction: string } | undefined>;
-    /**
-     * A payer's refund: `amount` back to the payer, after claiming the record's charged total when
-     * `claim` (one transaction). Throws when its outcome cannot be told (facilitator or chain away).
-     */
-    refundRequested(
-      record: ChannelRecord,
-      chain: OnChainChannel,
-      amount: bigint,
-      claim: boolean,
-    ): Promise<RefundSent>;
+    refundRequested: RefundSender;
   };
   /** The payers' refund requests payment-verifier took (libs/payment-rails batch-refunds.ts). */
-  refunds: {
-    /** Takes a submitted request for sending (its lock held on): the record, or undefined when it is gone. */
-    take(channelId: string, id: string, now: number): Promise<ChannelRecord | undefined>;
-    /** Writes its outcome for payment-verifier and what the record becomes. */
-    complete(channelId: string, outcome: RefundOutcome, after: RecordAfter, now: number): Promise<void>;
-  };
+  refunds: RefundRequests;
   lease: Lease;
   /** Operations about to send transactions, kept (Redis) until their events are journaled. */
   intents: {
@@ -116,7 +101,6 @@ export interface ClaimerSettings {
 }
 
 const INTENT_HORIZON_MS = 10 * 60_000;
-const NO_BALANCE = "invalid_batch_settlement_evm_refund_no_balance";
 
 export interface ClaimerObserver {
   leaseHeld(held: boolean): void;
@@ -256,126 +240,13 @@ export function createClaimer(
     }
   };
 
-  /**
-   * Sends a payer's refund: the channel's confirmed state decides what is unspent; the request is
-   * taken (its lock held on, the record's chain state marked stale) only when something will be
-   * sent, and its outcome is written for payment-verifier before the events are journaled (a
-   * failure there leaves the intent open: the next pass journals them from the chain).
-   */
-  const sendRequested = async (
-    c: ChannelRecord,
-    request: RefundRequest,
-    payers: Map<string, string>,
-    out: BatchEvent[],
-  ): Promise<{ channel: string; transaction: string } | undefined> => {
-    const channel = c.channelId.toLowerCase();
-    const base = {
-      id: request.id,
-      channelId: channel,
-      cumulative: request.cumulative,
-      requested: request.amount,
-    };
-    const chain = (await ports.chain.channels([channel])).get(channel);
-    if (!chain) return undefined;
-    const plan = refundAmount(BigInt(c.chargedCumulativeAmount), chain, request.amount);
-    if ("refused" in plan) {
-      // A deposit not confirmed yet: its charges are claimable on a later pass, the refund with them.
-      if (plan.refused === "unconfirmed") return undefined;
-      const outcome: RefundOutcome =
-        plan.refused === "no_balance"
-          ? {
-              ...base,
-              ok: false,
-              errorReason: NO_BALANCE,
-              errorMessage: "nothing unspent is left",
-              transaction: "",
-            }
-          : {
-              ...base,
-              ok: false,
-              errorReason: "invalid_batch_settlement_evm_refund_payload",
-              errorMessage: "the channel's record is behind the chain's claimed total",
-              transaction: "",
-            };
-      await ports.refunds.complete(channel, outcome, { kind: "unlock" }, now());
-      return undefined;
-    }
-    const taken = await ports.refunds.take(channel, request.id, now());
-    // Gone (the lock lapsed): nothing is sent; its Settle answered (or will answer) 503.
-    if (!taken || taken.chargedCumulativeAmount !== c.chargedCumulativeAmount) return undefined;
-    const reason = "refund: requested by the payer";
-    const { balance: before, refundNonce: nonce } = chain;
-    return fenced(() =>
-      intended("refund", [channel], payers, reason, async () => {
-        let sent: RefundSent;
-        try {
-          sent = await ports.manager.refundRequested(taken, chain, plan.amount, plan.claim);
-        } catch (err) {
-          const errorMessage = err instanceof Error ? err.message : String(err);
-          const unknown: RefundOutcome = {
-            ...base,
-            ok: false,
-            unknown: true,
-            errorReason: "settlement_pending",
-            errorMessage,
-            transaction: "",
-          };
-          // The lock stays until it lapses: a transaction may still land.
-          await ports.refunds.complete(channel, unknown, { kind: "keep" }, now()).catch(() => undefined);
-          throw err;
-        }
-        if (!sent.success) {
-          const pending = sent.errorReason === "settlement_pending";
-          const outcome: RefundOutcome = {
-            ...base,
-            ok: false,
-            ...(pending ? { unknown: true } : {}),
-            errorReason: sent.errorReason,
-            errorMessage: sent.errorMessage,
-            transaction: sent.transaction,
-          };
-          // Refused or reverted (nothing moved): let go; broadcast and unconfirmed: kept until it
-          // lapses, and the intent left open (thrown) so a later pass journals what lands.
-          await ports.refunds.complete(
-            channel,
-            outcome,
-            pending ? { kind: "keep" } : { kind: "unlock" },
-            now(),
-          );
-          const failure = new Error(`${sent.errorReason}: ${sent.errorMessage}`);
-          if (pending) throw failure;
-          observe.failed("refund", failure);
-          return undefined;
-        }
-        const charged = BigInt(taken.chargedCumulativeAmount);
-        const balance = before - sent.amount;
-        const refundNonce = nonce + 1n;
-        const outcome: RefundOutcome = {
-          ...base,
-          ok: true,
-          transaction: sent.transaction,
-          amount: String(sent.amount),
-          channelState: {
-            channelId: channel,
-            balance: String(balance),
-            totalClaimed: String(charged),
-            withdrawRequestedAt: Number(sent.channelState?.withdrawRequestedAt ?? 0),
-            refundNonce: String(refundNonce),
-            chargedCumulativeAmount: String(charged),
-          },
-        };
-        // Refunded in full: the record goes (the SDK's rule); in part: the channel after it.
-        const after: RecordAfter =
-          balance <= charged
-            ? { kind: "delete" }
-            : { kind: "update", balance, totalClaimed: charged, refundNonce };
-        await ports.refunds.complete(channel, outcome, after, now());
-        observe.refunded("requested");
-        await record(sent.transaction, payers, reason, out, request.requestId);
-        return { channel, transaction: sent.transaction };
-      }),
-    );
-  };
+  const sendRequested = requestedRefunds({
+    ports,
+    observe,
+    now,
+    send: (channel, payers, reason, act) => fenced(() => intended("refund", [channel], payers, reason, act)),
+    record,
+  });
 
   const pass = async (): Promise<PassResult> => {
     const result: PassResult = {
