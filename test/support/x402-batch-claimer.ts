@@ -42,7 +42,7 @@ export const policy: ClaimPolicy = {
   idleRefundMs: 3_600_000,
 };
 /** A lease made for the test: held or not, with a fence that can be lost between the check and the act. */
-export function fakeLease(): Lease & { held: boolean; fenced: boolean } {
+function fakeLease(): Lease & { held: boolean; fenced: boolean } {
   const lease = {
     held: true,
     fenced: true,

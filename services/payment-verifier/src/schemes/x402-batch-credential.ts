@@ -150,7 +150,8 @@ export function claimBatch(payload: PaymentPayload): Claim<BatchPayment> {
         ? `x402-batch-refund:${chain}:${channel}:${p.voucher.maxClaimableAmount}:${refundAmount || "all"}`
         : `x402-batch:${chain}:${channel}:${p.voucher.maxClaimableAmount}`,
       payer: p.channelConfig.payer,
-      amount: payload.accepted.amount,
+      // A refund charges nothing (its events, a failed one included, say so).
+      amount: refund ? "0" : payload.accepted.amount,
       asset: payload.accepted.asset,
       paymentNetwork: payload.accepted.network,
       // A deposit is sent by us from the payer's balance (gas ours); a voucher sends nothing.
