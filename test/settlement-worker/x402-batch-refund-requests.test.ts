@@ -147,4 +147,20 @@ describe("the refunds payers ask for (payment-verifier takes them, the claimer s
     expect(w.outcomes.at(-1)).toMatchObject({ after: "unlock", outcome: { ok: false } });
     expect(records[0]?.pendingRequest).toBeUndefined();
   });
+
+  it("a refund racing a claim: the batch claims the channel while its request waits for Settle; the refund then claims nothing again", async () => {
+    // Verify took the channel's lock for the refund; Settle has not submitted it yet.
+    const request = asked(1).refundRequest as NonNullable<ChannelRecord["refundRequest"]>;
+    const records = [asked(1, { refundRequest: { ...request, submitted: false } })];
+    const onchain = new Map([[id(1), chain({ balance: 1_000_000n })]]);
+    const w = world(records, onchain);
+    await createClaimer(w.ports, settings, recorder()).pass();
+    expect(w.sent).toEqual(["claim 1", "settle"]);
+    // Settle submits it; the next pass sends the refund alone: the charges are claimed already.
+    (records[0]?.refundRequest as NonNullable<ChannelRecord["refundRequest"]>).submitted = true;
+    const pass = await createClaimer(w.ports, settings, recorder()).pass();
+    expect(w.sent).toEqual(["claim 1", "settle", `refund ${id(1)} 970000`]);
+    expect(pass.events.map((e) => [e.outcome, e.amount])).toEqual([["refunded", "970000"]]);
+    expect(onchain.get(id(1))).toMatchObject({ balance: 30_000n, totalClaimed: 30_000n });
+  });
 });
