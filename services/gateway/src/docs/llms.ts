@@ -67,6 +67,11 @@ export function buildLlmsTxt(
     x402.length
       ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`
       : "- x402: not accepted by this deployment right now.",
+    ...(x402.includes("`x402-batch`")
+      ? [
+          "  - `x402-batch` (offered under the official name `batch-settlement` too): the first call deposits into a payment channel (on chain, gas ours), then each call is paid with a signed cumulative voucher (off chain; a call with no answer charges nothing). Money back: the official client scheme's `refund(url)` (a GET of a paid URL with a `refund` payload; no node call) returns the unspent deposit within the settlement worker's next pass, answered 204 with `PAYMENT-RESPONSE` carrying the refund transaction and amount; `refund(url, { amount })` returns part of it. What was charged is claimed in the same transaction. Idle channels are refunded without asking. Official client: `BatchSettlementEvmScheme` from `@x402/evm/batch-settlement/client`.",
+        ]
+      : []),
     ...(mpp.length
       ? [
           `- MPP (Machine Payments Protocol): call without credentials; the 402 carries one \`WWW-Authenticate: Payment\` challenge per offer (method \`tempo\`; ${mppIntents()}), each valid for 5 minutes. Retry with \`Authorization: Payment <credential>\`; a paid answer carries \`Payment-Receipt\` and \`meta.cost_usdc\`, \`meta.payment_chain\`, \`meta.payment_token\` (the token used). Official client: mppx (\`Mppx.create({ methods: [tempo.charge({ account })] }).fetch(url)\`).`,
