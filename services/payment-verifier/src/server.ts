@@ -33,6 +33,7 @@ import { SignInWithX } from "./protocols/sign-in-with-x.ts";
 import { buildSchemes } from "./schemes/registry.ts";
 import { SDK_SCHEME } from "./schemes/x402-batch-credential.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
+import { BatchRefundStore } from "./stores/batch-refunds.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
 import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
 import type { ReservationStore } from "./stores/reservations.ts";
@@ -139,6 +140,8 @@ export async function startPaymentVerifier(
   const channelStorage = redis ? batchChannelStorage(redis, channelsPrefix) : undefined;
   // The same records, one script per step, for vouchers on known channels (the hot path).
   const batchVouchers = redis ? new BatchVoucherStore(redis, channelsPrefix) : undefined;
+  // Refund requests on those records, sent by the settlement worker (its claim lease, its outcomes).
+  const batchRefunds = redis ? new BatchRefundStore(redis, channelsPrefix, config.redisPrefix) : undefined;
   // MPP replay claims and session channels: shared by every replica and the session settlement loop.
   const mppState = redis
     ? redisMppxState(redis, `${config.redisPrefix}mpp:`, undefined, {
@@ -187,6 +190,7 @@ export async function startPaymentVerifier(
       settlementChain,
       channelStorage,
       batchVouchers,
+      batchRefunds,
       mppState,
       penalties: reservations,
       signIn,

@@ -55,7 +55,11 @@ export function payDocs(methods: readonly PaymentMethod[], signIn = false): PayD
       type: "apiKey",
       in: "header",
       name: PAYMENT_SIGNATURE.name,
-      description: `x402 v2 payment payload (base64 JSON); schemes ${names(x402)}. Offers come in the 402's PAYMENT-REQUIRED header.`,
+      description: `x402 v2 payment payload (base64 JSON); schemes ${names(x402)}. Offers come in the 402's PAYMENT-REQUIRED header.${
+        x402.some((m) => m.scheme === "x402-batch")
+          ? " An x402-batch `refund` payload (the official client's `refund()`) on any paid GET returns the channel's unspent deposit: 204 with PAYMENT-RESPONSE (the refund transaction and amount), no node call."
+          : ""
+      }`,
     };
     offers[PAYMENT_REQUIRED.name] = ref(PAYMENT_REQUIRED.name);
     receipts[PAYMENT_RESPONSE.name] = ref(PAYMENT_RESPONSE.name);

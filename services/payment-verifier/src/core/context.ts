@@ -165,8 +165,15 @@ export function fingerprint(credentials: readonly Header[]): string {
   return hash.digest("base64url");
 }
 
-/** The metrics label and event outcome of a collection. */
-export function outcomeOf(collection: Collection): "settled" | "accrued" | "channel_settled" {
+/** The metrics label of a collection. */
+export function outcomeOf(collection: Collection): "settled" | "accrued" | "channel_settled" | "refunded" {
+  return collection.kind === "refund" ? "refunded" : eventOutcome(collection);
+}
+
+/** The event outcome of a collection this service journals (a refund is the worker's to journal). */
+export function eventOutcome(
+  collection: Exclude<Collection, { kind: "refund" }>,
+): "settled" | "accrued" | "channel_settled" {
   if (collection.kind === "accrual") return "accrued";
   return collection.kind === "transaction" ? "settled" : "channel_settled";
 }

@@ -7,6 +7,7 @@ import {
   type Core,
   type Detected,
   detect,
+  eventOutcome,
   fingerprint,
   GUARDED,
   outcomeOf,
@@ -92,7 +93,17 @@ async function settleDetected(
     core.opts.metrics.reservationConflicts.inc({ scheme: scheme.name, operation: "settle" });
     return settleRefusal(core, call, "payment_invalid", conflictReason(current), scheme.protocol);
   }
-  const running = run(core, call, scheme, payment, id, credentials, begun.reservation, begun.takenOver);
+  const running = run(
+    core,
+    call,
+    scheme,
+    payment,
+    id,
+    credentials,
+    begun.reservation,
+    begun.takenOver,
+    deadline,
+  );
   const answer = running.then((r) => r.outcome);
   core.inFlight.set(callKey, answer);
   let recorded: Promise<void> | undefined;
@@ -126,6 +137,7 @@ async function run(
   credentials: readonly Header[],
   reservation: Reservation,
   takenOver: boolean,
+  deadline: number,
 ): Promise<{ outcome: SettleOutcome; recorded?: Promise<void> }> {
   const o = core.opts;
   if (takenOver) {
@@ -161,6 +173,7 @@ async function run(
       hold: reservation.hold,
       sameCredentials: reservation.credential !== "" && reservation.credential === fingerprint(credentials),
       ...(takenOver ? { takenOver } : {}),
+      deadline,
     });
   } catch (err) {
     if (!(err instanceof FacilitatorUnavailableError))
@@ -171,7 +184,9 @@ async function run(
   }
   if (result.ok) {
     const recorded = markSettled(core, scheme, payment, id.token, result.collection, result.receipt);
-    o.events.record(reservation, outcomeOf(result.collection), result.collection, null);
+    // A refund's ledger row is the settlement worker's, from the chain's `Refunded` log: once.
+    const c = result.collection;
+    if (c.kind !== "refund") o.events.record(reservation, eventOutcome(c), c, null);
     return {
       outcome: {
         settled: true,

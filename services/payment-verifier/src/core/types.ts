@@ -130,11 +130,26 @@ export interface VerifiedPayment {
    * a call at a time): whatever that replica sent may have landed, so collect idempotently.
    */
   takenOver?: boolean;
+  /** When the caller stops waiting for Settle's answer (epoch ms; Infinity when it did not say). */
+  deadline?: number;
 }
 
 /** How the money moved: a transaction now, or an accrual to a channel that is settled later. */
 export type Collection =
   | { kind: "transaction"; transaction: string }
+  | {
+      /**
+       * A channel's unspent deposit returned to its payer (an x402-batch refund the settlement
+       * worker sent): no event here, the worker journals the chain's own `refunded` log once.
+       */
+      kind: "refund";
+      channel: string;
+      /** Returned to the payer, atomic units. */
+      amount: string;
+      /** The channel's charged (and now claimed) total. */
+      cumulative: string;
+      transaction: string;
+    }
   | {
       kind: "accrual";
       channel: string;
