@@ -1,0 +1,167 @@
+// POST /api/credits in the OpenAPI document, /api/pricing and llms.txt, from the catalog's one
+// description (CREDITS_ENDPOINT, TOP_UP_PRODUCTS): parameters, the answers, and the offers.
+import {
+  CREDIT_HEADERS,
+  CREDIT_TOP_UPS,
+  CREDITS_ENDPOINT,
+  CREDITS_PATH,
+  ERRORS,
+  priceAtomic,
+  TOP_UP_KEY_HEADER,
+  TOP_UP_PRODUCTS,
+} from "@tollgate/catalog";
+import { describeMethods, type PaymentMethod } from "../payment-methods.ts";
+import { type PayDocs, payDocs, paymentOffers } from "./payment-docs.ts";
+import { beforeRouting, envelopeOf, errorResponse, type Json, jsonSchema, parameters } from "./schema.ts";
+
+/** The accepted methods a top-up can be paid with (the catalog's payWith; MPP's schemes are intents). */
+export function topUpMethods(methods: readonly PaymentMethod[]): PaymentMethod[] {
+  const payWith: readonly string[] = CREDITS_ENDPOINT.payWith;
+  return methods.filter((m) => payWith.includes(m.protocol === "mpp" ? `mpp-${m.scheme}` : m.scheme));
+}
+
+/** "x402 (exact) or MPP (charge)", as this deployment takes top-ups now. */
+export function topUpMethodsText(methods: readonly PaymentMethod[]): string {
+  return describeMethods(topUpMethods(methods));
+}
+
+/** The 402's message for a top-up without a payment. */
+export function topUpRequiredMessage(methods: readonly PaymentMethod[], amount: string): string {
+  const text = topUpMethodsText(methods);
+  return text
+    ? `payment required: ${amount} USDC of prepaid credits, paid with ${text} (the offers are in this answer's PAYMENT-REQUIRED and WWW-Authenticate headers)`
+    : "payment required: no top-up payment can be taken right now";
+}
+
+/** /api/pricing's `credits`: where and how credits are bought, and how they are spent. */
+export function creditsPricing(methods: readonly PaymentMethod[]): Json {
+  return {
+    buy: `${CREDITS_ENDPOINT.method} ${CREDITS_PATH}?amount=<USDC>`,
+    top_ups: TOP_UP_PRODUCTS.map((p) => ({
+      amount_usdc: p.price,
+      amount_usdc_atomic: priceAtomic(p.price).toString(),
+      path: `${CREDITS_PATH}?amount=${p.price}`,
+    })),
+    payment_methods: topUpMethods(methods).map((m) => ({
+      protocol: m.protocol,
+      scheme: m.scheme,
+      network: m.network,
+      symbol: m.symbol,
+    })),
+    credited_to: `the account bound to the paying wallet (made on the free plan when new), or the account of the API key sent with the payment (Authorization: Bearer, or ${TOP_UP_KEY_HEADER} beside an MPP credential)`,
+    spent: `by API-key calls once the plan's daily or monthly volume is spent (or always, on a credits-only plan): each draws its endpoint's price, and ${CREDIT_HEADERS.remaining.name} shows the balance after it`,
+  };
+}
+
+/** The pricing's `credits` member in the OpenAPI document. */
+export const creditsPricingSchema: Json = {
+  type: "object",
+  description: "Prepaid credits: the top-ups on sale, what pays for them, where they go, how they are spent.",
+  required: ["buy", "top_ups", "payment_methods", "credited_to", "spent"],
+  properties: {
+    buy: { type: "string" },
+    top_ups: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["amount_usdc", "amount_usdc_atomic", "path"],
+        properties: {
+          amount_usdc: { type: "string" },
+          amount_usdc_atomic: { type: "string" },
+          path: { type: "string" },
+        },
+      },
+    },
+    payment_methods: { type: "array", items: { type: "object" } },
+    credited_to: { type: "string" },
+    spent: { type: "string" },
+  },
+};
+
+/** POST /api/credits. */
+export function creditsPaths(methods: readonly PaymentMethod[]): Json {
+  const e = CREDITS_ENDPOINT;
+  // The ways a top-up is paid: offers, receipts and security of those methods alone.
+  const mine = topUpMethods(methods);
+  const pay: PayDocs = payDocs(mine);
+  const data = jsonSchema(e.data, "output");
+  const receipts = pay.receipts;
+  const errors: Json = { ...beforeRouting() };
+  for (const [status, codes] of [
+    [400, ["invalid_parameter", "unknown_parameter"]],
+    [401, ["invalid_api_key"]],
+    [403, ["subscription_inactive"]],
+    [503, ["service_unavailable"]],
+  ] as const) {
+    errors[String(status)] = errorResponse(
+      codes.map((c) => `\`${c}\`: ${ERRORS[c].description}`).join(" ") || "Error.",
+    );
+  }
+  return {
+    [e.path]: {
+      post: {
+        operationId: e.id,
+        summary: e.summary,
+        description: `${e.description}\n\nAmounts: ${CREDIT_TOP_UPS.join(", ")} USDC (\`amount\`, default ${CREDIT_TOP_UPS[0]}). Paid with ${pay.text || "nothing right now"}. A retried payment is refused (402): each settlement is credited once.`,
+        tags: ["credits"],
+        parameters: [
+          ...parameters(e.params.query, "query"),
+          {
+            name: TOP_UP_KEY_HEADER,
+            in: "header",
+            required: false,
+            description:
+              "The API key whose account is credited, when `Authorization` carries an MPP credential (else send `Authorization: Bearer <API key>`). Without a key, the paying wallet's account is credited.",
+            schema: { type: "string" },
+          },
+        ],
+        security: pay.security,
+        ...(mine.length
+          ? {
+              "x-payment-info": {
+                offers: TOP_UP_PRODUCTS.flatMap((p) => paymentOffers(p, mine)),
+              },
+            }
+          : {}),
+        responses: {
+          "200": {
+            description: "Settled and credited: the receipt in the headers, the new balance in `data`.",
+            headers: receipts,
+            content: { "application/json": { schema: envelopeOf(data) } },
+          },
+          "202": {
+            description:
+              "Settled (the receipt is in the headers), credit pending: the account is credited from the settlement ledger within a minute, once. Do not pay again.",
+            headers: receipts,
+            content: { "application/json": { schema: envelopeOf(data) } },
+          },
+          ...errors,
+          "402": {
+            description: `Payment required or refused. Nothing was charged.${pay.text ? ` Pay with ${pay.text}.` : ""}`,
+            headers: pay.offers,
+            content: { "application/json": { schema: { $ref: "#/components/schemas/PaymentRefusal" } } },
+          },
+          "429": {
+            description:
+              "Too many payment attempts, or API-key lookups, from this client (flat shape, spec 7).",
+            headers: { "Retry-After": { schema: { type: "integer" } } },
+            content: { "application/json": { schema: { $ref: "#/components/schemas/LimitError" } } },
+          },
+        },
+      },
+    },
+  };
+}
+
+/** The llms.txt lines on buying credits. */
+export function creditsLlms(methods: readonly PaymentMethod[], base: string): string[] {
+  const text = topUpMethodsText(methods);
+  if (!text) return [];
+  return [
+    "## Prepaid credits",
+    `- Buy: \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` (USDC; default ${CREDIT_TOP_UPS[0]}) answers 402 with offers for that amount; pay it with ${text} through the official client (e.g. \`wrapFetchWithPayment(fetch, client)(url, { method: "POST" })\`). The answer carries the receipt and \`data.balance_usdc\`.`,
+    `- Credited to: the account bound to the paying wallet (made on the free plan when new), or to your API key's account when you send the key (\`Authorization: Bearer <key>\`, or \`${TOP_UP_KEY_HEADER}: <key>\` with MPP).`,
+    `- Spent: API-key calls whose plan's daily or monthly volume is spent draw their price from the credits instead of answering 429; \`${CREDIT_HEADERS.remaining.name}\` shows the balance left. A 202 means paid, credit pending (applied within a minute): do not pay again.`,
+    "",
+  ];
+}
