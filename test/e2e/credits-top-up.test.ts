@@ -15,7 +15,7 @@ import { createWalletClient, erc20Abi, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.ts";
-import { mesh, metricSum, post } from "../support/gateway.ts";
+import { get, mesh, metricSum, post } from "../support/gateway.ts";
 import { mppChargePayer, tempoChain, tip20Balance } from "../support/mppx.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { SUITE_BURST } from "../support/quota.ts";
@@ -148,6 +148,36 @@ describe("POST /api/credits without a payment", () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
     expect(payer.paid).toHaveLength(0);
     expect(await usdcBalance(chain, devnet, payer.address)).toBe(before);
+  });
+});
+
+describe("the top-ups in the documents, from the catalog", () => {
+  it("/api/pricing lists the amounts and what pays for them; /openapi.json has the route with its offers; llms.txt says how to buy", async () => {
+    const pricing = await get("/api/pricing");
+    expect(pricing.body.data.credits).toMatchObject({
+      buy: "POST /api/credits?amount=<USDC>",
+      top_ups: CREDIT_TOP_UPS.map((a) => ({
+        amount_usdc: a,
+        amount_usdc_atomic: String(priceAtomic(a)),
+        path: `/api/credits?amount=${a}`,
+      })),
+    });
+    expect(pricing.body.data.credits.payment_methods.map((m: { scheme: string }) => m.scheme)).toEqual([
+      "exact",
+      "charge",
+      "charge",
+    ]);
+    const doc = (await get("/openapi.json")).body;
+    const op = doc.paths["/api/credits"].post;
+    expect(op.parameters.map((p: { name: string }) => p.name)).toEqual(["amount", "X-Api-Key"]);
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["200", "202", "400", "401", "402"]));
+    expect(
+      op["x-payment-info"].offers
+        .filter((o: { amount: string }) => o.amount === String(priceAtomic("20")))
+        .map((o: { intent: string }) => o.intent),
+    ).toEqual(["exact", "charge", "charge"]);
+    const llms = (await get("/llms.txt")).text;
+    expect(llms).toContain(`POST ${mesh.gatewayUrl}/api/credits?amount=1|5|20`);
   });
 });
 

@@ -115,6 +115,12 @@ export function creditsPaths(methods: readonly PaymentMethod[]): Json {
             schema: { type: "string" },
           },
         ],
+        // Nothing is read from a body (the amount is in the query); stated, as discovery expects of a POST.
+        requestBody: {
+          required: false,
+          description: "None: the amount is the `amount` query parameter; a body is ignored.",
+          content: { "application/json": { schema: { type: "object" } } },
+        },
         security: pay.security,
         ...(mine.length
           ? {
@@ -160,7 +166,7 @@ export function creditsLlms(methods: readonly PaymentMethod[], base: string): st
   return [
     "## Prepaid credits",
     `- Buy: \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` (USDC; default ${CREDIT_TOP_UPS[0]}) answers 402 with offers for that amount; pay it with ${text} through the official client (e.g. \`wrapFetchWithPayment(fetch, client)(url, { method: "POST" })\`). The answer carries the receipt and \`data.balance_usdc\`.`,
-    `- Credited to: the account bound to the paying wallet (made on the free plan when new), or to your API key's account when you send the key (\`Authorization: Bearer <key>\`, or \`${TOP_UP_KEY_HEADER}: <key>\` with MPP).`,
+    `- Credited to: the account bound to the paying wallet (made on the free plan when new), or to your API key's account when you send the key (\`Authorization: Bearer <key>\`${topUpMethods(methods).some((m) => m.protocol === "mpp") ? `, or \`${TOP_UP_KEY_HEADER}: <key>\` beside an MPP credential` : ""}).`,
     `- Spent: API-key calls whose plan's daily or monthly volume is spent draw their price from the credits instead of answering 429; \`${CREDIT_HEADERS.remaining.name}\` shows the balance left. A 202 means paid, credit pending (applied within a minute): do not pay again.`,
     "",
   ];
