@@ -39,7 +39,7 @@ export const TOP_UP_HINT = `top up prepaid credits with POST ${CREDITS_PATH}?amo
  * at once. Channels (x402-batch, MPP session) are for per-call payments: their vouchers settle
  * later, and a credit must have a settled payment behind it.
  */
-export const TOP_UP_SCHEMES = ["exact", "mpp-charge"] as const;
+const TOP_UP_SCHEMES = ["exact", "mpp-charge"] as const;
 
 const usdc = z
   .string()
@@ -47,7 +47,7 @@ const usdc = z
   .meta({ description: "USDC, decimal (6 decimals at most)." });
 
 /** The answer to a top-up that settled: 200 (credited) or 202 (credit pending, see CREDITS_ENDPOINT). */
-export const topUpData = z.object({
+const topUpData = z.object({
   credit: z.enum(["credited", "pending"]).meta({
     description:
       "`credited` (200): the balance below includes this top-up. `pending` (202): the payment settled (the receipt is in the headers) and the credit is applied from the settlement ledger within a minute, once.",

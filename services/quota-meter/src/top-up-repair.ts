@@ -12,9 +12,9 @@ import { grpc, type Logger, ServiceError } from "@tollgate/platform";
 import type { Credits } from "./credits.ts";
 import type { QuotaMetrics } from "./metrics.ts";
 
-export const TOP_UP_REPAIR_DURABLE = "quota-meter-top-ups";
+const TOP_UP_REPAIR_DURABLE = "quota-meter-top-ups";
 /** How old a settled top-up's event is before it is credited here (the gateway's call takes ms). */
-export const REPAIR_AFTER_MS = 10_000;
+const REPAIR_AFTER_MS = 10_000;
 /** Redelivery of an event too young, or of one whose credit failed (PostgreSQL or Redis away). */
 const RETRY_MS = 5_000;
 
@@ -32,7 +32,7 @@ export interface TopUpRepairDeps {
 }
 
 /** Credits one settlement event if it is a settled top-up; throws to have it redelivered. */
-export async function repairTopUp(event: SettlementEventV2, deps: TopUpRepairDeps): Promise<void> {
+async function repairTopUp(event: SettlementEventV2, deps: TopUpRepairDeps): Promise<void> {
   if (event.outcome !== "settled" || !event.top_up) return;
   const now = deps.now ?? Date.now;
   if (now() - Date.parse(event.time) < REPAIR_AFTER_MS) throw new NotYet("a top-up settled moments ago");

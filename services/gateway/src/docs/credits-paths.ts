@@ -15,13 +15,13 @@ import { type PayDocs, payDocs, paymentOffers } from "./payment-docs.ts";
 import { beforeRouting, envelopeOf, errorResponse, type Json, jsonSchema, parameters } from "./schema.ts";
 
 /** The accepted methods a top-up can be paid with (the catalog's payWith; MPP's schemes are intents). */
-export function topUpMethods(methods: readonly PaymentMethod[]): PaymentMethod[] {
+function topUpMethods(methods: readonly PaymentMethod[]): PaymentMethod[] {
   const payWith: readonly string[] = CREDITS_ENDPOINT.payWith;
   return methods.filter((m) => payWith.includes(m.protocol === "mpp" ? `mpp-${m.scheme}` : m.scheme));
 }
 
 /** "x402 (exact) or MPP (charge)", as this deployment takes top-ups now. */
-export function topUpMethodsText(methods: readonly PaymentMethod[]): string {
+function topUpMethodsText(methods: readonly PaymentMethod[]): string {
   return describeMethods(topUpMethods(methods));
 }
 

@@ -7,7 +7,7 @@
 import {
   CREDITS_ENDPOINT,
   CREDITS_PATH,
-  type CreditTopUp,
+  isCreditTopUp,
   PAYMENT_HEADERS,
   paidResource,
   priceAtomic,
@@ -123,8 +123,8 @@ async function buyCredits(req: Request, res: Response, deps: CreditsDeps): Promi
     sendError(res, checked.code, checked.message, { parameter: checked.parameter });
     return;
   }
-  const amount = checked.params.amount as CreditTopUp;
-  const product = paidResource(topUpResource(amount));
+  const amount = String(checked.params.amount);
+  const product = isCreditTopUp(amount) ? paidResource(topUpResource(amount)) : undefined;
   if (!product) throw new Error(`the catalog has no top-up of ${amount}`);
   const credentials = readTopUp(req);
   if (!credentials.ok) {
