@@ -58,7 +58,7 @@ async function repairTopUp(event: SettlementEventV2, deps: TopUpRepairDeps): Pro
     if (err instanceof ServiceError && FINAL.has(err.grpcCode)) {
       deps.logger.error(
         { cause: event.id, err: err.message, payer: event.payer },
-        "a settled top-up cannot be credited: refund it or credit it by hand (docs/runbook.md)",
+        "a settled top-up cannot be credited: refund the payer by hand (the settlement ledger row has the transaction)",
       );
       return;
     }
