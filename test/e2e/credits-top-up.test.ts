@@ -1,4 +1,4 @@
-// Buying prepaid credits (issue 31): POST /api/credits on the shared mesh, paid for real with the
+// Buying prepaid credits (issue 31, part 2): POST /api/credits on the shared mesh, paid for real with the
 // official clients — @x402/fetch (`exact`) on the settlement chain and mppx (`charge`) on the
 // devnet's Tempo chain (payment-verifier reaches it through the devnet's JSON-RPC shim, a stand-in
 // named in mpp.test.ts). Balances are read where a user's are: the account's credits through
