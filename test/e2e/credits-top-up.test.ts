@@ -155,7 +155,7 @@ describe("the top-ups in the documents, from the catalog", () => {
   it("/api/pricing lists the amounts and what pays for them; /openapi.json has the route with its offers; llms.txt says how to buy", async () => {
     const pricing = await get("/api/pricing");
     expect(pricing.body.data.credits).toMatchObject({
-      buy: "POST /api/credits?amount=<USDC>",
+      top_ups_usdc: [...CREDIT_TOP_UPS],
       top_ups: CREDIT_TOP_UPS.map((a) => ({
         amount_usdc: a,
         amount_usdc_atomic: String(priceAtomic(a)),

@@ -33,10 +33,15 @@ export function topUpRequiredMessage(methods: readonly PaymentMethod[], amount: 
     : "payment required: no top-up payment can be taken right now";
 }
 
-/** /api/pricing's `credits`: where and how credits are bought, and how they are spent. */
+/**
+ * /api/pricing's `credits`: how to buy them (`buy`, `top_ups_usdc`), when they are spent (`spend`),
+ * and per amount its atomic price and path, the methods that pay a top-up now, where it goes.
+ */
 export function creditsPricing(methods: readonly PaymentMethod[]): Json {
   return {
-    buy: `${CREDITS_ENDPOINT.method} ${CREDITS_PATH}?amount=<USDC>`,
+    buy: `POST ${CREDITS_PATH}?amount=<one of top_ups_usdc>, paid with x402 exact or MPP charge: credited to the paying wallet's account (made on the free plan when new), or to the account of the API key sent with it`,
+    top_ups_usdc: CREDIT_TOP_UPS,
+    spend: `an API-key call whose plan window is spent (or whose account is credits-only) pays its price from the account's credits: exactly the calls the node answered, as every way to pay; its answer carries ${CREDIT_HEADERS.remaining.name} (the balance after it, USDC) and meta.cost_usdc`,
     top_ups: TOP_UP_PRODUCTS.map((p) => ({
       amount_usdc: p.price,
       amount_usdc_atomic: priceAtomic(p.price).toString(),
@@ -48,20 +53,23 @@ export function creditsPricing(methods: readonly PaymentMethod[]): Json {
       network: m.network,
       symbol: m.symbol,
     })),
-    credited_to: `the account bound to the paying wallet (made on the free plan when new), or the account of the API key sent with the payment (Authorization: Bearer, or ${TOP_UP_KEY_HEADER} beside an MPP credential)`,
-    spent: `by API-key calls once the plan's daily or monthly volume is spent (or always, on a credits-only plan): each draws its endpoint's price, and ${CREDIT_HEADERS.remaining.name} shows the balance after it`,
+    api_key: `Authorization: Bearer <API key>, or ${TOP_UP_KEY_HEADER}: <API key> beside an MPP credential (which takes Authorization)`,
   };
 }
 
 /** The pricing's `credits` member in the OpenAPI document. */
 export const creditsPricingSchema: Json = {
   type: "object",
-  description: "Prepaid credits: the top-ups on sale, what pays for them, where they go, how they are spent.",
-  required: ["buy", "top_ups", "payment_methods", "credited_to", "spent"],
+  description: "Prepaid credits: how to buy them and when API-key calls spend them.",
+  required: ["buy", "top_ups_usdc", "spend", "top_ups", "payment_methods", "api_key"],
   properties: {
     buy: { type: "string" },
+    top_ups_usdc: { type: "array", items: { type: "string" }, description: "Top-up amounts offered, USDC." },
+    spend: { type: "string" },
     top_ups: {
       type: "array",
+      description:
+        "Each top-up: its amount in USDC and in atomic units (6 decimals), and where it is bought.",
       items: {
         type: "object",
         required: ["amount_usdc", "amount_usdc_atomic", "path"],
@@ -72,9 +80,12 @@ export const creditsPricingSchema: Json = {
         },
       },
     },
-    payment_methods: { type: "array", items: { type: "object" } },
-    credited_to: { type: "string" },
-    spent: { type: "string" },
+    payment_methods: {
+      type: "array",
+      items: { type: "object" },
+      description: "The accepted payment methods a top-up can be paid with now.",
+    },
+    api_key: { type: "string", description: "How a top-up names the API key whose account it credits." },
   },
 };
 
@@ -159,15 +170,15 @@ export function creditsPaths(methods: readonly PaymentMethod[]): Json {
   };
 }
 
-/** The llms.txt lines on buying credits. */
+/** The llms.txt lines on buying credits (how they are spent is said with the API-key plan). */
 export function creditsLlms(methods: readonly PaymentMethod[], base: string): string[] {
   const text = topUpMethodsText(methods);
   if (!text) return [];
+  const mpp = topUpMethods(methods).some((m) => m.protocol === "mpp");
   return [
-    "## Prepaid credits",
-    `- Buy: \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` (USDC; default ${CREDIT_TOP_UPS[0]}) answers 402 with offers for that amount; pay it with ${text} through the official client (e.g. \`wrapFetchWithPayment(fetch, client)(url, { method: "POST" })\`). The answer carries the receipt and \`data.balance_usdc\`.`,
-    `- Credited to: the account bound to the paying wallet (made on the free plan when new), or to your API key's account when you send the key (\`Authorization: Bearer <key>\`${topUpMethods(methods).some((m) => m.protocol === "mpp") ? `, or \`${TOP_UP_KEY_HEADER}: <key>\` beside an MPP credential` : ""}).`,
-    `- Spent: API-key calls whose plan's daily or monthly volume is spent draw their price from the credits instead of answering 429; \`${CREDIT_HEADERS.remaining.name}\` shows the balance left. A 202 means paid, credit pending (applied within a minute): do not pay again.`,
+    "## Buy prepaid credits",
+    `- \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` (USDC; default ${CREDIT_TOP_UPS[0]}) answers 402 with offers for that amount; pay it with ${text} through the official client (\`wrapFetchWithPayment(fetch, client)(url, { method: "POST" })\`${mpp ? ", or mppx's `fetch`" : ""}). 200: the receipt and \`data.balance_usdc\`; 202: paid, credit pending (applied within a minute, once): do not pay again.`,
+    `- Credited to the paying wallet's account (made on the free plan when new), or to your API key's account when you send the key (\`Authorization: Bearer <key>\`${mpp ? `, or \`${TOP_UP_KEY_HEADER}: <key>\` beside an MPP credential` : ""}).`,
     "",
   ];
 }
