@@ -18,7 +18,7 @@ import type { SettleRequest__Output } from "@tollgate/platform/generated/tollgat
 import type { SettleResponse } from "@tollgate/platform/generated/tollgate/payment/v1/SettleResponse";
 import type { VerifyRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyRequest";
 import type { VerifyResponse } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyResponse";
-import { outcomeOf, splitPaymentId } from "./core/context.ts";
+import { eventOutcome, splitPaymentId } from "./core/context.ts";
 import { settlementEventId } from "./core/events.ts";
 import type { Payments } from "./core/payments.ts";
 import type { PaymentErrorCode, PricedCall } from "./core/types.ts";
@@ -166,7 +166,8 @@ export function grpcHandlers(payments: Payments) {
       const token = splitPaymentId(req.paymentId)?.token ?? "";
       return {
         settled: true,
-        settlementId: settlementEventId(token, outcomeOf(collection)),
+        // A refund's event is the settlement worker's: no event of this service names it.
+        settlementId: collection.kind === "refund" ? "" : settlementEventId(token, eventOutcome(collection)),
         error: "PAYMENT_ERROR_UNSPECIFIED",
         errorCode: "",
         reason: "",
