@@ -8,6 +8,7 @@ import {
   QUOTA_HEADERS,
   REQUEST_ID_HEADER,
   SIGN_IN_HEADER,
+  TOP_UP_KEY_HEADER,
 } from "@tollgate/catalog";
 import { type Logger, prom, type Registry, seriesOf } from "@tollgate/platform";
 import type { Reply } from "./envelope.ts";
@@ -23,6 +24,7 @@ export const CORS = {
     PAYMENT_HEADERS.signatureV1.name,
     SIGN_IN_HEADER.name,
     REQUEST_ID_HEADER,
+    TOP_UP_KEY_HEADER,
   ],
   exposedHeaders: [
     PAYMENT_HEADERS.required.name,

@@ -97,8 +97,14 @@ function writeJson(res: Reply, status: number, json: string): void {
   else res.end(json);
 }
 
-export function sendData(res: Reply, data: unknown, extra?: Omit<Meta, "endpoint" | "request_id">): void {
-  writeJson(res, 200, JSON.stringify({ data, error: null, meta: meta(res, extra) }));
+export function sendData(
+  res: Reply,
+  data: unknown,
+  extra?: Omit<Meta, "endpoint" | "request_id">,
+  /** 202: done in part, the rest follows (a top-up whose credit is pending). */
+  status: 200 | 202 = 200,
+): void {
+  writeJson(res, status, JSON.stringify({ data, error: null, meta: meta(res, extra) }));
 }
 
 /**

@@ -4,7 +4,7 @@
 // NOT_FOUND; payment problems are answers. Every text a refusal carries to the client (reason,
 // problem, headers such as PAYMENT-REQUIRED) is redacted as log lines are: a library's error
 // message can quote the settlement chain's URL, and a provider key in its path.
-import { ENDPOINTS, type Endpoint } from "@tollgate/catalog";
+import { paidResource } from "@tollgate/catalog";
 import { grpc, redactForClient, ServiceError } from "@tollgate/platform";
 import type { ChallengeRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/ChallengeRequest";
 import type { ChallengeResponse } from "@tollgate/platform/generated/tollgate/payment/v1/ChallengeResponse";
@@ -20,11 +20,11 @@ import type { VerifyRequest__Output } from "@tollgate/platform/generated/tollgat
 import type { VerifyResponse } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyResponse";
 import type { VerifySignInRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/VerifySignInRequest";
 import type { VerifySignInResponse } from "@tollgate/platform/generated/tollgate/payment/v1/VerifySignInResponse";
+import { eventOutcome, splitPaymentId } from "./core/context.ts";
+import { settlementEventId } from "./core/events.ts";
 import type { Payments } from "./core/payments.ts";
 import type { PaymentErrorCode, PricedCall } from "./core/types.ts";
 import type { SignInOutcome, SignInWithX } from "./protocols/sign-in-with-x.ts";
-
-const byPath = new Map<string, Endpoint>(ENDPOINTS.map((e) => [e.path, e]));
 
 /**
  * The proto enum value of each core error code, named after it: a code the core adds without its
@@ -69,12 +69,20 @@ function pricedCall(
   noService = false,
 ): PricedCall {
   const path = required(resource?.endpoint ?? "", "resource.endpoint");
-  const endpoint = byPath.get(path);
+  const endpoint = paidResource(path);
   if (!endpoint) {
     throw new ServiceError(
       grpc.status.NOT_FOUND,
       "not_found",
       `no paid endpoint with path template "${path}"`,
+    );
+  }
+  const account = resource?.account ?? "";
+  if (account && !endpoint.topUp) {
+    throw new ServiceError(
+      grpc.status.INVALID_ARGUMENT,
+      "invalid_parameter",
+      "resource.account is for top-ups only",
     );
   }
   return {
@@ -84,6 +92,7 @@ function pricedCall(
     url: resource?.url ?? "",
     client,
     ...(noService ? { noService } : {}),
+    ...(account ? { account } : {}),
   };
 }
 
@@ -164,8 +173,11 @@ export function grpcHandlers(payments: Payments, signIn: SignInWithX) {
         };
       }
       const { collection } = outcome;
+      const token = splitPaymentId(req.paymentId)?.token ?? "";
       return {
         settled: true,
+        // A refund's event is the settlement worker's: no event of this service names it.
+        settlementId: collection.kind === "refund" ? "" : settlementEventId(token, eventOutcome(collection)),
         error: "PAYMENT_ERROR_UNSPECIFIED",
         errorCode: "",
         reason: "",
@@ -186,8 +198,15 @@ export function grpcHandlers(payments: Payments, signIn: SignInWithX) {
       return {};
     },
     async VerifySignIn(req: VerifySignInRequest__Output): Promise<VerifySignInResponse> {
-      // The resource is only read for its URL (the origin a proof must name); it must be a paid call.
+      // The resource is only read for its URL (the origin a proof must name); it must be a chain call.
       const call = pricedCall(req.requestId, req.resource, req.client);
+      if (call.endpoint.topUp) {
+        throw new ServiceError(
+          grpc.status.INVALID_ARGUMENT,
+          "invalid_parameter",
+          "sign-in is for chain calls",
+        );
+      }
       const outcome = await signIn.verify({
         requestId: call.requestId,
         url: call.url,

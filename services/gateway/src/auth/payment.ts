@@ -70,7 +70,46 @@ export function paymentAuth(deps: PaymentAuthDeps) {
       res: Response,
       otherwise: NextFunction | (() => void),
     ): Promise<void> => serveWithoutService(endpoint, req, res, state, otherwise),
+    /** No credentials, for a resource a route built itself (a top-up): the 402 with its offers. */
+    challengeFor: (resource: Resource, res: Response, message: string): Promise<void> =>
+      challenge(resource, res, state, "", message),
+    /**
+     * A payment for something other than a node call (a top-up, routes/credits.ts): Verify, then
+     * Settle at once. A refusal or an outage is answered here (undefined); a settled payment comes
+     * back with its receipt headers copied, and the caller answers.
+     */
+    buy: (
+      resource: Resource,
+      credentials: Header[],
+      req: Request,
+      res: Response,
+    ): Promise<{ verified: Verified; settled: Settled } | undefined> =>
+      buy(resource, credentials, req.ip ?? "", res, state),
   };
+}
+
+async function buy(
+  resource: Resource,
+  credentials: Header[],
+  client: string,
+  res: Response,
+  deps: PaymentState,
+): Promise<{ verified: Verified; settled: Settled } | undefined> {
+  let verified: Verified;
+  try {
+    verified = await deps.payments.verify(res.locals.requestId, resource, credentials, client);
+  } catch (err) {
+    verifyUnavailable(err, res, deps);
+    return undefined;
+  }
+  res.locals.auth = verified.scheme || "payment";
+  res.locals.principal = verified.payer;
+  if (!verified.valid) {
+    refusePayment(verified, res, deps);
+    return undefined;
+  }
+  const settled = await settleOrRefuse(resource, credentials, verified.paymentId, res, deps);
+  return settled ? { verified, settled } : undefined;
 }
 
 /**
@@ -119,7 +158,14 @@ export function refusalOf(answer: { error: PaymentError__Output; errorCode: stri
     : PaymentError.PAYMENT_ERROR_UNSPECIFIED;
 }
 
-async function challenge(resource: Resource, res: Response, deps: PaymentState, error = ""): Promise<void> {
+async function challenge(
+  resource: Resource,
+  res: Response,
+  deps: PaymentState,
+  error = "",
+  /** The 402's message, when it is not the per-call one. */
+  text?: string,
+): Promise<void> {
   let problem: Problem | null = null;
   try {
     const offer = await deps.payments.challenge(res.locals.requestId, resource, error);
@@ -139,7 +185,7 @@ async function challenge(resource: Resource, res: Response, deps: PaymentState, 
       return;
     }
   }
-  const message = paymentRequiredMessage(deps.methods.text());
+  const message = text ?? paymentRequiredMessage(deps.methods.text());
   sendError(
     res,
     "payment_required",

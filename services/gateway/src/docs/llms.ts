@@ -11,6 +11,7 @@ import {
 } from "@tollgate/catalog";
 import type { PaymentMethod } from "../payment-methods.ts";
 import { describeMethods } from "../payment-methods.ts";
+import { creditsLlms } from "./credits-paths.ts";
 import { CHARGING_RULE, plansText } from "./wording.ts";
 
 function example(endpoint: Endpoint, base: string): string {
@@ -95,6 +96,7 @@ export function buildLlmsTxt(
       : ["- MPP (Machine Payments Protocol): not accepted by this deployment right now."]),
     `- What is charged: ${CHARGING_RULE}`,
     "",
+    ...creditsLlms(methods, base),
     "## Responses",
     '- Envelope: `{"data": {...} | null, "error": null | {"code","message"}, "meta": {"endpoint","request_id", paid: "cost_usdc","payment_chain","payment_token"}}`.',
     '- 429 is flat: `{"error": "daily_limit_exceeded" | "monthly_limit_exceeded" | "rate_limited", "message"}`; only rate_limited sets Retry-After: 1.',

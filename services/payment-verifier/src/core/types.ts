@@ -19,6 +19,8 @@ export interface PricedCall {
   url: string;
   /** The client's address as the gateway saw it (behind trusted proxies), for attempt limits. */
   client: string;
+  /** A top-up only: the account the buyer named (an API key's); empty or absent, the payer's. */
+  account?: string;
   /**
    * The request names no call to serve (a bodiless POST to a route that takes GET or a body): only
    * a payment that needs no service (a channel management action) may be verified for it.

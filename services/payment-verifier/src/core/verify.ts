@@ -17,7 +17,7 @@ import {
   unavailable,
   type VerifyOutcome,
 } from "./context.ts";
-import { conflict, limited, problemFor, refuse, refused, refuseInvalid } from "./refusals.ts";
+import { conflict, limited, payable, problemFor, refuse, refused, refuseInvalid } from "./refusals.ts";
 import { letGo, releaser } from "./release.ts";
 import { verifyGuarded } from "./self-guarded.ts";
 import {
@@ -90,6 +90,17 @@ async function verifyDetected(
     );
   }
   const { scheme, payment } = detected;
+  if (!payable(call, scheme.name)) {
+    // A scheme this product is not sold for (a top-up takes a settled transfer, never a channel's
+    // voucher): refused before anything is counted or reserved, with the offers it is sold for.
+    const ways = call.endpoint.payWith?.join(", ") ?? "";
+    return refuseInvalid(
+      core,
+      call,
+      scheme,
+      `${call.endpoint.summary} is paid with ${ways} only, not ${scheme.name}: pay one of the offers of this 402`,
+    );
+  }
   if (call.noService && !payment.noService) {
     // Refused before anything is counted or reserved: the gateway gives its ordinary answer.
     return {
@@ -292,5 +303,6 @@ function factsOf(
     amount: payment.amount,
     asset: payment.asset,
     paymentNetwork: payment.paymentNetwork,
+    ...(call.account ? { account: call.account } : {}),
   };
 }

@@ -214,8 +214,9 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
       undefined,
       payload,
     );
-    // A returning wallet may sign in instead of paying: a fresh challenge in every 402.
-    const signIn = await this.#signIn?.declare(call.url);
+    // A returning wallet may sign in instead of paying for a call: a fresh challenge in its every
+    // 402 (not a top-up's: signing in buys no credits).
+    const signIn = call.endpoint.topUp ? undefined : await this.#signIn?.declare(call.url);
     if (signIn) paymentRequired.extensions = { ...paymentRequired.extensions, ...signIn };
     return [{ name: PAYMENT_HEADERS.required.name, value: base64Json(paymentRequired) }];
   }
