@@ -112,6 +112,12 @@ describe("sign-in-with-x through the gateway", () => {
       300_000,
     );
     expect(a.supportedChains).toEqual([{ chainId: devnet.demo.settlement.network, type: "eip191" }]);
+    // A credits top-up's 402 offers no sign-in: signing in buys nothing.
+    const topUp = await fetch(`${mesh.gatewayUrl}/api/credits?amount=1`, { method: "POST" });
+    expect(topUp.status).toBe(402);
+    const offers = decodePaymentRequiredHeader(topUp.headers.get("payment-required") ?? "");
+    expect(offers.accepts.length).toBeGreaterThan(0);
+    expect(offers.extensions?.[SIGN_IN_WITH_X]).toBeUndefined();
   });
 
   it("serves a wallet with an account on its plan, without a key or a payment; the same proof again is 401", async () => {
