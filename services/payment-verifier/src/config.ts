@@ -79,6 +79,8 @@ export interface PaymentVerifierConfig {
   redisStandIn: boolean;
   /** How long a verified payment stays reserved waiting for Settle or Release. */
   reservationTtlSeconds: number;
+  /** x402 payment-identifier retries: the largest answer body kept, and for how long (core/answers.ts). */
+  answers: { maxBytes: number; ttlSeconds: number };
   /** Isolates the settlement event subjects and streams on a shared NATS server (tests); empty in production. */
   eventsNamespace?: string;
   /** Where settlement events wait (on disk) until JetStream acknowledged them: OUTBOX_DIR/payment-verifier. */
@@ -225,6 +227,12 @@ export function loadConfig(): PaymentVerifierConfig {
     redisPrefix: paymentRedisPrefix(redis.prefix),
     redisStandIn: redis.standIn,
     reservationTtlSeconds: ENV.int("PAYMENT_RESERVATION_TTL_SECONDS"),
+    answers: {
+      maxBytes: ENV.int("PAYMENT_IDENTIFIER_MAX_ANSWER_BYTES"),
+      ttlSeconds: ENV.raw("PAYMENT_IDENTIFIER_TTL_SECONDS")
+        ? ENV.int("PAYMENT_IDENTIFIER_TTL_SECONDS")
+        : maxTimeoutSeconds,
+    },
     eventsNamespace: ENV.string("EVENTS_NAMESPACE"),
     outboxDir: resolve(ENV.string("OUTBOX_DIR"), "payment-verifier"),
     limits: {
