@@ -347,6 +347,10 @@ async function serveWithPayment(
     return verifyUnavailable(err, res, deps);
   }
   if (trust) trust.pending = false;
+  // A payment carrying a payment identifier ends its client's early-call trust (and earns none
+  // when settled): a retry of it must start no node call beside its Verify, which answers it
+  // from the first answer (below), or 409.
+  if (!verified.valid || verified.answerMaxBytes > 0) deps.paying.refused(client);
   // A payment identifier's retry of a request answered before: that answer again, as it was.
   const again = verified.answer;
   if (!verified.valid && again) {
@@ -354,7 +358,6 @@ async function serveWithPayment(
     copyHeaders(res, again.headers);
     return sendAgain(res, again.status, again.body);
   }
-  if (!verified.valid) deps.paying.refused(client);
   res.locals.auth = verified.scheme || "payment";
   res.locals.principal = verified.payer;
   if (!verified.valid) return refusePayment(verified, res, deps);
@@ -375,7 +378,7 @@ async function serveWithPayment(
   // The node answered; the x402 rule: no settlement, no data (a revert's data included).
   const settled = await settleOrRefuse(resource, credentials, verified.paymentId, res, deps);
   if (!settled) return;
-  deps.paying.settled(client);
+  if (verified.answerMaxBytes === 0) deps.paying.settled(client);
   const paid = {
     cost_usdc: settled.meta?.costUsdc ?? "",
     payment_chain: settled.meta?.paymentChain ?? "",

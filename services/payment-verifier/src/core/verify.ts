@@ -147,11 +147,22 @@ async function verifyIdentified(
   }
   const outcome = await verifyPayment(core, call, credentials, scheme, payment, print);
   if (!outcome.valid) {
-    // Refused as in use or used: a copy of a first request that got there first (a race with the
-    // look-up above) is answered from its record.
     if (outcome.code !== "payment_invalid") return outcome;
+    // Refused as in use or used: a copy of a first request that got there first (a race with the
+    // look-up above) is answered from its record; one still in its Verify (reserved, no record
+    // yet) is in progress too.
     const found = await findAnswer(core, call, payment.payer, scheme.name, identified).catch(() => undefined);
-    return found ?? outcome;
+    if (found) return found;
+    const current = await core.opts.reservations.get(payment.key).catch(() => undefined);
+    if (current?.state !== "reserved" || current.requestId === call.requestId) return outcome;
+    core.opts.metrics.identifiedAnswers.inc({ scheme: scheme.name, outcome: "in_progress" });
+    return {
+      valid: false,
+      code: "identifier_in_progress",
+      reason: "the first request with this payment is still being verified: retry in a second for its answer",
+      headers: [],
+      scheme: scheme.name,
+    };
   }
   const free = () =>
     release(core, call.requestId, call, outcome.paymentId, credentials, "identifier_conflict");
