@@ -218,6 +218,11 @@ export function loadConfig(): PaymentVerifierConfig {
   if (maxTimeoutSeconds < MIN_OFFER_TIMEOUT_SECONDS) {
     throw new ConfigError(`X402_MAX_TIMEOUT_SECONDS must be at least ${MIN_OFFER_TIMEOUT_SECONDS}`);
   }
+  // A claim waits for its answer until it lapses: with no answer ever kept, every retry would be
+  // told "in progress" for minutes.
+  if (ENV.int("PAYMENT_IDENTIFIER_MAX_ANSWER_BYTES") < 1) {
+    throw new ConfigError("PAYMENT_IDENTIFIER_MAX_ANSWER_BYTES must be at least 1");
+  }
   return {
     host: ENV.string("BIND_HOST"),
     grpcPort: ENV.int("GRPC_PORT"),

@@ -72,7 +72,7 @@ export const ENV = envTable([
     name: "PAYMENT_IDENTIFIER_MAX_ANSWER_BYTES",
     default: "65536",
     description:
-      "the largest answer body kept for x402 payment-identifier retries (0: none kept); a larger one is not kept, and a retry of its payment is answered as a used payment (402)",
+      "the largest answer body kept for x402 payment-identifier retries (at least 1); a larger one is not kept, and a retry of its payment is answered as a used payment (402)",
   },
   {
     name: "PAYMENT_IDENTIFIER_TTL_SECONDS",

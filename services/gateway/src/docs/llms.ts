@@ -1,7 +1,7 @@
 import { DEFAULT_PLANS, ENDPOINTS, type Endpoint, NETWORKS, type Plans } from "@tollgate/catalog";
 import type { PaymentMethod } from "../payment-methods.ts";
 import { describeMethods } from "../payment-methods.ts";
-import { CHARGING_RULE, plansText } from "./wording.ts";
+import { CHARGING_RULE, PAYMENT_IDENTIFIER_RULE, plansText } from "./wording.ts";
 
 function example(endpoint: Endpoint, base: string): string {
   let path = endpoint.path;
@@ -57,6 +57,7 @@ export function buildLlmsTxt(
     x402.length
       ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`
       : "- x402: not accepted by this deployment right now.",
+    ...(x402.length ? [`  - ${PAYMENT_IDENTIFIER_RULE}`] : []),
     ...(mpp.length
       ? [
           `- MPP (Machine Payments Protocol): call without credentials; the 402 carries one \`WWW-Authenticate: Payment\` challenge per offer (method \`tempo\`; ${mppIntents()}), each valid for 5 minutes. Retry with \`Authorization: Payment <credential>\`; a paid answer carries \`Payment-Receipt\` and \`meta.cost_usdc\`, \`meta.payment_chain\`, \`meta.payment_token\` (the token used). Official client: mppx (\`Mppx.create({ methods: [tempo.charge({ account })] }).fetch(url)\`).`,

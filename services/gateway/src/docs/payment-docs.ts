@@ -3,6 +3,7 @@
 import { type Endpoint, PAYMENT_HEADERS, priceAtomic } from "@tollgate/catalog";
 import { describeMethods, type PaymentMethod } from "../payment-methods.ts";
 import { type Json, ref } from "./schema.ts";
+import { PAYMENT_IDENTIFIER_RULE } from "./wording.ts";
 
 const {
   required: PAYMENT_REQUIRED,
@@ -54,7 +55,7 @@ export function payDocs(methods: readonly PaymentMethod[]): PayDocs {
       type: "apiKey",
       in: "header",
       name: PAYMENT_SIGNATURE.name,
-      description: `x402 v2 payment payload (base64 JSON); schemes ${names(x402)}. Offers come in the 402's PAYMENT-REQUIRED header.`,
+      description: `x402 v2 payment payload (base64 JSON); schemes ${names(x402)}. Offers come in the 402's PAYMENT-REQUIRED header. ${PAYMENT_IDENTIFIER_RULE}`,
     };
     offers[PAYMENT_REQUIRED.name] = ref(PAYMENT_REQUIRED.name);
     receipts[PAYMENT_RESPONSE.name] = ref(PAYMENT_RESPONSE.name);
