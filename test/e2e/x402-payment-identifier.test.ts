@@ -10,8 +10,10 @@ import { priceAtomic } from "@tollgate/catalog";
 import type { DevnetFile } from "@tollgate/devnet";
 import type { Mesh } from "@tollgate/local";
 import { upstreamsEnvName } from "@tollgate/rpc-proxy";
-import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader, decodePaymentSignatureHeader } from "@x402/core/http";
+import { signVoucher } from "@x402/evm/batch-settlement/client";
 import {
+  appendPaymentIdentifierToExtensions,
   declarePaymentIdentifierExtension,
   generatePaymentId,
   PAYMENT_IDENTIFIER,
@@ -25,11 +27,13 @@ import { startOwnMesh } from "../support/own-mesh.ts";
 import {
   type Address,
   settlementClient,
+  settlementNetwork,
   signPayment,
   usdcBalance,
   type X402Payer,
   x402Payer,
 } from "../support/x402.ts";
+import { batchPayer } from "../support/x402-batch.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8")) as DevnetFile;
 const { erc20 } = devnet.demo.ethereum;
@@ -281,5 +285,77 @@ describe("x402 payment-identifier: a paid retry is answered once, charged once",
     expect(res.status).toBe(200);
     expect(nodeCalls("eth_call") - calls).toBe(1);
     expect(await balance(PAY_TO)).toBe(before + PRICE);
+  });
+
+  it("x402-batch: a retried deposit or voucher gets its first answer, the channel charged once; another voucher with the id is 409", async () => {
+    const payer = batchPayer(devnet, "payer7");
+    let id = generatePaymentId();
+    payer.client.onBeforePaymentCreation(async ({ paymentRequired }) => {
+      paymentRequired.extensions ??= {};
+      appendPaymentIdentifierToExtensions(paymentRequired.extensions, id);
+    });
+    const fetchBalance = async () => {
+      const res = await payer.fetch(`${mesh.gatewayUrl}${BALANCE}`);
+      return { status: res.status, headers: res.headers, text: await res.text() };
+    };
+    const payerBefore = await balance(payer.address);
+    const calls = nodeCalls("eth_call");
+
+    // The deposit (and its first voucher), then the same PAYMENT-SIGNATURE again.
+    const deposit = await fetchBalance();
+    expect(deposit.status, deposit.text).toBe(200);
+    const depositSignature = payer.signatures.at(-1) ?? "";
+    const depositAgain = await againAfterProgress(BALANCE, depositSignature);
+    expect(depositAgain.status).toBe(200);
+    expect(depositAgain.text).toBe(deposit.text);
+    expect(depositAgain.headers.get("payment-response")).toBe(deposit.headers.get("payment-response"));
+    expect(nodeCalls("eth_call") - calls).toBe(1);
+    // One deposit left the payer, whatever the retries.
+    const deposited = payerBefore - (await balance(payer.address));
+    expect(deposited).toBeGreaterThan(0n);
+
+    // A voucher (a new identifier), then the same voucher again.
+    id = generatePaymentId();
+    const signed = payer.signatures.length;
+    const voucherCall = await fetchBalance();
+    expect(voucherCall.status, voucherCall.text).toBe(200);
+    // One signature: the client's voucher continued what the channel charged (one price, not two).
+    expect(payer.signatures.length).toBe(signed + 1);
+    const voucherSignature = payer.signatures.at(-1) ?? "";
+    const voucher = (
+      decodePaymentSignatureHeader(voucherSignature).payload as {
+        voucher: { channelId: `0x${string}`; maxClaimableAmount: string };
+      }
+    ).voucher;
+    expect(BigInt(voucher.maxClaimableAmount)).toBe(2n * PRICE);
+    const voucherAgain = await againAfterProgress(BALANCE, voucherSignature);
+    expect(voucherAgain.text).toBe(voucherCall.text);
+    expect(voucherAgain.headers.get("payment-response")).toBe(voucherCall.headers.get("payment-response"));
+    expect(nodeCalls("eth_call") - calls).toBe(2);
+
+    // The next voucher with that identifier: 409, and the channel still at two prices.
+    const payload = decodePaymentSignatureHeader(voucherSignature);
+    const sendVoucher = async (cumulative: bigint) => {
+      const next = await signVoucher(
+        payer.account,
+        voucher.channelId,
+        String(cumulative),
+        settlementNetwork(devnet),
+      );
+      const header = Buffer.from(
+        JSON.stringify({ ...payload, payload: { ...(payload.payload as object), voucher: next } }),
+      ).toString("base64");
+      return again(BALANCE, header);
+    };
+    const conflict = await sendVoucher(3n * PRICE);
+    expect(conflict.status, conflict.text).toBe(409);
+    expect(JSON.parse(conflict.text)).toMatchObject({ error: { code: "payment_identifier_conflict" } });
+    expect(nodeCalls("eth_call") - calls).toBe(2);
+    // The same voucher under a new identifier is served: the conflict charged nothing.
+    payload.extensions = { [PAYMENT_IDENTIFIER]: { info: { required: false, id: generatePaymentId() } } };
+    const served = await sendVoucher(3n * PRICE);
+    expect(served.status, served.text).toBe(200);
+    expect(nodeCalls("eth_call") - calls).toBe(3);
+    expect(payerBefore - (await balance(payer.address))).toBe(deposited);
   });
 });
