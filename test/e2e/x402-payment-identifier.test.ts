@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { metricSumAt } from "../support/gateway.ts";
+import { assertConforms } from "../support/openapi.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import {
   type Address,
@@ -95,7 +96,14 @@ function payerWith(role: string, id: () => string): X402Payer {
 /** A request sent with a payment the client signed before (the same PAYMENT-SIGNATURE again). */
 async function again(path: string, signature: string): Promise<Answer> {
   const res = await fetch(`${mesh.gatewayUrl}${path}`, { headers: { "PAYMENT-SIGNATURE": signature } });
-  return { status: res.status, headers: res.headers, text: await res.text() };
+  const answer = { status: res.status, headers: res.headers, text: await res.text() };
+  // Every answer, a first one given again and the 409s included, is one /openapi.json documents.
+  await assertConforms("get", path.split("?")[0] ?? path, {
+    status: answer.status,
+    headers: Object.fromEntries(res.headers),
+    body: JSON.parse(answer.text),
+  } as never);
+  return answer;
 }
 
 /** Sent again after Retry-After while the first request's answer is being kept: what a client does. */
