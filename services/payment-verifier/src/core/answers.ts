@@ -77,6 +77,8 @@ export async function findAnswer(
   if (!answers) return undefined;
   const record = await store(core, () => answers.store.find(keyOf(payer, identified.id)));
   if (!record || record.payment !== fingerprintOf(call, identified)) return undefined;
+  // A Verify sent again for the same request (its first answer lost) goes on to its own claim.
+  if (record.state === "pending" && record.requestId === call.requestId) return undefined;
   core.opts.metrics.identifiedAnswers.inc({
     scheme,
     outcome: record.state === "answered" ? "replayed" : "in_progress",
@@ -103,7 +105,9 @@ export async function claimAnswer(
   const ttlMs = core.opts.reservationTtlMs + SETTLING_TTL_MS;
   let claimed: Awaited<ReturnType<typeof answers.store.claim>>;
   try {
-    claimed = await store(core, () => answers.store.claim(key, print, verified.paymentId, ttlMs));
+    claimed = await store(core, () =>
+      answers.store.claim(key, print, verified.paymentId, call.requestId, ttlMs),
+    );
   } catch (err) {
     await release();
     throw err;

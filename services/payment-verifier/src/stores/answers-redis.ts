@@ -9,13 +9,13 @@ import type { AnswerRecord, AnswerStore, KeptAnswer } from "./answers.ts";
 /** How long a step whose reply was lost is tried again (the settle path's read-back window). */
 const AGAIN_MS = 5_000;
 
-// KEYS[1] the record; ARGV payment, holder, ttl ms. A record of the same holder is its own.
+// KEYS[1] the record; ARGV payment, holder, request id, ttl ms. A record of the same holder is its own.
 const CLAIM = `
 local holder = redis.call('HGET', KEYS[1], 'holder')
 if holder == ARGV[2] then return {1} end
 if holder then return {0, redis.call('HGETALL', KEYS[1])} end
-redis.call('HSET', KEYS[1], 'state', 'pending', 'payment', ARGV[1], 'holder', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('HSET', KEYS[1], 'state', 'pending', 'payment', ARGV[1], 'holder', ARGV[2], 'request_id', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return {1}
 `;
 
@@ -37,15 +37,15 @@ return 1
 `;
 
 function fromFields(h: Record<string, string>): AnswerRecord | undefined {
-  const { state, payment = "", holder = "" } = h;
-  if (state === "pending") return { state, payment, holder };
+  const { state, payment = "", holder = "", request_id: requestId = "" } = h;
+  if (state === "pending") return { state, payment, holder, requestId };
   if (state !== "answered") return undefined;
   const answer: KeptAnswer = {
     status: Number(h.status),
     headers: JSON.parse(h.headers ?? "[]") as KeptAnswer["headers"],
     body: h.body ?? "",
   };
-  return { state, payment, holder, answer };
+  return { state, payment, holder, requestId, answer };
 }
 
 function pairs(list: string[]): Record<string, string> {
@@ -68,12 +68,12 @@ export class RedisAnswerStore implements AnswerStore {
     return fromFields(await this.#redis.hGetAll(this.#prefix + key));
   }
 
-  async claim(key: string, payment: string, holder: string, ttlMs: number) {
+  async claim(key: string, payment: string, holder: string, requestId: string, ttlMs: number) {
     const reply = (await runAgainIfLost(
       () =>
         this.#redis.eval(CLAIM, {
           keys: [this.#prefix + key],
-          arguments: [payment, holder, String(Math.max(1, Math.ceil(ttlMs)))],
+          arguments: [payment, holder, requestId, String(Math.max(1, Math.ceil(ttlMs)))],
         }),
       AGAIN_MS,
     )) as [number, string[]?];

@@ -16,9 +16,10 @@ export interface KeptAnswer {
   body: string;
 }
 
+/** `holder`: the payment_id that claimed it; `requestId`: the request it was verified for. */
 export type AnswerRecord =
-  | { state: "pending"; payment: string; holder: string }
-  | { state: "answered"; payment: string; holder: string; answer: KeptAnswer };
+  | { state: "pending"; payment: string; holder: string; requestId: string }
+  | { state: "answered"; payment: string; holder: string; requestId: string; answer: KeptAnswer };
 
 export interface AnswerStore {
   readonly kind: "redis" | "memory";
@@ -26,13 +27,14 @@ export interface AnswerStore {
   find(key: string): Promise<AnswerRecord | undefined>;
   /**
    * Claims `key` for the verified payment `payment` (its fingerprint) held by `holder` (the
-   * payment_id), for `ttlMs`. A record `holder` made before (a retried Verify) is its own: true.
-   * Any other record is answered.
+   * payment_id) for request `requestId`, for `ttlMs`. A record `holder` made before (a retried
+   * Verify) is its own: true. Any other record is answered.
    */
   claim(
     key: string,
     payment: string,
     holder: string,
+    requestId: string,
     ttlMs: number,
   ): Promise<{ ok: true } | { ok: false; current: AnswerRecord }>;
   /**
@@ -73,18 +75,19 @@ export class MemoryAnswerStore implements AnswerStore {
     return this.#live(key);
   }
 
-  async claim(key: string, payment: string, holder: string, ttlMs: number) {
+  async claim(key: string, payment: string, holder: string, requestId: string, ttlMs: number) {
     if (++this.#claims % SWEEP_EVERY === 0) this.#sweep();
     const current = this.#live(key);
     if (current) return current.holder === holder ? { ok: true as const } : { ok: false as const, current };
-    this.#records.set(key, { record: { state: "pending", payment, holder }, expiresAt: this.#now() + ttlMs });
+    const record: AnswerRecord = { state: "pending", payment, holder, requestId };
+    this.#records.set(key, { record, expiresAt: this.#now() + ttlMs });
     return { ok: true as const };
   }
 
   async keep(key: string, holder: string, answer: KeptAnswer, ttlMs: number): Promise<boolean> {
     const current = this.#live(key);
     if (current?.holder !== holder) return false;
-    const record: AnswerRecord = { state: "answered", payment: current.payment, holder, answer };
+    const record: AnswerRecord = { ...current, state: "answered", answer };
     this.#records.set(key, { record, expiresAt: this.#now() + ttlMs });
     return true;
   }
