@@ -31,6 +31,8 @@ import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
 import { SDK_SCHEME } from "./schemes/x402-batch-credential.ts";
+import { MemoryAnswerStore } from "./stores/answers.ts";
+import { RedisAnswerStore } from "./stores/answers-redis.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
 import { BatchRefundStore } from "./stores/batch-refunds.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
@@ -220,6 +222,12 @@ export async function startPaymentVerifier(
     metrics,
     logger,
     reservationTtlMs: config.reservationTtlSeconds * 1000,
+    // x402 payment-identifier retries: first answers where the reservations are (shared by replicas).
+    answers: {
+      store: redis ? new RedisAnswerStore(redis, config.redisPrefix) : new MemoryAnswerStore(),
+      maxBytes: config.answers.maxBytes,
+      ttlMs: config.answers.ttlSeconds * 1000,
+    },
   });
   await payments.start();
 
@@ -231,7 +239,7 @@ export async function startPaymentVerifier(
         name: SERVICE_NAME,
         definition: contracts.paymentVerifier().PaymentVerifierService.service,
         handlers: grpcHandlers(payments),
-        callers: { gateway: ["Challenge", "Verify", "Settle", "Release", "DescribeMethods"] },
+        callers: { gateway: ["Challenge", "Verify", "Settle", "Release", "DescribeMethods", "KeepAnswer"] },
         // The gateway's calls of a paid request travel as messages on its open streams.
         exchange: "Exchange",
       },

@@ -11,7 +11,7 @@ import {
 import type { PaymentMethod } from "../payment-methods.ts";
 import { describeMethods } from "../payment-methods.ts";
 import { creditsLlms } from "./credits-paths.ts";
-import { CHARGING_RULE, plansText } from "./wording.ts";
+import { CHARGING_RULE, PAYMENT_IDENTIFIER_RULE, plansText } from "./wording.ts";
 
 function example(endpoint: Endpoint, base: string): string {
   let path = endpoint.path;
@@ -73,6 +73,7 @@ export function buildLlmsTxt(
           "  - `x402-batch` (offered under the official name `batch-settlement` too): the first call deposits into a payment channel (on chain, gas ours), then each call is paid with a signed cumulative voucher (off chain; a call with no answer charges nothing). Money back: the official client scheme's `refund(url)` (a GET of a paid URL with a `refund` payload; no node call) returns the unspent deposit within the settlement worker's next pass, answered 204 with `PAYMENT-RESPONSE` carrying the refund transaction and amount; `refund(url, { amount })` returns part of it. What was charged is claimed in the same transaction. Idle channels are refunded without asking. Official client: `BatchSettlementEvmScheme` from `@x402/evm/batch-settlement/client`.",
         ]
       : []),
+    ...(x402.length ? [`  - ${PAYMENT_IDENTIFIER_RULE}`] : []),
     ...(mpp.length
       ? [
           `- MPP (Machine Payments Protocol): call without credentials; the 402 carries one \`WWW-Authenticate: Payment\` challenge per offer (method \`tempo\`; ${mppIntents()}), each valid for 5 minutes. Retry with \`Authorization: Payment <credential>\`; a paid answer carries \`Payment-Receipt\` and \`meta.cost_usdc\`, \`meta.payment_chain\`, \`meta.payment_token\` (the token used). Official client: mppx (\`Mppx.create({ methods: [tempo.charge({ account })] }).fetch(url)\`).`,
