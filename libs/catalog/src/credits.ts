@@ -32,7 +32,7 @@ export function usdcOfAtomic(atomic: number | bigint): string {
 }
 
 /** How a caller whose plan is spent (or who has no account) gets more, in one sentence. */
-export const TOP_UP_HINT = `top up prepaid credits with POST ${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")} (x402 or MPP)`;
+export const TOP_UP_HINT = `top up prepaid credits with POST ${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}`;
 
 /**
  * The payment schemes a top-up is paid with (payment-verifier's names): one transfer that settles

@@ -32,6 +32,8 @@ import { FacilitatorUnavailableError } from "./core/types.ts";
 import { SignInWithX } from "./protocols/sign-in-with-x.ts";
 import { buildSchemes } from "./schemes/registry.ts";
 import { SDK_SCHEME } from "./schemes/x402-batch-credential.ts";
+import { MemoryAnswerStore } from "./stores/answers.ts";
+import { RedisAnswerStore } from "./stores/answers-redis.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
 import { BatchRefundStore } from "./stores/batch-refunds.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
@@ -241,6 +243,12 @@ export async function startPaymentVerifier(
     metrics,
     logger,
     reservationTtlMs: config.reservationTtlSeconds * 1000,
+    // x402 payment-identifier retries: first answers where the reservations are (shared by replicas).
+    answers: {
+      store: redis ? new RedisAnswerStore(redis, config.redisPrefix) : new MemoryAnswerStore(),
+      maxBytes: config.answers.maxBytes,
+      ttlMs: config.answers.ttlSeconds * 1000,
+    },
   });
   await payments.start();
 
@@ -252,7 +260,17 @@ export async function startPaymentVerifier(
         name: SERVICE_NAME,
         definition: contracts.paymentVerifier().PaymentVerifierService.service,
         handlers: grpcHandlers(payments, signIn),
-        callers: { gateway: ["Challenge", "Verify", "Settle", "Release", "DescribeMethods", "VerifySignIn"] },
+        callers: {
+          gateway: [
+            "Challenge",
+            "Verify",
+            "Settle",
+            "Release",
+            "DescribeMethods",
+            "KeepAnswer",
+            "VerifySignIn",
+          ],
+        },
         // The gateway's calls of a paid request travel as messages on its open streams.
         exchange: "Exchange",
       },

@@ -10,6 +10,8 @@ import type { ChallengeRequest__Output } from "@tollgate/platform/generated/toll
 import type { ChallengeResponse } from "@tollgate/platform/generated/tollgate/payment/v1/ChallengeResponse";
 import type { DescribeMethodsResponse } from "@tollgate/platform/generated/tollgate/payment/v1/DescribeMethodsResponse";
 import type { Header } from "@tollgate/platform/generated/tollgate/payment/v1/Header";
+import type { KeepAnswerRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/KeepAnswerRequest";
+import type { KeepAnswerResponse } from "@tollgate/platform/generated/tollgate/payment/v1/KeepAnswerResponse";
 import type { PaymentError__Output } from "@tollgate/platform/generated/tollgate/payment/v1/PaymentError";
 import type { Problem } from "@tollgate/platform/generated/tollgate/payment/v1/Problem";
 import type { ReleaseRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/ReleaseRequest";
@@ -36,7 +38,18 @@ const PAYMENT_ERROR: { [C in PaymentErrorCode]: `PAYMENT_ERROR_${Uppercase<C>}` 
   rate_limited: "PAYMENT_ERROR_RATE_LIMITED",
   service_unavailable: "PAYMENT_ERROR_SERVICE_UNAVAILABLE",
   not_applicable: "PAYMENT_ERROR_NOT_APPLICABLE",
+  identifier_conflict: "PAYMENT_ERROR_IDENTIFIER_CONFLICT",
+  identifier_in_progress: "PAYMENT_ERROR_IDENTIFIER_IN_PROGRESS",
 };
+
+/**
+ * The deprecated `error_code` string (see the proto): a gateway of the last release knows only
+ * these, so the identifier's refusals (and a first answer given again) read as payment_invalid
+ * there: refused, nothing served or charged.
+ */
+function legacyCode(code: PaymentErrorCode): string {
+  return code === "identifier_conflict" || code === "identifier_in_progress" ? "payment_invalid" : code;
+}
 
 /** A refusal's headers for the client: each value redacted (only a changed one is copied). */
 function redactHeaders(headers: Header[]): Header[] {
@@ -67,6 +80,7 @@ function pricedCall(
   resource: Resource__Output | null,
   client = "",
   noService = false,
+  digest = "",
 ): PricedCall {
   const path = required(resource?.endpoint ?? "", "resource.endpoint");
   const endpoint = paidResource(path);
@@ -93,6 +107,7 @@ function pricedCall(
     client,
     ...(noService ? { noService } : {}),
     ...(account ? { account } : {}),
+    ...(digest ? { digest } : {}),
   };
 }
 
@@ -114,7 +129,7 @@ export function grpcHandlers(payments: Payments, signIn: SignInWithX) {
     },
     async Verify(req: VerifyRequest__Output): Promise<VerifyResponse> {
       const outcome = await payments.verify(
-        pricedCall(req.requestId, req.resource, req.client, req.noService),
+        pricedCall(req.requestId, req.resource, req.client, req.noService, req.requestDigest),
         req.credentials,
       );
       if (outcome.valid) {
@@ -125,6 +140,7 @@ export function grpcHandlers(payments: Payments, signIn: SignInWithX) {
           payer,
           scheme,
           noService,
+          answerMaxBytes: outcome.answerMaxBytes ?? 0,
           error: "PAYMENT_ERROR_UNSPECIFIED",
           errorCode: "",
           reason: "",
@@ -137,13 +153,15 @@ export function grpcHandlers(payments: Payments, signIn: SignInWithX) {
         paymentId: "",
         payer: "",
         scheme: outcome.scheme,
-        error: PAYMENT_ERROR[outcome.code],
+        // A first answer given again is no refusal: `answer` says it.
+        error: outcome.answer ? "PAYMENT_ERROR_UNSPECIFIED" : PAYMENT_ERROR[outcome.code],
         // Deprecated, filled for one release (see the proto).
-        errorCode: outcome.code,
+        errorCode: legacyCode(outcome.code),
         reason: redactForClient(outcome.reason),
         headers: redactHeaders(outcome.headers),
         noService: false,
         problem: redactProblem(outcome.problem),
+        answer: outcome.answer ?? null,
       };
     },
     async Settle(
@@ -228,6 +246,18 @@ export function grpcHandlers(payments: Payments, signIn: SignInWithX) {
         reason: redactForClient(outcome.reason),
         code: outcome.code,
       };
+    },
+    async KeepAnswer(req: KeepAnswerRequest__Output): Promise<KeepAnswerResponse> {
+      required(req.requestId, "request_id");
+      const paymentId = required(req.paymentId, "payment_id");
+      const answer = req.answer ?? { status: 0, headers: [], body: "" };
+      const kept = await payments.keepAnswer(
+        paymentId,
+        req.credentials,
+        { status: answer.status, headers: answer.headers, body: answer.body },
+        req.tooLarge,
+      );
+      return { kept };
     },
     async DescribeMethods(): Promise<DescribeMethodsResponse> {
       return { methods: payments.methods() };

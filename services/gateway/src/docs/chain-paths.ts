@@ -70,6 +70,20 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
         headers: pay.offers,
         content: { "application/json": { schema: { $ref: "#/components/schemas/PaymentRefusal" } } },
       },
+      ...(pay.offers402.some((m) => m.protocol === "x402")
+        ? {
+            "409": {
+              description: `An x402 payment identifier's retry that cannot be answered from the first request. Nothing was charged. ${codesOf(409)}`,
+              headers: {
+                "Retry-After": {
+                  schema: { type: "integer" },
+                  description: "payment_identifier_in_progress only.",
+                },
+              },
+              content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } },
+            },
+          }
+        : {}),
       "429": {
         description: "A quota window or the burst guard was hit (flat shape, spec 7).",
         headers: {

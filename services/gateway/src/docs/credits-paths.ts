@@ -39,7 +39,7 @@ export function topUpRequiredMessage(methods: readonly PaymentMethod[], amount: 
  */
 export function creditsPricing(methods: readonly PaymentMethod[]): Json {
   return {
-    buy: `POST ${CREDITS_PATH}?amount=<one of top_ups_usdc>, paid with x402 exact or MPP charge: credited to the paying wallet's account (made on the free plan when new), or to the account of the API key sent with it`,
+    buy: `POST ${CREDITS_PATH}?amount=<one of top_ups_usdc>, paid with ${topUpMethodsText(methods) || "no method right now"}: credited to the paying wallet's account (made on the free plan when new), or to the account of the API key sent with it`,
     top_ups_usdc: CREDIT_TOP_UPS,
     spend: `an API-key call whose plan window is spent (or whose account is credits-only) pays its price from the account's credits: exactly the calls the node answered, as every way to pay; its answer carries ${CREDIT_HEADERS.remaining.name} (the balance after it, USDC) and meta.cost_usdc`,
     top_ups: TOP_UP_PRODUCTS.map((p) => ({

@@ -12,7 +12,7 @@ import {
 import type { PaymentMethod } from "../payment-methods.ts";
 import { describeMethods } from "../payment-methods.ts";
 import { creditsLlms } from "./credits-paths.ts";
-import { CHARGING_RULE, plansText } from "./wording.ts";
+import { CHARGING_RULE, PAYMENT_IDENTIFIER_RULE, plansText } from "./wording.ts";
 
 function example(endpoint: Endpoint, base: string): string {
   let path = endpoint.path;
@@ -65,7 +65,7 @@ export function buildLlmsTxt(
     "- API-key plan: `Authorization: Bearer <API key>`. Daily and monthly quotas per account; X-Quota-* headers on every response.",
     `  - Plans: ${plansText(plans, describeMethods(methods))}`,
     `  - Get a key: sign in with an Ethereum wallet (EIP-4361) at ${dashboardUrl ? `the [dashboard](${dashboardUrl})` : "the operator's dashboard"} to create, revoke and replace keys and see usage; its JSON API is the \`account\` tag of [/openapi.json](${base}/openapi.json).`,
-    `  - Prepaid credits: when an account's plan window is spent (or the account is credits-only), its API-key calls pay their price from its credits (answered calls only) and carry \`${CREDIT_HEADERS.remaining.name}\` (the balance after, USDC). Buy them: \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` paid with x402 \`exact\` or MPP \`charge\` (credited to the paying wallet's account, or to the account of the API key sent with it).`,
+    `  - Prepaid credits: when an account's plan window is spent (or the account is credits-only), its API-key calls pay their price from its credits (answered calls only) and carry \`${CREDIT_HEADERS.remaining.name}\` (the balance after, USDC). Buy them: \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` (see Buy prepaid credits).`,
     x402.length
       ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`
       : "- x402: not accepted by this deployment right now.",
@@ -74,6 +74,7 @@ export function buildLlmsTxt(
           "  - `x402-batch` (offered under the official name `batch-settlement` too): the first call deposits into a payment channel (on chain, gas ours), then each call is paid with a signed cumulative voucher (off chain; a call with no answer charges nothing). Money back: the official client scheme's `refund(url)` (a GET of a paid URL with a `refund` payload; no node call) returns the unspent deposit within the settlement worker's next pass, answered 204 with `PAYMENT-RESPONSE` carrying the refund transaction and amount; `refund(url, { amount })` returns part of it. What was charged is claimed in the same transaction. Idle channels are refunded without asking. Official client: `BatchSettlementEvmScheme` from `@x402/evm/batch-settlement/client`.",
         ]
       : []),
+    ...(x402.length ? [`  - ${PAYMENT_IDENTIFIER_RULE}`] : []),
     ...(x402.length && publicBaseUrl
       ? [
           `- Sign-in-with-x (x402 extension; a wallet with an account: a dashboard sign-in or a credits top-up made one): the 402's \`PAYMENT-REQUIRED\` carries a \`sign-in-with-x\` challenge (this domain, a fresh nonce, valid 5 minutes). Sign it (EIP-4361) and retry with \`${SIGN_IN_HEADER.name}\`: the call is served on the wallet's account (its plan, then its credits), no key, no payment. One proof per call; a replayed, expired, other-domain or badly signed proof is 401 \`sign_in_invalid\`; a wallet without an account 402 \`no_account\`, an account without credits for the call 402 \`insufficient_credits\` (both with the offers to pay per call). Official client: @x402/extensions/sign-in-with-x (\`wrapFetchWithSIWx(fetch, account)\`, or \`createSIWxClientExtension({ signers: [account] })\` registered on the @x402/fetch client, which pays when the sign-in is refused with a 402).`,

@@ -31,6 +31,12 @@ export interface PaymentMetrics {
   settlementsWithheld: prom.Counter<"scheme" | "reason">;
   /** Sign-in-with-x proofs checked: latency by outcome ("valid", or the refusal's code). */
   signInSeconds: prom.Histogram<"outcome">;
+  /**
+   * Payments carrying a payment identifier (core/answers.ts), by what became of the identifier:
+   * `kept`, `too_large`, `lapsed` (its claim gone before the answer came), `replayed`,
+   * `in_progress`, `conflict`.
+   */
+  identifiedAnswers: prom.Counter<"scheme" | "outcome">;
 }
 
 /**
@@ -49,6 +55,8 @@ export function zeroPaymentMetrics(metrics: PaymentMetrics, schemes: readonly st
     metrics.settlementsReverted.inc({ scheme }, 0);
     metrics.revertedFeesWei.inc({ scheme }, 0);
     for (const operation of ["verify", "settle"]) metrics.reservationConflicts.inc({ scheme, operation }, 0);
+    for (const outcome of ["kept", "too_large", "lapsed", "replayed", "in_progress", "conflict"])
+      metrics.identifiedAnswers.inc({ scheme, outcome }, 0);
   }
   for (const scope of ["client", "payer"]) metrics.attemptsLimited.inc({ scope }, 0);
 }
@@ -57,7 +65,7 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
   return {
     verifySeconds: new prom.Histogram({
       name: "payment_verify_seconds",
-      help: "Payment verification latency by scheme and outcome (valid, payment_invalid, payment_required, service_unavailable, rate_limited, not_applicable)",
+      help: "Payment verification latency by scheme and outcome (valid, answered, payment_invalid, payment_required, service_unavailable, rate_limited, not_applicable, identifier_conflict, identifier_in_progress)",
       labelNames: ["scheme", "outcome"],
       buckets: LATENCY_BUCKETS,
       registers: [registry],
@@ -146,6 +154,12 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
       help: "Sign-in-with-x proofs checked by VerifySignIn: latency by outcome (valid, rate_limited, service_unavailable, or the extension's invalid_siwx_* code)",
       labelNames: ["outcome"],
       buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    identifiedAnswers: new prom.Counter({
+      name: "payment_identifier_answers_total",
+      help: "Payments carrying an x402 payment identifier, by what became of it: kept (its answer kept for a retry), too_large (not kept), lapsed, replayed (a retry given the first answer), in_progress, conflict",
+      labelNames: ["scheme", "outcome"],
       registers: [registry],
     }),
   };

@@ -3,6 +3,7 @@
 // (or drop it when nothing moved, so the client may pay again). One Settle of a call runs at a
 // time here; a second one joins it, and a retry after a lost answer gets the same answer.
 import type { Reservation } from "../stores/reservations.ts";
+import { forgetAnswer } from "./answers.ts";
 import {
   type Core,
   type Detected,
@@ -41,6 +42,8 @@ export async function settle(
   const detected = detect(core, credentials);
   const scheme = detected.kind === "payment" ? detected.scheme.name : "none";
   const outcome = await settleDetected(core, call, paymentId, detected, credentials, deadline);
+  // Not charged: a payment identifier this payment claimed keeps no answer (core/answers.ts).
+  if (!outcome.settled) forgetAnswer(core, paymentId, credentials);
   const label = outcome.settled ? outcomeOf(outcome.collection) : outcome.code;
   core.opts.metrics.settleSeconds.observe({ scheme, outcome: label }, (performance.now() - started) / 1000);
   return outcome;
