@@ -20,6 +20,7 @@ import {
 } from "@x402/extensions/sign-in-with-x";
 import { type Network, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import fc from "fast-check";
+import pg from "pg";
 import { createWalletClient, erc20Abi, http } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
@@ -98,6 +99,32 @@ async function fundedWallet(usdcAtomic: bigint): Promise<PrivateKeyAccount> {
   });
   await chain.waitForTransactionReceipt({ hash });
   return wallet;
+}
+
+/** An account's credit balance as the ledger in PostgreSQL holds it. */
+async function ledgerBalance(accountId: string): Promise<number> {
+  const db = new pg.Client({ connectionString: mesh.databaseUrl });
+  await db.connect();
+  try {
+    const r = await db.query(
+      "select coalesce(sum(case when kind = 'draw' then -amount else amount end), 0)::bigint as b from credit_ledger where account_id = $1",
+      [accountId],
+    );
+    return Number(r.rows[0].b);
+  } finally {
+    await db.end();
+  }
+}
+
+/** `read()` once it gives `want`, or its last answer after `ms`. */
+async function eventually(read: () => Promise<number>, want: number, ms = 15_000): Promise<number> {
+  const until = Date.now() + ms;
+  let got = await read();
+  while (got !== want && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 250));
+    got = await read();
+  }
+  return got;
 }
 
 describe("sign-in-with-x through the gateway", () => {
@@ -225,6 +252,9 @@ describe("sign-in-with-x through the gateway", () => {
       decodePaymentRequiredHeader(spent.headers["payment-required"] as string).accepts.length,
     ).toBeGreaterThan(0);
     expect(await creditBalance(at, topUp.accountId)).toBe(0);
+    // The record agrees: the ledger in PostgreSQL holds the top-up and both draws, once the usage
+    // events of the signed-in calls (no key) are folded.
+    expect(await eventually(() => ledgerBalance(topUp.accountId), 0)).toBe(0);
   });
 
   it("answers a wallet without an account 402 no_account, with the offers to pay per call instead", async () => {
