@@ -10,7 +10,7 @@ import { toSettlement } from "./admin.ts";
 import { decodeCursor } from "./core/ledger.ts";
 
 /** A page of payments: small enough for a page of the dashboard, bounded whatever is asked. */
-export const OWN_PAYMENTS_LIMIT = { default: 50, max: 200 } as const;
+const OWN_PAYMENTS_LIMIT = { default: 50, max: 200 } as const;
 
 const invalid = (message: string): never => {
   throw new ServiceError(grpc.status.INVALID_ARGUMENT, "invalid_argument", message);
