@@ -7,6 +7,8 @@
  *   node         eth_blockNumber sent straight to the mesh's ethereum node
  *   edge         the gateway alone (/api/networks: no hop, no node)
  *   mesh         block-number through the whole mesh with an API key
+ *   credits      the same with a key whose account pays every call from prepaid credits (a draw
+ *                per call in quota-meter, no lease): `credits_added_over_plan` is what it adds
  *
  * then the ratios the performance issue sets goals on (mesh CPU per request ÷ the strong floor's,
  * throughput and p99 against it; the same against the fetch floor beside them), each service's
@@ -38,6 +40,7 @@ import type autocannon from "autocannon";
 import { formatUnits } from "viem";
 import { ENV as WORKER_ENV } from "../../services/settlement-worker/src/env.ts";
 import { buildBundles } from "../support/bundles.ts";
+import { creditAsGateway } from "../support/credits.ts";
 import { manifestNodeOptions, POD_SERVICES } from "../support/pod-limits.ts";
 import { load as loadFromOwnProcess } from "./loader.ts";
 import { measurePaidCalls, UNLIMITED_ATTEMPTS } from "./paid.ts";
@@ -176,7 +179,14 @@ try {
   const admin = meshAdmin(mesh);
   // Uncapped windows and a burst guard above the load: the bench measures serving, not refusing.
   const { secret } = await admin.quickstart("bench", { daily: 0, monthly: 0, burst: 1_000_000 });
+  // A key whose account pays every call from prepaid credits: enough for any run (1,000 USDC).
+  const drawing = await admin.quickstart("bench-credits", { burst: 1_000_000, creditsOnly: true });
   admin.close();
+  await creditAsGateway(
+    { stateDir, quotaMeterAddr: `127.0.0.1:${mesh.ports["quota-meter"].main}` },
+    { apiKey: drawing.secret },
+    1_000_000_000,
+  );
 
   const floorNode = await quietAnvil();
   const floor = await startFloor(floorNode.url, "agent");
@@ -198,6 +208,7 @@ try {
     url: `${mesh.gatewayUrl}/api/chain/block-number`,
     headers: { authorization: `Bearer ${secret}` },
   };
+  const creditsCall = { ...blockNumber, headers: { authorization: `Bearer ${drawing.secret}` } };
   const nodeCall = {
     url: nodeUrl,
     method: "POST" as const,
@@ -216,6 +227,7 @@ try {
   // Warm every path (JIT, keep-alive pools, the Lua script cache) before measuring.
   await Promise.all([
     load({ ...blockNumber, duration: 2 }),
+    load({ ...creditsCall, duration: 2 }),
     load({ url: `${floor.url}/api/chain/block-number`, duration: 2 }),
     load({ url: `${fetchFloor.url}/api/chain/block-number`, duration: 2 }),
   ]);
@@ -238,8 +250,9 @@ try {
       { gateway: services.gateway },
     ),
     await measure("mesh + API key (block-number)", blockNumber, services),
+    await measure("mesh + API key drawing credits (block-number)", creditsCall, services),
   ];
-  const [floorRow, fetchFloorRow, , , meshRow] = rows as [Row, Row, Row, Row, Row];
+  const [floorRow, fetchFloorRow, , , meshRow, creditsRow] = rows as [Row, Row, Row, Row, Row, Row];
   const loadedRss = residentMb(resident);
   const ratio = (a: number, b: number) => +(a / Math.max(b, 1e-9)).toFixed(2);
   const against = (floor: Row) => ({
@@ -254,6 +267,12 @@ try {
     against_floor: against(floorRow),
     against_fetch_floor: against(fetchFloorRow),
     resident_mb: { at_ready: readyRss, idle: idleRss, after_load: loadedRss },
+    // Each call quota-meter's own draw (no lease): what paying from credits adds over a plan's call.
+    credits_added_over_plan: {
+      p50_ms: +(creditsRow["p50 ms"] - meshRow["p50 ms"]).toFixed(2),
+      cpu_us_per_request:
+        (creditsRow.cpu_us_per_request.total ?? 0) - (meshRow.cpu_us_per_request.total ?? 0),
+    },
   };
   report.paid = await measurePaidCalls(
     mesh,

@@ -5,17 +5,14 @@
 // gateway's mesh token, as the gateway's top-up route does after a settlement (a stand-in for the
 // route: its own suite pays with the official clients); the balance is read as the dashboard reads
 // it (AccountService.GetOwnCredits) and from the ledger in PostgreSQL.
-import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { join } from "node:path";
 import { type Mesh, meshAdmin } from "@tollgate/local";
-import { contracts, createClient } from "@tollgate/platform";
 import pg from "pg";
 import { createClient as createRedisClient } from "redis";
 import { toFunctionSelector } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createQuotaMeterClient } from "../../services/gateway/src/clients/quota-meter.ts";
+import { creditAsGateway, creditBalance } from "../support/credits.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 
@@ -65,40 +62,13 @@ afterAll(async () => {
   deadNode?.close();
 });
 
-const token = (name: string) => readFileSync(join(shared.stateDir, name), "utf8").trim();
-const quotaAddr = () => `127.0.0.1:${mesh.ports["quota-meter"].main}`;
-
-/** Credits an account as the gateway's top-up route does after a settlement (see the header). */
-async function topUp(target: { apiKey: string } | { wallet: string }, amount: number) {
-  const client = createQuotaMeterClient(quotaAddr(), { token: token("mesh-token-gateway") }, 5_000);
-  try {
-    return await client.topUp({
-      apiKey: "apiKey" in target ? target.apiKey : "",
-      wallet: "wallet" in target ? target.wallet : "",
-      amount,
-      cause: `test-settlement:${randomUUID()}`,
-      scheme: "exact",
-      paymentNetwork: "eip155:84532",
-      transaction: "",
-    });
-  } finally {
-    client.close();
-  }
-}
-
-/** The balance as the dashboard reads it. */
-async function balance(accountId: string): Promise<number> {
-  const client = createClient(contracts.quotaMeter().AccountService, quotaAddr(), {
-    service: "quota-meter",
-    token: token("mesh-token-dashboard"),
-    defaultDeadlineMs: 5_000,
-  });
-  try {
-    return Number((await client.call("GetOwnCredits", { accountId, days: 1 })).balance);
-  } finally {
-    client.close();
-  }
-}
+const at = () => ({
+  stateDir: shared.stateDir,
+  quotaMeterAddr: `127.0.0.1:${mesh.ports["quota-meter"].main}`,
+});
+const topUp = (target: { apiKey: string } | { wallet: string }, amount: number) =>
+  creditAsGateway(at(), target, amount);
+const balance = (accountId: string) => creditBalance(at(), accountId);
 
 /** The balance as the ledger holds it, once the usage stream has folded every draw. */
 async function ledgerBalance(accountId: string): Promise<number> {
@@ -248,5 +218,25 @@ describe("prepaid credits", () => {
     expect(drawn).toBeGreaterThan(0);
     expect(await eventually(() => ledgerBalance(a.accountId), 1_000_000 - drawn)).toBe(1_000_000 - drawn);
     expect(await eventually(() => balance(a.accountId), 1_000_000 - drawn)).toBe(1_000_000 - drawn);
+  });
+
+  it("/api/pricing, /openapi.json and /llms.txt say how credits are bought and spent", async () => {
+    const pricing = (await (await fetch(`${mesh.gatewayUrl}/api/pricing`)).json()) as {
+      data: { credits: { buy: string; top_ups_usdc: string[]; spend: string } };
+    };
+    expect(pricing.data.credits.top_ups_usdc).toEqual(["1", "5", "20"]);
+    expect(pricing.data.credits.buy).toMatch(/^POST \/api\/credits\?amount=.*x402 exact or MPP charge/);
+    expect(pricing.data.credits.spend).toContain("X-Credits-Remaining");
+    const openapi = (await (await fetch(`${mesh.gatewayUrl}/openapi.json`)).json()) as {
+      components: { headers: Record<string, { description: string }> };
+      paths: Record<string, { get?: { responses: Record<string, { headers?: Record<string, unknown> }> } }>;
+    };
+    expect(openapi.components.headers["X-Credits-Remaining"]?.description).toContain("prepaid credits");
+    expect(
+      Object.keys(openapi.paths["/api/chain/block-number"]?.get?.responses["200"]?.headers ?? {}),
+    ).toContain("X-Credits-Remaining");
+    const llms = await (await fetch(`${mesh.gatewayUrl}/llms.txt`)).text();
+    expect(llms).toContain("/api/credits?amount=1|5|20");
+    expect(llms).toContain("X-Credits-Remaining");
   });
 });

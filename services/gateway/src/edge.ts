@@ -2,7 +2,7 @@
 // routes/fast-lane.ts): the CORS headers of a simple response, and one observation of the request
 // (the latency histogram and the access line).
 import type { IncomingMessage } from "node:http";
-import { PAYMENT_HEADERS, QUOTA_HEADERS, REQUEST_ID_HEADER } from "@tollgate/catalog";
+import { CREDIT_HEADERS, PAYMENT_HEADERS, QUOTA_HEADERS, REQUEST_ID_HEADER } from "@tollgate/catalog";
 import { type Logger, prom, type Registry, seriesOf } from "@tollgate/platform";
 import type { Reply } from "./envelope.ts";
 
@@ -24,6 +24,7 @@ export const CORS = {
     PAYMENT_HEADERS.mppReceipt.name,
     REQUEST_ID_HEADER,
     ...Object.values(QUOTA_HEADERS).map((h) => h.name),
+    CREDIT_HEADERS.remaining.name,
     "Retry-After",
   ],
   maxAge: 600,

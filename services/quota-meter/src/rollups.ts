@@ -9,7 +9,8 @@
 import type { DeliveryInfo, EventConsumer, UsageCallV2 } from "@tollgate/events";
 import { USAGE_V1, USAGE_V2 } from "@tollgate/events";
 import type { Logger } from "@tollgate/platform";
-import type { CreditDraws, Records, UsageFold } from "./db/records.ts";
+import type { CreditDraws } from "./db/credit-ledger.ts";
+import type { Records, UsageFold } from "./db/records.ts";
 import type { QuotaMetrics } from "./metrics.ts";
 import type { QuotaStore } from "./store/types.ts";
 import { dayId } from "./windows.ts";
@@ -31,7 +32,7 @@ type Call = Pick<UsageCallV2, "account_id" | "key_id" | "status" | "time"> & {
 };
 
 /** How long a credit catch-up stays marked applied in the copy (the ledger row is then marked too). */
-export const CREDIT_APPLY_MEMORY_MS = 24 * 3_600_000;
+const CREDIT_APPLY_MEMORY_MS = 24 * 3_600_000;
 
 const DAY_MS = 86_400_000;
 

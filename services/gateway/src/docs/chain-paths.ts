@@ -1,10 +1,11 @@
 // The paid chain endpoints in the OpenAPI document: one operation per catalog entry, with its
 // parameters, errors by status, the charging rule per status, and the ways to pay for it.
-import { ENDPOINTS, type Endpoint, ERRORS, QUOTA_HEADERS } from "@tollgate/catalog";
+import { CREDIT_HEADERS, ENDPOINTS, type Endpoint, ERRORS, QUOTA_HEADERS } from "@tollgate/catalog";
 import { type PayDocs, paymentOffers } from "./payment-docs.ts";
 import { BEFORE_ROUTING, errorResponse, type Json, jsonSchema, parameters, ref } from "./schema.ts";
 
 const quotaHeaders = Object.fromEntries(Object.values(QUOTA_HEADERS).map((h) => [h.name, ref(h.name)]));
+const creditHeaders = { [CREDIT_HEADERS.remaining.name]: ref(CREDIT_HEADERS.remaining.name) };
 
 function operation(endpoint: Endpoint, pay: PayDocs): Json {
   const statuses = new Set<number>([400, 401, 402, 403, 500, 502, 503, 504]);
@@ -24,7 +25,7 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
     const response = errorResponse(
       `${codes.join(" ") || "Error."}${charged.length ? ` Charged (the node answered): ${charged.join(", ")}; a paid call's answer carries the receipt and meta.cost_usdc.` : ""}`,
     );
-    if (charged.length) response.headers = pay.receipts;
+    if (charged.length) response.headers = { ...creditHeaders, ...pay.receipts };
     errors[String(status)] = response;
   }
   return {
@@ -46,8 +47,9 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
     ...(pay.offers402.length ? { "x-payment-info": { offers: paymentOffers(endpoint, pay.offers402) } } : {}),
     responses: {
       "200": {
-        description: "Success. API-key calls carry the X-Quota-* headers; paid calls carry their receipt.",
-        headers: { ...quotaHeaders, ...pay.receipts },
+        description:
+          "Success. API-key calls carry the X-Quota-* headers, and X-Credits-Remaining when paid from prepaid credits (the plan spent); paid calls carry their receipt.",
+        headers: { ...quotaHeaders, ...creditHeaders, ...pay.receipts },
         content: {
           "application/json": {
             schema: {

@@ -2,6 +2,7 @@
 // envelope, the payment refusal, the dashboard's error, the flat limit error).
 import {
   AccountError,
+  CREDIT_HEADERS,
   ERRORS,
   LIMIT_ERRORS,
   PAYMENT_HEADERS,
@@ -29,6 +30,10 @@ export function components(schemes: Json): Json {
         h.name,
         { description: h.description, schema: { type: "integer" } },
       ]),
+      [
+        CREDIT_HEADERS.remaining.name,
+        { description: CREDIT_HEADERS.remaining.description, schema: { type: "string", example: "4.997" } },
+      ],
       ...[PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_HEADERS.mppChallenge, PAYMENT_HEADERS.mppReceipt].map(
         (h) => [h.name, { description: h.description, schema: { type: "string" } }],
       ),

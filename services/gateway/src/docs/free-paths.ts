@@ -59,6 +59,20 @@ export function freeApiPaths(plans: Plans, pay: PayDocs): Json {
         free_plan: planSchema(
           `The free plan a first dashboard sign-in gives: ${describePlan(plans.free)}. ${moreThanFree(pay.text)}`,
         ),
+        credits: {
+          type: "object",
+          description: "Prepaid credits: how to buy them and when API-key calls spend them.",
+          required: ["buy", "top_ups_usdc", "spend"],
+          properties: {
+            buy: { type: "string" },
+            top_ups_usdc: {
+              type: "array",
+              items: { type: "string" },
+              description: "Top-up amounts offered, USDC.",
+            },
+            spend: { type: "string" },
+          },
+        },
       },
     }),
   );

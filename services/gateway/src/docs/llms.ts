@@ -1,4 +1,13 @@
-import { DEFAULT_PLANS, ENDPOINTS, type Endpoint, NETWORKS, type Plans } from "@tollgate/catalog";
+import {
+  CREDIT_HEADERS,
+  CREDIT_TOP_UPS,
+  CREDITS_PATH,
+  DEFAULT_PLANS,
+  ENDPOINTS,
+  type Endpoint,
+  NETWORKS,
+  type Plans,
+} from "@tollgate/catalog";
 import type { PaymentMethod } from "../payment-methods.ts";
 import { describeMethods } from "../payment-methods.ts";
 import { CHARGING_RULE, plansText } from "./wording.ts";
@@ -54,6 +63,7 @@ export function buildLlmsTxt(
     "- API-key plan: `Authorization: Bearer <API key>`. Daily and monthly quotas per account; X-Quota-* headers on every response.",
     `  - Plans: ${plansText(plans, describeMethods(methods))}`,
     `  - Get a key: sign in with an Ethereum wallet (EIP-4361) at ${dashboardUrl ? `the [dashboard](${dashboardUrl})` : "the operator's dashboard"} to create, revoke and replace keys and see usage; its JSON API is the \`account\` tag of [/openapi.json](${base}/openapi.json).`,
+    `  - Prepaid credits: when an account's plan window is spent (or the account is credits-only), its API-key calls pay their price from its credits (answered calls only) and carry \`${CREDIT_HEADERS.remaining.name}\` (the balance after, USDC). Buy them: \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` paid with x402 \`exact\` or MPP \`charge\` (credited to the paying wallet's account, or to the account of the API key sent with it).`,
     x402.length
       ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`
       : "- x402: not accepted by this deployment right now.",

@@ -14,6 +14,7 @@ import {
   type KnownKey,
   type UsageTotal,
 } from "../store/types.ts";
+import { type CreditDraws, creditLedger, foldDraws } from "./credit-ledger.ts";
 import type { QuotaTables } from "./schema.ts";
 
 type Db = Kysely<QuotaTables>;
@@ -97,106 +98,7 @@ export interface UsageBatchFold {
   draws?: CreditDraws[];
 }
 
-export interface CreditDraws {
-  accountId: string;
-  /** Atomic units per generation ("" when the copy had none). */
-  byEpoch: Map<string, number>;
-}
-
-/** The ledger cause of a usage batch's draws (one row per account). */
-const drawCause = (batchId: string) => `usage:${batchId}`;
-
-/** A settled top-up as the ledger records it. */
-export interface TopUp {
-  accountId: string;
-  amount: number;
-  /** The mesh's settlement id: credited once. */
-  cause: string;
-  scheme: string;
-  paymentNetwork: string;
-  transaction: string;
-}
-
-/** Ledger rows' kinds summed into a balance: draws take, the rest give. */
-const signedAmount = sql<number>`sum(case when kind = 'draw' then -amount else amount end)`;
-
-/** The latest seed generation of the hot copy ('' before the first), inside a transaction. */
-const latestGeneration = (tx: Transaction<QuotaTables>) =>
-  tx
-    .selectFrom("credit_seeds")
-    .select("generation")
-    .orderBy("id", "desc")
-    .limit(1)
-    .executeTakeFirst()
-    .then((r) => r?.generation ?? "");
-
 export type Records = ReturnType<typeof createRecords>;
-
-/**
- * The draws of the batches folded now as ledger rows (one per batch and account; a batch folded
- * before adds none), and the catch-ups to apply to the copy: the part of each batch's rows drawn in
- * a copy older than the current generation (that copy was lost; the current one was seeded from
- * the ledger without these rows), for fresh rows and rows of redelivered batches alike.
- */
-async function foldDraws(
-  tx: Transaction<QuotaTables>,
-  batches: readonly UsageBatchFold[],
-  fresh: ReadonlySet<string>,
-): Promise<CreditEntry[]> {
-  const drawing = batches.filter((b) => (b.draws?.length ?? 0) > 0);
-  if (drawing.length === 0) return [];
-  // Locked before the generation is read: a seed cannot commit between the two.
-  await sql`lock table credit_ledger in row exclusive mode`.execute(tx);
-  const generation = await latestGeneration(tx);
-  const rows = drawing
-    .filter((b) => fresh.has(b.id))
-    .flatMap((b) =>
-      (b.draws ?? []).map((d) => {
-        let amount = 0;
-        let unapplied = 0;
-        for (const [epoch, drawn] of d.byEpoch) {
-          amount += drawn;
-          if (epoch !== generation) unapplied += drawn;
-        }
-        return {
-          account_id: d.accountId,
-          kind: "draw" as const,
-          amount,
-          cause: drawCause(b.id),
-          generation,
-          unapplied,
-        };
-      }),
-    )
-    .filter((r) => r.amount > 0)
-    .sort((a, b) =>
-      a.cause === b.cause ? a.account_id.localeCompare(b.account_id) : a.cause.localeCompare(b.cause),
-    );
-  if (rows.length > 0) {
-    await tx
-      .insertInto("credit_ledger")
-      .values(rows)
-      .onConflict((oc) => oc.columns(["cause", "account_id", "kind"]).doNothing())
-      .execute();
-  }
-  const owed = await tx
-    .selectFrom("credit_ledger")
-    .select(["cause", "account_id", "unapplied", "generation"])
-    .where("kind", "=", "draw")
-    .where(
-      "cause",
-      "in",
-      drawing.map((b) => drawCause(b.id)),
-    )
-    .where("unapplied", ">", 0)
-    .execute();
-  return owed.map((r) => ({
-    cause: r.cause,
-    accountId: r.account_id,
-    delta: -r.unapplied,
-    generation: r.generation,
-  }));
-}
 
 export function createRecords(db: Db) {
   /** Runs `write` then `andThen` (the Redis copy) in one transaction: both happen, or neither. */
@@ -204,6 +106,7 @@ export function createRecords(db: Db) {
     db.transaction().execute(write);
 
   return {
+    ...creditLedger(db),
     async createAccount(a: AccountRecord, andThen: () => Promise<void>): Promise<void> {
       await transact(async (tx) => {
         await tx.insertInto("accounts").values(accountRow(a)).execute();
@@ -525,116 +428,6 @@ export function createRecords(db: Db) {
       });
     },
 
-    /**
-     * Seeds the balances of copy generation `mark`: under a SHARE lock on the ledger (no row commits
-     * meanwhile), records the generation and hands every account's balance to `write` (the copy).
-     * False, writing nothing, when `mark` is known already (its copy was seeded).
-     */
-    async seedCredits(
-      mark: string,
-      write: (balances: Array<{ accountId: string; balance: number }>) => Promise<void>,
-    ): Promise<boolean> {
-      return transact(async (tx) => {
-        await sql`lock table credit_ledger in share mode`.execute(tx);
-        const known = await tx
-          .insertInto("credit_seeds")
-          .values({ generation: mark })
-          .onConflict((oc) => oc.column("generation").doNothing())
-          .returning("id")
-          .executeTakeFirst();
-        if (!known) return false;
-        const rows = await tx
-          .selectFrom("credit_ledger")
-          .select(["account_id", signedAmount.as("balance")])
-          .groupBy("account_id")
-          .execute();
-        await write(rows.map((r) => ({ accountId: r.account_id, balance: Number(r.balance) })));
-        return true;
-      });
-    },
-
-    /** Whether a copy of this generation was seeded with its balances. */
-    async knowsGeneration(mark: string): Promise<boolean> {
-      const row = await db
-        .selectFrom("credit_seeds")
-        .select("id")
-        .where("generation", "=", mark)
-        .executeTakeFirst();
-      return row !== undefined;
-    },
-
-    /**
-     * Records a settled top-up once per cause. Returns the ledger entry to apply to the copy (the
-     * first recording's, also on a retry: applying is once per cause) and whether it is new; a cause
-     * already credited to another account is refused (undefined).
-     */
-    async topUp(t: TopUp): Promise<{ entry: CreditEntry; fresh: boolean; owed: boolean } | undefined> {
-      return transact(async (tx) => {
-        // Locked before the generation is read: a seed cannot commit between the two.
-        await sql`lock table credit_ledger in row exclusive mode`.execute(tx);
-        const generation = await latestGeneration(tx);
-        const inserted = await tx
-          .insertInto("credit_ledger")
-          .values({
-            account_id: t.accountId,
-            kind: "top_up",
-            amount: t.amount,
-            cause: t.cause,
-            scheme: t.scheme,
-            payment_network: t.paymentNetwork,
-            transaction: t.transaction,
-            generation,
-            unapplied: t.amount,
-          })
-          .onConflict((oc) => oc.column("cause").where("kind", "=", "top_up").doNothing())
-          .returning(["generation", "unapplied"])
-          .executeTakeFirst();
-        const row =
-          inserted ??
-          (await tx
-            .selectFrom("credit_ledger")
-            .select(["account_id", "generation", "unapplied"])
-            .where("cause", "=", t.cause)
-            .where("kind", "=", "top_up")
-            .executeTakeFirst());
-        if (!row || ("account_id" in row && row.account_id !== t.accountId)) return undefined;
-        return {
-          entry: { cause: t.cause, accountId: t.accountId, delta: t.amount, generation: row.generation },
-          fresh: inserted !== undefined,
-          owed: row.unapplied > 0,
-        };
-      });
-    },
-
-    /** Ledger entries applied to the copy: nothing of them is owed to it any more. */
-    async markApplied(entries: readonly CreditEntry[]): Promise<void> {
-      if (entries.length === 0) return;
-      await db
-        .updateTable("credit_ledger")
-        .set({ unapplied: 0 })
-        .where((eb) =>
-          eb.or(entries.map((e) => eb.and([eb("cause", "=", e.cause), eb("account_id", "=", e.accountId)]))),
-        )
-        .execute();
-    },
-
-    /** Ledger rows the copy still lacks (a crash or a blip came between the two), oldest first. */
-    async owedCredits(limit: number): Promise<CreditEntry[]> {
-      const rows = await db
-        .selectFrom("credit_ledger")
-        .select(["cause", "account_id", "kind", "unapplied", "generation"])
-        .where("unapplied", ">", 0)
-        .orderBy("id")
-        .limit(limit)
-        .execute();
-      return rows.map((r) => ({
-        cause: r.cause,
-        accountId: r.account_id,
-        delta: r.kind === "draw" ? -r.unapplied : r.unapplied,
-        generation: r.generation,
-      }));
-    },
-
     /** The account of a live key, by the key's hash. */
     async accountOfKey(hash: Buffer): Promise<AccountRecord | undefined> {
       const row = await db
@@ -645,42 +438,6 @@ export function createRecords(db: Db) {
         .where("k.revoked_at", "is", null)
         .executeTakeFirst();
       return row ? account(row as AccountRow) : undefined;
-    },
-
-    /** An account's balance from the ledger (top-ups - draws + refunds). */
-    async creditBalance(accountId: string): Promise<number> {
-      const row = await db
-        .selectFrom("credit_ledger")
-        .select(signedAmount.as("balance"))
-        .where("account_id", "=", accountId)
-        .executeTakeFirst();
-      return Number(row?.balance ?? 0);
-    },
-
-    /** The ledger by UTC day from `fromDay` on (inclusive): top-ups, draws and refunds. */
-    async creditDays(
-      accountId: string,
-      fromDay: string,
-    ): Promise<Array<{ day: string; topUps: number; draws: number; refunds: number }>> {
-      const day = sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`;
-      const rows = await db
-        .selectFrom("credit_ledger")
-        .select([
-          day.as("day"),
-          sql<number>`sum(amount) filter (where kind = 'top_up')`.as("top_ups"),
-          sql<number>`sum(amount) filter (where kind = 'draw')`.as("draws"),
-          sql<number>`sum(amount) filter (where kind = 'refund')`.as("refunds"),
-        ])
-        .where("account_id", "=", accountId)
-        .where("created_at", ">=", new Date(`${fromDay}T00:00:00Z`))
-        .groupBy(day)
-        .execute();
-      return rows.map((r) => ({
-        day: r.day,
-        topUps: Number(r.top_ups ?? 0),
-        draws: Number(r.draws ?? 0),
-        refunds: Number(r.refunds ?? 0),
-      }));
     },
 
     /** Every wallet binding, in pages by address (seeding the copy's `wallets`). */

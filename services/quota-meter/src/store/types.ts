@@ -102,7 +102,7 @@ export interface AuthorizeOutcome {
 }
 
 /** A call paid from the account's credits. */
-export interface CreditDraw {
+interface CreditDraw {
   /** Atomic units drawn (the price). */
   drawn: number;
   /** The balance after the draw. */

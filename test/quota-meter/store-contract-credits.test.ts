@@ -1,0 +1,179 @@
+// The credits half of the quota store contract (store-contract.test.ts has the rest): drawing a
+// call's price when the windows are spent or the account is credits-only, refunds and releases of
+// a draw, ledger entries applied once to their own copy generation, wallets. One suite, both stores.
+import { randomBytes, randomUUID } from "node:crypto";
+import { beforeAll, describe, expect, it } from "vitest";
+import { MemoryStore } from "../../services/quota-meter/src/store/memory-store.ts";
+import { openRedisStore } from "../../services/quota-meter/src/store/redis-store.ts";
+import {
+  type AccountRecord,
+  CopyNotReady,
+  type QuotaStore,
+} from "../../services/quota-meter/src/store/types.ts";
+import { windowsAt } from "../../services/quota-meter/src/windows.ts";
+import { REDIS_PORT, silentLogger } from "./helpers.ts";
+import { authorizeAt as at, contractStores, newAccount } from "./store-contract.support.ts";
+
+const { prefix, stores } = contractStores("contract-credits");
+
+describe.each(stores)("credits contract: %s", (_name, open) => {
+  let store: QuotaStore;
+  const account = (plan: Partial<AccountRecord> = {}) => newAccount(store, plan);
+  // The copy's generation: what draws are made in and entries are applied to.
+  const generation = `gen-${randomUUID()}`;
+  const PRICE = 3_000;
+  beforeAll(async () => {
+    store = open();
+    await store.setSeedMark(generation);
+  });
+  const credit = (accountId: string, delta: number, cause = randomUUID(), gen = generation) =>
+    store.applyCredits([{ cause, accountId, delta, generation: gen }], 60_000);
+
+  it("a spent window draws the price from the credits (one call, no unit), then refuses when they run short", async () => {
+    const now = Date.now();
+    const a = await account({ dailyLimit: 1, monthlyLimit: 0 });
+    expect(await credit(a.accountId, PRICE + 5)).toEqual([PRICE + 5]);
+    // On the plan: a unit, nothing drawn, even with a price.
+    expect(await store.authorize(at(now, a.keyHash, 50, 4, "", PRICE))).toMatchObject({
+      decision: "allow",
+      units: 1,
+      dayUsed: 1,
+    });
+    const first = await store.authorize(at(now, a.keyHash, 50, 4, "", PRICE));
+    expect(first).toMatchObject({ decision: "allow", units: 0, dayUsed: 1 });
+    expect(first.credits).toEqual({ drawn: PRICE, remaining: 5, epoch: generation });
+    const short = await store.authorize(at(now, a.keyHash, 50, 4, "", PRICE));
+    expect(short).toMatchObject({ decision: "daily_limit_exceeded", units: 0, balance: 5, dayUsed: 1 });
+    expect(await store.readCredits(a.accountId)).toBe(5);
+    // No price named (an older gateway): the refusal as before, nothing drawn.
+    expect(await store.authorize(at(now, a.keyHash))).toMatchObject({ decision: "daily_limit_exceeded" });
+  });
+
+  it("a credits-only account draws from its first call and is refused with no credits", async () => {
+    const now = Date.now();
+    const a = await account({ creditsOnly: true, dailyLimit: 100 });
+    expect(await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE))).toMatchObject({
+      decision: "no_credits",
+      balance: 0,
+    });
+    await credit(a.accountId, PRICE);
+    const paid = await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE));
+    expect(paid).toMatchObject({
+      decision: "allow",
+      units: 0,
+      dayUsed: 0,
+      credits: { drawn: PRICE, remaining: 0 },
+    });
+    expect(await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE))).toMatchObject({
+      decision: "no_credits",
+    });
+  });
+
+  it("a refund gives a draw back once, and only to the copy it was drawn from", async () => {
+    const now = Date.now();
+    const w = windowsAt(now);
+    const a = await account({ creditsOnly: true });
+    await credit(a.accountId, 2 * PRICE);
+    const drawn = await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE));
+    const refund = {
+      requestId: randomUUID(),
+      accountId: a.accountId,
+      day: w.day,
+      month: w.month,
+      credits: { drawn: PRICE, epoch: drawn.credits?.epoch ?? "" },
+    };
+    expect(await store.refund(refund, 60_000)).toBe(true);
+    expect(await store.refund(refund, 60_000)).toBe(false);
+    expect(await store.readCredits(a.accountId)).toBe(2 * PRICE);
+    // Drawn in a copy lost since: the current one was seeded without the draw, nothing to give back.
+    await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE));
+    const stale = { ...refund, requestId: randomUUID(), credits: { drawn: PRICE, epoch: "an-older-copy" } };
+    expect(await store.refund(stale, 60_000)).toBe(true);
+    expect(await store.readCredits(a.accountId)).toBe(PRICE);
+  });
+
+  it("a release gives a draw back once; a release first makes the draw count nothing", async () => {
+    const now = Date.now();
+    const a = await account({ creditsOnly: true });
+    await credit(a.accountId, PRICE);
+    const id = randomUUID();
+    expect((await store.authorize(at(now, a.keyHash, 50, 1, id, PRICE))).credits?.drawn).toBe(PRICE);
+    expect(await store.readCredits(a.accountId)).toBe(0);
+    expect(await store.release(id, 60_000)).toBe(true);
+    expect(await store.release(id, 60_000)).toBe(false);
+    expect(await store.readCredits(a.accountId)).toBe(PRICE);
+    const early = randomUUID();
+    expect(await store.release(early, 60_000)).toBe(true);
+    expect(await store.authorize(at(now, a.keyHash, 50, 1, early, PRICE))).toMatchObject({
+      decision: "released",
+    });
+    expect(await store.readCredits(a.accountId)).toBe(PRICE);
+  });
+
+  it("applies an entry once per cause, only to its own generation", async () => {
+    const a = await account();
+    const cause = randomUUID();
+    expect(await credit(a.accountId, 1_000_000, cause)).toEqual([1_000_000]);
+    expect(await credit(a.accountId, 1_000_000, cause)).toEqual([1_000_000]);
+    // Written in another generation: that copy's seed read it (or will), so this one is left alone.
+    expect(await credit(a.accountId, 7, randomUUID(), "another-generation")).toEqual([1_000_000]);
+    // A catch-up draw may take the balance below zero: calls are refused until a top-up.
+    expect(await credit(a.accountId, -1_000_003)).toEqual([-3]);
+    await store.setCredits([{ accountId: a.accountId, balance: 42 }]);
+    expect(await store.readCredits(a.accountId)).toBe(42);
+  });
+
+  it("serves a wallet bound to an account; an unbound wallet has no account", async () => {
+    const now = Date.now();
+    const a = await account({ dailyLimit: 5 });
+    const wallet = `0x${randomBytes(20).toString("hex")}`;
+    expect(await store.authorize(at(now, Buffer.alloc(0), 50, 1, "", 0, wallet))).toMatchObject({
+      decision: "no_account",
+    });
+    await store.bindWallet(wallet, a.accountId);
+    expect(await store.authorize(at(now, Buffer.alloc(0), 50, 1, "", 0, wallet))).toMatchObject({
+      decision: "allow",
+      accountId: a.accountId,
+      keyId: "",
+      dayUsed: 1,
+    });
+  });
+});
+
+describe("a copy with no generation (being seeded)", () => {
+  it.each([
+    ["redis (Lua scripts)", "redis"],
+    ["memory (the stand-in)", "memory"],
+  ])("%s refuses to apply credits: they stay owed", async (_name, kind) => {
+    const store =
+      kind === "memory"
+        ? new MemoryStore()
+        : await openRedisStore({
+            url: `redis://127.0.0.1:${REDIS_PORT}`,
+            prefix: `${prefix}unseeded:`,
+            logger: silentLogger(),
+            connectTimeoutMs: 2_000,
+            giveUp: true,
+          });
+    try {
+      await expect(
+        store!.applyCredits([{ cause: "c", accountId: "a", delta: 1, generation: "g" }], 60_000),
+      ).rejects.toBeInstanceOf(CopyNotReady);
+      // Redis restarted empty: a key it does not find is not called unknown (the meter fails open).
+      const now = Date.now();
+      const unknown = await store!.authorize({
+        keyHash: randomBytes(32),
+        wallet: "",
+        priceAtomic: 0,
+        nowMs: now,
+        windows: windowsAt(now),
+        defaultBurst: 50,
+        units: 1,
+        authorizationId: "",
+      });
+      expect(unknown.decision).toBe(kind === "redis" ? "unseeded" : "invalid_key");
+    } finally {
+      await store?.close();
+    }
+  });
+});

@@ -1,0 +1,56 @@
+// Credits put into an account as the gateway's top-up route does after a settlement: through
+// quota-meter's CreditService, presenting the gateway's mesh token from the mesh's state dir. For
+// setups that need a balance (the benchmark, suites about spending); buying credits is tested
+// through the route itself, paid with the official clients.
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { contracts, createClient } from "@tollgate/platform";
+import { createQuotaMeterClient } from "../../services/gateway/src/clients/quota-meter.ts";
+
+interface MeshAt {
+  stateDir: string;
+  quotaMeterAddr: string;
+}
+
+const token = (stateDir: string, name: string) => readFileSync(join(stateDir, name), "utf8").trim();
+
+/** Credits `amount` atomic units to the key's account (or the wallet's, made when new). */
+export async function creditAsGateway(
+  mesh: MeshAt,
+  target: { apiKey: string } | { wallet: string },
+  amount: number,
+) {
+  const client = createQuotaMeterClient(
+    mesh.quotaMeterAddr,
+    { token: token(mesh.stateDir, "mesh-token-gateway") },
+    5_000,
+  );
+  try {
+    return await client.topUp({
+      apiKey: "apiKey" in target ? target.apiKey : "",
+      wallet: "wallet" in target ? target.wallet : "",
+      amount,
+      cause: `test-settlement:${randomUUID()}`,
+      scheme: "exact",
+      paymentNetwork: "eip155:84532",
+      transaction: "",
+    });
+  } finally {
+    client.close();
+  }
+}
+
+/** An account's balance (atomic units) as the dashboard reads it. */
+export async function creditBalance(mesh: MeshAt, accountId: string): Promise<number> {
+  const client = createClient(contracts.quotaMeter().AccountService, mesh.quotaMeterAddr, {
+    service: "quota-meter",
+    token: token(mesh.stateDir, "mesh-token-dashboard"),
+    defaultDeadlineMs: 5_000,
+  });
+  try {
+    return Number((await client.call("GetOwnCredits", { accountId, days: 1 })).balance);
+  } finally {
+    client.close();
+  }
+}
