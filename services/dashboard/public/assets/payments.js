@@ -42,7 +42,7 @@ function row(p) {
       text: p.endpoint ? `${p.endpoint}${p.network ? ` (${p.network})` : ""}` : "—",
     }),
     el("td", { "data-label": "Paid with", text: WAYS[p.scheme] ?? `${p.protocol} ${p.scheme}` }),
-    el("td", { "data-label": "Amount", text: p.amount }),
+    el("td", { "data-label": "Amount (USD)", text: p.amount }),
     el("td", { "data-label": "Chain", text: p.chain.name }),
     transactionCell(p),
   );
