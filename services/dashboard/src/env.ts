@@ -44,7 +44,7 @@ export const ENV = envTable([
     required: true,
     secret: true,
     description:
-      "the dashboard's own mesh token; quota-meter accepts it by `MESH_CALLER_DASHBOARD_SHA256` (AccountService and GetUsage only)",
+      "the dashboard's own mesh token; quota-meter accepts it by `MESH_CALLER_DASHBOARD_SHA256` (AccountService and GetUsage only), settlement-worker by its own `MESH_CALLER_DASHBOARD_SHA256` (ListOwnPayments only)",
   },
   ...REDIS_ENV,
   { name: "REDIS_CONNECT_TIMEOUT_MS", default: "1500", description: "how long start-up waits for Redis" },
