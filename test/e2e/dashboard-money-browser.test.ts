@@ -113,15 +113,18 @@ async function signInAs(who: PrivateKeyAccount) {
 }
 
 /** The page's own JSON API, with the session's CSRF token (as its scripts call it). */
-function pageApi(method: "GET" | "POST", path: string) {
+// biome-ignore lint/suspicious/noExplicitAny: JSON answers are walked by key in assertions
+function pageApi(method: "GET" | "POST", path: string): Promise<any> {
   return page.evaluate(
     async ({ method, path }) => {
-      const session = await (await fetch("/api/dashboard/session")).json();
+      const session = (await (await fetch("/api/dashboard/session")).json()) as {
+        data: { csrf_token: string };
+      };
       const res = await fetch(`/api/dashboard${path}`, {
         method,
         headers: { "x-csrf-token": session.data.csrf_token },
       });
-      return (await res.json()).data;
+      return ((await res.json()) as { data: unknown }).data;
     },
     { method, path },
   );
