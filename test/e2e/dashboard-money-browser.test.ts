@@ -6,7 +6,7 @@ import { createAdminClient } from "@tollgate/cli/clients/quota-admin";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { Receipt } from "mppx";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
-import type { Hex } from "viem";
+import { createWalletClient, erc20Abi, type Hex, http } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../quota-meter/helpers.ts";
@@ -14,7 +14,7 @@ import { creditAsGateway } from "../support/credits.ts";
 import { devnet } from "../support/devnet.ts";
 import { mesh } from "../support/gateway.ts";
 import { devnetAccount, mppChargePayer } from "../support/mppx.ts";
-import { x402Payer } from "../support/x402.ts";
+import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 
 // The credits and payments pages in Debian's Chromium (headless, playwright-core), with a wallet
 // provider injected into the page (EIP-1193) that signs with viem: a devnet payer pays calls with
@@ -239,5 +239,43 @@ describe("the money pages in a real browser", () => {
     }
     await page.screenshot({ path: join(ARTIFACTS, "credits.png"), fullPage: true });
     await noOverflowOnAPhone("credits");
+  });
+
+  it("tops up 1 USDC from the signed-in wallet in the browser with x402: the balance and the receiver each gain exactly 1 USDC", async () => {
+    // The credits page's wallet holds exactly 1 USDC on the settlement chain, sent by payer8.
+    const settlement = settlementClient(devnet);
+    const usdc = devnet.demo.settlement.usdc.address;
+    const funder = createWalletClient({
+      account: devnetAccount(devnet, "payer8"),
+      transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }),
+    });
+    const hash = await funder.writeContract({
+      address: usdc,
+      abi: erc20Abi,
+      functionName: "transfer",
+      args: [own.address, 1_000_000n],
+      chain: null,
+    });
+    await settlement.waitForTransactionReceipt({ hash });
+    const payTo = devnet.demo.settlement.payTo;
+    const receivedBefore = await usdcBalance(settlement, devnet, payTo);
+
+    await page.goto(`${mesh.dashboardUrl}/credits`);
+    await page.locator("#balance").filter({ hasText: "1.997 USDC" }).waitFor();
+    await page.getByRole("button", { name: "Top up 1 USDC" }).click();
+    // Done when the status line says how it ended (a failure names its cause).
+    await page.locator("#top-up-status", { hasText: /Credited|failed/ }).waitFor({ timeout: 30_000 });
+    await expect(page.locator("#top-up-status").textContent()).resolves.toMatch(
+      /^Credited 1 USDC; the balance is 2\.997 USDC\. Transaction 0x[0-9a-f]{64}\.$/,
+    );
+    await page.locator("#balance").filter({ hasText: "2.997 USDC" }).waitFor();
+    await expect(page.locator("#credit-days tr").last().locator("td").nth(1).textContent()).resolves.toBe(
+      "3",
+    );
+    // The wallet signed once, on the settlement chain the offer named; the money moved exactly.
+    expect(typedDataChains).toEqual([devnet.demo.settlement.chainId]);
+    expect(await usdcBalance(settlement, devnet, own.address)).toBe(0n);
+    expect(await usdcBalance(settlement, devnet, payTo)).toBe(receivedBefore + 1_000_000n);
+    await page.screenshot({ path: join(ARTIFACTS, "credits-topped-up.png"), fullPage: true });
   });
 });
