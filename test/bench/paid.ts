@@ -54,6 +54,8 @@ export interface PaidCallsReport {
   calls: number;
   /** The call with `Authorization: Bearer <key>`. */
   api_key_ms: Percentiles;
+  /** The same with a key whose account pays from prepaid credits (a draw per call), and what that adds. */
+  credits: { request_ms: Percentiles; added_over_api_key_ms: Percentiles };
   x402_exact: PaidWay;
   mpp_charge: PaidWay;
   mpp_session: PaidWay;
@@ -112,6 +114,8 @@ export async function measurePaidCalls(
   mesh: Mesh,
   devnet: Devnet,
   apiKey: string,
+  /** A key of a credits-only account with credits for every call. */
+  creditsKey: string,
   n: number,
   batchCalls: number,
   batchWorker: string,
@@ -125,12 +129,14 @@ export async function measurePaidCalls(
   const x402PayTo = () => usdcBalance(settlementChain, devnet, settlement.payTo);
   const mppPayTo = () => tip20Balance(tempoRpc, usdce, devnet.demo.tempo.payTo);
 
-  const keyCall = async (): Promise<number> => {
+  const keyCall = async (key = apiKey): Promise<number> => {
     const started = performance.now();
-    const res = await fetch(url, { headers: { authorization: `Bearer ${apiKey}` } });
+    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
     await res.arrayBuffer();
     const ms = performance.now() - started;
     if (res.status !== 200) throw new Error(`API-key call answered ${res.status}`);
+    if (key === creditsKey && !res.headers.has("x-credits-remaining"))
+      throw new Error("the credits key's call was not paid from credits");
     return ms;
   };
   const x402 = x402Payer(devnet, "payer1");
@@ -182,9 +188,11 @@ export async function measurePaidCalls(
   // Warm every path (JIT, keep-alive, the first settlement, the session's open) before measuring.
   for (let i = 0; i < WARMUP; i++) {
     await keyCall();
+    await keyCall(creditsKey);
     for (const pay of Object.values(ways)) await pay();
   }
   const key: number[] = [];
+  const credits: number[] = [];
   const samples = {
     x402_exact: [[], []],
     mpp_charge: [[], []],
@@ -194,6 +202,7 @@ export async function measurePaidCalls(
   // Interleaved, so drift on the machine weighs on every side alike.
   for (let i = 0; i < n; i++) {
     key.push(await keyCall());
+    credits.push(await keyCall(creditsKey));
     for (const [name, pay] of Object.entries(ways) as [keyof typeof ways, Pay][]) {
       const { total, request } = await pay();
       samples[name][0].push(request);
@@ -230,6 +239,7 @@ export async function measurePaidCalls(
     price_usdc: price,
     calls: n,
     api_key_ms: keyP,
+    credits: { request_ms: percentiles(credits), added_over_api_key_ms: minus(percentiles(credits), keyP) },
     x402_exact: way("x402_exact", `${formatUnits(x402Settled, 6)} USDC`),
     mpp_charge: way("mpp_charge", `${perWay} USDC.e`),
     mpp_session: way("mpp_session", `${perWay} USDC.e (on close)`),

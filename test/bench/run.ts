@@ -278,6 +278,7 @@ try {
     mesh,
     devnet,
     secret,
+    drawing.secret,
     Number(values.paid),
     Number(values["batch-calls"]),
     // The worker's defaults, read from its environment table (the one place they are written).

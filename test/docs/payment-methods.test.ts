@@ -142,4 +142,17 @@ describe("MPP discovery (x-service-info, x-payment-info) from the same list", ()
     expect(llms).toMatch(/bodiless `POST` of the top-up or close credential to the last paid URL/);
     expect(buildLlmsTxt(undefined, exactOnly)).not.toContain("Payment-Receipt");
   });
+
+  it("llms.txt and OpenAPI tell an agent that x402-batch's refund() returns its unspent deposit, only when x402-batch is accepted", () => {
+    const llms = buildLlmsTxt(undefined, everything);
+    expect(llms).toMatch(
+      /`refund\(url\)`.*returns the unspent deposit within the settlement worker's next pass/,
+    );
+    expect(llms).toContain("`batch-settlement`");
+    const x402 = (methods: PaymentMethod[]) =>
+      (texts(methods).openapi.components.securitySchemes.x402 as { description: string }).description;
+    expect(x402(everything)).toContain("refund()");
+    expect(x402(exactOnly)).not.toContain("refund");
+    expect(buildLlmsTxt(undefined, exactOnly)).not.toContain("refund(");
+  });
 });

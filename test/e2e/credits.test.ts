@@ -225,7 +225,9 @@ describe("prepaid credits", () => {
       data: { credits: { buy: string; top_ups_usdc: string[]; spend: string } };
     };
     expect(pricing.data.credits.top_ups_usdc).toEqual(["1", "5", "20"]);
-    expect(pricing.data.credits.buy).toMatch(/^POST \/api\/credits\?amount=.*x402 exact or MPP charge/);
+    expect(pricing.data.credits.buy).toMatch(
+      /^POST \/api\/credits\?amount=.*x402 \(exact\) or MPP \(charge\)/,
+    );
     expect(pricing.data.credits.spend).toContain("X-Credits-Remaining");
     const openapi = (await (await fetch(`${mesh.gatewayUrl}/openapi.json`)).json()) as {
       components: { headers: Record<string, { description: string }> };

@@ -21,6 +21,7 @@ import {
   type Verdict,
   type VerifiedPayment,
 } from "../../services/payment-verifier/src/core/types.ts";
+import { MemoryAnswerStore } from "../../services/payment-verifier/src/stores/answers.ts";
 import { RefusalMemory } from "../../services/payment-verifier/src/stores/attempt-limits.ts";
 import type {
   Reservation,
@@ -28,16 +29,22 @@ import type {
 } from "../../services/payment-verifier/src/stores/reservations.ts";
 import { MemoryReservationStore } from "../../services/payment-verifier/src/stores/reservations-memory.ts";
 
-type Credential = { scheme: string; key: string; payer: string; amount: string };
+type Credential = { scheme: string; key: string; payer: string; amount: string; id?: string };
 
 const testProtocol: PaymentProtocol<Credential, string> = {
   name: "test",
   decode(credentials) {
     const h = findHeader(credentials, "X-Test-Pay");
     if (!h) return { kind: "absent" };
-    const [scheme, key, payer, amount] = h.value.split(" ");
+    const [scheme, key, payer, amount, id] = h.value.split(" ");
     if (!scheme || !key || !payer || !amount) return { kind: "invalid", reason: "X-Test-Pay is malformed" };
-    return { kind: "credential", credential: { scheme, key, payer, amount } };
+    return { kind: "credential", credential: { scheme, key, payer, amount, ...(id ? { id } : {}) } };
+  },
+  // An idempotency key as x402's payment-identifier: a fifth word, "bad" malformed.
+  identify(c) {
+    if (!c.id) return { kind: "none" };
+    if (c.id === "bad") return { kind: "invalid", reason: "the payment identifier is malformed" };
+    return { kind: "identified", id: c.id, payment: `${c.scheme}:${c.key}:${c.amount}` };
   },
   async render(_call, offers, error) {
     return [{ name: "X-Test-Offer", value: `${offers.join(",")}${error ? `;${error}` : ""}` }];
@@ -157,8 +164,8 @@ export const call = (path = "/api/chain/call", client = "10.0.0.1"): PricedCall 
   url: `http://x${path}`,
   client,
 });
-export const pay = (scheme: string, key: string, payer = "0xpayer", amount = "5000"): Header[] => [
-  { name: "X-Test-Pay", value: `${scheme} ${key} ${payer} ${amount}` },
+export const pay = (scheme: string, key: string, payer = "0xpayer", amount = "5000", id = ""): Header[] => [
+  { name: "X-Test-Pay", value: `${scheme} ${key} ${payer} ${amount}${id ? ` ${id}` : ""}` },
 ];
 
 export let alpha: TestScheme;
@@ -239,13 +246,18 @@ export function replica(
     metrics: createPaymentMetrics(registry),
     logger,
     reservationTtlMs: 60_000,
+    answers: { store: answerStore, maxBytes: 1_024, ttlMs: 60_000 },
   });
 }
+
+/** The first answers of payments carrying an identifier, shared by a test's replicas. */
+export let answerStore = new MemoryAnswerStore();
 
 /** Fresh schemes, no recorded events, and a fresh core over a fresh store: each test's start. */
 export function resetCore() {
   alpha = new TestScheme("alpha");
   beta = new TestScheme("beta");
   events = [];
+  answerStore = new MemoryAnswerStore();
   build();
 }

@@ -1,6 +1,7 @@
 // The stores the payment contract suites run against, each written twice — a Redis Lua script and
 // its in-memory stand-in — over one Redis prefix per file: reservation stores (stores.contract,
-// attempt-limits.contract) and mppx's state (mppx-state.contract). One suite definition per
+// attempt-limits.contract), mppx's state (mppx-state.contract) and the first answers of payments
+// carrying a payment identifier (answers.contract). One suite definition per
 // contract runs against both.
 import {
   type MppxState,
@@ -8,6 +9,8 @@ import {
   type Retention,
   redisMppxState,
 } from "../../libs/payment-rails/src/mppx-store.ts";
+import { type AnswerStore, MemoryAnswerStore } from "../../services/payment-verifier/src/stores/answers.ts";
+import { RedisAnswerStore } from "../../services/payment-verifier/src/stores/answers-redis.ts";
 import type { ReservationStore } from "../../services/payment-verifier/src/stores/reservations.ts";
 import { MemoryReservationStore } from "../../services/payment-verifier/src/stores/reservations-memory.ts";
 import { RedisReservationStore } from "../../services/payment-verifier/src/stores/reservations-redis.ts";
@@ -32,5 +35,10 @@ export function useContractStores() {
     ["in-memory stand-in", (retention) => memoryMppxState(retention)],
   ];
 
-  return { prefix, redis, stores, mppxStates };
+  const answerStores: [string, () => AnswerStore][] = [
+    ["Redis (Lua)", () => new RedisAnswerStore(redis, prefix)],
+    ["in-memory stand-in", () => new MemoryAnswerStore()],
+  ];
+
+  return { prefix, redis, stores, mppxStates, answerStores };
 }

@@ -87,6 +87,7 @@ export function devnetConfig(
     redisPrefix: `${uniqueId("test:pv:")}:`,
     redisStandIn: true,
     reservationTtlSeconds: 120,
+    answers: { maxBytes: 65_536, ttlSeconds: 60 },
     outboxDir: mkdtempSync(join(tmpdir(), "pv-outbox-")),
     limits: {
       perClient: { perSecond: 50, burst: 100 },

@@ -6,47 +6,29 @@
 import { randomBytes } from "node:crypto";
 import { settlementEventV2 } from "@tollgate/events";
 import { describe, expect, it } from "vitest";
-import { type Lease, redisLease } from "../../services/settlement-worker/src/adapters/lease.ts";
+import { redisLease } from "../../services/settlement-worker/src/adapters/lease.ts";
+import { createClaimer } from "../../services/settlement-worker/src/core/x402-batch-claimer.ts";
 import {
-  type ClaimerObserver,
-  type ClaimerPorts,
-  createClaimer,
-  type Intent,
-} from "../../services/settlement-worker/src/core/x402-batch-claimer.ts";
-import {
-  type BatchEvent,
   type BatchLog,
   batchEvents,
-  type ChannelRecord,
-  type ClaimPolicy,
   defaultClaimIntervalSeconds,
-  type OnChainChannel,
   planClaims,
 } from "../../services/settlement-worker/src/core/x402-batch-claims.ts";
 import { testRedis } from "../support/redis.ts";
+import {
+  chain,
+  id,
+  NOW,
+  payer,
+  policy,
+  record,
+  recorder,
+  settings,
+  world,
+} from "../support/x402-batch-claimer.ts";
 
 const prefix = `test:x402batch:${randomBytes(4).toString("hex")}:`;
 const redis = testRedis(prefix);
-
-const NOW = 1_800_000_000_000;
-const id = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
-const payer = (n: number) => `0x${n.toString(16).padStart(40, "a")}`;
-const record = (n: number, over: Partial<ChannelRecord> = {}): ChannelRecord => ({
-  channelId: id(n),
-  channelConfig: { payer: payer(n), token: "0xtoken", receiver: "0xreceiver" },
-  chargedCumulativeAmount: "0",
-  balance: "1000000",
-  totalClaimed: "0",
-  lastRequestTimestamp: NOW - 1_000,
-  ...over,
-});
-const chain = (over: Partial<OnChainChannel> = {}): OnChainChannel => ({
-  balance: 1_000_000n,
-  totalClaimed: 0n,
-  withdrawing: false,
-  ...over,
-});
-const policy: ClaimPolicy = { minClaimAmount: 10_000n, claimIntervalMs: 60_000, idleRefundMs: 3_600_000 };
 
 describe("when x402-batch channels are claimed (planClaims)", () => {
   it("claims every confirmed channel once the unclaimed total reaches the minimum, and not before", () => {
@@ -177,121 +159,6 @@ describe("what an x402-batch transaction records (batchEvents)", () => {
     for (const e of events) expect(settlementEventV2.parse(e)).toEqual(e);
   });
 });
-
-/** A lease made for the test: held or not, with a fence that can be lost between the check and the act. */
-function fakeLease(): Lease & { held: boolean; fenced: boolean } {
-  const lease = {
-    held: true,
-    fenced: true,
-    hold: async () => lease.held,
-    epoch: () => (lease.held ? 1 : 0),
-    fence: async () => lease.fenced,
-    letGo: async () => {},
-  };
-  return lease;
-}
-
-function recorder(): ClaimerObserver & { seen: string[] } {
-  const seen: string[] = [];
-  return {
-    seen,
-    leaseHeld: (held) => seen.push(`lease ${held}`),
-    unclaimed: (amount, unconfirmed) => seen.push(`unclaimed ${amount} (${unconfirmed} unconfirmed)`),
-    claimed: (vouchers, reason) => seen.push(`claimed ${vouchers} ${reason}`),
-    settled: () => seen.push("settled"),
-    refunded: () => seen.push("refunded"),
-    failed: (operation, err) => seen.push(`failed ${operation}: ${(err as Error).message}`),
-  };
-}
-
-/**
- * A contract and a channel manager made for the test: claims raise the chain's totals; transaction
- * n is mined in block n. Intents live in a map (Redis in the worker), shared by claimers.
- */
-function world(records: ChannelRecord[], onchain: Map<string, OnChainChannel>) {
-  let unsettled = 0n;
-  let txs = 0;
-  const sent: string[] = [];
-  const logs = new Map<string, BatchLog[]>();
-  const lease = fakeLease();
-  const published: BatchEvent[] = [];
-  const intents = new Map<string, Intent>();
-  let ids = 0;
-  const ports: ClaimerPorts = {
-    channels: {
-      list: async () => records,
-      raiseClaimed: async (channelId, total) => {
-        const r = records.find((c) => c.channelId === channelId);
-        if (r) r.totalClaimed = String(total);
-      },
-    },
-    chain: {
-      channels: async (ids) =>
-        new Map(ids.map((i) => [i.toLowerCase(), onchain.get(i) ?? chain({ balance: 0n })])),
-      unsettled: async () => unsettled,
-      logs: async (tx) => logs.get(tx) ?? [],
-      blockNumber: async () => BigInt(txs),
-      logsSince: async (fromBlock, channelIds) => {
-        const out = new Map<string, BatchLog[]>();
-        for (const [tx, list] of logs) {
-          if (BigInt(tx) < fromBlock) continue;
-          const ours = list.filter((l) => l.kind === "settled" || channelIds.includes(l.channelId));
-          if (ours.length) out.set(tx, ours);
-        }
-        return out;
-      },
-    },
-    manager: {
-      claim: async (ids, confirmed) => {
-        const tx = `0x${(++txs).toString(16).padStart(64, "0")}`;
-        const out: BatchLog[] = [];
-        for (const [i, channelId] of ids.entries()) {
-          const r = records.find((c) => c.channelId === channelId) as ChannelRecord;
-          const c = onchain.get(channelId) as OnChainChannel;
-          const charged = BigInt(r.chargedCumulativeAmount);
-          if (charged > (confirmed.get(channelId) ?? 0n)) continue;
-          out.push({
-            kind: "claimed",
-            logIndex: i,
-            channelId,
-            amount: charged - c.totalClaimed,
-            totalClaimed: charged,
-          });
-          unsettled += charged - c.totalClaimed;
-          c.totalClaimed = charged;
-          r.totalClaimed = String(charged);
-        }
-        logs.set(tx, out);
-        sent.push(`claim ${out.length}`);
-        return [{ vouchers: out.length, transaction: tx }];
-      },
-      settle: async () => {
-        const tx = `0x${(++txs).toString(16).padStart(64, "0")}`;
-        logs.set(tx, [{ kind: "settled", logIndex: 0, receiver: "0xreceiver", amount: unsettled }]);
-        unsettled = 0n;
-        sent.push("settle");
-        return { transaction: tx };
-      },
-      refund: async (channelId) => {
-        const tx = `0x${(++txs).toString(16).padStart(64, "0")}`;
-        sent.push(`refund ${channelId}`);
-        return { transaction: tx };
-      },
-    },
-    lease,
-    intents: {
-      open: async (i) => void intents.set(i.id, i),
-      close: async (id) => void intents.delete(id),
-      list: async () => [...intents.values()],
-    },
-    publish: (e) => published.push(e),
-    now: () => NOW,
-    newId: () => `intent-${++ids}`,
-  };
-  return { ports, lease, sent, published, intents };
-}
-
-const settings = { policy, network: "eip155:84532", asset: "0xusdc", escrow: "0xescrow" };
 
 describe("one pass of the x402-batch claimer (createClaimer)", () => {
   it("claims the due channels in one batch, then settles, each with its events; a second pass does nothing", async () => {

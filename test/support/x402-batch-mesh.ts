@@ -44,6 +44,8 @@ export function startBatchMesh(opts: {
   namespace: string;
   payTo: string;
   upstreams: { ethereum: string; sepolia: string };
+  /** The worker's settings over these (e.g. no idle refunds). */
+  worker?: Record<string, string>;
 }): Promise<Mesh> {
   const env = batchMeshEnv(opts.payTo);
   return startOwnMesh({
@@ -58,6 +60,9 @@ export function startBatchMesh(opts: {
       UPSTREAMS_ETHEREUM: opts.upstreams.ethereum,
       UPSTREAMS_SEPOLIA: opts.upstreams.sepolia,
     },
-    serviceEnv: { "payment-verifier": env.paymentVerifier, "settlement-worker": env.worker },
+    serviceEnv: {
+      "payment-verifier": env.paymentVerifier,
+      "settlement-worker": { ...env.worker, ...opts.worker },
+    },
   });
 }

@@ -4,6 +4,7 @@
 import type { DevnetAccount, DevnetChain, DevnetFile } from "@tollgate/devnet";
 import { type FacilitatorEvmSigner, toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { appendPaymentIdentifierToExtensions } from "@x402/extensions/payment-identifier";
 import { type Network, wrapFetchWithPayment, x402Client, x402HTTPClient } from "@x402/fetch";
 import {
   createPublicClient,
@@ -48,6 +49,11 @@ export interface PayerOptions {
    * opted in there too. Only for tests that make the client pay on the wrong network.
    */
   extraNetworks?: Network[];
+  /**
+   * The x402 payment-identifier each payment carries (the official extension's client helper, as
+   * its docs hook it in), asked anew for each payment; unset: none.
+   */
+  paymentId?: () => string;
 }
 
 function account(devnet: DevnetInfo, role: string): DevnetAccount {
@@ -71,6 +77,13 @@ export function x402Payer(devnet: DevnetInfo, role: string, opts: PayerOptions =
     // The devnet token is not one of the library's default assets: a client opts in to it.
     .setSpendControls({ allowedAssets: networks.map((n) => ({ network: n, asset })) });
   for (const n of networks) client.register(n, new ExactEvmScheme(signer));
+  const paymentId = opts.paymentId;
+  if (paymentId) {
+    client.onBeforePaymentCreation(async ({ paymentRequired }) => {
+      paymentRequired.extensions ??= {};
+      appendPaymentIdentifierToExtensions(paymentRequired.extensions, paymentId());
+    });
+  }
 
   const paid: PaidRequest[] = [];
   // Sits under the wrapper: sees exactly what the library puts on the wire.

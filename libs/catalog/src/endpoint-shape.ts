@@ -44,6 +44,14 @@ export interface Endpoint {
   example: { path?: Record<string, string>; query?: Record<string, string>; body?: Record<string, string> };
   /** Error codes this endpoint can answer with besides the common ones. */
   errors: readonly string[];
+  /**
+   * The payment schemes (payment-verifier's names: "exact", "mpp-charge", ...) that may pay for it;
+   * absent, every scheme the deployment accepts. Offers and credentials of other schemes are not
+   * made or taken for it.
+   */
+  payWith?: readonly string[];
+  /** It credits its price to an account's prepaid credits instead of calling a node (a top-up). */
+  topUp?: true;
 }
 
 const chainNetwork = z

@@ -1,4 +1,5 @@
 // The endpoint catalog: every endpoint once, in catalog order, and the lookups derived from it.
+import { TOP_UP_PRODUCTS } from "./credits.ts";
 import type { Endpoint } from "./endpoint-shape.ts";
 import { ACCOUNT_ENDPOINTS } from "./endpoints-accounts.ts";
 import { CHAIN_ENDPOINTS } from "./endpoints-chain.ts";
@@ -40,6 +41,19 @@ const byId = new Map<string, Endpoint>(ENDPOINTS.map((e) => [e.id, e]));
 
 export function endpointById(id: string): Endpoint | undefined {
   return byId.get(id);
+}
+
+/**
+ * Everything payment-verifier charges for, by the name it is given (Resource.endpoint): each chain
+ * endpoint by its path template, each top-up by topUpResource(amount).
+ */
+const paid = new Map<string, Endpoint>([
+  ...ENDPOINTS.map((e): [string, Endpoint] => [e.path, e]),
+  ...TOP_UP_PRODUCTS.map((e): [string, Endpoint] => [e.path, e]),
+]);
+
+export function paidResource(name: string): Endpoint | undefined {
+  return paid.get(name);
 }
 
 /** Price in the settlement token's atomic units (USDC: 6 decimals). */

@@ -60,6 +60,16 @@ export const ERRORS = {
     charged: true,
   },
   method_not_allowed: { status: 405, description: "The endpoint exists but not with this HTTP method." },
+  payment_identifier_conflict: {
+    status: 409,
+    description:
+      "The x402 payment identifier was used before by this payer with another payment or for another request. Nothing was charged; pay again with a new identifier.",
+  },
+  payment_identifier_in_progress: {
+    status: 409,
+    description:
+      "The first request with this x402 payment identifier and payment is still being served. Nothing was charged; retry after Retry-After for its answer.",
+  },
   request_timeout: { status: 408, description: "The request did not arrive in time; nothing was read." },
   payload_too_large: { status: 413, description: "The request body exceeds the limit." },
   unsupported_media_type: { status: 415, description: "POST bodies must be application/json." },

@@ -35,6 +35,14 @@ export const settlementEventV2 = z.object({
   cumulative: atomic.nullable(),
   reason: z.string().max(1000).nullable(),
   time: z.iso.datetime({ offset: true }),
+  /**
+   * Set on the events of a top-up of prepaid credits (POST /api/credits), added compatibly (absent in
+   * events written before it, and on every per-call payment): `account_id` is the account the buyer
+   * named with an API key; absent, the credits go to the account bound to `payer` (made on the free
+   * plan when new). quota-meter credits a `settled` one under its `id`, once, when the gateway's own
+   * credit call did not happen.
+   */
+  top_up: z.object({ account_id: z.string().min(1).max(200).optional() }).optional(),
 });
 
 export type SettlementEventV2 = z.infer<typeof settlementEventV2>;

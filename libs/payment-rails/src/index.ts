@@ -2,6 +2,14 @@
 // the Tempo chain client, the channel and mppx state in Redis, and the settings that name them.
 export { batchChannelStorage } from "./batch-channels.ts";
 export {
+  REFUND_HOLD_MS,
+  REFUND_OUTCOME_MS,
+  type RefundChannelState,
+  type RefundOutcome,
+  type RefundRequest,
+  refundKeys,
+} from "./batch-refunds.ts";
+export {
   type Address,
   type Caip2,
   chainIdOf,

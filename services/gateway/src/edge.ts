@@ -2,7 +2,13 @@
 // routes/fast-lane.ts): the CORS headers of a simple response, and one observation of the request
 // (the latency histogram and the access line).
 import type { IncomingMessage } from "node:http";
-import { CREDIT_HEADERS, PAYMENT_HEADERS, QUOTA_HEADERS, REQUEST_ID_HEADER } from "@tollgate/catalog";
+import {
+  CREDIT_HEADERS,
+  PAYMENT_HEADERS,
+  QUOTA_HEADERS,
+  REQUEST_ID_HEADER,
+  TOP_UP_KEY_HEADER,
+} from "@tollgate/catalog";
 import { type Logger, prom, type Registry, seriesOf } from "@tollgate/platform";
 import type { Reply } from "./envelope.ts";
 
@@ -19,6 +25,7 @@ export const CORS = {
     PAYMENT_HEADERS.signature.name,
     PAYMENT_HEADERS.signatureV1.name,
     REQUEST_ID_HEADER,
+    TOP_UP_KEY_HEADER,
   ],
   exposedHeaders: [
     PAYMENT_HEADERS.required.name,

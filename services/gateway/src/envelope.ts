@@ -97,8 +97,14 @@ function writeJson(res: Reply, status: number, json: string): void {
   else res.end(json);
 }
 
-export function sendData(res: Reply, data: unknown, extra?: Omit<Meta, "endpoint" | "request_id">): void {
-  writeJson(res, 200, JSON.stringify({ data, error: null, meta: meta(res, extra) }));
+export function sendData(
+  res: Reply,
+  data: unknown,
+  extra?: Omit<Meta, "endpoint" | "request_id">,
+  /** 202: done in part, the rest follows (a top-up whose credit is pending). */
+  status: 200 | 202 = 200,
+): void {
+  writeJson(res, status, JSON.stringify({ data, error: null, meta: meta(res, extra) }));
 }
 
 /**
@@ -111,7 +117,17 @@ export function sendDataJson(
   dataJson: string,
   extra?: Omit<Meta, "endpoint" | "request_id">,
 ): void {
-  writeJson(res, 200, `{"data":${dataJson},"error":null,"meta":${JSON.stringify(meta(res, extra))}}`);
+  writeJson(res, 200, dataJsonBody(res, dataJson, extra));
+}
+
+/** The body sendDataJson writes. */
+export function dataJsonBody(res: Reply, dataJson: string, extra?: Omit<Meta, "endpoint" | "request_id">) {
+  return `{"data":${dataJson},"error":null,"meta":${JSON.stringify(meta(res, extra))}}`;
+}
+
+/** An answer given before, written again as it was (a payment identifier's retry). */
+export function sendAgain(res: Reply, status: number, body: string): void {
+  writeJson(res, status, body);
 }
 
 /** An RFC 9457 problem a payment protocol defines for a refusal (payment-verifier names it). */
@@ -134,6 +150,18 @@ export function sendError(
    */
   problem?: Problem | null,
 ): void {
+  writeJson(res, ERRORS[code].status, errorBody(res, code, message, extra, paid, problem));
+}
+
+/** The body sendError writes. */
+export function errorBody(
+  res: Reply,
+  code: ErrorCode,
+  message: string,
+  extra?: Record<string, unknown>,
+  paid?: Omit<Meta, "endpoint" | "request_id">,
+  problem?: Problem | null,
+): string {
   const error: ErrorBody = { code, message, ...extra };
   const status = ERRORS[code].status;
   // Only a payment refusal (402) is a protocol's problem; an outage stays a plain 503.
@@ -141,7 +169,7 @@ export function sendError(
     problem && status === 402
       ? { type: problem.type, title: problem.title, status, detail: problem.detail }
       : {};
-  writeJson(res, status, JSON.stringify({ data: null, error, meta: meta(res, paid), ...members }));
+  return JSON.stringify({ data: null, error, meta: meta(res, paid), ...members });
 }
 
 /** The flat shape of spec 7 for 429s: `error` is the code itself. */

@@ -25,6 +25,7 @@ import {
 } from "./leases.ts";
 import { type AcceptedMethods, watchPaymentMethods } from "./payment-methods.ts";
 import { chainCalls } from "./routes/chain.ts";
+import { creditsRouter } from "./routes/credits.ts";
 import { fastLane } from "./routes/fast-lane.ts";
 import { freeRouter } from "./routes/free.ts";
 import { canonicalOf, endpointOf, routeOf, undecodableParam } from "./routes/table.ts";
@@ -106,6 +107,13 @@ function createListener(
     earlyCallTrustMs: config.earlyCallTrustMs,
   });
   app.use(calls.router());
+  app.use(
+    creditsRouter({
+      ...deps,
+      publicBaseUrl: config.publicBaseUrl,
+      payments: calls.payments,
+    }),
+  );
   app.use((req, res) => {
     const route = routeOf(req.path);
     if (route) {

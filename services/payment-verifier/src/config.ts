@@ -79,6 +79,8 @@ export interface PaymentVerifierConfig {
   redisStandIn: boolean;
   /** How long a verified payment stays reserved waiting for Settle or Release. */
   reservationTtlSeconds: number;
+  /** x402 payment-identifier retries: the largest answer body kept, and for how long (core/answers.ts). */
+  answers: { maxBytes: number; ttlSeconds: number };
   /** Isolates the settlement event subjects and streams on a shared NATS server (tests); empty in production. */
   eventsNamespace?: string;
   /** Where settlement events wait (on disk) until JetStream acknowledged them: OUTBOX_DIR/payment-verifier. */
@@ -216,6 +218,11 @@ export function loadConfig(): PaymentVerifierConfig {
   if (maxTimeoutSeconds < MIN_OFFER_TIMEOUT_SECONDS) {
     throw new ConfigError(`X402_MAX_TIMEOUT_SECONDS must be at least ${MIN_OFFER_TIMEOUT_SECONDS}`);
   }
+  // A claim waits for its answer until it lapses: with no answer ever kept, every retry would be
+  // told "in progress" for minutes.
+  if (ENV.int("PAYMENT_IDENTIFIER_MAX_ANSWER_BYTES") < 1) {
+    throw new ConfigError("PAYMENT_IDENTIFIER_MAX_ANSWER_BYTES must be at least 1");
+  }
   return {
     host: ENV.string("BIND_HOST"),
     grpcPort: ENV.int("GRPC_PORT"),
@@ -225,6 +232,12 @@ export function loadConfig(): PaymentVerifierConfig {
     redisPrefix: paymentRedisPrefix(redis.prefix),
     redisStandIn: redis.standIn,
     reservationTtlSeconds: ENV.int("PAYMENT_RESERVATION_TTL_SECONDS"),
+    answers: {
+      maxBytes: ENV.int("PAYMENT_IDENTIFIER_MAX_ANSWER_BYTES"),
+      ttlSeconds: ENV.raw("PAYMENT_IDENTIFIER_TTL_SECONDS")
+        ? ENV.int("PAYMENT_IDENTIFIER_TTL_SECONDS")
+        : maxTimeoutSeconds,
+    },
     eventsNamespace: ENV.string("EVENTS_NAMESPACE"),
     outboxDir: resolve(ENV.string("OUTBOX_DIR"), "payment-verifier"),
     limits: {

@@ -68,6 +68,17 @@ export const ENV = envTable([
     default: "30",
     description: "how long a refusal that cannot change (a bad signature) is remembered",
   },
+  {
+    name: "PAYMENT_IDENTIFIER_MAX_ANSWER_BYTES",
+    default: "65536",
+    description:
+      "the largest answer body kept for x402 payment-identifier retries (at least 1); a larger one is not kept, and a retry of its payment is answered as a used payment (402)",
+  },
+  {
+    name: "PAYMENT_IDENTIFIER_TTL_SECONDS",
+    description:
+      "how long the first answer of an x402 payment carrying a payment identifier is kept for a retry (default: `X402_MAX_TIMEOUT_SECONDS`, the validity window a payment is signed for)",
+  },
   ...X402_CHAIN_ENV,
   { name: "X402_ASSET_NAME", default: "USD Coin", description: "the token's EIP-712 domain name (`extra`)" },
   { name: "X402_ASSET_VERSION", default: "2", description: "the token's EIP-712 domain version (`extra`)" },

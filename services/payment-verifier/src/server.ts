@@ -31,7 +31,10 @@ import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
 import { buildSchemes } from "./schemes/registry.ts";
 import { SDK_SCHEME } from "./schemes/x402-batch-credential.ts";
+import { MemoryAnswerStore } from "./stores/answers.ts";
+import { RedisAnswerStore } from "./stores/answers-redis.ts";
 import { RefusalMemory } from "./stores/attempt-limits.ts";
+import { BatchRefundStore } from "./stores/batch-refunds.ts";
 import { BatchVoucherStore } from "./stores/batch-vouchers.ts";
 import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
 import type { ReservationStore } from "./stores/reservations.ts";
@@ -137,6 +140,8 @@ export async function startPaymentVerifier(
   const channelStorage = redis ? batchChannelStorage(redis, channelsPrefix) : undefined;
   // The same records, one script per step, for vouchers on known channels (the hot path).
   const batchVouchers = redis ? new BatchVoucherStore(redis, channelsPrefix) : undefined;
+  // Refund requests on those records, sent by the settlement worker (its claim lease, its outcomes).
+  const batchRefunds = redis ? new BatchRefundStore(redis, channelsPrefix, config.redisPrefix) : undefined;
   // MPP replay claims and session channels: shared by every replica and the session settlement loop.
   const mppState = redis
     ? redisMppxState(redis, `${config.redisPrefix}mpp:`, undefined, {
@@ -168,6 +173,7 @@ export async function startPaymentVerifier(
       settlementChain,
       channelStorage,
       batchVouchers,
+      batchRefunds,
       mppState,
       penalties: reservations,
     },
@@ -216,6 +222,12 @@ export async function startPaymentVerifier(
     metrics,
     logger,
     reservationTtlMs: config.reservationTtlSeconds * 1000,
+    // x402 payment-identifier retries: first answers where the reservations are (shared by replicas).
+    answers: {
+      store: redis ? new RedisAnswerStore(redis, config.redisPrefix) : new MemoryAnswerStore(),
+      maxBytes: config.answers.maxBytes,
+      ttlMs: config.answers.ttlSeconds * 1000,
+    },
   });
   await payments.start();
 
@@ -227,7 +239,7 @@ export async function startPaymentVerifier(
         name: SERVICE_NAME,
         definition: contracts.paymentVerifier().PaymentVerifierService.service,
         handlers: grpcHandlers(payments),
-        callers: { gateway: ["Challenge", "Verify", "Settle", "Release", "DescribeMethods"] },
+        callers: { gateway: ["Challenge", "Verify", "Settle", "Release", "DescribeMethods", "KeepAnswer"] },
         // The gateway's calls of a paid request travel as messages on its open streams.
         exchange: "Exchange",
       },

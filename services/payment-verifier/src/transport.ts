@@ -4,12 +4,14 @@
 // NOT_FOUND; payment problems are answers. Every text a refusal carries to the client (reason,
 // problem, headers such as PAYMENT-REQUIRED) is redacted as log lines are: a library's error
 // message can quote the settlement chain's URL, and a provider key in its path.
-import { ENDPOINTS, type Endpoint } from "@tollgate/catalog";
+import { paidResource } from "@tollgate/catalog";
 import { grpc, redactForClient, ServiceError } from "@tollgate/platform";
 import type { ChallengeRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/ChallengeRequest";
 import type { ChallengeResponse } from "@tollgate/platform/generated/tollgate/payment/v1/ChallengeResponse";
 import type { DescribeMethodsResponse } from "@tollgate/platform/generated/tollgate/payment/v1/DescribeMethodsResponse";
 import type { Header } from "@tollgate/platform/generated/tollgate/payment/v1/Header";
+import type { KeepAnswerRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/KeepAnswerRequest";
+import type { KeepAnswerResponse } from "@tollgate/platform/generated/tollgate/payment/v1/KeepAnswerResponse";
 import type { PaymentError__Output } from "@tollgate/platform/generated/tollgate/payment/v1/PaymentError";
 import type { Problem } from "@tollgate/platform/generated/tollgate/payment/v1/Problem";
 import type { ReleaseRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/ReleaseRequest";
@@ -18,10 +20,10 @@ import type { SettleRequest__Output } from "@tollgate/platform/generated/tollgat
 import type { SettleResponse } from "@tollgate/platform/generated/tollgate/payment/v1/SettleResponse";
 import type { VerifyRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyRequest";
 import type { VerifyResponse } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyResponse";
+import { eventOutcome, splitPaymentId } from "./core/context.ts";
+import { settlementEventId } from "./core/events.ts";
 import type { Payments } from "./core/payments.ts";
 import type { PaymentErrorCode, PricedCall } from "./core/types.ts";
-
-const byPath = new Map<string, Endpoint>(ENDPOINTS.map((e) => [e.path, e]));
 
 /**
  * The proto enum value of each core error code, named after it: a code the core adds without its
@@ -33,7 +35,18 @@ const PAYMENT_ERROR: { [C in PaymentErrorCode]: `PAYMENT_ERROR_${Uppercase<C>}` 
   rate_limited: "PAYMENT_ERROR_RATE_LIMITED",
   service_unavailable: "PAYMENT_ERROR_SERVICE_UNAVAILABLE",
   not_applicable: "PAYMENT_ERROR_NOT_APPLICABLE",
+  identifier_conflict: "PAYMENT_ERROR_IDENTIFIER_CONFLICT",
+  identifier_in_progress: "PAYMENT_ERROR_IDENTIFIER_IN_PROGRESS",
 };
+
+/**
+ * The deprecated `error_code` string (see the proto): a gateway of the last release knows only
+ * these, so the identifier's refusals (and a first answer given again) read as payment_invalid
+ * there: refused, nothing served or charged.
+ */
+function legacyCode(code: PaymentErrorCode): string {
+  return code === "identifier_conflict" || code === "identifier_in_progress" ? "payment_invalid" : code;
+}
 
 /** A refusal's headers for the client: each value redacted (only a changed one is copied). */
 function redactHeaders(headers: Header[]): Header[] {
@@ -64,14 +77,23 @@ function pricedCall(
   resource: Resource__Output | null,
   client = "",
   noService = false,
+  digest = "",
 ): PricedCall {
   const path = required(resource?.endpoint ?? "", "resource.endpoint");
-  const endpoint = byPath.get(path);
+  const endpoint = paidResource(path);
   if (!endpoint) {
     throw new ServiceError(
       grpc.status.NOT_FOUND,
       "not_found",
       `no paid endpoint with path template "${path}"`,
+    );
+  }
+  const account = resource?.account ?? "";
+  if (account && !endpoint.topUp) {
+    throw new ServiceError(
+      grpc.status.INVALID_ARGUMENT,
+      "invalid_parameter",
+      "resource.account is for top-ups only",
     );
   }
   return {
@@ -81,6 +103,8 @@ function pricedCall(
     url: resource?.url ?? "",
     client,
     ...(noService ? { noService } : {}),
+    ...(account ? { account } : {}),
+    ...(digest ? { digest } : {}),
   };
 }
 
@@ -95,7 +119,7 @@ export function grpcHandlers(payments: Payments) {
     },
     async Verify(req: VerifyRequest__Output): Promise<VerifyResponse> {
       const outcome = await payments.verify(
-        pricedCall(req.requestId, req.resource, req.client, req.noService),
+        pricedCall(req.requestId, req.resource, req.client, req.noService, req.requestDigest),
         req.credentials,
       );
       if (outcome.valid) {
@@ -106,6 +130,7 @@ export function grpcHandlers(payments: Payments) {
           payer,
           scheme,
           noService,
+          answerMaxBytes: outcome.answerMaxBytes ?? 0,
           error: "PAYMENT_ERROR_UNSPECIFIED",
           errorCode: "",
           reason: "",
@@ -118,13 +143,15 @@ export function grpcHandlers(payments: Payments) {
         paymentId: "",
         payer: "",
         scheme: outcome.scheme,
-        error: PAYMENT_ERROR[outcome.code],
+        // A first answer given again is no refusal: `answer` says it.
+        error: outcome.answer ? "PAYMENT_ERROR_UNSPECIFIED" : PAYMENT_ERROR[outcome.code],
         // Deprecated, filled for one release (see the proto).
-        errorCode: outcome.code,
+        errorCode: legacyCode(outcome.code),
         reason: redactForClient(outcome.reason),
         headers: redactHeaders(outcome.headers),
         noService: false,
         problem: redactProblem(outcome.problem),
+        answer: outcome.answer ?? null,
       };
     },
     async Settle(
@@ -154,8 +181,11 @@ export function grpcHandlers(payments: Payments) {
         };
       }
       const { collection } = outcome;
+      const token = splitPaymentId(req.paymentId)?.token ?? "";
       return {
         settled: true,
+        // A refund's event is the settlement worker's: no event of this service names it.
+        settlementId: collection.kind === "refund" ? "" : settlementEventId(token, eventOutcome(collection)),
         error: "PAYMENT_ERROR_UNSPECIFIED",
         errorCode: "",
         reason: "",
@@ -174,6 +204,18 @@ export function grpcHandlers(payments: Payments) {
       const call = req.resource?.endpoint ? pricedCall(requestId, req.resource) : undefined;
       await payments.release(requestId, call, paymentId, req.credentials, req.reason);
       return {};
+    },
+    async KeepAnswer(req: KeepAnswerRequest__Output): Promise<KeepAnswerResponse> {
+      required(req.requestId, "request_id");
+      const paymentId = required(req.paymentId, "payment_id");
+      const answer = req.answer ?? { status: 0, headers: [], body: "" };
+      const kept = await payments.keepAnswer(
+        paymentId,
+        req.credentials,
+        { status: answer.status, headers: answer.headers, body: answer.body },
+        req.tooLarge,
+      );
+      return { kept };
     },
     async DescribeMethods(): Promise<DescribeMethodsResponse> {
       return { methods: payments.methods() };

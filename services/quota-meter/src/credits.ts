@@ -64,7 +64,7 @@ export function createCredits(deps: CreditsDeps) {
   }
 
   /** The account a top-up is for: the key's, or the wallet's (made on the free plan when new). */
-  async function creditedAccount(req: CreditTopUpRequest__Output) {
+  async function creditedAccount(req: Pick<CreditTopUpRequest__Output, "apiKey" | "wallet">) {
     if (req.apiKey) {
       if (!isWellFormedKey(req.apiKey))
         fail(grpc.status.UNAUTHENTICATED, "invalid_api_key", "the API key is unknown or revoked");
@@ -96,6 +96,32 @@ export function createCredits(deps: CreditsDeps) {
     return found;
   }
 
+  /** Records a settled top-up for the account once per cause, then applies it to the copy. */
+  async function credit(
+    accountId: string,
+    created: boolean,
+    req: Pick<CreditTopUpRequest__Output, "amount" | "cause" | "scheme" | "paymentNetwork" | "transaction">,
+  ): Promise<CreditTopUpResponse> {
+    const recorded = await records.topUp({
+      accountId,
+      amount: req.amount,
+      cause: req.cause,
+      scheme: req.scheme.slice(0, 40),
+      paymentNetwork: req.paymentNetwork.slice(0, 60),
+      transaction: req.transaction.slice(0, 100),
+    });
+    if (!recorded) {
+      fail(grpc.status.FAILED_PRECONDITION, "cause_used", "this settlement already credited another account");
+    }
+    if (recorded.fresh) {
+      deps.metrics.creditsToppedUp.inc(req.amount);
+      logger.info({ accountId, amount: req.amount, scheme: req.scheme }, "credits topped up");
+    }
+    const applied = recorded.owed ? await apply([recorded.entry]) : undefined;
+    const balance = applied?.[0] ?? (await records.creditBalance(accountId));
+    return { accountId, balance, credited: recorded.fresh, accountCreated: created };
+  }
+
   return {
     async topUp(req: CreditTopUpRequest__Output): Promise<CreditTopUpResponse> {
       if (!(req.amount > 0 && Number.isSafeInteger(req.amount))) {
@@ -108,28 +134,34 @@ export function createCredits(deps: CreditsDeps) {
       if (!CAUSE.test(req.cause))
         fail(grpc.status.INVALID_ARGUMENT, "invalid_argument", "cause: expected the settlement's id");
       const { account, created } = await creditedAccount(req);
-      const recorded = await records.topUp({
-        accountId: account.id,
-        amount: req.amount,
-        cause: req.cause,
-        scheme: req.scheme.slice(0, 40),
-        paymentNetwork: req.paymentNetwork.slice(0, 60),
-        transaction: req.transaction.slice(0, 100),
-      });
-      if (!recorded) {
-        fail(
-          grpc.status.FAILED_PRECONDITION,
-          "cause_used",
-          "this settlement already credited another account",
-        );
+      return credit(account.id, created, req);
+    },
+
+    /**
+     * A settled top-up read from the settlement stream (top-up-repair.ts): credited to `accountId`
+     * (the account its buyer named with an API key) or else to the wallet's account (made when new),
+     * once per cause, as CreditTopUp credits it. `credited` is false when the gateway's own
+     * CreditTopUp (or an earlier delivery) credited it already.
+     */
+    async topUpSettled(t: {
+      accountId?: string | undefined;
+      wallet: string;
+      amount: number;
+      cause: string;
+      scheme: string;
+      paymentNetwork: string;
+      transaction: string;
+    }): Promise<CreditTopUpResponse> {
+      if (!(t.amount > 0 && Number.isSafeInteger(t.amount)) || !CAUSE.test(t.cause))
+        fail(grpc.status.INVALID_ARGUMENT, "invalid_argument", "not a settled top-up: amount or cause");
+      if (t.accountId) {
+        const account = await records.getAccount(t.accountId);
+        if (!account)
+          fail(grpc.status.FAILED_PRECONDITION, "not_found", "the top-up's account does not exist");
+        return credit(account.id, false, t);
       }
-      if (recorded.fresh) {
-        deps.metrics.creditsToppedUp.inc(req.amount);
-        logger.info({ accountId: account.id, amount: req.amount, scheme: req.scheme }, "credits topped up");
-      }
-      const applied = recorded.owed ? await apply([recorded.entry]) : undefined;
-      const balance = applied?.[0] ?? (await records.creditBalance(account.id));
-      return { accountId: account.id, balance, credited: recorded.fresh, accountCreated: created };
+      const { account, created } = await creditedAccount({ apiKey: "", wallet: t.wallet });
+      return credit(account.id, created, t);
     },
 
     /** The balance (the copy's, else the ledger's) and the ledger by day, oldest first. */

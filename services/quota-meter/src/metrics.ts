@@ -15,6 +15,8 @@ export interface QuotaMetrics {
   /** Credits drawn by calls (USDC atomic units) and credited by top-ups. */
   creditsDrawn: prom.Counter;
   creditsToppedUp: prom.Counter;
+  /** Settled top-ups credited from the settlement stream, the gateway's credit call having failed. */
+  topUpsRepaired: prom.Counter;
 }
 
 /** Every reason Authorize fails open for (see meter.ts). */
@@ -62,6 +64,11 @@ export function createQuotaMetrics(registry: Registry): QuotaMetrics {
     creditsToppedUp: new prom.Counter({
       name: "quota_credits_topped_up_atomic_total",
       help: "Prepaid credits added by settled top-ups (USDC atomic units, once per settlement)",
+      registers: [registry],
+    }),
+    topUpsRepaired: new prom.Counter({
+      name: "quota_top_ups_repaired_total",
+      help: "Settled top-ups credited from the settlement stream because the gateway's own credit call did not happen",
       registers: [registry],
     }),
     snapshotKeys: new prom.Gauge({

@@ -27,6 +27,7 @@ import { type SeedStats, startSeeder } from "./seeder.ts";
 import { MemoryStore } from "./store/memory-store.ts";
 import { openRedisStore } from "./store/redis-store.ts";
 import type { QuotaStore } from "./store/types.ts";
+import { startTopUpRepair } from "./top-up-repair.ts";
 import { createUsage } from "./usage.ts";
 
 export interface QuotaMeterDeps {
@@ -217,6 +218,9 @@ export async function startQuotaMeter(
     CREDIT_SWEEP_MS,
   );
   creditSweep.unref();
+  // A settled top-up the gateway did not credit (it crashed, or its call failed) is credited from
+  // the settlement stream, under the same settlement id (top-up-repair.ts).
+  startTopUpRepair(consumer, { credits, metrics, logger, schemaReady: migrations.ready, now });
   const proto = contracts.quotaMeter();
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>>;
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>>;

@@ -11,6 +11,7 @@ import {
   type Caip2,
   createFacilitator,
   FacilitatorUnavailableError,
+  refundKeys,
 } from "@tollgate/payment-rails";
 import type { Logger, Redis } from "@tollgate/platform";
 import { redisSignerLock } from "@tollgate/settlement-signer";
@@ -19,6 +20,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import type { BackgroundRedis } from "./adapters/background-redis.ts";
 import { redisLease } from "./adapters/lease.ts";
 import { createBatchChain, ESCROW } from "./adapters/x402-batch-chain.ts";
+import { redisRefundRequests, refundSender } from "./adapters/x402-batch-refunds.ts";
 import type { X402BatchClaimConfig } from "./config.ts";
 import type { WorkerMetrics } from "./core/metrics.ts";
 import {
@@ -42,6 +44,7 @@ export interface X402BatchHandle {
 function observer(metrics: WorkerMetrics, log: Logger): ClaimerObserver {
   for (const reason of ["withdrawal", "amount", "interval"]) metrics.batchClaims.inc({ reason }, 0);
   for (const operation of ["claim", "settle", "refund", "pass"]) metrics.batchFailures.inc({ operation }, 0);
+  for (const reason of ["idle", "requested"]) metrics.batchRefunds.inc({ reason }, 0);
   metrics.batchLeaseHeld.set(0);
   return {
     leaseHeld: (held) => metrics.batchLeaseHeld.set(held ? 1 : 0),
@@ -58,9 +61,9 @@ function observer(metrics: WorkerMetrics, log: Logger): ClaimerObserver {
       metrics.batchSettles.inc();
       log.info("x402-batch claims settled to the receiver");
     },
-    refunded() {
-      metrics.batchRefunds.inc();
-      log.info("x402-batch idle channel refunded");
+    refunded(reason) {
+      metrics.batchRefunds.inc({ reason });
+      log.info({ reason }, "x402-batch channel refunded");
     },
     recovered(events) {
       metrics.batchReconciled.inc(events);
@@ -106,7 +109,8 @@ export function startX402Batch(
   deps.redis.onReady((redis) => {
     if (stopped) return;
     // The same storage as payment-verifier's: an update whose answer was lost is read back.
-    const storage = batchChannelStorage(redis, `${deps.redisPrefix}channels:`);
+    const channelsPrefix = `${deps.redisPrefix}channels:`;
+    const storage = batchChannelStorage(redis, channelsPrefix);
     const scheme = new BatchSettlementEvmScheme(payTo, {
       storage,
       receiverAuthorizerSigner: authorizer,
@@ -153,8 +157,17 @@ export function startX402Batch(
             const [refunded] = await manager.refund([channelId]);
             return refunded;
           },
+          refundRequested: refundSender({
+            facilitator: facilitator.client,
+            authorizer,
+            network: network as Caip2,
+            asset,
+            payTo,
+          }),
         },
-        lease: redisLease(redis, `${deps.redisPrefix}x402-batch:claim-lease`, config.leaseMs),
+        refunds: redisRefundRequests(redis, channelsPrefix, deps.redisPrefix),
+        // payment-verifier takes refund requests only while this lease is held.
+        lease: redisLease(redis, refundKeys(deps.redisPrefix).claimLease, config.leaseMs),
         intents: redisIntents(redis, `${deps.redisPrefix}x402-batch:intents`),
         publish: deps.publish,
       },

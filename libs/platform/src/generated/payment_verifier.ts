@@ -3,6 +3,7 @@ import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-load
 
 import type { CallStatus as _tollgate_mesh_v1_CallStatus, CallStatus__Output as _tollgate_mesh_v1_CallStatus__Output } from './tollgate/mesh/v1/CallStatus.ts';
 import type { Accrual as _tollgate_payment_v1_Accrual, Accrual__Output as _tollgate_payment_v1_Accrual__Output } from './tollgate/payment/v1/Accrual.ts';
+import type { Answer as _tollgate_payment_v1_Answer, Answer__Output as _tollgate_payment_v1_Answer__Output } from './tollgate/payment/v1/Answer.ts';
 import type { ChallengeRequest as _tollgate_payment_v1_ChallengeRequest, ChallengeRequest__Output as _tollgate_payment_v1_ChallengeRequest__Output } from './tollgate/payment/v1/ChallengeRequest.ts';
 import type { ChallengeResponse as _tollgate_payment_v1_ChallengeResponse, ChallengeResponse__Output as _tollgate_payment_v1_ChallengeResponse__Output } from './tollgate/payment/v1/ChallengeResponse.ts';
 import type { DescribeMethodsRequest as _tollgate_payment_v1_DescribeMethodsRequest, DescribeMethodsRequest__Output as _tollgate_payment_v1_DescribeMethodsRequest__Output } from './tollgate/payment/v1/DescribeMethodsRequest.ts';
@@ -10,6 +11,8 @@ import type { DescribeMethodsResponse as _tollgate_payment_v1_DescribeMethodsRes
 import type { ExchangeRequest as _tollgate_payment_v1_ExchangeRequest, ExchangeRequest__Output as _tollgate_payment_v1_ExchangeRequest__Output } from './tollgate/payment/v1/ExchangeRequest.ts';
 import type { ExchangeResponse as _tollgate_payment_v1_ExchangeResponse, ExchangeResponse__Output as _tollgate_payment_v1_ExchangeResponse__Output } from './tollgate/payment/v1/ExchangeResponse.ts';
 import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate_payment_v1_Header__Output } from './tollgate/payment/v1/Header.ts';
+import type { KeepAnswerRequest as _tollgate_payment_v1_KeepAnswerRequest, KeepAnswerRequest__Output as _tollgate_payment_v1_KeepAnswerRequest__Output } from './tollgate/payment/v1/KeepAnswerRequest.ts';
+import type { KeepAnswerResponse as _tollgate_payment_v1_KeepAnswerResponse, KeepAnswerResponse__Output as _tollgate_payment_v1_KeepAnswerResponse__Output } from './tollgate/payment/v1/KeepAnswerResponse.ts';
 import type { PaymentMeta as _tollgate_payment_v1_PaymentMeta, PaymentMeta__Output as _tollgate_payment_v1_PaymentMeta__Output } from './tollgate/payment/v1/PaymentMeta.ts';
 import type { PaymentMethod as _tollgate_payment_v1_PaymentMethod, PaymentMethod__Output as _tollgate_payment_v1_PaymentMethod__Output } from './tollgate/payment/v1/PaymentMethod.ts';
 import type { PaymentVerifierServiceClient as _tollgate_payment_v1_PaymentVerifierServiceClient, PaymentVerifierServiceDefinition as _tollgate_payment_v1_PaymentVerifierServiceDefinition } from './tollgate/payment/v1/PaymentVerifierService.ts';
@@ -36,6 +39,7 @@ export interface ProtoGrpcType {
     payment: {
       v1: {
         Accrual: MessageTypeDefinition<_tollgate_payment_v1_Accrual, _tollgate_payment_v1_Accrual__Output>
+        Answer: MessageTypeDefinition<_tollgate_payment_v1_Answer, _tollgate_payment_v1_Answer__Output>
         ChallengeRequest: MessageTypeDefinition<_tollgate_payment_v1_ChallengeRequest, _tollgate_payment_v1_ChallengeRequest__Output>
         ChallengeResponse: MessageTypeDefinition<_tollgate_payment_v1_ChallengeResponse, _tollgate_payment_v1_ChallengeResponse__Output>
         DescribeMethodsRequest: MessageTypeDefinition<_tollgate_payment_v1_DescribeMethodsRequest, _tollgate_payment_v1_DescribeMethodsRequest__Output>
@@ -43,6 +47,8 @@ export interface ProtoGrpcType {
         ExchangeRequest: MessageTypeDefinition<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeRequest__Output>
         ExchangeResponse: MessageTypeDefinition<_tollgate_payment_v1_ExchangeResponse, _tollgate_payment_v1_ExchangeResponse__Output>
         Header: MessageTypeDefinition<_tollgate_payment_v1_Header, _tollgate_payment_v1_Header__Output>
+        KeepAnswerRequest: MessageTypeDefinition<_tollgate_payment_v1_KeepAnswerRequest, _tollgate_payment_v1_KeepAnswerRequest__Output>
+        KeepAnswerResponse: MessageTypeDefinition<_tollgate_payment_v1_KeepAnswerResponse, _tollgate_payment_v1_KeepAnswerResponse__Output>
         PaymentError: EnumTypeDefinition
         PaymentMeta: MessageTypeDefinition<_tollgate_payment_v1_PaymentMeta, _tollgate_payment_v1_PaymentMeta__Output>
         PaymentMethod: MessageTypeDefinition<_tollgate_payment_v1_PaymentMethod, _tollgate_payment_v1_PaymentMethod__Output>

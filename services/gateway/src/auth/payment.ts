@@ -2,7 +2,8 @@
 // verifies the payment, the node is called, and the payment is settled when the node answered or
 // released when it did not ("no settlement, no data"). It also answers calls that carry no
 // credentials (the 402 with every offer) and bodiless POSTs that carry a payment's own action.
-import { DEFAULT_NETWORK, type Endpoint, type ErrorCode } from "@tollgate/catalog";
+import { createHash } from "node:crypto";
+import { DEFAULT_NETWORK, type Endpoint, ERRORS, type ErrorCode } from "@tollgate/catalog";
 import { CallError, grpc, type Logger, logSampler, prom, type Registry } from "@tollgate/platform";
 import {
   PaymentError,
@@ -10,7 +11,7 @@ import {
 } from "@tollgate/platform/generated/tollgate/payment/v1/PaymentError";
 import type { NextFunction, Request, Response } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
-import { type Problem, sendDataJson, sendError, sendLimit } from "../envelope.ts";
+import { dataJsonBody, errorBody, type Problem, sendAgain, sendError, sendLimit } from "../envelope.ts";
 import { type AcceptedMethods, paymentRequiredMessage } from "../payment-methods.ts";
 import { type AuthMethod, type CredentialsOf, charged, type Execute } from "./call.ts";
 import { readCredentials } from "./credentials.ts";
@@ -58,6 +59,7 @@ export function paymentAuth(deps: PaymentAuthDeps) {
       execute,
       res,
       state,
+      endpoint.params.body && req.body !== undefined ? digestOf(req.body) : "",
     );
   return {
     serve,
@@ -70,7 +72,46 @@ export function paymentAuth(deps: PaymentAuthDeps) {
       res: Response,
       otherwise: NextFunction | (() => void),
     ): Promise<void> => serveWithoutService(endpoint, req, res, state, otherwise),
+    /** No credentials, for a resource a route built itself (a top-up): the 402 with its offers. */
+    challengeFor: (resource: Resource, res: Response, message: string): Promise<void> =>
+      challenge(resource, res, state, "", message),
+    /**
+     * A payment for something other than a node call (a top-up, routes/credits.ts): Verify, then
+     * Settle at once. A refusal or an outage is answered here (undefined); a settled payment comes
+     * back with its receipt headers copied, and the caller answers.
+     */
+    buy: (
+      resource: Resource,
+      credentials: Header[],
+      req: Request,
+      res: Response,
+    ): Promise<{ verified: Verified; settled: Settled } | undefined> =>
+      buy(resource, credentials, req.ip ?? "", res, state),
   };
+}
+
+async function buy(
+  resource: Resource,
+  credentials: Header[],
+  client: string,
+  res: Response,
+  deps: PaymentState,
+): Promise<{ verified: Verified; settled: Settled } | undefined> {
+  let verified: Verified;
+  try {
+    verified = await deps.payments.verify(res.locals.requestId, resource, credentials, client);
+  } catch (err) {
+    verifyUnavailable(err, res, deps);
+    return undefined;
+  }
+  res.locals.auth = verified.scheme || "payment";
+  res.locals.principal = verified.payer;
+  if (!verified.valid) {
+    refusePayment(verified, res, deps);
+    return undefined;
+  }
+  const settled = await settleOrRefuse(resource, credentials, verified.paymentId, res, deps);
+  return settled ? { verified, settled } : undefined;
 }
 
 /**
@@ -95,14 +136,27 @@ function resourceOf(
   return { endpoint: endpoint.path, network, url: `${deps.publicBaseUrl ?? ""}${path}${search}` };
 }
 
+/**
+ * What a paid POST asks besides its URL, for a payment identifier's retry to match (the proto's
+ * request_digest): the SHA-256 of its validated body.
+ */
+function digestOf(body: unknown): string {
+  return createHash("sha256").update(JSON.stringify(body)).digest("hex");
+}
+
 /** Appends, never overwrites: several MPP challenges share WWW-Authenticate. */
 function copyHeaders(res: Response, headers: { name: string; value: string }[]): void {
   for (const h of headers) res.append(h.name, h.value);
 }
 
-/** payment-verifier names why; an outage is a 503 to retry, anything else a 402. */
+/**
+ * payment-verifier names why; an outage is a 503 to retry, a payment identifier's conflict or a
+ * first request still served a 409, anything else a 402.
+ */
 function paymentErrorCode(error: PaymentError__Output): ErrorCode {
   if (error === "PAYMENT_ERROR_SERVICE_UNAVAILABLE") return "service_unavailable";
+  if (error === "PAYMENT_ERROR_IDENTIFIER_CONFLICT") return "payment_identifier_conflict";
+  if (error === "PAYMENT_ERROR_IDENTIFIER_IN_PROGRESS") return "payment_identifier_in_progress";
   return error === "PAYMENT_ERROR_PAYMENT_REQUIRED" ? "payment_required" : "payment_invalid";
 }
 
@@ -119,7 +173,14 @@ export function refusalOf(answer: { error: PaymentError__Output; errorCode: stri
     : PaymentError.PAYMENT_ERROR_UNSPECIFIED;
 }
 
-async function challenge(resource: Resource, res: Response, deps: PaymentState, error = ""): Promise<void> {
+async function challenge(
+  resource: Resource,
+  res: Response,
+  deps: PaymentState,
+  error = "",
+  /** The 402's message, when it is not the per-call one. */
+  text?: string,
+): Promise<void> {
   let problem: Problem | null = null;
   try {
     const offer = await deps.payments.challenge(res.locals.requestId, resource, error);
@@ -139,7 +200,7 @@ async function challenge(resource: Resource, res: Response, deps: PaymentState, 
       return;
     }
   }
-  const message = paymentRequiredMessage(deps.methods.text());
+  const message = text ?? paymentRequiredMessage(deps.methods.text());
   sendError(
     res,
     "payment_required",
@@ -159,6 +220,8 @@ function refusePayment(verified: Verified, res: Response, deps: PaymentState): v
     sendLimit(res, "rate_limited", deps.methods.text());
     return;
   }
+  // The first request with this payment identifier is still being served: its answer is kept soon.
+  if (error === "PAYMENT_ERROR_IDENTIFIER_IN_PROGRESS") res.setHeader("Retry-After", "1");
   copyHeaders(res, verified.headers);
   sendError(
     res,
@@ -311,6 +374,7 @@ async function serveWithPayment(
   execute: Execute,
   res: Response,
   deps: PaymentState,
+  digest: string,
 ): Promise<void> {
   const requestId = res.locals.requestId;
   // A client whose last payment settled gets the node call of one paid call at a time started
@@ -323,13 +387,23 @@ async function serveWithPayment(
   early?.catch(() => undefined); // awaited below, unless Verify refuses
   let verified: Awaited<ReturnType<PaymentVerifierClient["verify"]>>;
   try {
-    verified = await deps.payments.verify(requestId, resource, credentials, client);
+    verified = await deps.payments.verify(requestId, resource, credentials, client, false, digest);
   } catch (err) {
     if (trust) trust.pending = false;
     return verifyUnavailable(err, res, deps);
   }
   if (trust) trust.pending = false;
-  if (!verified.valid) deps.paying.refused(client);
+  // A payment carrying a payment identifier ends its client's early-call trust (and earns none
+  // when settled): a retry of it must start no node call beside its Verify, which answers it
+  // from the first answer (below), or 409.
+  if (!verified.valid || verified.answerMaxBytes > 0) deps.paying.refused(client);
+  // A payment identifier's retry of a request answered before: that answer again, as it was.
+  const again = verified.answer;
+  if (!verified.valid && again) {
+    res.locals.auth = verified.scheme || "payment";
+    copyHeaders(res, again.headers);
+    return sendAgain(res, again.status, again.body);
+  }
   res.locals.auth = verified.scheme || "payment";
   res.locals.principal = verified.payer;
   if (!verified.valid) return refusePayment(verified, res, deps);
@@ -350,12 +424,54 @@ async function serveWithPayment(
   // The node answered; the x402 rule: no settlement, no data (a revert's data included).
   const settled = await settleOrRefuse(resource, credentials, verified.paymentId, res, deps);
   if (!settled) return;
-  deps.paying.settled(client);
+  if (verified.answerMaxBytes === 0) deps.paying.settled(client);
   const paid = {
     cost_usdc: settled.meta?.costUsdc ?? "",
     payment_chain: settled.meta?.paymentChain ?? "",
     payment_token: settled.meta?.paymentToken ?? "",
   };
-  if (outcome.ok) sendDataJson(res, outcome.dataJson, paid);
-  else sendError(res, outcome.code, outcome.message, outcome.extra, paid);
+  const body = outcome.ok
+    ? dataJsonBody(res, outcome.dataJson, paid)
+    : errorBody(res, outcome.code, outcome.message, outcome.extra, paid);
+  const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
+  sendAgain(res, status, body);
+  if (verified.answerMaxBytes > 0) {
+    const answer = { status, headers: settled.headers, body };
+    keepAnswer(
+      res.locals.requestId,
+      resource,
+      credentials,
+      verified.paymentId,
+      answer,
+      verified.answerMaxBytes,
+      deps,
+    );
+  }
+}
+
+/**
+ * Hands the answer of a settled payment that carries a payment identifier to payment-verifier, after
+ * it was sent (off the client's path), so a retry of the payment gets it again: the body only when
+ * it is within the bound Verify named (answer_max_bytes). Lost, a retry is told "in progress"
+ * until the claim lapses, then answered as a used payment.
+ */
+function keepAnswer(
+  requestId: string,
+  resource: Resource,
+  credentials: Header[],
+  paymentId: string,
+  answer: { status: number; headers: Header[]; body: string },
+  maxBytes: number,
+  deps: PaymentState,
+): void {
+  const tooLarge = Buffer.byteLength(answer.body) > maxBytes;
+  const kept = tooLarge ? { ...answer, body: "" } : answer;
+  deps.payments
+    .keepAnswer(requestId, paymentId, resource, credentials, kept, tooLarge)
+    .catch((err: unknown) => {
+      deps.logger.warn(
+        { err, requestId },
+        "could not hand a paid answer to payment-verifier for its retries",
+      );
+    });
 }

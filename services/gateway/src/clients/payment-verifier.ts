@@ -25,9 +25,21 @@ export function createPaymentVerifierClient(
     challenge(requestId: string, resource: Resource, error = "") {
       return againIfGone(() => rpc.call("Challenge", { requestId, resource, error }));
     },
-    /** `noService`: the request names no call (see VerifyRequest.no_service in the proto). */
-    verify(requestId: string, resource: Resource, credentials: Header[], client = "", noService = false) {
-      return againIfGone(() => rpc.call("Verify", { requestId, resource, credentials, client, noService }));
+    /**
+     * `noService`: the request names no call (see VerifyRequest.no_service in the proto);
+     * `requestDigest`: what it asks besides its URL (VerifyRequest.request_digest).
+     */
+    verify(
+      requestId: string,
+      resource: Resource,
+      credentials: Header[],
+      client = "",
+      noService = false,
+      requestDigest = "",
+    ) {
+      return againIfGone(() =>
+        rpc.call("Verify", { requestId, resource, credentials, client, noService, requestDigest }),
+      );
     },
     settle(requestId: string, paymentId: string, resource: Resource, credentials: Header[]) {
       return untilAnswered(
@@ -37,6 +49,19 @@ export function createPaymentVerifierClient(
     },
     release(requestId: string, paymentId: string, reason: string, resource: Resource, credentials: Header[]) {
       return againIfGone(() => rpc.call("Release", { requestId, paymentId, reason, resource, credentials }));
+    },
+    /** The answer a payment identifier's retry gets again (VerifyResponse.answer_max_bytes). */
+    keepAnswer(
+      requestId: string,
+      paymentId: string,
+      resource: Resource,
+      credentials: Header[],
+      answer: { status: number; headers: Header[]; body: string },
+      tooLarge: boolean,
+    ) {
+      return againIfGone(() =>
+        rpc.call("KeepAnswer", { requestId, paymentId, resource, credentials, answer, tooLarge }),
+      );
     },
     methods() {
       return rpc.call("DescribeMethods", {});

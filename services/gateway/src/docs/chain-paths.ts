@@ -70,6 +70,20 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
         headers: pay.offers,
         content: { "application/json": { schema: { $ref: "#/components/schemas/PaymentRefusal" } } },
       },
+      ...(pay.offers402.some((m) => m.protocol === "x402")
+        ? {
+            "409": {
+              description: `An x402 payment identifier's retry that cannot be answered from the first request. Nothing was charged. ${identifierCodes()}`,
+              headers: {
+                "Retry-After": {
+                  schema: { type: "integer" },
+                  description: "payment_identifier_in_progress only.",
+                },
+              },
+              content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } },
+            },
+          }
+        : {}),
       "429": {
         description: "A quota window or the burst guard was hit (flat shape, spec 7).",
         headers: {
@@ -80,6 +94,14 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
       },
     },
   };
+}
+
+/** The 409 codes (x402's payment-identifier), each with its description. */
+function identifierCodes(): string {
+  return Object.entries(ERRORS)
+    .filter(([, e]) => e.status === 409)
+    .map(([code, e]) => `\`${code}\`: ${e.description}`)
+    .join(" ");
 }
 
 /** Every chain endpoint, by path. */

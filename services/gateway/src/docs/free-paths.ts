@@ -1,6 +1,7 @@
 // The free endpoints in the OpenAPI document: pricing, networks, the key owner's usage, the
 // documents themselves and the health check.
 import { describePlan, moreThanFree, type Plans } from "@tollgate/catalog";
+import { creditsPricingSchema } from "./credits-paths.ts";
 import type { PayDocs } from "./payment-docs.ts";
 import { beforeRouting, envelopeOf, errorResponse, type Json } from "./schema.ts";
 
@@ -59,20 +60,7 @@ export function freeApiPaths(plans: Plans, pay: PayDocs): Json {
         free_plan: planSchema(
           `The free plan a first dashboard sign-in gives: ${describePlan(plans.free)}. ${moreThanFree(pay.text)}`,
         ),
-        credits: {
-          type: "object",
-          description: "Prepaid credits: how to buy them and when API-key calls spend them.",
-          required: ["buy", "top_ups_usdc", "spend"],
-          properties: {
-            buy: { type: "string" },
-            top_ups_usdc: {
-              type: "array",
-              items: { type: "string" },
-              description: "Top-up amounts offered, USDC.",
-            },
-            spend: { type: "string" },
-          },
-        },
+        credits: creditsPricingSchema,
       },
     }),
   );

@@ -10,7 +10,8 @@ import {
 } from "@tollgate/catalog";
 import type { PaymentMethod } from "../payment-methods.ts";
 import { describeMethods } from "../payment-methods.ts";
-import { CHARGING_RULE, plansText } from "./wording.ts";
+import { creditsLlms } from "./credits-paths.ts";
+import { CHARGING_RULE, PAYMENT_IDENTIFIER_RULE, plansText } from "./wording.ts";
 
 function example(endpoint: Endpoint, base: string): string {
   let path = endpoint.path;
@@ -63,10 +64,16 @@ export function buildLlmsTxt(
     "- API-key plan: `Authorization: Bearer <API key>`. Daily and monthly quotas per account; X-Quota-* headers on every response.",
     `  - Plans: ${plansText(plans, describeMethods(methods))}`,
     `  - Get a key: sign in with an Ethereum wallet (EIP-4361) at ${dashboardUrl ? `the [dashboard](${dashboardUrl})` : "the operator's dashboard"} to create, revoke and replace keys and see usage; its JSON API is the \`account\` tag of [/openapi.json](${base}/openapi.json).`,
-    `  - Prepaid credits: when an account's plan window is spent (or the account is credits-only), its API-key calls pay their price from its credits (answered calls only) and carry \`${CREDIT_HEADERS.remaining.name}\` (the balance after, USDC). Buy them: \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` paid with x402 \`exact\` or MPP \`charge\` (credited to the paying wallet's account, or to the account of the API key sent with it).`,
+    `  - Prepaid credits: when an account's plan window is spent (or the account is credits-only), its API-key calls pay their price from its credits (answered calls only) and carry \`${CREDIT_HEADERS.remaining.name}\` (the balance after, USDC). Buy them: \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` (see Buy prepaid credits).`,
     x402.length
       ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`
       : "- x402: not accepted by this deployment right now.",
+    ...(x402.includes("`x402-batch`")
+      ? [
+          "  - `x402-batch` (offered under the official name `batch-settlement` too): the first call deposits into a payment channel (on chain, gas ours), then each call is paid with a signed cumulative voucher (off chain; a call with no answer charges nothing). Money back: the official client scheme's `refund(url)` (a GET of a paid URL with a `refund` payload; no node call) returns the unspent deposit within the settlement worker's next pass, answered 204 with `PAYMENT-RESPONSE` carrying the refund transaction and amount; `refund(url, { amount })` returns part of it. What was charged is claimed in the same transaction. Idle channels are refunded without asking. Official client: `BatchSettlementEvmScheme` from `@x402/evm/batch-settlement/client`.",
+        ]
+      : []),
+    ...(x402.length ? [`  - ${PAYMENT_IDENTIFIER_RULE}`] : []),
     ...(mpp.length
       ? [
           `- MPP (Machine Payments Protocol): call without credentials; the 402 carries one \`WWW-Authenticate: Payment\` challenge per offer (method \`tempo\`; ${mppIntents()}), each valid for 5 minutes. Retry with \`Authorization: Payment <credential>\`; a paid answer carries \`Payment-Receipt\` and \`meta.cost_usdc\`, \`meta.payment_chain\`, \`meta.payment_token\` (the token used). Official client: mppx (\`Mppx.create({ methods: [tempo.charge({ account })] }).fetch(url)\`).`,
@@ -84,6 +91,7 @@ export function buildLlmsTxt(
       : ["- MPP (Machine Payments Protocol): not accepted by this deployment right now."]),
     `- What is charged: ${CHARGING_RULE}`,
     "",
+    ...creditsLlms(methods, base),
     "## Responses",
     '- Envelope: `{"data": {...} | null, "error": null | {"code","message"}, "meta": {"endpoint","request_id", paid: "cost_usdc","payment_chain","payment_token"}}`.',
     '- 429 is flat: `{"error": "daily_limit_exceeded" | "monthly_limit_exceeded" | "rate_limited", "message"}`; only rate_limited sets Retry-After: 1.',

@@ -4,6 +4,7 @@ import type { PaymentMethod } from "../payment-methods.ts";
 import { accountPaths } from "./account-paths.ts";
 import { chainPaths } from "./chain-paths.ts";
 import { components } from "./components.ts";
+import { creditsPaths } from "./credits-paths.ts";
 import { freeApiPaths, servicePaths } from "./free-paths.ts";
 import { payDocs } from "./payment-docs.ts";
 import type { Json } from "./schema.ts";
@@ -27,6 +28,7 @@ export function buildOpenApi(
     `API-key plan: \`Authorization: Bearer <API key>\`. ${planWords}`;
   const paths: Json = {
     ...chainPaths(pay),
+    ...creditsPaths(methods),
     ...freeApiPaths(plans, pay),
     ...accountPaths(dashboardUrl),
     ...servicePaths(),
@@ -53,6 +55,11 @@ export function buildOpenApi(
       {
         name: "chain",
         description: `Paid chain endpoints. Networks: ${NETWORKS.map((n) => n.name).join(", ")}.`,
+      },
+      {
+        name: "credits",
+        description:
+          "Prepaid credits: bought with a payment (x402 `exact`, MPP `charge`), spent by API-key calls once the plan is spent.",
       },
       { name: "free", description: "Unauthenticated, not quota-counted." },
       {

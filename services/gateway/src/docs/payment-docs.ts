@@ -3,6 +3,7 @@
 import { type Endpoint, PAYMENT_HEADERS, priceAtomic } from "@tollgate/catalog";
 import { describeMethods, type PaymentMethod } from "../payment-methods.ts";
 import { type Json, ref } from "./schema.ts";
+import { PAYMENT_IDENTIFIER_RULE } from "./wording.ts";
 
 const {
   required: PAYMENT_REQUIRED,
@@ -54,7 +55,11 @@ export function payDocs(methods: readonly PaymentMethod[]): PayDocs {
       type: "apiKey",
       in: "header",
       name: PAYMENT_SIGNATURE.name,
-      description: `x402 v2 payment payload (base64 JSON); schemes ${names(x402)}. Offers come in the 402's PAYMENT-REQUIRED header.`,
+      description: `x402 v2 payment payload (base64 JSON); schemes ${names(x402)}. Offers come in the 402's PAYMENT-REQUIRED header.${
+        x402.some((m) => m.scheme === "x402-batch")
+          ? " An x402-batch `refund` payload (the official client's `refund()`) on any paid GET returns the channel's unspent deposit: 204 with PAYMENT-RESPONSE (the refund transaction and amount), no node call."
+          : ""
+      } ${PAYMENT_IDENTIFIER_RULE}`,
     };
     offers[PAYMENT_REQUIRED.name] = ref(PAYMENT_REQUIRED.name);
     receipts[PAYMENT_RESPONSE.name] = ref(PAYMENT_RESPONSE.name);

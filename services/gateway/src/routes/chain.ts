@@ -121,7 +121,7 @@ export function chainCalls(deps: ChainDeps) {
     return r;
   }
 
-  return { router, serveKey };
+  return { router, serveKey, payments: byPayment };
 }
 
 export type ChainCalls = ReturnType<typeof chainCalls>;

@@ -1,8 +1,5 @@
 import {
   CHAIN_NETWORKS,
-  CREDIT_HEADERS,
-  CREDIT_TOP_UPS,
-  CREDITS_PATH,
   DEFAULT_PLANS,
   ENDPOINTS,
   moreThanFree,
@@ -15,6 +12,7 @@ import type { Logger } from "@tollgate/platform";
 import { type Request, type Response, Router } from "express";
 import { readCredentials } from "../auth/credentials.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
+import { creditsPricing } from "../docs/credits-paths.ts";
 import { buildLlmsTxt } from "../docs/llms.ts";
 import { buildOpenApi } from "../docs/openapi.ts";
 import { sendData, sendError, sendLimit } from "../envelope.ts";
@@ -131,11 +129,7 @@ export function freeRouter(deps: FreeDeps): Router {
         get: `sign in with an Ethereum wallet (EIP-4361) at ${deps.dashboardUrl ?? "the operator's dashboard"}: a new account starts on this plan`,
         more: moreThanFree(deps.methods.text()),
       },
-      credits: {
-        buy: `POST ${CREDITS_PATH}?amount=<one of top_ups_usdc>, paid with x402 exact or MPP charge: credited to the paying wallet's account (made on the free plan when new), or to the account of the API key sent with it`,
-        top_ups_usdc: CREDIT_TOP_UPS,
-        spend: `an API-key call whose plan window is spent (or whose account is credits-only) pays its price from the account's credits: exactly the calls the node answered, as every way to pay; its answer carries ${CREDIT_HEADERS.remaining.name} (the balance after it, USDC) and meta.cost_usdc`,
-      },
+      credits: creditsPricing(deps.methods.list()),
     });
   });
 

@@ -5,6 +5,7 @@
 // helpers every part uses (a credential's scheme, payment ids, the store's unavailability).
 import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "@tollgate/platform";
+import type { AnswerStore, KeptAnswer } from "../stores/answers.ts";
 import type { Limit, RefusalMemory } from "../stores/attempt-limits.ts";
 import type { ReservationStore } from "../stores/reservations.ts";
 import type { SettlementRecorder } from "./events.ts";
@@ -37,6 +38,11 @@ export interface PaymentsOptions {
   metrics: PaymentMetrics;
   logger: Logger;
   reservationTtlMs: number;
+  /**
+   * The first answers of payments that carry a payment identifier (core/answers.ts): where they
+   * are kept, the largest body kept, and for how long. Without it identifiers are not honoured.
+   */
+  answers?: { store: AnswerStore; maxBytes: number; ttlMs: number };
   /** This process's replica id, the owner of the settlements it runs (a random one if not given). */
   replica?: string;
   now?: () => number;
@@ -50,6 +56,11 @@ export type VerifyOutcome =
       scheme: string;
       /** A channel management action: Settle it at once, call no node. */
       noService: boolean;
+      /**
+       * The payment carries a payment identifier: once settled, its answer is handed to
+       * KeepAnswer, the body when it is at most this many bytes (core/answers.ts).
+       */
+      answerMaxBytes?: number;
     }
   | {
       valid: false;
@@ -58,6 +69,12 @@ export type VerifyOutcome =
       headers: Header[];
       scheme: string;
       problem?: Problem;
+      /**
+       * The first answer to this payer's payment identifier, for this same payment and request:
+       * the gateway gives it again, calls no node, charges nothing (`code` is payment_invalid for
+       * gateways that predate it).
+       */
+      answer?: KeptAnswer;
     };
 
 export type SettleOutcome =
@@ -75,7 +92,13 @@ export type SettleOutcome =
 export type Detected =
   | { kind: "absent" }
   | { kind: "invalid"; scheme: string; reason: string; protocol: PaymentProtocol }
-  | { kind: "payment"; scheme: PaymentScheme; payment: ParsedPayment };
+  | {
+      kind: "payment";
+      scheme: PaymentScheme;
+      payment: ParsedPayment;
+      /** The client's payment identifier (protocol.identify), when it sent one. */
+      identified?: { id: string; payment: string };
+    };
 
 /** A payment_id taken apart: the payment's key and the token that holds its reservation. */
 export interface PaymentRef {
@@ -135,7 +158,19 @@ export function detect(core: Core, credentials: readonly Header[]): Detected {
       const claim = scheme.claim(decoded.credential);
       if (claim.kind === "invalid")
         return { kind: "invalid", scheme: scheme.name, reason: claim.reason, protocol };
-      if (claim.kind === "payment") return { kind: "payment", scheme, payment: claim.payment };
+      if (claim.kind === "payment") {
+        const identity = protocol.identify?.(decoded.credential);
+        if (identity?.kind === "invalid")
+          return { kind: "invalid", scheme: scheme.name, reason: identity.reason, protocol };
+        return identity?.kind === "identified"
+          ? {
+              kind: "payment",
+              scheme,
+              payment: claim.payment,
+              identified: { id: identity.id, payment: identity.payment },
+            }
+          : { kind: "payment", scheme, payment: claim.payment };
+      }
     }
     const offered = schemes.map((s) => s.name).join(", ");
     return {
@@ -165,8 +200,15 @@ export function fingerprint(credentials: readonly Header[]): string {
   return hash.digest("base64url");
 }
 
-/** The metrics label and event outcome of a collection. */
-export function outcomeOf(collection: Collection): "settled" | "accrued" | "channel_settled" {
+/** The metrics label of a collection. */
+export function outcomeOf(collection: Collection): "settled" | "accrued" | "channel_settled" | "refunded" {
+  return collection.kind === "refund" ? "refunded" : eventOutcome(collection);
+}
+
+/** The event outcome of a collection this service journals (a refund is the worker's to journal). */
+export function eventOutcome(
+  collection: Exclude<Collection, { kind: "refund" }>,
+): "settled" | "accrued" | "channel_settled" {
   if (collection.kind === "accrual") return "accrued";
   return collection.kind === "transaction" ? "settled" : "channel_settled";
 }

@@ -1,12 +1,22 @@
 // Every settlement outcome of a paid call becomes one tollgate.settlement.v2 event. Its id is the
 // reservation's mesh-generated token plus the outcome, so an outbox retry or a stream replay is
 // stored once, and no caller can choose or collide with it.
+import { paidResource } from "@tollgate/catalog";
 import type { SettlementEventV2 } from "@tollgate/events";
 import type { Logger } from "@tollgate/platform";
 import type { Reservation } from "../stores/reservations.ts";
 import type { Collection } from "./types.ts";
 
 export type CallOutcome = "settled" | "accrued" | "channel_settled" | "failed" | "released";
+
+/**
+ * The id of the event of a payment's `outcome`: its reservation's token (mesh-generated) and the
+ * outcome. Settle answers it too (settlement_id): a top-up is credited under it, once, whether by
+ * the gateway or from this event.
+ */
+export function settlementEventId(token: string, outcome: CallOutcome): string {
+  return `${token}:${outcome}`;
+}
 
 /** Where events go: the durable outbox in front of JetStream (adapters/events.ts), or a test's list. */
 export interface SettlementSink {
@@ -54,7 +64,7 @@ export function createSettlementRecorder(
     record(r, outcome, collection, reason) {
       if (outcome === "released" && !sampled(r.payer)) return;
       const event: SettlementEventV2 = {
-        id: `${r.token}:${outcome}`,
+        id: settlementEventId(r.token, outcome),
         request_id: r.requestId || null,
         endpoint: r.endpoint || null,
         network: r.network || null,
@@ -72,6 +82,8 @@ export function createSettlementRecorder(
         cumulative: collection && collection.kind !== "transaction" ? collection.cumulative : null,
         reason: reason === null ? null : reason.slice(0, 1000),
         time: new Date(now()).toISOString(),
+        // A top-up's events say so, and name the account the buyer chose (else the payer's).
+        ...(paidResource(r.endpoint)?.topUp ? { top_up: r.account ? { account_id: r.account } : {} } : {}),
       };
       try {
         sink.publish(event);

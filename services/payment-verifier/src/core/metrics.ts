@@ -29,6 +29,12 @@ export interface PaymentMetrics {
   revertedFeesWei: prom.Counter<"scheme">;
   /** Settlements not sent because a check just before sending found them failing (nothing spent). */
   settlementsWithheld: prom.Counter<"scheme" | "reason">;
+  /**
+   * Payments carrying a payment identifier (core/answers.ts), by what became of the identifier:
+   * `kept`, `too_large`, `lapsed` (its claim gone before the answer came), `replayed`,
+   * `in_progress`, `conflict`.
+   */
+  identifiedAnswers: prom.Counter<"scheme" | "outcome">;
 }
 
 /**
@@ -47,6 +53,8 @@ export function zeroPaymentMetrics(metrics: PaymentMetrics, schemes: readonly st
     metrics.settlementsReverted.inc({ scheme }, 0);
     metrics.revertedFeesWei.inc({ scheme }, 0);
     for (const operation of ["verify", "settle"]) metrics.reservationConflicts.inc({ scheme, operation }, 0);
+    for (const outcome of ["kept", "too_large", "lapsed", "replayed", "in_progress", "conflict"])
+      metrics.identifiedAnswers.inc({ scheme, outcome }, 0);
   }
   for (const scope of ["client", "payer"]) metrics.attemptsLimited.inc({ scope }, 0);
 }
@@ -55,7 +63,7 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
   return {
     verifySeconds: new prom.Histogram({
       name: "payment_verify_seconds",
-      help: "Payment verification latency by scheme and outcome (valid, payment_invalid, payment_required, service_unavailable, rate_limited, not_applicable)",
+      help: "Payment verification latency by scheme and outcome (valid, answered, payment_invalid, payment_required, service_unavailable, rate_limited, not_applicable, identifier_conflict, identifier_in_progress)",
       labelNames: ["scheme", "outcome"],
       buckets: LATENCY_BUCKETS,
       registers: [registry],
@@ -137,6 +145,12 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
       name: "payment_settlements_withheld_total",
       help: "Settlements not sent because the check just before sending found they would fail (authorization used or canceled, balance spent): nothing spent",
       labelNames: ["scheme", "reason"],
+      registers: [registry],
+    }),
+    identifiedAnswers: new prom.Counter({
+      name: "payment_identifier_answers_total",
+      help: "Payments carrying an x402 payment identifier, by what became of it: kept (its answer kept for a retry), too_large (not kept), lapsed, replayed (a retry given the first answer), in_progress, conflict",
+      labelNames: ["scheme", "outcome"],
       registers: [registry],
     }),
   };

@@ -8,6 +8,8 @@
 // This class is the core's one face; the work lives by responsibility in verify.ts, settle.ts
 // (with takeover.ts), release.ts, self-guarded.ts, refusals.ts and retry-queue.ts, over the state
 // they share (context.ts).
+import type { KeptAnswer } from "../stores/answers.ts";
+import { keepAnswer } from "./answers.ts";
 import {
   type Core,
   createCore,
@@ -94,6 +96,19 @@ export class Payments {
     reason: string,
   ): Promise<void> {
     return release(this.#core, requestId, call, paymentId, credentials, reason);
+  }
+
+  /**
+   * Keeps the answer of a settled call whose Verify asked for it (a payment identifier), for a
+   * retry of the same payment; true when kept (core/answers.ts).
+   */
+  keepAnswer(
+    paymentId: string,
+    credentials: readonly Header[],
+    answer: KeptAnswer,
+    tooLarge: boolean,
+  ): Promise<boolean> {
+    return keepAnswer(this.#core, paymentId, credentials, answer, tooLarge);
   }
 
   methods(): PaymentMethodInfo[] {

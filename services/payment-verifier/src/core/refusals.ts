@@ -32,7 +32,8 @@ export async function challenge(core: Core, call: PricedCall, refusal = ""): Pro
   const error =
     refusal.length > ERROR_IN_HEADERS_MAX ? `${refusal.slice(0, ERROR_IN_HEADERS_MAX - 1)}…` : refusal;
   const rendered = await Promise.all(
-    core.protocols.map(async ({ protocol, schemes }) => {
+    core.protocols.map(async ({ protocol, schemes: all }) => {
+      const schemes = all.filter((s) => payable(call, s.name));
       const offers = await Promise.allSettled(schemes.map((s) => s.offers(call, error)));
       const up = offers.flatMap((o, i) => {
         if (o.status === "fulfilled") return o.value;
@@ -48,6 +49,11 @@ export async function challenge(core: Core, call: PricedCall, refusal = ""): Pro
     }),
   );
   return rendered.flat();
+}
+
+/** Whether `scheme` may pay for the call (the catalog's `payWith`; absent, every scheme). */
+export function payable(call: PricedCall, scheme: string): boolean {
+  return call.endpoint.payWith?.includes(scheme) ?? true;
 }
 
 /**

@@ -3,6 +3,7 @@
 // what it held for it. An unreachable store defers the release to the retry queue, under one
 // release id however often it runs, so the scheme's undo happens once.
 import type { ReleaseMark, Reservation } from "../stores/reservations.ts";
+import { forgetAnswer } from "./answers.ts";
 import { type Core, detect, GUARDED, type PaymentRef, SETTLING_TTL_MS, splitPaymentId } from "./context.ts";
 import { releaseGuarded } from "./self-guarded.ts";
 import type { Header, ParsedPayment, PaymentScheme, PricedCall } from "./types.ts";
@@ -21,6 +22,8 @@ export async function release(
   // One id for this release however often it runs: a run whose delete landed with its answer lost
   // is answered what it freed when run again, so the scheme's undo still happens.
   const run = releaser(core, requestId, call, id, credentials, reason);
+  // Not charged: a payment identifier this payment claimed keeps no answer (core/answers.ts).
+  forgetAnswer(core, paymentId, credentials);
   await run().catch((err: unknown) => {
     core.opts.logger.warn({ err }, "could not release a payment reservation: retried once the store answers");
     core.queue.defer(core.opts.reservationTtlMs, run);

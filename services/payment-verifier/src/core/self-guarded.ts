@@ -9,8 +9,8 @@ import type { Reservation } from "../stores/reservations.ts";
 import {
   type Core,
   detect,
+  eventOutcome,
   GUARDED,
-  outcomeOf,
   type PaymentRef,
   paymentIdOf,
   referenceOf,
@@ -106,7 +106,8 @@ export async function settleGuarded(
     core.opts.events.record(record, "failed", null, result.reason);
     return settleFailed(core, call, scheme, result);
   }
-  core.opts.events.record(record, outcomeOf(result.collection), result.collection, null);
+  const c = result.collection;
+  if (c.kind !== "refund") core.opts.events.record(record, eventOutcome(c), c, null);
   // (The gateway sends a Settle again only when the last one's answer was lost, so a commit
   // answered after the deadline charged a call answered 503. A commit is once per token: two
   // attempts of the call both past the deadline count it twice.)

@@ -3,10 +3,12 @@
 // (or drop it when nothing moved, so the client may pay again). One Settle of a call runs at a
 // time here; a second one joins it, and a retry after a lost answer gets the same answer.
 import type { Reservation } from "../stores/reservations.ts";
+import { forgetAnswer } from "./answers.ts";
 import {
   type Core,
   type Detected,
   detect,
+  eventOutcome,
   fingerprint,
   GUARDED,
   outcomeOf,
@@ -40,6 +42,8 @@ export async function settle(
   const detected = detect(core, credentials);
   const scheme = detected.kind === "payment" ? detected.scheme.name : "none";
   const outcome = await settleDetected(core, call, paymentId, detected, credentials, deadline);
+  // Not charged: a payment identifier this payment claimed keeps no answer (core/answers.ts).
+  if (!outcome.settled) forgetAnswer(core, paymentId, credentials);
   const label = outcome.settled ? outcomeOf(outcome.collection) : outcome.code;
   core.opts.metrics.settleSeconds.observe({ scheme, outcome: label }, (performance.now() - started) / 1000);
   return outcome;
@@ -92,7 +96,17 @@ async function settleDetected(
     core.opts.metrics.reservationConflicts.inc({ scheme: scheme.name, operation: "settle" });
     return settleRefusal(core, call, "payment_invalid", conflictReason(current), scheme.protocol);
   }
-  const running = run(core, call, scheme, payment, id, credentials, begun.reservation, begun.takenOver);
+  const running = run(
+    core,
+    call,
+    scheme,
+    payment,
+    id,
+    credentials,
+    begun.reservation,
+    begun.takenOver,
+    deadline,
+  );
   const answer = running.then((r) => r.outcome);
   core.inFlight.set(callKey, answer);
   let recorded: Promise<void> | undefined;
@@ -126,6 +140,7 @@ async function run(
   credentials: readonly Header[],
   reservation: Reservation,
   takenOver: boolean,
+  deadline: number,
 ): Promise<{ outcome: SettleOutcome; recorded?: Promise<void> }> {
   const o = core.opts;
   if (takenOver) {
@@ -161,6 +176,7 @@ async function run(
       hold: reservation.hold,
       sameCredentials: reservation.credential !== "" && reservation.credential === fingerprint(credentials),
       ...(takenOver ? { takenOver } : {}),
+      deadline,
     });
   } catch (err) {
     if (!(err instanceof FacilitatorUnavailableError))
@@ -171,7 +187,9 @@ async function run(
   }
   if (result.ok) {
     const recorded = markSettled(core, scheme, payment, id.token, result.collection, result.receipt);
-    o.events.record(reservation, outcomeOf(result.collection), result.collection, null);
+    // A refund's ledger row is the settlement worker's, from the chain's `Refunded` log: once.
+    const c = result.collection;
+    if (c.kind !== "refund") o.events.record(reservation, eventOutcome(c), c, null);
     return {
       outcome: {
         settled: true,

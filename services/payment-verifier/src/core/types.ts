@@ -19,11 +19,18 @@ export interface PricedCall {
   url: string;
   /** The client's address as the gateway saw it (behind trusted proxies), for attempt limits. */
   client: string;
+  /** A top-up only: the account the buyer named (an API key's); empty or absent, the payer's. */
+  account?: string;
   /**
    * The request names no call to serve (a bodiless POST to a route that takes GET or a body): only
    * a payment that needs no service (a channel management action) may be verified for it.
    */
   noService?: boolean;
+  /**
+   * What the request asks besides its URL (the SHA-256 of a POST's validated body; empty without
+   * one), so a payment identifier's retry must ask the same to get the first answer.
+   */
+  digest?: string;
 }
 
 /** Stable error codes a payment outcome carries to the gateway. */
@@ -33,7 +40,11 @@ export type PaymentErrorCode =
   | "service_unavailable"
   | "rate_limited"
   /** A no-service request carried a payment for a call: nothing reserved, the gateway answers as usual. */
-  | "not_applicable";
+  | "not_applicable"
+  /** The payer's payment identifier was used with another payment or request (409). */
+  | "identifier_conflict"
+  /** The first request with this payment and identifier is still being served (409, retry). */
+  | "identifier_in_progress";
 
 /** An RFC 9457 problem a protocol defines for a refusal (MPP: https://paymentauth.org/problems/...). */
 export interface Problem {
@@ -130,11 +141,26 @@ export interface VerifiedPayment {
    * a call at a time): whatever that replica sent may have landed, so collect idempotently.
    */
   takenOver?: boolean;
+  /** When the caller stops waiting for Settle's answer (epoch ms; Infinity when it did not say). */
+  deadline?: number;
 }
 
 /** How the money moved: a transaction now, or an accrual to a channel that is settled later. */
 export type Collection =
   | { kind: "transaction"; transaction: string }
+  | {
+      /**
+       * A channel's unspent deposit returned to its payer (an x402-batch refund the settlement
+       * worker sent): no event here, the worker journals the chain's own `refunded` log once.
+       */
+      kind: "refund";
+      channel: string;
+      /** Returned to the payer, atomic units. */
+      amount: string;
+      /** The channel's charged (and now claimed) total. */
+      cumulative: string;
+      transaction: string;
+    }
   | {
       kind: "accrual";
       channel: string;
@@ -209,7 +235,18 @@ export interface PaymentProtocol<Credential = unknown, Offer = unknown> {
   render(call: PricedCall, offers: readonly Offer[], error: string): Promise<Header[]>;
   /** The protocol's problem for a refusal the core makes itself (no credential, replay, ...), if any. */
   problem?(code: PaymentErrorCode, reason: string): Problem | undefined;
+  /**
+   * The client's idempotency key for this payment, where the protocol has one (x402's
+   * payment-identifier extension): its `id`, and `payment`, a fingerprint of what was signed (the
+   * same payment sent again has the same). Never throws: a malformed one is `invalid`.
+   */
+  identify?(credential: Credential): Identification;
 }
+
+export type Identification =
+  | { kind: "none" }
+  | { kind: "invalid"; reason: string }
+  | { kind: "identified"; id: string; payment: string };
 
 /**
  * Payments a scheme admits, collects and frees on its own, without the core's reservation and

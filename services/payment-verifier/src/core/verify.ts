@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { mayHaveRun } from "@tollgate/platform/redis";
 import type { PaymentFacts, ReservationStore } from "../stores/reservations.ts";
+import { claimAnswer, findAnswer } from "./answers.ts";
 import {
   type Core,
   type Detected,
@@ -17,8 +18,8 @@ import {
   unavailable,
   type VerifyOutcome,
 } from "./context.ts";
-import { conflict, limited, problemFor, refuse, refused, refuseInvalid } from "./refusals.ts";
-import { letGo, releaser } from "./release.ts";
+import { conflict, limited, payable, problemFor, refuse, refused, refuseInvalid } from "./refusals.ts";
+import { letGo, release, releaser } from "./release.ts";
 import { verifyGuarded } from "./self-guarded.ts";
 import {
   FacilitatorUnavailableError,
@@ -51,7 +52,7 @@ export async function verify(
         : "none";
   const outcome = await verifyDetected(core, call, credentials, detected);
   core.opts.metrics.verifySeconds.observe(
-    { scheme, outcome: outcome.valid ? "valid" : outcome.code },
+    { scheme, outcome: outcome.valid ? "valid" : outcome.answer ? "answered" : outcome.code },
     (performance.now() - started) / 1000,
   );
   return outcome;
@@ -90,6 +91,17 @@ async function verifyDetected(
     );
   }
   const { scheme, payment } = detected;
+  if (!payable(call, scheme.name)) {
+    // A scheme this product is not sold for (a top-up takes a settled transfer, never a channel's
+    // voucher): refused before anything is counted or reserved, with the offers it is sold for.
+    const ways = call.endpoint.payWith?.join(", ") ?? "";
+    return refuseInvalid(
+      core,
+      call,
+      scheme,
+      `${call.endpoint.summary} is paid with ${ways} only, not ${scheme.name}: pay one of the offers of this 402`,
+    );
+  }
   if (call.noService && !payment.noService) {
     // Refused before anything is counted or reserved: the gateway gives its ordinary answer.
     return {
@@ -109,6 +121,80 @@ async function verifyDetected(
     o.metrics.refusalsRemembered.inc({ scheme: scheme.name });
     return refuseInvalid(core, call, scheme, remembered);
   }
+  if (detected.identified) return verifyIdentified(core, call, credentials, detected, print);
+  return verifyPayment(core, call, credentials, scheme, payment, print);
+}
+
+/**
+ * A payment carrying a payment identifier (core/answers.ts): a retry of its first request is
+ * answered from the record (the first answer, or "in progress") before anything is reserved; a
+ * first request is verified as any payment, then claims the identifier (409 when another payment
+ * or request holds it).
+ */
+async function verifyIdentified(
+  core: Core,
+  call: PricedCall,
+  credentials: readonly Header[],
+  detected: Extract<Detected, { kind: "payment" }>,
+  print: string,
+): Promise<VerifyOutcome> {
+  const { scheme, payment } = detected;
+  const identified = detected.identified as NonNullable<typeof detected.identified>;
+  const outage = (err: unknown): VerifyOutcome => {
+    if (!(err instanceof StoreUnavailableError)) throw err;
+    return {
+      valid: false,
+      code: "service_unavailable",
+      reason: err.message,
+      headers: [],
+      scheme: scheme.name,
+    };
+  };
+  try {
+    const found = await findAnswer(core, call, payment.payer, scheme.name, identified);
+    if (found) return found;
+  } catch (err) {
+    return outage(err);
+  }
+  const outcome = await verifyPayment(core, call, credentials, scheme, payment, print);
+  if (!outcome.valid) {
+    if (outcome.code !== "payment_invalid") return outcome;
+    // Refused as in use or used: a copy of a first request that got there first (a race with the
+    // look-up above) is answered from its record; one still in its Verify (reserved, no record
+    // yet) is in progress too.
+    const found = await findAnswer(core, call, payment.payer, scheme.name, identified).catch(() => undefined);
+    if (found) return found;
+    const current = await core.opts.reservations.get(payment.key).catch(() => undefined);
+    if (current?.state !== "reserved" || current.requestId === call.requestId) return outcome;
+    core.opts.metrics.identifiedAnswers.inc({ scheme: scheme.name, outcome: "in_progress" });
+    return {
+      valid: false,
+      code: "identifier_in_progress",
+      reason: "the first request with this payment is still being verified: retry in a second for its answer",
+      headers: [],
+      scheme: scheme.name,
+    };
+  }
+  const free = () =>
+    release(core, call.requestId, call, outcome.paymentId, credentials, "identifier_conflict");
+  try {
+    return await claimAnswer(core, call, payment.payer, identified, outcome, free);
+  } catch (err) {
+    return outage(err);
+  }
+}
+
+/** Verifies a payment: its scheme's own road (self-guarded), or reserved, then verified. */
+async function verifyPayment(
+  core: Core,
+  call: PricedCall,
+  credentials: readonly Header[],
+  scheme: PaymentScheme,
+  payment: ParsedPayment,
+  print: string,
+): Promise<VerifyOutcome> {
+  const o = core.opts;
+  const now = core.now();
   const guarded = await verifyGuarded(core, call, scheme, payment, print);
   if (guarded) return guarded;
   const facts = factsOf(call, scheme, payment, print);
@@ -292,5 +378,6 @@ function factsOf(
     amount: payment.amount,
     asset: payment.asset,
     paymentNetwork: payment.paymentNetwork,
+    ...(call.account ? { account: call.account } : {}),
   };
 }

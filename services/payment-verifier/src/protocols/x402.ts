@@ -6,6 +6,7 @@
 // Facilitators are learned at start-up (`initialize`, their /supported kinds). One that is down
 // leaves only its schemes out; it is asked again at most once a second, and a fresh resource server
 // replaces the old one only once it initialised, so serving schemes never see a half-built registry.
+import { createHash } from "node:crypto";
 import { PAYMENT_HEADERS } from "@tollgate/catalog";
 import { PaymentPayloadV2Schema } from "@x402/core/schemas";
 import { type FacilitatorClient, x402ResourceServer } from "@x402/core/server";
@@ -18,9 +19,17 @@ import type {
   VerifyResponse,
 } from "@x402/core/types";
 import {
+  declarePaymentIdentifierExtension,
+  extractPaymentIdentifier,
+  PAYMENT_IDENTIFIER,
+  paymentIdentifierResourceServerExtension,
+  validatePaymentIdentifier,
+} from "@x402/extensions/payment-identifier";
+import {
   FacilitatorUnavailableError,
   findHeader,
   type Header,
+  type Identification,
   type PaymentProtocol,
   type PricedCall,
 } from "../core/types.ts";
@@ -39,6 +48,24 @@ const MAX_HEADER_CHARS = 16_384;
 const CHECKED_MAX = 1_024;
 /** How often a facilitator that could not be reached is asked again, at most. */
 const INIT_RETRY_MS = 1_000;
+
+/**
+ * The extensions every 402 declares: payment-identifier, optional (a payment without an identifier
+ * is served as always; one with an identifier gets its first answer again on a retry: core/answers.ts).
+ */
+const EXTENSIONS = { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) };
+
+/** JSON with every object's keys sorted: one text per value, however a client ordered it. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
 
 const SIGNATURE = PAYMENT_HEADERS.signature.name;
 const SIGNATURE_V1 = PAYMENT_HEADERS.signatureV1.name;
@@ -134,6 +161,7 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
       })),
     );
     for (const r of this.#registrations) next.register(r.network, r.server);
+    next.registerExtension(paymentIdentifierResourceServerExtension);
     try {
       await next.initialize();
     } catch (err) {
@@ -205,11 +233,37 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
         mimeType: "application/json",
       },
       error || "Payment required",
-      undefined,
+      EXTENSIONS,
       undefined,
       payload,
     );
     return [{ name: PAYMENT_HEADERS.required.name, value: base64Json(paymentRequired) }];
+  }
+
+  /**
+   * The payment-identifier extension's `id`, checked by the package's own validation (the `info`
+   * the client sent, against the format the declaration states; the client's echo of the
+   * declaration's JSON Schema is not compiled: it is ours, and compiling what a caller sends would
+   * cost every payment a schema compilation). The echo of our declaration without an `id` (which
+   * the official client sends with every payment) is none. `payment` is what was signed: the
+   * scheme's payload and the terms it accepted, canonical JSON (for `exact` the EIP-3009
+   * authorization and its signature; for x402-batch the voucher, or the deposit and its voucher).
+   */
+  identify(payload: PaymentPayload): Identification {
+    const extension = payload.extensions?.[PAYMENT_IDENTIFIER];
+    if (extension === undefined) return { kind: "none" };
+    const info = (extension as { info?: unknown } | null)?.info;
+    const checked = validatePaymentIdentifier({ info });
+    if (!checked.valid) {
+      return {
+        kind: "invalid",
+        reason: `the ${PAYMENT_IDENTIFIER} extension is malformed: ${(checked.errors ?? []).join("; ")}`,
+      };
+    }
+    const id = extractPaymentIdentifier(payload);
+    if (id === null) return { kind: "none" };
+    const signed = canonicalJson({ accepted: payload.accepted, payload: payload.payload });
+    return { kind: "identified", id, payment: createHash("sha256").update(signed).digest("base64url") };
   }
 
   receipt(response: SettleResponse): Header {

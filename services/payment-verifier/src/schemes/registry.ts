@@ -12,6 +12,7 @@ import type { PaymentScheme } from "../core/types.ts";
 import type { SchemeName } from "../domain.ts";
 import { MppProtocol } from "../protocols/mpp.ts";
 import { X402Protocol } from "../protocols/x402.ts";
+import type { BatchRefundStore } from "../stores/batch-refunds.ts";
 import type { BatchVoucherStore } from "../stores/batch-vouchers.ts";
 import type { ReservationStore } from "../stores/reservations.ts";
 import { MppChargeScheme } from "./mpp-charge.ts";
@@ -29,6 +30,8 @@ export interface SchemeDeps {
   channelStorage: ChannelStorage | undefined;
   /** The same channel records, one Redis script per step, for vouchers on known channels. */
   batchVouchers: BatchVoucherStore | undefined;
+  /** Refund requests on the same records, for the settlement worker to send. */
+  batchRefunds: BatchRefundStore | undefined;
   /** Where MPP keeps replay claims and session channels (Redis, or the single-node stand-in). */
   mppState: MppxState;
   /** Where a payer is penalized (refused at Verify for a while), shared by every replica. */
@@ -64,12 +67,13 @@ export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): P
     "x402-batch": () => {
       const terms = config.x402.batch;
       if (!terms) throw new Error("x402-batch is offered without its terms (config.x402.batch)");
-      if (!deps.channelStorage || !deps.batchVouchers)
+      if (!deps.channelStorage || !deps.batchVouchers || !deps.batchRefunds)
         throw new Error("x402-batch is offered without its Redis channel storage");
       return new X402BatchScheme(config.x402, terms, {
         protocol: x402,
         storage: deps.channelStorage,
         vouchers: deps.batchVouchers,
+        refunds: deps.batchRefunds,
         authorizer: privateKeyToAccount(terms.authorizerKey),
         chain: deps.settlementChain,
         logger: deps.logger,

@@ -1,7 +1,7 @@
 // What the x402-batch scheme reads and checks of a credential on its own: the payload (a deposit
-// or a voucher on a channel; refunds are not taken on API calls) and the payment it is (keyed by
-// channel and cumulative amount), the channel's terms against this API's, and the plain-language
-// reasons for the scheme's refusal codes, which every path of the scheme answers with.
+// or a voucher on a channel, or the payer's cooperative refund request) and the payment it is
+// (keyed by channel and cumulative amount), the channel's terms against this API's, and the
+// plain-language reasons for the scheme's refusal codes, which every path of the scheme answers with.
 import { priceAtomic } from "@tollgate/catalog";
 import type { PaymentPayload } from "@x402/core/types";
 import { z } from "zod";
@@ -70,7 +70,8 @@ const batchPayload = z.discriminatedUnion("type", [
     voucher,
     deposit: z.object({ amount: uint, authorization: depositAuthorization }).loose(),
   }),
-  z.object({ type: z.literal("refund"), channelConfig, voucher }).loose(),
+  // A partial amount is a positive integer; absent, everything unspent (the spec's refund payload).
+  z.object({ type: z.literal("refund"), channelConfig, voucher, amount: uint.optional() }).loose(),
 ]);
 
 export interface BatchPayment {
@@ -81,6 +82,8 @@ export interface BatchPayment {
   payer: `0x${string}`;
   /** The voucher's cumulative amount, atomic units. */
   cumulative: string;
+  /** A refund's partial amount (atomic units); "" for everything unspent. */
+  refundAmount: string;
 }
 
 /** Plain-language reasons for the scheme's refusal codes. */
@@ -96,6 +99,11 @@ const REASONS: Record<string, string> = {
   invalid_batch_settlement_evm_voucher_signature: "the voucher signature does not match the channel's payer",
   invalid_batch_settlement_evm_deposit_below_min_deposit:
     "the deposit is below the announced minimum deposit",
+  invalid_batch_settlement_evm_refund_no_balance:
+    "nothing unspent is left in the channel to refund (its deposit equals what was charged)",
+  invalid_batch_settlement_evm_refund_amount_invalid: "the refund amount must be a positive integer",
+  invalid_batch_settlement_evm_missing_channel:
+    "Tollgate has no record of this channel: it was never paid here, or it was refunded in full already; its deposit, if any, is withdrawn on chain after the withdraw delay",
 };
 
 export const BUSY = "invalid_batch_settlement_evm_channel_busy";
@@ -121,36 +129,42 @@ export function claimBatch(payload: PaymentPayload): Claim<BatchPayment> {
     const issue = inner.error.issues[0];
     return {
       kind: "invalid",
-      reason: `the x402-batch payload must be a deposit or a voucher: payload.${issue?.path.join(".")}: ${issue?.message}`,
+      reason: `the x402-batch payload must be a deposit, a voucher or a refund: payload.${issue?.path.join(".")}: ${issue?.message}`,
     };
   }
   const p = inner.data;
-  if (p.type === "refund") {
-    return {
-      kind: "invalid",
-      reason:
-        "refund requests are not taken on API calls: idle channels are refunded by Tollgate, or withdraw on chain after the withdraw delay",
-    };
+  const refund = p.type === "refund";
+  const refundAmount = refund && p.amount !== undefined ? BigInt(p.amount).toString() : "";
+  if (refund && refundAmount !== "" && BigInt(refundAmount) === 0n) {
+    return { kind: "invalid", reason: describe("invalid_batch_settlement_evm_refund_amount_invalid") };
   }
   // The SDK reads the scheme by its own name; the voucher and deposit do not depend on it.
   const normalized: PaymentPayload = { ...payload, accepted: { ...payload.accepted, scheme: SDK_SCHEME } };
   const chain = payload.accepted.network.replace(/^eip155:/, "");
+  const channel = p.voucher.channelId.toLowerCase();
   return {
     kind: "payment",
     payment: {
-      key: `x402-batch:${chain}:${p.voucher.channelId.toLowerCase()}:${p.voucher.maxClaimableAmount}`,
+      // A refund's voucher repeats the last paid voucher's amount: its key is of its own kind.
+      key: refund
+        ? `x402-batch-refund:${chain}:${channel}:${p.voucher.maxClaimableAmount}:${refundAmount || "all"}`
+        : `x402-batch:${chain}:${channel}:${p.voucher.maxClaimableAmount}`,
       payer: p.channelConfig.payer,
-      amount: payload.accepted.amount,
+      // A refund charges nothing (its events, a failed one included, say so).
+      amount: refund ? "0" : payload.accepted.amount,
       asset: payload.accepted.asset,
       paymentNetwork: payload.accepted.network,
       // A deposit is sent by us from the payer's balance (gas ours); a voucher sends nothing.
       ...(p.type === "deposit" ? { draw: p.deposit.amount } : {}),
+      // A refund is a channel action: no node call (the settlement worker sends it).
+      ...(refund ? { noService: true } : {}),
       payload: {
         payload: normalized,
         type: p.type,
         channelId: p.voucher.channelId as `0x${string}`,
         payer: p.channelConfig.payer as `0x${string}`,
         cumulative: p.voucher.maxClaimableAmount,
+        refundAmount,
       },
     },
   };

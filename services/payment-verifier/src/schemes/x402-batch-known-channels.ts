@@ -27,11 +27,11 @@ import {
   type VoucherPayload,
 } from "./x402-batch-credential.ts";
 
-const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
+export const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 /** The SDK's bounds on a channel's withdraw delay (MIN_WITHDRAW_DELAY, MAX_WITHDRAW_DELAY). */
 const WITHDRAW_DELAY_RANGE = [900, 2_592_000] as const;
 /** The SDK's bounds on how long a request holds a channel (pendingExpiresAt). */
-const PENDING_TTL_MS = [5_000, 10 * 60_000] as const;
+export const PENDING_TTL_MS = [5_000, 10 * 60_000] as const;
 
 /** What the known-channel path uses of its scheme. */
 interface KnownChannelDeps {
@@ -59,7 +59,8 @@ export function knownChannelVouchers(d: KnownChannelDeps): SelfGuarded<BatchPaym
     if (termsRefusal(d.cfg, call, payment)) return undefined;
     const requirements = await d.matching(call, payment);
     const channelId = v.channelId.toLowerCase();
-    if (!requirements || !termsHold(config, channelId, requirements)) return undefined;
+    if (!requirements || !channelTermsHold(channelIds, chainId, config, channelId, requirements))
+      return undefined;
     if (voucherSigner(chainId, v) !== config.payerAuthorizer.toLowerCase()) return undefined;
     const now = Date.now();
     const ttl = Math.max(PENDING_TTL_MS[0], (requirements.maxTimeoutSeconds ?? 0) * 1000);
@@ -95,21 +96,6 @@ export function knownChannelVouchers(d: KnownChannelDeps): SelfGuarded<BatchPaym
         return { ok: false, code: "payment_invalid", reason: describe(code), challenge };
       }
     }
-  }
-
-  /** The SDK's validateChannelConfig: the voucher's channel is one of this API's terms. */
-  function termsHold(config: ChannelConfig, channelId: string, requirements: PaymentRequirements): boolean {
-    const extra = requirements.extra as { receiverAuthorizer?: unknown; withdrawDelay?: unknown };
-    return (
-      channelIds.of(config, chainId) === channelId &&
-      sameAddress(config.receiver, requirements.payTo) &&
-      typeof extra.receiverAuthorizer === "string" &&
-      sameAddress(config.receiverAuthorizer, extra.receiverAuthorizer) &&
-      sameAddress(config.token, requirements.asset) &&
-      (extra.withdrawDelay === undefined || config.withdrawDelay === Number(extra.withdrawDelay)) &&
-      config.withdrawDelay >= WITHDRAW_DELAY_RANGE[0] &&
-      config.withdrawDelay <= WITHDRAW_DELAY_RANGE[1]
-    );
   }
 
   /** Charges the call a voucher admitted (the SDK's handleBeforeSettle, one script). */
@@ -172,6 +158,27 @@ export function knownChannelVouchers(d: KnownChannelDeps): SelfGuarded<BatchPaym
       });
     },
   };
+}
+
+/** The SDK's validateChannelConfig: the channel (id `channelId`, lowercase) is one of this API's terms. */
+export function channelTermsHold(
+  channelIds: ChannelIds,
+  chainId: number,
+  config: ChannelConfig,
+  channelId: string,
+  requirements: PaymentRequirements,
+): boolean {
+  const extra = requirements.extra as { receiverAuthorizer?: unknown; withdrawDelay?: unknown };
+  return (
+    channelIds.of(config, chainId) === channelId &&
+    sameAddress(config.receiver, requirements.payTo) &&
+    typeof extra.receiverAuthorizer === "string" &&
+    sameAddress(config.receiverAuthorizer, extra.receiverAuthorizer) &&
+    sameAddress(config.token, requirements.asset) &&
+    (extra.withdrawDelay === undefined || config.withdrawDelay === Number(extra.withdrawDelay)) &&
+    config.withdrawDelay >= WITHDRAW_DELAY_RANGE[0] &&
+    config.withdrawDelay <= WITHDRAW_DELAY_RANGE[1]
+  );
 }
 
 /** The SDK's receipt for a charged voucher: what it charged and the channel's state after it. */

@@ -14,7 +14,10 @@
 // deposit) takes a shorter road that needs no chain call and no core reservation (see `guarded`,
 // x402-batch-known-channels.ts): the same checks as the SDK's, one Redis script at Verify, one at
 // Settle. Anything else (a deposit, an unknown or stale channel, a smart-wallet payer) goes through
-// the SDK as before. The payload and its terms are read in x402-batch-credential.ts.
+// the SDK as before. The payload and its terms are read in x402-batch-credential.ts. The payer's
+// cooperative refund request is answered here and sent by the settlement worker
+// (x402-batch-refunds.ts).
+import { randomUUID } from "node:crypto";
 import { priceAtomic } from "@tollgate/catalog";
 import type { X402BatchConfig } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
@@ -40,6 +43,7 @@ import {
   type VerifiedPayment,
 } from "../core/types.ts";
 import type { X402Protocol } from "../protocols/x402.ts";
+import type { BatchRefundStore } from "../stores/batch-refunds.ts";
 import type { BatchVoucherStore } from "../stores/batch-vouchers.ts";
 import {
   type BatchPayment,
@@ -52,6 +56,7 @@ import {
 } from "./x402-batch-credential.ts";
 import { depositedByDeadOwner } from "./x402-batch-deposit-takeover.ts";
 import { knownChannelVouchers } from "./x402-batch-known-channels.ts";
+import { type BatchRefunds, batchRefunds } from "./x402-batch-refunds.ts";
 
 /** How long a voucher's key stays reserved as used: the channel state refuses it after that anyway. */
 const USED_VOUCHER_MS = 60 * 60_000;
@@ -70,6 +75,8 @@ export interface X402BatchDeps {
   storage: ChannelStorage;
   /** The same channel records, one script per step, for vouchers on known channels. */
   vouchers: BatchVoucherStore;
+  /** Refund requests on the same records, for the settlement worker to send. */
+  refunds: BatchRefundStore;
   authorizer: PrivateKeyAccount;
   /** Reads the settlement chain: a deposit a dead replica sent is found by its authorization. */
   chain: SettlementChain | undefined;
@@ -87,6 +94,7 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
   readonly #requirements = new Map<string, PaymentRequirements>();
   /** Vouchers on known channels: admitted, charged and released without a core reservation. */
   readonly guarded: SelfGuarded<BatchPayment>;
+  readonly #refunds: BatchRefunds;
 
   constructor(cfg: X402Config, terms: X402BatchConfig, deps: X402BatchDeps) {
     this.#cfg = cfg;
@@ -106,6 +114,16 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
       protocol: deps.protocol,
       matching: (call, payment) => this.#matching(call, payment),
       offers: (call) => this.offers(call),
+    });
+    this.#refunds = batchRefunds({
+      cfg,
+      server: this.#server,
+      refunds: deps.refunds,
+      protocol: deps.protocol,
+      logger: deps.logger,
+      matching: (call, payment) => this.#matching(call, payment),
+      offers: (call) => this.offers(call),
+      newId: () => `refund-${randomUUID()}`,
     });
   }
 
@@ -166,6 +184,7 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
     const payment = parsed.payload;
     const refusal = termsRefusal(this.#cfg, call, payment);
     if (refusal) return { ok: false, code: "payment_invalid", reason: refusal, final: true };
+    if (payment.type === "refund") return this.#refunds.verify(call, payment);
     const requirements = await this.#matching(call, payment);
     if (!requirements) {
       return {
@@ -221,6 +240,8 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
    * scheme's corrective offer, carrying the channel's state, so the official client resynchronises.
    */
   async conflict(call: PricedCall, parsed: ParsedPayment<BatchPayment>) {
+    // A refund request used already: the core's own answer (no channel state to resynchronise).
+    if (parsed.payload.type === "refund") return undefined;
     const code = "invalid_batch_settlement_evm_cumulative_amount_mismatch";
     const challenge = await this.protocol.render(call, await this.offers(call), code, parsed.payload.payload);
     return { reason: describe(code), challenge };
@@ -241,13 +262,15 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
   async settle(
     call: PricedCall,
     parsed: ParsedPayment<BatchPayment>,
-    { hold, takenOver }: VerifiedPayment,
+    { hold, takenOver, deadline }: VerifiedPayment,
   ): Promise<SettleResult> {
     const payment = parsed.payload;
     const requirements = await this.#matching(call, payment);
     if (!requirements || !hold) {
       return NOT_VERIFIED;
     }
+    if (payment.type === "refund")
+      return this.#refunds.settle(payment, hold, deadline ?? Number.POSITIVE_INFINITY);
     if (takenOver && payment.type === "deposit") {
       const landed = await depositedByDeadOwner(this.#deps, payment, requirements, hold);
       if (landed) return landed;
@@ -304,6 +327,7 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
     const payment = parsed.payload;
     const requirements = await this.#matching(call, payment);
     if (!requirements || !hold) return;
+    if (payment.type === "refund") return this.#refunds.release(payment, hold);
     await this.#handOver(payment, hold);
     const server = await this.protocol.ready(SDK_SCHEME, this.#cfg.network);
     await server

@@ -29,6 +29,8 @@ export interface PaymentFacts {
   paymentNetwork: string;
   /** Fingerprint of the credentials Verify accepted (so Settle can tell it was given the same). */
   credential: string;
+  /** A top-up only: the account the buyer named (PricedCall.account), for its settlement event. */
+  account?: string;
 }
 
 export interface Reservation extends PaymentFacts {

@@ -1,5 +1,5 @@
 // The batch settlement contract, read for the claimer: confirmed channel state (one multicall for
-// every channel that matters), what the receiver has claimed but not settled, and the contract's
+// every channel that matters, refund nonces included), what the receiver has claimed but not settled, and the contract's
 // logs in our transactions' receipts (what became settlement events) or since a block (what an
 // open intent may have left out).
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
@@ -13,6 +13,7 @@ const MULTICALL3: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 const abi = parseAbi([
   "function channels(bytes32) view returns (uint128 balance, uint128 totalClaimed)",
   "function pendingWithdrawals(bytes32) view returns (uint128 amount, uint40 initiatedAt)",
+  "function refundNonce(bytes32) view returns (uint256)",
   "function receivers(address, address) view returns (uint128 totalClaimed, uint128 totalSettled)",
   "event Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed)",
   "event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount)",
@@ -20,9 +21,9 @@ const abi = parseAbi([
 ]);
 
 const events = {
-  Claimed: abi[3],
-  Settled: abi[4],
-  Refunded: abi[5],
+  Claimed: abi[4],
+  Settled: abi[5],
+  Refunded: abi[6],
 } as const;
 
 export interface BatchChain {
@@ -40,6 +41,7 @@ export function createBatchChain(rpcUrl: string, receiver: Address, token: Addre
       const calls = ids.flatMap((id) => [
         { address: ESCROW, abi, functionName: "channels", args: [id as Hex] } as const,
         { address: ESCROW, abi, functionName: "pendingWithdrawals", args: [id as Hex] } as const,
+        { address: ESCROW, abi, functionName: "refundNonce", args: [id as Hex] } as const,
       ]);
       // Confirmed state only: the latest mined block, never "pending".
       const results = await client.multicall({
@@ -50,9 +52,15 @@ export function createBatchChain(rpcUrl: string, receiver: Address, token: Addre
       });
       const out = new Map<string, OnChainChannel>();
       ids.forEach((id, i) => {
-        const [balance, totalClaimed] = results[2 * i] as readonly [bigint, bigint];
-        const [, initiatedAt] = results[2 * i + 1] as readonly [bigint, number];
-        out.set(id.toLowerCase(), { balance, totalClaimed, withdrawing: Number(initiatedAt) !== 0 });
+        const [balance, totalClaimed] = results[3 * i] as readonly [bigint, bigint];
+        const [, initiatedAt] = results[3 * i + 1] as readonly [bigint, number];
+        const refundNonce = results[3 * i + 2] as bigint;
+        out.set(id.toLowerCase(), {
+          balance,
+          totalClaimed,
+          withdrawing: Number(initiatedAt) !== 0,
+          refundNonce,
+        });
       });
       return out;
     },

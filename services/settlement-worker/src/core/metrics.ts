@@ -12,7 +12,7 @@ export interface WorkerMetrics {
   /** Vouchers claimed on chain (one per channel per claim). */
   batchClaimedVouchers: prom.Counter;
   batchSettles: prom.Counter;
-  batchRefunds: prom.Counter;
+  batchRefunds: prom.Counter<"reason">;
   batchReconciled: prom.Counter;
   /** Failed claim, settle, refund or whole passes. */
   batchFailures: prom.Counter<"operation">;
@@ -67,7 +67,8 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
     }),
     batchRefunds: new prom.Counter({
       name: "settlement_x402_batch_refunds_total",
-      help: "x402-batch idle channels refunded cooperatively",
+      help: "x402-batch channels refunded cooperatively, by reason: requested by the payer, or idle",
+      labelNames: ["reason"],
       registers: [registry],
     }),
     batchReconciled: new prom.Counter({

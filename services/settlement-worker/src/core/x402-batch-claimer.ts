@@ -1,9 +1,11 @@
 // The x402-batch claimer's loop, free of any SDK, chain or Redis: ports in, decisions and events
 // out (tests drive it with plain objects). One pass: hold the lease (or do nothing), read the
 // channel records and the confirmed on-chain state of the channels that matter, raise records that
-// are behind the chain, claim what is due in batches, settle to the receiver whatever the contract
-// holds claimed but unsettled, and refund at most one idle channel. The lease's fence is checked
-// right before each transaction. Every money-moving log of our transactions becomes one event.
+// are behind the chain, claim what is due in batches, send the refunds payers asked for (each one
+// transaction: the claim of what its channel charged, the refund of the rest), settle to the
+// receiver whatever the contract holds claimed but unsettled, and refund at most one idle channel.
+// The lease's fence is checked right before each transaction. Every money-moving log of our
+// transactions becomes one event.
 //
 // An event must outlive a crash between a mined transaction and its journaling: before each
 // operation the claimer records an intent (the block it starts from, the channels and their payers)
@@ -12,6 +14,7 @@
 // and journals what they find; event ids are the chain's own, so a re-journaled event is the same.
 import { randomUUID } from "node:crypto";
 import type { Lease } from "../adapters/lease.ts";
+import type { RefundRequests, RefundSender } from "../adapters/x402-batch-refunds.ts";
 import {
   type BatchEvent,
   type BatchLog,
@@ -21,7 +24,9 @@ import {
   type ClaimReason,
   type OnChainChannel,
   planClaims,
+  refundRequested,
 } from "./x402-batch-claims.ts";
+import { requestedRefunds } from "./x402-batch-requested-refunds.ts";
 
 export interface ClaimerPorts {
   channels: {
@@ -55,7 +60,10 @@ export interface ClaimerPorts {
     ): Promise<{ vouchers: number; transaction: string }[]>;
     settle(): Promise<{ transaction: string }>;
     refund(channelId: string): Promise<{ transaction: string } | undefined>;
+    refundRequested: RefundSender;
   };
+  /** The payers' refund requests payment-verifier took (libs/payment-rails batch-refunds.ts). */
+  refunds: RefundRequests;
   lease: Lease;
   /** Operations about to send transactions, kept (Redis) until their events are journaled. */
   intents: {
@@ -99,7 +107,7 @@ export interface ClaimerObserver {
   unclaimed(amount: bigint, unconfirmedChannels: number): void;
   claimed(vouchers: number, reason: ClaimReason): void;
   settled(): void;
-  refunded(): void;
+  refunded(kind: "idle" | "requested"): void;
   failed(operation: "claim" | "settle" | "refund" | "pass", err: unknown): void;
   /** Events journaled from an open intent's logs (a crash or failure had left them out). */
   recovered?(events: number): void;
@@ -111,6 +119,8 @@ interface PassResult {
   reason: ClaimReason | undefined;
   settle: string | undefined;
   refund: { channel: string; transaction: string } | undefined;
+  /** The payers' refunds sent on this pass. */
+  requested: { channel: string; transaction: string }[];
   events: BatchEvent[];
 }
 
@@ -155,6 +165,7 @@ export function createClaimer(
     logs: BatchLog[],
     payers: ReadonlyMap<string, string>,
     reason: string,
+    requestId?: string,
   ) =>
     batchEvents(logs, {
       network: settings.network,
@@ -164,6 +175,7 @@ export function createClaimer(
       payers,
       reason,
       time: now(),
+      ...(requestId ? { requestId } : {}),
     });
 
   const record = async (
@@ -171,8 +183,9 @@ export function createClaimer(
     payers: Map<string, string>,
     reason: string,
     out: BatchEvent[],
+    requestId?: string,
   ) => {
-    const events = eventsOf(transaction, await ports.chain.logs(transaction), payers, reason);
+    const events = eventsOf(transaction, await ports.chain.logs(transaction), payers, reason, requestId);
     for (const e of events) {
       journaled.add(e.id);
       ports.publish(e);
@@ -227,6 +240,14 @@ export function createClaimer(
     }
   };
 
+  const sendRequested = requestedRefunds({
+    ports,
+    observe,
+    now,
+    send: (channel, payers, reason, act) => fenced(() => intended("refund", [channel], payers, reason, act)),
+    record,
+  });
+
   const pass = async (): Promise<PassResult> => {
     const result: PassResult = {
       held: false,
@@ -234,6 +255,7 @@ export function createClaimer(
       reason: undefined,
       settle: undefined,
       refund: undefined,
+      requested: [],
       events: [],
     };
     result.held = await ports.lease.hold();
@@ -280,6 +302,18 @@ export function createClaimer(
         if (err instanceof LeaseLostError) return result;
       }
     }
+    // The refunds payers asked for (before the settle, which then sweeps what they claimed).
+    for (const c of records) {
+      const request = refundRequested(c, t);
+      if (!request) continue;
+      try {
+        const sent = await sendRequested(c, request, payers, result.events);
+        if (sent) result.requested.push(sent);
+      } catch (err) {
+        observe.failed("refund", err);
+        if (err instanceof LeaseLostError) return result;
+      }
+    }
     try {
       if ((await ports.chain.unsettled()) > 0n) {
         const reason = "settle to the receiver";
@@ -310,7 +344,7 @@ export function createClaimer(
         );
         if (refunded) {
           result.refund = { channel, transaction: refunded.transaction };
-          observe.refunded();
+          observe.refunded("idle");
         }
       } catch (err) {
         observe.failed("refund", err);

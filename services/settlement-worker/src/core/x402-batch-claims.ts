@@ -1,10 +1,12 @@
 // x402-batch claims, settles and refunds: the rules, without I/O. payment-verifier accepts vouchers
 // into the channel records (the official RedisChannelStorage); the settlement worker turns them into
 // money: `claimWithSignature` for many channels in one transaction, then `settle(receiver, token)`,
-// and a cooperative refund of channels idle for long. Only what the chain has confirmed counts: a
+// the cooperative refunds payers ask for (payment-verifier takes the request), and a cooperative
+// refund of channels idle for long. Only what the chain has confirmed counts: a
 // channel is claimed only up to its on-chain balance (a deposit still unconfirmed would make the
 // whole batched claim revert: a known SDK race), and what the chain says was claimed wins over the
 // record (a claim whose record update was lost is never claimed twice).
+import type { RefundRequest } from "@tollgate/payment-rails";
 
 /** The fields of the SDK's channel record this worker reads (amounts are decimal strings). */
 export interface ChannelRecord {
@@ -14,7 +16,12 @@ export interface ChannelRecord {
   balance: string;
   totalClaimed: string;
   lastRequestTimestamp: number;
-  pendingRequest?: { expiresAt: number } | undefined;
+  pendingRequest?: { pendingId?: string; expiresAt: number } | undefined;
+  /** A payer's refund request payment-verifier took (libs/payment-rails batch-refunds.ts). */
+  refundRequest?: RefundRequest | undefined;
+  /** The latest voucher (what a claim of the charged total carries). */
+  signedMaxClaimable?: string;
+  signature?: string;
 }
 
 /** A channel as the chain has it (confirmed state). */
@@ -23,6 +30,8 @@ export interface OnChainChannel {
   totalClaimed: bigint;
   /** The payer started a timed withdrawal: whatever is unclaimed must be claimed before it ends. */
   withdrawing: boolean;
+  /** The nonce the next `refundWithSignature` must carry. */
+  refundNonce: bigint;
 }
 
 export interface ClaimPolicy {
@@ -55,6 +64,33 @@ const claimedOf = (c: ChannelRecord, chain: OnChainChannel | undefined): bigint 
   return chain && chain.totalClaimed > recorded ? chain.totalClaimed : recorded;
 };
 
+/**
+ * The payer's refund request the worker sends now: submitted (payment-verifier's Settle asked for
+ * it) and still holding the channel's lock. Such a channel is claimed in its refund's transaction.
+ */
+export function refundRequested(c: ChannelRecord, now: number): RefundRequest | undefined {
+  const q = c.refundRequest;
+  const p = c.pendingRequest;
+  if (!q?.submitted || !p || p.pendingId !== q.id || p.expiresAt <= now) return undefined;
+  return q;
+}
+
+/** What a requested refund returns: what is unspent (or the part asked for), after claiming the charges. */
+export function refundAmount(
+  charged: bigint,
+  chain: OnChainChannel,
+  requested: string,
+): { amount: bigint; claim: boolean } | { refused: "no_balance" | "unconfirmed" | "behind" } {
+  // A deposit still unconfirmed: its vouchers cannot be claimed yet (the claim would revert).
+  if (charged > chain.balance) return { refused: "unconfirmed" };
+  // Claimed beyond the record's charges: the record is not the channel's (never refund from it).
+  if (chain.totalClaimed > charged) return { refused: "behind" };
+  const available = chain.balance - charged;
+  if (available <= 0n) return { refused: "no_balance" };
+  const asked = requested === "" ? available : BigInt(requested);
+  return { amount: asked < available ? asked : available, claim: charged > chain.totalClaimed };
+}
+
 /** Whether a request holds the channel right now (the SDK's own rule: never act under it). */
 function busy(c: ChannelRecord, now: number): boolean {
   return c.pendingRequest !== undefined && c.pendingRequest.expiresAt > now;
@@ -78,6 +114,8 @@ export function planClaims(
   let withdrawal = false;
   let refund: string | undefined;
   for (const c of channels) {
+    // Claimed in its refund's own transaction (and held by it: nothing else acts on it meanwhile).
+    if (refundRequested(c, now)) continue;
     const chain = onchain.get(c.channelId.toLowerCase());
     const claimed = claimedOf(c, chain);
     if (chain && chain.totalClaimed > BigInt(c.totalClaimed))
@@ -143,12 +181,14 @@ export interface EventContext {
   payers: ReadonlyMap<string, string>;
   reason: string;
   time: number;
+  /** The gateway's request id of a payer's refund request, when the transaction answers one. */
+  requestId?: string;
 }
 
 /** One settlement event per money-moving log; its id is the chain's own (network, tx, log index). */
 export interface BatchEvent {
   id: string;
-  request_id: null;
+  request_id: string | null;
   endpoint: null;
   network: null;
   scheme: "x402-batch";
@@ -171,7 +211,7 @@ export function batchEvents(logs: readonly BatchLog[], ctx: EventContext): Batch
     const channel = log.kind === "settled" ? null : log.channelId.toLowerCase();
     return {
       id: `x402-batch:${chainId}:${tx}:${log.logIndex}`,
-      request_id: null,
+      request_id: ctx.requestId ?? null,
       endpoint: null,
       network: null,
       scheme: "x402-batch",

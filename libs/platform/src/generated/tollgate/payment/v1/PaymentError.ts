@@ -32,6 +32,16 @@ export const PaymentError = {
    * reserved and the gateway gives the request its ordinary answer.
    */
   PAYMENT_ERROR_NOT_APPLICABLE: 'PAYMENT_ERROR_NOT_APPLICABLE',
+  /**
+   * The payment's identifier (x402 payment-identifier) was used by this payer with another
+   * payment or for another request: 409 payment_identifier_conflict. Nothing reserved.
+   */
+  PAYMENT_ERROR_IDENTIFIER_CONFLICT: 'PAYMENT_ERROR_IDENTIFIER_CONFLICT',
+  /**
+   * The first request with this payment and identifier is still being served: 409
+   * payment_identifier_in_progress, retry after a second. Nothing reserved.
+   */
+  PAYMENT_ERROR_IDENTIFIER_IN_PROGRESS: 'PAYMENT_ERROR_IDENTIFIER_IN_PROGRESS',
 } as const;
 
 /**
@@ -72,6 +82,18 @@ export type PaymentError =
    */
   | 'PAYMENT_ERROR_NOT_APPLICABLE'
   | 5
+  /**
+   * The payment's identifier (x402 payment-identifier) was used by this payer with another
+   * payment or for another request: 409 payment_identifier_conflict. Nothing reserved.
+   */
+  | 'PAYMENT_ERROR_IDENTIFIER_CONFLICT'
+  | 6
+  /**
+   * The first request with this payment and identifier is still being served: 409
+   * payment_identifier_in_progress, retry after a second. Nothing reserved.
+   */
+  | 'PAYMENT_ERROR_IDENTIFIER_IN_PROGRESS'
+  | 7
 
 /**
  * PaymentError is why a payment was refused (Verify) or not settled (Settle); the gateway answers

@@ -8,6 +8,8 @@ import type { DescribeMethodsRequest as _tollgate_payment_v1_DescribeMethodsRequ
 import type { DescribeMethodsResponse as _tollgate_payment_v1_DescribeMethodsResponse, DescribeMethodsResponse__Output as _tollgate_payment_v1_DescribeMethodsResponse__Output } from '../../../tollgate/payment/v1/DescribeMethodsResponse.ts';
 import type { ExchangeRequest as _tollgate_payment_v1_ExchangeRequest, ExchangeRequest__Output as _tollgate_payment_v1_ExchangeRequest__Output } from '../../../tollgate/payment/v1/ExchangeRequest.ts';
 import type { ExchangeResponse as _tollgate_payment_v1_ExchangeResponse, ExchangeResponse__Output as _tollgate_payment_v1_ExchangeResponse__Output } from '../../../tollgate/payment/v1/ExchangeResponse.ts';
+import type { KeepAnswerRequest as _tollgate_payment_v1_KeepAnswerRequest, KeepAnswerRequest__Output as _tollgate_payment_v1_KeepAnswerRequest__Output } from '../../../tollgate/payment/v1/KeepAnswerRequest.ts';
+import type { KeepAnswerResponse as _tollgate_payment_v1_KeepAnswerResponse, KeepAnswerResponse__Output as _tollgate_payment_v1_KeepAnswerResponse__Output } from '../../../tollgate/payment/v1/KeepAnswerResponse.ts';
 import type { ReleaseRequest as _tollgate_payment_v1_ReleaseRequest, ReleaseRequest__Output as _tollgate_payment_v1_ReleaseRequest__Output } from '../../../tollgate/payment/v1/ReleaseRequest.ts';
 import type { ReleaseResponse as _tollgate_payment_v1_ReleaseResponse, ReleaseResponse__Output as _tollgate_payment_v1_ReleaseResponse__Output } from '../../../tollgate/payment/v1/ReleaseResponse.ts';
 import type { SettleRequest as _tollgate_payment_v1_SettleRequest, SettleRequest__Output as _tollgate_payment_v1_SettleRequest__Output } from '../../../tollgate/payment/v1/SettleRequest.ts';
@@ -78,6 +80,25 @@ export interface PaymentVerifierServiceClient extends grpc.Client {
    */
   exchange(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse__Output>;
   exchange(options?: grpc.CallOptions): grpc.ClientDuplexStream<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse__Output>;
+  
+  /**
+   * KeepAnswer hands over the answer a settled payment bought when its Verify asked for it
+   * (VerifyResponse.answer_max_bytes: an x402 payment carrying a payment identifier), so a retry of
+   * the same payment with that identifier gets it again instead of a second call and charge.
+   */
+  KeepAnswer(argument: _tollgate_payment_v1_KeepAnswerRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_KeepAnswerResponse__Output>): grpc.ClientUnaryCall;
+  KeepAnswer(argument: _tollgate_payment_v1_KeepAnswerRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_KeepAnswerResponse__Output>): grpc.ClientUnaryCall;
+  KeepAnswer(argument: _tollgate_payment_v1_KeepAnswerRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_KeepAnswerResponse__Output>): grpc.ClientUnaryCall;
+  KeepAnswer(argument: _tollgate_payment_v1_KeepAnswerRequest, callback: grpc.requestCallback<_tollgate_payment_v1_KeepAnswerResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * KeepAnswer hands over the answer a settled payment bought when its Verify asked for it
+   * (VerifyResponse.answer_max_bytes: an x402 payment carrying a payment identifier), so a retry of
+   * the same payment with that identifier gets it again instead of a second call and charge.
+   */
+  keepAnswer(argument: _tollgate_payment_v1_KeepAnswerRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_KeepAnswerResponse__Output>): grpc.ClientUnaryCall;
+  keepAnswer(argument: _tollgate_payment_v1_KeepAnswerRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_KeepAnswerResponse__Output>): grpc.ClientUnaryCall;
+  keepAnswer(argument: _tollgate_payment_v1_KeepAnswerRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_KeepAnswerResponse__Output>): grpc.ClientUnaryCall;
+  keepAnswer(argument: _tollgate_payment_v1_KeepAnswerRequest, callback: grpc.requestCallback<_tollgate_payment_v1_KeepAnswerResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * Release frees a verified payment whose call failed, so it can be used again.
@@ -159,6 +180,13 @@ export interface PaymentVerifierServiceHandlers extends grpc.UntypedServiceImple
   Exchange: grpc.handleBidiStreamingCall<_tollgate_payment_v1_ExchangeRequest__Output, _tollgate_payment_v1_ExchangeResponse>;
   
   /**
+   * KeepAnswer hands over the answer a settled payment bought when its Verify asked for it
+   * (VerifyResponse.answer_max_bytes: an x402 payment carrying a payment identifier), so a retry of
+   * the same payment with that identifier gets it again instead of a second call and charge.
+   */
+  KeepAnswer: grpc.handleUnaryCall<_tollgate_payment_v1_KeepAnswerRequest__Output, _tollgate_payment_v1_KeepAnswerResponse>;
+  
+  /**
    * Release frees a verified payment whose call failed, so it can be used again.
    */
   Release: grpc.handleUnaryCall<_tollgate_payment_v1_ReleaseRequest__Output, _tollgate_payment_v1_ReleaseResponse>;
@@ -179,6 +207,7 @@ export interface PaymentVerifierServiceDefinition extends grpc.ServiceDefinition
   Challenge: MethodDefinition<_tollgate_payment_v1_ChallengeRequest, _tollgate_payment_v1_ChallengeResponse, _tollgate_payment_v1_ChallengeRequest__Output, _tollgate_payment_v1_ChallengeResponse__Output>
   DescribeMethods: MethodDefinition<_tollgate_payment_v1_DescribeMethodsRequest, _tollgate_payment_v1_DescribeMethodsResponse, _tollgate_payment_v1_DescribeMethodsRequest__Output, _tollgate_payment_v1_DescribeMethodsResponse__Output>
   Exchange: MethodDefinition<_tollgate_payment_v1_ExchangeRequest, _tollgate_payment_v1_ExchangeResponse, _tollgate_payment_v1_ExchangeRequest__Output, _tollgate_payment_v1_ExchangeResponse__Output>
+  KeepAnswer: MethodDefinition<_tollgate_payment_v1_KeepAnswerRequest, _tollgate_payment_v1_KeepAnswerResponse, _tollgate_payment_v1_KeepAnswerRequest__Output, _tollgate_payment_v1_KeepAnswerResponse__Output>
   Release: MethodDefinition<_tollgate_payment_v1_ReleaseRequest, _tollgate_payment_v1_ReleaseResponse, _tollgate_payment_v1_ReleaseRequest__Output, _tollgate_payment_v1_ReleaseResponse__Output>
   Settle: MethodDefinition<_tollgate_payment_v1_SettleRequest, _tollgate_payment_v1_SettleResponse, _tollgate_payment_v1_SettleRequest__Output, _tollgate_payment_v1_SettleResponse__Output>
   Verify: MethodDefinition<_tollgate_payment_v1_VerifyRequest, _tollgate_payment_v1_VerifyResponse, _tollgate_payment_v1_VerifyRequest__Output, _tollgate_payment_v1_VerifyResponse__Output>

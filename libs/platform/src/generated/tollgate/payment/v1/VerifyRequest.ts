@@ -24,6 +24,11 @@ export interface VerifyRequest {
    * PAYMENT_ERROR_NOT_APPLICABLE without being reserved, and the gateway gives its ordinary answer.
    */
   'noService'?: (boolean);
+  /**
+   * What the request asks besides its URL (the SHA-256, hex, of a POST's validated JSON body; empty
+   * without a body): a payment identifier's retry must ask the same to get the first answer.
+   */
+  'requestDigest'?: (string);
 }
 
 export interface VerifyRequest__Output {
@@ -47,4 +52,9 @@ export interface VerifyRequest__Output {
    * PAYMENT_ERROR_NOT_APPLICABLE without being reserved, and the gateway gives its ordinary answer.
    */
   'noService': (boolean);
+  /**
+   * What the request asks besides its URL (the SHA-256, hex, of a POST's validated JSON body; empty
+   * without a body): a payment identifier's retry must ask the same to get the first answer.
+   */
+  'requestDigest': (string);
 }

@@ -3,6 +3,7 @@
 import type { Header as _tollgate_payment_v1_Header, Header__Output as _tollgate_payment_v1_Header__Output } from '../../../tollgate/payment/v1/Header.ts';
 import type { Problem as _tollgate_payment_v1_Problem, Problem__Output as _tollgate_payment_v1_Problem__Output } from '../../../tollgate/payment/v1/Problem.ts';
 import type { PaymentError as _tollgate_payment_v1_PaymentError, PaymentError__Output as _tollgate_payment_v1_PaymentError__Output } from '../../../tollgate/payment/v1/PaymentError.ts';
+import type { Answer as _tollgate_payment_v1_Answer, Answer__Output as _tollgate_payment_v1_Answer__Output } from '../../../tollgate/payment/v1/Answer.ts';
 
 export interface VerifyResponse {
   'valid'?: (boolean);
@@ -40,6 +41,18 @@ export interface VerifyResponse {
    * When invalid: why (PAYMENT_ERROR_UNSPECIFIED when valid).
    */
   'error'?: (_tollgate_payment_v1_PaymentError);
+  /**
+   * When valid: the payment carries a payment identifier. Once the call is settled, the gateway
+   * hands its answer to KeepAnswer, the body only when it is at most this many bytes; 0: do not.
+   */
+  'answerMaxBytes'?: (number);
+  /**
+   * When set (valid is false, error PAYMENT_ERROR_UNSPECIFIED): this payer's identifier was
+   * answered before for this same payment and request. The gateway sends this answer as it is and
+   * calls no node; nothing is charged again. (error_code says "payment_invalid", so a gateway of
+   * the last release refuses the retry instead.)
+   */
+  'answer'?: (_tollgate_payment_v1_Answer | null);
 }
 
 export interface VerifyResponse__Output {
@@ -78,4 +91,16 @@ export interface VerifyResponse__Output {
    * When invalid: why (PAYMENT_ERROR_UNSPECIFIED when valid).
    */
   'error': (_tollgate_payment_v1_PaymentError__Output);
+  /**
+   * When valid: the payment carries a payment identifier. Once the call is settled, the gateway
+   * hands its answer to KeepAnswer, the body only when it is at most this many bytes; 0: do not.
+   */
+  'answerMaxBytes': (number);
+  /**
+   * When set (valid is false, error PAYMENT_ERROR_UNSPECIFIED): this payer's identifier was
+   * answered before for this same payment and request. The gateway sends this answer as it is and
+   * calls no node; nothing is charged again. (error_code says "payment_invalid", so a gateway of
+   * the last release refuses the retry instead.)
+   */
+  'answer': (_tollgate_payment_v1_Answer__Output | null);
 }

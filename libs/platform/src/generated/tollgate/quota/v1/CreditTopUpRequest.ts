@@ -19,7 +19,7 @@ export interface CreditTopUpRequest {
    */
   'cause'?: (string);
   /**
-   * What paid: scheme ("exact", "charge"), settlement network (CAIP-2) and transaction.
+   * What paid: scheme ("exact", "mpp-charge"), settlement network (CAIP-2) and transaction.
    */
   'scheme'?: (string);
   'paymentNetwork'?: (string);
@@ -43,7 +43,7 @@ export interface CreditTopUpRequest__Output {
    */
   'cause': (string);
   /**
-   * What paid: scheme ("exact", "charge"), settlement network (CAIP-2) and transaction.
+   * What paid: scheme ("exact", "mpp-charge"), settlement network (CAIP-2) and transaction.
    */
   'scheme': (string);
   'paymentNetwork': (string);

@@ -1,0 +1,236 @@
+// The payers' refund requests, the worker's side (libs/payment-rails batch-refunds.ts is the
+// contract with payment-verifier, which takes them): one Lua script to take a request for sending
+// (the channel's lock held a little longer, its mirrored chain state marked stale, so once the lock
+// is let go every voucher on it is checked against the chain again), one to record what became of
+// it (the outcome payment-verifier answers with, the record deleted, updated or let go), and the
+// refund's transaction itself: the spec's enriched refund payload (a claim of the charged total,
+// the refund of the rest, both signed by the receiver authorizer) settled by the facilitator.
+import {
+  type Caip2,
+  chainIdOf,
+  type Facilitator,
+  REFUND_OUTCOME_MS,
+  type RefundChannelState,
+  type RefundOutcome,
+  refundKeys,
+} from "@tollgate/payment-rails";
+import type { Redis } from "@tollgate/platform";
+import { BATCH_SETTLEMENT_ADDRESS, claimBatchTypes, refundTypes } from "@x402/evm";
+import { getAddress, type Hex } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
+import type { ChannelRecord, OnChainChannel } from "../core/x402-batch-claims.ts";
+
+type FacilitatorClient = Facilitator["client"];
+type PaymentRequirements = Parameters<FacilitatorClient["settle"]>[1];
+
+/** How long a taken request holds its channel at least (a send and its receipt fit well inside). */
+const SEND_HOLD_MS = 2 * 60_000;
+
+// KEYS: record. ARGV: id, now, holdUntil. The record as taken, or false.
+const TAKE = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return false end
+local ch = cjson.decode(raw)
+local p = ch.pendingRequest
+local q = ch.refundRequest
+if type(p) ~= 'table' or type(q) ~= 'table' or p.pendingId ~= ARGV[1] or q.id ~= ARGV[1] or not q.submitted then
+  return false
+end
+if tonumber(p.expiresAt) <= tonumber(ARGV[2]) then return false end
+if tonumber(ARGV[3]) > tonumber(p.expiresAt) then p.expiresAt = tonumber(ARGV[3]) end
+ch.onchainSyncedAt = 0
+local out = cjson.encode(ch)
+redis.call('SET', KEYS[1], out)
+return out`;
+
+// KEYS: record, the request's outcome, the channel's latest outcome.
+// ARGV: id, outcome JSON, after (delete | update | unlock | keep), balance, totalClaimed,
+// refundNonce, now, outcome TTL (ms).
+const COMPLETE = `
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[8])
+redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[8])
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local ch = cjson.decode(raw)
+local p = ch.pendingRequest
+if type(p) ~= 'table' or p.pendingId ~= ARGV[1] or ARGV[3] == 'keep' then return 0 end
+if ARGV[3] == 'delete' then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+if ARGV[3] == 'update' then
+  ch.balance = ARGV[4]
+  ch.totalClaimed = ARGV[5]
+  ch.refundNonce = tonumber(ARGV[6])
+  ch.onchainSyncedAt = tonumber(ARGV[7])
+  ch.lastRequestTimestamp = tonumber(ARGV[7])
+end
+ch.pendingRequest = nil
+ch.refundRequest = nil
+redis.call('SET', KEYS[1], cjson.encode(ch))
+return 1`;
+
+/** What the record becomes once a request is answered. */
+export type RecordAfter =
+  /** Refunded in full: the record goes, as the SDK's own refund deletes it. */
+  | { kind: "delete" }
+  /** Refunded in part: the channel's state after it, the lock let go. */
+  | { kind: "update"; balance: bigint; totalClaimed: bigint; refundNonce: bigint }
+  /** Refused, nothing sent: the lock let go (its chain state stays marked stale). */
+  | { kind: "unlock" }
+  /** Outcome unknown (a transaction may be pending): the lock lapses on its own. */
+  | { kind: "keep" };
+
+export interface RefundRequests {
+  take(channelId: string, id: string, now: number): Promise<ChannelRecord | undefined>;
+  complete(channelId: string, outcome: RefundOutcome, after: RecordAfter, now: number): Promise<void>;
+}
+
+export function redisRefundRequests(
+  redis: Redis,
+  channelsPrefix: string,
+  paymentPrefix: string,
+): RefundRequests {
+  const records = `${channelsPrefix}:server:channel:`;
+  const keys = refundKeys(paymentPrefix);
+  return {
+    async take(channelId, id, now) {
+      const raw = await redis.eval(TAKE, {
+        keys: [records + channelId.toLowerCase()],
+        arguments: [id, String(now), String(now + SEND_HOLD_MS)],
+      });
+      return typeof raw === "string" ? (JSON.parse(raw) as ChannelRecord) : undefined;
+    },
+    async complete(channelId, outcome, after, now) {
+      const channel = channelId.toLowerCase();
+      const state = after.kind === "update" ? after : undefined;
+      await redis.eval(COMPLETE, {
+        keys: [records + channel, keys.outcome(outcome.id), keys.latest(channel)],
+        arguments: [
+          outcome.id,
+          JSON.stringify(outcome),
+          after.kind,
+          String(state?.balance ?? ""),
+          String(state?.totalClaimed ?? ""),
+          String(state?.refundNonce ?? ""),
+          String(now),
+          String(REFUND_OUTCOME_MS),
+        ],
+      });
+    },
+  };
+}
+
+/** The facilitator's answer to a refund: sent (and mined), or refused with nothing moved. */
+export type RefundSent =
+  | { success: true; transaction: string; amount: bigint; channelState?: Partial<RefundChannelState> }
+  | { success: false; transaction: string; errorReason: string; errorMessage: string };
+
+/**
+ * Sends a refund of `amount` from the channel `record` describes, claiming its charged total first
+ * when `claim` (one transaction: the contract's multicall), with the chain's current refund nonce.
+ * Throws when the facilitator or chain could not be reached (the outcome is then unknown).
+ */
+export type RefundSender = (
+  record: ChannelRecord,
+  chain: OnChainChannel,
+  amount: bigint,
+  claim: boolean,
+) => Promise<RefundSent>;
+
+export function refundSender(deps: {
+  facilitator: FacilitatorClient;
+  authorizer: PrivateKeyAccount;
+  network: Caip2;
+  asset: string;
+  payTo: string;
+}): RefundSender {
+  const domain = {
+    name: "x402 Batch Settlement",
+    version: "1",
+    chainId: chainIdOf(deps.network),
+    verifyingContract: getAddress(BATCH_SETTLEMENT_ADDRESS),
+  } as const;
+  // The channel manager's own requirements for its claims, settles and refunds.
+  const requirements: PaymentRequirements = {
+    scheme: "batch-settlement",
+    network: deps.network,
+    asset: deps.asset,
+    amount: "0",
+    payTo: deps.payTo,
+    maxTimeoutSeconds: 0,
+    extra: {},
+  };
+  return async (record, chain, amount, claim) => {
+    const channelId = record.channelId as Hex;
+    const charged = record.chargedCumulativeAmount;
+    const claims = claim
+      ? [
+          {
+            voucher: {
+              channel: record.channelConfig,
+              maxClaimableAmount: record.signedMaxClaimable ?? charged,
+            },
+            signature: record.signature ?? "0x",
+            totalClaimed: charged,
+          },
+        ]
+      : [];
+    const refundAuthorizerSignature = await deps.authorizer.signTypedData({
+      domain,
+      types: refundTypes,
+      primaryType: "Refund",
+      message: { channelId, nonce: chain.refundNonce, amount },
+    });
+    const claimAuthorizerSignature = claim
+      ? await deps.authorizer.signTypedData({
+          domain,
+          types: claimBatchTypes,
+          primaryType: "ClaimBatch",
+          message: {
+            claims: [
+              {
+                channelId,
+                maxClaimableAmount: BigInt(record.signedMaxClaimable ?? charged),
+                totalClaimed: BigInt(charged),
+              },
+            ],
+          },
+        })
+      : undefined;
+    const payload = {
+      x402Version: 2,
+      accepted: requirements,
+      payload: {
+        type: "refund",
+        channelConfig: record.channelConfig,
+        voucher: {
+          channelId,
+          maxClaimableAmount: record.signedMaxClaimable ?? charged,
+          signature: record.signature,
+        },
+        amount: amount.toString(),
+        refundNonce: chain.refundNonce.toString(),
+        claims,
+        refundAuthorizerSignature,
+        ...(claimAuthorizerSignature ? { claimAuthorizerSignature } : {}),
+      },
+    };
+    const response = await deps.facilitator.settle(payload, requirements);
+    if (!response.success) {
+      return {
+        success: false,
+        transaction: response.transaction ?? "",
+        errorReason: response.errorReason ?? "invalid_batch_settlement_evm_refund_transaction_failed",
+        errorMessage: response.errorMessage ?? "",
+      };
+    }
+    const extra = (response.extra ?? {}) as { channelState?: Partial<RefundChannelState> };
+    return {
+      success: true,
+      transaction: response.transaction,
+      amount: /^[0-9]+$/.test(response.amount ?? "") ? BigInt(response.amount as string) : amount,
+      ...(extra.channelState ? { channelState: extra.channelState } : {}),
+    };
+  };
+}
