@@ -127,6 +127,18 @@ describe("methods and paths the API does not list", () => {
     enveloped(unknown, 404, "not_found", "/api/chain/nope");
   });
 
+  it("a preflight allows every header the official x402 fetch client sends from a browser, Access-Control-Expose-Headers included", async () => {
+    const preflight = await request(mesh.gatewayUrl).options("/api/chain/chain-id").set({
+      Origin: "https://app.example",
+      "Access-Control-Request-Method": "GET",
+      // @x402/fetch sets Access-Control-Expose-Headers on its paid retry.
+      "Access-Control-Request-Headers": "payment-signature,access-control-expose-headers",
+    });
+    expect(preflight.status).toBe(204);
+    const allowed = String(preflight.headers["access-control-allow-headers"]).toLowerCase().split(",");
+    expect(allowed).toEqual(expect.arrayContaining(["payment-signature", "access-control-expose-headers"]));
+  });
+
   it("case variants and trailing slashes are 404 with a hint, never served or counted", async () => {
     const before = await dayUsed(apiKey);
     const calls = await executes();

@@ -48,8 +48,16 @@ describe("production overlay", () => {
       expect(policy.spec?.podSelector?.matchLabels).toEqual({ "app.kubernetes.io/name": name });
       const gatewayEgress = named(policies, "gateway").spec?.egress ?? [];
       if (!spec.calledByGateway) {
-        // Nothing in the cluster may call it; the gateway may not even try.
-        expect(policy.spec?.ingress ?? []).toEqual([]);
+        // Nothing in the cluster may call it but, for settlement-worker, the dashboard (a wallet's own
+        // payments, SettlementAccountService, which its mesh check keeps to that caller); the gateway
+        // may not even try.
+        const dashboard = name === "settlement-worker" ? ["dashboard"] : [];
+        expect(policy.spec?.ingress ?? []).toEqual(
+          dashboard.map((caller) => ({
+            from: [{ podSelector: { matchLabels: { "app.kubernetes.io/name": caller } } }],
+            ports: [{ protocol: "TCP", port: "grpc" }],
+          })),
+        );
         expect(JSON.stringify(gatewayEgress)).not.toContain(name);
         continue;
       }

@@ -196,6 +196,8 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     "settlement-worker": {
       OPERATOR_TOKEN_FILE: operatorTokenFile,
       DATABASE_URL: databaseUrl,
+      // The dashboard lists its users' own payments (SettlementAccountService only).
+      [meshCallerEnv("dashboard")]: dashboardDigest,
       ...(devnet
         ? { ...reconcileEnv(paymentEnv), ...sessionSettlementEnv(paymentEnv), ...batchClaimEnv(paymentEnv) }
         : {}),
@@ -214,6 +216,13 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       PORT: String(ports.dashboard.main),
       MESH_TOKEN_FILE: dashboardTokenFile,
       QUOTA_METER_ADDR: addr("quota-meter"),
+      SETTLEMENT_WORKER_ADDR: addr("settlement-worker"),
+      // The credits page's top-up pays the gateway from the browser.
+      GATEWAY_URL: baseEnv.PUBLIC_BASE_URL || `http://127.0.0.1:${ports.gateway.main}`,
+      // The devnets borrow public chain ids (Base Sepolia's, Tempo's): no explorer has their transactions.
+      ...(devnet
+        ? { LOCAL_CHAINS: [devnet.demo.settlement.network, devnet.demo.tempo.network].join(",") }
+        : {}),
       ...(signInChain
         ? { SIWE_CHAIN_ID: String(signInChain.chainId), SIWE_RPC_URL: signInChain.rpcUrl }
         : {}),

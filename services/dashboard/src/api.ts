@@ -7,11 +7,14 @@ import {
   type AccountApi,
   type AccountErrorCode,
   type AccountOperation,
+  CREDIT_TOP_UPS,
+  CREDITS_PATH,
   CSRF_HEADER,
   describePlan,
   type PlanFigures,
   planSource,
   SESSION_COOKIE,
+  usdcOfAtomic,
 } from "@tollgate/catalog";
 import { CallError, grpc, type Logger } from "@tollgate/platform";
 import type { ApiKey__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ApiKey";
@@ -19,9 +22,11 @@ import type { Quota__Output } from "@tollgate/platform/generated/tollgate/quota/
 import express, { type Request, type Response } from "express";
 import type { Hex } from "viem";
 import type { z } from "zod";
+import type { chainNamer } from "./chains.ts";
 import type { Kv } from "./kv.ts";
 import type { AccountClient } from "./quota-meter.ts";
 import { csrfMatches, type Session, type Sessions } from "./sessions.ts";
+import type { PaymentsClient } from "./settlement-worker.ts";
 import type { Siwe } from "./siwe.ts";
 
 export class ApiError extends Error {
@@ -36,6 +41,11 @@ export class ApiError extends Error {
 
 export interface ApiDeps {
   quota: AccountClient;
+  payments: PaymentsClient;
+  /** A payment's chain by name, and its transaction's explorer link (chains.ts states the rule). */
+  chainOf: ReturnType<typeof chainNamer>;
+  /** Where the credits page's top-up is paid (GATEWAY_URL); undefined: no button. */
+  gatewayUrl: string | undefined;
   siwe: Siwe;
   sessions: Sessions;
   logger: Logger;
@@ -53,6 +63,7 @@ export interface ApiDeps {
 
 interface Call<Op extends AccountOperation> {
   params: Op["params"] extends z.ZodObject ? z.infer<Op["params"]> : Record<string, never>;
+  query: Op["query"] extends z.ZodObject ? z.infer<Op["query"]> : Record<string, never>;
   body: Op["body"] extends z.ZodObject ? z.infer<Op["body"]> : Record<string, never>;
   /** Set on every operation with `session: true`. */
   session: Session;
@@ -67,6 +78,9 @@ type Handlers = {
 };
 
 const nullIfEmpty = (s: string) => (s === "" ? null : s);
+
+/** Which protocol a ledger scheme belongs to (payment-verifier's names, old and new). */
+const MPP_SCHEMES = new Set(["charge", "session", "mpp-charge", "mpp-session"]);
 
 function apiKey(k: ApiKey__Output | null) {
   if (!k) throw new ApiError("service_unavailable", "quota-meter answered without a key");
@@ -311,6 +325,50 @@ export function accountRouter(deps: ApiDeps): express.Router {
         days: u.days.map((d) => ({ day: d.day, calls: d.requests, errors: d.errors })),
       };
     },
+    async credits({ session }) {
+      const c = await quota.credits(session.accountId, 30);
+      return {
+        balance_usdc: usdcOfAtomic(c.balance),
+        credits_only: c.creditsOnly,
+        top_up: {
+          path: CREDITS_PATH,
+          gateway_url: deps.gatewayUrl ?? null,
+          amounts_usdc: [...CREDIT_TOP_UPS],
+        },
+        days: c.days.map((d) => ({
+          day: d.day,
+          top_ups_usdc: usdcOfAtomic(d.topUps),
+          draws_usdc: usdcOfAtomic(d.draws),
+          refunds_usdc: usdcOfAtomic(d.refunds),
+        })),
+      };
+    },
+    async payments({ session, query }) {
+      // The payer is the session's address (proved by its signature at sign-in), never a parameter.
+      const page = await deps.payments.ownPayments(session.address, query.limit ?? 50, query.cursor ?? "");
+      return {
+        payments: page.settlements.map((s) => {
+          const chain = deps.chainOf(s.paymentNetwork, nullIfEmpty(s.transaction));
+          return {
+            id: s.id,
+            time: s.time,
+            outcome: s.outcome as "settled" | "accrued",
+            protocol: MPP_SCHEMES.has(s.scheme) ? ("MPP" as const) : ("x402" as const),
+            scheme: s.scheme,
+            endpoint: nullIfEmpty(s.endpoint),
+            network: nullIfEmpty(s.network),
+            amount: usdcOfAtomic(BigInt(s.amount)),
+            amount_atomic: s.amount,
+            asset: s.asset,
+            chain: { id: s.paymentNetwork, name: chain.name },
+            transaction: nullIfEmpty(s.transaction),
+            transaction_url: chain.transactionUrl,
+            channel: nullIfEmpty(s.channel),
+          };
+        }),
+        next_cursor: nullIfEmpty(page.nextCursor),
+      };
+    },
   };
 
   const router = express.Router({ caseSensitive: true, strict: true });
@@ -344,8 +402,11 @@ export function accountRouter(deps: ApiDeps): express.Router {
         if (!params.success) throw firstIssue(params.error, "path");
         const body = op.body ? op.body.safeParse(req.body ?? {}) : { success: true as const, data: {} };
         if (!body.success) throw firstIssue(body.error, "body");
+        const query = op.query ? op.query.safeParse(req.query) : { success: true as const, data: {} };
+        if (!query.success) throw firstIssue(query.error, "query");
         const data = await handler({
           params: params.data as never,
+          query: query.data as never,
           body: body.data as never,
           session: session as Session,
           sessionId,

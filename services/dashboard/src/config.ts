@@ -16,6 +16,12 @@ export interface DashboardConfig {
    */
   publicUrl: string | undefined;
   quotaMeterAddr: string;
+  /** settlement-worker (SettlementAccountService: the signed-in wallet's own payments). */
+  settlementWorkerAddr: string;
+  /** The gateway's public origin, where the credits page's top-up is paid; unset: no button. */
+  gatewayUrl: string | undefined;
+  /** CAIP-2 ids of payment chains without a public explorer (named "… (local)", no links). */
+  localChains: readonly string[];
   /** The dashboard's mesh token (quota-meter accepts it by its digest, for AccountService only). */
   meshToken: string;
   redisUrl: string;
@@ -52,6 +58,27 @@ function publicUrl(value: string | undefined): string | undefined {
   return url.origin;
 }
 
+function gatewayUrl(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const url = URL.parse(value);
+  if (!url || !["http:", "https:"].includes(url.protocol) || url.pathname !== "/" || url.search || url.hash) {
+    throw new ConfigError(`GATEWAY_URL must be an http(s) origin without a path, got "${value}"`);
+  }
+  return url.origin;
+}
+
+function localChains(value: string | undefined): string[] {
+  const ids = (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const id of ids) {
+    if (!/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/.test(id))
+      throw new ConfigError(`LOCAL_CHAINS must list CAIP-2 chain ids (eip155:84532), got "${id}"`);
+  }
+  return ids;
+}
+
 function signUp(): boolean {
   const value = ENV.string("SIGN_UP").toLowerCase();
   if (value !== "open" && value !== "closed") {
@@ -69,6 +96,9 @@ export function loadConfig(): DashboardConfig {
     metricsPort: ENV.int("METRICS_PORT"),
     publicUrl: publicUrl(ENV.raw("DASHBOARD_PUBLIC_URL")),
     quotaMeterAddr: ENV.string("QUOTA_METER_ADDR"),
+    settlementWorkerAddr: ENV.string("SETTLEMENT_WORKER_ADDR"),
+    gatewayUrl: gatewayUrl(ENV.raw("GATEWAY_URL")),
+    localChains: localChains(ENV.raw("LOCAL_CHAINS")),
     meshToken: readMeshToken(),
     redisUrl: ENV.secret("REDIS_URL") ?? "",
     // The deployment's one namespace; the dashboard's keys under its own part of it.

@@ -24,11 +24,27 @@ export const ENV = envTable([
   { name: "QUOTA_METER_ADDR", default: "127.0.0.1:50051", description: "quota-meter's gRPC address" },
   { name: "QUOTA_METER_DEADLINE_MS", default: "3000", description: "deadline of every gRPC call" },
   {
+    name: "SETTLEMENT_WORKER_ADDR",
+    default: "127.0.0.1:50054",
+    description:
+      "settlement-worker's gRPC address: the payments page lists the signed-in wallet's own payments (`SettlementAccountService`, which accepts this token by `MESH_CALLER_DASHBOARD_SHA256` on the worker)",
+  },
+  {
+    name: "GATEWAY_URL",
+    description:
+      "the gateway's public origin: the credits page's top-up button pays `POST /api/credits` there from the browser (and the page's `connect-src` allows it); unset: the page shows the balance, no button",
+  },
+  {
+    name: "LOCAL_CHAINS",
+    description:
+      'CAIP-2 ids (comma-separated) of payment chains with no public explorer, e.g. local devnets that reuse a public chain id: the payments page names them "<name> (local)" without transaction links (`pnpm start` sets its devnets)',
+  },
+  {
     name: "MESH_TOKEN",
     required: true,
     secret: true,
     description:
-      "the dashboard's own mesh token; quota-meter accepts it by `MESH_CALLER_DASHBOARD_SHA256` (AccountService and GetUsage only)",
+      "the dashboard's own mesh token; quota-meter accepts it by `MESH_CALLER_DASHBOARD_SHA256` (AccountService and GetUsage only), settlement-worker by its own `MESH_CALLER_DASHBOARD_SHA256` (ListOwnPayments only)",
   },
   ...REDIS_ENV,
   { name: "REDIS_CONNECT_TIMEOUT_MS", default: "1500", description: "how long start-up waits for Redis" },

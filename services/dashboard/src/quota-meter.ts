@@ -16,6 +16,7 @@ export function createAccountClient(address: string, mesh: MeshClientOptions, de
     revokeKey: (accountId: string, keyId: string) => client.call("RevokeOwnKey", { accountId, keyId }),
     replaceKey: (accountId: string, keyId: string) => client.call("ReplaceOwnKey", { accountId, keyId }),
     usage: (accountId: string, days: number) => client.call("GetOwnUsage", { accountId, days }),
+    credits: (accountId: string, days: number) => client.call("GetOwnCredits", { accountId, days }),
     plans: async (): Promise<Plans> => plansFrom(await meter.call("DescribePlans", {})),
     close: () => {
       client.close();

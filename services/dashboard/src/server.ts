@@ -6,16 +6,24 @@ import { createRegistry, type Logger, prom, type Registry, seriesOf, serveMetric
 import express, { type NextFunction, type Request, type Response } from "express";
 import { createPublicClient, http, verifyMessage } from "viem";
 import { ApiError, accountRouter, sendApiError } from "./api.ts";
+import { chainNamer } from "./chains.ts";
 import type { DashboardConfig } from "./config.ts";
 import { type Kv, openKv } from "./kv.ts";
 import { type AccountClient, createAccountClient } from "./quota-meter.ts";
 import { createSessions } from "./sessions.ts";
+import { createPaymentsClient, type PaymentsClient } from "./settlement-worker.ts";
 import { createSiwe, type SignatureCheck } from "./siwe.ts";
 
 const PUBLIC = fileURLToPath(new URL("../public", import.meta.url));
 
 /** The pages: each a static file, the same for every user (data comes from the JSON API). */
-const PAGES: Record<string, string> = { "/": "index.html", "/keys": "keys.html", "/usage": "usage.html" };
+const PAGES: Record<string, string> = {
+  "/": "index.html",
+  "/keys": "keys.html",
+  "/usage": "usage.html",
+  "/credits": "credits.html",
+  "/payments": "payments.html",
+};
 
 export interface DashboardDeps {
   logger: Logger;
@@ -24,6 +32,7 @@ export interface DashboardDeps {
   /** Tests inject these; main.ts lets the server open them from the configuration. */
   kv?: Kv;
   quota?: AccountClient;
+  payments?: PaymentsClient;
 }
 
 export interface DashboardHandle {
@@ -47,16 +56,17 @@ function signatureCheck(config: DashboardConfig): SignatureCheck {
 
 const isLoopback = (host: string) => host === "127.0.0.1" || host === "localhost" || host === "[::1]";
 
-function securityHeaders(_req: Request, res: Response, next: NextFunction) {
+/** The headers of every answer; `gatewayUrl`: the one other origin the pages may call (the top-up). */
+function securityHeaders(gatewayUrl: string | undefined) {
   // Everything the pages use is served from here: no CDN, no inline script.
-  res.setHeader(
-    "Content-Security-Policy",
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-  );
-  res.setHeader("X-Content-Type-Options", "nosniff");
-  res.setHeader("Referrer-Policy", "no-referrer");
-  res.setHeader("X-Frame-Options", "DENY");
-  next();
+  const csp = `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'${gatewayUrl ? ` ${gatewayUrl}` : ""}; frame-ancestors 'none'; base-uri 'none'; form-action 'self'`;
+  return (_req: Request, res: Response, next: NextFunction) => {
+    res.setHeader("Content-Security-Policy", csp);
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    res.setHeader("Referrer-Policy", "no-referrer");
+    res.setHeader("X-Frame-Options", "DENY");
+    next();
+  };
 }
 
 export async function startDashboard(config: DashboardConfig, deps: DashboardDeps): Promise<DashboardHandle> {
@@ -75,6 +85,14 @@ export async function startDashboard(config: DashboardConfig, deps: DashboardDep
   const quota =
     deps.quota ??
     createAccountClient(config.quotaMeterAddr, { registry, token: config.meshToken }, config.grpcDeadlineMs);
+
+  const payments =
+    deps.payments ??
+    createPaymentsClient(
+      config.settlementWorkerAddr,
+      { registry, token: config.meshToken },
+      config.grpcDeadlineMs,
+    );
 
   const app = express();
   app.disable("x-powered-by");
@@ -106,7 +124,7 @@ export async function startDashboard(config: DashboardConfig, deps: DashboardDep
     });
     next();
   });
-  app.use(securityHeaders);
+  app.use(securityHeaders(config.gatewayUrl));
   app.get("/health", (_req, res) => {
     res.json({ status: "ok" });
   });
@@ -141,6 +159,9 @@ export async function startDashboard(config: DashboardConfig, deps: DashboardDep
   app.use(
     accountRouter({
       quota,
+      payments,
+      chainOf: chainNamer(config.localChains),
+      gatewayUrl: config.gatewayUrl,
       siwe,
       sessions,
       logger,
@@ -196,6 +217,7 @@ export async function startDashboard(config: DashboardConfig, deps: DashboardDep
         });
         await metrics.close();
         if (!deps.quota) quota.close();
+        if (!deps.payments) payments.close();
         if (!deps.kv) await kv.close();
       })();
       return stopping;

@@ -20,6 +20,9 @@ export const CORS = {
   allowedHeaders: [
     "Authorization",
     "Content-Type",
+    // The official @x402/fetch client sets it on every paid request (meaningless on a request, but a
+    // preflight refusing it leaves a browser unable to pay at all).
+    "Access-Control-Expose-Headers",
     PAYMENT_HEADERS.signature.name,
     PAYMENT_HEADERS.signatureV1.name,
     SIGN_IN_HEADER.name,

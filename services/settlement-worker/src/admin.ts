@@ -29,7 +29,7 @@ const invalid = (message: string): never => {
   throw new ServiceError(grpc.status.INVALID_ARGUMENT, "invalid_argument", message);
 };
 
-function toSettlement(e: LedgerEntry): Settlement {
+export function toSettlement(e: LedgerEntry): Settlement {
   return {
     id: e.id,
     outcome: e.outcome,

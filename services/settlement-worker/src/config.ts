@@ -9,7 +9,7 @@ import {
   paymentRedisPrefix,
   x402BatchFromEnv,
 } from "@tollgate/payment-rails";
-import { ConfigError, readRedisSettings } from "@tollgate/platform";
+import { ConfigError, type MeshCallers, readMeshCallers, readRedisSettings } from "@tollgate/platform";
 import { type Address, getAddress, isAddress } from "viem";
 import type { ReleasedPolicy } from "./core/ledger.ts";
 import { type ClaimPolicy, defaultClaimIntervalSeconds } from "./core/x402-batch-claims.ts";
@@ -40,6 +40,8 @@ export interface SettlementWorkerConfig {
   streamReplicas: number;
   /** Guards the admin API; admin is refused when unset. */
   operatorToken: string | undefined;
+  /** The dashboard, when it lists its users' own payments (MESH_CALLER_DASHBOARD_SHA256). */
+  meshCallers: MeshCallers;
   /** How many released calls the ledger keeps per payer, and for how long. */
   released: ReleasedPolicy;
   /** Undefined: reconciliation is unavailable (no settlement chain configured). */
@@ -182,6 +184,7 @@ export function loadConfig(): SettlementWorkerConfig {
     eventsNamespace: ENV.raw("EVENTS_NAMESPACE") ?? "",
     streamReplicas: ENV.int("NATS_STREAM_REPLICAS"),
     operatorToken: ENV.secret("OPERATOR_TOKEN"),
+    meshCallers: readMeshCallers([], ["dashboard"]),
     released: released(),
     chain: settlementChain,
     redisUrl: redis.url,

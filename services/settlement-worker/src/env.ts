@@ -4,6 +4,7 @@ import { mppChainEnv, X402_BATCH_TERMS_ENV, X402_FACILITATOR_ENV } from "@tollga
 import {
   DATABASE_ENV,
   envTable,
+  meshCallerRows,
   NATS_ENV,
   OPERATOR_ENV,
   outboxEnv,
@@ -20,6 +21,8 @@ export const ENV = envTable([
   ...NATS_ENV,
   ...outboxEnv("settlement-worker"),
   ...OPERATOR_ENV,
+  // The dashboard lists a signed-in wallet's own payments (SettlementAccountService).
+  ...meshCallerRows([], ["dashboard"]),
   {
     name: "LEDGER_RELEASED_PER_HOUR",
     default: "20",

@@ -19,6 +19,7 @@ import {
   serveMetrics,
   startGrpcServer,
 } from "@tollgate/platform";
+import { createAccountHandlers } from "./account.ts";
 import { backgroundRedis } from "./adapters/background-redis.ts";
 import { createSettlementChain } from "./adapters/chain.ts";
 import { consumeSettlements } from "./adapters/events.ts";
@@ -159,9 +160,15 @@ export async function startSettlementWorker(
       port: config.grpcPort,
       registry,
       logger,
-      // No mesh service calls the worker: its one API is the operator's.
-      meshCallers: {},
+      // The dashboard may list its users' own payments; everything else is the operator's.
+      meshCallers: config.meshCallers,
       services: [
+        {
+          name: "tollgate.settlement.v1.SettlementAccountService",
+          definition: contracts.settlementWorker().SettlementAccountService.service,
+          callers: { dashboard: ["ListOwnPayments"] },
+          handlers: createAccountHandlers({ ledger, logger }),
+        },
         {
           name: "tollgate.settlement.v1.SettlementAdminService",
           definition: contracts.settlementWorker().SettlementAdminService.service,

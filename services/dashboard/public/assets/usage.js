@@ -1,72 +1,26 @@
 import { ApiError, api, el, requireSession, status } from "./app.js";
+import { dayBars } from "./chart.js";
 
-const SVG = "http://www.w3.org/2000/svg";
 const n = (v) => v.toLocaleString("en-US");
 
-function svg(tag, attrs, text) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-/** Paired bars per day (calls, errors), drawn as inline SVG: nothing loaded from elsewhere. */
+/** Paired bars per day (calls, errors). */
 function chart(days) {
-  const W = 720;
-  const H = 240;
-  const pad = { l: 48, r: 8, t: 10, b: 36 };
-  // Gridlines at 0, half and the top, all whole numbers.
-  const max = 2 * Math.ceil(Math.max(1, ...days.map((d) => d.calls)) / 2);
-  const step = (W - pad.l - pad.r) / days.length;
-  const bar = Math.max(1, step / 2 - 1);
-  const y = (v) => H - pad.b - ((H - pad.t - pad.b) * v) / max;
-  const root = svg("svg", {
-    viewBox: `0 0 ${W} ${H}`,
-    role: "img",
-    "aria-labelledby": "chart-title chart-desc",
-  });
   const total = days.reduce((s, d) => s + d.calls, 0);
   const errors = days.reduce((s, d) => s + d.errors, 0);
-  root.append(
-    svg("desc", { id: "chart-desc" }, `${n(total)} calls and ${n(errors)} errors over ${days.length} days.`),
+  return dayBars(
+    days,
+    [
+      { key: "calls", colour: "#0b5cad", label: "calls" },
+      { key: "errors", colour: "#a4161a", label: "errors" },
+    ],
+    {
+      labelledBy: "chart-title",
+      describe: `${n(total)} calls and ${n(errors)} errors over ${days.length} days.`,
+      format: (v) => n(Math.round(v)),
+      // Gridlines at 0, half and the top, all whole numbers.
+      top: (max) => 2 * Math.ceil(Math.max(1, max) / 2),
+    },
   );
-  for (const f of [0, 0.5, 1]) {
-    const v = Math.round(max * f);
-    root.append(svg("line", { x1: pad.l, x2: W - pad.r, y1: y(v), y2: y(v), stroke: "#c9c9c4" }));
-    root.append(
-      svg(
-        "text",
-        { x: pad.l - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 11, fill: "#4a4a4a" },
-        n(v),
-      ),
-    );
-  }
-  days.forEach((d, i) => {
-    const x = pad.l + i * step;
-    const g = svg("g", {});
-    g.append(svg("title", {}, `${d.day}: ${n(d.calls)} calls, ${n(d.errors)} errors`));
-    g.append(svg("rect", { x, y: y(d.calls), width: bar, height: y(0) - y(d.calls), fill: "#0b5cad" }));
-    g.append(
-      svg("rect", {
-        x: x + bar + 1,
-        y: y(d.errors),
-        width: bar,
-        height: y(0) - y(d.errors),
-        fill: "#a4161a",
-      }),
-    );
-    root.append(g);
-    if (i % 5 === 0 || i === days.length - 1) {
-      root.append(
-        svg(
-          "text",
-          { x: x + bar, y: H - pad.b + 16, "text-anchor": "middle", "font-size": 11, fill: "#4a4a4a" },
-          d.day.slice(5),
-        ),
-      );
-    }
-  });
-  return root;
 }
 
 function meter(kind, w) {

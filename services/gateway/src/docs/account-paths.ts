@@ -11,6 +11,7 @@ function accountOperation(op: AccountOperation): Json {
   const statuses = [...new Set(codes.map((c) => ACCOUNT_ERRORS[c].status))].sort();
   const params = [
     ...parameters(op.params, "path"),
+    ...parameters(op.query, "query"),
     ...(op.session && op.method === "POST"
       ? [
           {

@@ -13,6 +13,7 @@ import {
   type LedgerEntry,
   type LedgerFilter,
   type Outcome,
+  PAYMENTS,
   type ReleasedPolicy,
   type ReleasedResult,
   releasedCutoff,
@@ -205,6 +206,34 @@ export function createLedgerStore(db: Kysely<LedgerTables>, released: ReleasedPo
         .where("window_start", "<", new Date(cutoff.getTime() - 3_600_000))
         .execute();
       return Number(gone.numDeletedRows);
+    },
+
+    /**
+     * One payer's per-call payments (PAYMENTS: settled on chain per call, accrued to a channel),
+     * newest first, `limit` per page, read along settlements_by_payer.
+     */
+    async payments(payer: string, limit: number, after: Cursor | undefined) {
+      let q = db
+        .selectFrom("settlements")
+        .select(columns)
+        .where(sql<string>`lower(payer)`, "=", payer.toLowerCase())
+        .where("outcome", "in", [...PAYMENTS]);
+      if (after) {
+        q = q.where((eb) =>
+          eb(eb.refTuple("occurred_at", "id"), "<", eb.tuple(new Date(after.time), after.id) as never),
+        );
+      }
+      const rows = await q
+        .orderBy("occurred_at", "desc")
+        .orderBy("id", "desc")
+        .limit(limit + 1)
+        .execute();
+      const entries = rows.slice(0, limit).map((r) => entry(r as Row));
+      const last = entries.at(-1);
+      return {
+        entries,
+        nextCursor: rows.length > limit && last ? encodeCursor({ time: last.time, id: last.id }) : "",
+      };
     },
 
     /** Newest first, `limit` per page, with totals per outcome and asset over the whole filter. */

@@ -22,6 +22,9 @@ export type Outcome = (typeof OUTCOMES)[number];
  */
 export const INFLOWS: readonly Outcome[] = ["settled", "channel_settled"];
 
+/** What a payer paid per call: on chain per call (`settled`), or charged to a channel (`accrued`). */
+export const PAYMENTS: readonly Outcome[] = ["settled", "accrued"];
+
 /**
  * How released calls are kept: they move no money and a payer makes them for free (one
  * authorization reused on a request refused after Verify), so they are samples, at most `perHour`
