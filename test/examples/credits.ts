@@ -7,10 +7,14 @@
  *    (`POST /api/credits?amount=1`, the key sent beside the payment).
  * 3. The key's first call of the day is on the plan; the next ones are paid from the credits
  *    (X-Credits-Remaining counts down).
+ * 4. payer2 buys 1 USDC of credits for its own wallet (no key: the top-up makes it an account), the
+ *    operator makes that account credits-only, and payer2 spends them with sign-in-with-x: each call
+ *    signs a fresh proof of the 402's challenge (official @x402/extensions client), no key, no payment.
  */
 import { readFileSync } from "node:fs";
 import { createAdminClient } from "@tollgate/cli/clients/quota-admin";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { wrapFetchWithSIWx } from "@x402/extensions/sign-in-with-x";
 import { type Network, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 
@@ -29,7 +33,6 @@ const { account, secret } = await admin.quickstart(`credits example ${new Date()
   daily: 1,
   monthly: 0,
 });
-admin.close();
 console.log("account", account?.id, "key", `${secret.slice(0, 12)}…`);
 
 // 2. Buy 1 USDC of credits for it, paid with x402 exact.
@@ -54,5 +57,33 @@ for (let i = 0; i < 3; i++) {
     `X-Quota-Day-Used ${res.headers.get("x-quota-day-used")}`,
     `X-Credits-Remaining ${res.headers.get("x-credits-remaining") ?? "(on the plan)"}`,
     `cost ${body.meta.cost_usdc ?? "-"}`,
+  );
+}
+
+// 4. A wallet buys credits for itself and spends them signed in (sign-in-with-x), without a key.
+const wallet = privateKeyToAccount(
+  devnet.accounts.find((a: { role: string }) => a.role === "payer2").privateKey,
+);
+const own = new x402Client()
+  .setSpendControls({ allowedAssets: [{ network, asset: devnet.demo.settlement.usdc.address }] })
+  .register(network, new ExactEvmScheme(wallet));
+const toppedUp = await wrapFetchWithPayment(fetch, own)(`${gateway}/api/credits?amount=1`, {
+  method: "POST",
+});
+const topUp = ((await toppedUp.json()) as { data: { account_id: string | null } }).data;
+console.log("wallet top-up", toppedUp.status, JSON.stringify(topUp));
+// Its account is on the free plan; credits-only, its calls draw the credits (as the operator may set).
+if (topUp.account_id) await admin.updateAccount({ accountId: topUp.account_id, creditsOnly: true });
+admin.close();
+const signedIn = wrapFetchWithSIWx(fetch, wallet);
+for (let i = 0; i < 2; i++) {
+  const res = await signedIn(`${gateway}/api/chain/block-number`);
+  const body = (await res.json()) as { meta: { cost_usdc?: string } };
+  console.log(
+    `signed-in call ${i + 1}:`,
+    res.status,
+    `X-Credits-Remaining ${res.headers.get("x-credits-remaining")}`,
+    `cost ${body.meta.cost_usdc ?? "-"}`,
+    `PAYMENT-RESPONSE ${res.headers.get("payment-response") ? "yes" : "none"}`,
   );
 }

@@ -144,12 +144,14 @@ describe("/openapi.json", () => {
     expect(schemes.apiKey).toMatchObject({ type: "http", scheme: "bearer" });
     expect(schemes.x402).toMatchObject({ type: "apiKey", in: "header", name: "Payment-Signature" });
     expect(schemes.x402.description).toContain("exact");
+    expect(schemes.signInWithX).toMatchObject({ type: "apiKey", in: "header", name: "SIGN-IN-WITH-X" });
     expect(schemes.mpp).toMatchObject({ type: "http", scheme: "Payment" });
     expect(schemes.mpp.description).toMatch(/`charge`, `session`/);
     for (const e of ENDPOINTS) {
       expect(doc.paths[e.path][e.method.toLowerCase()].security).toEqual([
         { apiKey: [] },
         { x402: [] },
+        { signInWithX: [] },
         { mpp: [] },
       ]);
     }

@@ -30,6 +30,11 @@ export const ERRORS = {
     status: 401,
     description: "The Authorization header is missing, malformed, unknown or revoked.",
   },
+  sign_in_invalid: {
+    status: 401,
+    description:
+      "The SIGN-IN-WITH-X proof was refused: malformed, for another domain, outside its 5-minute window, not signed by its wallet, or used already (each proof is served once); the message says which. Sign a fresh one from a 402's `sign-in-with-x` extension.",
+  },
   payment_required: {
     status: 402,
     description: "Pay per call with x402 (Payment-Signature) or MPP, or use an API key.",
@@ -37,6 +42,11 @@ export const ERRORS = {
   payment_invalid: {
     status: 402,
     description: "The payment was refused; the message says why. Nothing was charged.",
+  },
+  no_account: {
+    status: 402,
+    description:
+      "The signed-in wallet (SIGN-IN-WITH-X) has no account: buy credits with it (POST /api/credits) or sign in on the dashboard to get one; or pay per call (offers attached).",
   },
   insufficient_credits: {
     status: 402,

@@ -30,4 +30,14 @@ export const PAYMENT_HEADERS = {
   mppReceipt: { name: "Payment-Receipt", description: "MPP receipt on success." },
 } as const;
 
+/**
+ * x402's `sign-in-with-x` extension (client → server): a wallet's signed CAIP-122 proof, made from
+ * the challenge a 402's PAYMENT-REQUIRED carries; the call is served on the wallet's account.
+ */
+export const SIGN_IN_HEADER = {
+  name: "SIGN-IN-WITH-X",
+  description:
+    "x402 sign-in-with-x proof, base64 JSON (a wallet's signed EIP-4361 message from the 402's `sign-in-with-x` extension); single-use, valid 5 minutes.",
+} as const;
+
 export const REQUEST_ID_HEADER = "X-Request-Id";

@@ -18,12 +18,15 @@ export const USAGE_BATCH_MAX = 1_000;
  * `credits` (added compatibly too) is what an answered call drew from the account's prepaid
  * credits (USDC atomic units; absent or 0 for a call on the plan or refunded), and `credits_epoch`
  * the hot copy's generation it was drawn in: quota-meter's ledger records the batch's draws once.
+ * `key_id` is empty for a call made without a key (a wallet signed in with sign-in-with-x, served
+ * on its account): a widening, so a consumer of an older release drops such calls alone.
  */
 export const usageBatchV2 = z.object({
   id: z.string().min(1).max(200),
   calls: z
     .array(
       usageEventV1.omit({ id: true }).extend({
+        key_id: z.string().max(100),
         counted: z.boolean().optional(),
         credits: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
         credits_epoch: z.string().max(200).optional(),

@@ -7,6 +7,7 @@ import {
   PAYMENT_HEADERS,
   QUOTA_HEADERS,
   REQUEST_ID_HEADER,
+  SIGN_IN_HEADER,
   TOP_UP_KEY_HEADER,
 } from "@tollgate/catalog";
 import { type Logger, prom, type Registry, seriesOf } from "@tollgate/platform";
@@ -24,6 +25,7 @@ export const CORS = {
     "Access-Control-Expose-Headers",
     PAYMENT_HEADERS.signature.name,
     PAYMENT_HEADERS.signatureV1.name,
+    SIGN_IN_HEADER.name,
     REQUEST_ID_HEADER,
     TOP_UP_KEY_HEADER,
   ],

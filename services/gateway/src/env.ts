@@ -34,7 +34,7 @@ export const ENV = envTable([
   {
     name: "PUBLIC_BASE_URL",
     description:
-      "the origin clients use (http(s), optional path prefix): OpenAPI `servers`, llms.txt links, payment resource URLs (never taken from the caller's `Host`); unset, the docs are relative",
+      "the origin clients use (http(s), optional path prefix): OpenAPI `servers`, llms.txt links, payment resource URLs and the domain sign-in-with-x proofs are bound to (never taken from the caller's `Host`); unset, the docs are relative and sign-in-with-x is not offered",
   },
   {
     name: "DASHBOARD_URL",

@@ -29,6 +29,7 @@ import { createSettlementRecorder, type SettlementSink } from "./core/events.ts"
 import { createPaymentMetrics, zeroPaymentMetrics } from "./core/metrics.ts";
 import { Payments } from "./core/payments.ts";
 import { FacilitatorUnavailableError } from "./core/types.ts";
+import { SignInWithX } from "./protocols/sign-in-with-x.ts";
 import { buildSchemes } from "./schemes/registry.ts";
 import { SDK_SCHEME } from "./schemes/x402-batch-credential.ts";
 import { MemoryAnswerStore } from "./stores/answers.ts";
@@ -40,6 +41,7 @@ import { RedisPendingSettlementStore } from "./stores/pending-settlements.ts";
 import type { ReservationStore } from "./stores/reservations.ts";
 import { MemoryReservationStore } from "./stores/reservations-memory.ts";
 import { RedisReservationStore } from "./stores/reservations-redis.ts";
+import { MemorySignInNonceStore, RedisSignInNonceStore } from "./stores/sign-in-nonces.ts";
 import { grpcHandlers } from "./transport.ts";
 
 const SERVICE_NAME = "tollgate.payment.v1.PaymentVerifierService";
@@ -163,6 +165,23 @@ export async function startPaymentVerifier(
         },
       })
     : memoryMppxState();
+  // Sign-in-with-x on the settlement chain (where a smart wallet's signature is read); its used
+  // nonces shared like reservations. Attempts count against the same per-client limit as payments.
+  const signInNonces = redis
+    ? new RedisSignInNonceStore(redis, config.redisPrefix)
+    : new MemorySignInNonceStore();
+  const signIn = new SignInWithX({
+    chains: [x402.network],
+    nonces: signInNonces,
+    countAttempt: async (client) => {
+      const checks = [{ scope: "client", id: client, limit: config.limits.perClient }];
+      const scope = await reservations.countAttempt({ checks, nowMs: Date.now() });
+      if (scope) metrics.attemptsLimited.inc({ scope });
+      return scope;
+    },
+    ...(settlementChain ? { evmVerifier: (args) => settlementChain.verifyMessage(args) } : {}),
+    observe: (outcome, seconds) => metrics.signInSeconds.observe({ outcome }, seconds),
+  });
   const offered = withoutBatch ? config.schemes.filter((s) => s !== "x402-batch") : config.schemes;
   const schemes = buildSchemes(
     { ...config, schemes: offered },
@@ -176,6 +195,7 @@ export async function startPaymentVerifier(
       batchRefunds,
       mppState,
       penalties: reservations,
+      signIn,
     },
   );
   zeroPaymentMetrics(
@@ -186,6 +206,7 @@ export async function startPaymentVerifier(
     for (const s of schemes) await s.close();
     await facilitator.close();
     await settlementChain?.close();
+    signInNonces.close();
     await reservations.close();
   };
   for (const scheme of schemes) {
@@ -238,8 +259,18 @@ export async function startPaymentVerifier(
       {
         name: SERVICE_NAME,
         definition: contracts.paymentVerifier().PaymentVerifierService.service,
-        handlers: grpcHandlers(payments),
-        callers: { gateway: ["Challenge", "Verify", "Settle", "Release", "DescribeMethods", "KeepAnswer"] },
+        handlers: grpcHandlers(payments, signIn),
+        callers: {
+          gateway: [
+            "Challenge",
+            "Verify",
+            "Settle",
+            "Release",
+            "DescribeMethods",
+            "KeepAnswer",
+            "VerifySignIn",
+          ],
+        },
         // The gateway's calls of a paid request travel as messages on its open streams.
         exchange: "Exchange",
       },

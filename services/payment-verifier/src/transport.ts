@@ -20,10 +20,13 @@ import type { SettleRequest__Output } from "@tollgate/platform/generated/tollgat
 import type { SettleResponse } from "@tollgate/platform/generated/tollgate/payment/v1/SettleResponse";
 import type { VerifyRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyRequest";
 import type { VerifyResponse } from "@tollgate/platform/generated/tollgate/payment/v1/VerifyResponse";
+import type { VerifySignInRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/VerifySignInRequest";
+import type { VerifySignInResponse } from "@tollgate/platform/generated/tollgate/payment/v1/VerifySignInResponse";
 import { eventOutcome, splitPaymentId } from "./core/context.ts";
 import { settlementEventId } from "./core/events.ts";
 import type { Payments } from "./core/payments.ts";
 import type { PaymentErrorCode, PricedCall } from "./core/types.ts";
+import type { SignInOutcome, SignInWithX } from "./protocols/sign-in-with-x.ts";
 
 /**
  * The proto enum value of each core error code, named after it: a code the core adds without its
@@ -108,7 +111,14 @@ function pricedCall(
   };
 }
 
-export function grpcHandlers(payments: Payments) {
+/** The proto enum value of each sign-in refusal. */
+const SIGN_IN_ERROR = {
+  invalid: "SIGN_IN_ERROR_INVALID",
+  rate_limited: "SIGN_IN_ERROR_RATE_LIMITED",
+  service_unavailable: "SIGN_IN_ERROR_SERVICE_UNAVAILABLE",
+} as const satisfies Record<Extract<SignInOutcome, { valid: false }>["error"], string>;
+
+export function grpcHandlers(payments: Payments, signIn: SignInWithX) {
   return {
     async Challenge(req: ChallengeRequest__Output): Promise<ChallengeResponse> {
       // The gateway's error text is redacted before it is rendered into the offers.
@@ -204,6 +214,38 @@ export function grpcHandlers(payments: Payments) {
       const call = req.resource?.endpoint ? pricedCall(requestId, req.resource) : undefined;
       await payments.release(requestId, call, paymentId, req.credentials, req.reason);
       return {};
+    },
+    async VerifySignIn(req: VerifySignInRequest__Output): Promise<VerifySignInResponse> {
+      // The resource is only read for its URL (the origin a proof must name); it must be a chain call.
+      const call = pricedCall(req.requestId, req.resource, req.client);
+      if (call.endpoint.topUp) {
+        throw new ServiceError(
+          grpc.status.INVALID_ARGUMENT,
+          "invalid_parameter",
+          "sign-in is for chain calls",
+        );
+      }
+      const outcome = await signIn.verify({
+        requestId: call.requestId,
+        url: call.url,
+        proof: req.proof,
+        client: call.client,
+      });
+      if (outcome.valid) {
+        return {
+          valid: true,
+          wallet: outcome.wallet,
+          chainId: outcome.chainId,
+          error: "SIGN_IN_ERROR_UNSPECIFIED",
+        };
+      }
+      return {
+        valid: false,
+        error: SIGN_IN_ERROR[outcome.error],
+        // The reason may quote what the client sent; redacted as every refusal's text is.
+        reason: redactForClient(outcome.reason),
+        code: outcome.code,
+      };
     },
     async KeepAnswer(req: KeepAnswerRequest__Output): Promise<KeepAnswerResponse> {
       required(req.requestId, "request_id");

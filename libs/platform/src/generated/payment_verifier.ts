@@ -24,6 +24,8 @@ import type { SettleRequest as _tollgate_payment_v1_SettleRequest, SettleRequest
 import type { SettleResponse as _tollgate_payment_v1_SettleResponse, SettleResponse__Output as _tollgate_payment_v1_SettleResponse__Output } from './tollgate/payment/v1/SettleResponse.ts';
 import type { VerifyRequest as _tollgate_payment_v1_VerifyRequest, VerifyRequest__Output as _tollgate_payment_v1_VerifyRequest__Output } from './tollgate/payment/v1/VerifyRequest.ts';
 import type { VerifyResponse as _tollgate_payment_v1_VerifyResponse, VerifyResponse__Output as _tollgate_payment_v1_VerifyResponse__Output } from './tollgate/payment/v1/VerifyResponse.ts';
+import type { VerifySignInRequest as _tollgate_payment_v1_VerifySignInRequest, VerifySignInRequest__Output as _tollgate_payment_v1_VerifySignInRequest__Output } from './tollgate/payment/v1/VerifySignInRequest.ts';
+import type { VerifySignInResponse as _tollgate_payment_v1_VerifySignInResponse, VerifySignInResponse__Output as _tollgate_payment_v1_VerifySignInResponse__Output } from './tollgate/payment/v1/VerifySignInResponse.ts';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -69,8 +71,11 @@ export interface ProtoGrpcType {
         Resource: MessageTypeDefinition<_tollgate_payment_v1_Resource, _tollgate_payment_v1_Resource__Output>
         SettleRequest: MessageTypeDefinition<_tollgate_payment_v1_SettleRequest, _tollgate_payment_v1_SettleRequest__Output>
         SettleResponse: MessageTypeDefinition<_tollgate_payment_v1_SettleResponse, _tollgate_payment_v1_SettleResponse__Output>
+        SignInError: EnumTypeDefinition
         VerifyRequest: MessageTypeDefinition<_tollgate_payment_v1_VerifyRequest, _tollgate_payment_v1_VerifyRequest__Output>
         VerifyResponse: MessageTypeDefinition<_tollgate_payment_v1_VerifyResponse, _tollgate_payment_v1_VerifyResponse__Output>
+        VerifySignInRequest: MessageTypeDefinition<_tollgate_payment_v1_VerifySignInRequest, _tollgate_payment_v1_VerifySignInRequest__Output>
+        VerifySignInResponse: MessageTypeDefinition<_tollgate_payment_v1_VerifySignInResponse, _tollgate_payment_v1_VerifySignInResponse__Output>
       }
     }
   }

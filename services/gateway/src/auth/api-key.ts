@@ -2,21 +2,14 @@
 // gateway holds for the key, decides whether the call is served; the call is counted against the
 // account's windows and given back when the node gave no answer.
 import { randomUUID } from "node:crypto";
-import {
-  CREDIT_HEADERS,
-  type Endpoint,
-  ERRORS,
-  priceAtomic,
-  QUOTA_HEADERS,
-  TOP_UP_HINT,
-  usdcOfAtomic,
-} from "@tollgate/catalog";
+import { ERRORS, TOP_UP_HINT } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
-import { type Reply, sendDataJson, sendError, sendLimit } from "../envelope.ts";
+import { type Reply, sendError, sendLimit } from "../envelope.ts";
 import type { Grant, LeaseBook, UnknownKeyLimiter } from "../leases.ts";
 import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
+import { atomicPrice, sendOnAccount, setQuotaHeaders } from "./account-answer.ts";
 import { type AuthMethod, type Caller, type CredentialsOf, charged, failureOf } from "./call.ts";
 
 export interface ApiKeyAuthDeps {
@@ -109,19 +102,7 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
     const outcome = await execute();
     const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
     const drawn = authz.credits;
-    if (drawn) {
-      // Paid from credits: charged like a paid call (its price in meta), and the balance after it.
-      // A call the node did not answer gets its credits back (below): the balance before it.
-      const paid = charged(outcome);
-      res.setHeader(
-        CREDIT_HEADERS.remaining.name,
-        usdcOfAtomic(paid ? drawn.remaining : drawn.remaining + drawn.drawn),
-      );
-      const cost = paid ? { cost_usdc: endpoint.price } : undefined;
-      if (outcome.ok) sendDataJson(res, outcome.dataJson, cost);
-      else sendError(res, outcome.code, outcome.message, outcome.extra, cost);
-    } else if (outcome.ok) sendDataJson(res, outcome.dataJson);
-    else sendError(res, outcome.code, outcome.message, outcome.extra);
+    sendOnAccount(res, endpoint, outcome, authz);
     // A call that got no answer is not charged: its unit goes back to its lease when that is still
     // live (served again at once), else to both windows.
     const uncharged = authz.metered && !charged(outcome);
@@ -143,28 +124,4 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
       creditsEpoch: drawn?.epoch ?? "",
     });
   };
-}
-
-/** Each endpoint's price in USDC atomic units, worked out once. */
-const atomicPrices = new WeakMap<Endpoint, number>();
-function atomicPrice(endpoint: Endpoint): number {
-  let p = atomicPrices.get(endpoint);
-  if (p === undefined) {
-    p = Number(priceAtomic(endpoint.price));
-    atomicPrices.set(endpoint, p);
-  }
-  return p;
-}
-
-function setQuotaHeaders(res: Reply, authz: Grant): void {
-  const q = authz.quota;
-  if (!q) return;
-  if (q.dayLimit != null && q.dayUsed != null) {
-    res.setHeader(QUOTA_HEADERS.dayLimit.name, String(q.dayLimit));
-    res.setHeader(QUOTA_HEADERS.dayUsed.name, String(q.dayUsed));
-  }
-  if (q.monthLimit != null && q.monthUsed != null) {
-    res.setHeader(QUOTA_HEADERS.monthLimit.name, String(q.monthLimit));
-    res.setHeader(QUOTA_HEADERS.monthUsed.name, String(q.monthUsed));
-  }
 }

@@ -24,8 +24,7 @@ export interface Caller {
 }
 
 /**
- * An auth method, made once per router by its factory (apiKeyAuth, paymentAuth; a sign-in-with-x
- * factory takes its place beside them when it lands): given a validated call and the credentials
+ * An auth method, made once per router by its factory (apiKeyAuth, signInAuth, paymentAuth): given a validated call and the credentials
  * of its kind, it decides whether the call is served, runs `execute` at most once, answers, and
  * accounts for it. Positional arguments rather than a context object: this is every paid call's
  * path, and nothing is allocated for the dispatch.

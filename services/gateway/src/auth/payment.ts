@@ -123,10 +123,10 @@ async function buy(
  * The URL is the validated path and query (strict schemas, so bounded by their formats), the
  * query re-encoded.
  */
-function resourceOf(
+export function resourceOf(
   endpoint: Endpoint,
   network: string,
-  deps: PaymentState,
+  deps: { publicBaseUrl: string | undefined },
   path: string,
   query: Record<string, unknown>,
 ): Resource {
@@ -145,7 +145,7 @@ function digestOf(body: unknown): string {
 }
 
 /** Appends, never overwrites: several MPP challenges share WWW-Authenticate. */
-function copyHeaders(res: Response, headers: { name: string; value: string }[]): void {
+export function copyHeaders(res: Response, headers: { name: string; value: string }[]): void {
   for (const h of headers) res.append(h.name, h.value);
 }
 

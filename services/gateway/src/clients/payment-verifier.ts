@@ -50,6 +50,10 @@ export function createPaymentVerifierClient(
     release(requestId: string, paymentId: string, reason: string, resource: Resource, credentials: Header[]) {
       return againIfGone(() => rpc.call("Release", { requestId, paymentId, reason, resource, credentials }));
     },
+    /** A SIGN-IN-WITH-X proof (as received): the wallet it signs in, or why it is refused. */
+    verifySignIn(requestId: string, resource: Resource, proof: string, client: string) {
+      return againIfGone(() => rpc.call("VerifySignIn", { requestId, resource, proof, client }));
+    },
     /** The answer a payment identifier's retry gets again (VerifyResponse.answer_max_bytes). */
     keepAnswer(
       requestId: string,
@@ -74,7 +78,8 @@ export function createPaymentVerifierClient(
  * A call whose replica went away (UNAVAILABLE: refused, or the connection dropped mid-call) is sent
  * once more (a Settle until its deadline: untilAnswered), and the channel's round robin takes it to
  * another replica. Every payment-verifier call is safe to repeat: Challenge reads; a Verify of the
- * same request gets the same payment_id; a Settle of the same call waits for the settlement its
+ * same request gets the same payment_id, a VerifySignIn the same wallet (its nonce is held by the
+ * request's id); a Settle of the same call waits for the settlement its
  * first attempt began, or takes it over once that replica died (never a second transfer;
  * payment-verifier README); Release frees only its holder's reservation. Without it, a replica
  * killed mid-settlement left a charged call answered 503 (chaos run).

@@ -20,10 +20,14 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
     defaultDeadlineMs: 5_000,
   });
   return {
-    /** Counts this call, or a lease of `leaseUnits` calls, for the key. */
+    /**
+     * Counts this call, or a lease of `leaseUnits` calls, for the key; or this call for the account
+     * of a signed-in `wallet` (no key then).
+     */
     authorize(req: {
       requestId: string;
-      apiKey: string;
+      /** The key; empty or unset for a sign-in (`wallet`). */
+      apiKey?: string;
       endpoint: string;
       network: string;
       leaseUnits: number;
@@ -31,7 +35,7 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
       authorizationId: string;
       /** The call's price in USDC atomic units: drawn from credits when the plan's windows are spent. */
       priceAtomic: number;
-      /** Sign-in-with-x: the verified wallet, instead of a key. */
+      /** Sign-in-with-x: the wallet payment-verifier verified (lower case), instead of a key. */
       wallet?: string;
     }) {
       return client.call("Authorize", req);

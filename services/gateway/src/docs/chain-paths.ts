@@ -66,14 +66,14 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
       },
       ...errors,
       "402": {
-        description: `Payment required or refused. Nothing was charged.${pay.text ? ` Pay per call with ${pay.text}.` : ""}`,
+        description: `Payment required or refused. Nothing was charged.${pay.text ? ` Pay per call with ${pay.text}.` : ""} ${codesOf(402)}`,
         headers: pay.offers,
         content: { "application/json": { schema: { $ref: "#/components/schemas/PaymentRefusal" } } },
       },
       ...(pay.offers402.some((m) => m.protocol === "x402")
         ? {
             "409": {
-              description: `An x402 payment identifier's retry that cannot be answered from the first request. Nothing was charged. ${identifierCodes()}`,
+              description: `An x402 payment identifier's retry that cannot be answered from the first request. Nothing was charged. ${codesOf(409)}`,
               headers: {
                 "Retry-After": {
                   schema: { type: "integer" },
@@ -96,10 +96,10 @@ function operation(endpoint: Endpoint, pay: PayDocs): Json {
   };
 }
 
-/** The 409 codes (x402's payment-identifier), each with its description. */
-function identifierCodes(): string {
+/** "`code`: description" of every error code answered with `status`. */
+function codesOf(status: number): string {
   return Object.entries(ERRORS)
-    .filter(([, e]) => e.status === 409)
+    .filter(([, e]) => e.status === status)
     .map(([code, e]) => `\`${code}\`: ${e.description}`)
     .join(" ");
 }

@@ -64,6 +64,11 @@ export function components(schemes: Json): Json {
               parameter: { type: "string", description: "The offending parameter, on 400s." },
               revert_data: { type: "string", description: "execution_reverted: raw revert data." },
               reason: { type: "string", description: "execution_reverted: decoded reason." },
+              reason_code: {
+                type: "string",
+                description:
+                  "sign_in_invalid: the sign-in-with-x extension's failure code (for example invalid_siwx_nonce for a proof used already, invalid_siwx_domain_mismatch, invalid_siwx_expired).",
+              },
             },
           },
           meta: { $ref: "#/components/schemas/Meta" },

@@ -7,6 +7,7 @@ import {
   type Endpoint,
   NETWORKS,
   type Plans,
+  SIGN_IN_HEADER,
 } from "@tollgate/catalog";
 import type { PaymentMethod } from "../payment-methods.ts";
 import { describeMethods } from "../payment-methods.ts";
@@ -74,6 +75,11 @@ export function buildLlmsTxt(
         ]
       : []),
     ...(x402.length ? [`  - ${PAYMENT_IDENTIFIER_RULE}`] : []),
+    ...(x402.length && publicBaseUrl
+      ? [
+          `- Sign-in-with-x (x402 extension; a wallet with an account: a dashboard sign-in or a credits top-up made one): the 402's \`PAYMENT-REQUIRED\` carries a \`sign-in-with-x\` challenge (this domain, a fresh nonce, valid 5 minutes). Sign it (EIP-4361) and retry with \`${SIGN_IN_HEADER.name}\`: the call is served on the wallet's account (its plan, then its credits), no key, no payment. One proof per call; a replayed, expired, other-domain or badly signed proof is 401 \`sign_in_invalid\`; a wallet without an account 402 \`no_account\`, an account without credits for the call 402 \`insufficient_credits\` (both with the offers to pay per call). Official client: @x402/extensions/sign-in-with-x (\`wrapFetchWithSIWx(fetch, account)\`, or \`createSIWxClientExtension({ signers: [account] })\` registered on the @x402/fetch client, which pays when the sign-in is refused with a 402).`,
+        ]
+      : []),
     ...(mpp.length
       ? [
           `- MPP (Machine Payments Protocol): call without credentials; the 402 carries one \`WWW-Authenticate: Payment\` challenge per offer (method \`tempo\`; ${mppIntents()}), each valid for 5 minutes. Retry with \`Authorization: Payment <credential>\`; a paid answer carries \`Payment-Receipt\` and \`meta.cost_usdc\`, \`meta.payment_chain\`, \`meta.payment_token\` (the token used). Official client: mppx (\`Mppx.create({ methods: [tempo.charge({ account })] }).fetch(url)\`).`,

@@ -22,7 +22,8 @@ export function buildOpenApi(
   dashboardUrl?: string,
   plans: Plans = DEFAULT_PLANS,
 ): Json {
-  const pay = payDocs(methods);
+  // Sign-in-with-x proofs are bound to the public origin: offered only when one is configured.
+  const pay = payDocs(methods, serverUrl !== undefined);
   const planWords = plansText(plans, pay.text);
   (pay.schemes.apiKey as Json).description =
     `API-key plan: \`Authorization: Bearer <API key>\`. ${planWords}`;

@@ -1,6 +1,6 @@
 // What the accepted payment methods put into the OpenAPI document: security schemes, the 402's
 // offer headers, receipts, and each operation's `x-payment-info`.
-import { type Endpoint, PAYMENT_HEADERS, priceAtomic } from "@tollgate/catalog";
+import { type Endpoint, PAYMENT_HEADERS, priceAtomic, SIGN_IN_HEADER } from "@tollgate/catalog";
 import { describeMethods, type PaymentMethod } from "../payment-methods.ts";
 import { type Json, ref } from "./schema.ts";
 import { PAYMENT_IDENTIFIER_RULE } from "./wording.ts";
@@ -37,7 +37,8 @@ export function paymentOffers(endpoint: Endpoint, methods: readonly PaymentMetho
   }));
 }
 
-export function payDocs(methods: readonly PaymentMethod[]): PayDocs {
+/** `signIn`: sign-in-with-x is offered (the gateway has a public origin to bind proofs to). */
+export function payDocs(methods: readonly PaymentMethod[], signIn = false): PayDocs {
   const x402 = methods.filter((m) => m.protocol === "x402");
   const mpp = methods.filter((m) => m.protocol === "mpp");
   const names = (list: PaymentMethod[]) => [...new Set(list.map((m) => `\`${m.scheme}\``))].join(", ");
@@ -63,6 +64,15 @@ export function payDocs(methods: readonly PaymentMethod[]): PayDocs {
     };
     offers[PAYMENT_REQUIRED.name] = ref(PAYMENT_REQUIRED.name);
     receipts[PAYMENT_RESPONSE.name] = ref(PAYMENT_RESPONSE.name);
+  }
+  // Its challenge rides in the x402 402 (PAYMENT-REQUIRED `extensions`).
+  if (x402.length && signIn) {
+    schemes.signInWithX = {
+      type: "apiKey",
+      in: "header",
+      name: SIGN_IN_HEADER.name,
+      description: `x402 sign-in-with-x: ${SIGN_IN_HEADER.description} The call is served on the wallet's account (its plan, then its credits): no key, no payment. A refused proof is 401 \`sign_in_invalid\`; a wallet without an account 402 \`no_account\`, without credits for the call 402 \`insufficient_credits\`.`,
+    };
   }
   if (mpp.length) {
     schemes.mpp = {

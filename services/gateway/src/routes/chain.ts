@@ -7,10 +7,11 @@ import { type ApiKeyAuthDeps, apiKeyAuth } from "../auth/api-key.ts";
 import { type Caller, type CredentialsOf, type Execute, failureOf, type Outcome } from "../auth/call.ts";
 import { type Credentials, readCredentials } from "../auth/credentials.ts";
 import { type PaymentAuthDeps, paymentAuth } from "../auth/payment.ts";
+import { type SignInAuthDeps, signInAuth } from "../auth/sign-in.ts";
 import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
 import { type Reply, sendError } from "../envelope.ts";
 
-type ChainDeps = ApiKeyAuthDeps & PaymentAuthDeps & { rpc: RpcProxyClient };
+type ChainDeps = ApiKeyAuthDeps & PaymentAuthDeps & SignInAuthDeps & { rpc: RpcProxyClient };
 
 /** A chain call's input as the routes read it: path parameters, query, JSON body. */
 interface CallInput {
@@ -29,8 +30,7 @@ export function chainCalls(deps: ChainDeps) {
   // Made once: each keeps its own state (leases, paying clients, metrics) across requests.
   const byKey = apiKeyAuth(deps);
   const byPayment = paymentAuth(deps);
-  // Sign-in-with-x joins here when it lands: its factory beside these two, its credentials kind
-  // (auth/credentials.ts) a case of its own in serve.
+  const bySignIn = signInAuth(deps);
 
   function begin(endpoint: Endpoint, res: Reply): void {
     res.locals.endpoint = endpoint.path;
@@ -73,6 +73,8 @@ export function chainCalls(deps: ChainDeps) {
     switch (credentials.kind) {
       case "api_key":
         return byKey(endpoint, network, credentials, execute, req, res);
+      case "sign_in":
+        return bySignIn(endpoint, network, credentials, execute, req, res);
       case "payment":
         return byPayment.serve(endpoint, network, credentials, execute, req, res);
       case "invalid":

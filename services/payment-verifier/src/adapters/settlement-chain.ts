@@ -1,7 +1,8 @@
 // Reads of the x402 settlement chain that the exact scheme makes itself, outside the facilitator:
 // whether an address holds code (a smart wallet's signature cannot be checked by recovery alone)
 // whether an EIP-3009 authorization was used or canceled, and in which transaction, and a payer's
-// token balance (when no in-process facilitator reads it with the payment's simulation).
+// token balance (when no in-process facilitator reads it with the payment's simulation); and a
+// sign-in-with-x message's signature when recovery alone cannot check it (a smart wallet's).
 import { jsonRpcTransport } from "@tollgate/payment-rails";
 import {
   type Address,
@@ -9,10 +10,12 @@ import {
   defineChain,
   erc20Abi,
   type Hex,
+  isErc6492Signature,
   numberToHex,
   type PublicClient,
   pad,
   toEventSelector,
+  verifyMessage,
 } from "viem";
 
 const AUTHORIZATION_USED = toEventSelector("AuthorizationUsed(address,bytes32)");
@@ -37,6 +40,13 @@ export interface SettlementChain {
   ): Promise<{ transaction: Hex; canceled?: true } | undefined>;
   /** `owner`'s balance of `token`, atomic units. */
   balanceOf(token: Address, owner: Address): Promise<bigint>;
+  /**
+   * Whether `signature` is `address`'s over the EIP-191 `message`: recovered here for an account
+   * with a key; read from the chain (EIP-1271, or EIP-6492 for a wallet not deployed yet) only when
+   * the address holds code or the signature is an EIP-6492 wrapper. Throws when the chain cannot be
+   * read.
+   */
+  verifyMessage(args: { address: Hex; message: string; signature: Hex }): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -57,7 +67,7 @@ export function createSettlementChain(opts: {
     transport: rpc.transport,
   });
   const code = new Map<string, { has: boolean; until: number }>();
-  return {
+  const chain: SettlementChain = {
     async hasCode(address) {
       const key = address.toLowerCase();
       const now = Date.now();
@@ -92,6 +102,14 @@ export function createSettlementChain(opts: {
     },
     balanceOf: (token, owner) =>
       client.readContract({ address: token, abi: erc20Abi, functionName: "balanceOf", args: [owner] }),
+    async verifyMessage({ address, message, signature }) {
+      // Most wallets have a key: no chain read, so forged proofs cost a recovery, not an RPC call.
+      if (await verifyMessage({ address, message, signature }).catch(() => false)) return true;
+      // The code lookup is cached (a flood of forged proofs for one address reads it once).
+      if (!isErc6492Signature(signature) && !(await chain.hasCode(address))) return false;
+      return client.verifyMessage({ address, message, signature });
+    },
     close: () => rpc.close(),
   };
+  return chain;
 }

@@ -29,6 +29,8 @@ export interface PaymentMetrics {
   revertedFeesWei: prom.Counter<"scheme">;
   /** Settlements not sent because a check just before sending found them failing (nothing spent). */
   settlementsWithheld: prom.Counter<"scheme" | "reason">;
+  /** Sign-in-with-x proofs checked: latency by outcome ("valid", or the refusal's code). */
+  signInSeconds: prom.Histogram<"outcome">;
   /**
    * Payments carrying a payment identifier (core/answers.ts), by what became of the identifier:
    * `kept`, `too_large`, `lapsed` (its claim gone before the answer came), `replayed`,
@@ -145,6 +147,13 @@ export function createPaymentMetrics(registry: Registry): PaymentMetrics {
       name: "payment_settlements_withheld_total",
       help: "Settlements not sent because the check just before sending found they would fail (authorization used or canceled, balance spent): nothing spent",
       labelNames: ["scheme", "reason"],
+      registers: [registry],
+    }),
+    signInSeconds: new prom.Histogram({
+      name: "sign_in_verify_seconds",
+      help: "Sign-in-with-x proofs checked by VerifySignIn: latency by outcome (valid, rate_limited, service_unavailable, or the extension's invalid_siwx_* code)",
+      labelNames: ["outcome"],
+      buckets: LATENCY_BUCKETS,
       registers: [registry],
     }),
     identifiedAnswers: new prom.Counter({

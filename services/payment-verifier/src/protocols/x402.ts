@@ -6,6 +6,7 @@
 // Facilitators are learned at start-up (`initialize`, their /supported kinds). One that is down
 // leaves only its schemes out; it is asked again at most once a second, and a fresh resource server
 // replaces the old one only once it initialised, so serving schemes never see a half-built registry.
+// Each 402 also declares the `sign-in-with-x` extension (sign-in-with-x.ts) when it is on.
 import { createHash } from "node:crypto";
 import { PAYMENT_HEADERS } from "@tollgate/catalog";
 import { PaymentPayloadV2Schema } from "@x402/core/schemas";
@@ -33,6 +34,7 @@ import {
   type PaymentProtocol,
   type PricedCall,
 } from "../core/types.ts";
+import type { SignInWithX } from "./sign-in-with-x.ts";
 
 /**
  * The SDK's header encoding (base64 of the JSON's UTF-8 bytes), with Node's encoder instead of its
@@ -89,9 +91,12 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
    * recovery. Each decode still parses its own object; only the check is skipped. Oldest out first.
    */
   readonly #checked = new Set<string>();
+  /** Declares sign-in-with-x in every 402, when set. */
+  readonly #signIn: SignInWithX | undefined;
 
-  constructor(facilitators: readonly FacilitatorClient[]) {
+  constructor(facilitators: readonly FacilitatorClient[], signIn?: SignInWithX) {
     this.#facilitators = facilitators;
+    this.#signIn = signIn;
   }
 
   /** A scheme registers its official server implementation for a network (before `ready`). */
@@ -237,6 +242,10 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
       undefined,
       payload,
     );
+    // A returning wallet may sign in instead of paying for a call: a fresh challenge in its every
+    // 402 (not a top-up's: signing in buys no credits).
+    const signIn = call.endpoint.topUp ? undefined : await this.#signIn?.declare(call.url);
+    if (signIn) paymentRequired.extensions = { ...paymentRequired.extensions, ...signIn };
     return [{ name: PAYMENT_HEADERS.required.name, value: base64Json(paymentRequired) }];
   }
 

@@ -11,6 +11,7 @@ import type { PaymentMetrics } from "../core/metrics.ts";
 import type { PaymentScheme } from "../core/types.ts";
 import type { SchemeName } from "../domain.ts";
 import { MppProtocol } from "../protocols/mpp.ts";
+import type { SignInWithX } from "../protocols/sign-in-with-x.ts";
 import { X402Protocol } from "../protocols/x402.ts";
 import type { BatchRefundStore } from "../stores/batch-refunds.ts";
 import type { BatchVoucherStore } from "../stores/batch-vouchers.ts";
@@ -36,10 +37,15 @@ export interface SchemeDeps {
   mppState: MppxState;
   /** Where a payer is penalized (refused at Verify for a while), shared by every replica. */
   penalties: Pick<ReservationStore, "penalize">;
+  /** Sign-in-with-x, declared in every x402 402 (unset: not offered). */
+  signIn?: SignInWithX;
 }
 
 export function buildSchemes(config: PaymentVerifierConfig, deps: SchemeDeps): PaymentScheme[] {
-  const x402 = new X402Protocol(deps.x402Facilitators.map((f) => f.client));
+  const x402 = new X402Protocol(
+    deps.x402Facilitators.map((f) => f.client),
+    deps.signIn,
+  );
   // MPP: one protocol (one mppx server, one challenge secret) and one Tempo client for both schemes.
   const mpp = config.mpp;
   const account = mpp?.serverKey ? privateKeyToAccount(mpp.serverKey) : undefined;

@@ -16,6 +16,8 @@ import type { SettleRequest as _tollgate_payment_v1_SettleRequest, SettleRequest
 import type { SettleResponse as _tollgate_payment_v1_SettleResponse, SettleResponse__Output as _tollgate_payment_v1_SettleResponse__Output } from '../../../tollgate/payment/v1/SettleResponse.ts';
 import type { VerifyRequest as _tollgate_payment_v1_VerifyRequest, VerifyRequest__Output as _tollgate_payment_v1_VerifyRequest__Output } from '../../../tollgate/payment/v1/VerifyRequest.ts';
 import type { VerifyResponse as _tollgate_payment_v1_VerifyResponse, VerifyResponse__Output as _tollgate_payment_v1_VerifyResponse__Output } from '../../../tollgate/payment/v1/VerifyResponse.ts';
+import type { VerifySignInRequest as _tollgate_payment_v1_VerifySignInRequest, VerifySignInRequest__Output as _tollgate_payment_v1_VerifySignInRequest__Output } from '../../../tollgate/payment/v1/VerifySignInRequest.ts';
+import type { VerifySignInResponse as _tollgate_payment_v1_VerifySignInResponse, VerifySignInResponse__Output as _tollgate_payment_v1_VerifySignInResponse__Output } from '../../../tollgate/payment/v1/VerifySignInResponse.ts';
 
 /**
  * PaymentVerifierService owns every payment scheme (x402 `exact`, x402 `x402-batch`,
@@ -145,6 +147,29 @@ export interface PaymentVerifierServiceClient extends grpc.Client {
   verify(argument: _tollgate_payment_v1_VerifyRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_VerifyResponse__Output>): grpc.ClientUnaryCall;
   verify(argument: _tollgate_payment_v1_VerifyRequest, callback: grpc.requestCallback<_tollgate_payment_v1_VerifyResponse__Output>): grpc.ClientUnaryCall;
   
+  /**
+   * VerifySignIn checks a sign-in-with-x proof (the x402 `sign-in-with-x` extension, CAIP-122 /
+   * EIP-4361): its domain and URI against this deployment's public origin, its time window, its
+   * signature (a smart wallet's with a read of the settlement chain), and uses up its nonce so no
+   * replica accepts it again. Not a payment: the gateway serves a valid proof on the wallet's
+   * account (quota-meter's AuthorizeRequest.wallet). Safe to repeat for the same request_id.
+   */
+  VerifySignIn(argument: _tollgate_payment_v1_VerifySignInRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_VerifySignInResponse__Output>): grpc.ClientUnaryCall;
+  VerifySignIn(argument: _tollgate_payment_v1_VerifySignInRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_VerifySignInResponse__Output>): grpc.ClientUnaryCall;
+  VerifySignIn(argument: _tollgate_payment_v1_VerifySignInRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_VerifySignInResponse__Output>): grpc.ClientUnaryCall;
+  VerifySignIn(argument: _tollgate_payment_v1_VerifySignInRequest, callback: grpc.requestCallback<_tollgate_payment_v1_VerifySignInResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * VerifySignIn checks a sign-in-with-x proof (the x402 `sign-in-with-x` extension, CAIP-122 /
+   * EIP-4361): its domain and URI against this deployment's public origin, its time window, its
+   * signature (a smart wallet's with a read of the settlement chain), and uses up its nonce so no
+   * replica accepts it again. Not a payment: the gateway serves a valid proof on the wallet's
+   * account (quota-meter's AuthorizeRequest.wallet). Safe to repeat for the same request_id.
+   */
+  verifySignIn(argument: _tollgate_payment_v1_VerifySignInRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_VerifySignInResponse__Output>): grpc.ClientUnaryCall;
+  verifySignIn(argument: _tollgate_payment_v1_VerifySignInRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_tollgate_payment_v1_VerifySignInResponse__Output>): grpc.ClientUnaryCall;
+  verifySignIn(argument: _tollgate_payment_v1_VerifySignInRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_payment_v1_VerifySignInResponse__Output>): grpc.ClientUnaryCall;
+  verifySignIn(argument: _tollgate_payment_v1_VerifySignInRequest, callback: grpc.requestCallback<_tollgate_payment_v1_VerifySignInResponse__Output>): grpc.ClientUnaryCall;
+  
 }
 
 /**
@@ -201,6 +226,15 @@ export interface PaymentVerifierServiceHandlers extends grpc.UntypedServiceImple
    */
   Verify: grpc.handleUnaryCall<_tollgate_payment_v1_VerifyRequest__Output, _tollgate_payment_v1_VerifyResponse>;
   
+  /**
+   * VerifySignIn checks a sign-in-with-x proof (the x402 `sign-in-with-x` extension, CAIP-122 /
+   * EIP-4361): its domain and URI against this deployment's public origin, its time window, its
+   * signature (a smart wallet's with a read of the settlement chain), and uses up its nonce so no
+   * replica accepts it again. Not a payment: the gateway serves a valid proof on the wallet's
+   * account (quota-meter's AuthorizeRequest.wallet). Safe to repeat for the same request_id.
+   */
+  VerifySignIn: grpc.handleUnaryCall<_tollgate_payment_v1_VerifySignInRequest__Output, _tollgate_payment_v1_VerifySignInResponse>;
+  
 }
 
 export interface PaymentVerifierServiceDefinition extends grpc.ServiceDefinition {
@@ -211,4 +245,5 @@ export interface PaymentVerifierServiceDefinition extends grpc.ServiceDefinition
   Release: MethodDefinition<_tollgate_payment_v1_ReleaseRequest, _tollgate_payment_v1_ReleaseResponse, _tollgate_payment_v1_ReleaseRequest__Output, _tollgate_payment_v1_ReleaseResponse__Output>
   Settle: MethodDefinition<_tollgate_payment_v1_SettleRequest, _tollgate_payment_v1_SettleResponse, _tollgate_payment_v1_SettleRequest__Output, _tollgate_payment_v1_SettleResponse__Output>
   Verify: MethodDefinition<_tollgate_payment_v1_VerifyRequest, _tollgate_payment_v1_VerifyResponse, _tollgate_payment_v1_VerifyRequest__Output, _tollgate_payment_v1_VerifyResponse__Output>
+  VerifySignIn: MethodDefinition<_tollgate_payment_v1_VerifySignInRequest, _tollgate_payment_v1_VerifySignInResponse, _tollgate_payment_v1_VerifySignInRequest__Output, _tollgate_payment_v1_VerifySignInResponse__Output>
 }
