@@ -1,20 +1,19 @@
 // Prepaid credits (issue 31) on a mesh of its own: an API key whose plan is spent, or whose account
 // is credits-only, pays each call's price from its account's credits, exactly once per answered
 // call (reverts included), never for a call the node did not answer, and none is lost when Redis
-// is emptied mid-run. The credits are put in through quota-meter's CreditService presenting the
-// gateway's mesh token, as the gateway's top-up route does after a settlement (a stand-in for the
-// route: its own suite pays with the official clients); the balance is read as the dashboard reads
-// it (AccountService.GetOwnCredits) and from the ledger in PostgreSQL.
+// is emptied mid-run. Credits are bought with the official x402 client (`POST /api/credits`, the
+// key sent beside the payment, 1 USDC each); the balance is read as the dashboard reads it
+// (AccountService.GetOwnCredits) and from the ledger in PostgreSQL.
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { type Mesh, meshAdmin } from "@tollgate/local";
-import pg from "pg";
 import { createClient as createRedisClient } from "redis";
 import { toFunctionSelector } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { creditAsGateway, creditBalance } from "../support/credits.ts";
+import { creditBalance, ledgerBalance as ledgerBalanceIn } from "../support/credits.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
+import { x402Payer } from "../support/x402.ts";
 
 const shared = inject("mesh");
 const devnet = JSON.parse(readFileSync(shared.devnetFile, "utf8"));
@@ -66,24 +65,19 @@ const at = () => ({
   stateDir: shared.stateDir,
   quotaMeterAddr: `127.0.0.1:${mesh.ports["quota-meter"].main}`,
 });
-const topUp = (target: { apiKey: string } | { wallet: string }, amount: number) =>
-  creditAsGateway(at(), target, amount);
+/** payer5 buys 1 USDC of credits for the key's account; the balance after it (atomic units). */
+async function buy(apiKey: string): Promise<number> {
+  const res = await x402Payer(devnet, "payer5").fetch(`${mesh.gatewayUrl}/api/credits?amount=1`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${apiKey}` },
+  });
+  const body = (await res.json()) as { data: { balance_usdc: string } };
+  expect(res.status).toBe(200);
+  return Math.round(Number(body.data.balance_usdc) * 1_000_000);
+}
 const balance = (accountId: string) => creditBalance(at(), accountId);
 
-/** The balance as the ledger holds it, once the usage stream has folded every draw. */
-async function ledgerBalance(accountId: string): Promise<number> {
-  const db = new pg.Client({ connectionString: databaseUrl });
-  await db.connect();
-  try {
-    const r = await db.query(
-      "select coalesce(sum(case when kind = 'draw' then -amount else amount end), 0)::bigint as b from credit_ledger where account_id = $1",
-      [accountId],
-    );
-    return Number(r.rows[0].b);
-  } finally {
-    await db.end();
-  }
-}
+const ledgerBalance = (accountId: string) => ledgerBalanceIn(databaseUrl, accountId);
 
 async function account(plan: { daily?: number; monthly?: number; burst?: number; creditsOnly?: boolean }) {
   const admin = meshAdmin(mesh);
@@ -128,10 +122,10 @@ describe("prepaid credits", () => {
     expect(body.error).toBe("daily_limit_exceeded");
     expect(body.message).toContain("POST /api/credits?amount=1|5|20");
 
-    expect((await topUp({ apiKey: a.apiKey }, 10_000)).balance).toBe(10_000);
+    expect(await buy(a.apiKey)).toBe(1_000_000);
     const drawn = await call(a.apiKey);
     expect(drawn.status).toBe(200);
-    expect(drawn.headers.get("x-credits-remaining")).toBe("0.009");
+    expect(drawn.headers.get("x-credits-remaining")).toBe("0.999");
     expect(drawn.headers.get("x-quota-day-used")).toBe("1");
     expect(((await drawn.json()) as { meta: { cost_usdc: string } }).meta.cost_usdc).toBe("0.001");
     // A revert is an answer: charged from credits like data.
@@ -141,23 +135,23 @@ describe("prepaid credits", () => {
       body: JSON.stringify({ to: reverter, data: toFunctionSelector("alwaysReverts()") }),
     });
     expect(reverted.status).toBe(422);
-    expect(reverted.headers.get("x-credits-remaining")).toBe("0.004");
+    expect(reverted.headers.get("x-credits-remaining")).toBe("0.994");
     expect(((await reverted.json()) as { meta: { cost_usdc: string } }).meta.cost_usdc).toBe("0.005");
-    expect(await balance(a.accountId)).toBe(4_000);
-    expect(await eventually(() => ledgerBalance(a.accountId), 4_000)).toBe(4_000);
+    expect(await balance(a.accountId)).toBe(994_000);
+    expect(await eventually(() => ledgerBalance(a.accountId), 994_000)).toBe(994_000);
   });
 
   it("a call the node did not answer draws nothing", async () => {
     const a = await account({ daily: 0, monthly: 0, creditsOnly: true });
-    await topUp({ apiKey: a.apiKey }, 5_000);
+    await buy(a.apiKey);
     const failed = await call(a.apiKey, "/api/chain/block-number?network=sepolia");
     expect([502, 503]).toContain(failed.status);
     // The balance before it: its credits go back with its usage record.
-    expect(failed.headers.get("x-credits-remaining")).toBe("0.005");
-    expect(await eventually(() => balance(a.accountId), 5_000)).toBe(5_000);
+    expect(failed.headers.get("x-credits-remaining")).toBe("1");
+    expect(await eventually(() => balance(a.accountId), 1_000_000)).toBe(1_000_000);
     const served = await call(a.apiKey);
-    expect(served.headers.get("x-credits-remaining")).toBe("0.004");
-    expect(await eventually(() => ledgerBalance(a.accountId), 4_000)).toBe(4_000);
+    expect(served.headers.get("x-credits-remaining")).toBe("0.999");
+    expect(await eventually(() => ledgerBalance(a.accountId), 999_000)).toBe(999_000);
   });
 
   it("a credits-only account pays every call from credits; without them it is a 402 naming the top-up", async () => {
@@ -167,24 +161,23 @@ describe("prepaid credits", () => {
     const body = (await none.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe("insufficient_credits");
     expect(body.error.message).toContain("POST /api/credits");
-    await topUp({ apiKey: a.apiKey }, 2_000);
+    await buy(a.apiKey);
     const first = await call(a.apiKey);
     expect(first.status).toBe(200);
-    expect(first.headers.get("x-credits-remaining")).toBe("0.001");
+    expect(first.headers.get("x-credits-remaining")).toBe("0.999");
     // Not on the plan: its window is not counted.
     expect(first.headers.get("x-quota-day-used")).toBe("0");
   });
 
-  it("1,000 credit-drawing calls from 4 concurrent clients leave the balance at top-ups minus their prices, exactly", async () => {
+  it("1,000 credit-drawing calls from 4 concurrent clients (and 100 more) leave the balance at top-ups minus their prices, exactly", async () => {
     // A burst guard of its own far above the load: every refusal here is the credits'.
     const a = await account({ daily: 0, monthly: 0, burst: 100_000, creditsOnly: true });
-    // Two top-ups; enough for 900 calls of 0.001, so the last 100 are refused.
-    await topUp({ apiKey: a.apiKey }, 500_000);
-    await topUp({ apiKey: a.apiKey }, 400_000);
+    // 1 USDC: exactly 1,000 calls of 0.001; 1,100 are sent, so the last 100 are refused.
+    await buy(a.apiKey);
     let served = 0;
     let refused = 0;
     const client = async () => {
-      for (let i = 0; i < 250; i++) {
+      for (let i = 0; i < 275; i++) {
         const res = await call(a.apiKey);
         await res.arrayBuffer();
         if (res.status === 200) served++;
@@ -193,14 +186,14 @@ describe("prepaid credits", () => {
       }
     };
     await Promise.all([client(), client(), client(), client()]);
-    expect({ served, refused }).toEqual({ served: 900, refused: 100 });
+    expect({ served, refused }).toEqual({ served: 1_000, refused: 100 });
     expect(await balance(a.accountId)).toBe(0);
     expect(await eventually(() => ledgerBalance(a.accountId), 0)).toBe(0);
   });
 
   it("Redis emptied mid-run loses no credit: the balance is rebuilt from the ledger and the draws in flight", async () => {
     const a = await account({ daily: 0, monthly: 0, burst: 100_000, creditsOnly: true });
-    await topUp({ apiKey: a.apiKey }, 1_000_000);
+    await buy(a.apiKey);
     let drawn = 0;
     const client = async (n: number) => {
       for (let i = 0; i < n; i++) {

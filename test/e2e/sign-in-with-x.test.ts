@@ -20,13 +20,12 @@ import {
 } from "@x402/extensions/sign-in-with-x";
 import { type Network, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import fc from "fast-check";
-import pg from "pg";
 import { createWalletClient, erc20Abi, http } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { Wallet } from "../dashboard/support.ts";
 import { updateAccount } from "../support/accounts.ts";
-import { creditAsGateway, creditBalance } from "../support/credits.ts";
+import { creditAsGateway, creditBalance, ledgerBalance as ledgerBalanceIn } from "../support/credits.ts";
 import { devnet } from "../support/devnet.ts";
 import { get, mesh } from "../support/gateway.ts";
 import { settlementClient, usdcBalance } from "../support/x402.ts";
@@ -102,19 +101,7 @@ async function fundedWallet(usdcAtomic: bigint): Promise<PrivateKeyAccount> {
 }
 
 /** An account's credit balance as the ledger in PostgreSQL holds it. */
-async function ledgerBalance(accountId: string): Promise<number> {
-  const db = new pg.Client({ connectionString: mesh.databaseUrl });
-  await db.connect();
-  try {
-    const r = await db.query(
-      "select coalesce(sum(case when kind = 'draw' then -amount else amount end), 0)::bigint as b from credit_ledger where account_id = $1",
-      [accountId],
-    );
-    return Number(r.rows[0].b);
-  } finally {
-    await db.end();
-  }
-}
+const ledgerBalance = (accountId: string) => ledgerBalanceIn(mesh.databaseUrl, accountId);
 
 /** `read()` once it gives `want`, or its last answer after `ms`. */
 async function eventually(read: () => Promise<number>, want: number, ms = 15_000): Promise<number> {

@@ -1,11 +1,12 @@
 // Credits put into an account as the gateway's top-up route does after a settlement: through
 // quota-meter's CreditService, presenting the gateway's mesh token from the mesh's state dir. For
-// setups that need a balance (the benchmark, suites about spending); buying credits is tested
+// setups that need a balance without paying for it (the benchmark, a dashboard page); buying credits is tested
 // through the route itself, paid with the official clients.
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { contracts, createClient } from "@tollgate/platform";
+import pg from "pg";
 import { createQuotaMeterClient } from "../../services/gateway/src/clients/quota-meter.ts";
 
 interface MeshAt {
@@ -52,5 +53,20 @@ export async function creditBalance(mesh: MeshAt, accountId: string): Promise<nu
     return Number((await client.call("GetOwnCredits", { accountId, days: 1 })).balance);
   } finally {
     client.close();
+  }
+}
+
+/** An account's balance as the ledger in PostgreSQL holds it (top-ups − draws + refunds, atomic units). */
+export async function ledgerBalance(databaseUrl: string, accountId: string): Promise<number> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const r = await db.query(
+      "select coalesce(sum(case when kind = 'draw' then -amount else amount end), 0)::bigint as b from credit_ledger where account_id = $1",
+      [accountId],
+    );
+    return Number(r.rows[0].b);
+  } finally {
+    await db.end();
   }
 }

@@ -3,7 +3,8 @@
 // balance after it (X-Credits-Remaining) and its price in meta.cost_usdc, as a paid call's.
 import { CREDIT_HEADERS, type Endpoint, priceAtomic, QUOTA_HEADERS, usdcOfAtomic } from "@tollgate/catalog";
 import type { Authorization } from "../clients/quota-meter.ts";
-import { type Reply, sendDataJson, sendError } from "../envelope.ts";
+import { type Reply, sendDataJson, sendError, sendLimit } from "../envelope.ts";
+import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
 import { charged, type Outcome } from "./call.ts";
 
 export function setQuotaHeaders(res: Reply, authz: Pick<Authorization, "quota">): void {
@@ -16,6 +17,36 @@ export function setQuotaHeaders(res: Reply, authz: Pick<Authorization, "quota">)
   if (q.monthLimit != null && q.monthUsed != null) {
     res.setHeader(QUOTA_HEADERS.monthLimit.name, String(q.monthLimit));
     res.setHeader(QUOTA_HEADERS.monthUsed.name, String(q.monthUsed));
+  }
+}
+
+/**
+ * The refusals a key and a signed-in wallet share: an account not active (403), a spent window or
+ * the burst guard (429, flat, with the X-Quota-* values). False for any other decision.
+ */
+export function refusedByPlan(
+  res: Reply,
+  authz: Pick<Authorization, "decision" | "quota">,
+  methods: AcceptedMethods,
+): boolean {
+  switch (authz.decision) {
+    case "DECISION_SUBSCRIPTION_INACTIVE":
+      sendError(res, "subscription_inactive", inactiveMessage(methods.text()));
+      return true;
+    case "DECISION_DAILY_LIMIT_EXCEEDED":
+      setQuotaHeaders(res, authz);
+      sendLimit(res, "daily_limit_exceeded", methods.text());
+      return true;
+    case "DECISION_MONTHLY_LIMIT_EXCEEDED":
+      setQuotaHeaders(res, authz);
+      sendLimit(res, "monthly_limit_exceeded", methods.text());
+      return true;
+    case "DECISION_RATE_LIMITED":
+      setQuotaHeaders(res, authz);
+      sendLimit(res, "rate_limited", methods.text());
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -7,9 +7,9 @@ import type { Logger } from "@tollgate/platform";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
 import { type Reply, sendError, sendLimit } from "../envelope.ts";
 import type { Grant, LeaseBook, UnknownKeyLimiter } from "../leases.ts";
-import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
+import type { AcceptedMethods } from "../payment-methods.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
-import { atomicPrice, sendOnAccount, setQuotaHeaders } from "./account-answer.ts";
+import { atomicPrice, refusedByPlan, sendOnAccount, setQuotaHeaders } from "./account-answer.ts";
 import { type AuthMethod, type Caller, type CredentialsOf, charged, failureOf } from "./call.ts";
 
 export interface ApiKeyAuthDeps {
@@ -68,24 +68,10 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
       return;
     }
     if (limiter && authz.decision !== "DECISION_INVALID_KEY") limiter.giveBack(client);
+    if (refusedByPlan(res, authz, deps.methods)) return;
     switch (authz.decision) {
       case "DECISION_ALLOW":
         break;
-      case "DECISION_SUBSCRIPTION_INACTIVE":
-        sendError(res, "subscription_inactive", inactiveMessage(deps.methods.text()));
-        return;
-      case "DECISION_DAILY_LIMIT_EXCEEDED":
-        setQuotaHeaders(res, authz);
-        sendLimit(res, "daily_limit_exceeded", deps.methods.text());
-        return;
-      case "DECISION_MONTHLY_LIMIT_EXCEEDED":
-        setQuotaHeaders(res, authz);
-        sendLimit(res, "monthly_limit_exceeded", deps.methods.text());
-        return;
-      case "DECISION_RATE_LIMITED":
-        setQuotaHeaders(res, authz);
-        sendLimit(res, "rate_limited", deps.methods.text());
-        return;
       case "DECISION_NO_CREDITS":
         sendError(
           res,

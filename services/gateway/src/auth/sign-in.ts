@@ -10,9 +10,9 @@ import type { Response } from "express";
 import type { PaymentVerifierClient } from "../clients/payment-verifier.ts";
 import type { Authorization, QuotaMeterClient } from "../clients/quota-meter.ts";
 import { sendError, sendLimit } from "../envelope.ts";
-import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
+import type { AcceptedMethods } from "../payment-methods.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
-import { atomicPrice, sendOnAccount, setQuotaHeaders } from "./account-answer.ts";
+import { atomicPrice, refusedByPlan, sendOnAccount, setQuotaHeaders } from "./account-answer.ts";
 import { type AuthMethod, type CredentialsOf, charged, failureOf } from "./call.ts";
 import { copyHeaders, resourceOf } from "./payment.ts";
 
@@ -86,6 +86,7 @@ export function signInAuth(deps: SignInAuthDeps): AuthMethod<CredentialsOf<"sign
       sendError(res, "service_unavailable", "the account service is unavailable, retry with backoff");
       return;
     }
+    if (refusedByPlan(res, authz, deps.methods)) return;
     switch (authz.decision) {
       case "DECISION_ALLOW":
         break;
@@ -97,21 +98,6 @@ export function signInAuth(deps: SignInAuthDeps): AuthMethod<CredentialsOf<"sign
           `the account of ${wallet} pays from prepaid credits and they do not cover this call (${endpoint.price} USDC): ${TOP_UP_HINT}${payInstead(deps)}`,
           resource,
         );
-      case "DECISION_SUBSCRIPTION_INACTIVE":
-        sendError(res, "subscription_inactive", inactiveMessage(deps.methods.text()));
-        return;
-      case "DECISION_DAILY_LIMIT_EXCEEDED":
-        setQuotaHeaders(res, authz);
-        sendLimit(res, "daily_limit_exceeded", deps.methods.text());
-        return;
-      case "DECISION_MONTHLY_LIMIT_EXCEEDED":
-        setQuotaHeaders(res, authz);
-        sendLimit(res, "monthly_limit_exceeded", deps.methods.text());
-        return;
-      case "DECISION_RATE_LIMITED":
-        setQuotaHeaders(res, authz);
-        sendLimit(res, "rate_limited", deps.methods.text());
-        return;
       default:
         // DECISION_NO_ACCOUNT (or a quota-meter that knows no wallets: it finds no key either).
         return refuseWithOffers(
