@@ -57,9 +57,11 @@ describe("devnet", () => {
     for (const [name, chain] of Object.entries(devnet.chains)) {
       expect(chain.rpcUrl).toBe(`http://127.0.0.1:${chain.port}`);
       expect(await client(name).getChainId()).toBe(ids[name]);
-      // Block time must track the wall clock (x402 validBefore/validAfter depend on it).
+      // Block time must track the wall clock (x402 validBefore/validAfter depend on it). The latest
+      // block was mined during setup, seconds ago on a loaded machine: within 30 s (an offer's
+      // validity window is 60 s and more), where a chain on its genesis time would be days off.
       const block = await client(name).getBlock();
-      expect(Math.abs(Number(block.timestamp) - Date.now() / 1000)).toBeLessThan(5);
+      expect(Math.abs(Number(block.timestamp) - Date.now() / 1000)).toBeLessThan(30);
     }
     expect(existsSync(devnet.file)).toBe(true);
     const file = JSON.parse(readFileSync(devnet.file, "utf8"));

@@ -57,6 +57,21 @@ describe("pnpm tollgate (operator CLI)", () => {
     expect(listed.stdout).not.toContain(json.api_key);
   });
 
+  it("makes an account pay from prepaid credits only: --credits-only yes|no", async () => {
+    const id = JSON.parse(
+      (await tollgate(["account", "create", "--name", "Credits", "--credits-only", "yes"])).stdout,
+    ).account.id;
+    expect(JSON.parse((await tollgate(["account", "show", id])).stdout).account).toMatchObject({
+      credits_only: true,
+      plan: "standard",
+    });
+    const wrong = await tollgate(["account", "update", id, "--credits-only", "maybe"]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("--credits-only must be yes or no");
+    const back = await tollgate(["account", "update", id, "--credits-only", "no"]);
+    expect(JSON.parse(back.stdout).account.credits_only).toBe(false);
+  });
+
   it("manages accounts and keys: create, show, update, key create, revoke", async () => {
     const created = JSON.parse(
       (await tollgate(["account", "create", "--name", "Acme", "--monthly", "0"])).stdout,
@@ -91,17 +106,6 @@ describe("pnpm tollgate (operator CLI)", () => {
       monthly_limit: 2_000_000,
       burst_per_second: 10,
     });
-
-    // --credits-only: every call paid from prepaid credits; a value other than yes or no is refused.
-    const creditsOnly = await tollgate(["account", "update", id, "--credits-only", "yes"]);
-    expect(JSON.parse(creditsOnly.stdout).account).toMatchObject({ credits_only: true, plan: "standard" });
-    const wrong = await tollgate(["account", "update", id, "--credits-only", "maybe"]);
-    expect(wrong.code).toBe(2);
-    expect(wrong.stderr).toContain("--credits-only must be yes or no");
-    expect(
-      JSON.parse((await tollgate(["account", "update", id, "--credits-only", "no"])).stdout).account
-        .credits_only,
-    ).toBe(false);
 
     const key = JSON.parse((await tollgate(["key", "create", id])).stdout);
     expect(key.api_key).toMatch(/^tg_live_/);

@@ -35,7 +35,9 @@ export function spawnService<N extends ProcessName>(
   env: Record<string, string>,
   onLine: (service: N, line: string) => void,
   isReady: () => Promise<boolean>,
-  readyTimeoutMs = 30_000,
+  // Generous: a service loads thousands of modules from sources, and on a loaded two-core machine
+  // (the test suite starts several meshes side by side) that alone has taken over 30 s.
+  readyTimeoutMs = 90_000,
   args: string[] = [`services/${name}/src/main.ts`],
   command = process.execPath,
 ): Promise<RunningService> {

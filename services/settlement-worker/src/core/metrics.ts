@@ -25,7 +25,7 @@ export interface WorkerMetrics {
 }
 
 export function createWorkerMetrics(registry: Registry): WorkerMetrics {
-  return {
+  const metrics: WorkerMetrics = {
     ledgerEvents: new prom.Counter({
       name: "settlement_ledger_events_total",
       help: "Settlement events written to the ledger, by outcome and result (recorded, duplicate; for released calls also over_bound: past the payer's samples for the hour, only counted here, and expired: older than the retention)",
@@ -98,4 +98,8 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
       registers: [registry],
     }),
   };
+  // Exported at 0 from the start (a labelled counter has no series until its first increase):
+  // dashboards show 0, not "no data", and rate() sees the first refund.
+  for (const reason of ["requested", "idle"]) metrics.batchRefunds.inc({ reason }, 0);
+  return metrics;
 }
