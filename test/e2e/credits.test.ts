@@ -6,6 +6,7 @@
 // (AccountService.GetOwnCredits) and from the ledger in PostgreSQL.
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
+import { endpointById, priceAtomic } from "@tollgate/catalog";
 import { type Mesh, meshAdmin } from "@tollgate/local";
 import { createClient as createRedisClient } from "redis";
 import { toFunctionSelector } from "viem";
@@ -106,7 +107,8 @@ async function eventually(read: () => Promise<number>, want: number, ms = 15_000
   return got;
 }
 
-const BLOCK_NUMBER = 1_000; // 0.001 USDC, in atomic units
+/** block-number's price in USDC atomic units, from the catalog. */
+const BLOCK_NUMBER = Number(priceAtomic(endpointById("blockNumber")?.price ?? "0"));
 
 describe("prepaid credits", () => {
   it("a spent plan draws each call's price from credits, shown in X-Credits-Remaining and meta.cost_usdc", async () => {
