@@ -178,7 +178,33 @@ describe("x402-batch claims, settles and refunds by the settlement worker (offic
       await metric(replicaMetrics, "settlement_x402_batch_lease_held"),
     ];
     expect(held.sort()).toEqual([0, 1]);
-  }, 240_000);
+
+    // The payer comes back after its idle channel was refunded: its client still holds the old
+    // deposit, is answered with the channel's state, re-reads it on chain and deposits again.
+    const price = priceAtomic(CALLS[0]?.price ?? "");
+    const again = await call(payer, CALLS[0] as (typeof CALLS)[number]);
+    expect(again.res.status, JSON.stringify(again.body)).toBe(200);
+    const retried = decodePaymentSignatureHeader(payer.signatures.at(-1) ?? "").payload as {
+      type: string;
+      voucher: { channelId: string; maxClaimableAmount: string };
+    };
+    expect(retried).toMatchObject({
+      type: "deposit",
+      voucher: { channelId, maxClaimableAmount: String(SUM + price) },
+    });
+    // Claimed, settled to payTo and the rest refunded again: one price more, nothing lost.
+    await until(
+      "payTo's balance after the return",
+      () => usdcBalance(chain, devnet, PAY_TO),
+      (b) => b === SUM + price,
+    );
+    await until(
+      "the payer's balance after the second refund",
+      () => usdcBalance(chain, devnet, payer.address),
+      (b) => b === before - SUM - price,
+    );
+    expect(await onchain(channelId)).toEqual([SUM + price, SUM + price]);
+  }, 300_000);
 
   it("killing the worker and payment-verifier mid-run and restarting them loses no accepted voucher: claimed == served", async () => {
     const payer = batchPayer(devnet, "payer8");

@@ -108,6 +108,20 @@ const REASONS: Record<string, string> = {
 
 export const BUSY = "invalid_batch_settlement_evm_channel_busy";
 export const MISMATCH = "invalid_batch_settlement_evm_cumulative_amount_mismatch";
+export const BELOW_CLAIMED = "invalid_batch_settlement_evm_cumulative_below_claimed";
+export const EXCEEDS_BALANCE = "invalid_batch_settlement_evm_cumulative_exceeds_balance";
+
+/**
+ * The code of the corrective 402 (the channel's state attached) a refusal is answered with, if any.
+ * The official client resynchronises only on a mismatch or below-claimed code. It tops up before it
+ * signs past the balance it knows, so a voucher over the deposit means that balance is stale (the
+ * channel was refunded while idle): answered as a mismatch, the client re-reads the channel on
+ * chain and deposits again instead of being refused for ever.
+ */
+export function correctiveCode(code: string | undefined): string | undefined {
+  if (code === MISMATCH || code === EXCEEDS_BALANCE) return MISMATCH;
+  return code === BELOW_CLAIMED ? code : undefined;
+}
 
 export function describe(code: string | undefined, message?: string): string {
   if (!code) return message || "the payment was refused";

@@ -17,15 +17,25 @@ import type { X402Protocol } from "../protocols/x402.ts";
 import type { BatchVoucherStore, ChannelRecord } from "../stores/batch-vouchers.ts";
 import {
   type BatchPayment,
+  BELOW_CLAIMED,
   BUSY,
   type ChannelConfig,
+  correctiveCode,
   describe,
+  EXCEEDS_BALANCE,
   MISMATCH,
   NOT_VERIFIED,
   sameAddress,
   termsRefusal,
   type VoucherPayload,
 } from "./x402-batch-credential.ts";
+
+/** The scheme's code for each refusal of the admission script that carries the channel's record. */
+const REFUSALS = {
+  mismatch: MISMATCH,
+  exceeds_balance: EXCEEDS_BALANCE,
+  below_claimed: BELOW_CLAIMED,
+} as const;
 
 export const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 /** The SDK's bounds on a channel's withdraw delay (MIN_WITHDRAW_DELAY, MAX_WITHDRAW_DELAY). */
@@ -81,19 +91,14 @@ export function knownChannelVouchers(d: KnownChannelDeps): SelfGuarded<BatchPaym
         return { ok: true, hold: admitted.pendingId };
       case "busy":
         return { ok: false, code: "payment_invalid", reason: describe(BUSY) };
-      case "exceeds_balance":
-        return {
-          ok: false,
-          code: "payment_invalid",
-          reason: describe("invalid_batch_settlement_evm_cumulative_exceeds_balance"),
-        };
       default: {
-        const code =
-          admitted.kind === "mismatch" ? MISMATCH : "invalid_batch_settlement_evm_cumulative_below_claimed";
+        const refusal = REFUSALS[admitted.kind];
         // The SDK's corrective offer reads the channel from here instead of from Redis again.
         d.server.rememberChannelSnapshot(payment.payload, JSON.parse(admitted.record));
+        const code = correctiveCode(refusal) ?? refusal;
         const challenge = await d.protocol.render(call, await d.offers(call), code, payment.payload);
-        return { ok: false, code: "payment_invalid", reason: describe(code), challenge };
+        const reason = describe(refusal);
+        return { ok: false, code: "payment_invalid", reason, challenge };
       }
     }
   }

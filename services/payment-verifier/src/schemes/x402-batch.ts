@@ -48,6 +48,7 @@ import type { BatchVoucherStore } from "../stores/batch-vouchers.ts";
 import {
   type BatchPayment,
   claimBatch,
+  correctiveCode,
   describe,
   NOT_VERIFIED,
   SDK_SCHEME,
@@ -63,12 +64,6 @@ const USED_VOUCHER_MS = 60 * 60_000;
 
 /** The SDK's refusal when it cannot read the channel's state (its store is unreachable). */
 const STATE_UNAVAILABLE = "invalid_batch_settlement_evm_verification_state_unavailable";
-
-/** Refusals whose answer carries the channel's state, so the official client can resynchronise. */
-const CORRECTIVE = new Set([
-  "invalid_batch_settlement_evm_cumulative_amount_mismatch",
-  "invalid_batch_settlement_evm_cumulative_below_claimed",
-]);
 
 export interface X402BatchDeps {
   protocol: X402Protocol;
@@ -207,13 +202,9 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
       // The channel store (Redis) did not answer: nothing is wrong with the payment; retry.
       if (result.invalidReason === STATE_UNAVAILABLE) return this.#unavailable("verify", new Error(reason));
       // The channel's state goes back with the refusal, so the official client resynchronises.
-      const challenge = CORRECTIVE.has(result.invalidReason ?? "")
-        ? await this.protocol.render(
-            call,
-            await this.offers(call),
-            result.invalidReason ?? reason,
-            payment.payload,
-          )
+      const corrective = correctiveCode(result.invalidReason);
+      const challenge = corrective
+        ? await this.protocol.render(call, await this.offers(call), corrective, payment.payload)
         : undefined;
       return { ok: false, code: "payment_invalid", reason, ...(challenge ? { challenge } : {}) };
     }

@@ -49,7 +49,8 @@ export type Admitted =
   | { kind: "busy" }
   /** The voucher does not continue what the channel charged: the corrective 402 carries the record. */
   | { kind: "mismatch"; record: string }
-  | { kind: "exceeds_balance" }
+  /** Over the deposit: the payer's client holds a larger balance than the channel (refunded since). */
+  | { kind: "exceeds_balance"; record: string }
   | { kind: "below_claimed"; record: string }
   /** No record, or its on-chain state is stale: the SDK's path (with the chain) decides. */
   | { kind: "unknown" };
@@ -88,7 +89,7 @@ local now = tonumber(ARGV[5])
 if ch.chargedCumulativeAmount ~= ARGV[2] then return {'mismatch', raw} end
 local synced = ch.onchainSyncedAt
 if type(synced) ~= 'number' or now - synced > tonumber(ARGV[7]) then return {'unknown'} end
-if gt(ARGV[1], ch.balance) then return {'exceeds_balance'} end
+if gt(ARGV[1], ch.balance) then return {'exceeds_balance', raw} end
 if not gt(ARGV[1], ch.totalClaimed) then return {'below_claimed', raw} end
 local p = ch.pendingRequest
 if type(p) == 'table' and tonumber(p.expiresAt) > now then
@@ -179,7 +180,8 @@ export class BatchVoucherStore {
       String(a.expiresAt),
       String(a.freshMs),
     ])) as [Admitted["kind"], string?];
-    if (kind === "mismatch" || kind === "below_claimed") return { kind, record: record ?? "" };
+    if (kind === "mismatch" || kind === "below_claimed" || kind === "exceeds_balance")
+      return { kind, record: record ?? "" };
     if (kind === "reserved") return { kind, pendingId: record ?? "" };
     return { kind } as Admitted;
   }
