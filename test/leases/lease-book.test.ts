@@ -75,6 +75,53 @@ describe("lease book (quota-meter's answers made in the test)", () => {
     expect(book.giveBack("k", again)).toBe(false);
   });
 
+  it("serves a key paying from credits from a credit lease: each call takes its own price, the balance counts what the lease holds, the rest goes back", async () => {
+    const book = createLeaseBook({ maxUnits: 64, now });
+    let balance = 100_000;
+    const asked: Array<[number, number]> = [];
+    // quota-meter drawing credit leases: `want` calls at the asking call's price.
+    const authorize =
+      (price: number) =>
+      async (want: number): Promise<Authorization> => {
+        asked.push([want, price]);
+        await new Promise((r) => setImmediate(r));
+        balance -= want * price;
+        return {
+          decision: "DECISION_ALLOW",
+          accountId: "acct",
+          keyId: "key",
+          metered: true,
+          quota: { dayLimit: 10, dayUsed: 10, monthLimit: 0, monthUsed: 0 },
+          credits: { drawn: want * price, remaining: balance, epoch: "gen-1" },
+          lease: { id: `credit-${asked.length}`, units: want, ttlMs: 1_000 },
+        } as Authorization;
+      };
+    const call = (price: number) => book.grant("k", authorize(price), price);
+    // Concurrent calls share one ask; a lease of 1, then 2 (each used up): the pace doubles.
+    const first = await Promise.all([call(1_000), call(1_000), call(1_000)]);
+    expect(asked).toEqual([
+      [1, 1_000],
+      [2, 1_000],
+    ]);
+    expect(first.map((g) => g.credits?.drawn)).toEqual([1_000, 1_000, 1_000]);
+    // Each answer's balance is what the account has once that call is paid.
+    expect(first.map((g) => g.credits?.remaining).sort()).toEqual([97_000, 98_000, 99_000]);
+    expect(first.every((g) => g.quota?.dayUsed === 10)).toBe(true);
+    // Lease 3 of 4 calls at 1,000 (4,000): a call at 3,000, then one at 1,000 fit; 3,000 does not.
+    const a = await call(1_000);
+    expect(a.credits).toEqual({ drawn: 1_000, remaining: 96_000, epoch: "gen-1" });
+    expect((await call(3_000)).credits?.remaining).toBe(93_000);
+    // Lease 3 is spent (4,000 − 1,000 − 3,000): ended with nothing to return; lease 4 is 4 calls at 3,000.
+    const failed = await call(3_000);
+    expect(asked.at(-1)).toEqual([4, 3_000]);
+    // That call got no answer from the node: its price goes back to the lease, all of which returns.
+    expect(book.giveBack("k", failed)).toBe(true);
+    clock += 2_000;
+    expect(book.sweep()).toMatchObject([
+      { leaseId: "credit-4", accountId: "acct", units: 0, creditsLeft: 12_000 },
+    ]);
+  });
+
   it("shares a refusal, or an unmetered answer, with every call that waited on it", async () => {
     const book = createLeaseBook({ maxUnits: 64, now });
     const refused = meter({ decision: "DECISION_DAILY_LIMIT_EXCEEDED" });

@@ -1,6 +1,7 @@
 // The credits half of the quota store contract (store-contract.test.ts has the rest): drawing a
-// call's price when the windows are spent or the account is credits-only, refunds and releases of
-// a draw, ledger entries applied once to their own copy generation, wallets. One suite, both stores.
+// credit lease when the windows are spent or the account is credits-only, refunds and releases of
+// a draw, returns and settlement of credit leases, ledger entries applied once to their own copy
+// generation, wallets. One suite, both stores.
 import { randomBytes, randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MemoryStore } from "../../services/quota-meter/src/store/memory-store.ts";
@@ -29,7 +30,7 @@ describe.each(stores)("credits contract: %s", (_name, open) => {
   const credit = (accountId: string, delta: number, cause = randomUUID(), gen = generation) =>
     store.applyCredits([{ cause, accountId, delta, generation: gen }], 60_000);
 
-  it("a spent window draws the price from the credits (one call, no unit), then refuses when they run short", async () => {
+  it("a spent window draws the price from the credits (not counted in the windows), then refuses when they run short", async () => {
     const now = Date.now();
     const a = await account({ dailyLimit: 1, monthlyLimit: 0 });
     expect(await credit(a.accountId, PRICE + 5)).toEqual([PRICE + 5]);
@@ -40,7 +41,8 @@ describe.each(stores)("credits contract: %s", (_name, open) => {
       dayUsed: 1,
     });
     const first = await store.authorize(at(now, a.keyHash, 50, 4, "", PRICE));
-    expect(first).toMatchObject({ decision: "allow", units: 0, dayUsed: 1 });
+    // Four calls wanted, but a lease takes at most a quarter of what the balance covers: this one.
+    expect(first).toMatchObject({ decision: "allow", units: 1, dayUsed: 1 });
     expect(first.credits).toEqual({ drawn: PRICE, remaining: 5, epoch: generation });
     const short = await store.authorize(at(now, a.keyHash, 50, 4, "", PRICE));
     expect(short).toMatchObject({ decision: "daily_limit_exceeded", units: 0, balance: 5, dayUsed: 1 });
@@ -60,7 +62,7 @@ describe.each(stores)("credits contract: %s", (_name, open) => {
     const paid = await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE));
     expect(paid).toMatchObject({
       decision: "allow",
-      units: 0,
+      units: 1,
       dayUsed: 0,
       credits: { drawn: PRICE, remaining: 0 },
     });
@@ -80,14 +82,18 @@ describe.each(stores)("credits contract: %s", (_name, open) => {
       accountId: a.accountId,
       day: w.day,
       month: w.month,
-      credits: { drawn: PRICE, epoch: drawn.credits?.epoch ?? "" },
+      credits: { drawn: PRICE, epoch: drawn.credits?.epoch ?? "", lease: "" },
     };
     expect(await store.refund(refund, 60_000)).toBe(true);
     expect(await store.refund(refund, 60_000)).toBe(false);
     expect(await store.readCredits(a.accountId)).toBe(2 * PRICE);
     // Drawn in a copy lost since: the current one was seeded without the draw, nothing to give back.
     await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE));
-    const stale = { ...refund, requestId: randomUUID(), credits: { drawn: PRICE, epoch: "an-older-copy" } };
+    const stale = {
+      ...refund,
+      requestId: randomUUID(),
+      credits: { drawn: PRICE, epoch: "an-older-copy", lease: "" },
+    };
     expect(await store.refund(stale, 60_000)).toBe(true);
     expect(await store.readCredits(a.accountId)).toBe(PRICE);
   });
@@ -108,6 +114,141 @@ describe.each(stores)("credits contract: %s", (_name, open) => {
       decision: "released",
     });
     expect(await store.readCredits(a.accountId)).toBe(PRICE);
+  });
+
+  it("a credit lease draws a block: what was wanted, at most a quarter of what the balance covers, within the burst guard", async () => {
+    const now = Date.now();
+    const a = await account({ creditsOnly: true });
+    await credit(a.accountId, 100 * PRICE);
+    const ten = await store.authorize(at(now, a.keyHash, 1_000, 10, randomUUID(), PRICE));
+    expect(ten).toMatchObject({
+      decision: "allow",
+      units: 10,
+      credits: { drawn: 10 * PRICE, remaining: 90 * PRICE },
+    });
+    // 90 calls left: a quarter is 22.
+    const big = await store.authorize(at(now, a.keyHash, 1_000, 64, randomUUID(), PRICE));
+    expect(big).toMatchObject({ units: 22, credits: { drawn: 22 * PRICE, remaining: 68 * PRICE } });
+    // A guard of 5 a second: the first lease takes a token, the second its first call's and the 3 left.
+    const b = await account({ creditsOnly: true, burstPerSecond: 5 });
+    await credit(b.accountId, 100 * PRICE);
+    expect((await store.authorize(at(now, b.keyHash, 50, 1, randomUUID(), PRICE))).units).toBe(1);
+    expect((await store.authorize(at(now, b.keyHash, 50, 10, randomUUID(), PRICE))).units).toBe(4);
+    expect(await store.readCredits(b.accountId)).toBe(95 * PRICE);
+  });
+
+  it("a returned credit lease gives back its rest once, never more than it drew less its reported use", async () => {
+    const now = Date.now();
+    const a = await account({ creditsOnly: true });
+    await credit(a.accountId, 100 * PRICE);
+    const id = randomUUID();
+    expect((await store.authorize(at(now, a.keyHash, 1_000, 10, id, PRICE))).units).toBe(10);
+    expect(await store.useCreditLeases(randomUUID(), [{ leaseId: id, credits: 3 * PRICE }], 60_000)).toBe(
+      true,
+    );
+    // Shown: the balance with what the lease still holds (10 drawn, 3 used).
+    expect(await store.readCredits(a.accountId)).toBe(90 * PRICE);
+    expect(await store.readShownCredits(a.accountId)).toBe(97 * PRICE);
+    expect(await store.returnCreditLease(id, 7 * PRICE)).toBe(true);
+    expect(await store.returnCreditLease(id, 7 * PRICE)).toBe(false);
+    expect(await store.readCredits(a.accountId)).toBe(97 * PRICE);
+    // A return claiming more than the lease has left after its use gets only what is left.
+    const over = randomUUID();
+    await store.authorize(at(now, a.keyHash, 1_000, 10, over, PRICE));
+    await store.useCreditLeases(randomUUID(), [{ leaseId: over, credits: 6 * PRICE }], 60_000);
+    expect(await store.returnCreditLease(over, 10 * PRICE)).toBe(true);
+    expect(await store.readCredits(a.accountId)).toBe(91 * PRICE);
+    expect(await store.readShownCredits(a.accountId)).toBe(91 * PRICE);
+  });
+
+  it("an Authorize closing the key's last credit lease returns its rest before it draws: the balance it answers is exact", async () => {
+    const now = Date.now();
+    const a = await account({ creditsOnly: true });
+    await credit(a.accountId, 100 * PRICE);
+    const first = randomUUID();
+    expect((await store.authorize(at(now, a.keyHash, 1_000, 2, first, PRICE))).credits?.remaining).toBe(
+      98 * PRICE,
+    );
+    const next = await store.authorize({
+      ...at(now, a.keyHash, 1_000, 4, randomUUID(), 5 * PRICE),
+      closeCreditLease: { leaseId: first, creditsLeft: PRICE },
+    });
+    // 99 back, then 4 calls at 5.
+    expect(next).toMatchObject({ units: 4, credits: { drawn: 20 * PRICE, remaining: 79 * PRICE } });
+    expect(await store.returnCreditLease(first, PRICE)).toBe(false);
+    expect(await store.readCredits(a.accountId)).toBe(79 * PRICE);
+  });
+
+  it("a lease never returned is settled from its use, once; a use resent is counted once; a late use is taken again, a late refund or return gives nothing", async () => {
+    const now = Date.now();
+    const w = windowsAt(now);
+    const a = await account({ creditsOnly: true });
+    await credit(a.accountId, 100 * PRICE);
+    const id = randomUUID();
+    // Due for settlement already (its gateway died long ago).
+    await store.authorize(at(now, a.keyHash, 1_000, 10, id, PRICE, "", now - 1));
+    const batch = randomUUID();
+    expect(await store.useCreditLeases(batch, [{ leaseId: id, credits: 4 * PRICE }], 60_000)).toBe(true);
+    expect(await store.useCreditLeases(batch, [{ leaseId: id, credits: 4 * PRICE }], 60_000)).toBe(false);
+    expect(await store.expireCreditLeases(now, 1_000)).toBeGreaterThanOrEqual(1);
+    // Drew 10, used 4: 6 back.
+    expect(await store.readCredits(a.accountId)).toBe(96 * PRICE);
+    expect(await store.expireCreditLeases(now, 1_000)).toBe(0);
+    expect(await store.readCredits(a.accountId)).toBe(96 * PRICE);
+    // Two more calls of that lease reported late: taken again.
+    expect(await store.useCreditLeases(randomUUID(), [{ leaseId: id, credits: 2 * PRICE }], 60_000)).toBe(
+      true,
+    );
+    expect(await store.readCredits(a.accountId)).toBe(94 * PRICE);
+    // An unanswered call's refund: the settlement gave its draw back already.
+    const refund = { requestId: randomUUID(), accountId: a.accountId, day: w.day, month: w.month };
+    expect(
+      await store.refund({ ...refund, credits: { drawn: PRICE, epoch: generation, lease: id } }, 60_000),
+    ).toBe(true);
+    expect(await store.returnCreditLease(id, 3 * PRICE)).toBe(false);
+    expect(await store.readCredits(a.accountId)).toBe(94 * PRICE);
+  });
+
+  it("a refund from an open lease counts as its use: its settlement does not give it back twice; a release ends the lease", async () => {
+    const now = Date.now();
+    const w = windowsAt(now);
+    const a = await account({ creditsOnly: true });
+    await credit(a.accountId, 100 * PRICE);
+    const id = randomUUID();
+    await store.authorize(at(now, a.keyHash, 1_000, 10, id, PRICE, "", now - 1));
+    const refund = { requestId: randomUUID(), accountId: a.accountId, day: w.day, month: w.month };
+    await store.refund({ ...refund, credits: { drawn: PRICE, epoch: generation, lease: id } }, 60_000);
+    expect(await store.readCredits(a.accountId)).toBe(91 * PRICE);
+    await store.expireCreditLeases(now, 1_000);
+    expect(await store.readCredits(a.accountId)).toBe(100 * PRICE);
+    // Released (the gateway gave up on its Authorize): all of it back, and nothing to settle after.
+    const released = randomUUID();
+    await store.authorize(at(now, a.keyHash, 1_000, 10, released, PRICE, "", now - 1));
+    expect(await store.release(released, 60_000)).toBe(true);
+    await store.expireCreditLeases(now, 1_000);
+    expect(await store.returnCreditLease(released, 10 * PRICE)).toBe(false);
+    expect(await store.readCredits(a.accountId)).toBe(100 * PRICE);
+  });
+
+  it("a lease drawn from a copy lost since gives nothing back to the new copy", async () => {
+    const now = Date.now();
+    const a = await account({ creditsOnly: true });
+    await credit(a.accountId, 100 * PRICE);
+    const returned = randomUUID();
+    const settled = randomUUID();
+    await store.authorize(at(now, a.keyHash, 1_000, 10, returned, PRICE));
+    await store.authorize(at(now, a.keyHash, 1_000, 10, settled, PRICE, "", now - 1));
+    // Seeded again from the ledger, which has no draw of either lease: 100 calls' worth.
+    const next = `gen-${randomUUID()}`;
+    await store.setSeedMark(next);
+    try {
+      await store.setCredits([{ accountId: a.accountId, balance: 100 * PRICE }]);
+      await store.returnCreditLease(returned, 10 * PRICE);
+      await store.expireCreditLeases(now, 1_000);
+      expect(await store.readCredits(a.accountId)).toBe(100 * PRICE);
+    } finally {
+      await store.setSeedMark(generation);
+    }
   });
 
   it("applies an entry once per cause, only to its own generation", async () => {
@@ -170,6 +311,7 @@ describe("a copy with no generation (being seeded)", () => {
         defaultBurst: 50,
         units: 1,
         authorizationId: "",
+        creditLeaseSettleAt: now + 60_000,
       });
       expect(unknown.decision).toBe(kind === "redis" ? "unseeded" : "invalid_key");
     } finally {

@@ -74,6 +74,7 @@ export const authorizeAt = (
   authorizationId = "",
   priceAtomic = 0,
   wallet = "",
+  creditLeaseSettleAt = nowMs + 60_000,
 ) => ({
   keyHash,
   nowMs,
@@ -83,4 +84,5 @@ export const authorizeAt = (
   authorizationId,
   priceAtomic,
   wallet,
+  creditLeaseSettleAt,
 });

@@ -5,7 +5,10 @@
 // when the lease ends (at most `ttl` later, or at shutdown). One Authorize per key is in flight
 // at a time: concurrent calls of a key wait for it and share its answer, so a burst of calls
 // never asks for a burst of leases. Lease sizes follow each key's pace: 1 unit for a key seen
-// once, doubling while calls use a lease up before it ends.
+// once, doubling while calls use a lease up before it ends. A key whose plan is spent (or that
+// pays from credits only) gets a credit lease instead: a block of its account's credits, each call
+// taking its own price from it and what is left going back the same way (the balance it answers
+// with counts what the lease still holds).
 // The book is bounded (`maxKeys`): any caller can send any bearer string, so a key quota-meter
 // does not know is forgotten as soon as it is refused, and a full book makes room by forgetting an
 // idle key first, then ending the oldest lease (its units go back like any ended lease's).
@@ -27,13 +30,25 @@ export interface LeaseReturn {
   units: number;
   dayWindow: string;
   monthWindow: string;
+  /** A credit lease's credits not used (atomic units). */
+  creditsLeft?: number;
+}
+
+/** What a credit lease holds: credits drawn and not spent yet, from the copy `epoch`. */
+interface CreditBlock {
+  left: number;
+  epoch: string;
+  /** The account's balance once the lease was drawn (without what it holds). */
+  balance: number;
 }
 
 interface Lease {
   id: string;
   grant: Grant;
-  /** Units counted and not served yet. */
+  /** Units counted and not served yet (a credit lease: calls it was drawn for, a count only). */
   left: number;
+  /** Set for a credit lease. */
+  credit: CreditBlock | undefined;
   /** How many units of this lease were handed out, the first included. */
   used: number;
   /** Numbers of units given back by calls that got no answer: handed out again first. */
@@ -49,11 +64,23 @@ interface KeyState {
   want: number;
   /** When the key was last seen (idle keys are forgotten). */
   seen: number;
-  /**
-   * The key's last answer drew credits (its plan is spent, or credits-only): each call asks for its
-   * own draw, concurrently, until an answer gives a lease again.
-   */
-  drawing: boolean;
+  /** The credit lease just ended for a call it could not cover: closed by that call's Authorize. */
+  closing: CreditLeaseClose | undefined;
+}
+
+/** A credit lease the next Authorize returns first, so the balance it answers is exact. */
+export interface CreditLeaseClose {
+  leaseId: string;
+  creditsLeft: number;
+}
+
+/** A call's share of a credit lease: its price, and the balance once it is paid. */
+function creditCall(first: Grant, id: string, credit: CreditBlock, price: number): Grant {
+  return {
+    ...first,
+    leaseId: id,
+    credits: { drawn: price, remaining: credit.balance + credit.left, epoch: credit.epoch },
+  };
 }
 
 /** Unit `k` (1-based) of lease `id` whose first unit's values are `first`. */
@@ -81,13 +108,14 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
   const ended: LeaseReturn[] = [];
 
   function end(lease: Lease): void {
-    if (lease.left > 0) {
+    if (lease.credit ? lease.credit.left > 0 : lease.left > 0) {
       ended.push({
         leaseId: lease.id,
         accountId: lease.grant.accountId,
-        units: lease.left,
+        units: lease.credit ? 0 : lease.left,
         dayWindow: lease.grant.dayWindow,
         monthWindow: lease.grant.monthWindow,
+        ...(lease.credit ? { creditsLeft: lease.credit.left } : {}),
       });
     }
   }
@@ -105,7 +133,7 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
     for (const [apiKey, state] of keys) {
       if (!state.asking) {
         const lease = state.lease;
-        if (!lease || lease.left <= 0 || lease.expiresAt <= t) {
+        if (!lease || spent(lease, 1) || lease.expiresAt <= t) {
           if (lease) end(lease);
           keys.delete(apiKey);
           return true;
@@ -126,34 +154,48 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
     const known = keys.get(apiKey);
     if (known) return known;
     if (keys.size >= maxKeys && !evict()) return undefined;
-    const state: KeyState = { lease: undefined, asking: undefined, want: 1, seen: 0, drawing: false };
+    const state: KeyState = { lease: undefined, asking: undefined, want: 1, seen: 0, closing: undefined };
     keys.set(apiKey, state);
     return state;
   }
 
-  /** A unit of the key's live lease, if it has one. */
-  function take(state: KeyState, t: number): Grant | undefined {
+  /** Whether the lease cannot serve a call of `price` (a unit lease: no unit left). */
+  function spent(lease: Lease, price: number): boolean {
+    return lease.credit ? lease.credit.left < price : lease.left <= 0;
+  }
+
+  /** A unit (or a call's price) of the key's live lease, if it has one that covers the call. */
+  function take(state: KeyState, t: number, price: number): Grant | undefined {
     const lease = state.lease;
     if (!lease) return undefined;
-    if (lease.left <= 0 || lease.expiresAt <= t) {
+    if (spent(lease, price) || lease.expiresAt <= t) {
       // Used up early: the key's pace outgrew the lease; ended with units left: it did not.
-      state.want =
-        lease.left <= 0 ? Math.min(opts.maxUnits, Math.max(2, lease.used * 2)) : Math.max(1, lease.used);
+      state.want = spent(lease, price)
+        ? Math.min(opts.maxUnits, Math.max(2, lease.used * 2))
+        : Math.max(1, lease.used);
       end(lease);
+      if (lease.credit && lease.credit.left > 0)
+        state.closing = { leaseId: lease.id, creditsLeft: lease.credit.left };
       state.lease = undefined;
       return undefined;
     }
+    lease.used++;
+    if (lease.credit) {
+      lease.credit.left -= price;
+      return creditCall(lease.grant, lease.id, lease.credit, price);
+    }
     lease.left--;
     const again = lease.returned.pop();
-    if (again !== undefined) return numbered(lease.grant, lease.id, again);
-    lease.used++;
+    if (again !== undefined) {
+      lease.used--;
+      return numbered(lease.grant, lease.id, again);
+    }
     return numbered(lease.grant, lease.id, lease.used);
   }
 
-  /** Notes whether the key pays from credits now (its calls then ask alone); returns the answer. */
-  function drawn(state: KeyState, answer: Authorization): Authorization {
-    state.drawing = answer.credits != null;
-    return answer;
+  /** An answer served alone (not from the book): a credit lease of one call names its id. */
+  function alone(answer: Authorization): Grant {
+    return answer.credits && answer.lease ? { ...answer, leaseId: answer.lease.id } : answer;
   }
 
   return {
@@ -161,28 +203,33 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
      * The grant for one call of `apiKey`: a unit of its lease when it has one, otherwise the
      * answer of one Authorize shared with every call of the key waiting on it.
      */
-    async grant(apiKey: string, authorize: (want: number) => Promise<Authorization>): Promise<Grant> {
+    async grant(
+      apiKey: string,
+      /** `close`: the key's credit lease this gateway just ended, returned in the same Authorize. */
+      authorize: (want: number, close?: CreditLeaseClose) => Promise<Authorization>,
+      /** The call's price in USDC atomic units (what it takes from a credit lease). */
+      price = 0,
+    ): Promise<Grant> {
       for (;;) {
         // Looked up on every turn: a waiter's key may have been forgotten while it waited.
         const state = stateOf(apiKey);
         // A full book whose oldest keys all wait on quota-meter: this call asks alone, unshared.
-        if (!state) return authorize(1);
+        if (!state) return alone(await authorize(1));
         const t = now();
         state.seen = t;
-        const unit = take(state, t);
+        const unit = take(state, t, price);
         if (unit) return unit;
-        // A draw of credits is one call's: no lease to share, so calls do not queue behind each other.
-        if (state.drawing) return drawn(state, await authorize(1));
         if (state.asking) {
           const answer = await state.asking;
-          // A draw was that call's own: ask again (for a draw of this call's, or a lease).
-          if (answer.credits) continue;
           // A refusal, or an answer served unmetered (quota-meter failing open), holds for
-          // every call that waited on it.
+          // every call that waited on it. A credit refusal (no credits for that call's price) is
+          // that call's: this one asks for its own price.
+          if (answer.decision === "DECISION_NO_CREDITS") continue;
           if (answer.decision !== "DECISION_ALLOW" || !answer.metered || !answer.lease) return answer;
           continue;
         }
-        const asking = authorize(state.want);
+        const asking = authorize(state.want, state.closing);
+        state.closing = undefined;
         state.asking = asking;
         let answer: Authorization;
         try {
@@ -190,19 +237,24 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
         } finally {
           state.asking = undefined;
         }
-        drawn(state, answer);
         const lease = answer.lease;
         if (answer.decision === "DECISION_ALLOW" && answer.metered && lease && lease.units > 0) {
+          const drawn = answer.credits;
+          // A credit lease: this call takes its price; the rest of the block waits for the key's next calls.
+          const credit = drawn
+            ? { left: drawn.drawn - price, epoch: drawn.epoch, balance: drawn.remaining }
+            : undefined;
           // This call takes the first unit; the rest wait for the key's next calls.
           state.lease = {
             id: lease.id,
             grant: answer,
             left: lease.units - 1,
+            credit,
             used: 1,
             returned: [],
             expiresAt: now() + lease.ttlMs,
           };
-          return numbered(answer, lease.id, 1);
+          return credit ? creditCall(answer, lease.id, credit, price) : numbered(answer, lease.id, 1);
         }
         // An unknown or revoked key holds no entry: a stream of made-up keys leaves nothing behind.
         if (answer.decision === "DECISION_INVALID_KEY" && keys.get(apiKey) === state) keys.delete(apiKey);
@@ -222,8 +274,13 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
      */
     giveBack(apiKey: string, grant: Grant): boolean {
       const lease = keys.get(apiKey)?.lease;
-      if (!lease || lease.id !== grant.leaseId || grant.unit === undefined || lease.expiresAt <= now())
-        return false;
+      if (!lease || lease.id !== grant.leaseId || lease.expiresAt <= now()) return false;
+      if (lease.credit && grant.credits) {
+        lease.credit.left += grant.credits.drawn;
+        lease.used--;
+        return true;
+      }
+      if (grant.unit === undefined) return false;
       lease.left++;
       lease.returned.push(grant.unit);
       return true;

@@ -169,7 +169,9 @@ export function createCredits(deps: CreditsDeps) {
       const count = days > 0 ? Math.min(days, MAX_DAYS) : DEFAULT_DAYS;
       const wanted = recentDays(deps.now(), count);
       const [hot, rows] = await Promise.all([
-        store.isReady() ? store.readCredits(accountId).catch(() => undefined) : Promise.resolve(undefined),
+        store.isReady()
+          ? store.readShownCredits(accountId).catch(() => undefined)
+          : Promise.resolve(undefined),
         records.creditDays(accountId, wanted[0] ?? ""),
       ]);
       const balance = hot ?? (await records.creditBalance(accountId));
@@ -186,8 +188,14 @@ export function createCredits(deps: CreditsDeps) {
       };
     },
 
-    /** Applies what is still owed to the copy (a crash or a blip between the ledger and the copy). */
+    /**
+     * Applies what is still owed to the copy (a crash or a blip between the ledger and the copy),
+     * and settles the credit leases no gateway returned (it died): what their use does not show
+     * goes back to the balance.
+     */
     async sweep(): Promise<number> {
+      const settled = await store.expireCreditLeases(deps.now(), SWEEP_PAGE);
+      if (settled > 0) logger.info({ leases: settled }, "settled credit leases their gateway did not return");
       const owed = await records.owedCredits(SWEEP_PAGE);
       if (owed.length === 0) return 0;
       return (await apply(owed)) ? owed.length : 0;

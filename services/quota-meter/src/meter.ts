@@ -58,6 +58,12 @@ export function quotaOf(o: {
 const tooLate = () =>
   new ServiceError(grpc.status.DEADLINE_EXCEEDED, "service_unavailable", "the caller's deadline passed");
 
+/**
+ * How long past its end a credit lease its gateway has not returned is settled from its reported
+ * use: longer than a gateway takes to report its calls and the lease's end while quota-meter answers.
+ */
+export const CREDIT_LEASE_GRACE_MS = 60_000;
+
 /** Consecutive timeouts that open the breaker (skip Redis for the cooldown). */
 const TIMEOUTS_TO_TRIP = 3;
 
@@ -179,6 +185,10 @@ export function createMeter(deps: MeterDeps) {
         defaultBurst: deps.defaultBurst,
         units,
         authorizationId: leaseId,
+        creditLeaseSettleAt: nowMs + deps.lease.ttlMs + CREDIT_LEASE_GRACE_MS,
+        ...(req.closeCreditLeaseId
+          ? { closeCreditLease: { leaseId: req.closeCreditLeaseId, creditsLeft: req.closeCreditsLeft } }
+          : {}),
       });
       let o: AuthorizeOutcome;
       try {
@@ -225,9 +235,14 @@ export function createMeter(deps: MeterDeps) {
       }
       const ids = { accountId: o.accountId, keyId: o.keyId };
       if (o.decision === "allow" && o.credits) {
-        // Paid from credits: one call, no lease, not counted in the windows (their values as they are).
+        // Paid from credits: a credit lease, not counted in the windows (their values as they are).
         metrics.creditsDrawn.inc(o.credits.drawn);
-        return answer("allow", true, { ...ids, quota: quotaOf(o), credits: o.credits });
+        return answer("allow", true, {
+          ...ids,
+          quota: quotaOf(o),
+          credits: o.credits,
+          lease: { id: leaseId, units: o.units, ttlMs: deps.lease.ttlMs },
+        });
       }
       switch (o.decision) {
         case "allow": {

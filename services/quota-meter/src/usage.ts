@@ -84,8 +84,9 @@ export function createUsage(deps: UsageDeps) {
           // failed call's unit refunded, or given back to its lease for the next call, is not this
           // call's: counting it would count the unit twice.
           counted: isDayId(r.dayWindow) && !r.refund && !r.returnedToLease,
-          // Credits stay drawn only by an answered call; a refunded one gets them back below.
-          ...(r.creditsDrawn > 0 && !r.refund
+          // Credits stay drawn only by an answered call; a refunded one gets them back below, one
+          // given back to its credit lease was never drawn for this call.
+          ...(r.creditsDrawn > 0 && !r.refund && !r.returnedToLease
             ? { credits: r.creditsDrawn, credits_epoch: r.creditsEpoch }
             : {}),
         });
@@ -96,6 +97,8 @@ export function createUsage(deps: UsageDeps) {
       const batchId = req.batchId || randomUUID();
       const events: UsageBatchV2[] = [];
       const refunds: Refund[] = [];
+      // What the answered calls drew from each credit lease, counted on the lease once per batch.
+      const used = new Map<string, number>();
       let accepted = 0;
       for (let i = 0; i < calls.length; i += USAGE_BATCH_MAX) {
         const id = i === 0 ? batchId : `${batchId}:${i / USAGE_BATCH_MAX}`;
@@ -114,6 +117,8 @@ export function createUsage(deps: UsageDeps) {
         events.push(event.batch);
         accepted += event.batch.calls.length;
         for (const [j, r] of event.records.entries()) {
+          const drew = event.batch.calls[j]?.credits;
+          if (drew && r.creditLeaseId) used.set(r.creditLeaseId, (used.get(r.creditLeaseId) ?? 0) + drew);
           if (!r.refund) continue;
           const at = Date.parse(event.batch.calls[j]!.time);
           refunds.push({
@@ -121,14 +126,18 @@ export function createUsage(deps: UsageDeps) {
             accountId: r.accountId,
             day: isDayId(r.dayWindow) ? r.dayWindow : dayId(at),
             month: isMonthId(r.monthWindow) ? r.monthWindow : monthId(at),
-            ...(r.creditsDrawn > 0 ? { credits: { drawn: r.creditsDrawn, epoch: r.creditsEpoch } } : {}),
+            ...(r.creditsDrawn > 0
+              ? { credits: { drawn: r.creditsDrawn, epoch: r.creditsEpoch, lease: r.creditLeaseId } }
+              : {}),
           });
         }
       }
       deps.publisher.publishMany(USAGE_V2, events);
       const returns = req.leaseReturns.filter((l) => l.leaseId && l.accountId && l.units > 0);
+      const creditReturns = req.leaseReturns.filter((l) => l.leaseId && Number(l.creditsLeft) > 0);
       const releases = req.releasedAuthorizations.filter((id) => id !== "");
-      const [refunded, returned, released] = await Promise.all([
+      const uses = [...used].map(([leaseId, credits]) => ({ leaseId, credits }));
+      const [refunded, returned, released, creditsBack] = await Promise.all([
         Promise.allSettled(refunds.map((f) => store.refund(f, deps.dedupeTtlMs))),
         Promise.allSettled(
           returns.map((l) => {
@@ -146,6 +155,10 @@ export function createUsage(deps: UsageDeps) {
           }),
         ),
         Promise.allSettled(releases.map((id) => store.release(id, deps.dedupeTtlMs))),
+        Promise.allSettled([
+          ...(uses.length > 0 ? [store.useCreditLeases(batchId, uses, deps.dedupeTtlMs)] : []),
+          ...creditReturns.map((l) => store.returnCreditLease(l.leaseId, Number(l.creditsLeft))),
+        ]),
       ]);
       let failed = 0;
       for (const result of refunded) {
@@ -162,6 +175,7 @@ export function createUsage(deps: UsageDeps) {
         if (result.status === "rejected") failed++;
         else metrics.authorizationsReleased.inc({ result: result.value ? "applied" : "duplicate" });
       }
+      for (const result of creditsBack) if (result.status === "rejected") failed++;
       if (failed > 0) {
         logger.warn(
           { failed },

@@ -39,27 +39,33 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
       return;
     }
     let authz: Grant;
+    const price = atomicPrice(endpoint);
     try {
       // A unit of the key's lease when this gateway holds one; quota-meter otherwise.
-      authz = await deps.leases.grant(apiKey, (leaseUnits) => {
-        const authorizationId = randomUUID();
-        return deps.quota
-          .authorize({
-            requestId: res.locals.requestId,
-            apiKey,
-            endpoint: endpoint.path,
-            network,
-            leaseUnits,
-            authorizationId,
-            priceAtomic: atomicPrice(endpoint),
-          })
-          .catch((err: unknown) => {
-            // Given up on (past the deadline, or the connection failed): quota-meter may still have
-            // counted it, or count it yet. The call is answered 503, so whatever it counted goes back.
-            deps.usage.release(authorizationId);
-            throw err;
-          });
-      });
+      authz = await deps.leases.grant(
+        apiKey,
+        (leaseUnits, close) => {
+          const authorizationId = randomUUID();
+          return deps.quota
+            .authorize({
+              requestId: res.locals.requestId,
+              apiKey,
+              endpoint: endpoint.path,
+              network,
+              leaseUnits,
+              authorizationId,
+              priceAtomic: price,
+              ...(close ? { closeCreditLeaseId: close.leaseId, closeCreditsLeft: close.creditsLeft } : {}),
+            })
+            .catch((err: unknown) => {
+              // Given up on (past the deadline, or the connection failed): quota-meter may still have
+              // counted it, or count it yet. The call is answered 503, so whatever it counted goes back.
+              deps.usage.release(authorizationId);
+              throw err;
+            });
+        },
+        price,
+      );
     } catch (err) {
       limiter?.giveBack(client);
       const failure = failureOf(err);
@@ -106,8 +112,11 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
       returnedToLease,
       dayWindow: authz.dayWindow,
       monthWindow: authz.monthWindow,
-      creditsDrawn: drawn?.drawn ?? 0,
+      // A call whose price went back to its credit lease drew nothing; the lease is what quota-meter
+      // counts a draw against (so a lease this gateway never returns is settled from its use).
+      creditsDrawn: drawn && !returnedToLease ? drawn.drawn : 0,
       creditsEpoch: drawn?.epoch ?? "",
+      creditLeaseId: drawn ? (authz.leaseId ?? "") : "",
     });
   };
 }

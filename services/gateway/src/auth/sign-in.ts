@@ -128,6 +128,8 @@ export function signInAuth(deps: SignInAuthDeps): AuthMethod<CredentialsOf<"sign
       monthWindow: authz.monthWindow,
       creditsDrawn: authz.credits?.drawn ?? 0,
       creditsEpoch: authz.credits?.epoch ?? "",
+      // One call's credit lease (quota-meter counts the draw against it).
+      creditLeaseId: authz.credits ? authorizationId : "",
     });
   };
 }

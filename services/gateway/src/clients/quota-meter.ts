@@ -37,6 +37,9 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
       priceAtomic: number;
       /** Sign-in-with-x: the wallet payment-verifier verified (lower case), instead of a key. */
       wallet?: string;
+      /** The key's credit lease this gateway just ended, and what it left: returned first. */
+      closeCreditLeaseId?: string;
+      closeCreditsLeft?: number;
     }) {
       return client.call("Authorize", req);
     },

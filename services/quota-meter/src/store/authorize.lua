@@ -1,10 +1,14 @@
 -- Authorize: one atomic round trip that grants a call, or a lease of several calls, to a key
 -- or to a signed-in wallet (guard.lua is loaded in front).
 -- lookup -> account -> status -> burst guard -> both windows check-and-increment, or, when the
--- windows are spent (or the account is credits-only), a draw of the call's price from its credits.
+-- windows are spent (or the account is credits-only), a draw from its credits.
 -- A lease of `want` units takes what the burst guard has left and at most a quarter of what
 -- each window has left, at most `want` and at least one; the gateway serves that many calls before it asks again, and
--- returns what it did not use (lease-return.lua). A credit draw is one call, never a lease. Key
+-- returns what it did not use (lease-return.lua). A credit lease is the same for money: `want`
+-- calls at this call's price, at most a quarter of what the balance covers, at least this call;
+-- the gateway's calls each take their own price from it and it returns the rest
+-- (credit-lease-return.lua). Each credit lease is recorded (`cl:<id>`, its use counted from the
+-- usage reports) so one the gateway never returns is settled by credit-lease-expire.lua. Key
 -- names derive from the account found, so this runs on a standalone (or replicated / sentinel)
 -- Redis, not Redis Cluster.
 --
@@ -12,9 +16,12 @@
 --       6 day counter TTL (ms), 7 month counter TTL (ms), 8 default burst per second,
 --       9 units wanted (>= 1), 10 authorization id (the gateway's; "" = none),
 --       11 how long a grant is remembered for release.lua (ms), 12 price (USDC atomic units; 0 =
---       no credit draw), 13 wallet ("" = a key call)
+--       no credit draw), 13 wallet ("" = a key call), 14 when an unreturned credit lease is
+--       settled (ms since epoch), 15 the credit lease the gateway ended for this call ("" = none),
+--       16 the credits it left (returned first, credit-lease-close.lua loaded in front)
 -- Reply: {code, key id, account id, status, stored hash, day used, month used, day limit,
---         month limit, units granted, credits drawn, credit balance, copy generation}
+--         month limit, units granted (calls, for a credit lease too), credits drawn (the whole
+--         lease), credit balance, copy generation}
 -- code: 0 allow, 1 invalid key, 2 subscription inactive, 3 daily, 4 monthly, 5 rate limited,
 --       6 released (the gateway gave up on this Authorize before it ran: nothing counted),
 --       7 allow, paid from credits, 8 no account (wallet), 9 no credits (credits-only account),
@@ -22,6 +29,7 @@
 -- When allowed, the used counts include every unit granted (unit k of n is call "used - n + k").
 local p = ARGV[1]
 local id = ARGV[10] or ''
+if (ARGV[15] or '') ~= '' then closeCreditLease(p, ARGV[15], ARGV[16]) end
 if id ~= '' and redis.call('EXISTS', p .. 'ax:' .. id) == 1 then return {6} end
 
 local k, refused
@@ -43,21 +51,33 @@ local d = tonumber(redis.call('GET', dk)) or 0
 local m = tonumber(redis.call('GET', mk)) or 0
 local price = tonumber(ARGV[12]) or 0
 local ck = p .. 'c:' .. acct
+local wanted = math.max(1, tonumber(ARGV[9]) or 1)
 
--- The plan cannot serve the call: its price from the credits, when they cover it (reply code 7),
+-- The plan cannot serve the call: a credit lease, when the credits cover the call (reply code 7),
 -- else `code` with the balance. Remembered like a grant, so a release gives the credits back.
 local function fromCredits(code)
   local balance = tonumber(redis.call('GET', ck)) or 0
   if price <= 0 or balance < price then
     return {code, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0, 0, balance}
   end
-  balance = redis.call('DECRBY', ck, price)
+  -- The first call's token is taken already; the rest of the lease takes what the guard has left.
+  local n = math.min(wanted, math.max(1, math.floor(balance / price / 4)))
+  if n > 1 then n = 1 + burstGrant(p, acct, burst, tonumber(ARGV[3]), n - 1) end
+  local amount = n * price
+  balance = redis.call('DECRBY', ck, amount)
   local epoch = redis.call('GET', p .. 'seeded') or ''
   if id ~= '' then
     redis.call('SET', p .. 'ag:' .. id,
-      acct .. '|' .. ARGV[4] .. '|' .. ARGV[5] .. '|0|' .. price .. '|' .. epoch, 'PX', ARGV[11])
+      acct .. '|' .. ARGV[4] .. '|' .. ARGV[5] .. '|0|' .. amount .. '|' .. epoch, 'PX', ARGV[11])
+    local lk = p .. 'cl:' .. id
+    redis.call('HSET', lk, 'acct', acct, 'amount', amount, 'epoch', epoch, 'used', 0)
+    redis.call('PEXPIRE', lk, ARGV[11])
+    redis.call('ZADD', p .. 'cls', tonumber(ARGV[14]) or 0, id)
+    -- The account's open leases: what they still hold counts in the balance it is shown.
+    redis.call('SADD', p .. 'cla:' .. acct, id)
+    redis.call('PEXPIRE', p .. 'cla:' .. acct, ARGV[11])
   end
-  return {7, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0, price, balance, epoch}
+  return {7, keyId, acct, 'active', storedHash, d, m, daily, monthly, n, amount, balance, epoch}
 end
 
 if creditsOnly then

@@ -7,6 +7,7 @@ import {
   type AuthorizeQuery,
   CopyNotReady,
   type CreditEntry,
+  type CreditLeaseUse,
   type DailyUsage,
   type Decision,
   type KeyRecord,
@@ -63,6 +64,12 @@ export class MemoryStore implements QuotaStore {
   >();
   /** Credit balances (`c:`) and the wallets bound to accounts (`wallets`). */
   readonly #credits = new Map<string, number>();
+  /** Open credit leases (`cl:` with `cls`), and settled ones a late use or refund may name (`clx:`). */
+  readonly #creditLeases = new Map<
+    string,
+    { accountId: string; amount: number; epoch: string; used: number; settleAt: number }
+  >();
+  readonly #settledLeases = new Map<string, { accountId: string; epoch: string; expiresAt: number }>();
   readonly #wallets = new Map<string, string>();
   #sweeps = 0;
   #mark: string | null = null;
@@ -108,6 +115,7 @@ export class MemoryStore implements QuotaStore {
     for (const [k, exp] of this.#seen) if (exp <= now) this.#seen.delete(k);
     for (const [k, c] of this.#counters) if (c.expiresAt <= now) this.#counters.delete(k);
     for (const [k, g] of this.#grants) if (g.expiresAt <= now) this.#grants.delete(k);
+    for (const [k, x] of this.#settledLeases) if (x.expiresAt <= now) this.#settledLeases.delete(k);
   }
 
   /** guard.lua's lookup: the live key behind a hash and its account. */
@@ -150,6 +158,8 @@ export class MemoryStore implements QuotaStore {
 
   async authorize(q: AuthorizeQuery): Promise<AuthorizeOutcome> {
     const none: AuthorizeOutcome = { ...NO_KEY, status: "" };
+    if (q.closeCreditLease)
+      await this.returnCreditLease(q.closeCreditLease.leaseId, q.closeCreditLease.creditsLeft);
     if (q.authorizationId && (this.#seen.get(`ax:${q.authorizationId}`) ?? 0) > this.#clock()) {
       return { ...none, decision: "released" };
     }
@@ -176,26 +186,40 @@ export class MemoryStore implements QuotaStore {
       dayLimit: account.dailyLimit,
       monthLimit: account.monthlyLimit,
     };
-    // authorize.lua's fromCredits: the price from the credits when they cover it, else `refusal`.
+    // authorize.lua's fromCredits: a credit lease when the credits cover the call, else `refusal`.
     const fromCredits = (refusal: Decision): AuthorizeOutcome => {
       const balance = this.#credits.get(account.id) ?? 0;
-      if (q.priceAtomic <= 0 || balance < q.priceAtomic) {
+      const price = q.priceAtomic;
+      if (price <= 0 || balance < price) {
         return { ...base, ...counts, units: 0, decision: refusal, balance };
       }
-      const remaining = balance - q.priceAtomic;
+      let units = Math.min(Math.max(1, Math.floor(q.units)), Math.max(1, Math.floor(balance / price / 4)));
+      if (units > 1) units = 1 + this.#burstGrant(account, q.defaultBurst, now, units - 1);
+      const amount = units * price;
+      const remaining = balance - amount;
       this.#credits.set(account.id, remaining);
-      const credits = { drawn: q.priceAtomic, remaining, epoch: this.#mark ?? "" };
-      this.#remember(q.authorizationId, {
-        lease: {
-          leaseId: q.authorizationId,
+      const epoch = this.#mark ?? "";
+      const credits = { drawn: amount, remaining, epoch };
+      if (q.authorizationId) {
+        this.#remember(q.authorizationId, {
+          lease: {
+            leaseId: q.authorizationId,
+            accountId: account.id,
+            day: q.windows.day,
+            month: q.windows.month,
+            units: 0,
+          },
+          credits,
+        });
+        this.#creditLeases.set(q.authorizationId, {
           accountId: account.id,
-          day: q.windows.day,
-          month: q.windows.month,
-          units: 0,
-        },
-        credits,
-      });
-      return { ...base, ...counts, units: 0, decision: "allow", credits };
+          amount,
+          epoch,
+          used: 0,
+          settleAt: q.creditLeaseSettleAt,
+        });
+      }
+      return { ...base, ...counts, units, decision: "allow", credits };
     };
     if (account.creditsOnly) {
       if (!this.#burstAllows(account, q.defaultBurst, now)) {
@@ -233,9 +257,56 @@ export class MemoryStore implements QuotaStore {
     const grant = this.#grants.get(authorizationId);
     this.#grants.delete(authorizationId);
     if (!grant || grant.expiresAt <= this.#clock()) return true;
-    if (grant.credits) this.#creditBack(grant.lease.accountId, grant.credits);
-    else await this.returnLease(grant.lease, dedupeTtlMs);
+    if (grant.credits) {
+      this.#creditLeases.delete(authorizationId);
+      this.#creditBack(grant.lease.accountId, grant.credits);
+    } else await this.returnLease(grant.lease, dedupeTtlMs);
     return true;
+  }
+
+  /** credit-lease-return.lua's twin. */
+  async returnCreditLease(leaseId: string, creditsLeft: number): Promise<boolean> {
+    const lease = this.#creditLeases.get(leaseId);
+    if (!lease) return false;
+    this.#creditLeases.delete(leaseId);
+    const left = Math.min(Math.floor(creditsLeft), lease.amount - lease.used);
+    if (left > 0) this.#creditBack(lease.accountId, { drawn: left, epoch: lease.epoch });
+    return true;
+  }
+
+  /** credit-lease-use.lua's twin. */
+  async useCreditLeases(batchId: string, uses: CreditLeaseUse[], dedupeTtlMs: number): Promise<boolean> {
+    if (uses.length === 0 || !this.#firstTime(`cu:${batchId}`, dedupeTtlMs)) return false;
+    for (const u of uses) {
+      const lease = this.#creditLeases.get(u.leaseId);
+      if (lease) {
+        lease.used += u.credits;
+        continue;
+      }
+      const settled = this.#settledLeases.get(u.leaseId);
+      if (settled && settled.expiresAt > this.#clock() && this.#mark === settled.epoch)
+        this.#credits.set(settled.accountId, (this.#credits.get(settled.accountId) ?? 0) - u.credits);
+    }
+    return true;
+  }
+
+  /** credit-lease-expire.lua's twin. */
+  async expireCreditLeases(nowMs: number, limit: number): Promise<number> {
+    const due = [...this.#creditLeases].filter(([, l]) => l.settleAt <= nowMs);
+    due.sort((a, b) => a[1].settleAt - b[1].settleAt);
+    const settling = due.slice(0, limit);
+    for (const [id, lease] of settling) {
+      this.#creditLeases.delete(id);
+      const rest = lease.amount - lease.used;
+      if (rest <= 0) continue;
+      this.#creditBack(lease.accountId, { drawn: rest, epoch: lease.epoch });
+      this.#settledLeases.set(id, {
+        accountId: lease.accountId,
+        epoch: lease.epoch,
+        expiresAt: this.#clock() + AUTHORIZATION_MEMORY_MS,
+      });
+    }
+    return settling.length;
   }
 
   /** Credits drawn in this copy go back; drawn in an earlier one (it was seeded since), never taken here. */
@@ -256,6 +327,11 @@ export class MemoryStore implements QuotaStore {
   async refund(r: Refund, dedupeTtlMs: number): Promise<boolean> {
     if (!this.#firstTime(`rf:${r.accountId}:${r.requestId}`, dedupeTtlMs)) return false;
     if (r.credits && r.credits.drawn > 0) {
+      // refund.lua's rule: an open lease counts it as used; a settled one gave it back already.
+      const lease = r.credits.lease ? this.#creditLeases.get(r.credits.lease) : undefined;
+      if (lease) lease.used += r.credits.drawn;
+      else if (r.credits.lease && (this.#settledLeases.get(r.credits.lease)?.expiresAt ?? 0) > this.#clock())
+        return true;
       this.#creditBack(r.accountId, r.credits);
       return true;
     }
@@ -311,6 +387,14 @@ export class MemoryStore implements QuotaStore {
 
   async readCredits(accountId: string): Promise<number> {
     return this.#credits.get(accountId) ?? 0;
+  }
+
+  /** read-credits.lua's twin. */
+  async readShownCredits(accountId: string): Promise<number> {
+    let held = 0;
+    for (const l of this.#creditLeases.values())
+      if (l.accountId === accountId) held += Math.max(0, l.amount - l.used);
+    return (this.#credits.get(accountId) ?? 0) + held;
   }
 
   /** usage-max.lua's twin. */

@@ -9,6 +9,7 @@ import {
   type AuthorizeQuery,
   CopyNotReady,
   type CreditEntry,
+  type CreditLeaseUse,
   type KeyRecord,
   type LeaseReturn,
   type QuotaStore,
@@ -35,13 +36,18 @@ function script(name: string, preamble = ""): Script {
 }
 
 const GUARD = lua("guard");
-const AUTHORIZE = script("authorize", GUARD);
+const CLOSE_CREDIT_LEASE = lua("credit-lease-close");
+const AUTHORIZE = script("authorize", GUARD + CLOSE_CREDIT_LEASE);
 const READ_USAGE = script("read-usage", GUARD);
 const REFUND = script("refund");
 const LEASE_RETURN = script("lease-return");
 const RELEASE = script("release");
 const USAGE_MAX = script("usage-max");
 const CREDIT_APPLY = script("credit-apply");
+const CREDIT_LEASE_RETURN = script("credit-lease-return", CLOSE_CREDIT_LEASE);
+const CREDIT_LEASE_USE = script("credit-lease-use");
+const CREDIT_LEASE_EXPIRE = script("credit-lease-expire");
+const READ_CREDITS = script("read-credits");
 
 const DECISIONS: AuthorizeOutcome["decision"][] = [
   "allow",
@@ -146,6 +152,9 @@ export class RedisStore implements QuotaStore {
       String(AUTHORIZATION_MEMORY_MS),
       String(Math.max(0, Math.floor(q.priceAtomic))),
       q.wallet,
+      String(Math.floor(q.creditLeaseSettleAt)),
+      q.closeCreditLease?.leaseId ?? "",
+      String(Math.floor(q.closeCreditLease?.creditsLeft ?? 0)),
     ])) as unknown[];
     const stored = str(reply[4]);
     const code = num(reply[0]);
@@ -201,8 +210,35 @@ export class RedisStore implements QuotaStore {
       String(dedupeTtlMs),
       String(r.credits?.drawn ?? 0),
       r.credits?.epoch ?? "",
+      r.credits?.lease ?? "",
     ]);
     return num(reply) === 1;
+  }
+
+  async returnCreditLease(leaseId: string, creditsLeft: number): Promise<boolean> {
+    const reply = await this.#eval(CREDIT_LEASE_RETURN, [this.#p, leaseId, String(Math.floor(creditsLeft))]);
+    return num(reply) === 1;
+  }
+
+  async useCreditLeases(batchId: string, uses: CreditLeaseUse[], dedupeTtlMs: number): Promise<boolean> {
+    if (uses.length === 0) return false;
+    const reply = await this.#eval(CREDIT_LEASE_USE, [
+      this.#p,
+      batchId,
+      String(dedupeTtlMs),
+      ...uses.flatMap((u) => [u.leaseId, String(Math.floor(u.credits))]),
+    ]);
+    return num(reply) === 1;
+  }
+
+  async expireCreditLeases(nowMs: number, limit: number): Promise<number> {
+    const reply = await this.#eval(CREDIT_LEASE_EXPIRE, [
+      this.#p,
+      String(Math.floor(nowMs)),
+      String(limit),
+      String(AUTHORIZATION_MEMORY_MS),
+    ]);
+    return num(reply);
   }
 
   async bindWallet(address: string, accountId: string): Promise<void> {
@@ -227,6 +263,10 @@ export class RedisStore implements QuotaStore {
 
   async readCredits(accountId: string): Promise<number> {
     return num(await this.#client.get(`${this.#p}c:${accountId}`));
+  }
+
+  async readShownCredits(accountId: string): Promise<number> {
+    return num(await this.#eval(READ_CREDITS, [this.#p, accountId]));
   }
 
   async createAccount(a: AccountRecord): Promise<void> {

@@ -15,6 +15,10 @@ if not grant then return 1 end
 local acct, day, month, units, rest = string.match(grant, '^([^|]*)|([^|]*)|([^|]*)|(%d+)(.*)$')
 local credits, epoch = string.match(rest, '^|(%d+)|(.*)$')
 if credits and tonumber(credits) > 0 then
+  -- The whole credit lease: nobody served from it, and no sweep may give it back again.
+  redis.call('DEL', p .. 'cl:' .. id)
+  redis.call('ZREM', p .. 'cls', id)
+  redis.call('SREM', p .. 'cla:' .. acct, id)
   if redis.call('GET', p .. 'seeded') == epoch then redis.call('INCRBY', p .. 'c:' .. acct, credits) end
   return 1
 end

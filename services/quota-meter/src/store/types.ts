@@ -66,6 +66,10 @@ export interface AuthorizeQuery {
   units: number;
   /** The gateway's id of this Authorize ("" = none): what a release names. */
   authorizationId: string;
+  /** When a credit lease drawn now is settled if its gateway never returns it (ms since epoch). */
+  creditLeaseSettleAt: number;
+  /** The key's credit lease the gateway ended for this call: returned first (returnCreditLease). */
+  closeCreditLease?: { leaseId: string; creditsLeft: number };
 }
 
 /**
@@ -93,17 +97,20 @@ export interface AuthorizeOutcome {
   monthUsed: number;
   dayLimit: number;
   monthLimit: number;
-  /** Units granted (0 when refused or paid from credits): at least 1, at most what was wanted. */
+  /**
+   * Units granted (0 when refused): at least 1, at most what was wanted; with `credits`, the calls
+   * at this price the credit lease covers.
+   */
   units: number;
-  /** Set when the call was paid from credits instead (decision "allow", units 0). */
+  /** Set when the call was paid from credits instead (decision "allow"): a credit lease. */
   credits?: CreditDraw;
   /** The account's credit balance as the refusal found it (refusals by a window or no credits). */
   balance?: number;
 }
 
-/** A call paid from the account's credits. */
+/** A credit lease: a block of the account's credits drawn for the key's next calls. */
 interface CreditDraw {
-  /** Atomic units drawn (the price). */
+  /** Atomic units drawn (`units` × the price). */
   drawn: number;
   /** The balance after the draw. */
   remaining: number;
@@ -154,8 +161,17 @@ export interface Refund {
   accountId: string;
   day: string;
   month: string;
-  /** The call drew credits instead of a unit: they go back (when the copy it drew from is current), the windows are left alone. */
-  credits?: { drawn: number; epoch: string };
+  /**
+   * The call drew credits instead of a unit: they go back (when the copy it drew from is current),
+   * the windows are left alone. `lease`: the credit lease (authorization id) it drew from.
+   */
+  credits?: { drawn: number; epoch: string; lease: string };
+}
+
+/** What a usage batch's answered calls drew from one credit lease. */
+export interface CreditLeaseUse {
+  leaseId: string;
+  credits: number;
 }
 
 /** An account's usage totals of one UTC day, as the rollups in PostgreSQL hold them. */
@@ -225,6 +241,12 @@ export interface QuotaStore {
   refund(refund: Refund, dedupeTtlMs: number): Promise<boolean>;
   /** Gives a lease's unused units back to both windows; once per (account, lease id). */
   returnLease(lease: LeaseReturn, dedupeTtlMs: number): Promise<boolean>;
+  /** Gives a credit lease's unused credits back (credit-lease-return.lua); false: no such open lease. */
+  returnCreditLease(leaseId: string, creditsLeft: number): Promise<boolean>;
+  /** Counts what a usage batch's answered calls drew from credit leases; once per batch id. */
+  useCreditLeases(batchId: string, uses: CreditLeaseUse[], dedupeTtlMs: number): Promise<boolean>;
+  /** Settles up to `limit` credit leases past their settle time that were never returned; how many. */
+  expireCreditLeases(nowMs: number, limit: number): Promise<number>;
   /**
    * The gateway gave up on the Authorize of `authorizationId`: what it granted goes back (unless
    * that lease was returned already), and an Authorize of that id not run yet counts nothing.
@@ -252,6 +274,8 @@ export interface QuotaStore {
   setCredits(balances: Array<{ accountId: string; balance: number }>): Promise<void>;
   /** An account's balance in the copy (0 when it has none). */
   readCredits(accountId: string): Promise<number>;
+  /** The balance the account is shown: the copy's with what its open credit leases still hold. */
+  readShownCredits(accountId: string): Promise<number>;
 
   /** Per-day usage totals from the rollups, merged as maxima (totals only grow, in any order). */
   mergeUsage(totals: UsageTotal[]): Promise<void>;

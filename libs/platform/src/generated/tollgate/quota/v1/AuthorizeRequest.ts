@@ -31,6 +31,13 @@ export interface AuthorizeRequest {
    * its plan's windows are spent, or its plan is credits-only. 0: credits are not drawn.
    */
   'priceAtomic'?: (number | string | Long);
+  /**
+   * The key's credit lease this gateway just ended (it could not cover this call) and what it
+   * left: returned before the new draw, in the same step, so the balance answered is exact. The
+   * gateway still reports the return (ReportUsage.lease_returns); it applies once.
+   */
+  'closeCreditLeaseId'?: (string);
+  'closeCreditsLeft'?: (number | string | Long);
 }
 
 export interface AuthorizeRequest__Output {
@@ -62,4 +69,11 @@ export interface AuthorizeRequest__Output {
    * its plan's windows are spent, or its plan is credits-only. 0: credits are not drawn.
    */
   'priceAtomic': (number);
+  /**
+   * The key's credit lease this gateway just ended (it could not cover this call) and what it
+   * left: returned before the new draw, in the same step, so the balance answered is exact. The
+   * gateway still reports the return (ReportUsage.lease_returns); it applies once.
+   */
+  'closeCreditLeaseId': (string);
+  'closeCreditsLeft': (number);
 }

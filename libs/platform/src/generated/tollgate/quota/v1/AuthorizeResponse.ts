@@ -29,7 +29,9 @@ export interface AuthorizeResponse {
    */
   'lease'?: (_tollgate_quota_v1_Lease | null);
   /**
-   * Set when the call drew credits instead of a plan unit (no lease then: one draw per call).
+   * Set when the call drew credits instead of a plan unit. With `lease`, a block of credits was
+   * drawn (lease.units calls at this call's price, this one's included): the gateway serves the
+   * key's next calls from it, each taking its own price, and returns the rest (credits_left).
    */
   'credits'?: (_tollgate_quota_v1_CreditDraw | null);
 }
@@ -58,7 +60,9 @@ export interface AuthorizeResponse__Output {
    */
   'lease': (_tollgate_quota_v1_Lease__Output | null);
   /**
-   * Set when the call drew credits instead of a plan unit (no lease then: one draw per call).
+   * Set when the call drew credits instead of a plan unit. With `lease`, a block of credits was
+   * drawn (lease.units calls at this call's price, this one's included): the gateway serves the
+   * key's next calls from it, each taking its own price, and returns the rest (credits_left).
    */
   'credits': (_tollgate_quota_v1_CreditDraw__Output | null);
 }

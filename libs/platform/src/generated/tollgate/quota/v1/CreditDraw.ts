@@ -7,7 +7,7 @@ import type { Long } from '@grpc/proto-loader';
  */
 export interface CreditDraw {
   /**
-   * Atomic units drawn for this call (its price).
+   * Atomic units drawn: this call's price, or the whole block of a credit lease.
    */
   'drawn'?: (number | string | Long);
   /**
@@ -26,7 +26,7 @@ export interface CreditDraw {
  */
 export interface CreditDraw__Output {
   /**
-   * Atomic units drawn for this call (its price).
+   * Atomic units drawn: this call's price, or the whole block of a credit lease.
    */
   'drawn': (number);
   /**

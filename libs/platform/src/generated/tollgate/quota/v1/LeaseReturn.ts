@@ -1,8 +1,10 @@
 // Original file: ../../proto/tollgate/quota/v1/quota_meter.proto
 
+import type { Long } from '@grpc/proto-loader';
 
 /**
- * LeaseReturn gives the unused units of a lease back to the windows it was counted in.
+ * LeaseReturn gives the unused units of a lease back to the windows it was counted in, or the
+ * unused credits of a credit lease back to the balance.
  */
 export interface LeaseReturn {
   'leaseId'?: (string);
@@ -10,10 +12,15 @@ export interface LeaseReturn {
   'units'?: (number);
   'dayWindow'?: (string);
   'monthWindow'?: (string);
+  /**
+   * A credit lease's unused credits (atomic units); units is 0 then.
+   */
+  'creditsLeft'?: (number | string | Long);
 }
 
 /**
- * LeaseReturn gives the unused units of a lease back to the windows it was counted in.
+ * LeaseReturn gives the unused units of a lease back to the windows it was counted in, or the
+ * unused credits of a credit lease back to the balance.
  */
 export interface LeaseReturn__Output {
   'leaseId': (string);
@@ -21,4 +28,8 @@ export interface LeaseReturn__Output {
   'units': (number);
   'dayWindow': (string);
   'monthWindow': (string);
+  /**
+   * A credit lease's unused credits (atomic units); units is 0 then.
+   */
+  'creditsLeft': (number);
 }

@@ -30,6 +30,11 @@ export interface UsageRecord {
    */
   'creditsDrawn'?: (number | string | Long);
   'creditsEpoch'?: (string);
+  /**
+   * The Authorize (its authorization id) whose credits the call drew: quota-meter counts each
+   * credit lease's use, so one a gateway never returned (it died) is settled from what was used.
+   */
+  'creditLeaseId'?: (string);
 }
 
 export interface UsageRecord__Output {
@@ -60,4 +65,9 @@ export interface UsageRecord__Output {
    */
   'creditsDrawn': (number);
   'creditsEpoch': (string);
+  /**
+   * The Authorize (its authorization id) whose credits the call drew: quota-meter counts each
+   * credit lease's use, so one a gateway never returned (it died) is settled from what was used.
+   */
+  'creditLeaseId': (string);
 }
