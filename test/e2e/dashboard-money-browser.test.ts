@@ -6,27 +6,28 @@ import { createAdminClient } from "@tollgate/cli/clients/quota-admin";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { Receipt } from "mppx";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
-import { createWalletClient, erc20Abi, type Hex, http } from "viem";
+import type { Hex } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../quota-meter/helpers.ts";
-import { creditAsGateway } from "../support/credits.ts";
 import { devnet } from "../support/devnet.ts";
 import { mesh } from "../support/gateway.ts";
 import { devnetAccount, mppChargePayer } from "../support/mppx.ts";
-import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
+import { sendUsdc, settlementClient, usdcBalance, x402Payer, x402PayerOfKey } from "../support/x402.ts";
 
 // The credits and payments pages in Debian's Chromium (headless, playwright-core), with a wallet
 // provider injected into the page (EIP-1193) that signs with viem: a devnet payer pays calls with
-// the official x402 and mppx clients and finds them on the payments page; a wallet of its own gets
-// credits, spends some with an API key and sees both on the credits page. Screenshots go to
+// the official x402 and mppx clients and finds them on the payments page; a wallet of its own buys
+// credits (1 and 5 USDC, with @x402/fetch), spends some with an API key, sees both on the credits
+// page and tops up 1 USDC more from the page. Screenshots go to
 // test/artifacts/dashboard/.
 
 const ARTIFACTS = fileURLToPath(new URL("../artifacts/dashboard/", import.meta.url));
 /** The payer of the payments page: funded on the settlement chain and on Tempo. */
 const payer = devnetAccount(devnet, "payer6");
 /** The credits page's wallet: one of its own, so its balance and days are this test's alone. */
-const own = privateKeyToAccount(generatePrivateKey());
+const ownKey = generatePrivateKey();
+const own = privateKeyToAccount(ownKey);
 
 let context: BrowserContext;
 let page: Page;
@@ -187,9 +188,24 @@ describe("the money pages in a real browser", () => {
   it("the credits page shows the balance, today's top-ups and draws, and the top-up buttons", async () => {
     await signInAs(own);
     const session = await pageApi("GET", "/session");
-    // Two top-ups as the gateway credits settled ones; then a credits-only plan, so calls draw.
-    await creditAsGateway(mesh, { wallet: own.address }, 1_500_000);
-    await creditAsGateway(mesh, { wallet: own.address }, 500_000);
+    // The wallet buys 1 and 5 USDC of credits with the official @x402/fetch client, no key: both
+    // land on the account its sign-in made. Then a credits-only plan, so calls draw.
+    await sendUsdc(devnet, "payer8", own.address, 6_000_000n);
+    const buyer = x402PayerOfKey(devnet, ownKey);
+    for (const [amount, balance] of [
+      ["1", "1"],
+      ["5", "6"],
+    ]) {
+      const res = await buyer.fetch(`${mesh.gatewayUrl}/api/credits?amount=${amount}`, { method: "POST" });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { data: unknown }).data).toMatchObject({
+        credit: "credited",
+        account_id: session.account.id,
+        credited_usdc: amount,
+        balance_usdc: balance,
+        account_created: false,
+      });
+    }
     const admin = createAdminClient(mesh.quotaMeterAddr, mesh.operatorToken);
     try {
       await admin.updateAccount({ accountId: session.account.id, creditsOnly: true });
@@ -207,7 +223,7 @@ describe("the money pages in a real browser", () => {
       expect(body.meta.cost_usdc).toBe("0.001");
       remaining = res.headers.get("x-credits-remaining") ?? "";
     }
-    expect(remaining).toBe("1.997");
+    expect(remaining).toBe("5.997");
 
     await page.goto(`${mesh.dashboardUrl}/credits`);
     const today = new Date().toISOString().slice(0, 10);
@@ -223,11 +239,11 @@ describe("the money pages in a real browser", () => {
       20_000,
       500,
     );
-    await expect(page.locator("#balance").textContent()).resolves.toBe("1.997 USDC");
+    await expect(page.locator("#balance").textContent()).resolves.toBe("5.997 USDC");
     await expect(page.locator("#credits-mode").textContent()).resolves.toContain("credits-only");
     await expect(page.locator("#credit-days tr").last().locator("td").allTextContents()).resolves.toEqual([
       today,
-      "2",
+      "6",
       "0.003",
       "0",
     ]);
@@ -242,35 +258,24 @@ describe("the money pages in a real browser", () => {
   });
 
   it("tops up 1 USDC from the signed-in wallet in the browser with x402: the balance and the receiver each gain exactly 1 USDC", async () => {
-    // The credits page's wallet holds exactly 1 USDC on the settlement chain, sent by payer8.
+    // The credits page's wallet spent all it held on its top-ups so far; payer8 sends it exactly 1 USDC.
     const settlement = settlementClient(devnet);
-    const usdc = devnet.demo.settlement.usdc.address;
-    const funder = createWalletClient({
-      account: devnetAccount(devnet, "payer8"),
-      transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }),
-    });
-    const hash = await funder.writeContract({
-      address: usdc,
-      abi: erc20Abi,
-      functionName: "transfer",
-      args: [own.address, 1_000_000n],
-      chain: null,
-    });
-    await settlement.waitForTransactionReceipt({ hash });
+    expect(await usdcBalance(settlement, devnet, own.address)).toBe(0n);
+    await sendUsdc(devnet, "payer8", own.address, 1_000_000n);
     const payTo = devnet.demo.settlement.payTo;
     const receivedBefore = await usdcBalance(settlement, devnet, payTo);
 
     await page.goto(`${mesh.dashboardUrl}/credits`);
-    await page.locator("#balance").filter({ hasText: "1.997 USDC" }).waitFor();
+    await page.locator("#balance").filter({ hasText: "5.997 USDC" }).waitFor();
     await page.getByRole("button", { name: "Top up 1 USDC" }).click();
     // Done when the status line says how it ended (a failure names its cause).
     await page.locator("#top-up-status", { hasText: /Credited|failed/ }).waitFor({ timeout: 30_000 });
     await expect(page.locator("#top-up-status").textContent()).resolves.toMatch(
-      /^Credited 1 USDC; the balance is 2\.997 USDC\. Transaction 0x[0-9a-f]{64}\.$/,
+      /^Credited 1 USDC; the balance is 6\.997 USDC\. Transaction 0x[0-9a-f]{64}\.$/,
     );
-    await page.locator("#balance").filter({ hasText: "2.997 USDC" }).waitFor();
+    await page.locator("#balance").filter({ hasText: "6.997 USDC" }).waitFor();
     await expect(page.locator("#credit-days tr").last().locator("td").nth(1).textContent()).resolves.toBe(
-      "3",
+      "7",
     );
     // The wallet signed once, on the settlement chain the offer named; the money moved exactly.
     expect(typedDataChains).toEqual([devnet.demo.settlement.chainId]);

@@ -1,11 +1,11 @@
 // x402 sign-in-with-x through the gateway of the shared mesh, with the official client helpers of
 // @x402/extensions/sign-in-with-x signing as viem accounts: the 402 advertises the extension bound
 // to this deployment's origin; a wallet with an account (its first dashboard sign-in made one) is
-// served on that account's plan with no key and no payment, a credits-only one from its credits
-// (X-Credits-Remaining, meta.cost_usdc; 402 insufficient_credits once spent); a proof is served
-// once (its replay is 401), and one made for another domain, one expired or one malformed is 401
-// naming the problem; a wallet without an account is 402 with the offers to pay instead, which the
-// official @x402/fetch client then pays; hostile headers never get a 5xx.
+// served on that account's plan with no key and no payment, a credits-only one from the credits it
+// bought with @x402/fetch (X-Credits-Remaining, meta.cost_usdc; 402 insufficient_credits once
+// spent); a proof is served once (its replay is 401), and one made for another domain, one expired
+// or one malformed is 401 naming the problem; a wallet without an account is 402 with the offers to
+// pay instead, which the official @x402/fetch client then pays; hostile headers never get a 5xx.
 
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
@@ -20,15 +20,16 @@ import {
 } from "@x402/extensions/sign-in-with-x";
 import { type Network, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import fc from "fast-check";
-import { createWalletClient, erc20Abi, http } from "viem";
+import type { Hex } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { Wallet } from "../dashboard/support.ts";
-import { updateAccount } from "../support/accounts.ts";
-import { creditAsGateway, creditBalance, ledgerBalance as ledgerBalanceIn } from "../support/credits.ts";
+import { createKey, updateAccount } from "../support/accounts.ts";
+import { creditBalance, ledgerBalance as ledgerBalanceIn } from "../support/credits.ts";
 import { devnet } from "../support/devnet.ts";
 import { get, mesh } from "../support/gateway.ts";
-import { settlementClient, usdcBalance } from "../support/x402.ts";
+import { SUITE_BURST } from "../support/quota.ts";
+import { sendUsdc, settlementClient, usdcBalance, x402PayerOfKey } from "../support/x402.ts";
 
 const PATH = "/api/chain/chain-id?network=ethereum";
 const URL_HERE = `${mesh.gatewayUrl}${PATH}`;
@@ -80,24 +81,11 @@ async function walletWithAccount(): Promise<PrivateKeyAccount> {
 
 const chain = settlementClient(devnet);
 
-/** A fresh wallet holding `usdcAtomic` of the settlement token, sent by the devnet's payer8. */
-async function fundedWallet(usdcAtomic: bigint): Promise<PrivateKeyAccount> {
-  const wallet = privateKeyToAccount(generatePrivateKey());
-  const payer8 = devnet.accounts.find((a) => a.role === "payer8");
-  if (!payer8) throw new Error("the devnet has no payer8");
-  const funder = createWalletClient({
-    account: privateKeyToAccount(payer8.privateKey),
-    transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }),
-  });
-  const hash = await funder.writeContract({
-    address: devnet.demo.settlement.usdc.address,
-    abi: erc20Abi,
-    functionName: "transfer",
-    args: [wallet.address, usdcAtomic],
-    chain: null,
-  });
-  await chain.waitForTransactionReceipt({ hash });
-  return wallet;
+/** The key of a fresh wallet holding `usdcAtomic` of the settlement token, sent by the devnet's payer8. */
+async function fundedWallet(usdcAtomic: bigint): Promise<Hex> {
+  const key = generatePrivateKey();
+  await sendUsdc(devnet, "payer8", privateKeyToAccount(key).address, usdcAtomic);
+  return key;
 }
 
 /** An account's credit balance as the ledger in PostgreSQL holds it. */
@@ -214,12 +202,33 @@ describe("sign-in-with-x through the gateway", () => {
   });
 
   it("draws a credits-only account's credits, shows the balance left, and answers 402 insufficient_credits when they run out", async () => {
-    const account = privateKeyToAccount(generatePrivateKey());
+    // A wallet of its own buys 1 USDC of credits with the official @x402/fetch client, no key: the
+    // top-up makes the wallet's account, which is then put on credits only.
+    const key = await fundedWallet(1_000_000n);
+    const account = privateKeyToAccount(key);
+    const bought = await x402PayerOfKey(devnet, key).fetch(`${mesh.gatewayUrl}/api/credits?amount=1`, {
+      method: "POST",
+    });
+    expect(bought.status).toBe(200);
+    const topUp = ((await bought.json()) as { data: { account_id: string } }).data;
+    expect(topUp).toMatchObject({ credit: "credited", balance_usdc: "1", account_created: true });
+    expect(await usdcBalance(chain, devnet, account.address)).toBe(0n);
+    const accountId = topUp.account_id;
+    await updateAccount(accountId, { creditsOnly: true, burst: SUITE_BURST });
     const at = { stateDir: mesh.stateDir, quotaMeterAddr: mesh.quotaMeterAddr };
-    // A top-up credited to the wallet makes its account (as the top-up route does after settling).
-    const topUp = await creditAsGateway(at, { wallet: account.address.toLowerCase() }, 2_000);
-    expect(topUp.accountCreated).toBe(true);
-    await updateAccount(topUp.accountId, { creditsOnly: true });
+
+    // A key of the same account spends all but two calls' worth (998 calls at 0.001).
+    const apiKey = await createKey(accountId);
+    const spend = async (calls: number) => {
+      for (let i = 0; i < calls; i++) {
+        const res = await fetch(URL_HERE, { headers: { authorization: `Bearer ${apiKey}` } });
+        await res.arrayBuffer();
+        expect(res.status).toBe(200);
+      }
+    };
+    await Promise.all([spend(250), spend(250), spend(249), spend(249)]);
+    expect(await eventually(() => creditBalance(at, accountId), 2_000)).toBe(2_000);
+
     const ext = () => challenge();
 
     const first = await get(PATH, { [HEADER]: await proof(account, await ext()) });
@@ -239,10 +248,10 @@ describe("sign-in-with-x through the gateway", () => {
       decodePaymentRequiredHeader(spent.headers["payment-required"] as string).accepts.length,
     ).toBeGreaterThan(0);
     // The dashboard's balance: exact once the gateway reported the calls' draws.
-    expect(await eventually(() => creditBalance(at, topUp.accountId), 0)).toBe(0);
-    // The record agrees: the ledger in PostgreSQL holds the top-up and both draws, once the usage
-    // events of the signed-in calls (no key) are folded.
-    expect(await eventually(() => ledgerBalance(topUp.accountId), 0)).toBe(0);
+    expect(await eventually(() => creditBalance(at, accountId), 0)).toBe(0);
+    // The record agrees: the ledger in PostgreSQL holds the top-up and all 1,000 draws, once the
+    // usage events of the calls (the signed-in ones carry no key) are folded.
+    expect(await eventually(() => ledgerBalance(accountId), 0)).toBe(0);
   });
 
   it("answers a wallet without an account 402 no_account, with the offers to pay per call instead", async () => {
@@ -257,7 +266,7 @@ describe("sign-in-with-x through the gateway", () => {
   });
 
   it("an agent with the official @x402/fetch client, sign-in-with-x registered, pays until its wallet has an account, then signs in", async () => {
-    const wallet = await fundedWallet(100_000n);
+    const wallet = privateKeyToAccount(await fundedWallet(100_000n));
     const network = devnet.demo.settlement.network as Network;
     const client = new x402Client()
       .setSpendControls({ allowedAssets: [{ network, asset: devnet.demo.settlement.usdc.address }] })

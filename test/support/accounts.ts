@@ -20,7 +20,7 @@ export async function createAccountWithKey(plan: Plan = {}) {
 
 export async function updateAccount(
   accountId: string,
-  patch: { status?: string; daily?: number; monthly?: number; creditsOnly?: boolean },
+  patch: { status?: string; daily?: number; monthly?: number; burst?: number; creditsOnly?: boolean },
 ) {
   const client = admin();
   try {
@@ -29,6 +29,7 @@ export async function updateAccount(
       ...(patch.status !== undefined ? { status: patch.status } : {}),
       ...(patch.daily !== undefined ? { dailyLimit: patch.daily } : {}),
       ...(patch.monthly !== undefined ? { monthlyLimit: patch.monthly } : {}),
+      ...(patch.burst !== undefined ? { burstPerSecond: patch.burst } : {}),
       ...(patch.creditsOnly !== undefined ? { creditsOnly: patch.creditsOnly } : {}),
     });
   } finally {

@@ -1,7 +1,9 @@
 // Credits put into an account as the gateway's top-up route does after a settlement: through
-// quota-meter's CreditService, presenting the gateway's mesh token from the mesh's state dir. For
-// setups that need a balance without paying for it (the benchmark, a dashboard page); buying credits is tested
-// through the route itself, paid with the official clients.
+// quota-meter's CreditService, presenting the gateway's mesh token from the mesh's state dir. A
+// stand-in used by the benchmark's setup only: it grants one key 1,000 USDC, beyond any single
+// top-up (1, 5 or 20 USDC), and the benchmark measures serving, not buying. Every test buys its
+// credits through `POST /api/credits`, paid with the official clients; the balance readers below
+// are the tests'.
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,12 +18,8 @@ interface MeshAt {
 
 const token = (stateDir: string, name: string) => readFileSync(join(stateDir, name), "utf8").trim();
 
-/** Credits `amount` atomic units to the key's account (or the wallet's, made when new). */
-export async function creditAsGateway(
-  mesh: MeshAt,
-  target: { apiKey: string } | { wallet: string },
-  amount: number,
-) {
+/** Credits `amount` atomic units to the key's account. */
+export async function creditAsGateway(mesh: MeshAt, target: { apiKey: string }, amount: number) {
   const client = createQuotaMeterClient(
     mesh.quotaMeterAddr,
     { token: token(mesh.stateDir, "mesh-token-gateway") },
@@ -29,8 +27,8 @@ export async function creditAsGateway(
   );
   try {
     return await client.topUp({
-      apiKey: "apiKey" in target ? target.apiKey : "",
-      wallet: "wallet" in target ? target.wallet : "",
+      apiKey: target.apiKey,
+      wallet: "",
       amount,
       cause: `test-settlement:${randomUUID()}`,
       scheme: "exact",

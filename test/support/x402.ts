@@ -1,6 +1,6 @@
 // Paying Tollgate for real with the official x402 client libraries (@x402/fetch + the @x402/evm
-// `exact` client scheme), as a devnet payer. Shared by the e2e suite and the benchmark, so it
-// must not depend on vitest.
+// `exact` client scheme), as a devnet payer or a wallet of its own funded by one. Shared by the e2e
+// suite and the benchmark, so it must not depend on vitest.
 import type { DevnetAccount, DevnetChain, DevnetFile } from "@tollgate/devnet";
 import { type FacilitatorEvmSigner, toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
@@ -10,6 +10,7 @@ import {
   createPublicClient,
   createWalletClient,
   erc20Abi,
+  type Hex,
   http,
   type PublicClient,
   publicActions,
@@ -68,8 +69,20 @@ export function settlementNetwork(devnet: DevnetInfo): Network {
 
 /** A devnet payer (payer1..payer8) paying with the official client libraries. */
 export function x402Payer(devnet: DevnetInfo, role: string, opts: PayerOptions = {}): X402Payer {
-  const acct = account(devnet, role);
-  const signer = privateKeyToAccount(acct.privateKey);
+  return x402PayerOfKey(devnet, account(devnet, role).privateKey, opts, role);
+}
+
+/**
+ * A wallet of its own (not one of the devnet's accounts) paying with the official client libraries;
+ * it pays from what was sent to it (`sendUsdc`).
+ */
+export function x402PayerOfKey(
+  devnet: DevnetInfo,
+  privateKey: Hex,
+  opts: PayerOptions = {},
+  role = "own wallet",
+): X402Payer {
+  const signer = privateKeyToAccount(privateKey);
   const network = settlementNetwork(devnet);
   const asset = devnet.demo.settlement.usdc.address;
   const networks = [network, ...(opts.extraNetworks ?? [])];
@@ -123,6 +136,28 @@ export function settlementClient(devnet: DevnetInfo): PublicClient {
   const rpcUrl = devnet.chains.settlement?.rpcUrl;
   if (!rpcUrl) throw new Error("the devnet has no settlement chain");
   return createPublicClient({ transport: http(rpcUrl, { retryCount: 0 }) });
+}
+
+/** Sends `usdcAtomic` of the settlement token from the devnet account `from` to `to`, once mined. */
+export async function sendUsdc(
+  devnet: DevnetInfo,
+  from: string,
+  to: Address,
+  usdcAtomic: bigint,
+): Promise<void> {
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(account(devnet, from).privateKey),
+    transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }),
+  }).extend(publicActions);
+  const hash = await wallet.writeContract({
+    address: devnet.demo.settlement.usdc.address,
+    abi: erc20Abi,
+    functionName: "transfer",
+    args: [to, usdcAtomic],
+    chain: null,
+  });
+  const receipt = await wallet.waitForTransactionReceipt({ hash });
+  if (receipt.status !== "success") throw new Error(`sending ${usdcAtomic} USDC from ${from} reverted`);
 }
 
 /** The devnet USDC balance of `owner`, in atomic units. */
