@@ -7,8 +7,8 @@
  *   node         eth_blockNumber sent straight to the mesh's ethereum node
  *   edge         the gateway alone (/api/networks: no hop, no node)
  *   mesh         block-number through the whole mesh with an API key
- *   credits      the same with a key whose account pays every call from prepaid credits (a draw
- *                per call in quota-meter, no lease): `credits_added_over_plan` is what it adds
+ *   credits      the same with a key whose account pays every call from prepaid credits (credit
+ *                leases, as a plan's units are leased): `credits_added_over_plan` is what it adds
  *
  * then the ratios the performance issue sets goals on (mesh CPU per request ÷ the strong floor's,
  * throughput and p99 against it; the same against the fetch floor beside them), each service's
@@ -267,7 +267,7 @@ try {
     against_floor: against(floorRow),
     against_fetch_floor: against(fetchFloorRow),
     resident_mb: { at_ready: readyRss, idle: idleRss, after_load: loadedRss },
-    // Each call quota-meter's own draw (no lease): what paying from credits adds over a plan's call.
+    // Credit leases against unit leases: what paying from credits adds over a plan's call.
     credits_added_over_plan: {
       p50_ms: +(creditsRow["p50 ms"] - meshRow["p50 ms"]).toFixed(2),
       cpu_us_per_request:

@@ -62,7 +62,7 @@ const tooLate = () =>
  * How long past its end a credit lease its gateway has not returned is settled from its reported
  * use: longer than a gateway takes to report its calls and the lease's end while quota-meter answers.
  */
-export const CREDIT_LEASE_GRACE_MS = 60_000;
+const CREDIT_LEASE_GRACE_MS = 60_000;
 
 /** Consecutive timeouts that open the breaker (skip Redis for the cooldown). */
 const TIMEOUTS_TO_TRIP = 3;
