@@ -52,6 +52,10 @@ export interface Endpoint {
   payWith?: readonly string[];
   /** It credits its price to an account's prepaid credits instead of calling a node (a top-up). */
   topUp?: true;
+  /** The name payment-verifier prices it by (a JSON-RPC body's, with its methods); absent, `path`. */
+  resource?: string;
+  /** Plan units one request counts (a JSON-RPC batch: one per call); absent, 1. */
+  calls?: number;
 }
 
 const chainNetwork = z

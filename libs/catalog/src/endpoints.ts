@@ -4,6 +4,7 @@ import type { Endpoint } from "./endpoint-shape.ts";
 import { ACCOUNT_ENDPOINTS } from "./endpoints-accounts.ts";
 import { CHAIN_ENDPOINTS } from "./endpoints-chain.ts";
 import { TOKEN_ENDPOINTS } from "./endpoints-tokens.ts";
+import { pricedRpcEndpoint, RPC_ENDPOINT, rpcMethodsOf } from "./json-rpc.ts";
 
 export type { Endpoint } from "./endpoint-shape.ts";
 
@@ -37,7 +38,8 @@ export const ENDPOINTS = [
 
 export type EndpointId = (typeof ENDPOINTS)[number]["id"];
 
-const byId = new Map<string, Endpoint>(ENDPOINTS.map((e) => [e.id, e]));
+// rpc-proxy runs the JSON-RPC relay as one more operation.
+const byId = new Map<string, Endpoint>([...ENDPOINTS, RPC_ENDPOINT].map((e) => [e.id, e]));
 
 export function endpointById(id: string): Endpoint | undefined {
   return byId.get(id);
@@ -53,7 +55,10 @@ const paid = new Map<string, Endpoint>([
 ]);
 
 export function paidResource(name: string): Endpoint | undefined {
-  return paid.get(name);
+  const known = paid.get(name);
+  if (known) return known;
+  const methods = rpcMethodsOf(name);
+  return methods ? pricedRpcEndpoint(methods) : undefined;
 }
 
 /** Price in the settlement token's atomic units (USDC: 6 decimals). */

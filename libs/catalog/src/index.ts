@@ -4,6 +4,7 @@ export * from "./endpoints.ts";
 export * from "./errors.ts";
 export * from "./formats.ts";
 export * from "./http-headers.ts";
+export * from "./json-rpc.ts";
 export * from "./networks.ts";
 export * from "./plans.ts";
 export * from "./validate.ts";

@@ -6,6 +6,7 @@ import {
   LIMIT_ERRORS,
   type LimitErrorCode,
   REQUEST_ID_HEADER,
+  RPC_ERRORS,
 } from "@tollgate/catalog";
 import type { NextFunction, Request, Response } from "express";
 import { pathOf } from "./edge.ts";
@@ -49,8 +50,55 @@ declare global {
       auth?: string;
       /** The key's account or the payer, for the access log (never the key itself). */
       principal?: string;
+      /**
+       * A JSON-RPC request (POST /rpc/{network}): answers are JSON-RPC, not the envelope. `ids` are
+       * the request's (one per call, in order); `answer` writes the node's answers in among the
+       * calls answered here.
+       */
+      jsonRpc?: JsonRpcReply;
     }
   }
+}
+
+/** How a JSON-RPC request is answered (routes/rpc.ts makes it). */
+export interface JsonRpcReply {
+  batch: boolean;
+  ids: Array<string | number | null>;
+  /** The answer body from rpc-proxy's answers (one per relayed call). */
+  answer(dataJson: string): string;
+}
+
+/** A JSON-RPC refusal's code for the API's error code: JSON-RPC's own where one fits. */
+const RPC_CODES: Partial<Record<ErrorCode, number>> = {
+  invalid_body: RPC_ERRORS.parse,
+  invalid_parameter: RPC_ERRORS.invalidParams,
+  unknown_parameter: RPC_ERRORS.invalidParams,
+  payload_too_large: RPC_ERRORS.invalidRequest,
+  unsupported_media_type: RPC_ERRORS.invalidRequest,
+  method_not_allowed: RPC_ERRORS.invalidRequest,
+};
+
+/** A refusal of a whole JSON-RPC request, its HTTP status kept: one error per call it carried. */
+function rpcErrorBody(
+  rpc: Pick<JsonRpcReply, "batch" | "ids">,
+  code: string,
+  message: string,
+  data: object,
+): string {
+  // A body refused whole (not a request, an empty or oversized batch) is JSON-RPC's invalid request.
+  const body = code === "invalid_parameter" && (data as { parameter?: string }).parameter === "body";
+  const rpcCode = body ? RPC_ERRORS.invalidRequest : (RPC_CODES[code as ErrorCode] ?? RPC_ERRORS.refused);
+  const error = { code: rpcCode, message, data: { code, ...data } };
+  const one = (id: string | number | null) => ({ jsonrpc: "2.0", id, error });
+  return JSON.stringify(rpc.batch ? rpc.ids.map(one) : one(rpc.ids[0] ?? null));
+}
+
+/** A JSON-RPC path's answers before its route read the body: no ids known. */
+const NO_IDS = { batch: false, ids: [null] };
+
+/** How the response is answered when it is JSON-RPC: the route's reply, or a /rpc/ path's default. */
+function jsonRpcOf(res: Reply): Pick<JsonRpcReply, "batch" | "ids"> | undefined {
+  return res.locals.jsonRpc ?? (pathOf(res.req.url ?? "/").startsWith("/rpc/") ? NO_IDS : undefined);
 }
 
 /** The request id header as Node keys incoming headers (lower case). */
@@ -122,6 +170,9 @@ export function sendDataJson(
 
 /** The body sendDataJson writes. */
 export function dataJsonBody(res: Reply, dataJson: string, extra?: Omit<Meta, "endpoint" | "request_id">) {
+  // JSON-RPC: the node's answers as they are, no envelope.
+  const rpc = res.locals.jsonRpc;
+  if (rpc) return rpc.answer(dataJson);
   return `{"data":${dataJson},"error":null,"meta":${JSON.stringify(meta(res, extra))}}`;
 }
 
@@ -162,6 +213,8 @@ export function errorBody(
   paid?: Omit<Meta, "endpoint" | "request_id">,
   problem?: Problem | null,
 ): string {
+  const rpc = jsonRpcOf(res);
+  if (rpc) return rpcErrorBody(rpc, code, message, { ...extra, request_id: res.locals.requestId });
   const error: ErrorBody = { code, message, ...extra };
   const status = ERRORS[code].status;
   // Only a payment refusal (402) is a protocol's problem; an outage stays a plain 503.
@@ -175,6 +228,15 @@ export function errorBody(
 /** The flat shape of spec 7 for 429s: `error` is the code itself. */
 export function sendLimit(res: Reply, code: LimitErrorCode, payPerCall: string): void {
   if (code === "rate_limited") res.setHeader("Retry-After", "1");
+  const rpc = jsonRpcOf(res);
+  if (rpc) {
+    writeJson(
+      res,
+      429,
+      rpcErrorBody(rpc, code, LIMIT_ERRORS[code](payPerCall), { request_id: res.locals.requestId }),
+    );
+    return;
+  }
   writeJson(
     res,
     429,

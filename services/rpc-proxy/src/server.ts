@@ -1,4 +1,4 @@
-import { type Endpoint, endpointById } from "@tollgate/catalog";
+import { type Endpoint, endpointById, RPC_ENDPOINT } from "@tollgate/catalog";
 import {
   contracts,
   createLogger,
@@ -19,6 +19,7 @@ import type { RpcProxyConfig } from "./config.ts";
 import { invalidParameter } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
 import { OPERATIONS, RESULT_CHECKS } from "./operations/index.ts";
+import { relay } from "./operations/json-rpc.ts";
 import { HeadTracker } from "./upstream/head-tracker.ts";
 import { NetworkPool } from "./upstream/pool.ts";
 
@@ -97,6 +98,19 @@ function parseParams(endpoint: Endpoint, json: string): Record<string, unknown> 
   return params ?? {};
 }
 
+/** The relay's params: a JSON object, as the gateway sends it (its calls are checked by relay()). */
+function relayParams(json: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw invalidParameter("params", "expected a JSON object");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw invalidParameter("params", "expected a JSON object");
+  return value as Record<string, unknown>;
+}
+
 /**
  * A failure as the gateway passes it to the client, redacted as log lines are: a node's error text
  * (an upstream_error's message, a revert's reason) can quote the node's URL and the key in its path.
@@ -127,7 +141,9 @@ export async function startRpcProxy(
     const endpoint = endpointById(request.operation);
     if (!endpoint)
       throw invalidParameter("operation", `unknown operation "${request.operation.slice(0, 64)}"`);
-    const params = parseParams(endpoint, request.paramsJson);
+    const relaying = endpoint.id === RPC_ENDPOINT.id;
+    // The relay's params are the checked calls, not the endpoint's query: read as sent.
+    const params = relaying ? relayParams(request.paramsJson) : parseParams(endpoint, request.paramsJson);
     const network = request.network || String(params.network ?? "");
     const pool = pools.get(network);
     if (!endpoint.networks.includes(network) || !pool) {
@@ -140,13 +156,11 @@ export async function startRpcProxy(
     };
     const series = callSeries(endpoint.id)(network);
     try {
-      const data = await OPERATIONS[endpoint.id as keyof typeof OPERATIONS](params, {
-        network,
-        pool,
-        call: ctx,
-        config,
-      });
-      if (!RESULT_CHECKS[endpoint.id as keyof typeof RESULT_CHECKS]?.(data)) {
+      const context = { network, pool, call: ctx, config };
+      const data = relaying
+        ? await relay(params, context)
+        : await OPERATIONS[endpoint.id as keyof typeof OPERATIONS](params, context);
+      if (!relaying && !RESULT_CHECKS[endpoint.id as keyof typeof RESULT_CHECKS]?.(data)) {
         const checked = endpoint.data.safeParse(data);
         if (!checked.success) {
           logger.error(

@@ -23,6 +23,11 @@ export interface ApiKeyAuthDeps {
   logger: Logger;
 }
 
+/** The mesh's id of a batch's k-th unit (the first is the request's own id): what its refund is keyed by. */
+function unitId(requestId: string, k: number): string {
+  return k === 0 ? requestId : `${requestId}:${k}`;
+}
+
 /** Serves a call made with an API key. */
 export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_key">, Caller, Reply> {
   return async (endpoint, network, credentials, execute, req, res) => {
@@ -40,9 +45,9 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
     }
     let authz: Grant;
     const price = atomicPrice(endpoint);
-    try {
-      // A unit of the key's lease when this gateway holds one; quota-meter otherwise.
-      authz = await deps.leases.grant(
+    /** A unit (or, from credits, `price`) of the key's lease when this gateway holds one; quota-meter otherwise. */
+    const grant = (price: number) =>
+      deps.leases.grant(
         apiKey,
         (leaseUnits, close) => {
           const authorizationId = randomUUID();
@@ -66,8 +71,38 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
         },
         price,
       );
+    // A JSON-RPC batch counts one plan unit per call: the first grant's and these. From credits, the
+    // first grant drew the whole batch's price.
+    const more: Grant[] = [];
+    /** Gives back what the batch took (it is not served): `status` is what the caller got. */
+    const giveBackAll = (status: number) => {
+      for (const [k, g] of more.entries()) report(g, unitId(res.locals.requestId, k + 1), status, false);
+      more.length = 0;
+    };
+    let first: Grant | undefined;
+    try {
+      authz = await grant(price);
+      first = authz;
+      const units = endpoint.calls ?? 1;
+      if (units > 1 && authz.decision === "DECISION_ALLOW" && authz.metered && !authz.credits) {
+        for (let i = 1; i < units; i++) {
+          // Never from credits: a plan that runs out within the batch refuses the batch.
+          const unit = await grant(0);
+          if (unit.decision !== "DECISION_ALLOW" || !unit.metered) {
+            // Refused (429): the units taken for the batch go back, nothing served.
+            report(authz, res.locals.requestId, 429, false);
+            giveBackAll(429);
+            authz = unit;
+            break;
+          }
+          more.push(unit);
+        }
+      }
     } catch (err) {
       limiter?.giveBack(client);
+      // quota-meter failed within a batch: what it took goes back.
+      if (first?.metered) report(first, res.locals.requestId, 503, false);
+      giveBackAll(503);
       const failure = failureOf(err);
       if (!failure.ok) deps.logger.warn({ code: failure.code }, "quota-meter unreachable");
       sendError(res, "service_unavailable", "the API-key service is unavailable, retry with backoff");
@@ -93,30 +128,38 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
     res.locals.principal = authz.accountId;
     const outcome = await execute();
     const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
-    const drawn = authz.credits;
     sendOnAccount(res, endpoint, outcome, authz);
-    // A call that got no answer is not charged: its unit goes back to its lease when that is still
-    // live (served again at once), else to both windows.
-    const uncharged = authz.metered && !charged(outcome);
-    const returnedToLease = uncharged && deps.leases.giveBack(apiKey, authz);
-    deps.usage.add({
-      requestId: res.locals.requestId,
-      accountId: authz.accountId,
-      keyId: authz.keyId,
-      endpoint: endpoint.path,
-      network,
-      status,
-      latencyMs: performance.now() - started,
-      time: receivedAt,
-      refund: uncharged && !returnedToLease,
-      returnedToLease,
-      dayWindow: authz.dayWindow,
-      monthWindow: authz.monthWindow,
-      // A call whose price went back to its credit lease drew nothing; the lease is what quota-meter
-      // counts a draw against (so a lease this gateway never returns is settled from its use).
-      creditsDrawn: drawn && !returnedToLease ? drawn.drawn : 0,
-      creditsEpoch: drawn?.epoch ?? "",
-      creditLeaseId: drawn ? (authz.leaseId ?? "") : "",
-    });
+    const paid = charged(outcome);
+    report(authz, res.locals.requestId, status, paid);
+    for (const [k, unit] of more.entries()) report(unit, unitId(res.locals.requestId, k + 1), status, paid);
+
+    /**
+     * One unit's usage record. A call that got no answer is not charged: its unit goes back to its
+     * lease when that is still live (served again at once), else to both windows.
+     */
+    function report(g: Grant, requestId: string, status: number, paid: boolean): void {
+      const drawn = g.credits;
+      const uncharged = g.metered && !paid;
+      const returnedToLease = uncharged && deps.leases.giveBack(apiKey, g);
+      deps.usage.add({
+        requestId,
+        accountId: g.accountId,
+        keyId: g.keyId,
+        endpoint: endpoint.path,
+        network,
+        status,
+        latencyMs: performance.now() - started,
+        time: receivedAt,
+        refund: uncharged && !returnedToLease,
+        returnedToLease,
+        dayWindow: g.dayWindow,
+        monthWindow: g.monthWindow,
+        // A call whose price went back to its credit lease drew nothing; the lease is what quota-meter
+        // counts a draw against (so a lease this gateway never returns is settled from its use).
+        creditsDrawn: drawn && !returnedToLease ? drawn.drawn : 0,
+        creditsEpoch: drawn?.epoch ?? "",
+        creditLeaseId: drawn ? (g.leaseId ?? "") : "",
+      });
+    }
   };
 }

@@ -133,7 +133,12 @@ export function resourceOf(
   const known = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) if (typeof value === "string") known.append(name, value);
   const search = known.size > 0 ? `?${known}` : "";
-  return { endpoint: endpoint.path, network, url: `${deps.publicBaseUrl ?? ""}${path}${search}` };
+  // A JSON-RPC body is priced by its own name (its methods), the rest by their path template.
+  return {
+    endpoint: endpoint.resource ?? endpoint.path,
+    network,
+    url: `${deps.publicBaseUrl ?? ""}${path}${search}`,
+  };
 }
 
 /**

@@ -12,6 +12,7 @@ import {
 import type { PaymentMethod } from "../payment-methods.ts";
 import { describeMethods } from "../payment-methods.ts";
 import { creditsLlms } from "./credits-paths.ts";
+import { jsonRpcLlms } from "./json-rpc-docs.ts";
 import { CHARGING_RULE, PAYMENT_IDENTIFIER_RULE, plansText } from "./wording.ts";
 
 function example(endpoint: Endpoint, base: string): string {
@@ -98,6 +99,7 @@ export function buildLlmsTxt(
     `- What is charged: ${CHARGING_RULE}`,
     "",
     ...creditsLlms(methods, base),
+    ...jsonRpcLlms(base),
     "## Responses",
     '- Envelope: `{"data": {...} | null, "error": null | {"code","message"}, "meta": {"endpoint","request_id", paid: "cost_usdc","payment_chain","payment_token"}}`.',
     '- 429 is flat: `{"error": "daily_limit_exceeded" | "monthly_limit_exceeded" | "rate_limited", "message"}`; only rate_limited sets Retry-After: 1.',

@@ -1,7 +1,7 @@
 // The paid chain endpoints: the route table (one route per catalog entry) and the call each route
 // makes. Who may make the call is decided by the auth methods in ../auth, chosen here by the
 // credentials the request carries.
-import { ENDPOINTS, type Endpoint, validateRequest } from "@tollgate/catalog";
+import { ENDPOINTS, type Endpoint, RPC_ENDPOINT, RPC_PATH, validateRequest } from "@tollgate/catalog";
 import { type Request, type Response, Router } from "express";
 import { type ApiKeyAuthDeps, apiKeyAuth } from "../auth/api-key.ts";
 import { type Caller, type CredentialsOf, type Execute, failureOf, type Outcome } from "../auth/call.ts";
@@ -10,6 +10,7 @@ import { type PaymentAuthDeps, paymentAuth } from "../auth/payment.ts";
 import { type SignInAuthDeps, signInAuth } from "../auth/sign-in.ts";
 import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
 import { type Reply, sendError } from "../envelope.ts";
+import { readJsonRpc } from "./json-rpc.ts";
 
 type ChainDeps = ApiKeyAuthDeps & PaymentAuthDeps & SignInAuthDeps & { rpc: RpcProxyClient };
 
@@ -100,6 +101,28 @@ export function chainCalls(deps: ChainDeps) {
     return byKey(endpoint, call.network, credentials, call.execute, caller, res);
   }
 
+  /** POST /rpc/{network} (routes/json-rpc.ts): a checked, priced body, then the same auth methods. */
+  async function serveJsonRpc(req: Request, res: Response): Promise<void> {
+    const call = readJsonRpc(deps.rpc, req, res);
+    if (!call) return;
+    const { endpoint, network, execute } = call;
+    const credentials: Credentials = readCredentials(req);
+    res.locals.auth = credentials.kind;
+    switch (credentials.kind) {
+      case "api_key":
+        return byKey(endpoint, network, credentials, execute, req, res);
+      case "sign_in":
+        return bySignIn(endpoint, network, credentials, execute, req, res);
+      case "payment":
+        return byPayment.serve(endpoint, network, credentials, execute, req, res);
+      case "invalid":
+        sendError(res, "invalid_api_key", credentials.reason);
+        return;
+      case "none":
+        return byPayment.challenge(endpoint, network, req, res);
+    }
+  }
+
   function router(): Router {
     // Exact paths (see routes/table.ts); a known path with another method is the app's 405.
     const r = Router({ caseSensitive: true, strict: true });
@@ -120,6 +143,11 @@ export function chainCalls(deps: ChainDeps) {
         });
       }
     }
+    r.post(RPC_PATH.replace("{network}", ":network"), (req, res) => {
+      if (!asksNoService(req)) return serveJsonRpc(req, res);
+      // A bodiless POST with a payment of its own (an MPP session's close or top-up).
+      void byPayment.withoutService(RPC_ENDPOINT, req, res, () => serveJsonRpc(req, res));
+    });
     return r;
   }
 

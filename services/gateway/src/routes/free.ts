@@ -13,6 +13,7 @@ import { type Request, type Response, Router } from "express";
 import { readCredentials } from "../auth/credentials.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
 import { creditsPricing } from "../docs/credits-paths.ts";
+import { jsonRpcPricing } from "../docs/json-rpc-docs.ts";
 import { buildLlmsTxt } from "../docs/llms.ts";
 import { buildOpenApi } from "../docs/openapi.ts";
 import { sendData, sendError, sendLimit } from "../envelope.ts";
@@ -130,6 +131,7 @@ export function freeRouter(deps: FreeDeps): Router {
         more: moreThanFree(deps.methods.text()),
       },
       credits: creditsPricing(deps.methods.list()),
+      json_rpc: jsonRpcPricing(),
     });
   });
 

@@ -1,4 +1,4 @@
-import { CREDITS_ENDPOINT, ENDPOINTS } from "@tollgate/catalog";
+import { CREDITS_ENDPOINT, ENDPOINTS, RPC_ENDPOINT } from "@tollgate/catalog";
 
 /**
  * Every path the gateway serves and its one method: the chain endpoints from the catalog
@@ -54,6 +54,7 @@ function route(template: string, method: "GET" | "POST", paid: boolean): Route {
 
 const ROUTES: readonly Route[] = [
   ...ENDPOINTS.map((e) => route(e.path, e.method, true)),
+  route(RPC_ENDPOINT.path, RPC_ENDPOINT.method, true),
   // Buying credits (routes/credits.ts): paid, but never a call a payment's own action is posted to.
   route(CREDITS_ENDPOINT.path, CREDITS_ENDPOINT.method, false),
   ...Object.values(FREE_PATHS).map((p) => route(p, "GET", false)),

@@ -30,7 +30,10 @@ interface LogRange {
  * to_block past the head: the query then ends at the head (`latest`) and the answer
  * covers the blocks that exist, never more than asked.
  */
-function resolveRange(params: { from_block?: string; to_block?: string }, ctx: OperationContext): LogRange {
+export function resolveRange(
+  params: { from_block?: string; to_block?: string },
+  ctx: OperationContext,
+): LogRange {
   const { maxBlockRange, defaultBlockRange } = ctx.config.logs;
   const head = ctx.pool.head();
   const numberOf = (selector: string): bigint | undefined => {

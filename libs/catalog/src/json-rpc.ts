@@ -1,0 +1,271 @@
+// The JSON-RPC endpoint (`POST /rpc/{network}`): the read methods it relays to the node as sent,
+// each with its price, and the bounds of a request. One fact each: the gateway validates and
+// prices a body from here, payment-verifier prices the same body by its resource name, rpc-proxy
+// relays only these methods, and /api/pricing, /openapi.json and /llms.txt list them.
+import { z } from "zod";
+import type { Endpoint } from "./endpoint-shape.ts";
+import { BLOCK_TAGS, hash32, hexData } from "./formats.ts";
+import { CHAIN_NETWORKS } from "./networks.ts";
+
+export const RPC_PATH = "/rpc/{network}";
+/** Calls in one batch, at most: a larger batch is refused before any node call. */
+export const RPC_BATCH_MAX = 100;
+/** Blocks `eth_feeHistory` may ask for at once (what common nodes allow). */
+const FEE_HISTORY_MAX = 1024;
+
+const ADDRESS = /^0x[a-fA-F0-9]{40}$/;
+const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,15})$/;
+const tags = new Set<string>(BLOCK_TAGS);
+
+/** A JSON-RPC block parameter: a hex block number or a tag (EIP-1898 objects are not relayed). */
+const block = z.string().refine((v) => tags.has(v) || QUANTITY.test(v), {
+  error: `expected a block: a hex block number or one of ${BLOCK_TAGS.join(", ")}`,
+});
+const address = z
+  .string()
+  .regex(ADDRESS, { error: "expected an address (0x followed by 40 hex characters)" });
+const slot = z
+  .string()
+  .regex(/^0x[a-fA-F0-9]{1,64}$/, { error: "expected a storage slot (hex, at most 32 bytes)" });
+const topic = z.union([hash32, z.null(), z.array(hash32.nullable()).max(8)]);
+/** A call object (eth_call, eth_estimateGas): what nodes take, nothing else. */
+const callObject = z.strictObject({
+  from: address.optional(),
+  to: address.nullable().optional(),
+  gas: z.string().regex(QUANTITY).optional(),
+  gasPrice: z.string().regex(QUANTITY).optional(),
+  maxFeePerGas: z.string().regex(QUANTITY).optional(),
+  maxPriorityFeePerGas: z.string().regex(QUANTITY).optional(),
+  value: z
+    .string()
+    .regex(/^0x[a-fA-F0-9]{1,64}$/)
+    .optional(),
+  data: hexData.optional(),
+  input: hexData.optional(),
+  nonce: z.string().regex(QUANTITY).optional(),
+  type: z.string().regex(QUANTITY).optional(),
+  chainId: z.string().regex(QUANTITY).optional(),
+  accessList: z
+    .array(z.strictObject({ address, storageKeys: z.array(hash32).max(256) }))
+    .max(64)
+    .optional(),
+});
+const logFilter = z.strictObject({
+  fromBlock: block.optional(),
+  toBlock: block.optional(),
+  blockHash: hash32.optional(),
+  address: z.union([address, z.array(address).max(64)]).optional(),
+  topics: z.array(topic).max(4).optional(),
+});
+/** Positional parameters: required ones first, then optional ones (a JSON-RPC array may stop early). */
+const none = z.tuple([]);
+const atBlock = (first: z.ZodType) => z.union([z.tuple([first]), z.tuple([first, block])]);
+
+/** A relayed method: its price (USD decimal, as every price) and its parameters. */
+export interface RpcMethod {
+  price: string;
+  params: z.ZodType<unknown[]>;
+  description: string;
+}
+
+export const RPC_METHODS = {
+  eth_chainId: { price: "0.001", params: none, description: "the chain id" },
+  eth_blockNumber: { price: "0.001", params: none, description: "the latest block number" },
+  eth_gasPrice: { price: "0.001", params: none, description: "the gas price" },
+  eth_maxPriorityFeePerGas: { price: "0.001", params: none, description: "the priority fee" },
+  eth_feeHistory: {
+    price: "0.001",
+    params: z.union([
+      z.tuple([z.union([z.string().regex(QUANTITY), z.number().int().min(1).max(FEE_HISTORY_MAX)]), block]),
+      z.tuple([
+        z.union([z.string().regex(QUANTITY), z.number().int().min(1).max(FEE_HISTORY_MAX)]),
+        block,
+        z.array(z.number().min(0).max(100)).max(100),
+      ]),
+    ]),
+    description: "base fees and rewards of recent blocks",
+  },
+  net_version: { price: "0.001", params: none, description: "the network id" },
+  web3_clientVersion: { price: "0.001", params: none, description: "the node's client version" },
+  eth_getBalance: { price: "0.003", params: atBlock(address), description: "an address's balance" },
+  eth_getCode: { price: "0.003", params: atBlock(address), description: "an address's code" },
+  eth_getTransactionCount: { price: "0.003", params: atBlock(address), description: "an address's nonce" },
+  eth_getStorageAt: {
+    price: "0.003",
+    params: z.union([z.tuple([address, slot]), z.tuple([address, slot, block])]),
+    description: "a storage slot",
+  },
+  eth_getBlockByNumber: {
+    price: "0.003",
+    params: z.tuple([block, z.boolean()]),
+    description: "a block by number",
+  },
+  eth_getBlockByHash: {
+    price: "0.003",
+    params: z.tuple([hash32, z.boolean()]),
+    description: "a block by hash",
+  },
+  eth_getTransactionByHash: { price: "0.003", params: z.tuple([hash32]), description: "a transaction" },
+  eth_getTransactionReceipt: { price: "0.003", params: z.tuple([hash32]), description: "a receipt" },
+  eth_estimateGas: { price: "0.004", params: atBlock(callObject), description: "a gas estimate" },
+  eth_call: { price: "0.005", params: atBlock(callObject), description: "a read-only call" },
+  eth_getLogs: {
+    price: "0.005",
+    params: z.tuple([logFilter]),
+    description: "event logs (the same block-range cap as /api/events)",
+  },
+} as const satisfies Record<string, RpcMethod>;
+
+type RpcMethodName = keyof typeof RPC_METHODS;
+
+function isRpcMethod(name: string): name is RpcMethodName {
+  return Object.hasOwn(RPC_METHODS, name);
+}
+
+/** JSON-RPC 2.0's own error codes, as the endpoint answers them. */
+export const RPC_ERRORS = {
+  parse: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  /** Refused by Tollgate (payment, key, quota, limits): the `data.code` names the API's error code. */
+  refused: -32000,
+} as const;
+
+/** A request's id as echoed: a string or number as sent, bounded; null when absent or unusable. */
+type RpcId = string | number | null;
+
+/** One call of a request, checked: relayed (and priced), or answered here with an error. */
+export type RpcItem =
+  | { ok: true; id: RpcId; method: RpcMethodName; params: unknown[] }
+  | { ok: false; id: RpcId; error: { code: number; message: string } };
+
+/** A request body, checked: its calls in order and whether it was a batch. */
+export interface RpcRequest {
+  batch: boolean;
+  items: RpcItem[];
+}
+
+function idOf(raw: unknown): RpcId | undefined {
+  if (raw === null) return null;
+  if (typeof raw === "string") return raw.length <= 256 ? raw : undefined;
+  if (typeof raw === "number") return Number.isSafeInteger(raw) ? raw : undefined;
+  return undefined;
+}
+
+function checkCall(raw: unknown): RpcItem {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+    return {
+      ok: false,
+      id: null,
+      error: { code: RPC_ERRORS.invalidRequest, message: "expected a request object" },
+    };
+  const call = raw as Record<string, unknown>;
+  const id = idOf(call.id);
+  const bad = (code: number, message: string): RpcItem => ({
+    ok: false,
+    id: id ?? null,
+    error: { code, message },
+  });
+  if (id === undefined)
+    return bad(
+      RPC_ERRORS.invalidRequest,
+      "id: expected a string (at most 256 characters), a safe integer or null (notifications are not relayed)",
+    );
+  if (call.jsonrpc !== "2.0") return bad(RPC_ERRORS.invalidRequest, 'jsonrpc: expected "2.0"');
+  if (typeof call.method !== "string") return bad(RPC_ERRORS.invalidRequest, "method: expected a string");
+  if (!isRpcMethod(call.method))
+    return bad(
+      RPC_ERRORS.methodNotFound,
+      `method not found or not served here: ${call.method.slice(0, 64)} (served: see /api/pricing)`,
+    );
+  const params = call.params === undefined ? [] : call.params;
+  const checked = RPC_METHODS[call.method].params.safeParse(params);
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    const at = issue?.path.length ? `params[${issue.path.join("][")}]` : "params";
+    return bad(RPC_ERRORS.invalidParams, `${at}: ${issue?.message ?? "invalid"}`);
+  }
+  return { ok: true, id, method: call.method, params: params as unknown[] };
+}
+
+/**
+ * Checks a parsed body: one call or a batch of 1..RPC_BATCH_MAX. A refusal of the whole body
+ * (not a request, an empty or oversized batch) is a string naming why; otherwise every call is
+ * either relayable or answered with its own JSON-RPC error.
+ */
+export function checkRpcRequest(body: unknown): RpcRequest | { refused: string } {
+  if (Array.isArray(body)) {
+    if (body.length === 0) return { refused: "an empty batch" };
+    if (body.length > RPC_BATCH_MAX)
+      return {
+        refused: `a batch of ${body.length} calls; at most ${RPC_BATCH_MAX} are served in one request`,
+      };
+    return { batch: true, items: body.map(checkCall) };
+  }
+  if (body === null || typeof body !== "object")
+    return { refused: "expected a JSON-RPC request object or a batch (array)" };
+  return { batch: false, items: [checkCall(body)] };
+}
+
+/** A body's price: the sum of its relayed calls' prices (USD decimal, 6 places at most). */
+export function rpcPrice(methods: readonly string[]): string {
+  let micro = 0;
+  for (const m of methods) micro += Math.round(Number(RPC_METHODS[m as RpcMethodName].price) * 1e6);
+  return (micro / 1e6).toFixed(6).replace(/\.?0+$/, "");
+}
+
+/**
+ * The name payment-verifier prices a body by: the path template and its relayed methods counted,
+ * in a canonical order (`/rpc/{network}?calls=eth_call*2,eth_chainId`). The same body always has
+ * the same name, so a client's paid retry matches the 402's price.
+ */
+function rpcResource(methods: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const m of methods) counts.set(m, (counts.get(m) ?? 0) + 1);
+  const parts = [...counts].sort(([a], [b]) => (a < b ? -1 : 1)).map(([m, n]) => (n > 1 ? `${m}*${n}` : m));
+  return `${RPC_PATH}?calls=${parts.join(",")}`;
+}
+
+const RPC_RESOURCE = /^\/rpc\/\{network\}\?calls=([a-zA-Z0-9_*,]{1,2000})$/;
+
+/** The methods a resource name counts (undefined when it is not one, or names a method not served). */
+export function rpcMethodsOf(name: string): string[] | undefined {
+  const m = RPC_RESOURCE.exec(name);
+  if (!m) return undefined;
+  const methods: string[] = [];
+  for (const part of (m[1] ?? "").split(",")) {
+    const [method = "", times = "1"] = part.split("*");
+    const n = Number(times);
+    if (!isRpcMethod(method) || !Number.isInteger(n) || n < 1 || methods.length + n > RPC_BATCH_MAX)
+      return undefined;
+    for (let i = 0; i < n; i++) methods.push(method);
+  }
+  return methods;
+}
+
+/** The endpoint as docs and the call path see it; a body's own price comes from rpcPrice. */
+export const RPC_ENDPOINT = {
+  id: "jsonRpc",
+  method: "POST",
+  path: RPC_PATH,
+  price: "0.001",
+  summary: "JSON-RPC 2.0 (viem, ethers, web3.py unchanged)",
+  description:
+    "A JSON-RPC request or batch relayed to the node as sent and answered as the node answers (no envelope). Read methods only, each with its price; a batch costs the sum of its calls.",
+  networks: CHAIN_NETWORKS,
+  params: {
+    path: z.strictObject({ network: z.enum(CHAIN_NETWORKS) }),
+    query: z.strictObject({}),
+  },
+  data: z.unknown(),
+  upstream: "the body's own methods, in one round trip",
+  example: { path: { network: "ethereum" } },
+  errors: ["block_range_too_large"],
+} as const satisfies Endpoint;
+
+/** A body's endpoint: the same description with the body's price and the name it is priced by. */
+export function pricedRpcEndpoint(methods: readonly string[]): Endpoint {
+  return { ...RPC_ENDPOINT, price: rpcPrice(methods), resource: rpcResource(methods), calls: methods.length };
+}
