@@ -165,6 +165,24 @@ describe("JSON-RPC endpoint (viem unchanged)", () => {
     expect(unknownNetwork.status).toBe(400);
   });
 
+  it("/api/pricing, /openapi.json and /llms.txt list the endpoint and every served method's price", async () => {
+    const pricing = (await get("/api/pricing")).body as {
+      data: {
+        json_rpc: { path: string; batch_max: number; methods: Array<{ method: string; price_usd: string }> };
+      };
+    };
+    expect(pricing.data.json_rpc).toMatchObject({ path: "/rpc/{network}", batch_max: 100 });
+    expect(Object.fromEntries(pricing.data.json_rpc.methods.map((m) => [m.method, m.price_usd]))).toEqual(
+      Object.fromEntries(Object.entries(RPC_METHODS).map(([m, d]) => [m, d.price])),
+    );
+    const doc = (await get("/openapi.json")).body as {
+      paths: Record<string, { post?: { requestBody?: unknown } }>;
+    };
+    expect(doc.paths["/rpc/{network}"]?.post?.requestBody).toBeDefined();
+    const llms = await (await fetch(`${shared.gatewayUrl}/llms.txt`)).text();
+    for (const [method, d] of Object.entries(RPC_METHODS)) expect(llms).toContain(`\`${method}\` ${d.price}`);
+  });
+
   it("answers 402 with offers at the body's own price; the official x402 client pays exactly it", async () => {
     const body = [
       { jsonrpc: "2.0", id: 1, method: "eth_blockNumber" },

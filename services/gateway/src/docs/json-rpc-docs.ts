@@ -1,5 +1,7 @@
 // What /api/pricing and /llms.txt say of the JSON-RPC endpoint, from the catalog's one table.
 import { priceAtomic, RPC_BATCH_MAX, RPC_ENDPOINT, RPC_METHODS } from "@tollgate/catalog";
+import { type PayDocs, paymentOffers } from "./payment-docs.ts";
+import { type Json, parameters } from "./schema.ts";
 
 /** /api/pricing's `json_rpc`: the path, the batch bound and every served method's price. */
 export function jsonRpcPricing() {
@@ -30,4 +32,94 @@ export function jsonRpcLlms(base: string): string[] {
     `- viem: \`createPublicClient({ transport: http("${base}/rpc/ethereum", { fetchOptions: { headers: { Authorization: "Bearer <key>" } } }) })\`, or \`http(url, { fetchFn: wrapFetchWithPayment(fetch, x402Client) })\` to pay per call.`,
     "",
   ];
+}
+
+const rpcId = { type: ["string", "integer", "null"], description: "Echoed in the answer." };
+const rpcCall = {
+  type: "object",
+  required: ["jsonrpc", "method", "id"],
+  properties: {
+    jsonrpc: { const: "2.0" },
+    id: rpcId,
+    method: { type: "string", enum: Object.keys(RPC_METHODS) },
+    params: { type: "array" },
+  },
+};
+const rpcAnswer = {
+  type: "object",
+  required: ["jsonrpc", "id"],
+  properties: {
+    jsonrpc: { const: "2.0" },
+    id: rpcId,
+    result: { description: "The node's result, as the node sent it." },
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: {
+        code: { type: "integer" },
+        message: { type: "string" },
+        data: {
+          description: "The node's, or for a refusal by Tollgate `{code, ...}`: the API's error code.",
+        },
+      },
+    },
+  },
+};
+const rpcBody = (description: string) => ({
+  description,
+  content: {
+    "application/json": {
+      schema: { oneOf: [rpcAnswer, { type: "array", items: rpcAnswer, maxItems: RPC_BATCH_MAX }] },
+    },
+  },
+});
+
+/** The OpenAPI operation of POST /rpc/{network}; `offers402` priced at the cheapest call. */
+export function jsonRpcPaths(pay: PayDocs): Json {
+  const e = RPC_ENDPOINT;
+  return {
+    [e.path]: {
+      post: {
+        operationId: e.id,
+        summary: e.summary,
+        description: `${e.description}\n\nPrices per call (USD): ${Object.entries(RPC_METHODS)
+          .map(([name, m]) => `${name} ${m.price}`)
+          .join(
+            ", ",
+          )}. A batch (at most ${RPC_BATCH_MAX} calls) costs the sum of its relayed calls; a method not served (-32601) or bad params (-32602) are answered free. An API key counts one plan unit per call. Without credentials the 402 offers the body's own price. Refusals keep their HTTP status and headers, with a JSON-RPC error body (error.data.code: the API's code).`,
+        tags: ["json-rpc"],
+        "x-price-usd": e.price,
+        parameters: parameters(e.params.path, "path"),
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: {
+                oneOf: [rpcCall, { type: "array", items: rpcCall, minItems: 1, maxItems: RPC_BATCH_MAX }],
+              },
+            },
+          },
+        },
+        security: pay.security,
+        ...(pay.offers402.length ? { "x-payment-info": { offers: paymentOffers(e, pay.offers402) } } : {}),
+        responses: {
+          "200": rpcBody(
+            "The node's answers (a batch: one per call, in order), calls answered here among them.",
+          ),
+          "400": rpcBody(
+            "Refused before any node call: not a JSON-RPC request, an empty batch, more than the batch maximum, a network not served, an eth_getLogs range over the cap. Nothing charged.",
+          ),
+          "401": rpcBody("The API key is unknown or revoked."),
+          "402": {
+            ...rpcBody(
+              `Payment required or refused, for this body's price. Nothing charged.${pay.text ? ` Pay with ${pay.text}.` : ""}`,
+            ),
+            headers: pay.offers,
+          },
+          "429": rpcBody("A quota window or the burst guard was hit (X-Quota-* headers kept)."),
+          "503": rpcBody("No node answered, or a mesh service is unavailable. Nothing charged."),
+        },
+      },
+    },
+  };
 }

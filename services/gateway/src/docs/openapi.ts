@@ -6,6 +6,7 @@ import { chainPaths } from "./chain-paths.ts";
 import { components } from "./components.ts";
 import { creditsPaths } from "./credits-paths.ts";
 import { freeApiPaths, servicePaths } from "./free-paths.ts";
+import { jsonRpcPaths } from "./json-rpc-docs.ts";
 import { payDocs } from "./payment-docs.ts";
 import type { Json } from "./schema.ts";
 import { CHARGING_RULE, plansText } from "./wording.ts";
@@ -30,6 +31,7 @@ export function buildOpenApi(
   const paths: Json = {
     ...chainPaths(pay),
     ...creditsPaths(methods),
+    ...jsonRpcPaths(pay),
     ...freeApiPaths(plans, pay),
     ...accountPaths(dashboardUrl),
     ...servicePaths(),
@@ -61,6 +63,11 @@ export function buildOpenApi(
         name: "credits",
         description:
           "Prepaid credits: bought with a payment (x402 `exact`, MPP `charge`), spent by API-key calls once the plan is spent.",
+      },
+      {
+        name: "json-rpc",
+        description:
+          "JSON-RPC 2.0 for viem, ethers and web3.py unchanged: read methods relayed as sent, each priced.",
       },
       { name: "free", description: "Unauthenticated, not quota-counted." },
       {
