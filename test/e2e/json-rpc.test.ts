@@ -2,7 +2,7 @@
 // and off) and an API key, compared call by call with the same client pointed at the devnet node
 // directly; then paid per call with the official x402 fetch wrapper as viem's fetch.
 import { readFileSync } from "node:fs";
-import { priceAtomic, RPC_METHODS, rpcPrice } from "@tollgate/catalog";
+import { ALL_NETWORKS, priceAtomic, RPC_METHODS, rpcPrice } from "@tollgate/catalog";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import { type Address, createPublicClient, type Hex, http, toFunctionSelector } from "viem";
 import { describe, expect, inject, it } from "vitest";
@@ -136,6 +136,7 @@ describe("JSON-RPC endpoint (viem unchanged)", () => {
   });
 
   it("refuses what it cannot serve with a JSON-RPC error body, its HTTP status kept", async () => {
+    const { apiKey } = await createAccountWithKey({ daily: 0, monthly: 0 });
     const tooMany = await rpc(
       Array.from({ length: 101 }, (_, id) => ({ jsonrpc: "2.0", id, method: "eth_chainId" })),
     );
@@ -157,6 +158,13 @@ describe("JSON-RPC endpoint (viem unchanged)", () => {
     );
     expect(badKey.status).toBe(401);
     expect(badKey.body).toMatchObject({ id: 1, error: { code: -32000, data: { code: "invalid_api_key" } } });
+    // The third chain too (its REST endpoints are network-info only).
+    const third = await fetch(`${shared.gatewayUrl}/rpc/${ALL_NETWORKS[2]}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", Authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "eth_chainId" }),
+    });
+    expect(await third.json()).toEqual({ jsonrpc: "2.0", id: 9, result: "0x1237" });
     const unknownNetwork = await fetch(`${shared.gatewayUrl}/rpc/mars`, {
       method: "POST",
       headers: { "content-type": "application/json" },

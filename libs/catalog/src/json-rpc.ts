@@ -5,7 +5,7 @@
 import { z } from "zod";
 import type { Endpoint } from "./endpoint-shape.ts";
 import { BLOCK_TAGS, hash32, hexData } from "./formats.ts";
-import { CHAIN_NETWORKS } from "./networks.ts";
+import { ALL_NETWORKS } from "./networks.ts";
 
 export const RPC_PATH = "/rpc/{network}";
 /** Calls in one batch, at most: a larger batch is refused before any node call. */
@@ -254,9 +254,10 @@ export const RPC_ENDPOINT = {
   summary: "JSON-RPC 2.0 (viem, ethers, web3.py unchanged)",
   description:
     "A JSON-RPC request or batch relayed to the node as sent and answered as the node answers (no envelope). Read methods only, each with its price; a batch costs the sum of its calls.",
-  networks: CHAIN_NETWORKS,
+  // Every network, the third chain's too (its REST endpoints are network-info only).
+  networks: ALL_NETWORKS,
   params: {
-    path: z.strictObject({ network: z.enum(CHAIN_NETWORKS) }),
+    path: z.strictObject({ network: z.enum(ALL_NETWORKS) }),
     query: z.strictObject({}),
   },
   data: z.unknown(),
