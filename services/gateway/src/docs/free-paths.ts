@@ -145,7 +145,7 @@ const X402_DISCOVERY_SCHEMA: Json = {
             items: { type: "object" },
             description: "The offers (PaymentRequirements) the resource's 402 makes.",
           },
-          lastUpdated: { type: "string", format: "date-time" },
+          lastUpdated: { type: "string", description: "When the list was built (ISO 8601)." },
           description: { type: "string" },
           mimeType: { type: "string" },
           serviceName: { type: "string" },
