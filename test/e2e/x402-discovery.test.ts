@@ -22,7 +22,7 @@ import {
 } from "@x402/extensions/bazaar";
 import request from "supertest";
 import { describe, expect, it } from "vitest";
-import { get, mesh, post } from "../support/gateway.ts";
+import { get, mesh, metricSum, post } from "../support/gateway.ts";
 import { x402Payer } from "../support/x402.ts";
 import { devnet } from "./x402.support.ts";
 
@@ -128,14 +128,23 @@ describe("GET /.well-known/x402", () => {
     }
   });
 
-  it("is built once and shared, not per request: concurrent and repeated reads get the same list", async () => {
+  it("is built once and shared, not per request: 100 reads get the same list and cost payment-verifier one build at most", async () => {
+    const challenges = () =>
+      metricSum("payment-verifier", "grpc_server_handling_seconds_count", { grpc_method: "Challenge" });
+    const before = await challenges();
     const reads = await Promise.all(
-      Array.from({ length: 20 }, () => request(mesh.gatewayUrl).get("/.well-known/x402")),
+      Array.from({ length: 100 }, () => request(mesh.gatewayUrl).get("/.well-known/x402")),
     );
     const texts = new Set(reads.map((r) => r.text));
     expect(reads.every((r) => r.status === 200)).toBe(true);
     expect(texts.size).toBe(1);
     expect(reads[0]?.headers["cache-control"]).toBe("public, max-age=60");
+    // One Challenge per paid resource for a (re)build, none per read...
+    const after = await challenges();
+    expect(after - before).toBeLessThanOrEqual(PAID_RESOURCES.length);
+    // ...where one unpaid call costs one (the count is live).
+    expect((await get("/api/chain/block-number")).status).toBe(402);
+    expect(await challenges()).toBe(after + 1);
   });
 });
 
