@@ -172,12 +172,17 @@ export function servicePaths(): Json {
     "application/json",
     { type: "object" },
   );
-  paths["/.well-known/x402"] = freeOperation(
+  const discovery = freeOperation(
     "x402Discovery",
     "Every paid resource with its x402 offers (the x402 discovery list)",
     "application/json",
     X402_DISCOVERY_SCHEMA,
   );
+  // The offers are payment-verifier's: until a first list could be read from it, none to serve.
+  (discovery.get as { responses: Json }).responses["503"] = errorResponse(
+    "`service_unavailable`: no list could be built yet (the payment offers are unavailable); retry with backoff.",
+  );
+  paths["/.well-known/x402"] = discovery;
   paths["/llms.txt"] = freeOperation("llms", "Index for language-model use", "text/plain", {
     type: "string",
   });

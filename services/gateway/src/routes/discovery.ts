@@ -5,14 +5,18 @@
 // metadata}], pagination}`. Each item is read from the 402 payment-verifier makes for the resource
 // (its catalog example), so `accepts` and `bazaar` are exactly what a call's 402 offers.
 //
-// The list is built at most once a minute (and again when the accepted methods change), one
-// Challenge per resource in parallel, never per request: concurrent readers share one build, and
-// while a rebuild runs or fails the last list is served.
+// The list is built at most once a minute, one Challenge per resource in parallel, never per
+// request: concurrent readers share one build, and while a rebuild runs or fails the last list is
+// served. When the accepted methods change, the next read waits for a new list (the last one if
+// that fails).
 import { randomUUID } from "node:crypto";
 import { type Endpoint, PAID_RESOURCES, PAYMENT_HEADERS } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import type { PaymentVerifierClient } from "../clients/payment-verifier.ts";
 import type { AcceptedMethods } from "../payment-methods.ts";
+
+/** After a failed build, how long reads wait before another is tried. */
+const RETRY_MS = 1_000;
 
 export interface DiscoveryDeps {
   payments: Pick<PaymentVerifierClient, "challenge">;
@@ -44,6 +48,10 @@ export function discoveryList(deps: DiscoveryDeps) {
   const base = deps.publicBaseUrl ?? "";
   let built: { json: string; at: number } | undefined;
   let building: Promise<void> | undefined;
+  /** The accepted methods changed since the last build: the next read waits for a new list. */
+  let changed = false;
+  /** When the last build failed: none is tried again within RETRY_MS of it. */
+  let failedAt = Number.NEGATIVE_INFINITY;
 
   const item = async (endpoint: Endpoint, lastUpdated: string) => {
     const resource = {
@@ -70,6 +78,7 @@ export function discoveryList(deps: DiscoveryDeps) {
   };
 
   const build = async () => {
+    changed = false;
     const lastUpdated = new Date().toISOString();
     const items = (await Promise.all(PAID_RESOURCES.map((e) => item(e, lastUpdated)))).filter(
       (i) => i !== undefined,
@@ -85,6 +94,7 @@ export function discoveryList(deps: DiscoveryDeps) {
   const rebuild = (): Promise<void> => {
     building ??= build()
       .catch((err: unknown) => {
+        failedAt = Date.now();
         deps.logger.warn(
           { err: err instanceof Error ? err.message : String(err) },
           "x402 discovery list not rebuilt: payment offers unavailable; serving the last one",
@@ -96,14 +106,21 @@ export function discoveryList(deps: DiscoveryDeps) {
     return building;
   };
   deps.methods.onChange(() => {
-    built = undefined;
+    changed = true;
   });
 
   return {
-    /** The document, or undefined when no list could be built yet. */
+    /** The document (the last one built, if a rebuild fails), or undefined before any was built. */
     async json(): Promise<string | undefined> {
-      if (!built) await rebuild();
-      else if (Date.now() - built.at >= ttlMs) void rebuild();
+      const now = Date.now();
+      /** No list yet, or one of other methods: this read waits for a build. */
+      const mustWait = !built || changed;
+      // Within RETRY_MS of a failed build, the last list (or none) without a new attempt.
+      const mayTry = now - failedAt >= RETRY_MS;
+      if (building) {
+        if (mustWait) await building;
+      } else if (mayTry && mustWait) await rebuild();
+      else if (mayTry && built && now - built.at >= ttlMs) void rebuild();
       return built?.json;
     },
   };
