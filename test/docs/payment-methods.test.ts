@@ -60,13 +60,16 @@ function texts(methods: PaymentMethod[]) {
 describe("payment methods: one source for every text that names them", () => {
   it("names each protocol once with its schemes", () => {
     expect(describeMethods(exactOnly)).toBe("x402 (exact)");
-    expect(describeMethods(everything)).toBe("x402 (exact, x402-batch) or MPP (charge, session)");
+    // x402-batch by both names its 402 offers it under (the official `batch-settlement` first).
+    expect(describeMethods(everything)).toBe(
+      "x402 (exact, batch-settlement, x402-batch) or MPP (charge, session)",
+    );
     expect(describeMethods([])).toBe("");
   });
 
   it.each([
-    ["x402 exact only", exactOnly, ["x402"], ["MPP", "x402-batch", "session"]],
-    ["every method", everything, ["x402", "MPP", "x402-batch", "session"], []],
+    ["x402 exact only", exactOnly, ["x402"], ["MPP", "x402-batch", "batch-settlement", "session"]],
+    ["every method", everything, ["x402", "MPP", "x402-batch", "batch-settlement", "session"], []],
   ])("with %s, the 402/403/429 texts, OpenAPI and llms.txt all say so", (_name, methods, present, absent) => {
     const t = texts(methods);
     for (const message of t.messages) expect(message).toContain(t.text);
@@ -118,7 +121,9 @@ describe("MPP discovery (x-service-info, x-payment-info) from the same list", ()
       const doc = buildOpenApi(base, methods) as unknown as Doc;
       expect(validateDiscovery(doc)).toEqual([]);
       const op = doc.paths["/api/chain/erc721-tokens"]?.get;
-      expect(op?.["x-payment-info"].offers).toHaveLength(methods.length);
+      // One offer per way to pay: x402-batch under each of its two names.
+      const ways = methods.length + methods.filter((m) => m.scheme === "x402-batch").length;
+      expect(op?.["x-payment-info"].offers).toHaveLength(ways);
       expect(op?.["x-payment-info"].offers[0]).toMatchObject({
         amount: "8000",
         intent: "exact",
@@ -128,6 +133,11 @@ describe("MPP discovery (x-service-info, x-payment-info) from the same list", ()
     const offers = (buildOpenApi(undefined, everything) as unknown as Doc).paths["/api/chain/call"]?.post?.[
       "x-payment-info"
     ] as { offers: { method: string; intent: string; currency: string }[] };
+    expect(offers.offers.filter((o) => o.method === "x402").map((o) => o.intent)).toEqual([
+      "exact",
+      "batch-settlement",
+      "x402-batch",
+    ]);
     expect(offers.offers.filter((o) => o.method === "tempo").map((o) => [o.intent, o.currency])).toEqual([
       ["charge", PATH_USD],
       ["charge", USDC_E],

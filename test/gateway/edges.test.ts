@@ -294,7 +294,7 @@ describe("GET /api/account/usage", () => {
 
 describe("the published documents are built once, never from the Host header (issue 18, finding 3)", () => {
   it("serves the same bytes for every Host, none of which appears in them", async () => {
-    for (const path of ["/openapi.json", "/.well-known/openapi.json", "/llms.txt"]) {
+    for (const path of ["/openapi.json", "/.well-known/openapi.json", "/llms.txt", "/.well-known/x402"]) {
       const reference = await request(mesh.gatewayUrl).get(path);
       expect(reference.status).toBe(200);
       const bytes = reference.text;

@@ -48,6 +48,7 @@ const FREE = [
   "/openapi.json",
   "/.well-known/openapi.json",
   "/llms.txt",
+  "/.well-known/x402",
   "/health",
 ];
 
@@ -205,6 +206,7 @@ describe("/openapi.json", () => {
         op["x-payment-info"].offers.map((o: Json) => [o.method, o.intent, o.currency, o.amount]),
       ).toEqual([
         ["x402", "exact", settlement.usdc.address, amount],
+        ["x402", "batch-settlement", settlement.usdc.address, amount],
         ["x402", "x402-batch", settlement.usdc.address, amount],
         ["tempo", "charge", tempo.pathUsd.address, amount],
         ["tempo", "charge", tempo.usdce.address, amount],

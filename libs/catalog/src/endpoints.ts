@@ -46,13 +46,13 @@ export function endpointById(id: string): Endpoint | undefined {
 }
 
 /**
- * Everything payment-verifier charges for, by the name it is given (Resource.endpoint): each chain
- * endpoint by its path template, each top-up by topUpResource(amount).
+ * Everything payment-verifier charges for, in listing order: each chain endpoint, named by its path
+ * template, then each top-up, named by topUpResource(amount) (Resource.endpoint). The 402's prices
+ * and the discovery list (GET /.well-known/x402) read this one list.
  */
-const paid = new Map<string, Endpoint>([
-  ...ENDPOINTS.map((e): [string, Endpoint] => [e.path, e]),
-  ...TOP_UP_PRODUCTS.map((e): [string, Endpoint] => [e.path, e]),
-]);
+export const PAID_RESOURCES: readonly Endpoint[] = [...ENDPOINTS, ...TOP_UP_PRODUCTS];
+
+const paid = new Map<string, Endpoint>(PAID_RESOURCES.map((e) => [e.path, e]));
 
 export function paidResource(name: string): Endpoint | undefined {
   const known = paid.get(name);

@@ -1,6 +1,7 @@
 // The per-call payment methods the API accepts are payment-verifier's to know (DescribeMethods).
 // The gateway reads them once at start and every minute after, and builds from them everything
 // that names them: /api/pricing, the 402, 403 and 429 texts, /openapi.json and /llms.txt.
+import { offeredSchemeNames } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import type { PaymentVerifierClient } from "./clients/payment-verifier.ts";
 
@@ -18,14 +19,19 @@ export interface PaymentMethod {
 
 const PROTOCOL_NAMES: Record<string, string> = { x402: "x402", mpp: "MPP" };
 
-/** "x402 (exact, x402-batch) or MPP (charge, session)"; empty when nothing is accepted. */
+/**
+ * The scheme names of `protocol`'s methods, each as the offers name it (the catalog's
+ * offeredSchemeNames: x402-batch is offered as `batch-settlement` and `x402-batch`), once each.
+ */
+export function schemeNames(methods: readonly PaymentMethod[], protocol: string): string[] {
+  const names = methods.filter((m) => m.protocol === protocol).flatMap((m) => offeredSchemeNames(m.scheme));
+  return [...new Set(names)];
+}
+
+/** "x402 (exact, batch-settlement, x402-batch) or MPP (charge, session)"; empty when nothing is accepted. */
 export function describeMethods(methods: readonly PaymentMethod[]): string {
   const byProtocol = new Map<string, string[]>();
-  for (const m of methods) {
-    const schemes = byProtocol.get(m.protocol) ?? [];
-    if (!schemes.includes(m.scheme)) schemes.push(m.scheme);
-    byProtocol.set(m.protocol, schemes);
-  }
+  for (const m of methods) byProtocol.set(m.protocol, schemeNames(methods, m.protocol));
   const parts = [...byProtocol].map(
     ([protocol, schemes]) => `${PROTOCOL_NAMES[protocol] ?? protocol} (${schemes.join(", ")})`,
   );

@@ -1,6 +1,13 @@
 // The dashboard's JSON API in the OpenAPI document (it is served by the dashboard, not here).
-import { ACCOUNT_API, ACCOUNT_ERRORS, type AccountOperation, CSRF_HEADER } from "@tollgate/catalog";
-import { type Json, jsonSchema, parameters } from "./schema.ts";
+import {
+  ACCOUNT_API,
+  ACCOUNT_ERRORS,
+  type AccountOperation,
+  CSRF_HEADER,
+  type Json,
+  jsonSchema,
+} from "@tollgate/catalog";
+import { parameters } from "./schema.ts";
 
 /**
  * The dashboard's JSON API, from the one description in the catalog (the dashboard validates with

@@ -1,8 +1,16 @@
 // The paid chain endpoints in the OpenAPI document: one operation per catalog entry, with its
 // parameters, errors by status, the charging rule per status, and the ways to pay for it.
-import { CREDIT_HEADERS, ENDPOINTS, type Endpoint, ERRORS, QUOTA_HEADERS } from "@tollgate/catalog";
+import {
+  CREDIT_HEADERS,
+  ENDPOINTS,
+  type Endpoint,
+  ERRORS,
+  type Json,
+  jsonSchema,
+  QUOTA_HEADERS,
+} from "@tollgate/catalog";
 import { type PayDocs, paymentOffers } from "./payment-docs.ts";
-import { BEFORE_ROUTING, errorResponse, type Json, jsonSchema, parameters, ref } from "./schema.ts";
+import { BEFORE_ROUTING, errorResponse, parameters, ref } from "./schema.ts";
 
 const quotaHeaders = Object.fromEntries(Object.values(QUOTA_HEADERS).map((h) => [h.name, ref(h.name)]));
 const creditHeaders = { [CREDIT_HEADERS.remaining.name]: ref(CREDIT_HEADERS.remaining.name) };

@@ -4,12 +4,14 @@ import {
   AccountError,
   CREDIT_HEADERS,
   ERRORS,
+  type Json,
+  jsonSchema,
   LIMIT_ERRORS,
+  META_SCHEMA,
   PAYMENT_HEADERS,
   QUOTA_HEADERS,
   SESSION_COOKIE,
 } from "@tollgate/catalog";
-import { type Json, jsonSchema } from "./schema.ts";
 
 const { required: PAYMENT_REQUIRED, response: PAYMENT_RESPONSE } = PAYMENT_HEADERS;
 
@@ -39,17 +41,7 @@ export function components(schemes: Json): Json {
       ),
     ]),
     schemas: {
-      Meta: {
-        type: "object",
-        required: ["endpoint", "request_id"],
-        properties: {
-          endpoint: { type: "string", description: "Path template served." },
-          request_id: { type: "string" },
-          cost_usdc: { type: "string", description: "Paid calls: decimal price charged." },
-          payment_chain: { type: "string", description: "Paid calls: settlement chain (CAIP-2)." },
-          payment_token: { type: "string", description: "Paid calls: payment token address." },
-        },
-      },
+      Meta: META_SCHEMA,
       ErrorEnvelope: {
         type: "object",
         required: ["data", "error", "meta"],

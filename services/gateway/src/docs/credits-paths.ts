@@ -6,13 +6,15 @@ import {
   CREDITS_ENDPOINT,
   CREDITS_PATH,
   ERRORS,
+  type Json,
+  jsonSchema,
   priceAtomic,
   TOP_UP_KEY_HEADER,
   TOP_UP_PRODUCTS,
 } from "@tollgate/catalog";
 import { describeMethods, type PaymentMethod } from "../payment-methods.ts";
 import { type PayDocs, payDocs, paymentOffers } from "./payment-docs.ts";
-import { beforeRouting, envelopeOf, errorResponse, type Json, jsonSchema, parameters } from "./schema.ts";
+import { beforeRouting, envelopeOf, errorResponse, parameters } from "./schema.ts";
 
 /** The accepted methods a top-up can be paid with (the catalog's payWith; MPP's schemes are intents). */
 function topUpMethods(methods: readonly PaymentMethod[]): PaymentMethod[] {

@@ -1,9 +1,9 @@
 // The free endpoints in the OpenAPI document: pricing, networks, the key owner's usage, the
 // documents themselves and the health check.
-import { describePlan, moreThanFree, type Plans } from "@tollgate/catalog";
+import { describePlan, type Json, moreThanFree, type Plans } from "@tollgate/catalog";
 import { creditsPricingSchema } from "./credits-paths.ts";
 import type { PayDocs } from "./payment-docs.ts";
-import { beforeRouting, envelopeOf, errorResponse, type Json } from "./schema.ts";
+import { beforeRouting, envelopeOf, errorResponse } from "./schema.ts";
 
 /** One plan in /api/pricing (`api_key_plan`, `free_plan`). */
 function planSchema(description: string): Json {
@@ -55,7 +55,25 @@ export function freeApiPaths(plans: Plans, pay: PayDocs): Json {
       properties: {
         currency: { type: "string" },
         endpoints: { type: "array", items: { type: "object" } },
-        payment_methods: { type: "array", items: { type: "object" } },
+        payment_methods: {
+          type: "array",
+          items: {
+            type: "object",
+            properties: {
+              protocol: { type: "string", enum: ["x402", "mpp"] },
+              scheme: {
+                type: "string",
+                description: `The payment scheme (x402) or intent (MPP): ${pay.text}.`,
+              },
+              offered_as: {
+                type: "array",
+                items: { type: "string" },
+                description:
+                  "x402 only: the names the 402's offers give this scheme (`accepts[].scheme`); x402-batch is offered as `batch-settlement` (the official name) and `x402-batch`.",
+              },
+            },
+          },
+        },
         api_key_plan: planSchema(`The standard plan: ${describePlan(plans.standard)}.`),
         free_plan: planSchema(
           `The free plan a first dashboard sign-in gives: ${describePlan(plans.free)}. ${moreThanFree(pay.text)}`,
@@ -102,6 +120,48 @@ export function freeApiPaths(plans: Plans, pay: PayDocs): Json {
   return paths;
 }
 
+/**
+ * GET /.well-known/x402, in the x402 specification's discovery-list shape (v2 section 8,
+ * `GET /discovery/resources`; routes/discovery.ts).
+ */
+const X402_DISCOVERY_SCHEMA: Json = {
+  type: "object",
+  required: ["x402Version", "items", "pagination"],
+  properties: {
+    x402Version: { type: "integer", const: 2 },
+    items: {
+      type: "array",
+      description:
+        "One per paid resource: each chain endpoint (`resource` its path template in the `:param` form) and each top-up amount.",
+      items: {
+        type: "object",
+        required: ["resource", "type", "x402Version", "accepts", "lastUpdated"],
+        properties: {
+          resource: { type: "string" },
+          type: { type: "string", const: "http" },
+          x402Version: { type: "integer" },
+          accepts: {
+            type: "array",
+            items: { type: "object" },
+            description: "The offers (PaymentRequirements) the resource's 402 makes.",
+          },
+          lastUpdated: { type: "string", description: "When the list was built (ISO 8601)." },
+          description: { type: "string" },
+          mimeType: { type: "string" },
+          serviceName: { type: "string" },
+          tags: { type: "array", items: { type: "string" } },
+          extensions: {
+            type: "object",
+            description: "`bazaar`: the call described as the 402 declares it (x402 bazaar extension).",
+          },
+          metadata: { type: "object" },
+        },
+      },
+    },
+    pagination: { type: "object" },
+  },
+};
+
 /** The documents and the health check. */
 export function servicePaths(): Json {
   const paths: Json = {};
@@ -112,6 +172,17 @@ export function servicePaths(): Json {
     "application/json",
     { type: "object" },
   );
+  const discovery = freeOperation(
+    "x402Discovery",
+    "Every paid resource with its x402 offers (the x402 discovery list)",
+    "application/json",
+    X402_DISCOVERY_SCHEMA,
+  );
+  // The offers are payment-verifier's: until a first list could be read from it, none to serve.
+  (discovery.get as { responses: Json }).responses["503"] = errorResponse(
+    "`service_unavailable`: no list could be built yet (the payment offers are unavailable); retry with backoff.",
+  );
+  paths["/.well-known/x402"] = discovery;
   paths["/llms.txt"] = freeOperation("llms", "Index for language-model use", "text/plain", {
     type: "string",
   });

@@ -1,4 +1,5 @@
 import {
+  BATCH_SCHEME,
   CREDIT_HEADERS,
   CREDIT_TOP_UPS,
   CREDITS_PATH,
@@ -10,7 +11,7 @@ import {
   SIGN_IN_HEADER,
 } from "@tollgate/catalog";
 import type { PaymentMethod } from "../payment-methods.ts";
-import { describeMethods } from "../payment-methods.ts";
+import { describeMethods, schemeNames } from "../payment-methods.ts";
 import { creditsLlms } from "./credits-paths.ts";
 import { jsonRpcLlms } from "./json-rpc-docs.ts";
 import { CHARGING_RULE, PAYMENT_IDENTIFIER_RULE, plansText } from "./wording.ts";
@@ -38,9 +39,7 @@ export function buildLlmsTxt(
   plans: Plans = DEFAULT_PLANS,
 ): string {
   const base = publicBaseUrl ?? "{base_url}";
-  const schemes = (protocol: string) => [
-    ...new Set(methods.filter((m) => m.protocol === protocol).map((m) => `\`${m.scheme}\``)),
-  ];
+  const schemes = (protocol: string) => schemeNames(methods, protocol).map((n) => `\`${n}\``);
   const x402 = schemes("x402");
   const mpp = schemes("mpp");
   const tokens = (protocol: string) =>
@@ -70,12 +69,17 @@ export function buildLlmsTxt(
     x402.length
       ? `- x402 (v2): call without credentials, read the base64 JSON \`PAYMENT-REQUIRED\` header of the 402 (schemes ${x402.join(", ")}; ${tokens("x402")}), retry with \`Payment-Signature\`. Official clients: @x402/fetch, @x402/axios.`
       : "- x402: not accepted by this deployment right now.",
-    ...(x402.includes("`x402-batch`")
+    ...(x402.includes(`\`${BATCH_SCHEME.spec}\``)
       ? [
-          "  - `x402-batch` (offered under the official name `batch-settlement` too): the first call deposits into a payment channel (on chain, gas ours), then each call is paid with a signed cumulative voucher (off chain; a call with no answer charges nothing). Money back: the official client scheme's `refund(url)` (a GET of a paid URL with a `refund` payload; no node call) returns the unspent deposit within the settlement worker's next pass, answered 204 with `PAYMENT-RESPONSE` carrying the refund transaction and amount; `refund(url, { amount })` returns part of it. What was charged is claimed in the same transaction. Idle channels are refunded without asking. Official client: `BatchSettlementEvmScheme` from `@x402/evm/batch-settlement/client`.",
+          `  - \`${BATCH_SCHEME.spec}\` (offered under the official name \`${BATCH_SCHEME.official}\` too): the first call deposits into a payment channel (on chain, gas ours), then each call is paid with a signed cumulative voucher (off chain; a call with no answer charges nothing). Money back: the official client scheme's \`refund(url)\` (a GET of a paid URL with a \`refund\` payload; no node call) returns the unspent deposit within the settlement worker's next pass, answered 204 with \`PAYMENT-RESPONSE\` carrying the refund transaction and amount; \`refund(url, { amount })\` returns part of it. What was charged is claimed in the same transaction. Idle channels are refunded without asking. Official client: \`BatchSettlementEvmScheme\` from \`@x402/evm/batch-settlement/client\`.`,
         ]
       : []),
-    ...(x402.length ? [`  - ${PAYMENT_IDENTIFIER_RULE}`] : []),
+    ...(x402.length
+      ? [
+          `  - ${PAYMENT_IDENTIFIER_RULE}`,
+          `  - Discovery: every 402's \`PAYMENT-REQUIRED\` declares the x402 \`bazaar\` extension (the call's method, route template, query or body and answer as JSON Schema; \`resource.serviceName\` and \`tags\`), and [/.well-known/x402](${base}/.well-known/x402) lists every paid resource with the offers its 402 makes (the x402 discovery-list shape).`,
+        ]
+      : []),
     ...(x402.length && publicBaseUrl
       ? [
           `- Sign-in-with-x (x402 extension; a wallet with an account: a dashboard sign-in or a credits top-up made one): the 402's \`PAYMENT-REQUIRED\` carries a \`sign-in-with-x\` challenge (this domain, a fresh nonce, valid 5 minutes). Sign it (EIP-4361) and retry with \`${SIGN_IN_HEADER.name}\`: the call is served on the wallet's account (its plan, then its credits), no key, no payment. One proof per call; a replayed, expired, other-domain or badly signed proof is 401 \`sign_in_invalid\`; a wallet without an account 402 \`no_account\`, an account without credits for the call 402 \`insufficient_credits\` (both with the offers to pay per call). Official client: @x402/extensions/sign-in-with-x (\`wrapFetchWithSIWx(fetch, account)\`, or \`createSIWxClientExtension({ signers: [account] })\` registered on the @x402/fetch client, which pays when the sign-in is refused with a 402).`,
@@ -115,7 +119,7 @@ export function buildLlmsTxt(
     ),
     "",
     "## Free",
-    `- [Pricing](${base}/api/pricing), [Networks](${base}/api/networks), [OpenAPI 3.1](${base}/openapi.json), [Usage of your key](${base}/api/account/usage), [Health](${base}/health)`,
+    `- [Pricing](${base}/api/pricing), [Networks](${base}/api/networks), [OpenAPI 3.1](${base}/openapi.json), [x402 discovery list](${base}/.well-known/x402), [Usage of your key](${base}/api/account/usage), [Health](${base}/health)`,
     "",
   ];
   return lines.join("\n");

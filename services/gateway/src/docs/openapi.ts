@@ -1,4 +1,6 @@
 // /openapi.json and /.well-known/openapi.json: the document, assembled from the parts in this folder.
+
+import type { Json } from "@tollgate/catalog";
 import { DEFAULT_PLANS, NETWORKS, type Plans } from "@tollgate/catalog";
 import type { PaymentMethod } from "../payment-methods.ts";
 import { accountPaths } from "./account-paths.ts";
@@ -8,7 +10,6 @@ import { creditsPaths } from "./credits-paths.ts";
 import { freeApiPaths, servicePaths } from "./free-paths.ts";
 import { jsonRpcPaths } from "./json-rpc-docs.ts";
 import { payDocs } from "./payment-docs.ts";
-import type { Json } from "./schema.ts";
 import { CHARGING_RULE, plansText } from "./wording.ts";
 
 /**

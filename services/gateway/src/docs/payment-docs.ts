@@ -1,8 +1,16 @@
 // What the accepted payment methods put into the OpenAPI document: security schemes, the 402's
 // offer headers, receipts, and each operation's `x-payment-info`.
-import { type Endpoint, PAYMENT_HEADERS, priceAtomic, SIGN_IN_HEADER } from "@tollgate/catalog";
-import { describeMethods, type PaymentMethod } from "../payment-methods.ts";
-import { type Json, ref } from "./schema.ts";
+import {
+  BATCH_SCHEME,
+  type Endpoint,
+  type Json,
+  offeredSchemeNames,
+  PAYMENT_HEADERS,
+  priceAtomic,
+  SIGN_IN_HEADER,
+} from "@tollgate/catalog";
+import { describeMethods, type PaymentMethod, schemeNames } from "../payment-methods.ts";
+import { ref } from "./schema.ts";
 import { PAYMENT_IDENTIFIER_RULE } from "./wording.ts";
 
 const {
@@ -25,23 +33,29 @@ export interface PayDocs {
 /**
  * `x-payment-info` (the MPP discovery extension `mppx/discovery` validates): every way to pay for
  * this operation, its price in the token's atomic units. MPP offers name their method ("tempo")
- * and intent ("charge", "session"); x402 offers method "x402" and the scheme as the intent.
+ * and intent ("charge", "session"); x402 offers method "x402" and the scheme as the intent, under
+ * each name the 402 offers it by (x402-batch: `batch-settlement` and `x402-batch`).
  */
 export function paymentOffers(endpoint: Endpoint, methods: readonly PaymentMethod[]): Json[] {
-  return methods.map((m) => ({
-    amount: priceAtomic(endpoint.price, m.decimals).toString(),
-    currency: m.asset,
-    intent: m.scheme,
-    method: m.method || m.protocol,
-    description: `${endpoint.summary}: ${endpoint.price} USD in ${m.symbol} on ${m.network}`,
-  }));
+  return methods.flatMap((m) =>
+    offeredSchemeNames(m.scheme).map((intent) => ({
+      amount: priceAtomic(endpoint.price, m.decimals).toString(),
+      currency: m.asset,
+      intent,
+      method: m.method || m.protocol,
+      description: `${endpoint.summary}: ${endpoint.price} USD in ${m.symbol} on ${m.network}`,
+    })),
+  );
 }
 
 /** `signIn`: sign-in-with-x is offered (the gateway has a public origin to bind proofs to). */
 export function payDocs(methods: readonly PaymentMethod[], signIn = false): PayDocs {
   const x402 = methods.filter((m) => m.protocol === "x402");
   const mpp = methods.filter((m) => m.protocol === "mpp");
-  const names = (list: PaymentMethod[]) => [...new Set(list.map((m) => `\`${m.scheme}\``))].join(", ");
+  const names = (protocol: string) =>
+    schemeNames(methods, protocol)
+      .map((n) => `\`${n}\``)
+      .join(", ");
   const schemes: Json = {
     apiKey: {
       type: "http",
@@ -56,9 +70,9 @@ export function payDocs(methods: readonly PaymentMethod[], signIn = false): PayD
       type: "apiKey",
       in: "header",
       name: PAYMENT_SIGNATURE.name,
-      description: `x402 v2 payment payload (base64 JSON); schemes ${names(x402)}. Offers come in the 402's PAYMENT-REQUIRED header.${
-        x402.some((m) => m.scheme === "x402-batch")
-          ? " An x402-batch `refund` payload (the official client's `refund()`) on any paid GET returns the channel's unspent deposit: 204 with PAYMENT-RESPONSE (the refund transaction and amount), no node call."
+      description: `x402 v2 payment payload (base64 JSON); schemes ${names("x402")}. Offers come in the 402's PAYMENT-REQUIRED header.${
+        x402.some((m) => m.scheme === BATCH_SCHEME.spec)
+          ? ` An ${BATCH_SCHEME.spec} (\`${BATCH_SCHEME.official}\`) \`refund\` payload (the official client's \`refund()\`) on any paid GET returns the channel's unspent deposit: 204 with PAYMENT-RESPONSE (the refund transaction and amount), no node call.`
           : ""
       } ${PAYMENT_IDENTIFIER_RULE}`,
     };
@@ -78,7 +92,7 @@ export function payDocs(methods: readonly PaymentMethod[], signIn = false): PayD
     schemes.mpp = {
       type: "http",
       scheme: "Payment",
-      description: `MPP (Machine Payments Protocol) credential, \`Authorization: Payment <credential>\`; intents ${names(mpp)}. Challenges come in the 402's WWW-Authenticate header.`,
+      description: `MPP (Machine Payments Protocol) credential, \`Authorization: Payment <credential>\`; intents ${names("mpp")}. Challenges come in the 402's WWW-Authenticate header.`,
     };
     offers[PAYMENT_HEADERS.mppChallenge.name] = ref(PAYMENT_HEADERS.mppChallenge.name);
     receipts[PAYMENT_HEADERS.mppReceipt.name] = ref(PAYMENT_HEADERS.mppReceipt.name);

@@ -1,15 +1,8 @@
 // The JSON Schema and response pieces every part of the OpenAPI document is built from: request
-// schemas come from the catalog's zod schemas, so the document cannot drift from validation.
-import { ERRORS } from "@tollgate/catalog";
-import { z } from "zod";
-
-export type Json = Record<string, unknown>;
-
-export function jsonSchema(schema: z.ZodType, io: "input" | "output"): Json {
-  const out = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" }) as Json;
-  delete out.$schema;
-  return out;
-}
+// schemas come from the catalog's zod schemas (its jsonSchema), so the document cannot drift from
+// validation.
+import { ERRORS, type Json, jsonSchema } from "@tollgate/catalog";
+import type { z } from "zod";
 
 export function parameters(schema: z.ZodObject | undefined, where: "path" | "query"): Json[] {
   if (!schema) return [];

@@ -4,6 +4,7 @@ import {
   ENDPOINTS,
   moreThanFree,
   NETWORKS,
+  offeredSchemeNames,
   type Plans,
   planSource,
   priceAtomic,
@@ -11,6 +12,7 @@ import {
 import type { Logger } from "@tollgate/platform";
 import { type Request, type Response, Router } from "express";
 import { readCredentials } from "../auth/credentials.ts";
+import type { PaymentVerifierClient } from "../clients/payment-verifier.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
 import { creditsPricing } from "../docs/credits-paths.ts";
 import { jsonRpcPricing } from "../docs/json-rpc-docs.ts";
@@ -19,10 +21,13 @@ import { buildOpenApi } from "../docs/openapi.ts";
 import { sendData, sendError, sendLimit } from "../envelope.ts";
 import type { UnknownKeyLimiter } from "../leases.ts";
 import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
+import { discoveryList } from "./discovery.ts";
 import { FREE_PATHS } from "./table.ts";
 
 export interface FreeDeps {
   quota: QuotaMeterClient;
+  /** The offers of each paid resource, for the x402 discovery list. */
+  payments: Pick<PaymentVerifierClient, "challenge">;
   methods: AcceptedMethods;
   logger: Logger;
   publicBaseUrl: string | undefined;
@@ -92,6 +97,22 @@ export function freeRouter(deps: FreeDeps): Router {
     res.type("text/plain").send(llmsTxt);
   });
 
+  const discovery = discoveryList(deps);
+  get(FREE_PATHS.x402, async (_req, res) => {
+    const json = await discovery.json();
+    if (json === undefined) {
+      sendError(
+        res,
+        "service_unavailable",
+        "the x402 discovery list is unavailable right now: retry with backoff",
+      );
+      return;
+    }
+    // Offers change rarely (the list is rebuilt at most once a minute).
+    res.setHeader("Cache-Control", "public, max-age=60");
+    res.type("application/json").send(json);
+  });
+
   get(FREE_PATHS.pricing, async (_req, res) => {
     const { standard, free } = await currentPlans();
     sendData(res, {
@@ -106,6 +127,9 @@ export function freeRouter(deps: FreeDeps): Router {
       payment_methods: deps.methods.list().map((m) => ({
         protocol: m.protocol,
         scheme: m.scheme,
+        // The names the 402's offers (x402 `accepts[].scheme`) give it: x402-batch is offered as
+        // `batch-settlement` too.
+        ...(m.protocol === "x402" ? { offered_as: offeredSchemeNames(m.scheme) } : {}),
         network: m.network,
         asset: m.asset,
         symbol: m.symbol,

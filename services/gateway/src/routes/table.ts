@@ -13,6 +13,8 @@ export const FREE_PATHS = {
   openapi: "/openapi.json",
   openapiWellKnown: "/.well-known/openapi.json",
   llms: "/llms.txt",
+  /** The x402 discovery list: every paid resource with its offers (routes/discovery.ts). */
+  x402: "/.well-known/x402",
   health: "/health",
 } as const;
 

@@ -6,9 +6,10 @@
 // Facilitators are learned at start-up (`initialize`, their /supported kinds). One that is down
 // leaves only its schemes out; it is asked again at most once a second, and a fresh resource server
 // replaces the old one only once it initialised, so serving schemes never see a half-built registry.
-// Each 402 also declares the `sign-in-with-x` extension (sign-in-with-x.ts) when it is on.
+// Each 402 also declares the `bazaar` extension (bazaar.ts: the call described from the catalog, with
+// the service's name and tags on `resource`), and `sign-in-with-x` (sign-in-with-x.ts) when it is on.
 import { createHash } from "node:crypto";
-import { PAYMENT_HEADERS } from "@tollgate/catalog";
+import { DISCOVERY_SERVICE, PAYMENT_HEADERS } from "@tollgate/catalog";
 import { PaymentPayloadV2Schema } from "@x402/core/schemas";
 import { type FacilitatorClient, x402ResourceServer } from "@x402/core/server";
 import type {
@@ -34,6 +35,7 @@ import {
   type PaymentProtocol,
   type PricedCall,
 } from "../core/types.ts";
+import { bazaarExtension } from "./bazaar.ts";
 import type { SignInWithX } from "./sign-in-with-x.ts";
 
 /**
@@ -230,15 +232,18 @@ export class X402Protocol implements PaymentProtocol<PaymentPayload, PaymentRequ
   ): Promise<Header[]> {
     const server = this.#server;
     if (!server) return [];
+    const url = call.url || call.endpoint.path;
     const paymentRequired = await server.createPaymentRequiredResponse(
       [...offers],
       {
-        url: call.url || call.endpoint.path,
+        url,
         description: call.endpoint.summary,
         mimeType: "application/json",
+        serviceName: DISCOVERY_SERVICE.name,
+        tags: [...DISCOVERY_SERVICE.tags],
       },
       error || "Payment required",
-      EXTENSIONS,
+      { ...EXTENSIONS, ...bazaarExtension(call.endpoint, url) },
       undefined,
       payload,
     );

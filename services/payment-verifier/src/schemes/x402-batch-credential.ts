@@ -2,16 +2,16 @@
 // or a voucher on a channel, or the payer's cooperative refund request) and the payment it is
 // (keyed by channel and cumulative amount), the channel's terms against this API's, and the
 // plain-language reasons for the scheme's refusal codes, which every path of the scheme answers with.
-import { priceAtomic } from "@tollgate/catalog";
+import { BATCH_SCHEME, priceAtomic } from "@tollgate/catalog";
 import type { PaymentPayload } from "@x402/core/types";
 import { z } from "zod";
 import type { X402Config } from "../config.ts";
 import type { Claim, PricedCall, SettleResult } from "../core/types.ts";
 import { address, hex32, signatureHex, uint256 } from "./eip712-fields.ts";
 
-/** The SDK's name for the scheme; the spec's `x402-batch` is offered beside it. */
-export const SDK_SCHEME = "batch-settlement";
-export const SPEC_SCHEME = "x402-batch";
+/** The SDK's name for the scheme; the spec's `x402-batch` is offered beside it (the catalog's names). */
+export const SDK_SCHEME = BATCH_SCHEME.official;
+export const SPEC_SCHEME = BATCH_SCHEME.spec;
 
 /** A Settle for a payment this scheme did not verify for the call. */
 export const NOT_VERIFIED: SettleResult = {
