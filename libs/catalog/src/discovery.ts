@@ -3,6 +3,7 @@
 // tags, the names each payment scheme is offered under, and each paid resource's call (PAID_RESOURCES)
 // described as JSON Schema from its catalog entry: a new paid resource is described by its entry.
 import type { Endpoint } from "./endpoint-shape.ts";
+import { RPC_ANSWER_JSON_SCHEMA, RPC_ENDPOINT, RPC_REQUEST_JSON_SCHEMA } from "./json-rpc.ts";
 import { type Json, jsonSchema, META_SCHEMA } from "./json-schema.ts";
 
 /** The service as x402 catalogs show it (`resource.serviceName`, `resource.tags`: ≤ 32 ASCII, ≤ 5 tags). */
@@ -46,9 +47,24 @@ export interface CallDescription {
 const described = new WeakMap<Endpoint, CallDescription>();
 
 /** The call of a paid resource described from its catalog entry (made once per entry). */
-export function describeCall(endpoint: Endpoint): CallDescription {
+export function describeCall(entry: Endpoint): CallDescription {
+  // A JSON-RPC body's endpoint (priced for it) is described as the endpoint is.
+  const endpoint: Endpoint = entry.id === RPC_ENDPOINT.id ? RPC_ENDPOINT : entry;
   const known = described.get(endpoint);
   if (known) return known;
+  if (endpoint.id === RPC_ENDPOINT.id) {
+    const rpc: CallDescription = {
+      method: "POST",
+      route: RPC_ENDPOINT.path.replace(/\{(\w+)\}/g, ":$1"),
+      query: jsonSchema(RPC_ENDPOINT.params.query, "input"),
+      path: jsonSchema(RPC_ENDPOINT.params.path, "input"),
+      body: RPC_REQUEST_JSON_SCHEMA,
+      bodyExample: RPC_ENDPOINT.example.body,
+      output: RPC_ANSWER_JSON_SCHEMA,
+    };
+    described.set(endpoint, rpc);
+    return rpc;
+  }
   // A top-up is named with its amount (`/api/credits?amount=5`): the route is its path alone.
   const path = endpoint.path.split("?")[0] ?? endpoint.path;
   const description: CallDescription = {

@@ -47,10 +47,11 @@ export function endpointById(id: string): Endpoint | undefined {
 
 /**
  * Everything payment-verifier charges for, in listing order: each chain endpoint, named by its path
- * template, then each top-up, named by topUpResource(amount) (Resource.endpoint). The 402's prices
+ * template, the JSON-RPC endpoint (at its cheapest call; a body is named with its methods, below),
+ * then each top-up, named by topUpResource(amount) (Resource.endpoint). The 402's prices
  * and the discovery list (GET /.well-known/x402) read this one list.
  */
-export const PAID_RESOURCES: readonly Endpoint[] = [...ENDPOINTS, ...TOP_UP_PRODUCTS];
+export const PAID_RESOURCES: readonly Endpoint[] = [...ENDPOINTS, RPC_ENDPOINT, ...TOP_UP_PRODUCTS];
 
 const paid = new Map<string, Endpoint>(PAID_RESOURCES.map((e) => [e.path, e]));
 

@@ -245,6 +245,47 @@ export function rpcMethodsOf(name: string): string[] | undefined {
   return methods;
 }
 
+const rpcId = { type: ["string", "integer", "null"], description: "Echoed in the answer." };
+const rpcCallSchema = {
+  type: "object",
+  required: ["jsonrpc", "method", "id"],
+  properties: {
+    jsonrpc: { const: "2.0" },
+    id: rpcId,
+    method: { type: "string", enum: Object.keys(RPC_METHODS) },
+    params: { type: "array" },
+  },
+};
+const rpcAnswerSchema = {
+  type: "object",
+  required: ["jsonrpc", "id"],
+  properties: {
+    jsonrpc: { const: "2.0" },
+    id: rpcId,
+    result: { description: "The node's result, as the node sent it." },
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: {
+        code: { type: "integer" },
+        message: { type: "string" },
+        data: {
+          description: "The node's, or for a refusal by Tollgate `{code, ...}`: the API's error code.",
+        },
+      },
+    },
+  },
+};
+
+/** JSON Schema of a request body: one call or a batch (OpenAPI and the bazaar extension). */
+export const RPC_REQUEST_JSON_SCHEMA = {
+  oneOf: [rpcCallSchema, { type: "array", items: rpcCallSchema, minItems: 1, maxItems: RPC_BATCH_MAX }],
+};
+/** JSON Schema of an answer: the node's, one per call of a batch. */
+export const RPC_ANSWER_JSON_SCHEMA = {
+  oneOf: [rpcAnswerSchema, { type: "array", items: rpcAnswerSchema, maxItems: RPC_BATCH_MAX }],
+};
+
 /** The endpoint as docs and the call path see it; a body's own price comes from rpcPrice. */
 export const RPC_ENDPOINT = {
   id: "jsonRpc",
@@ -262,7 +303,8 @@ export const RPC_ENDPOINT = {
   },
   data: z.unknown(),
   upstream: "the body's own methods, in one round trip",
-  example: { path: { network: "ethereum" } },
+  // The cheapest call: what the discovery list's offers are priced at.
+  example: { path: { network: "ethereum" }, body: { jsonrpc: "2.0", id: "1", method: "eth_blockNumber" } },
   errors: ["block_range_too_large"],
 } as const satisfies Endpoint;
 

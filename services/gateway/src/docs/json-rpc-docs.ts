@@ -1,7 +1,15 @@
 // What /api/pricing and /llms.txt say of the JSON-RPC endpoint, from the catalog's one table.
-import { priceAtomic, RPC_BATCH_MAX, RPC_ENDPOINT, RPC_METHODS } from "@tollgate/catalog";
+import {
+  type Json,
+  priceAtomic,
+  RPC_ANSWER_JSON_SCHEMA,
+  RPC_BATCH_MAX,
+  RPC_ENDPOINT,
+  RPC_METHODS,
+  RPC_REQUEST_JSON_SCHEMA,
+} from "@tollgate/catalog";
 import { type PayDocs, paymentOffers } from "./payment-docs.ts";
-import { type Json, parameters } from "./schema.ts";
+import { parameters } from "./schema.ts";
 
 /** /api/pricing's `json_rpc`: the path, the batch bound and every served method's price. */
 export function jsonRpcPricing() {
@@ -34,42 +42,11 @@ export function jsonRpcLlms(base: string): string[] {
   ];
 }
 
-const rpcId = { type: ["string", "integer", "null"], description: "Echoed in the answer." };
-const rpcCall = {
-  type: "object",
-  required: ["jsonrpc", "method", "id"],
-  properties: {
-    jsonrpc: { const: "2.0" },
-    id: rpcId,
-    method: { type: "string", enum: Object.keys(RPC_METHODS) },
-    params: { type: "array" },
-  },
-};
-const rpcAnswer = {
-  type: "object",
-  required: ["jsonrpc", "id"],
-  properties: {
-    jsonrpc: { const: "2.0" },
-    id: rpcId,
-    result: { description: "The node's result, as the node sent it." },
-    error: {
-      type: "object",
-      required: ["code", "message"],
-      properties: {
-        code: { type: "integer" },
-        message: { type: "string" },
-        data: {
-          description: "The node's, or for a refusal by Tollgate `{code, ...}`: the API's error code.",
-        },
-      },
-    },
-  },
-};
 const rpcBody = (description: string) => ({
   description,
   content: {
     "application/json": {
-      schema: { oneOf: [rpcAnswer, { type: "array", items: rpcAnswer, maxItems: RPC_BATCH_MAX }] },
+      schema: RPC_ANSWER_JSON_SCHEMA,
     },
   },
 });
@@ -93,11 +70,7 @@ export function jsonRpcPaths(pay: PayDocs): Json {
         requestBody: {
           required: true,
           content: {
-            "application/json": {
-              schema: {
-                oneOf: [rpcCall, { type: "array", items: rpcCall, minItems: 1, maxItems: RPC_BATCH_MAX }],
-              },
-            },
+            "application/json": { schema: RPC_REQUEST_JSON_SCHEMA },
           },
         },
         security: pay.security,
