@@ -9,6 +9,8 @@
  *   mesh         block-number through the whole mesh with an API key
  *   credits      the same with a key whose account pays every call from prepaid credits (credit
  *                leases, as a plan's units are leased): `credits_added_over_plan` is what it adds
+ *   json-rpc     eth_blockNumber through POST /rpc/ethereum with the same key: `json_rpc` is what
+ *                it adds over the REST block-number row, and its CPU per request over the floor's
  *
  * then the ratios the performance issue sets goals on (mesh CPU per request ÷ the strong floor's,
  * throughput and p99 against it; the same against the fetch floor beside them), each service's
@@ -209,6 +211,12 @@ try {
     headers: { authorization: `Bearer ${secret}` },
   };
   const creditsCall = { ...blockNumber, headers: { authorization: `Bearer ${drawing.secret}` } };
+  const jsonRpcCall = {
+    url: `${mesh.gatewayUrl}/rpc/ethereum`,
+    method: "POST" as const,
+    headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber" }),
+  };
   const nodeCall = {
     url: nodeUrl,
     method: "POST" as const,
@@ -228,6 +236,7 @@ try {
   await Promise.all([
     load({ ...blockNumber, duration: 2 }),
     load({ ...creditsCall, duration: 2 }),
+    load({ ...jsonRpcCall, duration: 2 }),
     load({ url: `${floor.url}/api/chain/block-number`, duration: 2 }),
     load({ url: `${fetchFloor.url}/api/chain/block-number`, duration: 2 }),
   ]);
@@ -251,8 +260,17 @@ try {
     ),
     await measure("mesh + API key (block-number)", blockNumber, services),
     await measure("mesh + API key drawing credits (block-number)", creditsCall, services),
+    await measure("mesh + API key, JSON-RPC (POST /rpc/ethereum eth_blockNumber)", jsonRpcCall, services),
   ];
-  const [floorRow, fetchFloorRow, , , meshRow, creditsRow] = rows as [Row, Row, Row, Row, Row, Row];
+  const [floorRow, fetchFloorRow, , , meshRow, creditsRow, jsonRpcRow] = rows as [
+    Row,
+    Row,
+    Row,
+    Row,
+    Row,
+    Row,
+    Row,
+  ];
   const loadedRss = residentMb(resident);
   const ratio = (a: number, b: number) => +(a / Math.max(b, 1e-9)).toFixed(2);
   const against = (floor: Row) => ({
@@ -272,6 +290,17 @@ try {
       p50_ms: +(creditsRow["p50 ms"] - meshRow["p50 ms"]).toFixed(2),
       cpu_us_per_request:
         (creditsRow.cpu_us_per_request.total ?? 0) - (meshRow.cpu_us_per_request.total ?? 0),
+    },
+    // The JSON-RPC endpoint against the REST call it stands beside (same key, same node method),
+    // and its CPU per request against the strong floor's.
+    json_rpc: {
+      p50_ms: +(jsonRpcRow["p50 ms"] - meshRow["p50 ms"]).toFixed(2),
+      cpu_us_per_request:
+        (jsonRpcRow.cpu_us_per_request.total ?? 0) - (meshRow.cpu_us_per_request.total ?? 0),
+      cpu_per_request_against_floor: ratio(
+        jsonRpcRow.cpu_us_per_request.total ?? 0,
+        floorRow.cpu_us_per_request.total ?? 0,
+      ),
     },
   };
   report.paid = await measurePaidCalls(

@@ -50,16 +50,24 @@ const callObject = z.strictObject({
     .max(64)
     .optional(),
 });
-const logFilter = z.strictObject({
-  fromBlock: block.optional(),
-  toBlock: block.optional(),
-  blockHash: hash32.optional(),
-  address: z.union([address, z.array(address).max(64)]).optional(),
-  topics: z.array(topic).max(4).optional(),
-});
+const logFilter = z
+  .strictObject({
+    fromBlock: block.optional(),
+    toBlock: block.optional(),
+    blockHash: hash32.optional(),
+    address: z.union([address, z.array(address).max(64)]).optional(),
+    topics: z.array(topic).max(4).optional(),
+  })
+  // Nodes refuse both (and the range cap reads a filter with a blockHash as one block).
+  .refine((f) => f.blockHash === undefined || (f.fromBlock === undefined && f.toBlock === undefined), {
+    error: "blockHash: expected either blockHash or fromBlock/toBlock, not both",
+  });
 /** Positional parameters: required ones first, then optional ones (a JSON-RPC array may stop early). */
 const none = z.tuple([]);
+/** A call object and an optional block (nodes read a missing one as latest). */
 const atBlock = (first: z.ZodType) => z.union([z.tuple([first]), z.tuple([first, block])]);
+/** State at a block: the block is required (geth and anvil refuse the call without it). */
+const stateAt = z.tuple([address, block]);
 
 /** A relayed method: its price (USD decimal, as every price) and its parameters. */
 export interface RpcMethod {
@@ -87,12 +95,12 @@ export const RPC_METHODS = {
   },
   net_version: { price: "0.001", params: none, description: "the network id" },
   web3_clientVersion: { price: "0.001", params: none, description: "the node's client version" },
-  eth_getBalance: { price: "0.003", params: atBlock(address), description: "an address's balance" },
-  eth_getCode: { price: "0.003", params: atBlock(address), description: "an address's code" },
-  eth_getTransactionCount: { price: "0.003", params: atBlock(address), description: "an address's nonce" },
+  eth_getBalance: { price: "0.003", params: stateAt, description: "an address's balance" },
+  eth_getCode: { price: "0.003", params: stateAt, description: "an address's code" },
+  eth_getTransactionCount: { price: "0.003", params: stateAt, description: "an address's nonce" },
   eth_getStorageAt: {
     price: "0.003",
-    params: z.union([z.tuple([address, slot]), z.tuple([address, slot, block])]),
+    params: z.tuple([address, slot, block]),
     description: "a storage slot",
   },
   eth_getBlockByNumber: {
