@@ -49,6 +49,8 @@ beforeAll(async () => {
       // Operations with servers of their own (the account dashboard's JSON API, tag `account`) are
       // served elsewhere, in their own envelope: test/dashboard covers them.
       if (Array.isArray(op.servers) || Array.isArray((item as { servers?: unknown }).servers)) continue;
+      // JSON-RPC (tag `json-rpc`) answers in JSON-RPC, not the envelope: fuzz-json-rpc.test.ts covers it.
+      if ((op.tags as string[] | undefined)?.includes("json-rpc")) continue;
       const params = (op.parameters ?? []) as { name: string; in: string }[];
       const body = (op.requestBody as Json | undefined)?.content as
         | Record<string, { schema: { properties?: Json } }>

@@ -17,6 +17,24 @@ const ADDRESS = /^0x[a-fA-F0-9]{40}$/;
 const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,15})$/;
 const tags = new Set<string>(BLOCK_TAGS);
 
+/** eth_feeHistory's block count: 1 to FEE_HISTORY_MAX, hex or a number (nodes take both). */
+const feeBlocks = z.union([
+  z
+    .string()
+    .regex(QUANTITY)
+    .refine((v) => Number.parseInt(v, 16) >= 1 && Number.parseInt(v, 16) <= FEE_HISTORY_MAX, {
+      error: `expected a block count from 1 to ${FEE_HISTORY_MAX}`,
+    }),
+  z.number().int().min(1).max(FEE_HISTORY_MAX),
+]);
+/** Reward percentiles: 0 to 100, strictly increasing (what nodes accept). */
+const percentiles = z
+  .array(z.number().min(0).max(100))
+  .max(100)
+  .refine((ps) => ps.every((p, i) => i === 0 || p > (ps[i - 1] ?? 0)), {
+    error: "expected reward percentiles in increasing order",
+  });
+
 /** A JSON-RPC block parameter: a hex block number or a tag (EIP-1898 objects are not relayed). */
 const block = z.string().refine((v) => tags.has(v) || QUANTITY.test(v), {
   error: `expected a block: a hex block number or one of ${BLOCK_TAGS.join(", ")}`,
@@ -83,14 +101,7 @@ export const RPC_METHODS = {
   eth_maxPriorityFeePerGas: { price: "0.001", params: none, description: "the priority fee" },
   eth_feeHistory: {
     price: "0.001",
-    params: z.union([
-      z.tuple([z.union([z.string().regex(QUANTITY), z.number().int().min(1).max(FEE_HISTORY_MAX)]), block]),
-      z.tuple([
-        z.union([z.string().regex(QUANTITY), z.number().int().min(1).max(FEE_HISTORY_MAX)]),
-        block,
-        z.array(z.number().min(0).max(100)).max(100),
-      ]),
-    ]),
+    params: z.union([z.tuple([feeBlocks, block]), z.tuple([feeBlocks, block, percentiles])]),
     description: "base fees and rewards of recent blocks",
   },
   net_version: { price: "0.001", params: none, description: "the network id" },
