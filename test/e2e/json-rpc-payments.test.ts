@@ -170,7 +170,7 @@ describe("JSON-RPC bodies paid with MPP charge (official mppx client) — paymen
 });
 
 describe("JSON-RPC bodies paid with an MPP session (official session manager) — channel reserve: a contract of ours standing in for the TIP-1034 precompile; payment-verifier's RPC through the devnet's shim", () => {
-  it("each body's voucher spends its price, a refused body nothing; the close posted to /rpc settles exactly the sum", async () => {
+  it("each body's voucher spends its price, a refused body nothing; a top-up and the close posted to /rpc are taken, the close settling exactly the sum", async () => {
     const { manager } = mppSessionPayer(devnet, "payer7", "0.1");
     const payToBefore = await balance(USDC_E, PAY_TO);
     let spent = 0n;
@@ -182,6 +182,8 @@ describe("JSON-RPC bodies paid with an MPP session (official session manager) �
       expect(res.receipt, b.name).toMatchObject({ intent: "session", spent: String(spent) });
     }
     for (const body of REFUSED) expect((await manager.fetch(URL_ETH, post(body))).status).toBe(400);
+    // A top-up, posted to /rpc as the close is: taken, charging nothing.
+    expect((await manager.topUp("0.05"))?.txHash).toMatch(/^0x[0-9a-f]{64}$/);
     const again = await manager.fetch(URL_ETH, post(READS.body));
     expect(again.status).toBe(200);
     spent += priceOf(READS);
