@@ -4,7 +4,7 @@
 // NOT_FOUND; payment problems are answers. Every text a refusal carries to the client (reason,
 // problem, headers such as PAYMENT-REQUIRED) is redacted as log lines are: a library's error
 // message can quote the settlement chain's URL, and a provider key in its path.
-import { paidResource } from "@tollgate/catalog";
+import { type Endpoint, paidResource, RPC_ENDPOINT } from "@tollgate/catalog";
 import { grpc, redactForClient, ServiceError } from "@tollgate/platform";
 import type { ChallengeRequest__Output } from "@tollgate/platform/generated/tollgate/payment/v1/ChallengeRequest";
 import type { ChallengeResponse } from "@tollgate/platform/generated/tollgate/payment/v1/ChallengeResponse";
@@ -83,7 +83,10 @@ function pricedCall(
   digest = "",
 ): PricedCall {
   const path = required(resource?.endpoint ?? "", "resource.endpoint");
-  const endpoint = paidResource(path);
+  // A bodiless POST to /rpc/{network} (an MPP session's close or top-up) has no calls to price it
+  // by: it is named by the template, which names no call to serve (a body is named by its calls).
+  const template = path === RPC_ENDPOINT.path;
+  const endpoint: Endpoint | undefined = template ? RPC_ENDPOINT : paidResource(path);
   if (!endpoint) {
     throw new ServiceError(
       grpc.status.NOT_FOUND,
@@ -105,7 +108,7 @@ function pricedCall(
     network: resource?.network ?? "",
     url: resource?.url ?? "",
     client,
-    ...(noService ? { noService } : {}),
+    ...(noService || template ? { noService: true } : {}),
     ...(account ? { account } : {}),
     ...(digest ? { digest } : {}),
   };

@@ -19,11 +19,11 @@
 // once. A close has the server's account (the channel operator) close the channel on chain,
 // capturing exactly what was spent; scheduled settles run elsewhere, in ONE place
 // (session-settlement.ts, never in the request path).
-import { priceAtomic } from "@tollgate/catalog";
+import { priceAtomic, RPC_ENDPOINT } from "@tollgate/catalog";
 import { type MppxState, type StoreScope, storeScope, type TempoClient } from "@tollgate/payment-rails";
 import type { Logger } from "@tollgate/platform";
 import { tempo } from "mppx/server";
-import { type Hex, keccak256 } from "viem";
+import { formatUnits, type Hex, keccak256 } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { z } from "zod";
 import type { MppConfig } from "../config.ts";
@@ -222,8 +222,22 @@ export class MppSessionScheme implements PaymentScheme<MppCredential, MppOffer, 
     });
   }
 
-  async verify(call: PricedCall, parsed: ParsedPayment<SessionPayment>): Promise<Verdict> {
+  /**
+   * A close or top-up posted to /rpc/{network} names no body to price it by (its challenge was
+   * issued at the price of the body that preceded it): it is checked at its challenge's own amount,
+   * which it does not charge. The challenge is still this server's (HMAC), for this recipient, chain
+   * and currency, and unexpired.
+   */
+  #asIssued(call: PricedCall, payment: SessionPayment): PricedCall {
+    const management = payment.action === "close" || payment.action === "topUp";
+    if (!call.noService || !management || call.endpoint.id !== RPC_ENDPOINT.id) return call;
+    const price = formatUnits(BigInt(payment.request.amount), 6); // TIP-20: 6 decimals
+    return { ...call, endpoint: { ...call.endpoint, price } };
+  }
+
+  async verify(priced: PricedCall, parsed: ParsedPayment<SessionPayment>): Promise<Verdict> {
     const payment = parsed.payload;
+    const call = this.#asIssued(priced, payment);
     const refusal = this.#refusal(call, payment);
     if (refusal) return { ok: false, ...refusal };
     const scope: StoreScope = {};
@@ -242,11 +256,12 @@ export class MppSessionScheme implements PaymentScheme<MppCredential, MppOffer, 
   }
 
   async settle(
-    call: PricedCall,
+    priced: PricedCall,
     parsed: ParsedPayment<SessionPayment>,
     verified?: VerifiedPayment,
   ): Promise<SettleResult> {
     const payment = parsed.payload;
+    const call = this.#asIssued(priced, payment);
     if (verified?.takenOver && (payment.action === "voucher" || payment.action === "open")) {
       const charged = await this.#chargedByDeadOwner(call, payment);
       if (charged) return charged;
