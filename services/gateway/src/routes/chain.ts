@@ -57,18 +57,8 @@ export function chainCalls(deps: ChainDeps) {
     return { network, execute };
   }
 
-  async function serve(endpoint: Endpoint, req: Request, res: Response): Promise<void> {
-    begin(endpoint, res);
-    // A body the JSON parser skipped for its media type would otherwise read as "not an object".
-    if (endpoint.params.body && req.is(["application/json", "application/*+json"]) === false) {
-      sendError(res, "unsupported_media_type", "body: expected Content-Type: application/json", {
-        parameter: "body",
-      });
-      return;
-    }
-    const call = prepare(endpoint, { path: req.params, query: req.query, body: req.body }, res);
-    if (!call) return;
-    const { network, execute } = call;
+  /** Hands a validated call to the auth method its credentials choose. */
+  function authorized(endpoint: Endpoint, network: string, execute: Execute, req: Request, res: Response) {
     const credentials: Credentials = readCredentials(req);
     res.locals.auth = credentials.kind;
     switch (credentials.kind) {
@@ -84,6 +74,21 @@ export function chainCalls(deps: ChainDeps) {
       case "none":
         return byPayment.challenge(endpoint, network, req, res);
     }
+  }
+
+  async function serve(endpoint: Endpoint, req: Request, res: Response): Promise<void> {
+    begin(endpoint, res);
+    // A body the JSON parser skipped for its media type would otherwise read as "not an object".
+    if (endpoint.params.body && req.is(["application/json", "application/*+json"]) === false) {
+      sendError(res, "unsupported_media_type", "body: expected Content-Type: application/json", {
+        parameter: "body",
+      });
+      return;
+    }
+    const call = prepare(endpoint, { path: req.params, query: req.query, body: req.body }, res);
+    if (!call) return;
+    const { network, execute } = call;
+    return authorized(endpoint, network, execute, req, res);
   }
 
   /** An API-key call without a body, as `serve` makes it. */
@@ -106,21 +111,7 @@ export function chainCalls(deps: ChainDeps) {
     const call = readJsonRpc(deps.rpc, req, res);
     if (!call) return;
     const { endpoint, network, execute } = call;
-    const credentials: Credentials = readCredentials(req);
-    res.locals.auth = credentials.kind;
-    switch (credentials.kind) {
-      case "api_key":
-        return byKey(endpoint, network, credentials, execute, req, res);
-      case "sign_in":
-        return bySignIn(endpoint, network, credentials, execute, req, res);
-      case "payment":
-        return byPayment.serve(endpoint, network, credentials, execute, req, res);
-      case "invalid":
-        sendError(res, "invalid_api_key", credentials.reason);
-        return;
-      case "none":
-        return byPayment.challenge(endpoint, network, req, res);
-    }
+    return authorized(endpoint, network, execute, req, res);
   }
 
   function router(): Router {

@@ -46,6 +46,11 @@ interface Counter {
  * #burstAllows of guard.lua); test/quota-meter/store-contract.test.ts runs one suite
  * against both stores.
  */
+/** What an Authorize of `q` granted `accountId`, as a release gives it back (authorize.lua's `ag:`). */
+function leaseOf(q: AuthorizeQuery, accountId: string, units: number): LeaseReturn {
+  return { leaseId: q.authorizationId, accountId, day: q.windows.day, month: q.windows.month, units };
+}
+
 export class MemoryStore implements QuotaStore {
   readonly kind = "memory";
   readonly #accounts = new Map<string, AccountRecord>();
@@ -201,16 +206,7 @@ export class MemoryStore implements QuotaStore {
       const epoch = this.#mark ?? "";
       const credits = { drawn: amount, remaining, epoch };
       if (q.authorizationId) {
-        this.#remember(q.authorizationId, {
-          lease: {
-            leaseId: q.authorizationId,
-            accountId: account.id,
-            day: q.windows.day,
-            month: q.windows.month,
-            units: 0,
-          },
-          credits,
-        });
+        this.#remember(q.authorizationId, { lease: leaseOf(q, account.id, 0), credits });
         this.#creditLeases.set(q.authorizationId, {
           accountId: account.id,
           amount,
@@ -239,15 +235,7 @@ export class MemoryStore implements QuotaStore {
     if (counts.dayLimit > 0 && counts.dayUsed >= counts.dayLimit) return fromCredits("daily_limit_exceeded");
     counts.dayUsed = this.#incr(dk, now, q.windows.dayTtlMs, units);
     counts.monthUsed = this.#incr(mk, now, q.windows.monthTtlMs, units);
-    this.#remember(q.authorizationId, {
-      lease: {
-        leaseId: q.authorizationId,
-        accountId: account.id,
-        day: q.windows.day,
-        month: q.windows.month,
-        units,
-      },
-    });
+    this.#remember(q.authorizationId, { lease: leaseOf(q, account.id, units) });
     return { ...base, ...counts, units, decision: "allow" };
   }
 
