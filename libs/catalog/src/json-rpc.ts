@@ -135,10 +135,39 @@ export const RPC_METHODS = {
   },
 } as const satisfies Record<string, RpcMethod>;
 
-type RpcMethodName = keyof typeof RPC_METHODS;
+/**
+ * Methods that change the chain, relayed only where the operator turns them on (the gateway's
+ * `RPC_SEND_RAW_TRANSACTION`); off, they are answered -32601 like any method not served.
+ */
+export const RPC_WRITE_METHODS = {
+  eth_sendRawTransaction: {
+    price: "0.01",
+    params: z.tuple([
+      z.string().regex(/^0x([0-9a-fA-F]{2}){1,65536}$/, {
+        error: "expected a signed transaction (hex, at most 64 KiB)",
+      }),
+    ]),
+    description: "broadcasts a signed transaction (only where the operator turned it on)",
+  },
+} as const satisfies Record<string, RpcMethod>;
+
+type RpcMethodName = keyof typeof RPC_METHODS | keyof typeof RPC_WRITE_METHODS;
+
+/** A method's description, served or not (a write method is priced even where it is off). */
+function methodOf(name: string): RpcMethod | undefined {
+  if (Object.hasOwn(RPC_METHODS, name)) return RPC_METHODS[name as keyof typeof RPC_METHODS];
+  if (Object.hasOwn(RPC_WRITE_METHODS, name))
+    return RPC_WRITE_METHODS[name as keyof typeof RPC_WRITE_METHODS];
+  return undefined;
+}
 
 function isRpcMethod(name: string): name is RpcMethodName {
-  return Object.hasOwn(RPC_METHODS, name);
+  return methodOf(name) !== undefined;
+}
+
+/** What a request may relay: the read methods, and the write ones where the operator allows them. */
+export interface RpcOptions {
+  sendRawTransaction?: boolean;
 }
 
 /** JSON-RPC 2.0's own error codes, as the endpoint answers them. */
@@ -173,7 +202,7 @@ function idOf(raw: unknown): RpcId | undefined {
   return undefined;
 }
 
-function checkCall(raw: unknown): RpcItem {
+function checkCall(raw: unknown, opts: RpcOptions): RpcItem {
   if (raw === null || typeof raw !== "object" || Array.isArray(raw))
     return {
       ok: false,
@@ -194,13 +223,15 @@ function checkCall(raw: unknown): RpcItem {
     );
   if (call.jsonrpc !== "2.0") return bad(RPC_ERRORS.invalidRequest, 'jsonrpc: expected "2.0"');
   if (typeof call.method !== "string") return bad(RPC_ERRORS.invalidRequest, "method: expected a string");
-  if (!isRpcMethod(call.method))
+  const served =
+    Object.hasOwn(RPC_METHODS, call.method) || (opts.sendRawTransaction === true && isRpcMethod(call.method));
+  if (!served || !isRpcMethod(call.method))
     return bad(
       RPC_ERRORS.methodNotFound,
       `method not found or not served here: ${call.method.slice(0, 64)} (served: see /api/pricing)`,
     );
   const params = call.params === undefined ? [] : call.params;
-  const checked = RPC_METHODS[call.method].params.safeParse(params);
+  const checked = (methodOf(call.method) as RpcMethod).params.safeParse(params);
   if (!checked.success) {
     const issue = checked.error.issues[0];
     const at = issue?.path.length ? `params[${issue.path.join("][")}]` : "params";
@@ -214,24 +245,24 @@ function checkCall(raw: unknown): RpcItem {
  * (not a request, an empty or oversized batch) is a string naming why; otherwise every call is
  * either relayable or answered with its own JSON-RPC error.
  */
-export function checkRpcRequest(body: unknown): RpcRequest | { refused: string } {
+export function checkRpcRequest(body: unknown, opts: RpcOptions = {}): RpcRequest | { refused: string } {
   if (Array.isArray(body)) {
     if (body.length === 0) return { refused: "an empty batch" };
     if (body.length > RPC_BATCH_MAX)
       return {
         refused: `a batch of ${body.length} calls; at most ${RPC_BATCH_MAX} are served in one request`,
       };
-    return { batch: true, items: body.map(checkCall) };
+    return { batch: true, items: body.map((c) => checkCall(c, opts)) };
   }
   if (body === null || typeof body !== "object")
     return { refused: "expected a JSON-RPC request object or a batch (array)" };
-  return { batch: false, items: [checkCall(body)] };
+  return { batch: false, items: [checkCall(body, opts)] };
 }
 
 /** A body's price: the sum of its relayed calls' prices (USD decimal, 6 places at most). */
 export function rpcPrice(methods: readonly string[]): string {
   let micro = 0;
-  for (const m of methods) micro += Math.round(Number(RPC_METHODS[m as RpcMethodName].price) * 1e6);
+  for (const m of methods) micro += Math.round(Number(methodOf(m)?.price ?? "0") * 1e6);
   return (micro / 1e6).toFixed(6).replace(/\.?0+$/, "");
 }
 

@@ -27,6 +27,8 @@ export interface GatewayConfig {
   unknownKeys: { perSecond: number; burst: number };
   /** How long a settled payment lets its client's next paid call start the node call beside Verify. */
   earlyCallTrustMs: number;
+  /** The JSON-RPC endpoint relays eth_sendRawTransaction (off by default). */
+  rpcSendRawTransaction: boolean;
   /** Usage reports are batched off the hot path: flush at this size or age. */
   usageBatch: { maxRecords: number; maxDelayMs: number };
   /**
@@ -64,6 +66,7 @@ export function loadConfig(): GatewayConfig {
       burst: Math.max(1, ENV.int("UNKNOWN_KEYS_PER_CLIENT_BURST")),
     },
     earlyCallTrustMs: Math.max(0, ENV.int("EARLY_CALL_TRUST_MS")),
+    rpcSendRawTransaction: ENV.bool("RPC_SEND_RAW_TRANSACTION"),
     usageBatch: {
       maxRecords: ENV.int("USAGE_BATCH_MAX"),
       maxDelayMs: ENV.int("USAGE_BATCH_DELAY_MS"),

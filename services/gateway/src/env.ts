@@ -62,6 +62,12 @@ export const ENV = envTable([
   },
   { name: "UNKNOWN_KEYS_PER_CLIENT_BURST", default: "20", description: "… and their burst" },
   {
+    name: "RPC_SEND_RAW_TRANSACTION",
+    default: "false",
+    description:
+      "`true`: `POST /rpc/{network}` relays `eth_sendRawTransaction` (priced in the catalog, listed in /api/pricing); `false`: answered -32601 like any method not served",
+  },
+  {
     name: "EARLY_CALL_TRUST_MS",
     default: "60000",
     description:

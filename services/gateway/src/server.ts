@@ -99,12 +99,14 @@ function createListener(
       lifecycle,
       publicBaseUrl: config.publicBaseUrl,
       dashboardUrl: config.dashboardUrl,
+      rpcSendRawTransaction: config.rpcSendRawTransaction,
     }),
   );
   const calls = chainCalls({
     ...deps,
     publicBaseUrl: config.publicBaseUrl,
     earlyCallTrustMs: config.earlyCallTrustMs,
+    rpcSendRawTransaction: config.rpcSendRawTransaction,
   });
   app.use(calls.router());
   app.use(

@@ -7,12 +7,13 @@ import {
   RPC_ENDPOINT,
   RPC_METHODS,
   RPC_REQUEST_JSON_SCHEMA,
+  RPC_WRITE_METHODS,
 } from "@tollgate/catalog";
 import { type PayDocs, paymentOffers } from "./payment-docs.ts";
 import { parameters } from "./schema.ts";
 
 /** /api/pricing's `json_rpc`: the path, the batch bound and every served method's price. */
-export function jsonRpcPricing() {
+export function jsonRpcPricing(sendRawTransaction = false) {
   return {
     method: RPC_ENDPOINT.method,
     path: RPC_ENDPOINT.path,
@@ -20,11 +21,13 @@ export function jsonRpcPricing() {
     batch_max: RPC_BATCH_MAX,
     batch_price:
       "the sum of its relayed calls' prices; calls answered here (not served, bad params) are free",
-    methods: Object.entries(RPC_METHODS).map(([name, m]) => ({
-      method: name,
-      price_usd: m.price,
-      price_usdc_atomic: priceAtomic(m.price).toString(),
-    })),
+    methods: Object.entries({ ...RPC_METHODS, ...(sendRawTransaction ? RPC_WRITE_METHODS : {}) }).map(
+      ([name, m]) => ({
+        method: name,
+        price_usd: m.price,
+        price_usdc_atomic: priceAtomic(m.price).toString(),
+      }),
+    ),
   };
 }
 
@@ -35,7 +38,9 @@ export function jsonRpcLlms(base: string): string[] {
     `- \`POST ${base}${RPC_ENDPOINT.path}\` (network: ${RPC_ENDPOINT.networks.join(", ")}): a JSON-RPC 2.0 request or a batch of up to ${RPC_BATCH_MAX}, relayed to the node and answered as the node answers (ids echoed, node errors as JSON-RPC errors, no envelope).`,
     `- Served methods and prices (a batch costs the sum): ${Object.entries(RPC_METHODS)
       .map(([name, m]) => `\`${name}\` ${m.price}`)
-      .join(", ")}. Any other method: error -32601, free; bad params: -32602, free.`,
+      .join(
+        ", ",
+      )}. Any other method: error -32601, free; bad params: -32602, free. \`eth_sendRawTransaction\` ${RPC_WRITE_METHODS.eth_sendRawTransaction.price} only where the operator turned it on (then listed in /api/pricing).`,
     "- Pay as for every endpoint: `Authorization: Bearer <API key>` (one plan unit per call in a batch, or its price from credits), or without credentials: the 402 offers the body's own price (x402, MPP). Refusals keep their HTTP status and headers (402 `PAYMENT-REQUIRED`, 401, 429 `X-Quota-*`) with a JSON-RPC error body whose `error.data.code` is the API's code.",
     `- viem: \`createPublicClient({ transport: http("${base}/rpc/ethereum", { fetchOptions: { headers: { Authorization: "Bearer <key>" } } }) })\`, or \`http(url, { fetchFn: wrapFetchWithPayment(fetch, x402Client) })\` to pay per call.`,
     "",

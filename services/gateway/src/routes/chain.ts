@@ -12,7 +12,13 @@ import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
 import { type Reply, sendError } from "../envelope.ts";
 import { readJsonRpc } from "./json-rpc.ts";
 
-type ChainDeps = ApiKeyAuthDeps & PaymentAuthDeps & SignInAuthDeps & { rpc: RpcProxyClient };
+type ChainDeps = ApiKeyAuthDeps &
+  PaymentAuthDeps &
+  SignInAuthDeps & {
+    rpc: RpcProxyClient;
+    /** /rpc relays eth_sendRawTransaction (RPC_SEND_RAW_TRANSACTION). */
+    rpcSendRawTransaction?: boolean;
+  };
 
 /** A chain call's input as the routes read it: path parameters, query, JSON body. */
 interface CallInput {
@@ -108,7 +114,7 @@ export function chainCalls(deps: ChainDeps) {
 
   /** POST /rpc/{network} (routes/json-rpc.ts): a checked, priced body, then the same auth methods. */
   async function serveJsonRpc(req: Request, res: Response): Promise<void> {
-    const call = readJsonRpc(deps.rpc, req, res);
+    const call = readJsonRpc(deps.rpc, req, res, { sendRawTransaction: deps.rpcSendRawTransaction === true });
     if (!call) return;
     const { endpoint, network, execute } = call;
     return authorized(endpoint, network, execute, req, res);

@@ -35,6 +35,8 @@ export interface FreeDeps {
   lifecycle: { draining: boolean };
   /** The unknown-key bucket per client address the chain routes share (see auth/api-key.ts). */
   unknownKeys: UnknownKeyLimiter | undefined;
+  /** /rpc relays eth_sendRawTransaction: /api/pricing lists it. */
+  rpcSendRawTransaction: boolean;
 }
 
 /** The unauthenticated endpoints of spec 4.16 (plus the key owner's usage). */
@@ -155,7 +157,7 @@ export function freeRouter(deps: FreeDeps): Router {
         more: moreThanFree(deps.methods.text()),
       },
       credits: creditsPricing(deps.methods.list()),
-      json_rpc: jsonRpcPricing(),
+      json_rpc: jsonRpcPricing(deps.rpcSendRawTransaction),
     });
   });
 

@@ -12,6 +12,7 @@ import {
   RPC_ENDPOINT,
   RPC_PATH,
   type RpcItem,
+  type RpcOptions,
 } from "@tollgate/catalog";
 import type { Request, Response } from "express";
 import { failureOf, type Outcome } from "../auth/call.ts";
@@ -49,7 +50,12 @@ export interface JsonRpcCall {
  * Reads a JSON-RPC request: the call to make (its endpoint priced for the body), or undefined once
  * answered (a refusal of the whole body, or nothing relayable: every call answered here, free).
  */
-export function readJsonRpc(rpc: RpcProxyClient, req: Request, res: Response): JsonRpcCall | undefined {
+export function readJsonRpc(
+  rpc: RpcProxyClient,
+  req: Request,
+  res: Response,
+  opts: RpcOptions,
+): JsonRpcCall | undefined {
   res.locals.endpoint = RPC_PATH;
   res.setHeader("Cache-Control", "no-store");
   const network = String(req.params.network ?? "");
@@ -68,7 +74,7 @@ export function readJsonRpc(rpc: RpcProxyClient, req: Request, res: Response): J
     });
     return undefined;
   }
-  const checked = checkRpcRequest(req.body);
+  const checked = checkRpcRequest(req.body, opts);
   if ("refused" in checked) {
     sendError(res, "invalid_parameter", `body: ${checked.refused}`, { parameter: "body" });
     return undefined;

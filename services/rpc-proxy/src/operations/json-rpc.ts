@@ -1,7 +1,7 @@
 // The JSON-RPC relay (POST /rpc/{network}): the calls the gateway checked, sent to the node as
 // they are in one round trip (failover, breaker and head tracking as for every operation), and
-// the node's answers returned as they are, a JSON-RPC error included. Only the catalog's read
-// methods are relayed, checked again here; an eth_getLogs range is held to the cap of
+// the node's answers returned as they are, a JSON-RPC error included. Only the catalog's methods are
+// relayed, checked again here (eth_sendRawTransaction only reaches here where the gateway serves it); an eth_getLogs range is held to the cap of
 // /api/events before anything is sent.
 import { checkRpcRequest } from "@tollgate/catalog";
 import { grpc, ServiceError } from "@tollgate/platform";
@@ -16,7 +16,11 @@ const invalid = (message: string) =>
 export async function relay(params: { calls?: unknown }, ctx: OperationContext): Promise<unknown[]> {
   const raw = params.calls;
   if (!Array.isArray(raw)) throw invalid("calls: expected an array");
-  const checked = checkRpcRequest(raw.map((c, id) => ({ ...(c as object), jsonrpc: "2.0", id })));
+  // The gateway decides whether a write method is served (RPC_SEND_RAW_TRANSACTION): it is the gate.
+  const checked = checkRpcRequest(
+    raw.map((c, id) => ({ ...(c as object), jsonrpc: "2.0", id })),
+    { sendRawTransaction: true },
+  );
   if ("refused" in checked) throw invalid(checked.refused);
   const calls: RpcCall[] = [];
   for (const item of checked.items) {
