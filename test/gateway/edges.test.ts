@@ -294,16 +294,19 @@ describe("GET /api/account/usage", () => {
 
 describe("the published documents are built once, never from the Host header (issue 18, finding 3)", () => {
   it("serves the same bytes for every Host, none of which appears in them", async () => {
+    // The discovery list is rebuilt once a minute (this loop may straddle a rebuild): its build
+    // time aside, the bytes are the same.
+    const built = (text: string) => text.replace(/"lastUpdated":"[^"]*"/g, '"lastUpdated":""');
     for (const path of ["/openapi.json", "/.well-known/openapi.json", "/llms.txt", "/.well-known/x402"]) {
       const reference = await request(mesh.gatewayUrl).get(path);
       expect(reference.status).toBe(200);
-      const bytes = reference.text;
+      const bytes = built(reference.text);
       expect(bytes).toContain(mesh.gatewayUrl); // the configured PUBLIC_BASE_URL
       for (let i = 0; i < 150; i++) {
         const host = `tenant-${i}-${Math.random().toString(36).slice(2)}.attacker.example`;
         const res = await request(mesh.gatewayUrl).get(path).set("Host", host);
         expect(res.status).toBe(200);
-        expect(res.text === bytes, `${path} for Host ${host}`).toBe(true);
+        expect(built(res.text) === bytes, `${path} for Host ${host}`).toBe(true);
         expect(res.text.includes(host)).toBe(false);
       }
     }
