@@ -217,10 +217,13 @@ describe("unknown API keys are limited per client address (finding 6)", () => {
     const limited = flood.filter((a) => a.status === 429);
     expect(limited.length).toBeGreaterThan(0);
     const refused = flood.filter((a) => a.status === 401);
-    // Which other answers, if any (a loaded machine has shown 21 of 400 in a full run).
-    const others = flood.filter((a) => a.status !== 401 && a.status !== 429).map((a) => a.status);
-    expect(limited.length + refused.length, `other statuses: ${others.join(",")}`).toBe(flood.length);
+    // A key that took a token and whose Authorize outlasted the gateway's deadline (a saturated
+    // machine: the full suite's shards beside this flood) is a 503 to retry, never served.
+    const unavailable = flood.filter((a) => a.status === 503);
+    const others = flood.filter((a) => ![401, 429, 503].includes(a.status)).map((a) => a.status);
+    expect(others, `other statuses: ${others.join(",")}`).toEqual([]);
     for (const a of refused) expect(a.body.error.code).toBe("invalid_api_key");
+    for (const a of unavailable) expect(a.body.error.code).toBe("service_unavailable");
     for (const a of limited) {
       expect(a.body).toEqual({
         error: "rate_limited",
@@ -235,7 +238,9 @@ describe("unknown API keys are limited per client address (finding 6)", () => {
       `400 made-up keys in ${elapsed.toFixed(2)} s: ${asked} Authorize calls, ${limited.length} answered 429`,
     );
     expect(asked).toBeLessThanOrEqual(allowed);
-    expect(refused.length).toBe(asked);
+    // Only a key that took a token was asked about: answered 401, or 503 when it came too late.
+    expect(refused.length + unavailable.length).toBeLessThanOrEqual(allowed);
+    expect(refused.length).toBeLessThanOrEqual(asked);
 
     // Another client: its genuine key is served, and its own unknown key is still a plain 401.
     const other = { "X-Forwarded-For": "203.0.113.61" };
