@@ -39,6 +39,10 @@ export default defineConfig({
           name: "components",
           include: ["test/**/*.test.ts"],
           exclude: ["test/gateway/**", "test/e2e/**", "test/chaos/chaos.test.ts", "**/node_modules/**"],
+          // Files of a worker share its module graph: viem, mppx, the x402 clients and the gRPC stubs
+          // are evaluated once per worker, not once per file (isolated, the lane spent most of its
+          // wall time importing). Each file starts and stops what it owns, as in the mesh project.
+          isolate: false,
           ...shared,
         },
       },
