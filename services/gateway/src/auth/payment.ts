@@ -13,6 +13,7 @@ import type { NextFunction, Request, Response } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
 import { dataJsonBody, errorBody, type Problem, sendAgain, sendError, sendLimit } from "../envelope.ts";
 import { type AcceptedMethods, paymentRequiredMessage } from "../payment-methods.ts";
+import { rawBodyOf } from "../raw-body.ts";
 import { type AuthMethod, type CredentialsOf, charged, type Execute } from "./call.ts";
 import { readCredentials } from "./credentials.ts";
 import { microUsd, PayingClients } from "./paying-clients.ts";
@@ -59,7 +60,7 @@ export function paymentAuth(deps: PaymentAuthDeps) {
       execute,
       res,
       state,
-      endpoint.params.body && req.body !== undefined ? digestOf(req.body) : "",
+      req.method === "POST" ? digestOf(rawBodyOf(req)) : "",
       microUsd(endpoint.price),
       endpoint.writes === true,
     );
@@ -145,10 +146,11 @@ export function resourceOf(
 
 /**
  * What a paid POST asks besides its URL, for a payment identifier's retry to match (the proto's
- * request_digest): the SHA-256 of its validated body.
+ * request_digest): the SHA-256 of its body's exact bytes, every POST's (a JSON-RPC body too, which
+ * its resource name only counts the methods of); empty without a body.
  */
-function digestOf(body: unknown): string {
-  return createHash("sha256").update(JSON.stringify(body)).digest("hex");
+function digestOf(body: Buffer | undefined): string {
+  return body === undefined ? "" : createHash("sha256").update(body).digest("hex");
 }
 
 /** Appends, never overwrites: several MPP challenges share WWW-Authenticate. */
