@@ -1,5 +1,5 @@
-// Issue 34, findings 3 and 6 (first bullet), performed from outside against a mesh of its own:
-// what a caller who pays nothing can make the gateway spend. rpc-proxy's ethereum upstream is a
+// Issue 34, findings 3 and 6 (first bullet), and issue 40, finding 3, performed from outside against
+// a mesh of its own: what a caller who pays nothing can make the gateway spend. rpc-proxy's ethereum upstream is a
 // counting proxy in front of the shared devnet's node, so every node call is seen; every sepolia
 // upstream is dead (a call there gets no answer: its payment is released, never settled). The
 // gateway trusts one proxy hop (TRUST_PROXY=1), so X-Forwarded-For names the client.
