@@ -5,11 +5,12 @@
 import { readFileSync } from "node:fs";
 import { RPC_WRITE_METHODS } from "@tollgate/catalog";
 import { type Mesh, meshAdmin } from "@tollgate/local";
-import { createPublicClient, type Hex, http, parseEther } from "viem";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createPublicClient, type Hex, http, keccak256, parseEther } from "viem";
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
+import { x402Payer } from "../support/x402.ts";
 
 const shared = inject("mesh");
 const devnet = JSON.parse(readFileSync(shared.devnetFile, "utf8"));
@@ -55,24 +56,36 @@ async function rpc(body: unknown) {
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }
 
+/** A wallet of a test's own, funded on the devnet (the node's own test method, at the boundary). */
+async function fundedWallet(): Promise<PrivateKeyAccount> {
+  const wallet = privateKeyToAccount(generatePrivateKey());
+  await node.request({
+    method: "anvil_setBalance" as never,
+    params: [wallet.address, "0xde0b6b3a7640000"] as never,
+  });
+  return wallet;
+}
+
+/** A signed transfer of 1 wei to itself with `nonce`. */
+const transfer = (wallet: PrivateKeyAccount, nonce: number) =>
+  wallet.signTransaction({
+    chainId: 1,
+    to: wallet.address,
+    value: 1n,
+    nonce,
+    gas: 21_000n,
+    maxFeePerGas: parseEther("0.0000001"),
+    maxPriorityFeePerGas: 1n,
+    type: "eip1559",
+  });
+
+const sendRawBody = (id: number, signed: Hex) =>
+  JSON.stringify({ jsonrpc: "2.0", id, method: "eth_sendRawTransaction", params: [signed] });
+
 describe("eth_sendRawTransaction, turned on", () => {
   it("relays a signed transaction to the node: mined, one unit counted; /api/pricing lists its price", async () => {
-    // A wallet of this test's own, funded on the devnet (the node's own test method, at the boundary).
-    const wallet = privateKeyToAccount(generatePrivateKey());
-    await node.request({
-      method: "anvil_setBalance" as never,
-      params: [wallet.address, "0xde0b6b3a7640000"] as never,
-    });
-    const signed = await wallet.signTransaction({
-      chainId: 1,
-      to: wallet.address,
-      value: 1n,
-      nonce: 0,
-      gas: 21_000n,
-      maxFeePerGas: parseEther("0.0000001"),
-      maxPriorityFeePerGas: 1n,
-      type: "eip1559",
-    });
+    const wallet = await fundedWallet();
+    const signed = await transfer(wallet, 0);
     const sent = await rpc({ jsonrpc: "2.0", id: 1, method: "eth_sendRawTransaction", params: [signed] });
     expect(sent.status).toBe(200);
     const hash = sent.body.result as Hex;
@@ -98,5 +111,44 @@ describe("eth_sendRawTransaction, turned on", () => {
         price_usd: RPC_WRITE_METHODS.eth_sendRawTransaction.price,
       }),
     );
+  });
+
+  it("broadcasts nothing for a forged payment sent right after a genuine one as dear (issue 40, finding 3): no early node call for a write", async () => {
+    const wallet = await fundedWallet();
+    const payer = x402Payer(devnet, "payer3");
+    const url = `${mesh.gatewayUrl}/rpc/ethereum`;
+    const post = (body: string) => ({
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    // A genuine payment, settled, for a write (0.01 USD): the client's early call is then allowed
+    // for calls priced up to that, reads; never for a write.
+    const sent = payer.paid.length;
+    const paid = await payer.fetch(url, post(sendRawBody(1, await transfer(wallet, 0))));
+    expect(paid.status, await paid.clone().text()).toBe(200);
+    expect(paid.headers.get("payment-response")).not.toBeNull();
+    const settled = payer.paid[sent]?.signature ?? "";
+    expect(settled).not.toBe("");
+    // Right after it, the settled payment copied (refused: used) for the wallet's next transaction.
+    const next = await transfer(wallet, 1);
+    const forged = await fetch(url, {
+      ...post(sendRawBody(2, next)),
+      headers: { "content-type": "application/json", "PAYMENT-SIGNATURE": settled },
+    });
+    const refused = (await forged.json()) as { id: number; error: { data: { code: string } } };
+    expect(forged.status, JSON.stringify(refused)).toBe(402);
+    expect(refused).toMatchObject({ id: 2, error: { data: { code: "payment_invalid" } } });
+    // A call after it through the same rpc-proxy, so a broadcast the forged one started is in.
+    const count = await rpc({
+      jsonrpc: "2.0",
+      id: 3,
+      method: "eth_getTransactionCount",
+      params: [wallet.address, "pending"],
+    });
+    // The node never saw the transaction: the pending nonce is the paid one's successor.
+    expect(count.body.result).toBe("0x1");
+    expect(await node.getTransactionCount({ address: wallet.address, blockTag: "pending" })).toBe(1);
+    expect(await node.request({ method: "eth_getTransactionByHash", params: [keccak256(next)] })).toBeNull();
   });
 });

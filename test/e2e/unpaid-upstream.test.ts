@@ -1,5 +1,5 @@
-// Issue 34, findings 3 and 6 (first bullet), performed from outside against a mesh of its own:
-// what a caller who pays nothing can make the gateway spend. rpc-proxy's ethereum upstream is a
+// Issue 34, findings 3 and 6 (first bullet), and issue 40, finding 3, performed from outside against
+// a mesh of its own: what a caller who pays nothing can make the gateway spend. rpc-proxy's ethereum upstream is a
 // counting proxy in front of the shared devnet's node, so every node call is seen; every sepolia
 // upstream is dead (a call there gets no answer: its payment is released, never settled). The
 // gateway trusts one proxy hop (TRUST_PROXY=1), so X-Forwarded-For names the client.
@@ -11,7 +11,7 @@ import { upstreamsEnvName } from "@tollgate/rpc-proxy";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
-import { quotaMeterCalls } from "../support/gateway.ts";
+import { metricSumAt, quotaMeterCalls } from "../support/gateway.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { signPayment, type X402Payer, x402Payer } from "../support/x402.ts";
 
@@ -94,12 +94,12 @@ function altered(signature: string): string {
   return Buffer.from(JSON.stringify(payload)).toString("base64");
 }
 
-/** A genuine payment from `client`, served and settled. */
-async function pay(base: string, payer: X402Payer, client: string): Promise<string> {
-  const signature = await sign(payer, CHAIN_ID);
-  const paid = await send(base, CHAIN_ID, { "PAYMENT-SIGNATURE": signature, "X-Forwarded-For": client });
+/** A genuine payment from `client` for `path` (0.001 USD at CHAIN_ID), served and settled. */
+async function pay(base: string, payer: X402Payer, client: string, path = CHAIN_ID): Promise<string> {
+  const signature = await sign(payer, path);
+  const paid = await send(base, path, { "PAYMENT-SIGNATURE": signature, "X-Forwarded-For": client });
   expect(paid.status, JSON.stringify(paid.body)).toBe(200);
-  expect(paid.body.meta.cost_usdc).toBe("0.001");
+  expect(paid.body.meta.cost_usdc).toBe(path === CHAIN_ID ? "0.001" : "0.005");
   return signature;
 }
 
@@ -136,7 +136,8 @@ describe("the early node call is earned by a settled payment, one at a time (fin
   it("starts at most one node call for 1,000 concurrent forged payments sent right after a genuine one", async () => {
     const payer = x402Payer(devnet, "payer8");
     const client = "198.51.100.30";
-    const settled = await pay(mesh.gatewayUrl, payer, client);
+    // Paid as much as a forged one asks (EVENTS): its early call is allowed, one at a time.
+    const settled = await pay(mesh.gatewayUrl, payer, client, EVENTS);
     const started = await forgedBurst(mesh.gatewayUrl, payer, client, settled, 1_000);
     console.log(`node calls started by 1,000 forged payments after a genuine one: ${started}`);
     expect(started).toBeLessThanOrEqual(1);
@@ -147,7 +148,7 @@ describe("the early node call is earned by a settled payment, one at a time (fin
     const perRound: number[] = [];
     for (let round = 0; round < 10; round++) {
       const client = `198.51.100.${round + 1}`;
-      const settled = await pay(mesh.gatewayUrl, payer, client);
+      const settled = await pay(mesh.gatewayUrl, payer, client, EVENTS);
       perRound.push(await forgedBurst(mesh.gatewayUrl, payer, client, settled, 100));
     }
     console.log(`node calls started per 100 forged payments after a genuine one: ${perRound.join(", ")}`);
@@ -157,14 +158,17 @@ describe("the early node call is earned by a settled payment, one at a time (fin
   it("keeps a genuine payer's sequential calls early: each settled call's successor starts its node call beside Verify", async () => {
     const payer = x402Payer(devnet, "payer8");
     const client = "198.51.100.40";
-    await pay(mesh.gatewayUrl, payer, client);
-    // Each forged payment right after a settled one gets the early call (so the next genuine
-    // call of a payer would too), and its refusal ends the trust until the next settled payment.
+    // Each forged payment right after a settled one for as much (EVENTS, 0.005) gets the early call
+    // (so the next genuine call of a payer would too), and its refusal ends the trust until the
+    // next settled payment.
     for (let i = 0; i < 3; i++) {
-      const settled = await pay(mesh.gatewayUrl, payer, client);
+      const settled = await pay(mesh.gatewayUrl, payer, client, EVENTS);
       expect(await forgedBurst(mesh.gatewayUrl, payer, client, settled, 1)).toBe(1);
       expect(await forgedBurst(mesh.gatewayUrl, payer, client, settled, 1)).toBe(0);
     }
+    // A call dearer than the last settled payment (EVENTS after 0.001) waits for Verify.
+    const cheap = await pay(mesh.gatewayUrl, payer, client);
+    expect(await forgedBurst(mesh.gatewayUrl, payer, client, cheap, 1)).toBe(0);
   });
 
   it("does not renew the trust for a valid payment that is released, not settled: reused on calls that get no answer, it lapses after its time", async () => {
@@ -194,6 +198,75 @@ describe("the early node call is earned by a settled payment, one at a time (fin
       "X-Forwarded-For": client,
     });
     expect(served.status, JSON.stringify(served.body)).toBe(200);
+  });
+});
+
+/** A JSON-RPC batch of `n` eth_getLogs, each for another (made-up) address: 0.005 USD a call. */
+const getLogsBatch = (n: number) =>
+  JSON.stringify(
+    Array.from({ length: n }, (_, i) => ({
+      jsonrpc: "2.0",
+      id: i,
+      method: "eth_getLogs",
+      params: [{ address: `0x${randomBytes(20).toString("hex")}`, fromBlock: "latest", toBlock: "latest" }],
+    })),
+  );
+
+/** POST /rpc/ethereum with a PAYMENT-SIGNATURE from `client`. */
+async function sendRpc(base: string, body: string, signature: string, client: string): Promise<Answer> {
+  const res = await fetch(`${base}/rpc/ethereum`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "PAYMENT-SIGNATURE": signature,
+      "X-Forwarded-For": client,
+    },
+    body,
+  });
+  return { status: res.status, headers: res.headers, body: await res.json() };
+}
+
+/** rpc-proxy's jsonRpc operations so far (each POST /rpc/{network} that reached it, a batch one). */
+const jsonRpcOperations = () =>
+  metricSumAt(`http://127.0.0.1:${mesh.ports["rpc-proxy"].metrics}/metrics`, "rpc_proxy_operations_total", {
+    operation: "jsonRpc",
+  });
+
+/** The eth_getLogs calls the node received since `mark`, each call of a batch counted. */
+const getLogsCallsSince = (mark: number) =>
+  node.since(mark).reduce((n, r) => n + r.methods.filter((m) => m === "eth_getLogs").length, 0);
+
+describe("the early node call costs at most what the client last paid (issue 40, finding 3)", () => {
+  it("starts no node call for forged 100 × eth_getLogs JSON-RPC batches (0.5 USD) after each genuine 0.001 payment: 1,000 forged payments over 100 cycles", async () => {
+    const payer = x402Payer(devnet, "payer8");
+    const client = "198.51.100.60";
+    const body = getLogsBatch(100);
+    const CYCLES = 100;
+    const FORGED_PER_CYCLE = 10;
+    const mark = node.requests.length;
+    const operations = await jsonRpcOperations();
+    for (let cycle = 0; cycle < CYCLES; cycle++) {
+      const settled = await pay(mesh.gatewayUrl, payer, client);
+      // Right after the settled payment, all at once: garbage, and the settled payment copied.
+      const answers = await Promise.all(
+        Array.from({ length: FORGED_PER_CYCLE }, (_, i) =>
+          sendRpc(mesh.gatewayUrl, body, i % 2 ? settled : "bm90IGEgcGF5bWVudA==", client),
+        ),
+      );
+      for (const a of answers) {
+        expect(a.status, JSON.stringify(a.body)).toBe(402);
+        expect(a.body).toHaveLength(100);
+        expect(a.body[0].error.data.code).toBe("payment_invalid");
+      }
+    }
+    // Time for a late node request to arrive: a genuine call after the forged ones, answered.
+    await pay(mesh.gatewayUrl, payer, client);
+    const calls = getLogsCallsSince(mark);
+    console.log(
+      `unpaid node calls per ${CYCLES * FORGED_PER_CYCLE} forged payments after genuine ones (each call of a batch counted): ${calls}`,
+    );
+    expect(calls).toBe(0);
+    expect(await jsonRpcOperations()).toBe(operations);
   });
 });
 

@@ -192,6 +192,58 @@ describe("x402 payment-identifier: a paid retry is answered once, charged once",
     expect((await againAfterProgress(BALANCE, first.signature)).text).toBe(first.text);
   });
 
+  it("answers the same payment and identifier with another JSON-RPC body 409 payment_identifier_conflict; the same body gets the first answer (issue 40, finding 5)", async () => {
+    const id = generatePaymentId();
+    const payer = payerWith("payer6", () => id);
+    const url = `${mesh.gatewayUrl}/rpc/ethereum`;
+    // The same method (so the same price and resource name), two addresses: two requests.
+    const bodyOf = (address: string) =>
+      JSON.stringify({ jsonrpc: "2.0", id: 7, method: "eth_getBalance", params: [address, "latest"] });
+    const [a, b] = [bodyOf(holder), bodyOf(PAY_TO)];
+    const post = (body: string, signature?: string) =>
+      fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(signature ? { "PAYMENT-SIGNATURE": signature } : {}),
+        },
+        body,
+      }).then(async (res) => ({ status: res.status, headers: res.headers, text: await res.text() }));
+    const sent = payer.paid.length;
+    const res = await payer.fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: a,
+    });
+    const first = { status: res.status, headers: res.headers, text: await res.text() };
+    expect(first.status, first.text).toBe(200);
+    const signature = payer.paid[sent]?.signature ?? "";
+    expect(JSON.parse(first.text)).toMatchObject({ id: 7, result: expect.stringMatching(/^0x/) });
+    const before = { payer: await balance(payer.address), payTo: await balance(PAY_TO) };
+    const calls = nodeCalls("eth_getBalance");
+
+    // The same payment and identifier with body B: a conflict, not body A's answer.
+    let other = await post(b, signature);
+    for (let i = 0; i < 20 && other.text.includes("payment_identifier_in_progress"); i++) {
+      await sleep(100);
+      other = await post(b, signature);
+    }
+    expect(other.status, other.text).toBe(409);
+    expect(JSON.parse(other.text)).toMatchObject({
+      id: 7,
+      error: { data: { code: "payment_identifier_conflict" } },
+    });
+    expect(other.headers.get("payment-response")).toBeNull();
+    // Body A again, byte for byte: its first answer, as before.
+    const retry = await post(a, signature);
+    expect(retry.status, retry.text).toBe(200);
+    expect(retry.text).toBe(first.text);
+    expect(retry.headers.get("payment-response")).toBe(first.headers.get("payment-response"));
+    expect(nodeCalls("eth_getBalance") - calls).toBe(0);
+    expect(await balance(payer.address)).toBe(before.payer);
+    expect(await balance(PAY_TO)).toBe(before.payTo);
+  });
+
   it("answers a retry while the first request is served 409 in progress with Retry-After, then the answer", async () => {
     const id = generatePaymentId();
     const payer = payerWith("payer6", () => id);

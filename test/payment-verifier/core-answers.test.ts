@@ -1,7 +1,8 @@
 // The payment core's idempotent retries (core/answers.ts; x402's payment-identifier), driven with
 // the test protocol of core.support.ts, whose credential's fifth word is the identifier: a first
-// answer kept for its payment and request and given again, a conflict released, an uncharged call
-// keeping nothing, a Verify retried for its own request getting its own payment id.
+// answer kept for its payment and request and given again, the same payment for another request a
+// conflict, another payment's conflict released, an uncharged call keeping nothing, a Verify
+// retried for its own request getting its own payment id.
 import { beforeEach, describe, expect, it } from "vitest";
 import { alpha, answerStore, call, events, pay, payments, REVERTED, resetCore } from "./core.support.ts";
 
@@ -37,7 +38,7 @@ describe("payment core: payment identifiers", () => {
     expect(events.map((e) => e.outcome)).toEqual(["settled"]);
   });
 
-  it("does not give the answer to the same payment for another request: a used payment", async () => {
+  it("does not give the answer to the same payment for another request: identifier_conflict, before anything is verified again", async () => {
     const c = call();
     const credentials = pay("alpha", "k", "0xpayer", "5000", "pay_0123456789abcdef");
     await served(c, credentials);
@@ -47,8 +48,13 @@ describe("payment core: payment identifiers", () => {
     ]) {
       const v = await payments.verify({ ...other, requestId: "other" }, credentials);
       expect(v.valid).toBe(false);
-      expect(!v.valid && [v.code, v.answer]).toEqual(["payment_invalid", undefined]);
+      expect(!v.valid && [v.code, v.answer]).toEqual(["identifier_conflict", undefined]);
     }
+    expect([alpha.verifies, alpha.settles]).toEqual([1, 1]);
+    // The first request's answer is still the identifier's.
+    expect(await payments.verify({ ...c, requestId: "retry" }, credentials)).toMatchObject({
+      answer: ANSWER,
+    });
   });
 
   it("answers another payment with the identifier identifier_conflict and releases it, charging nothing", async () => {

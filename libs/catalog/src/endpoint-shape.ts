@@ -56,6 +56,11 @@ export interface Endpoint {
   resource?: string;
   /** Plan units one request counts (a JSON-RPC batch: one per call); absent, 1. */
   calls?: number;
+  /**
+   * It changes the chain (a JSON-RPC body with a write method, RPC_WRITE_METHODS): its node call
+   * never starts before its payment is verified.
+   */
+  writes?: true;
 }
 
 const chainNetwork = z

@@ -360,5 +360,11 @@ export const RPC_ENDPOINT = {
 
 /** A body's endpoint: the same description with the body's price and the name it is priced by. */
 export function pricedRpcEndpoint(methods: readonly string[]): Endpoint {
-  return { ...RPC_ENDPOINT, price: rpcPrice(methods), resource: rpcResource(methods), calls: methods.length };
+  const priced = {
+    ...RPC_ENDPOINT,
+    price: rpcPrice(methods),
+    resource: rpcResource(methods),
+    calls: methods.length,
+  };
+  return methods.some((m) => Object.hasOwn(RPC_WRITE_METHODS, m)) ? { ...priced, writes: true } : priced;
 }

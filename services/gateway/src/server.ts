@@ -24,6 +24,7 @@ import {
   type UnknownKeyLimiter,
 } from "./leases.ts";
 import { type AcceptedMethods, watchPaymentMethods } from "./payment-methods.ts";
+import { keepRawBody } from "./raw-body.ts";
 import { chainCalls } from "./routes/chain.ts";
 import { creditsRouter } from "./routes/credits.ts";
 import { fastLane } from "./routes/fast-lane.ts";
@@ -91,6 +92,7 @@ function createListener(
       limit: config.bodyLimitBytes,
       strict: false,
       type: ["application/json", "application/*+json"],
+      verify: keepRawBody,
     }),
   );
   app.use(

@@ -13,9 +13,10 @@ import type { NextFunction, Request, Response } from "express";
 import type { Header, PaymentVerifierClient, Resource } from "../clients/payment-verifier.ts";
 import { dataJsonBody, errorBody, type Problem, sendAgain, sendError, sendLimit } from "../envelope.ts";
 import { type AcceptedMethods, paymentRequiredMessage } from "../payment-methods.ts";
+import { rawBodyOf } from "../raw-body.ts";
 import { type AuthMethod, type CredentialsOf, charged, type Execute } from "./call.ts";
 import { readCredentials } from "./credentials.ts";
-import { PayingClients } from "./paying-clients.ts";
+import { microUsd, PayingClients } from "./paying-clients.ts";
 
 export interface PaymentAuthDeps {
   payments: PaymentVerifierClient;
@@ -59,7 +60,9 @@ export function paymentAuth(deps: PaymentAuthDeps) {
       execute,
       res,
       state,
-      endpoint.params.body && req.body !== undefined ? digestOf(req.body) : "",
+      req.method === "POST" ? digestOf(rawBodyOf(req)) : "",
+      microUsd(endpoint.price),
+      endpoint.writes === true,
     );
   return {
     serve,
@@ -143,10 +146,11 @@ export function resourceOf(
 
 /**
  * What a paid POST asks besides its URL, for a payment identifier's retry to match (the proto's
- * request_digest): the SHA-256 of its validated body.
+ * request_digest): the SHA-256 of its body's exact bytes, every POST's (a JSON-RPC body too, which
+ * its resource name only counts the methods of); empty without a body.
  */
-function digestOf(body: unknown): string {
-  return createHash("sha256").update(JSON.stringify(body)).digest("hex");
+function digestOf(body: Buffer | undefined): string {
+  return body === undefined ? "" : createHash("sha256").update(body).digest("hex");
 }
 
 /** Appends, never overwrites: several MPP challenges share WWW-Authenticate. */
@@ -380,14 +384,20 @@ async function serveWithPayment(
   res: Response,
   deps: PaymentState,
   digest: string,
+  /** The call's price, micro-USD: what its settled payment is worth. */
+  priceMicro: number,
+  /** The call changes the chain (see Endpoint.writes). */
+  writes: boolean,
 ): Promise<void> {
   const requestId = res.locals.requestId;
   // A client whose last payment settled gets the node call of one paid call at a time started
-  // beside Verify: the call's latency then hides Verify's. Nothing is served, settled or released
-  // on it before Verify says valid; when Verify refuses, its answer is dropped (a read: the node is
-  // not changed by it). Its other calls wait for Verify, so a burst of forged payments after a
-  // genuine one costs at most this one upstream request.
-  const trust = deps.paying.claim(client);
+  // beside Verify, when that call is priced at most what the settled payment paid: the call's
+  // latency then hides Verify's. Nothing is served, settled or released on it before Verify says
+  // valid; when Verify refuses, its answer is dropped. Never for a call that writes (a broadcast
+  // transaction cannot be dropped): a refused payment leaves the node unchanged. Its other calls
+  // wait for Verify, so a burst of forged payments after a genuine one costs at most this one
+  // upstream request, worth at most what was genuinely paid (docs/limits.md).
+  const trust = writes ? undefined : deps.paying.claim(client, priceMicro);
   const early = trust ? execute() : undefined;
   early?.catch(() => undefined); // awaited below, unless Verify refuses
   let verified: Awaited<ReturnType<PaymentVerifierClient["verify"]>>;
@@ -429,7 +439,7 @@ async function serveWithPayment(
   // The node answered; the x402 rule: no settlement, no data (a revert's data included).
   const settled = await settleOrRefuse(resource, credentials, verified.paymentId, res, deps);
   if (!settled) return;
-  if (verified.answerMaxBytes === 0) deps.paying.settled(client);
+  if (verified.answerMaxBytes === 0) deps.paying.settled(client, priceMicro);
   const paid = {
     cost_usdc: settled.meta?.costUsdc ?? "",
     payment_chain: settled.meta?.paymentChain ?? "",

@@ -7,7 +7,9 @@
 // once the payment verified (a claim, held by its payment_id), so nothing is stored for a payment
 // the mesh did not verify, and only the payer's own signed payment can make one for it. A retry is
 // answered from a record only when its payment's fingerprint (what was signed, and the call) is
-// the record's: reading an answer takes the payer's signed payment itself. The claim lives as long
+// the record's: reading an answer takes the payer's signed payment itself. The same signed payment
+// for another request (another POST body, query or network) is a conflict (409), told before
+// anything is reserved: that payment is the one the record was made for, verified then. The claim lives as long
 // as a settlement can (reservation TTL + settling TTL), the answer `ttlMs`; an answer over
 // `maxBytes` is not kept (the claim is forgotten: a retry is then answered as a used payment is).
 // Only a charged call has its answer kept: a call that got no answer is released, and its claim
@@ -32,11 +34,34 @@ function keyOf(payer: string, id: string): string {
   return `${payer.toLowerCase()}:${id}`;
 }
 
-/** The same payment for the same request: what was signed, the call and what it asked. */
+/**
+ * The same payment for the same request: what was signed (`identified.payment`, base64url), then
+ * `.` and a hash of the call and what it asked (the gateway's request digest: a POST body's exact
+ * bytes). Kept in two parts so that the same payment for another request is told apart (a conflict)
+ * from another payment.
+ */
 function fingerprintOf(call: PricedCall, identified: Identified): string {
-  return createHash("sha256")
-    .update([identified.payment, call.endpoint.path, call.network, call.url, call.digest ?? ""].join("\n"))
+  const request = createHash("sha256")
+    .update([call.endpoint.path, call.network, call.url, call.digest ?? ""].join("\n"))
     .digest("base64url");
+  return `${identified.payment}.${request}`;
+}
+
+/** The record's payment is this one (its fingerprint's first part), whatever request it was for. */
+function samePayment(recorded: string, identified: Identified): boolean {
+  return recorded.length > identified.payment.length && recorded.startsWith(`${identified.payment}.`);
+}
+
+/** The identifier is held by this payer's other payment, or by this payment for another request. */
+function conflict(scheme: string): VerifyOutcome {
+  return {
+    valid: false,
+    code: "identifier_conflict",
+    reason:
+      "this payment identifier was used by this payer with another payment or for another request: pay again with a new identifier",
+    headers: [],
+    scheme,
+  };
 }
 
 /** What a record answers a request with the same payment (replay, or still in progress). */
@@ -63,8 +88,9 @@ function answerFrom(record: AnswerRecord, scheme: string): VerifyOutcome {
 
 /**
  * Before a payment is reserved: the answer a request gets when its payer's identifier has a record
- * for this same payment and request; undefined otherwise (a record of another payment is not
- * answered here: the payment is verified first, and its claim then finds the conflict).
+ * for this same payment: its first answer (or "in progress") for the same request, a conflict for
+ * another request; undefined otherwise (a record of another payment is not answered here: the
+ * payment is verified first, and its claim then finds the conflict).
  */
 export async function findAnswer(
   core: Core,
@@ -76,7 +102,12 @@ export async function findAnswer(
   const answers = core.opts.answers;
   if (!answers) return undefined;
   const record = await store(core, () => answers.store.find(keyOf(payer, identified.id)));
-  if (!record || record.payment !== fingerprintOf(call, identified)) return undefined;
+  if (!record) return undefined;
+  if (record.payment !== fingerprintOf(call, identified)) {
+    if (!samePayment(record.payment, identified)) return undefined;
+    core.opts.metrics.identifiedAnswers.inc({ scheme, outcome: "conflict" });
+    return conflict(scheme);
+  }
   // A Verify sent again for the same request (its first answer lost) goes on to its own claim.
   if (record.state === "pending" && record.requestId === call.requestId) return undefined;
   core.opts.metrics.identifiedAnswers.inc({
@@ -122,14 +153,7 @@ export async function claimAnswer(
     return answerFrom(claimed.current, verified.scheme);
   }
   core.opts.metrics.identifiedAnswers.inc({ scheme: verified.scheme, outcome: "conflict" });
-  return {
-    valid: false,
-    code: "identifier_conflict",
-    reason:
-      "this payment identifier was used by this payer with another payment or for another request: pay again with a new identifier",
-    headers: [],
-    scheme: verified.scheme,
-  };
+  return conflict(verified.scheme);
 }
 
 /**

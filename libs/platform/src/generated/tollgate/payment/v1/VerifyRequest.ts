@@ -25,8 +25,9 @@ export interface VerifyRequest {
    */
   'noService'?: (boolean);
   /**
-   * What the request asks besides its URL (the SHA-256, hex, of a POST's validated JSON body; empty
-   * without a body): a payment identifier's retry must ask the same to get the first answer.
+   * What the request asks besides its URL (the SHA-256, hex, of a POST body's exact bytes as
+   * received; empty without a body): a payment identifier's retry must ask the same to get the first
+   * answer.
    */
   'requestDigest'?: (string);
 }
@@ -53,8 +54,9 @@ export interface VerifyRequest__Output {
    */
   'noService': (boolean);
   /**
-   * What the request asks besides its URL (the SHA-256, hex, of a POST's validated JSON body; empty
-   * without a body): a payment identifier's retry must ask the same to get the first answer.
+   * What the request asks besides its URL (the SHA-256, hex, of a POST body's exact bytes as
+   * received; empty without a body): a payment identifier's retry must ask the same to get the first
+   * answer.
    */
   'requestDigest': (string);
 }
