@@ -310,6 +310,7 @@ describe("a copy with no generation (being seeded)", () => {
         windows: windowsAt(now),
         defaultBurst: 50,
         units: 1,
+        calls: 1,
         authorizationId: "",
         creditLeaseSettleAt: now + 60_000,
       });
