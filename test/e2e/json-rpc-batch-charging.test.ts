@@ -153,7 +153,7 @@ describe("JSON-RPC batches on an account: every call counted, whole, once", () =
   it("three concurrent 100-call batches of one key as its plan runs out, 50 times: each served whole from the plan or the credits, never for less", async () => {
     const { accountId, apiKey } = await createAccountWithKey({ daily: 1, monthly: 0, burst: SUITE_BURST });
     const auth = { authorization: `Bearer ${apiKey}` };
-    // 20 USDC of credits for the key's account: up to two batches a round from credits (0.1 each).
+    // 20 USDC of credits for the key's account: up to three batches a round from credits (0.1 each).
     await walletWithCredits(20_000_000, apiKey);
     const credits0 = await eventually(() => creditBalance(at, accountId), 20_000_000);
     expect(credits0).toBe(20_000_000);
@@ -161,8 +161,10 @@ describe("JSON-RPC batches on an account: every call counted, whole, once", () =
     let served = 0;
     const statuses = new Set<number>();
     for (let round = 0; round < 50; round++) {
-      // The plan covers one batch and a half: the others find it running out while the first is served.
-      await updateAccount(accountId, { daily: (await ownDayUsed(at, accountId)) + 150 });
+      // The plan left: one call (the first batch to ask spends it, the others find it spent), or
+      // one batch and a half (the others find it running out while the first is served).
+      const room = round % 2 === 0 ? 1 : 150;
+      await updateAccount(accountId, { daily: (await ownDayUsed(at, accountId)) + room });
       const sent = await Promise.all([batch(fetch, auth), batch(fetch, auth), batch(fetch, auth)]);
       for (const s of sent) {
         statuses.add(s.status);
