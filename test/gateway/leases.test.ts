@@ -162,4 +162,49 @@ describe("quota leases across two gateways", () => {
       await db.end();
     }
   });
+
+  it("a JSON-RPC batch the node did not answer gives all its units back to its lease: the next batch is served from them, every call counted once", async () => {
+    const admin = meshAdmin(mesh);
+    const created = await admin.quickstart(`lease-${Math.random()}`, {
+      daily: 1_000,
+      monthly: 0,
+      burst: 1_000_000,
+    });
+    admin.close();
+    const key = created.secret;
+    const rpc = async (network: string) => {
+      const body = Array.from({ length: 50 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "eth_chainId" }));
+      const res = await fetch(`${mesh.gatewayUrl}/rpc/${network}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+        body: JSON.stringify(body),
+      });
+      await res.arrayBuffer();
+      return res;
+    };
+    // One lease of 50 units for the batch; the node (sepolia's, dead here) gives no answer.
+    const failed = await rpc("sepolia");
+    expect([502, 503]).toContain(failed.status);
+    // The same 50 units, back in the lease, serve the next batch: numbered as they were counted.
+    const served = await rpc("ethereum");
+    expect(served.status).toBe(200);
+    expect(served.headers.get("x-quota-day-used")).toBe("50");
+    const db = new pg.Pool({ connectionString: mesh.databaseUrl, max: 1 });
+    try {
+      const rollup = async () =>
+        (
+          await db.query<{ requests: number; counted: number }>(
+            "select coalesce(sum(requests), 0)::int as requests, coalesce(sum(counted), 0)::int as counted from usage_daily where account_id = $1",
+            [created.account.id],
+          )
+        ).rows[0];
+      const deadline = Date.now() + 20_000;
+      while ((await rollup())?.requests !== 100 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 200));
+      // Each call reported once (its own record), only the served batch's counted.
+      expect(await rollup()).toEqual({ requests: 100, counted: 50 });
+    } finally {
+      await db.end();
+    }
+  });
 });

@@ -122,6 +122,86 @@ describe("lease book (quota-meter's answers made in the test)", () => {
     ]);
   });
 
+  it("serves a batch of N calls only from a lease that holds all N units, else asks for at least N", async () => {
+    const book = createLeaseBook({ maxUnits: 64, now });
+    const m = meter();
+    const batch = () => book.grant("b", m.authorize, 0, 8);
+    await book.grant("b", m.authorize); // lease of 1, used
+    await book.grant("b", m.authorize); // lease of 2: 1 left
+    // 1 unit left of 8: that lease ends (its unit goes back), quota-meter is asked for at least 8.
+    const first = await batch();
+    expect(m.asked).toEqual([1, 2, 8]);
+    expect(first).toMatchObject({ decision: "DECISION_ALLOW", units: 8, unit: 8 });
+    expect(first.quota?.dayUsed).toBe(11);
+    clock += 1_000;
+    expect(book.sweep()).toMatchObject([{ leaseId: "lease-2", units: 1 }]);
+    // A batch given back goes back whole: a lease of 16 then serves two batches of 8, then asks again.
+    const big = createLeaseBook({ maxUnits: 64, now });
+    const n = meter();
+    const a = await big.grant("c", n.authorize, 0, 16);
+    expect(a).toMatchObject({ units: 16, unit: 16 });
+    expect(big.giveBack("c", a)).toBe(true);
+    const again = await Promise.all([big.grant("c", n.authorize, 0, 8), big.grant("c", n.authorize, 0, 8)]);
+    expect(n.asked).toEqual([16]);
+    expect(again.map((g) => g.units)).toEqual([8, 8]);
+    expect((await big.grant("c", n.authorize)).decision).toBe("DECISION_ALLOW");
+    expect(n.asked).toHaveLength(2);
+  });
+
+  it("never serves a price of 0 from a credit lease", async () => {
+    const book = createLeaseBook({ maxUnits: 64, now });
+    const asked: number[] = [];
+    const authorize = async (want: number): Promise<Authorization> => {
+      asked.push(want);
+      await new Promise((r) => setImmediate(r));
+      return {
+        decision: asked.length === 1 ? "DECISION_ALLOW" : "DECISION_DAILY_LIMIT_EXCEEDED",
+        accountId: "acct",
+        keyId: "key",
+        metered: asked.length === 1,
+        quota: { dayLimit: 10, dayUsed: 10, monthLimit: 0, monthUsed: 0 },
+        ...(asked.length === 1
+          ? {
+              credits: { drawn: 4_000, remaining: 0, epoch: "gen-1" },
+              lease: { id: "credit-1", units: 4, ttlMs: 1_000 },
+            }
+          : {}),
+      } as Authorization;
+    };
+    expect((await book.grant("z", authorize, 1_000)).credits?.drawn).toBe(1_000);
+    // 3,000 left in the lease: a call priced 0 is not served from it (quota-meter refuses it), and
+    // the lease ends with its credits going back.
+    const free = await book.grant("z", authorize, 0);
+    expect(free.decision).toBe("DECISION_DAILY_LIMIT_EXCEEDED");
+    expect(asked).toHaveLength(2);
+    expect(book.drain()).toMatchObject([{ leaseId: "credit-1", creditsLeft: 3_000 }]);
+  });
+
+  it("a refusal of a larger batch does not refuse the smaller calls that waited on it", async () => {
+    const book = createLeaseBook({ maxUnits: 64, now });
+    const asked: number[] = [];
+    // quota-meter with 5 units left: it refuses more, grants up to that.
+    let left = 5;
+    const authorize = async (want: number): Promise<Authorization> => {
+      asked.push(want);
+      await new Promise((r) => setImmediate(r));
+      const ok = want <= left;
+      if (ok) left -= want;
+      return {
+        decision: ok ? "DECISION_ALLOW" : "DECISION_RATE_LIMITED",
+        accountId: "acct",
+        keyId: "key",
+        metered: ok,
+        quota: null,
+        ...(ok ? { lease: { id: `l-${asked.length}`, units: want, ttlMs: 1_000 } } : {}),
+      } as Authorization;
+    };
+    const [batch, single] = await Promise.all([book.grant("w", authorize, 0, 8), book.grant("w", authorize)]);
+    expect(batch.decision).toBe("DECISION_RATE_LIMITED");
+    expect(single.decision).toBe("DECISION_ALLOW");
+    expect(asked).toEqual([8, 1]);
+  });
+
   it("shares a refusal, or an unmetered answer, with every call that waited on it", async () => {
     const book = createLeaseBook({ maxUnits: 64, now });
     const refused = meter({ decision: "DECISION_DAILY_LIMIT_EXCEEDED" });

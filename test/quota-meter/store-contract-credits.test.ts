@@ -71,6 +71,40 @@ describe.each(stores)("credits contract: %s", (_name, open) => {
     });
   });
 
+  it("a batch the plan cannot cover whole draws its whole price from the credits (one request, never part of it), or nothing", async () => {
+    const now = Date.now();
+    const w = windowsAt(now);
+    const batch = (keyHash: Buffer, calls: number, price: number, units = calls) =>
+      store.authorize({ ...at(now, keyHash, 0, units, "", price), calls });
+    const a = await account({ dailyLimit: 10, monthlyLimit: 0 });
+    await credit(a.accountId, 10 * PRICE);
+    expect(await batch(a.keyHash, 7, 7 * PRICE)).toMatchObject({ decision: "allow", units: 7, dayUsed: 7 });
+    // 3 plan units left, 5 calls: the batch's price from the credits, the windows untouched, and
+    // the lease is this request alone (however many were asked for).
+    const paid = await batch(a.keyHash, 5, 5 * PRICE, 40);
+    expect(paid).toMatchObject({ decision: "allow", units: 1, dayUsed: 7 });
+    expect(paid.credits).toMatchObject({ drawn: 5 * PRICE, remaining: 5 * PRICE });
+    // No price (a gateway that does not pay this from credits): refused, nothing counted.
+    expect(await batch(a.keyHash, 5, 0)).toMatchObject({ decision: "daily_limit_exceeded", units: 0 });
+    // A price the credits do not cover: refused, nothing drawn nor counted.
+    expect(await batch(a.keyHash, 6, 6 * PRICE)).toMatchObject({
+      decision: "daily_limit_exceeded",
+      balance: 5 * PRICE,
+    });
+    expect(await store.readWindows(a.accountId, w, now)).toEqual({ dayUsed: 7, monthUsed: 7 });
+    expect(await store.readCredits(a.accountId)).toBe(5 * PRICE);
+    // Credits-only, over the burst guard (5 per second): refused whole, no token and no credit taken.
+    const c = await account({ creditsOnly: true, burstPerSecond: 5 });
+    await credit(c.accountId, 100 * PRICE);
+    expect(await batch(c.keyHash, 8, 8 * PRICE)).toMatchObject({ decision: "rate_limited" });
+    expect(await store.readCredits(c.accountId)).toBe(100 * PRICE);
+    expect(await batch(c.keyHash, 5, 5 * PRICE)).toMatchObject({
+      decision: "allow",
+      units: 1,
+      credits: { drawn: 5 * PRICE, remaining: 95 * PRICE },
+    });
+  });
+
   it("a refund gives a draw back once, and only to the copy it was drawn from", async () => {
     const now = Date.now();
     const w = windowsAt(now);
@@ -310,6 +344,7 @@ describe("a copy with no generation (being seeded)", () => {
         windows: windowsAt(now),
         defaultBurst: 50,
         units: 1,
+        calls: 1,
         authorizationId: "",
         creditLeaseSettleAt: now + 60_000,
       });

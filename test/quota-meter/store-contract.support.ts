@@ -75,6 +75,7 @@ export const authorizeAt = (
   priceAtomic = 0,
   wallet = "",
   creditLeaseSettleAt = nowMs + 60_000,
+  calls = 1,
 ) => ({
   keyHash,
   nowMs,
@@ -85,4 +86,5 @@ export const authorizeAt = (
   priceAtomic,
   wallet,
   creditLeaseSettleAt,
+  calls,
 });

@@ -92,6 +92,42 @@ describe.each(STORES)("quota store contract: %s", (_name, open) => {
     expect((await store.authorize(at(now + 1_000, b.keyHash, 50, 1))).units).toBe(1);
   });
 
+  it("counts a request of N calls (a JSON-RPC batch) whole or not at all: windows and burst guard", async () => {
+    const now = 7_000_000;
+    const w = windowsAt(now);
+    const batch = (keyHash: Buffer, calls: number, units = calls, burst = 0) =>
+      store.authorize({ ...at(now, keyHash, burst, units), calls });
+    const a = await account({ dailyLimit: 10, monthlyLimit: 100 });
+    // A quarter of what is left would be 3: a batch of 4 gets its 4, at once.
+    expect(await batch(a.keyHash, 4)).toMatchObject({ decision: "allow", units: 4, dayUsed: 4 });
+    // 6 left, 7 calls: refused, nothing counted (not 6 of them).
+    expect(await batch(a.keyHash, 7)).toMatchObject({
+      decision: "daily_limit_exceeded",
+      units: 0,
+      dayUsed: 4,
+    });
+    expect(await store.readWindows(a.accountId, w, now)).toEqual({ dayUsed: 4, monthUsed: 4 });
+    // Exactly what is left: served whole.
+    expect(await batch(a.keyHash, 6)).toMatchObject({ decision: "allow", units: 6, dayUsed: 10 });
+    // The month decides too.
+    const m = await account({ monthlyLimit: 5 });
+    expect(await batch(m.keyHash, 6)).toMatchObject({ decision: "monthly_limit_exceeded", monthUsed: 0 });
+    // A lease asked with the batch holds at least its calls, more as the windows allow.
+    const l = await account({ dailyLimit: 100 });
+    expect(await batch(l.keyHash, 10, 64)).toMatchObject({ decision: "allow", units: 25, dayUsed: 25 });
+    expect(await batch(l.keyHash, 30, 30)).toMatchObject({ decision: "allow", units: 30, dayUsed: 55 });
+    // The burst guard (5 per second): 8 calls at once are refused and take no token, so 5 pass next.
+    const b = await account({ burstPerSecond: 5 });
+    expect(await batch(b.keyHash, 8, 8, 50)).toMatchObject({
+      decision: "rate_limited",
+      units: 0,
+      dayUsed: 0,
+    });
+    expect(await batch(b.keyHash, 5, 5, 50)).toMatchObject({ decision: "allow", units: 5, dayUsed: 5 });
+    expect(await batch(b.keyHash, 2, 2, 50)).toMatchObject({ decision: "rate_limited", dayUsed: 5 });
+    expect(await store.readWindows(b.accountId, w, now)).toEqual({ dayUsed: 5, monthUsed: 5 });
+  });
+
   it("takes a lease's unused units back, once per lease, never below zero", async () => {
     const now = Date.now();
     const w = windowsAt(now);

@@ -68,3 +68,22 @@ export async function ledgerBalance(databaseUrl: string, accountId: string): Pro
     await db.end();
   }
 }
+
+/**
+ * An account's calls counted today in its plan's window, as the dashboard's usage page reads it
+ * (quota-meter's window count; reading it counts nothing).
+ */
+export async function ownDayUsed(mesh: MeshAt, accountId: string): Promise<number> {
+  const client = createClient(contracts.quotaMeter().AccountService, mesh.quotaMeterAddr, {
+    service: "quota-meter",
+    token: token(mesh.stateDir, "mesh-token-dashboard"),
+    defaultDeadlineMs: 5_000,
+  });
+  try {
+    const usage = await client.call("GetOwnUsage", { accountId, days: 1 });
+    if (usage.quota?.dayUsed == null) throw new Error("no window count: is quota-meter's store away?");
+    return Number(usage.quota.dayUsed);
+  } finally {
+    client.close();
+  }
+}

@@ -8,7 +8,9 @@
 // once, doubling while calls use a lease up before it ends. A key whose plan is spent (or that
 // pays from credits only) gets a credit lease instead: a block of its account's credits, each call
 // taking its own price from it and what is left going back the same way (the balance it answers
-// with counts what the lease still holds).
+// with counts what the lease still holds). A JSON-RPC batch of N calls is served whole from one
+// lease or not at all: N units of a unit lease, or its whole price from a credit lease (never a
+// price of 0), otherwise quota-meter is asked for at least N units, which it grants all or none.
 // The book is bounded (`maxKeys`): any caller can send any bearer string, so a key quota-meter
 // does not know is forgotten as soon as it is refused, and a full book makes room by forgetting an
 // idle key first, then ending the oldest lease (its units go back like any ended lease's).
@@ -19,9 +21,11 @@ export type Grant = Pick<
   Authorization,
   "decision" | "accountId" | "keyId" | "quota" | "metered" | "dayWindow" | "monthWindow" | "credits"
 > & {
-  /** Set when the call was served from a lease: which one, and its unit's number in it. */
+  /** Set when the call was served from a lease: which one, and its (last) unit's number in it. */
   leaseId?: string;
   unit?: number;
+  /** Units of a unit lease the call took (a JSON-RPC batch: one per call); unset: 1. */
+  units?: number;
 };
 
 export interface LeaseReturn {
@@ -58,8 +62,9 @@ interface Lease {
 
 interface KeyState {
   lease: Lease | undefined;
-  /** The Authorize in flight for this key, if any. */
+  /** The Authorize in flight for this key, if any, and the calls of the request it was asked for. */
   asking: Promise<Authorization> | undefined;
+  askingCalls: number;
   /** How many units to ask for next. */
   want: number;
   /** When the key was last seen (idle keys are forgotten). */
@@ -83,13 +88,14 @@ function creditCall(first: Grant, id: string, credit: CreditBlock, price: number
   };
 }
 
-/** Unit `k` (1-based) of lease `id` whose first unit's values are `first`. */
-function numbered(first: Grant, id: string, k: number): Grant {
+/** Unit `k` (1-based) of lease `id` whose first unit's values are `first`; a batch's last of `units`. */
+function numbered(first: Grant, id: string, k: number, units = 1): Grant {
   const q = first.quota;
   return {
     ...first,
     leaseId: id,
     unit: k,
+    ...(units > 1 ? { units } : {}),
     quota: q && {
       ...q,
       ...(q.dayUsed != null ? { dayUsed: q.dayUsed + k - 1 } : {}),
@@ -133,7 +139,7 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
     for (const [apiKey, state] of keys) {
       if (!state.asking) {
         const lease = state.lease;
-        if (!lease || spent(lease, 1) || lease.expiresAt <= t) {
+        if (!lease || spent(lease, 1, 1) || lease.expiresAt <= t) {
           if (lease) end(lease);
           keys.delete(apiKey);
           return true;
@@ -154,23 +160,34 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
     const known = keys.get(apiKey);
     if (known) return known;
     if (keys.size >= maxKeys && !evict()) return undefined;
-    const state: KeyState = { lease: undefined, asking: undefined, want: 1, seen: 0, closing: undefined };
+    const state: KeyState = {
+      lease: undefined,
+      asking: undefined,
+      askingCalls: 1,
+      want: 1,
+      seen: 0,
+      closing: undefined,
+    };
     keys.set(apiKey, state);
     return state;
   }
 
-  /** Whether the lease cannot serve a call of `price` (a unit lease: no unit left). */
-  function spent(lease: Lease, price: number): boolean {
-    return lease.credit ? lease.credit.left < price : lease.left <= 0;
+  /**
+   * Whether the lease cannot serve a request of `calls` calls at `price` whole: a unit lease has
+   * fewer units left; a credit lease holds less than the price, or the price is 0 (a credit lease
+   * never serves a call for nothing).
+   */
+  function spent(lease: Lease, price: number, calls: number): boolean {
+    return lease.credit ? price <= 0 || lease.credit.left < price : lease.left < calls;
   }
 
-  /** A unit (or a call's price) of the key's live lease, if it has one that covers the call. */
-  function take(state: KeyState, t: number, price: number): Grant | undefined {
+  /** A unit (a batch's units, or a call's price) of the key's live lease, if it covers the request. */
+  function take(state: KeyState, t: number, price: number, calls: number): Grant | undefined {
     const lease = state.lease;
     if (!lease) return undefined;
-    if (spent(lease, price) || lease.expiresAt <= t) {
+    if (spent(lease, price, calls) || lease.expiresAt <= t) {
       // Used up early: the key's pace outgrew the lease; ended with units left: it did not.
-      state.want = spent(lease, price)
+      state.want = spent(lease, price, calls)
         ? Math.min(opts.maxUnits, Math.max(2, lease.used * 2))
         : Math.max(1, lease.used);
       end(lease);
@@ -184,6 +201,7 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
       lease.credit.left -= price;
       return creditCall(lease.grant, lease.id, lease.credit, price);
     }
+    if (calls > 1) return batchOf(lease, calls);
     lease.left--;
     const again = lease.returned.pop();
     if (again !== undefined) {
@@ -193,6 +211,20 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
     return numbered(lease.grant, lease.id, lease.used);
   }
 
+  /**
+   * A batch's `calls` units of a unit lease (it holds them): units given back by calls that got
+   * no answer first, then fresh ones; numbered by the highest it took.
+   */
+  function batchOf(lease: Lease, calls: number): Grant {
+    lease.left -= calls;
+    let k = 0;
+    for (let i = 0; i < calls; i++) {
+      const n = lease.returned.pop() ?? ++lease.used;
+      if (n > k) k = n;
+    }
+    return numbered(lease.grant, lease.id, k, calls);
+  }
+
   /** An answer served alone (not from the book): a credit lease of one call names its id. */
   function alone(answer: Authorization): Grant {
     return answer.credits && answer.lease ? { ...answer, leaseId: answer.lease.id } : answer;
@@ -200,37 +232,46 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
 
   return {
     /**
-     * The grant for one call of `apiKey`: a unit of its lease when it has one, otherwise the
-     * answer of one Authorize shared with every call of the key waiting on it.
+     * The grant for one request of `apiKey`: a unit of its lease when it has one (a batch: all its
+     * units, or its whole price), otherwise the answer of one Authorize shared with every call of
+     * the key waiting on it.
      */
     async grant(
       apiKey: string,
-      /** `close`: the key's credit lease this gateway just ended, returned in the same Authorize. */
+      /**
+       * `want`: lease units to ask for (at least `calls`); `close`: the key's credit lease this
+       * gateway just ended, returned in the same Authorize.
+       */
       authorize: (want: number, close?: CreditLeaseClose) => Promise<Authorization>,
-      /** The call's price in USDC atomic units (what it takes from a credit lease). */
+      /** The request's price in USDC atomic units (what it takes from a credit lease). */
       price = 0,
+      /** Calls the request holds (a JSON-RPC batch: one per call): units taken all at once or none. */
+      calls = 1,
     ): Promise<Grant> {
       for (;;) {
         // Looked up on every turn: a waiter's key may have been forgotten while it waited.
         const state = stateOf(apiKey);
         // A full book whose oldest keys all wait on quota-meter: this call asks alone, unshared.
-        if (!state) return alone(await authorize(1));
+        if (!state) return alone(await authorize(calls));
         const t = now();
         state.seen = t;
-        const unit = take(state, t, price);
+        const unit = take(state, t, price, calls);
         if (unit) return unit;
         if (state.asking) {
+          const asked = state.askingCalls;
           const answer = await state.asking;
           // A refusal, or an answer served unmetered (quota-meter failing open), holds for
-          // every call that waited on it. A credit refusal (no credits for that call's price) is
-          // that call's: this one asks for its own price.
-          if (answer.decision === "DECISION_NO_CREDITS") continue;
+          // every call that waited on it, save one it does not speak for: a credit refusal (no
+          // credits for that call's price), or a refusal of a larger batch than this request
+          // (the units it could not have all at once may cover this one). Those ask on their own.
+          if (answer.decision === "DECISION_NO_CREDITS" || asked > calls) continue;
           if (answer.decision !== "DECISION_ALLOW" || !answer.metered || !answer.lease) return answer;
           continue;
         }
-        const asking = authorize(state.want, state.closing);
+        const asking = authorize(Math.max(state.want, calls), state.closing);
         state.closing = undefined;
         state.asking = asking;
+        state.askingCalls = calls;
         let answer: Authorization;
         try {
           answer = await asking;
@@ -244,17 +285,22 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
           const credit = drawn
             ? { left: drawn.drawn - price, epoch: drawn.epoch, balance: drawn.remaining }
             : undefined;
-          // This call takes the first unit; the rest wait for the key's next calls.
+          // This request takes the first unit (a batch: its first `calls`, quota-meter granted at
+          // least that many); the rest wait for the key's next calls.
+          const taken = credit ? 1 : calls;
           state.lease = {
             id: lease.id,
             grant: answer,
-            left: lease.units - 1,
+            // An older quota-meter may grant a batch fewer units than its calls (never below none).
+            left: Math.max(0, lease.units - taken),
             credit,
-            used: 1,
+            used: taken,
             returned: [],
             expiresAt: now() + lease.ttlMs,
           };
-          return credit ? creditCall(answer, lease.id, credit, price) : numbered(answer, lease.id, 1);
+          return credit
+            ? creditCall(answer, lease.id, credit, price)
+            : numbered(answer, lease.id, taken, taken);
         }
         // An unknown or revoked key holds no entry: a stream of made-up keys leaves nothing behind.
         if (answer.decision === "DECISION_INVALID_KEY" && keys.get(apiKey) === state) keys.delete(apiKey);
@@ -281,8 +327,11 @@ export function createLeaseBook(opts: { maxUnits: number; maxKeys?: number; now?
         return true;
       }
       if (grant.unit === undefined) return false;
-      lease.left++;
-      lease.returned.push(grant.unit);
+      // A batch's units all go back (numbered as a run ending at its last: the numbers it took
+      // when it reused given-back ones may differ, only the X-Quota-*-Used shown would).
+      const units = grant.units ?? 1;
+      lease.left += units;
+      for (let k = grant.unit - units + 1; k <= grant.unit; k++) lease.returned.push(k);
       return true;
     },
 

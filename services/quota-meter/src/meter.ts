@@ -173,7 +173,10 @@ export function createMeter(deps: MeterDeps) {
 
       const nowMs = deps.now();
       const windows = windowsAt(nowMs);
-      const units = Math.min(Math.max(1, req.leaseUnits), deps.lease.maxUnits);
+      // A batch's calls are counted whole (an older gateway sends 0: one call); its lease holds
+      // at least them, whatever the cap on what is leased ahead.
+      const calls = Math.max(1, req.calls);
+      const units = Math.max(calls, Math.min(Math.max(1, req.leaseUnits), deps.lease.maxUnits));
       // The gateway's id, so it can release what this counted if it gives up waiting.
       const leaseId = req.authorizationId || randomUUID();
       const granting = store.authorize({
@@ -184,6 +187,7 @@ export function createMeter(deps: MeterDeps) {
         windows,
         defaultBurst: deps.defaultBurst,
         units,
+        calls,
         authorizationId: leaseId,
         creditLeaseSettleAt: nowMs + deps.lease.ttlMs + CREDIT_LEASE_GRACE_MS,
         ...(req.closeCreditLeaseId

@@ -7,17 +7,26 @@ import { type Reply, sendDataJson, sendError, sendLimit } from "../envelope.ts";
 import { type AcceptedMethods, inactiveMessage } from "../payment-methods.ts";
 import { charged, type Outcome } from "./call.ts";
 
-export function setQuotaHeaders(res: Reply, authz: Pick<Authorization, "quota">): void {
+/**
+ * The X-Quota-* values of the call; `after`: units it counted after the one `authz.quota` shows
+ * (a JSON-RPC batch served by one Authorize shows its last call's).
+ */
+export function setQuotaHeaders(res: Reply, authz: Pick<Authorization, "quota">, after = 0): void {
   const q = authz.quota;
   if (!q) return;
   if (q.dayLimit != null && q.dayUsed != null) {
     res.setHeader(QUOTA_HEADERS.dayLimit.name, String(q.dayLimit));
-    res.setHeader(QUOTA_HEADERS.dayUsed.name, String(q.dayUsed));
+    res.setHeader(QUOTA_HEADERS.dayUsed.name, String(q.dayUsed + after));
   }
   if (q.monthLimit != null && q.monthUsed != null) {
     res.setHeader(QUOTA_HEADERS.monthLimit.name, String(q.monthLimit));
-    res.setHeader(QUOTA_HEADERS.monthUsed.name, String(q.monthUsed));
+    res.setHeader(QUOTA_HEADERS.monthUsed.name, String(q.monthUsed + after));
   }
+}
+
+/** The mesh's id of a batch's k-th unit (the first is the request's own id): what its refund is keyed by. */
+export function unitId(requestId: string, k: number): string {
+  return k === 0 ? requestId : `${requestId}:${k}`;
 }
 
 /**

@@ -9,7 +9,7 @@ import { type Reply, sendError, sendLimit } from "../envelope.ts";
 import type { Grant, LeaseBook, UnknownKeyLimiter } from "../leases.ts";
 import type { AcceptedMethods } from "../payment-methods.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
-import { atomicPrice, refusedByPlan, sendOnAccount, setQuotaHeaders } from "./account-answer.ts";
+import { atomicPrice, refusedByPlan, sendOnAccount, setQuotaHeaders, unitId } from "./account-answer.ts";
 import { type AuthMethod, type Caller, type CredentialsOf, charged, failureOf } from "./call.ts";
 
 export interface ApiKeyAuthDeps {
@@ -21,11 +21,6 @@ export interface ApiKeyAuthDeps {
   /** Named in refusals: what else the caller could pay with. */
   methods: AcceptedMethods;
   logger: Logger;
-}
-
-/** The mesh's id of a batch's k-th unit (the first is the request's own id): what its refund is keyed by. */
-function unitId(requestId: string, k: number): string {
-  return k === 0 ? requestId : `${requestId}:${k}`;
 }
 
 /** Serves a call made with an API key. */
@@ -45,9 +40,13 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
     }
     let authz: Grant;
     const price = atomicPrice(endpoint);
-    /** A unit (or, from credits, `price`) of the key's lease when this gateway holds one; quota-meter otherwise. */
-    const grant = (price: number) =>
-      deps.leases.grant(
+    // A JSON-RPC batch counts one plan unit per call, all in one step or none (quota-meter's, or
+    // the lease's); from credits, its whole price. Refused, it took nothing.
+    const calls = endpoint.calls ?? 1;
+    try {
+      // A unit (a batch's units, or from credits its price) of the key's lease when this gateway
+      // holds one; quota-meter otherwise.
+      authz = await deps.leases.grant(
         apiKey,
         (leaseUnits, close) => {
           const authorizationId = randomUUID();
@@ -58,6 +57,7 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
               endpoint: endpoint.path,
               network,
               leaseUnits,
+              calls,
               authorizationId,
               priceAtomic: price,
               ...(close ? { closeCreditLeaseId: close.leaseId, closeCreditsLeft: close.creditsLeft } : {}),
@@ -70,39 +70,10 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
             });
         },
         price,
+        calls,
       );
-    // A JSON-RPC batch counts one plan unit per call: the first grant's and these. From credits, the
-    // first grant drew the whole batch's price.
-    const more: Grant[] = [];
-    /** Gives back what the batch took (it is not served): `status` is what the caller got. */
-    const giveBackAll = (status: number) => {
-      for (const [k, g] of more.entries()) report(g, unitId(res.locals.requestId, k + 1), status, false);
-      more.length = 0;
-    };
-    let first: Grant | undefined;
-    try {
-      authz = await grant(price);
-      first = authz;
-      const units = endpoint.calls ?? 1;
-      if (units > 1 && authz.decision === "DECISION_ALLOW" && authz.metered && !authz.credits) {
-        for (let i = 1; i < units; i++) {
-          // Never from credits: a plan that runs out within the batch refuses the batch.
-          const unit = await grant(0);
-          if (unit.decision !== "DECISION_ALLOW" || !unit.metered) {
-            // Refused (429): the units taken for the batch go back, nothing served.
-            report(authz, res.locals.requestId, 429, false);
-            giveBackAll(429);
-            authz = unit;
-            break;
-          }
-          more.push(unit);
-        }
-      }
     } catch (err) {
       limiter?.giveBack(client);
-      // quota-meter failed within a batch: what it took goes back.
-      if (first?.metered) report(first, res.locals.requestId, 503, false);
-      giveBackAll(503);
       const failure = failureOf(err);
       if (!failure.ok) deps.logger.warn({ code: failure.code }, "quota-meter unreachable");
       sendError(res, "service_unavailable", "the API-key service is unavailable, retry with backoff");
@@ -130,21 +101,18 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
     const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
     sendOnAccount(res, endpoint, outcome, authz);
     const paid = charged(outcome);
-    report(authz, res.locals.requestId, status, paid);
-    for (const [k, unit] of more.entries()) report(unit, unitId(res.locals.requestId, k + 1), status, paid);
-
-    /**
-     * One unit's usage record. A call that got no answer is not charged: its unit goes back to its
-     * lease when that is still live (served again at once), else to both windows.
-     */
-    function report(g: Grant, requestId: string, status: number, paid: boolean): void {
-      const drawn = g.credits;
-      const uncharged = g.metered && !paid;
-      const returnedToLease = uncharged && deps.leases.giveBack(apiKey, g);
+    const drawn = authz.credits;
+    const uncharged = authz.metered && !paid;
+    // A call that got no answer is not charged: its units (or price) go back to its lease when that
+    // is still live (served again at once), else to both windows (or the credits).
+    const returnedToLease = uncharged && deps.leases.giveBack(apiKey, authz);
+    // One usage record per plan unit (each refunded once by its own id); one for a credit draw.
+    const units = authz.metered && !drawn ? calls : 1;
+    for (let k = 0; k < units; k++) {
       deps.usage.add({
-        requestId,
-        accountId: g.accountId,
-        keyId: g.keyId,
+        requestId: unitId(res.locals.requestId, k),
+        accountId: authz.accountId,
+        keyId: authz.keyId,
         endpoint: endpoint.path,
         network,
         status,
@@ -152,13 +120,13 @@ export function apiKeyAuth(deps: ApiKeyAuthDeps): AuthMethod<CredentialsOf<"api_
         time: receivedAt,
         refund: uncharged && !returnedToLease,
         returnedToLease,
-        dayWindow: g.dayWindow,
-        monthWindow: g.monthWindow,
+        dayWindow: authz.dayWindow,
+        monthWindow: authz.monthWindow,
         // A call whose price went back to its credit lease drew nothing; the lease is what quota-meter
         // counts a draw against (so a lease this gateway never returns is settled from its use).
         creditsDrawn: drawn && !returnedToLease ? drawn.drawn : 0,
         creditsEpoch: drawn?.epoch ?? "",
-        creditLeaseId: drawn ? (g.leaseId ?? "") : "",
+        creditLeaseId: drawn ? (authz.leaseId ?? "") : "",
       });
     }
   };

@@ -12,7 +12,7 @@ import type { Authorization, QuotaMeterClient } from "../clients/quota-meter.ts"
 import { sendError, sendLimit } from "../envelope.ts";
 import type { AcceptedMethods } from "../payment-methods.ts";
 import type { UsageReporter } from "../usage-reporter.ts";
-import { atomicPrice, refusedByPlan, sendOnAccount, setQuotaHeaders } from "./account-answer.ts";
+import { atomicPrice, refusedByPlan, sendOnAccount, setQuotaHeaders, unitId } from "./account-answer.ts";
 import { type AuthMethod, type CredentialsOf, charged, failureOf } from "./call.ts";
 import { copyHeaders, resourceOf } from "./payment.ts";
 
@@ -67,6 +67,9 @@ export function signInAuth(deps: SignInAuthDeps): AuthMethod<CredentialsOf<"sign
     const wallet = signedIn.wallet;
     res.locals.principal = wallet;
     const authorizationId = randomUUID();
+    // A JSON-RPC batch: one plan unit per call, all counted in this Authorize or none (from
+    // credits, its whole price). No lease: the units granted are exactly the calls.
+    const calls = endpoint.calls ?? 1;
     let authz: Authorization;
     try {
       authz = await deps.quota.authorize({
@@ -75,7 +78,8 @@ export function signInAuth(deps: SignInAuthDeps): AuthMethod<CredentialsOf<"sign
         priceAtomic: atomicPrice(endpoint),
         endpoint: endpoint.path,
         network,
-        leaseUnits: 1,
+        leaseUnits: calls,
+        calls,
         authorizationId,
       });
     } catch (err) {
@@ -108,29 +112,33 @@ export function signInAuth(deps: SignInAuthDeps): AuthMethod<CredentialsOf<"sign
           resource,
         );
     }
-    setQuotaHeaders(res, authz);
+    setQuotaHeaders(res, authz, authz.metered && !authz.credits ? calls - 1 : 0);
     const outcome = await execute();
     const status = outcome.ok ? 200 : ERRORS[outcome.code].status;
     sendOnAccount(res, endpoint, outcome, authz);
-    // A call that got no answer is not charged: its unit (or the credits it drew) goes back.
-    deps.usage.add({
-      requestId,
-      accountId: authz.accountId,
-      keyId: authz.keyId,
-      endpoint: endpoint.path,
-      network,
-      status,
-      latencyMs: performance.now() - started,
-      time: receivedAt,
-      refund: authz.metered && !charged(outcome),
-      returnedToLease: false,
-      dayWindow: authz.dayWindow,
-      monthWindow: authz.monthWindow,
-      creditsDrawn: authz.credits?.drawn ?? 0,
-      creditsEpoch: authz.credits?.epoch ?? "",
-      // One call's credit lease (quota-meter counts the draw against it).
-      creditLeaseId: authz.credits ? authorizationId : "",
-    });
+    // A call that got no answer is not charged: its units (or the credits it drew) go back, one
+    // usage record per plan unit (each refunded once by its own id), one for a credit draw.
+    const units = authz.metered && !authz.credits ? calls : 1;
+    for (let k = 0; k < units; k++) {
+      deps.usage.add({
+        requestId: unitId(requestId, k),
+        accountId: authz.accountId,
+        keyId: authz.keyId,
+        endpoint: endpoint.path,
+        network,
+        status,
+        latencyMs: performance.now() - started,
+        time: receivedAt,
+        refund: authz.metered && !charged(outcome),
+        returnedToLease: false,
+        dayWindow: authz.dayWindow,
+        monthWindow: authz.monthWindow,
+        creditsDrawn: authz.credits?.drawn ?? 0,
+        creditsEpoch: authz.credits?.epoch ?? "",
+        // One call's credit lease (quota-meter counts the draw against it).
+        creditLeaseId: authz.credits ? authorizationId : "",
+      });
+    }
   };
 }
 

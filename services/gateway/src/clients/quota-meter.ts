@@ -31,9 +31,11 @@ export function createQuotaMeterClient(address: string, mesh: MeshClientOptions,
       endpoint: string;
       network: string;
       leaseUnits: number;
+      /** Calls the request holds (a JSON-RPC batch: one per call): counted all at once or none. */
+      calls: number;
       /** This gateway's id of the Authorize: the lease's id, and what a release names. */
       authorizationId: string;
-      /** The call's price in USDC atomic units: drawn from credits when the plan's windows are spent. */
+      /** The request's price in USDC atomic units: drawn from credits when the plan cannot serve it. */
       priceAtomic: number;
       /** Sign-in-with-x: the wallet payment-verifier verified (lower case), instead of a key. */
       wallet?: string;

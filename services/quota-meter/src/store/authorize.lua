@@ -2,8 +2,11 @@
 -- or to a signed-in wallet (guard.lua is loaded in front).
 -- lookup -> account -> status -> burst guard -> both windows check-and-increment, or, when the
 -- windows are spent (or the account is credits-only), a draw from its credits.
+-- A request of `calls` calls (a JSON-RPC batch) is counted whole or not at all: all its units in
+-- both windows and the burst guard, or, when a window cannot cover them all, its price (the whole
+-- request's) from the credits, or refused with nothing counted in the windows.
 -- A lease of `want` units takes what the burst guard has left and at most a quarter of what
--- each window has left, at most `want` and at least one; the gateway serves that many calls before it asks again, and
+-- each window has left, at most `want` and at least `calls`; the gateway serves that many calls before it asks again, and
 -- returns what it did not use (lease-return.lua). A credit lease is the same for money: `want`
 -- calls at this call's price, at most a quarter of what the balance covers, at least this call;
 -- the gateway's calls each take their own price from it and it returns the rest
@@ -18,7 +21,8 @@
 --       11 how long a grant is remembered for release.lua (ms), 12 price (USDC atomic units; 0 =
 --       no credit draw), 13 wallet ("" = a key call), 14 when an unreturned credit lease is
 --       settled (ms since epoch), 15 the credit lease the gateway ended for this call ("" = none),
---       16 the credits it left (returned first, credit-lease-close.lua loaded in front)
+--       16 the credits it left (returned first, credit-lease-close.lua loaded in front),
+--       17 calls in this request (>= 1; a batch's units are granted all or none)
 -- Reply: {code, key id, account id, status, stored hash, day used, month used, day limit,
 --         month limit, units granted (calls, for a credit lease too), credits drawn (the whole
 --         lease), credit balance, copy generation}
@@ -51,7 +55,8 @@ local d = tonumber(redis.call('GET', dk)) or 0
 local m = tonumber(redis.call('GET', mk)) or 0
 local price = tonumber(ARGV[12]) or 0
 local ck = p .. 'c:' .. acct
-local wanted = math.max(1, tonumber(ARGV[9]) or 1)
+local calls = math.max(1, tonumber(ARGV[17]) or 1)
+local wanted = math.max(calls, tonumber(ARGV[9]) or 1)
 
 -- The plan cannot serve the call: a credit lease, when the credits cover the call (reply code 7),
 -- else `code` with the balance. Remembered like a grant, so a release gives the credits back.
@@ -60,8 +65,10 @@ local function fromCredits(code)
   if price <= 0 or balance < price then
     return {code, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0, 0, balance}
   end
-  -- The first call's token is taken already; the rest of the lease takes what the guard has left.
-  local n = math.min(wanted, math.max(1, math.floor(balance / price / 4)))
+  -- The request's tokens are taken already; the rest of the lease takes what the guard has left.
+  -- A batch draws its own price only (a lease is counted in requests at one price).
+  local n = 1
+  if calls == 1 then n = math.min(wanted, math.max(1, math.floor(balance / price / 4))) end
   if n > 1 then n = 1 + burstGrant(p, acct, burst, tonumber(ARGV[3]), n - 1) end
   local amount = n * price
   balance = redis.call('DECRBY', ck, amount)
@@ -81,7 +88,7 @@ local function fromCredits(code)
 end
 
 if creditsOnly then
-  if burstGrant(p, acct, burst, tonumber(ARGV[3]), 1) < 1 then
+  if burstGrant(p, acct, burst, tonumber(ARGV[3]), calls, calls) < 1 then
     return {5, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0}
   end
   return fromCredits(9)
@@ -92,14 +99,17 @@ end
 -- units the windows cannot give; a spent window still counts as an attempt for the guard.
 -- A lease takes at most a quarter of what a window has left, so near a limit the last units go
 -- out in small blocks and every gateway serving the key gets its share.
-local want = math.max(1, tonumber(ARGV[9]) or 1)
+-- A window that cannot cover every call of the request leaves the lease at `calls`: the tokens of
+-- the attempt (paid from credits, or refused).
+local want = wanted
 if monthly > 0 then want = math.min(want, math.ceil((monthly - m) / 4)) end
 if daily > 0 then want = math.min(want, math.ceil((daily - d) / 4)) end
+want = math.max(want, calls)
 
-local granted = burstGrant(p, acct, burst, tonumber(ARGV[3]), math.max(want, 1))
+local granted = burstGrant(p, acct, burst, tonumber(ARGV[3]), want, calls)
 if granted < 1 then return {5, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0} end
-if monthly > 0 and m >= monthly then return fromCredits(4) end
-if daily > 0 and d >= daily then return fromCredits(3) end
+if monthly > 0 and m + calls > monthly then return fromCredits(4) end
+if daily > 0 and d + calls > daily then return fromCredits(3) end
 
 d = redis.call('INCRBY', dk, granted)
 if d == granted then redis.call('PEXPIRE', dk, ARGV[6]) end

@@ -38,8 +38,9 @@ end
 -- Burst guard (GCRA): up to `burst` calls at once, `burst` per second sustained, per
 -- account and shared by every replica and every call that passes it. Grants up to `want`
 -- units at once (a lease of several calls takes as many tokens as it holds units) and
--- returns how many it granted (recorded); 0 = refused. burst <= 0: no guard.
-local function burstGrant(p, acct, burst, now, want)
+-- returns how many it granted (recorded); 0 = refused, nothing taken, as when fewer than
+-- `least` (default 1: a batch's calls, all or none) are left. burst <= 0: no guard.
+local function burstGrant(p, acct, burst, now, want, least)
   if burst <= 0 then return want end
   local rk = p .. 'r:' .. acct
   local tat = tonumber(redis.call('GET', rk)) or now
@@ -49,7 +50,7 @@ local function burstGrant(p, acct, burst, now, want)
   -- second ahead of now.
   local free = math.floor((now + 1000 - tat) / interval + 1e-9)
   local granted = math.min(want, free)
-  if granted < 1 then return 0 end
+  if granted < (least or 1) then return 0 end
   local nextTat = tat + granted * interval
   redis.call('SET', rk, string.format('%.3f', nextTat), 'PX', math.ceil(nextTat - now) + 1)
   return granted

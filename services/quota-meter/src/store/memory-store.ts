@@ -132,14 +132,14 @@ export class MemoryStore implements QuotaStore {
     return { key, account };
   }
 
-  /** guard.lua's burstGrant: GCRA per account; grants up to `want` units (recorded), 0 = refused. */
-  #burstGrant(account: AccountRecord, defaultBurst: number, now: number, want: number): number {
+  /** guard.lua's burstGrant: GCRA per account; grants up to `want` units (recorded), 0 = refused (fewer than `least`). */
+  #burstGrant(account: AccountRecord, defaultBurst: number, now: number, want: number, least = 1): number {
     const burst = account.burstPerSecond > 0 ? account.burstPerSecond : defaultBurst;
     if (burst <= 0) return want;
     const tat = Math.max(this.#tat.get(account.id) ?? now, now);
     const interval = 1000 / burst;
     const granted = Math.min(want, Math.floor((now + 1000 - tat) / interval + 1e-9));
-    if (granted < 1) return 0;
+    if (granted < least) return 0;
     this.#tat.set(account.id, tat + granted * interval);
     return granted;
   }
@@ -183,6 +183,8 @@ export class MemoryStore implements QuotaStore {
     if (account.status !== "active") return { ...none, ...base, decision: "subscription_inactive" };
 
     const now = q.nowMs;
+    const calls = Math.max(1, Math.floor(q.calls));
+    const wanted = Math.max(calls, Math.floor(q.units));
     const dk = `d:${account.id}:${q.windows.day}`;
     const mk = `m:${account.id}:${q.windows.month}`;
     const counts = {
@@ -198,7 +200,8 @@ export class MemoryStore implements QuotaStore {
       if (price <= 0 || balance < price) {
         return { ...base, ...counts, units: 0, decision: refusal, balance };
       }
-      let units = Math.min(Math.max(1, Math.floor(q.units)), Math.max(1, Math.floor(balance / price / 4)));
+      // A batch draws its own price only.
+      let units = calls > 1 ? 1 : Math.min(wanted, Math.max(1, Math.floor(balance / price / 4)));
       if (units > 1) units = 1 + this.#burstGrant(account, q.defaultBurst, now, units - 1);
       const amount = units * price;
       const remaining = balance - amount;
@@ -218,21 +221,23 @@ export class MemoryStore implements QuotaStore {
       return { ...base, ...counts, units, decision: "allow", credits };
     };
     if (account.creditsOnly) {
-      if (!this.#burstAllows(account, q.defaultBurst, now)) {
+      if (this.#burstGrant(account, q.defaultBurst, now, calls, calls) < 1) {
         return { ...base, ...counts, units: 0, decision: "rate_limited" };
       }
       return fromCredits("no_credits");
     }
     // authorize.lua's order: the windows clip the lease (to a quarter of what each has left)
     // before the guard takes tokens.
-    let want = Math.max(1, Math.floor(q.units));
+    let want = wanted;
     if (counts.monthLimit > 0) want = Math.min(want, Math.ceil((counts.monthLimit - counts.monthUsed) / 4));
     if (counts.dayLimit > 0) want = Math.min(want, Math.ceil((counts.dayLimit - counts.dayUsed) / 4));
-    const units = this.#burstGrant(account, q.defaultBurst, now, Math.max(want, 1));
+    const units = this.#burstGrant(account, q.defaultBurst, now, Math.max(want, calls), calls);
     if (units < 1) return { ...base, ...counts, units: 0, decision: "rate_limited" };
-    if (counts.monthLimit > 0 && counts.monthUsed >= counts.monthLimit)
+    // Every call of the request, or none: a window short of them sends it to the credits whole.
+    if (counts.monthLimit > 0 && counts.monthUsed + calls > counts.monthLimit)
       return fromCredits("monthly_limit_exceeded");
-    if (counts.dayLimit > 0 && counts.dayUsed >= counts.dayLimit) return fromCredits("daily_limit_exceeded");
+    if (counts.dayLimit > 0 && counts.dayUsed + calls > counts.dayLimit)
+      return fromCredits("daily_limit_exceeded");
     counts.dayUsed = this.#incr(dk, now, q.windows.dayTtlMs, units);
     counts.monthUsed = this.#incr(mk, now, q.windows.monthTtlMs, units);
     this.#remember(q.authorizationId, { lease: leaseOf(q, account.id, units) });

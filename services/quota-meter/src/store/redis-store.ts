@@ -155,6 +155,7 @@ export class RedisStore implements QuotaStore {
       String(Math.floor(q.creditLeaseSettleAt)),
       q.closeCreditLease?.leaseId ?? "",
       String(Math.floor(q.closeCreditLease?.creditsLeft ?? 0)),
+      String(Math.max(1, Math.floor(q.calls))),
     ])) as unknown[];
     const stored = str(reply[4]);
     const code = num(reply[0]);

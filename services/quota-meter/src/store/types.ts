@@ -62,8 +62,14 @@ export interface AuthorizeQuery {
   windows: Windows;
   /** Burst rate for accounts without their own (0 = no guard). */
   defaultBurst: number;
-  /** Units wanted: 1 for one call, more for a lease the gateway serves calls from. */
+  /** Units wanted: 1 for one call, more for a lease the gateway serves calls from (at least `calls`). */
   units: number;
+  /**
+   * Calls in this request (a JSON-RPC batch: one per call; 1 for one call): counted all at once or
+   * not at all (all their units in the windows and the burst guard, else `priceAtomic`, the whole
+   * request's price, from the credits, else refused).
+   */
+  calls: number;
   /** The gateway's id of this Authorize ("" = none): what a release names. */
   authorizationId: string;
   /** When a credit lease drawn now is settled if its gateway never returns it (ms since epoch). */

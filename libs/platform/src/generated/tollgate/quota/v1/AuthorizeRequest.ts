@@ -38,6 +38,13 @@ export interface AuthorizeRequest {
    */
   'closeCreditLeaseId'?: (string);
   'closeCreditsLeft'?: (number | string | Long);
+  /**
+   * Calls this request holds (a JSON-RPC batch: one per call); 0 or 1: one. They are counted at
+   * once or not at all: all of them in the plan's windows and burst guard (the lease then holds at
+   * least this many units), or, when the plan cannot cover them all, price_atomic (the whole
+   * request's price) from the credits; otherwise refused, nothing counted.
+   */
+  'calls'?: (number);
 }
 
 export interface AuthorizeRequest__Output {
@@ -76,4 +83,11 @@ export interface AuthorizeRequest__Output {
    */
   'closeCreditLeaseId': (string);
   'closeCreditsLeft': (number);
+  /**
+   * Calls this request holds (a JSON-RPC batch: one per call); 0 or 1: one. They are counted at
+   * once or not at all: all of them in the plan's windows and burst guard (the lease then holds at
+   * least this many units), or, when the plan cannot cover them all, price_atomic (the whole
+   * request's price) from the credits; otherwise refused, nothing counted.
+   */
+  'calls': (number);
 }

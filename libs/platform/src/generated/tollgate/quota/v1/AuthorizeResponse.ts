@@ -25,7 +25,8 @@ export interface AuthorizeResponse {
   'monthWindow'?: (string);
   /**
    * Set when the call was counted: the units granted, this call's included. `quota` shows
-   * this call's values; unit k of the lease (k = 1 for this call) is "used" + k - 1.
+   * this call's values; unit k of the lease (k = 1 for this call; a batch of `calls` calls
+   * takes units 1 to `calls`) is "used" + k - 1.
    */
   'lease'?: (_tollgate_quota_v1_Lease | null);
   /**
@@ -56,7 +57,8 @@ export interface AuthorizeResponse__Output {
   'monthWindow': (string);
   /**
    * Set when the call was counted: the units granted, this call's included. `quota` shows
-   * this call's values; unit k of the lease (k = 1 for this call) is "used" + k - 1.
+   * this call's values; unit k of the lease (k = 1 for this call; a batch of `calls` calls
+   * takes units 1 to `calls`) is "used" + k - 1.
    */
   'lease': (_tollgate_quota_v1_Lease__Output | null);
   /**
