@@ -30,7 +30,7 @@ export interface RequestedRefundDeps {
     refunds: RefundRequests;
   };
   observe: {
-    refunded(kind: "requested"): void;
+    refunded(kind: "requested", transaction: string): void;
     failed(operation: "refund", err: unknown): void;
   };
   now: () => number;
@@ -173,7 +173,7 @@ export function requestedRefunds(d: RequestedRefundDeps) {
           ? { kind: "delete" }
           : { kind: "update", balance, totalClaimed: charged, refundNonce };
       await d.ports.refunds.complete(channel, outcome, after, d.now());
-      d.observe.refunded("requested");
+      d.observe.refunded("requested", sent.transaction);
       await d.record(sent.transaction, payers, reason, out, request.requestId);
       return { channel, transaction: sent.transaction };
     });
