@@ -5,7 +5,9 @@
 // channel was charged and returns the rest. Idle refunds are off in this mesh, so every refund seen
 // here is the one a payer asked for. Then the ways a refund could be turned against Tollgate:
 // another wallet asking, an old voucher, a replay, a voucher after the refund, a channel with
-// nothing left; none is served, none sends a transaction.
+// nothing left; none is served, none sends a transaction. And a payer making us pay gas (issue 40):
+// refunds of many amounts, in turn and at once, on two channels of one payer, counted on chain from
+// the escrow's Refunded logs (at most one per deposit); a refund below the minimum (its gas).
 import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
 import { createLedgerClient } from "@tollgate/cli/clients/settlement-admin";
