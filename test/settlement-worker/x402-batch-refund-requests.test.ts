@@ -163,4 +163,38 @@ describe("the refunds payers ask for (payment-verifier takes them, the claimer s
     expect(pass.events.map((e) => [e.outcome, e.amount])).toEqual([["refunded", "970000"]]);
     expect(onchain.get(id(1))).toMatchObject({ balance: 30_000n, totalClaimed: 30_000n });
   });
+  it("one refund per deposit: a request after a refund that landed (its answer lost) sends nothing; after a deposit, one more", async () => {
+    const records = [asked(1, {}, "100000")];
+    const onchain = new Map([[id(1), chain({ balance: 1_000_000n, totalClaimed: 30_000n })]]);
+    const w = world(records, onchain);
+    await createClaimer(w.ports, settings, recorder()).pass();
+    expect(w.sent).toEqual([`refund ${id(1)} 100000`]);
+    // payment-verifier admitted another (a record as before the refund): the chain says it landed.
+    const again = (rid: string) =>
+      asked(1, {
+        pendingRequest: { pendingId: rid, expiresAt: NOW + 60_000 },
+        refundRequest: {
+          id: rid,
+          requestId: `req-${rid}`,
+          amount: "",
+          cumulative: "30000",
+          at: NOW,
+          submitted: true,
+        },
+      });
+    records.splice(0, 1, again("refund-b"));
+    const pass = await createClaimer(w.ports, settings, recorder()).pass();
+    expect(pass.requested).toEqual([]);
+    expect(w.sent).toEqual([`refund ${id(1)} 100000`]);
+    expect(w.outcomes.at(-1)).toMatchObject({
+      after: "unlock",
+      outcome: { id: "refund-b", ok: false, errorReason: "invalid_batch_settlement_evm_refund_already_sent" },
+    });
+    // A new deposit on chain: this deposit's refund goes out.
+    const c = onchain.get(id(1)) as NonNullable<ReturnType<typeof onchain.get>>;
+    c.balance += 1_000_000n;
+    records.splice(0, 1, again("refund-c"));
+    await createClaimer(w.ports, settings, recorder()).pass();
+    expect(w.sent).toEqual([`refund ${id(1)} 100000`, `refund ${id(1)} 1870000`]);
+  });
 });
