@@ -104,7 +104,7 @@ export type RecordAfter =
   | { kind: "keep" };
 
 /** A request taken for sending, a deposit refunded already (the mark of the refund that landed), or gone. */
-export type Taken =
+type Taken =
   | { kind: "taken"; record: ChannelRecord }
   | { kind: "refunded"; mark: RefundMark }
   | { kind: "gone" };
