@@ -100,7 +100,7 @@ describe.each(subjects)("refund requests, the worker's side (%s)", (_name, make)
     const landed = { balance: 900_000n, refundNonce: 1n };
     expect(await s.refunds.take(ch, "r2", Date.now(), landed, 200_000n)).toEqual({
       kind: "refunded",
-      mark: { id: "r1", nonce: "0", balance: "900000" },
+      mark: { id: "r1", nonce: "0", balance: "900000", amount: "100000" },
     });
     // Not landed (the nonce still the mark's): this is the deposit's refund.
     expect(await s.refunds.take(ch, "r2", Date.now(), FRESH, 200_000n)).toMatchObject({ kind: "taken" });
@@ -111,6 +111,20 @@ describe.each(subjects)("refund requests, the worker's side (%s)", (_name, make)
     await s.put(asking(ch2, "d2"));
     const deposited = { balance: 1_900_000n, refundNonce: 1n };
     expect(await s.refunds.take(ch2, "d2", Date.now(), deposited, 100_000n)).toMatchObject({ kind: "taken" });
+  });
+
+  it("the same request taken again after its own send landed (its outcome was unknown): refunded, not sent again", async () => {
+    const s = make();
+    const ch = newChannel();
+    await s.put(asking(ch, "u1"));
+    await s.refunds.take(ch, "u1", Date.now(), FRESH, 100_000n);
+    expect(await s.refunds.take(ch, "u1", Date.now(), FRESH, 100_000n)).toMatchObject({ kind: "taken" });
+    expect(
+      await s.refunds.take(ch, "u1", Date.now(), { balance: 900_000n, refundNonce: 1n }, 870_000n),
+    ).toEqual({
+      kind: "refunded",
+      mark: { id: "u1", nonce: "0", balance: "900000", amount: "100000" },
+    });
   });
 
   it("a send that moved nothing lets the lock and the mark go: the deposit may be refunded", async () => {

@@ -197,4 +197,32 @@ describe("the refunds payers ask for (payment-verifier takes them, the claimer s
     await createClaimer(w.ports, settings, recorder()).pass();
     expect(w.sent).toEqual([`refund ${id(1)} 100000`, `refund ${id(1)} 1870000`]);
   });
+  it("a refund whose outcome was unknown and then landed is answered on the next pass, never sent twice", async () => {
+    const records = [asked(1, {}, "100000")];
+    const onchain = new Map([[id(1), chain({ totalClaimed: 30_000n })]]);
+    const w = world(records, onchain);
+    w.failRefunds(() => Promise.reject(new Error("receipt wait timed out")));
+    await createClaimer(w.ports, settings, recorder()).pass();
+    expect(w.outcomes).toEqual([{ after: "keep", outcome: expect.objectContaining({ unknown: true }) }]);
+    // It landed meanwhile (the chain's nonce moved, 100,000 returned); the request still holds.
+    Object.assign(onchain.get(id(1)) ?? {}, { balance: 900_000n, refundNonce: 1n });
+    w.failRefunds(() => Promise.reject(new Error("must not be sent again")));
+    const pass = await createClaimer(w.ports, settings, recorder()).pass();
+    expect(pass.requested).toEqual([]);
+    expect(w.sent.filter((x) => x.startsWith("refund"))).toEqual([]);
+    expect(w.outcomes.at(-1)).toMatchObject({
+      after: "update",
+      outcome: {
+        id: "refund-1",
+        ok: true,
+        amount: "100000",
+        channelState: { balance: "900000", refundNonce: "1" },
+      },
+    });
+    expect(records[0]).toMatchObject({
+      balance: "900000",
+      pendingRequest: undefined,
+      refundRequest: undefined,
+    });
+  });
 });

@@ -178,9 +178,14 @@ export function world(records: ChannelRecord[], onchain: Map<string, OnChainChan
         const r = records.find((x) => x.channelId === channelId);
         if (!r || r.pendingRequest?.pendingId !== rid || !r.refundRequest?.submitted) return { kind: "gone" };
         const m = marks.get(channelId);
-        if (m && m.id !== rid && c.refundNonce > BigInt(m.nonce) && c.balance <= BigInt(m.balance))
+        if (m && c.refundNonce > BigInt(m.nonce) && c.balance <= BigInt(m.balance))
           return { kind: "refunded", mark: m };
-        marks.set(channelId, { id: rid, nonce: String(c.refundNonce), balance: String(c.balance - amount) });
+        marks.set(channelId, {
+          id: rid,
+          nonce: String(c.refundNonce),
+          balance: String(c.balance - amount),
+          amount: String(amount),
+        });
         return { kind: "taken", record: { ...r } };
       },
       complete: async (channelId, outcome, after) => {

@@ -30,6 +30,8 @@ export interface RefundMark {
   nonce: string;
   /** The channel's balance once it landed, atomic units. */
   balance: string;
+  /** What it returns, atomic units. */
+  amount: string;
 }
 
 /** What payment-verifier writes on the channel record (a field of its own beside the SDK's). */

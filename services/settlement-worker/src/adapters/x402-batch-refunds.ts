@@ -36,10 +36,11 @@ local function gt(a, b)
 end`;
 
 // KEYS: record, the channel's refund mark.
-// ARGV: id, now, holdUntil, the chain's refund nonce and balance, the balance after this refund, mark TTL.
-// {'taken', record} (the channel marked: this deposit's refund), {'refunded', mark} (a refund of
-// this deposit landed already: the chain's nonce moved past the mark's and its balance has not
-// grown since), or {'gone'} (not this request's lock any more).
+// ARGV: id, now, holdUntil, the chain's refund nonce and balance, the balance after this refund, mark
+// TTL, the amount. {'taken', record} (the channel marked: this deposit's refund), {'refunded', mark}
+// (a refund of this deposit landed already, this request's own sent before included: the chain's
+// nonce moved past the mark's and its balance has not grown since), or {'gone'} (not this request's
+// lock any more).
 const TAKE = `${DECIMAL_GT}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'gone'} end
@@ -53,13 +54,13 @@ if tonumber(p.expiresAt) <= tonumber(ARGV[2]) then return {'gone'} end
 local mark = redis.call('GET', KEYS[2])
 if mark then
   local m = cjson.decode(mark)
-  if m.id ~= ARGV[1] and gt(ARGV[4], m.nonce) and not gt(ARGV[5], m.balance) then return {'refunded', mark} end
+  if gt(ARGV[4], m.nonce) and not gt(ARGV[5], m.balance) then return {'refunded', mark} end
 end
 if tonumber(ARGV[3]) > tonumber(p.expiresAt) then p.expiresAt = tonumber(ARGV[3]) end
 ch.onchainSyncedAt = 0
 local out = cjson.encode(ch)
 redis.call('SET', KEYS[1], out)
-redis.call('SET', KEYS[2], cjson.encode({id = ARGV[1], nonce = ARGV[4], balance = ARGV[6]}), 'PX', ARGV[7])
+redis.call('SET', KEYS[2], cjson.encode({id = ARGV[1], nonce = ARGV[4], balance = ARGV[6], amount = ARGV[8]}), 'PX', ARGV[7])
 return {'taken', out}`;
 
 // KEYS: record, the request's outcome, the channel's refund mark.
@@ -144,6 +145,7 @@ export function redisRefundRequests(
           String(chain.balance),
           String(chain.balance - amount),
           String(REFUND_MARK_MS),
+          String(amount),
         ],
       })) as [Taken["kind"], string?];
       if (kind === "taken") return { kind, record: JSON.parse(raw ?? "{}") as ChannelRecord };

@@ -90,6 +90,36 @@ export function requestedRefunds(d: RequestedRefundDeps) {
       return undefined;
     }
     const took = await d.ports.refunds.take(channel, request.id, d.now(), chain, plan.amount);
+    if (took.kind === "refunded" && took.mark.id === request.id) {
+      // This request's own refund, sent on an earlier pass whose outcome was unknown, landed: answer
+      // it (its transaction is journaled from the chain by the open intent) and send nothing again.
+      const charged = BigInt(c.chargedCumulativeAmount);
+      const outcome: RefundOutcome = {
+        ...base,
+        ok: true,
+        transaction: "",
+        amount: took.mark.amount,
+        channelState: {
+          channelId: channel,
+          balance: String(chain.balance),
+          totalClaimed: String(chain.totalClaimed),
+          withdrawRequestedAt: 0,
+          refundNonce: String(chain.refundNonce),
+          chargedCumulativeAmount: String(charged),
+        },
+      };
+      const after: RecordAfter =
+        chain.balance <= charged
+          ? { kind: "delete" }
+          : {
+              kind: "update",
+              balance: chain.balance,
+              totalClaimed: chain.totalClaimed,
+              refundNonce: chain.refundNonce,
+            };
+      await d.ports.refunds.complete(channel, outcome, after, d.now());
+      return undefined;
+    }
     if (took.kind === "refunded") {
       // A refund of this deposit landed already (its answer lost, or the record behind the chain):
       // one per deposit, so nothing is sent.
