@@ -7,8 +7,10 @@
 // Verify checks the request locally: this API's channel terms, and the voucher's signature by the
 // channel's payer authorizer (only the payer can ask), then takes the channel's lock for it (one
 // script, stores/batch-refunds.ts): at the charged total (else the corrective 402), something
-// unspent, no other request in flight, a settlement worker holding the claim lease. No node call,
-// no facilitator call. Settle submits it and waits for the worker's outcome (it sends on its next
+// unspent, no other request in flight, a settlement worker holding the claim lease; and, as a
+// refund's gas is ours: one per channel per deposit (the worker's mark; a later request is answered
+// with the first), none below the minimum refund, a payer's refunds per hour bounded across
+// replicas. No node call, no facilitator call. Settle submits it and waits for the worker's outcome (it sends on its next
 // pass) to answer with the spec's receipt: the refund's transaction and amount, the channel after
 // it. A wait that outlives the caller's deadline answers 503; the refund still goes out, and the
 // client's retry of it is answered from the outcome.

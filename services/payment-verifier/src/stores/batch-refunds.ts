@@ -4,7 +4,9 @@
 // id), submit (Settle asks for it: the worker may send it now, the lock held until it did) and
 // release (a request never submitted lets the lock go). While the lock is the refund's, every other
 // path (the known-channel vouchers, the SDK's deposits and vouchers, the worker's idle refund) finds
-// the channel busy: nothing is served or charged on it between the request and the refund.
+// the channel busy: nothing is served or charged on it between the request and the refund. Admit
+// also holds the bounds on our gas: the channel's refund mark (one refund per deposit), the minimum
+// refund, and the payer's refund-rate bucket (GCRA, attempt-limits.ts's rule), in the same script.
 import { type RefundOutcome, refundKeys } from "@tollgate/payment-rails";
 import type { Redis } from "@tollgate/platform";
 import { TAKE_ATTEMPTS_LUA } from "./attempt-limits.ts";
