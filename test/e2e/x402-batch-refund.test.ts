@@ -5,7 +5,9 @@
 // channel was charged and returns the rest. Idle refunds are off in this mesh, so every refund seen
 // here is the one a payer asked for. Then the ways a refund could be turned against Tollgate:
 // another wallet asking, an old voucher, a replay, a voucher after the refund, a channel with
-// nothing left; none is served, none sends a transaction.
+// nothing left; none is served, none sends a transaction. And a payer making us pay gas (issue 40):
+// refunds of many amounts, in turn and at once, on two channels of one payer, counted on chain from
+// the escrow's Refunded logs (at most one per deposit); a refund below the minimum (its gas).
 import { readFileSync } from "node:fs";
 import { priceAtomic } from "@tollgate/catalog";
 import { createLedgerClient } from "@tollgate/cli/clients/settlement-admin";
@@ -21,8 +23,8 @@ import { voucherTypes } from "@x402/evm";
 import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type Address, settlementClient, usdcBalance } from "../support/x402.ts";
-import { type BatchPayer, batchPayer, hundredCalls } from "../support/x402-batch.ts";
+import { type Address, sendUsdc, settlementClient, usdcBalance } from "../support/x402.ts";
+import { type BatchPayer, batchPayer, batchPayerOfKey, hundredCalls } from "../support/x402-batch.ts";
 import { startBatchMesh } from "../support/x402-batch-mesh.ts";
 
 const shared = inject("mesh");
@@ -123,6 +125,19 @@ const refundsOf = async (channelId: Hex, fromBlock: bigint) =>
   (await chain.getLogs({ address: ESCROW, event: escrow[3], args: { channelId }, fromBlock })).map(
     (l) => [l.transactionHash, l.args.amount] as const,
   );
+
+/** The settlement worker's refund gas and refund transactions for the payers' requests, as exported. */
+async function refundMetrics() {
+  const text = await (
+    await fetch(`http://127.0.0.1:${mesh.ports["settlement-worker"].metrics}/metrics`)
+  ).text();
+  const value = (name: string) =>
+    Number(new RegExp(`^${name}\\{reason="requested"\\} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN);
+  return {
+    gas: value("settlement_x402_batch_refund_gas_total"),
+    transactions: value("settlement_x402_batch_refunds_total"),
+  };
+}
 
 async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 60_000) {
   const deadline = Date.now() + ms;
@@ -298,5 +313,85 @@ describe("x402-batch cooperative refunds (official client's refund(), real chain
     // The official client pays on: a new deposit into the same channel, served and charged.
     await pay(payer, calls.slice(0, 1));
     expect((await onchain(channelId))[0]).toBe(charged + DEPOSIT);
+  }, 240_000);
+  it("a hostile payer gets at most one refund transaction per deposit: any amounts, in turn or at once, on each of its channels", async () => {
+    // Two channels of one payer of its own (two salts), one deposit and one paid call each.
+    const key = generatePrivateKey();
+    await sendUsdc(devnet, "payer8", privateKeyToAddress(key), 2n * DEPOSIT);
+    const channels = [batchPayerOfKey(devnet, key), batchPayerOfKey(devnet, key, `0x${"71".repeat(32)}`)];
+    const startBlock = await chain.getBlockNumber({ cacheTime: 0 });
+    const counted = await refundMetrics();
+    for (const payer of channels) await pay(payer, CALLS.slice(0, 1));
+    const [first, second] = channels as [BatchPayer, BatchPayer];
+    const ask = (payer: BatchPayer, amount?: bigint) =>
+      payer.scheme.refund(url(BLOCK_NUMBER), amount === undefined ? undefined : { amount: String(amount) });
+    const amounts = [100_000n, 200_000n, 300_000n, 400_000n];
+
+    // Channel 1: four refunds of different amounts at once, then others in turn, then the rest.
+    const atOnce = await Promise.allSettled(amounts.map((a) => ask(first, a)));
+    const inTurn = [];
+    for (const a of [150_000n, 250_000n, undefined]) inTurn.push(await ask(first, a).catch((e: Error) => e));
+    // Channel 2: in turn first (the attack as reported, each amount new), then four at once.
+    for (const a of amounts) inTurn.push(await ask(second, a).catch((e: Error) => e));
+    const later = await Promise.allSettled(amounts.map((a) => ask(second, a + 1n)));
+
+    // Every refund that went out, per channel, from the escrow's own Refunded logs.
+    const perChannel = await Promise.all(channels.map((p) => refundsOf(channelOf(p).channelId, startBlock)));
+    const gas = await Promise.all(
+      perChannel.flat().map(async ([hash]) => (await chain.getTransactionReceipt({ hash })).gasUsed),
+    );
+    console.log(
+      `refund transactions per deposit under a hostile payer: ${perChannel.map((r) => r.length).join(", ")} (${gas.join(" + ")} gas)`,
+    );
+    expect(perChannel.map((r) => r.length)).toEqual([1, 1]);
+    // The worker counts them and their gas (ours) for the alert (TollgateBatchRefundGasHigh).
+    const spent = gas.reduce((s, g) => s + Number(g), 0);
+    await until(
+      "the worker's refund gas counter",
+      async () => JSON.stringify(await refundMetrics()),
+      (m) => m === JSON.stringify({ gas: counted.gas + spent, transactions: counted.transactions + 2 }),
+    );
+    // Channel 2's first request was its refund; everything after it sent nothing.
+    expect(perChannel[1]).toEqual([[expect.any(String), 100_000n]]);
+    // The answers never claim a second refund: every success names the one transaction.
+    const ok = [...atOnce, ...later].flatMap((r) => (r.status === "fulfilled" ? [r.value.transaction] : []));
+    const okInTurn = inTurn.flatMap((r) => (r instanceof Error ? [] : [r.transaction]));
+    const sent = new Set(perChannel.flat().map(([hash]) => hash.toLowerCase()));
+    for (const t of [...ok, ...okInTurn]) expect(sent.has(t.toLowerCase())).toBe(true);
+    // Refused ones say why (one refund per deposit, or the channel busy with it).
+    const refused = inTurn.filter((r) => r instanceof Error).map((e) => (e as Error).message);
+    expect(refused.length).toBeGreaterThanOrEqual(6);
+    for (const m of refused) expect(m).toMatch(/refund_already_sent|channel_busy/);
+    // The payer lost nothing: back exactly what the two refunds returned.
+    const returned = perChannel.flat().reduce((s, [, a]) => s + (a ?? 0n), 0n);
+    expect(await usdcBalance(chain, devnet, first.address)).toBe(returned);
+  }, 240_000);
+
+  it("a refund below the minimum (its gas) is refused, naming amount and minimum, nothing sent; the payer then gets all it did not spend", async () => {
+    const key = generatePrivateKey();
+    await sendUsdc(devnet, "payer8", privateKeyToAddress(key), DEPOSIT);
+    const payer = batchPayerOfKey(devnet, key);
+    const startBlock = await chain.getBlockNumber({ cacheTime: 0 });
+    await pay(payer, CALLS.slice(0, 1));
+    const charged = priceAtomic(CALLS[0]?.price ?? "0");
+    const { channelId } = channelOf(payer);
+    // The answer's body, as a client that is not the SDK reads it.
+    const bodies: string[] = [];
+    const reading = async (input: string | URL | Request, init?: RequestInit) => {
+      const res = await fetch(new Request(input, init));
+      if (new Request(input, init).headers.get("payment-signature")) bodies.push(await res.clone().text());
+      return res;
+    };
+    // The official client gives up at once on the SDK's code, its channel state untouched.
+    await expect(payer.scheme.refund(url(BLOCK_NUMBER), { amount: "1", fetch: reading })).rejects.toThrow(
+      "invalid_batch_settlement_evm_refund_amount_invalid",
+    );
+    expect(bodies.at(-1)).toMatch(/refund amount 1 is below the minimum refund of 75000 atomic units/);
+    expect(await refundNonce(channelId)).toBe(0n);
+    // The documented way: everything unspent (or at least the minimum).
+    const refund = await payer.scheme.refund(url(BLOCK_NUMBER));
+    expect(refund).toMatchObject({ success: true, amount: String(DEPOSIT - charged) });
+    expect(await refundsOf(channelId, startBlock)).toEqual([[refund.transaction, DEPOSIT - charged]]);
+    expect(await usdcBalance(chain, devnet, payer.address)).toBe(DEPOSIT - charged);
   }, 240_000);
 });

@@ -75,6 +75,7 @@ describe("Prometheus rules (real promtool)", () => {
         "TollgateEventsOutboxGrowing",
         "TollgateMeshCallsRefused",
         "TollgateBatchClaimsStalled",
+        "TollgateBatchRefundGasHigh",
       ].sort(),
     );
     for (const rule of alertRules()) {

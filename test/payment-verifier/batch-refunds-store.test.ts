@@ -9,17 +9,21 @@ import { testRedis } from "../support/redis.ts";
 // The x402-batch refund requests on the real Redis, both sides of them: payment-verifier's scripts
 // (admit, submit, release) and the settlement worker's (take, complete), over the SDK's channel
 // record. While a refund holds a channel no voucher is admitted on it; a request is taken once; a
-// retried request finds its answer; nothing is taken without a claimer to send it.
+// retried request finds its answer; nothing is taken without a claimer to send it. One refund per
+// channel per deposit, whatever amounts are asked; none below the minimum; a payer's refunds bounded
+// per hour across replicas (two stores on one Redis).
 
 const prefix = `test:refunds${randomBytes(4).toString("hex")}:`;
 const channels = `${prefix}channels:`;
 const redis = testRedis(prefix);
 const keys = refundKeys(prefix);
-const refunds = new BatchRefundStore(redis, channels, prefix);
+const POLICY = { minimum: "10000", perPayerPerHour: 100 };
+const refunds = new BatchRefundStore(redis, channels, prefix, POLICY);
 const vouchers = new BatchVoucherStore(redis, channels);
 const worker = redisRefundRequests(redis, channels, prefix);
 const record = (id: string) => `${channels}:server:channel:${id}`;
 
+const PAYER = `0x${randomBytes(20).toString("hex")}`;
 async function channel(charged: string, balance = "1000000") {
   const id = `0x${randomBytes(32).toString("hex")}`;
   await redis.set(
@@ -41,10 +45,18 @@ async function channel(charged: string, balance = "1000000") {
 }
 
 const read = async (id: string) => JSON.parse((await redis.get(record(id))) ?? "null");
-const admit = (id: string, rid: string, cumulative = "30000", amount = "") => {
+const admit = (
+  id: string,
+  rid: string,
+  cumulative = "30000",
+  amount = "",
+  store = refunds,
+  payer = PAYER,
+) => {
   const now = Date.now();
-  return refunds.admit({
+  return store.admit({
     channelId: id,
+    payer,
     id: rid,
     cumulative,
     amount,
@@ -54,6 +66,8 @@ const admit = (id: string, rid: string, cumulative = "30000", amount = "") => {
   });
 };
 const lease = () => redis.set(keys.claimLease, "worker", { PX: 60_000 });
+/** The chain's state of a channel before any refund (1 USDC deposited, nothing refunded). */
+const FRESH = { balance: 1_000_000n, refundNonce: 0n };
 
 describe("x402-batch refund requests (payment-verifier's and the worker's scripts)", () => {
   it("holds the channel from the request to the refund: no voucher meanwhile; taken once; a retry finds the answer", async () => {
@@ -78,11 +92,14 @@ describe("x402-batch refund requests (payment-verifier's and the worker's script
       }),
     ).toEqual({ kind: "busy" });
     // Not yet submitted: the worker does not take it; Release may let it go.
-    expect(await worker.take(id, "r1", Date.now())).toBeUndefined();
+    expect(await worker.take(id, "r1", Date.now(), FRESH, 970_000n)).toEqual({ kind: "gone" });
     expect(await refunds.submit(id, "r1", Date.now(), Date.now() + 600_000)).toBe("submitted");
     expect(await refunds.release(id, "r1")).toBe(false); // submitted: only the worker lets go
-    const taken = await worker.take(id, "r1", Date.now());
-    expect(taken).toMatchObject({ chargedCumulativeAmount: "30000", onchainSyncedAt: 0 });
+    const taken = await worker.take(id, "r1", Date.now(), FRESH, 970_000n);
+    expect(taken).toMatchObject({
+      kind: "taken",
+      record: { chargedCumulativeAmount: "30000", onchainSyncedAt: 0 },
+    });
     const outcome: RefundOutcome = {
       id: "r1",
       channelId: id,
@@ -104,9 +121,9 @@ describe("x402-batch refund requests (payment-verifier's and the worker's script
     expect(await read(id)).toBeNull();
     expect(await refunds.outcome("r1")).toEqual(outcome);
     expect(await refunds.submit(id, "r1", Date.now(), Date.now() + 600_000)).toBe("done");
-    // The same request after its answer was lost is answered from the outcome; a partial one is not.
-    expect(await admit(id, "r4")).toEqual({ kind: "done", id: "r1" });
-    expect(await admit(id, "r5", "30000", "1000")).toEqual({ kind: "unknown" });
+    // The same request after its answer was lost, or any other amount: the first one's outcome.
+    expect(await admit(id, "r4")).toEqual({ kind: "refunded", id: "r1" });
+    expect(await admit(id, "r5", "30000", "50000")).toEqual({ kind: "refunded", id: "r1" });
   });
 
   it("refuses a request off the charged total, with nothing unspent, or with no claimer to send it", async () => {
@@ -128,7 +145,7 @@ describe("x402-batch refund requests (payment-verifier's and the worker's script
     expect((await read(id)).refundRequest).toBeUndefined();
     expect(await admit(id, "p2", "30000", "100000")).toEqual({ kind: "reserved", id: "p2" });
     expect(await refunds.submit(id, "p2", Date.now(), Date.now() + 600_000)).toBe("submitted");
-    expect(await worker.take(id, "p2", Date.now())).toBeDefined();
+    expect(await worker.take(id, "p2", Date.now(), FRESH, 100_000n)).toMatchObject({ kind: "taken" });
     await worker.complete(
       id,
       {
@@ -155,7 +172,93 @@ describe("x402-batch refund requests (payment-verifier's and the worker's script
     expect(after).toMatchObject({ balance: "900000", totalClaimed: "30000", refundNonce: 1 });
     expect(after.pendingRequest).toBeUndefined();
     expect(after.refundRequest).toBeUndefined();
-    // The same partial refund again, with no call in between, is the one answered.
-    expect(await admit(id, "p3", "30000", "100000")).toEqual({ kind: "done", id: "p2" });
+    // The same partial refund again, or another amount, or the rest: this deposit's refund answers.
+    expect(await admit(id, "p3", "30000", "100000")).toEqual({ kind: "refunded", id: "p2" });
+    expect(await admit(id, "p4", "30000", "200000")).toEqual({ kind: "refunded", id: "p2" });
+    expect(await admit(id, "p5")).toEqual({ kind: "refunded", id: "p2" });
+    // A call in between changes nothing: still this deposit.
+    await redis.set(record(id), JSON.stringify({ ...(await read(id)), chargedCumulativeAmount: "31000" }));
+    expect(await admit(id, "p6", "31000")).toEqual({ kind: "refunded", id: "p2" });
+    // A new deposit (the balance grows): one more refund.
+    await redis.set(record(id), JSON.stringify({ ...(await read(id)), balance: "1900000" }));
+    expect(await admit(id, "p7", "31000")).toEqual({ kind: "reserved", id: "p7" });
+  });
+
+  it("refuses a refund below the minimum (the amount asked, or all that is unspent), sending nothing", async () => {
+    await lease();
+    const id = await channel("30000");
+    expect(await admit(id, "s1", "30000", "9999")).toEqual({
+      kind: "too_small",
+      balance: "1000000",
+      charged: "30000",
+    });
+    expect(await admit(id, "s2", "30000", "10000")).toEqual({ kind: "reserved", id: "s2" });
+    // Unspent 9,999: too small whatever is asked; 10,000: a refund.
+    const little = await channel("30000", "39999");
+    expect(await admit(little, "s3")).toMatchObject({ kind: "too_small" });
+    expect(await admit(little, "s4", "30000", "20000")).toMatchObject({ kind: "too_small" });
+    expect((await read(little)).pendingRequest).toBeUndefined();
+    const enough = await channel("999999999999999999990000", "1000000000000000000000000");
+    expect(await admit(enough, "s5", "999999999999999999990000")).toEqual({ kind: "reserved", id: "s5" });
+  });
+
+  it("bounds one payer's refunds per hour across replicas (one bucket in Redis), other payers unaffected", async () => {
+    await lease();
+    const policy = { minimum: "10000", perPayerPerHour: 2 };
+    const a = new BatchRefundStore(redis, channels, prefix, policy);
+    const b = new BatchRefundStore(redis, channels, prefix, policy);
+    const payer = `0x${randomBytes(20).toString("hex")}`;
+    const [c1, c2, c3] = [await channel("30000"), await channel("30000"), await channel("30000")];
+    expect(await admit(c1, "q1", "30000", "", a, payer)).toEqual({ kind: "reserved", id: "q1" });
+    expect(await admit(c2, "q2", "30000", "", b, payer.toUpperCase().replace("0X", "0x"))).toEqual({
+      kind: "reserved",
+      id: "q2",
+    });
+    expect(await admit(c3, "q3", "30000", "", a, payer)).toEqual({ kind: "rate_limited" });
+    expect(await admit(c3, "q4", "30000", "", b, payer)).toEqual({ kind: "rate_limited" });
+    expect((await read(c3)).pendingRequest).toBeUndefined();
+    expect(await admit(c3, "q5", "30000", "", b, PAYER)).toEqual({ kind: "reserved", id: "q5" });
+  });
+
+  it("the worker sends no second refund of a deposit: the chain shows the first landed (nonce moved, balance not grown)", async () => {
+    await lease();
+    const id = await channel("30000");
+    expect(await admit(id, "w1", "30000", "100000")).toMatchObject({ kind: "reserved" });
+    await refunds.submit(id, "w1", Date.now(), Date.now() + 600_000);
+    expect(await worker.take(id, "w1", Date.now(), FRESH, 100_000n)).toMatchObject({ kind: "taken" });
+    // Its outcome never written (the worker died after sending); the lock lapses; the record is
+    // still the one from before the refund, so payment-verifier admits another request.
+    const stale = await read(id);
+    await redis.set(
+      record(id),
+      JSON.stringify({ ...stale, pendingRequest: undefined, refundRequest: undefined }),
+    );
+    expect(await admit(id, "w2", "30000", "200000")).toMatchObject({ kind: "reserved" });
+    await refunds.submit(id, "w2", Date.now(), Date.now() + 600_000);
+    // The chain: the first landed (nonce 1, 900,000 left): nothing is sent for the second.
+    const landed = { balance: 900_000n, refundNonce: 1n };
+    expect(await worker.take(id, "w2", Date.now(), landed, 200_000n)).toMatchObject({
+      kind: "refunded",
+      mark: { id: "w1", nonce: "0", balance: "900000" },
+    });
+    // Had the first not landed (nonce 0, balance whole), the second is this deposit's refund.
+    expect(await worker.take(id, "w2", Date.now(), FRESH, 200_000n)).toMatchObject({ kind: "taken" });
+    // A refused send lets its mark go: the deposit may be refunded again.
+    await worker.complete(
+      id,
+      {
+        id: "w2",
+        channelId: id,
+        cumulative: "30000",
+        requested: "200000",
+        ok: false,
+        errorReason: "x",
+        errorMessage: "",
+        transaction: "",
+      },
+      { kind: "unlock" },
+      Date.now(),
+    );
+    expect(await redis.get(keys.mark(id))).toBeNull();
   });
 });

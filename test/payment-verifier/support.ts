@@ -115,6 +115,7 @@ export function devnetConfig(
       settlementRpcUrl: rpcUrl,
       lookbackBlocks: 5_000,
       batch: { minDeposit: "1000000", withdrawDelaySeconds: 3_600, authorizerKey: generatePrivateKey() },
+      batchRefunds: { minimum: "10000", perPayerPerHour: 6 },
       ...x402,
     },
     mpp: mppConfig(devnet),

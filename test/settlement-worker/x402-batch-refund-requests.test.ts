@@ -163,4 +163,66 @@ describe("the refunds payers ask for (payment-verifier takes them, the claimer s
     expect(pass.events.map((e) => [e.outcome, e.amount])).toEqual([["refunded", "970000"]]);
     expect(onchain.get(id(1))).toMatchObject({ balance: 30_000n, totalClaimed: 30_000n });
   });
+  it("one refund per deposit: a request after a refund that landed (its answer lost) sends nothing; after a deposit, one more", async () => {
+    const records = [asked(1, {}, "100000")];
+    const onchain = new Map([[id(1), chain({ balance: 1_000_000n, totalClaimed: 30_000n })]]);
+    const w = world(records, onchain);
+    await createClaimer(w.ports, settings, recorder()).pass();
+    expect(w.sent).toEqual([`refund ${id(1)} 100000`]);
+    // payment-verifier admitted another (a record as before the refund): the chain says it landed.
+    const again = (rid: string) =>
+      asked(1, {
+        pendingRequest: { pendingId: rid, expiresAt: NOW + 60_000 },
+        refundRequest: {
+          id: rid,
+          requestId: `req-${rid}`,
+          amount: "",
+          cumulative: "30000",
+          at: NOW,
+          submitted: true,
+        },
+      });
+    records.splice(0, 1, again("refund-b"));
+    const pass = await createClaimer(w.ports, settings, recorder()).pass();
+    expect(pass.requested).toEqual([]);
+    expect(w.sent).toEqual([`refund ${id(1)} 100000`]);
+    expect(w.outcomes.at(-1)).toMatchObject({
+      after: "unlock",
+      outcome: { id: "refund-b", ok: false, errorReason: "invalid_batch_settlement_evm_refund_already_sent" },
+    });
+    // A new deposit on chain: this deposit's refund goes out.
+    const c = onchain.get(id(1)) as NonNullable<ReturnType<typeof onchain.get>>;
+    c.balance += 1_000_000n;
+    records.splice(0, 1, again("refund-c"));
+    await createClaimer(w.ports, settings, recorder()).pass();
+    expect(w.sent).toEqual([`refund ${id(1)} 100000`, `refund ${id(1)} 1870000`]);
+  });
+  it("a refund whose outcome was unknown and then landed is answered on the next pass, never sent twice", async () => {
+    const records = [asked(1, {}, "100000")];
+    const onchain = new Map([[id(1), chain({ totalClaimed: 30_000n })]]);
+    const w = world(records, onchain);
+    w.failRefunds(() => Promise.reject(new Error("receipt wait timed out")));
+    await createClaimer(w.ports, settings, recorder()).pass();
+    expect(w.outcomes).toEqual([{ after: "keep", outcome: expect.objectContaining({ unknown: true }) }]);
+    // It landed meanwhile (the chain's nonce moved, 100,000 returned); the request still holds.
+    Object.assign(onchain.get(id(1)) ?? {}, { balance: 900_000n, refundNonce: 1n });
+    w.failRefunds(() => Promise.reject(new Error("must not be sent again")));
+    const pass = await createClaimer(w.ports, settings, recorder()).pass();
+    expect(pass.requested).toEqual([]);
+    expect(w.sent.filter((x) => x.startsWith("refund"))).toEqual([]);
+    expect(w.outcomes.at(-1)).toMatchObject({
+      after: "update",
+      outcome: {
+        id: "refund-1",
+        ok: true,
+        amount: "100000",
+        channelState: { balance: "900000", refundNonce: "1" },
+      },
+    });
+    expect(records[0]).toMatchObject({
+      balance: "900000",
+      pendingRequest: undefined,
+      refundRequest: undefined,
+    });
+  });
 });

@@ -1,7 +1,7 @@
 // The x402-batch claimer's world for tests, with plain objects: channel records, their on-chain
 // state, a contract and channel manager that move the totals as the real ones do, a lease that can be
 // lost between its check and the act, and an observer that writes down what it saw.
-import type { RefundOutcome } from "../../libs/payment-rails/src/batch-refunds.ts";
+import type { RefundMark, RefundOutcome } from "../../libs/payment-rails/src/batch-refunds.ts";
 import type { Lease } from "../../services/settlement-worker/src/adapters/lease.ts";
 import type { RefundSent } from "../../services/settlement-worker/src/adapters/x402-batch-refunds.ts";
 import type {
@@ -72,6 +72,7 @@ export function recorder(): ClaimerObserver & { seen: string[] } {
  * n is mined in block n. Intents live in a map (Redis in the worker), shared by claimers.
  */
 export function world(records: ChannelRecord[], onchain: Map<string, OnChainChannel>) {
+  const marks = new Map<string, RefundMark>();
   let unsettled = 0n;
   let txs = 0;
   const sent: string[] = [];
@@ -172,13 +173,24 @@ export function world(records: ChannelRecord[], onchain: Map<string, OnChainChan
       },
     },
     refunds: {
-      take: async (channelId, rid) => {
-        const r = records.find((c) => c.channelId === channelId);
-        if (!r || r.pendingRequest?.pendingId !== rid || !r.refundRequest?.submitted) return undefined;
-        return { ...r };
+      // The Redis scripts' rule (adapters/x402-batch-refunds.ts): one refund per deposit.
+      take: async (channelId, rid, _now, c, amount) => {
+        const r = records.find((x) => x.channelId === channelId);
+        if (!r || r.pendingRequest?.pendingId !== rid || !r.refundRequest?.submitted) return { kind: "gone" };
+        const m = marks.get(channelId);
+        if (m && c.refundNonce > BigInt(m.nonce) && c.balance <= BigInt(m.balance))
+          return { kind: "refunded", mark: m };
+        marks.set(channelId, {
+          id: rid,
+          nonce: String(c.refundNonce),
+          balance: String(c.balance - amount),
+          amount: String(amount),
+        });
+        return { kind: "taken", record: { ...r } };
       },
       complete: async (channelId, outcome, after) => {
         outcomes.push({ outcome, after: after.kind });
+        if (after.kind === "unlock" && marks.get(channelId)?.id === outcome.id) marks.delete(channelId);
         const i = records.findIndex((c) => c.channelId === channelId);
         const r = records[i];
         if (!r || r.pendingRequest?.pendingId !== outcome.id || after.kind === "keep") return;

@@ -45,9 +45,15 @@ function rpcUrlOf(devnet: DevnetInfo): string {
  * so a client without local state recovers its channel from `channels(channelId)`.
  */
 export function batchPayer(devnet: DevnetInfo, role: string): BatchPayer {
-  const account = privateKeyToAccount(privateKeyOf(devnet, role));
+  return batchPayerOfKey(devnet, privateKeyOf(devnet, role));
+}
+
+/** A payer of its own key; `salt`: another channel of the same payer (the SDK's default salt otherwise). */
+export function batchPayerOfKey(devnet: DevnetInfo, key: `0x${string}`, salt?: `0x${string}`): BatchPayer {
+  const account = privateKeyToAccount(key);
   const reader = createPublicClient({ transport: http(rpcUrlOf(devnet), { retryCount: 0 }) });
-  const scheme = new BatchClientScheme(toClientEvmSigner(account, reader));
+  const signer = toClientEvmSigner(account, reader);
+  const scheme = salt ? new BatchClientScheme(signer, { salt }) : new BatchClientScheme(signer);
   const network = settlementNetwork(devnet);
   const client = new x402Client()
     // The devnet token is not one of the SDK's default assets: a client opts in to it. With no

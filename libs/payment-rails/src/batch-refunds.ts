@@ -4,12 +4,35 @@
 // charged and `refundWithSignature` of the rest, in one transaction. They meet in Redis: the request
 // sits on the SDK's channel record (`refundRequest`, with the SDK's own lock, `pendingRequest`, held
 // under the request's id so no voucher, deposit or other refund runs meanwhile), and the outcome is
-// written under the request's id (and the channel's latest) for payment-verifier to answer with.
+// written under the request's id for payment-verifier to answer with. A channel is refunded once per
+// deposit (RefundMark), whatever amounts are asked.
 
 /** How long a submitted refund holds its channel at most: the worker runs it within a pass or two. */
 export const REFUND_HOLD_MS = 10 * 60_000;
 /** How long an outcome is kept: a retry of the request is answered from it. */
 export const REFUND_OUTCOME_MS = 60 * 60_000;
+/**
+ * How long a channel's refund mark lasts (see RefundMark): past it, a channel with no deposit since
+ * may be refunded once more (the longest withdraw delay; the payer's rate bound holds meanwhile).
+ */
+export const REFUND_MARK_MS = 30 * 24 * 3_600_000;
+
+/**
+ * One refund per channel per deposit: the worker marks the channel as it takes a request for
+ * sending, with the chain's state then. A later request is refused (answered with the first one's
+ * outcome) while the channel's balance is not above `balance`, i.e. until a new deposit; a refund
+ * that did not land (the chain's refund nonce still `nonce`) does not count.
+ */
+export interface RefundMark {
+  /** The request that was sent. */
+  id: string;
+  /** The chain's refund nonce it was signed with. */
+  nonce: string;
+  /** The channel's balance once it landed, atomic units. */
+  balance: string;
+  /** What it returns, atomic units. */
+  amount: string;
+}
 
 /** What payment-verifier writes on the channel record (a field of its own beside the SDK's). */
 export interface RefundRequest {
@@ -61,8 +84,10 @@ export function refundKeys(paymentPrefix: string) {
   return {
     /** The outcome of one request. */
     outcome: (id: string) => `${paymentPrefix}x402-batch:refund:${id}`,
-    /** The latest outcome of a channel's requests (a retried request finds its answer). */
-    latest: (channelId: string) => `${paymentPrefix}x402-batch:refund-of:${channelId.toLowerCase()}`,
+    /** The channel's refund mark (RefundMark): one refund per deposit. */
+    mark: (channelId: string) => `${paymentPrefix}x402-batch:refunded:${channelId.toLowerCase()}`,
+    /** A payer's refund-rate bucket (GCRA, as the attempt limits): refunds per payer per hour. */
+    payerRate: (payer: string) => `${paymentPrefix}x402-batch:refund-rate:${payer.toLowerCase()}`,
     /** The claimer's lease: held while a settlement worker claims (and so refunds) channels. */
     claimLease: `${paymentPrefix}x402-batch:claim-lease`,
   };

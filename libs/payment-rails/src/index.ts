@@ -3,8 +3,10 @@
 export { batchChannelStorage } from "./batch-channels.ts";
 export {
   REFUND_HOLD_MS,
+  REFUND_MARK_MS,
   REFUND_OUTCOME_MS,
   type RefundChannelState,
+  type RefundMark,
   type RefundOutcome,
   type RefundRequest,
   refundKeys,

@@ -44,6 +44,35 @@ export interface X402Config {
   lookbackBlocks: number;
   /** Set when x402-batch is offered. */
   batch: X402BatchConfig | undefined;
+  /** What an x402-batch refund request must meet (stores/batch-refunds.ts applies it). */
+  batchRefunds: {
+    /** The smallest refund sent, atomic units: a refund's gas at the configured gas price. */
+    minimum: string;
+    /** Refunds one payer may have sent per hour, across replicas (0 = no bound). */
+    perPayerPerHour: number;
+  };
+}
+
+/**
+ * The gas one cooperative refund may use: claim and refund in one transaction (139,020 measured on
+ * the escrow, a refund alone about 67,000), with a margin.
+ */
+const REFUND_GAS = 150_000n;
+
+/**
+ * The minimum refund: REFUND_GAS at X402_BATCH_REFUND_GAS_PRICE_GWEI, priced at
+ * X402_BATCH_REFUND_ETH_USD, in the asset's atomic units (a USD stablecoin of `decimals`). Integer
+ * arithmetic on micro-units, rounded up.
+ */
+function minimumRefund(gasPriceGwei: string, ethUsd: string, decimals: number): string {
+  const micro = (v: string) => {
+    const [whole = "0", frac = ""] = v.split(".");
+    return BigInt(whole) * 1_000_000n + BigInt(frac.padEnd(6, "0"));
+  };
+  // gas × gwei·1e9 wei × usd/1e18 per wei × 10^decimals, with both factors in millionths.
+  const numerator = REFUND_GAS * micro(gasPriceGwei) * micro(ethUsd) * 10n ** BigInt(decimals);
+  const denominator = 10n ** 21n;
+  return ((numerator + denominator - 1n) / denominator).toString();
 }
 
 /** MPP (method `tempo`): both MPP schemes. */
@@ -156,6 +185,12 @@ function mppFromEnv(x402PayTo: Address | undefined, needServerKey: boolean): Mpp
   };
 }
 
+function refundsPerPayer(): number {
+  const n = ENV.int("X402_BATCH_REFUNDS_PER_PAYER_PER_HOUR");
+  if (n < 0) throw new ConfigError("X402_BATCH_REFUNDS_PER_PAYER_PER_HOUR must be 0 (no bound) or more");
+  return n;
+}
+
 function limitFromEnv(scope: "CLIENT" | "PAYER"): AttemptLimit {
   return {
     perSecond: ENV.int(`PAYMENT_ATTEMPTS_PER_${scope}_PER_SECOND`),
@@ -261,6 +296,14 @@ export function loadConfig(): PaymentVerifierConfig {
         (facilitator.mode === "local" ? facilitator.rpcUrl : undefined),
       lookbackBlocks: ENV.int("X402_AUTHORIZATION_LOOKBACK_BLOCKS"),
       batch: batchFromEnv(schemes),
+      batchRefunds: {
+        minimum: minimumRefund(
+          decimalAmount("X402_BATCH_REFUND_GAS_PRICE_GWEI", ENV.string("X402_BATCH_REFUND_GAS_PRICE_GWEI")),
+          decimalAmount("X402_BATCH_REFUND_ETH_USD", ENV.string("X402_BATCH_REFUND_ETH_USD")),
+          ENV.int("X402_ASSET_DECIMALS"),
+        ),
+        perPayerPerHour: refundsPerPayer(),
+      },
     },
     mpp: schemes.some((s) => s.startsWith("mpp-"))
       ? mppFromEnv(payTo, schemes.includes("mpp-session"))

@@ -64,6 +64,24 @@ export const ENV = envTable([
   },
   { name: "PAYMENT_ATTEMPTS_PER_PAYER_BURST", default: "100", description: "… and their burst" },
   {
+    name: "X402_BATCH_REFUND_GAS_PRICE_GWEI",
+    default: "0.1",
+    description:
+      "x402-batch: the gas price a refund's minimum is reckoned at (its 150,000 gas); a refund request below that minimum is refused",
+  },
+  {
+    name: "X402_BATCH_REFUND_ETH_USD",
+    default: "5000",
+    description:
+      "… and the price of ETH in USD it is reckoned at (set it high: the minimum must cover the gas)",
+  },
+  {
+    name: "X402_BATCH_REFUNDS_PER_PAYER_PER_HOUR",
+    default: "6",
+    description:
+      "x402-batch refunds one payer may have sent per hour, across its channels and every replica (0 = no bound); past it 429 `rate_limited`",
+  },
+  {
     name: "PAYMENT_REFUSAL_MEMORY_SECONDS",
     default: "30",
     description: "how long a refusal that cannot change (a bad signature) is remembered",

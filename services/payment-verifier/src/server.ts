@@ -143,7 +143,9 @@ export async function startPaymentVerifier(
   // The same records, one script per step, for vouchers on known channels (the hot path).
   const batchVouchers = redis ? new BatchVoucherStore(redis, channelsPrefix) : undefined;
   // Refund requests on those records, sent by the settlement worker (its claim lease, its outcomes).
-  const batchRefunds = redis ? new BatchRefundStore(redis, channelsPrefix, config.redisPrefix) : undefined;
+  const batchRefunds = redis
+    ? new BatchRefundStore(redis, channelsPrefix, config.redisPrefix, config.x402.batchRefunds)
+    : undefined;
   // MPP replay claims and session channels: shared by every replica and the session settlement loop.
   const mppState = redis
     ? redisMppxState(redis, `${config.redisPrefix}mpp:`, undefined, {

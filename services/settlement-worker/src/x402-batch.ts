@@ -19,7 +19,7 @@ import { BatchSettlementEvmScheme, type Channel } from "@x402/evm/batch-settleme
 import { privateKeyToAccount } from "viem/accounts";
 import type { BackgroundRedis } from "./adapters/background-redis.ts";
 import { redisLease } from "./adapters/lease.ts";
-import { createBatchChain, ESCROW } from "./adapters/x402-batch-chain.ts";
+import { type BatchChain, createBatchChain, ESCROW } from "./adapters/x402-batch-chain.ts";
 import { redisRefundRequests, refundSender } from "./adapters/x402-batch-refunds.ts";
 import type { X402BatchClaimConfig } from "./config.ts";
 import type { WorkerMetrics } from "./core/metrics.ts";
@@ -41,7 +41,7 @@ export interface X402BatchHandle {
   stop(): Promise<void>;
 }
 
-function observer(metrics: WorkerMetrics, log: Logger): ClaimerObserver {
+function observer(metrics: WorkerMetrics, log: Logger, chain: BatchChain): ClaimerObserver {
   for (const reason of ["withdrawal", "amount", "interval"]) metrics.batchClaims.inc({ reason }, 0);
   for (const operation of ["claim", "settle", "refund", "pass"]) metrics.batchFailures.inc({ operation }, 0);
   for (const reason of ["idle", "requested"]) metrics.batchRefunds.inc({ reason }, 0);
@@ -61,9 +61,21 @@ function observer(metrics: WorkerMetrics, log: Logger): ClaimerObserver {
       metrics.batchSettles.inc();
       log.info("x402-batch claims settled to the receiver");
     },
-    refunded(reason) {
+    refunded(reason, transaction) {
       metrics.batchRefunds.inc({ reason });
-      log.info({ reason }, "x402-batch channel refunded");
+      log.info({ reason, transaction }, "x402-batch channel refunded");
+      // Its gas is ours: counted from the receipt, off the pass (a lost read is logged, not retried).
+      chain.spent(transaction).then(
+        ({ gas, feeWei }) => {
+          metrics.batchRefundGas.inc({ reason }, Number(gas));
+          metrics.batchRefundFees.inc({ reason }, Number(feeWei));
+        },
+        (err: unknown) =>
+          log.warn(
+            { transaction, err: err instanceof Error ? err.message : String(err) },
+            "x402-batch refund's gas not counted: its receipt could not be read",
+          ),
+      );
     },
     recovered(events) {
       metrics.batchReconciled.inc(events);
@@ -100,8 +112,9 @@ export function startX402Batch(
   },
 ): X402BatchHandle {
   const log = deps.logger.child({ component: "x402-batch-claims" });
-  const observe = observer(deps.metrics, log);
   const { network, asset, payTo, rpcUrl } = config.chain;
+  const chain = createBatchChain(rpcUrl, payTo, asset);
+  const observe = observer(deps.metrics, log, chain);
   const authorizer = privateKeyToAccount(config.authorizerKey);
   let claimer: Claimer | undefined;
   let close: (() => Promise<void>) | undefined;
@@ -123,7 +136,6 @@ export function startX402Batch(
       }),
     });
     const manager = scheme.createChannelManager(facilitator.client, network as Caip2, asset);
-    const chain = createBatchChain(rpcUrl, payTo, asset);
     claimer = createClaimer(
       {
         channels: {

@@ -101,7 +101,10 @@ const REASONS: Record<string, string> = {
     "the deposit is below the announced minimum deposit",
   invalid_batch_settlement_evm_refund_no_balance:
     "nothing unspent is left in the channel to refund (its deposit equals what was charged)",
-  invalid_batch_settlement_evm_refund_amount_invalid: "the refund amount must be a positive integer",
+  invalid_batch_settlement_evm_refund_amount_invalid:
+    "the refund amount must be a positive integer, at least the minimum refund",
+  invalid_batch_settlement_evm_refund_already_sent:
+    "this channel's deposit was refunded already: one refund per deposit, whatever the amount",
   invalid_batch_settlement_evm_missing_channel:
     "Tollgate has no record of this channel: it was never paid here, or it was refunded in full already; its deposit, if any, is withdrawn on chain after the withdraw delay",
 };

@@ -7,8 +7,10 @@
 // Verify checks the request locally: this API's channel terms, and the voucher's signature by the
 // channel's payer authorizer (only the payer can ask), then takes the channel's lock for it (one
 // script, stores/batch-refunds.ts): at the charged total (else the corrective 402), something
-// unspent, no other request in flight, a settlement worker holding the claim lease. No node call,
-// no facilitator call. Settle submits it and waits for the worker's outcome (it sends on its next
+// unspent, no other request in flight, a settlement worker holding the claim lease; and, as a
+// refund's gas is ours: one per channel per deposit (the worker's mark; a later request is answered
+// with the first), none below the minimum refund, a payer's refunds per hour bounded across
+// replicas. No node call, no facilitator call. Settle submits it and waits for the worker's outcome (it sends on its next
 // pass) to answer with the spec's receipt: the refund's transaction and amount, the channel after
 // it. A wait that outlives the caller's deadline answers 503; the refund still goes out, and the
 // client's retry of it is answered from the outcome.
@@ -20,7 +22,7 @@ import { ChannelIds, voucherSigner } from "../adapters/voucher-signer.ts";
 import type { X402Config } from "../config.ts";
 import type { PricedCall, SettleResult, Verdict } from "../core/types.ts";
 import type { X402Protocol } from "../protocols/x402.ts";
-import type { BatchRefundStore } from "../stores/batch-refunds.ts";
+import type { BatchRefundStore, RefundPolicy } from "../stores/batch-refunds.ts";
 import {
   type BatchPayment,
   BUSY,
@@ -32,6 +34,10 @@ import {
 import { channelTermsHold, PENDING_TTL_MS, ZERO_ADDRESS } from "./x402-batch-known-channels.ts";
 
 const NO_BALANCE = "invalid_batch_settlement_evm_refund_no_balance";
+/** The SDK's own code: its client gives up on it at once (a final refusal), its state untouched. */
+const AMOUNT_INVALID = "invalid_batch_settlement_evm_refund_amount_invalid";
+/** Ours: the client reports it ("Refund failed: …") and keeps its state (a refund it already had). */
+const ALREADY_REFUNDED = "invalid_batch_settlement_evm_refund_already_sent";
 const MISSING = "invalid_batch_settlement_evm_missing_channel";
 /** How often Settle looks for the worker's outcome. */
 const POLL_MS = 200;
@@ -44,6 +50,8 @@ export interface RefundDeps {
   cfg: X402Config;
   server: BatchSettlementEvmScheme;
   refunds: BatchRefundStore;
+  /** The refund policy the store applies (for the refusals' texts). */
+  policy: RefundPolicy;
   protocol: X402Protocol;
   logger: Logger;
   matching(call: PricedCall, payment: BatchPayment): Promise<PaymentRequirements | undefined>;
@@ -71,10 +79,11 @@ export function batchRefunds(d: RefundDeps): BatchRefunds {
     payment: BatchPayment,
     code: string,
     final = false,
+    reason = describe(code),
   ): Promise<Verdict> => ({
     ok: false,
     code: "payment_invalid",
-    reason: describe(code),
+    reason,
     challenge: await d.protocol.render(call, await d.offers(call), code, payment.payload),
     ...(final ? { final } : {}),
   });
@@ -107,6 +116,7 @@ export function batchRefunds(d: RefundDeps): BatchRefunds {
     const ttl = Math.max(PENDING_TTL_MS[0], (requirements.maxTimeoutSeconds ?? 0) * 1000);
     const admitted = await d.refunds.admit({
       channelId,
+      payer: config.payer,
       id: d.newId(),
       cumulative: v.maxClaimableAmount,
       amount: payment.refundAmount,
@@ -117,8 +127,46 @@ export function batchRefunds(d: RefundDeps): BatchRefunds {
     switch (admitted.kind) {
       case "reserved":
       case "joined":
-      case "done":
         return { ok: true, hold: admitted.id };
+      case "refunded": {
+        // One refund per deposit: the same request again (its answer lost) is answered with its
+        // receipt; any other amount is refused with the first one's transaction, nothing sent.
+        const first = await d.refunds.outcome(admitted.id);
+        if (
+          first?.ok &&
+          first.requested === payment.refundAmount &&
+          first.cumulative === v.maxClaimableAmount
+        )
+          return { ok: true, hold: admitted.id };
+        const sent = first?.ok
+          ? ` (transaction ${first.transaction}, ${first.amount} atomic units returned)`
+          : first?.transaction
+            ? ` (transaction ${first.transaction})`
+            : "";
+        return refusal(
+          call,
+          payment,
+          ALREADY_REFUNDED,
+          true,
+          `this channel's deposit was refunded already${sent}: one refund per deposit, whatever the amount; what is left is returned when the channel is idle, or withdrawn on chain after the withdraw delay (${ALREADY_REFUNDED})`,
+        );
+      }
+      case "too_small": {
+        const available = BigInt(admitted.balance) - BigInt(admitted.charged);
+        const asked = payment.refundAmount === "" ? available : BigInt(payment.refundAmount);
+        const minimum = d.policy.minimum;
+        const reason =
+          available < BigInt(minimum)
+            ? `what is unspent (${available} atomic units) is below the minimum refund of ${minimum} (its gas at the configured gas price): it is returned when the channel is idle, or withdrawn on chain after the withdraw delay (${AMOUNT_INVALID})`
+            : `the refund amount ${asked} is below the minimum refund of ${minimum} atomic units (its gas at the configured gas price): ask for at least ${minimum}, or for everything unspent (${available}) (${AMOUNT_INVALID})`;
+        return refusal(call, payment, AMOUNT_INVALID, true, reason);
+      }
+      case "rate_limited":
+        return {
+          ok: false,
+          code: "rate_limited",
+          reason: `too many refunds for this payer: at most ${d.policy.perPayerPerHour} an hour across its channels; retry later`,
+        };
       case "busy":
         return refusal(call, payment, BUSY);
       case "no_balance":

@@ -114,6 +114,7 @@ export class X402BatchScheme implements PaymentScheme<PaymentPayload, PaymentReq
       cfg,
       server: this.#server,
       refunds: deps.refunds,
+      policy: cfg.batchRefunds,
       protocol: deps.protocol,
       logger: deps.logger,
       matching: (call, payment) => this.#matching(call, payment),

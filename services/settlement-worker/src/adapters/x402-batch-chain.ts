@@ -1,7 +1,7 @@
 // The batch settlement contract, read for the claimer: confirmed channel state (one multicall for
 // every channel that matters, refund nonces included), what the receiver has claimed but not settled, and the contract's
 // logs in our transactions' receipts (what became settlement events) or since a block (what an
-// open intent may have left out).
+// open intent may have left out), and what a transaction of ours cost in gas.
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
 import { type Address, createPublicClient, type Hex, http, type Log, parseAbi, parseEventLogs } from "viem";
 import type { BatchLog, OnChainChannel } from "../core/x402-batch-claims.ts";
@@ -32,6 +32,8 @@ export interface BatchChain {
   logs(transaction: string): Promise<BatchLog[]>;
   blockNumber(): Promise<bigint>;
   logsSince(fromBlock: bigint, channelIds: readonly string[]): Promise<Map<string, BatchLog[]>>;
+  /** What a mined transaction of ours cost: its gas and its fee (gas × effective price, wei). */
+  spent(transaction: string): Promise<{ gas: bigint; feeWei: bigint }>;
 }
 
 export function createBatchChain(rpcUrl: string, receiver: Address, token: Address): BatchChain {
@@ -79,6 +81,10 @@ export function createBatchChain(rpcUrl: string, receiver: Address, token: Addre
       return toBatchLogs(receipt.logs.filter((l) => l.address.toLowerCase() === escrow)).map(([, l]) => l);
     },
     blockNumber: () => client.getBlockNumber({ cacheTime: 0 }),
+    async spent(transaction) {
+      const receipt = await client.getTransactionReceipt({ hash: transaction as Hex });
+      return { gas: receipt.gasUsed, feeWei: receipt.gasUsed * receipt.effectiveGasPrice };
+    },
     async logsSince(fromBlock, channelIds) {
       const ids = channelIds as Hex[];
       const [claimed, refunded, settled] = await Promise.all([

@@ -1,7 +1,8 @@
 // The payers' refund requests, the worker's side (libs/payment-rails batch-refunds.ts is the
 // contract with payment-verifier, which takes them): one Lua script to take a request for sending
 // (the channel's lock held a little longer, its mirrored chain state marked stale, so once the lock
-// is let go every voucher on it is checked against the chain again), one to record what became of
+// is let go every voucher on it is checked against the chain again; the channel marked refunded for
+// this deposit, checked against the chain's own refund nonce and balance), one to record what became of
 // it (the outcome payment-verifier answers with, the record deleted, updated or let go), and the
 // refund's transaction itself: the spec's enriched refund payload (a claim of the charged total,
 // the refund of the rest, both signed by the receiver authorizer) settled by the facilitator.
@@ -9,8 +10,10 @@ import {
   type Caip2,
   chainIdOf,
   type Facilitator,
+  REFUND_MARK_MS,
   REFUND_OUTCOME_MS,
   type RefundChannelState,
+  type RefundMark,
   type RefundOutcome,
   refundKeys,
 } from "@tollgate/payment-rails";
@@ -26,29 +29,49 @@ type PaymentRequirements = Parameters<FacilitatorClient["settle"]>[1];
 /** How long a taken request holds its channel at least (a send and its receipt fit well inside). */
 const SEND_HOLD_MS = 2 * 60_000;
 
-// KEYS: record. ARGV: id, now, holdUntil. The record as taken, or false.
-const TAKE = `
+const DECIMAL_GT = `
+local function gt(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end`;
+
+// KEYS: record, the channel's refund mark.
+// ARGV: id, now, holdUntil, the chain's refund nonce and balance, the balance after this refund, mark
+// TTL, the amount. {'taken', record} (the channel marked: this deposit's refund), {'refunded', mark}
+// (a refund of this deposit landed already, this request's own sent before included: the chain's
+// nonce moved past the mark's and its balance has not grown since), or {'gone'} (not this request's
+// lock any more).
+const TAKE = `${DECIMAL_GT}
 local raw = redis.call('GET', KEYS[1])
-if not raw then return false end
+if not raw then return {'gone'} end
 local ch = cjson.decode(raw)
 local p = ch.pendingRequest
 local q = ch.refundRequest
 if type(p) ~= 'table' or type(q) ~= 'table' or p.pendingId ~= ARGV[1] or q.id ~= ARGV[1] or not q.submitted then
-  return false
+  return {'gone'}
 end
-if tonumber(p.expiresAt) <= tonumber(ARGV[2]) then return false end
+if tonumber(p.expiresAt) <= tonumber(ARGV[2]) then return {'gone'} end
+local mark = redis.call('GET', KEYS[2])
+if mark then
+  local m = cjson.decode(mark)
+  if gt(ARGV[4], m.nonce) and not gt(ARGV[5], m.balance) then return {'refunded', mark} end
+end
 if tonumber(ARGV[3]) > tonumber(p.expiresAt) then p.expiresAt = tonumber(ARGV[3]) end
 ch.onchainSyncedAt = 0
 local out = cjson.encode(ch)
 redis.call('SET', KEYS[1], out)
-return out`;
+redis.call('SET', KEYS[2], cjson.encode({id = ARGV[1], nonce = ARGV[4], balance = ARGV[6], amount = ARGV[8]}), 'PX', ARGV[7])
+return {'taken', out}`;
 
-// KEYS: record, the request's outcome, the channel's latest outcome.
+// KEYS: record, the request's outcome, the channel's refund mark.
 // ARGV: id, outcome JSON, after (delete | update | unlock | keep), balance, totalClaimed,
-// refundNonce, now, outcome TTL (ms).
+// refundNonce, now, outcome TTL (ms). Nothing sent (unlock): the request's mark goes.
 const COMPLETE = `
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[8])
-redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[8])
+if ARGV[3] == 'unlock' then
+  local mark = redis.call('GET', KEYS[3])
+  if mark and cjson.decode(mark).id == ARGV[1] then redis.call('DEL', KEYS[3]) end
+end
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
 local ch = cjson.decode(raw)
@@ -81,8 +104,24 @@ export type RecordAfter =
   /** Outcome unknown (a transaction may be pending): the lock lapses on its own. */
   | { kind: "keep" };
 
+/** A request taken for sending, a deposit refunded already (the mark of the refund that landed), or gone. */
+type Taken =
+  | { kind: "taken"; record: ChannelRecord }
+  | { kind: "refunded"; mark: RefundMark }
+  | { kind: "gone" };
+
 export interface RefundRequests {
-  take(channelId: string, id: string, now: number): Promise<ChannelRecord | undefined>;
+  /**
+   * Takes a submitted request for sending a refund of `amount` from a channel whose chain state is
+   * `chain`, marking the channel (one refund per deposit), unless a refund of this deposit landed.
+   */
+  take(
+    channelId: string,
+    id: string,
+    now: number,
+    chain: { balance: bigint; refundNonce: bigint },
+    amount: bigint,
+  ): Promise<Taken>;
   complete(channelId: string, outcome: RefundOutcome, after: RecordAfter, now: number): Promise<void>;
 }
 
@@ -94,18 +133,30 @@ export function redisRefundRequests(
   const records = `${channelsPrefix}:server:channel:`;
   const keys = refundKeys(paymentPrefix);
   return {
-    async take(channelId, id, now) {
-      const raw = await redis.eval(TAKE, {
-        keys: [records + channelId.toLowerCase()],
-        arguments: [id, String(now), String(now + SEND_HOLD_MS)],
-      });
-      return typeof raw === "string" ? (JSON.parse(raw) as ChannelRecord) : undefined;
+    async take(channelId, id, now, chain, amount) {
+      const channel = channelId.toLowerCase();
+      const [kind, raw] = (await redis.eval(TAKE, {
+        keys: [records + channel, keys.mark(channel)],
+        arguments: [
+          id,
+          String(now),
+          String(now + SEND_HOLD_MS),
+          String(chain.refundNonce),
+          String(chain.balance),
+          String(chain.balance - amount),
+          String(REFUND_MARK_MS),
+          String(amount),
+        ],
+      })) as [Taken["kind"], string?];
+      if (kind === "taken") return { kind, record: JSON.parse(raw ?? "{}") as ChannelRecord };
+      if (kind === "refunded") return { kind, mark: JSON.parse(raw ?? "{}") as RefundMark };
+      return { kind: "gone" };
     },
     async complete(channelId, outcome, after, now) {
       const channel = channelId.toLowerCase();
       const state = after.kind === "update" ? after : undefined;
       await redis.eval(COMPLETE, {
-        keys: [records + channel, keys.outcome(outcome.id), keys.latest(channel)],
+        keys: [records + channel, keys.outcome(outcome.id), keys.mark(channel)],
         arguments: [
           outcome.id,
           JSON.stringify(outcome),

@@ -13,6 +13,9 @@ export interface WorkerMetrics {
   batchClaimedVouchers: prom.Counter;
   batchSettles: prom.Counter;
   batchRefunds: prom.Counter<"reason">;
+  /** Gas our x402-batch refund transactions used, and their fees in wei (reason: requested, idle). */
+  batchRefundGas: prom.Counter<"reason">;
+  batchRefundFees: prom.Counter<"reason">;
   batchReconciled: prom.Counter;
   /** Failed claim, settle, refund or whole passes. */
   batchFailures: prom.Counter<"operation">;
@@ -71,6 +74,18 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
       labelNames: ["reason"],
       registers: [registry],
     }),
+    batchRefundGas: new prom.Counter({
+      name: "settlement_x402_batch_refund_gas_total",
+      help: "Gas used by x402-batch refund transactions (Tollgate pays it), by reason: requested by the payer, or idle",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
+    batchRefundFees: new prom.Counter({
+      name: "settlement_x402_batch_refund_fees_wei_total",
+      help: "Fees paid for x402-batch refund transactions (gas used x effective gas price), wei of the settlement chain's native coin, by reason",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
     batchReconciled: new prom.Counter({
       name: "settlement_x402_batch_reconciled_events_total",
       help: "x402-batch settlement events journaled from the chain's logs for an operation left open (a crash or failure between a transaction and its event)",
@@ -100,6 +115,10 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
   };
   // Exported at 0 from the start (a labelled counter has no series until its first increase):
   // dashboards show 0, not "no data", and rate() sees the first refund.
-  for (const reason of ["requested", "idle"]) metrics.batchRefunds.inc({ reason }, 0);
+  for (const reason of ["requested", "idle"]) {
+    metrics.batchRefunds.inc({ reason }, 0);
+    metrics.batchRefundGas.inc({ reason }, 0);
+    metrics.batchRefundFees.inc({ reason }, 0);
+  }
   return metrics;
 }

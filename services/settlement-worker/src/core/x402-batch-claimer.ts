@@ -107,7 +107,8 @@ export interface ClaimerObserver {
   unclaimed(amount: bigint, unconfirmedChannels: number): void;
   claimed(vouchers: number, reason: ClaimReason): void;
   settled(): void;
-  refunded(kind: "idle" | "requested"): void;
+  /** A refund transaction of ours was mined (its gas is counted from its receipt). */
+  refunded(kind: "idle" | "requested", transaction: string): void;
   failed(operation: "claim" | "settle" | "refund" | "pass", err: unknown): void;
   /** Events journaled from an open intent's logs (a crash or failure had left them out). */
   recovered?(events: number): void;
@@ -344,7 +345,7 @@ export function createClaimer(
         );
         if (refunded) {
           result.refund = { channel, transaction: refunded.transaction };
-          observe.refunded("idle");
+          observe.refunded("idle", refunded.transaction);
         }
       } catch (err) {
         observe.failed("refund", err);

@@ -20,6 +20,8 @@ import {
 } from "./x402-batch-claims.ts";
 
 const NO_BALANCE = "invalid_batch_settlement_evm_refund_no_balance";
+/** Tollgate's code (payment-verifier's too): one refund per channel per deposit. */
+const ALREADY_REFUNDED = "invalid_batch_settlement_evm_refund_already_sent";
 
 export interface RequestedRefundDeps {
   ports: {
@@ -28,7 +30,7 @@ export interface RequestedRefundDeps {
     refunds: RefundRequests;
   };
   observe: {
-    refunded(kind: "requested"): void;
+    refunded(kind: "requested", transaction: string): void;
     failed(operation: "refund", err: unknown): void;
   };
   now: () => number;
@@ -87,9 +89,54 @@ export function requestedRefunds(d: RequestedRefundDeps) {
       await d.ports.refunds.complete(channel, outcome, { kind: "unlock" }, d.now());
       return undefined;
     }
-    const taken = await d.ports.refunds.take(channel, request.id, d.now());
+    const took = await d.ports.refunds.take(channel, request.id, d.now(), chain, plan.amount);
+    if (took.kind === "refunded" && took.mark.id === request.id) {
+      // This request's own refund, sent on an earlier pass whose outcome was unknown, landed: answer
+      // it (its transaction is journaled from the chain by the open intent) and send nothing again.
+      const charged = BigInt(c.chargedCumulativeAmount);
+      const outcome: RefundOutcome = {
+        ...base,
+        ok: true,
+        transaction: "",
+        amount: took.mark.amount,
+        channelState: {
+          channelId: channel,
+          balance: String(chain.balance),
+          totalClaimed: String(chain.totalClaimed),
+          withdrawRequestedAt: 0,
+          refundNonce: String(chain.refundNonce),
+          chargedCumulativeAmount: String(charged),
+        },
+      };
+      const after: RecordAfter =
+        chain.balance <= charged
+          ? { kind: "delete" }
+          : {
+              kind: "update",
+              balance: chain.balance,
+              totalClaimed: chain.totalClaimed,
+              refundNonce: chain.refundNonce,
+            };
+      await d.ports.refunds.complete(channel, outcome, after, d.now());
+      return undefined;
+    }
+    if (took.kind === "refunded") {
+      // A refund of this deposit landed already (its answer lost, or the record behind the chain):
+      // one per deposit, so nothing is sent.
+      const outcome: RefundOutcome = {
+        ...base,
+        ok: false,
+        errorReason: ALREADY_REFUNDED,
+        errorMessage: `this channel's deposit was refunded already (request ${took.mark.id}); one refund per deposit`,
+        transaction: "",
+      };
+      await d.ports.refunds.complete(channel, outcome, { kind: "unlock" }, d.now());
+      return undefined;
+    }
     // Gone (the lock lapsed): nothing is sent; its Settle answered (or will answer) 503.
-    if (!taken || taken.chargedCumulativeAmount !== c.chargedCumulativeAmount) return undefined;
+    if (took.kind === "gone" || took.record.chargedCumulativeAmount !== c.chargedCumulativeAmount)
+      return undefined;
+    const taken = took.record;
     const reason = "refund: requested by the payer";
     const { balance: before, refundNonce: nonce } = chain;
     return d.send(channel, payers, reason, async () => {
@@ -156,7 +203,7 @@ export function requestedRefunds(d: RequestedRefundDeps) {
           ? { kind: "delete" }
           : { kind: "update", balance, totalClaimed: charged, refundNonce };
       await d.ports.refunds.complete(channel, outcome, after, d.now());
-      d.observe.refunded("requested");
+      d.observe.refunded("requested", sent.transaction);
       await d.record(sent.transaction, payers, reason, out, request.requestId);
       return { channel, transaction: sent.transaction };
     });
