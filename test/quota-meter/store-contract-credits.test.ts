@@ -149,8 +149,11 @@ describe.each(stores)("credits contract: %s", (_name, open) => {
     // Shown: the balance with what the lease still holds (10 drawn, 3 used).
     expect(await store.readCredits(a.accountId)).toBe(90 * PRICE);
     expect(await store.readShownCredits(a.accountId)).toBe(97 * PRICE);
+    // The operator's account show lists it open; returned, it is gone.
+    expect(await store.openCreditLeases(a.accountId)).toEqual([{ id, amount: 10 * PRICE, used: 3 * PRICE }]);
     expect(await store.returnCreditLease(id, 7 * PRICE)).toBe(true);
     expect(await store.returnCreditLease(id, 7 * PRICE)).toBe(false);
+    expect(await store.openCreditLeases(a.accountId)).toEqual([]);
     expect(await store.readCredits(a.accountId)).toBe(97 * PRICE);
     // A return claiming more than the lease has left after its use gets only what is left.
     const over = randomUUID();

@@ -18,10 +18,11 @@ import { type CreditDraws, creditLedger, foldDraws } from "./credit-ledger.ts";
 import type { QuotaTables } from "./schema.ts";
 
 type Db = Kysely<QuotaTables>;
-type AccountRow = Omit<QuotaTables["accounts"], "credits_only"> & {
+type AccountRow = Omit<QuotaTables["accounts"], "credits_only" | "sign_up_pending"> & {
   created_at: Date;
   updated_at: Date;
   credits_only: boolean;
+  sign_up_pending: boolean;
 };
 
 const iso = (d: Date | null | undefined): string => (d ? d.toISOString() : "");
@@ -38,6 +39,7 @@ function account(row: Pick<AccountRow, keyof AccountRow>): AccountRecord {
     plan: isPlanName(row.plan) ? row.plan : "standard",
     createdAt: iso(row.created_at),
     creditsOnly: row.credits_only === true,
+    signUpPending: row.sign_up_pending === true,
   };
 }
 
@@ -52,6 +54,7 @@ function accountRow(a: AccountRecord) {
     burst_per_second: a.burstPerSecond,
     plan: a.plan,
     credits_only: a.creditsOnly === true,
+    sign_up_pending: a.signUpPending === true,
     created_at: a.createdAt,
     updated_at: a.createdAt,
   };
@@ -147,6 +150,43 @@ export function createRecords(db: Db) {
       });
     },
 
+    /**
+     * A sign-up of a wallet whose account a top-up made: the account joins `plan` (the free plan's
+     * figures, no longer credits only), once, serialized per address as the first sign-in is.
+     * Undefined when the wallet's account is not waiting for a sign-up (any more).
+     */
+    async joinPlanAtSignUp(
+      address: string,
+      plan: Pick<AccountRecord, "plan" | "dailyLimit" | "monthlyLimit" | "burstPerSecond">,
+      at: string,
+      andThen: (a: AccountRecord) => Promise<void>,
+    ): Promise<AccountRecord | undefined> {
+      return transact(async (tx) => {
+        await sql`select pg_advisory_xact_lock(hashtext(${`wallet:${address}`}))`.execute(tx);
+        const row = await tx
+          .updateTable("accounts")
+          .set({
+            plan: plan.plan,
+            daily_limit: plan.dailyLimit,
+            monthly_limit: plan.monthlyLimit,
+            burst_per_second: plan.burstPerSecond,
+            credits_only: false,
+            sign_up_pending: false,
+            updated_at: at,
+          })
+          .where("sign_up_pending", "=", true)
+          .where("id", "in", (eb) =>
+            eb.selectFrom("account_wallets").select("account_id").where("address", "=", address),
+          )
+          .returningAll()
+          .executeTakeFirst();
+        if (!row) return undefined;
+        const joined = account(row as AccountRow);
+        await andThen(joined);
+        return joined;
+      });
+    },
+
     /** The account's per-day totals from `fromDay` on (inclusive), from the rollups. */
     async accountUsage(accountId: string, fromDay: string): Promise<UsageTotal[]> {
       const rows = await db
@@ -181,6 +221,7 @@ export function createRecords(db: Db) {
             ...(patch.burstPerSecond !== undefined ? { burst_per_second: patch.burstPerSecond } : {}),
             ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
             ...(patch.creditsOnly !== undefined ? { credits_only: patch.creditsOnly } : {}),
+            ...(patch.signUpPending !== undefined ? { sign_up_pending: patch.signUpPending } : {}),
           })
           .where("id", "=", id)
           .returningAll()

@@ -12,6 +12,7 @@ import {
   type Decision,
   type KeyRecord,
   type LeaseReturn,
+  type OpenCreditLease,
   type QuotaStore,
   type Refund,
   type UsageOutcome,
@@ -383,6 +384,14 @@ export class MemoryStore implements QuotaStore {
     for (const l of this.#creditLeases.values())
       if (l.accountId === accountId) held += Math.max(0, l.amount - l.used);
     return (this.#credits.get(accountId) ?? 0) + held;
+  }
+
+  /** RedisStore.openCreditLeases's twin. */
+  async openCreditLeases(accountId: string): Promise<OpenCreditLease[]> {
+    return [...this.#creditLeases]
+      .filter(([, l]) => l.accountId === accountId)
+      .map(([id, l]) => ({ id, amount: l.amount, used: l.used }))
+      .sort((a, b) => a.id.localeCompare(b.id));
   }
 
   /** usage-max.lua's twin. */
