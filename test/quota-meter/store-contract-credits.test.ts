@@ -60,10 +60,13 @@ describe.each(stores)("credits contract: %s", (_name, open) => {
     });
     await credit(a.accountId, PRICE);
     const paid = await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE));
+    // No plan windows apply: none is reported (the gateway sends no X-Quota-* for it).
     expect(paid).toMatchObject({
       decision: "allow",
       units: 1,
       dayUsed: 0,
+      dayLimit: 0,
+      monthLimit: 0,
       credits: { drawn: PRICE, remaining: 0 },
     });
     expect(await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE))).toMatchObject({

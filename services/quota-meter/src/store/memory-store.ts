@@ -219,6 +219,9 @@ export class MemoryStore implements QuotaStore {
       return { ...base, ...counts, units, decision: "allow", credits };
     };
     if (account.creditsOnly) {
+      // No plan windows apply: the answer carries no window values (no X-Quota-* headers).
+      counts.dayLimit = 0;
+      counts.monthLimit = 0;
       if (!this.#burstAllows(account, q.defaultBurst, now)) {
         return { ...base, ...counts, units: 0, decision: "rate_limited" };
       }
