@@ -38,6 +38,10 @@ export const creditCommands: Record<string, Command> = {
     const adjustmentId = flags.id ?? newAdjustmentId();
     return () =>
       withQuotaAdmin(async (admin) => {
+        // Before the call: if its answer is lost, this id is how the operator retries it safely.
+        process.stderr.write(
+          `tollgate: adjustment ${adjustmentId} (if no answer comes, run again with --id ${adjustmentId}: applied once)\n`,
+        );
         const done = await admin.adjustCredits({ accountId, amount: atomic, reason, operator, adjustmentId });
         return {
           account_id: accountId,
