@@ -16,6 +16,7 @@ import {
 } from "../store/types.ts";
 import { type CreditDraws, creditLedger, foldDraws } from "./credit-ledger.ts";
 import type { QuotaTables } from "./schema.ts";
+import { signUps } from "./sign-ups.ts";
 
 type Db = Kysely<QuotaTables>;
 type AccountRow = Omit<QuotaTables["accounts"], "credits_only" | "sign_up_pending"> & {
@@ -110,6 +111,7 @@ export function createRecords(db: Db) {
 
   return {
     ...creditLedger(db),
+    ...signUps(db, (row) => account(row as AccountRow)),
     async createAccount(a: AccountRecord, andThen: () => Promise<void>): Promise<void> {
       await transact(async (tx) => {
         await tx.insertInto("accounts").values(accountRow(a)).execute();
@@ -147,43 +149,6 @@ export function createRecords(db: Db) {
           .execute();
         await andThen(create);
         return { account: create, created: true };
-      });
-    },
-
-    /**
-     * A sign-up of a wallet whose account a top-up made: the account joins `plan` (the free plan's
-     * figures, no longer credits only), once, serialized per address as the first sign-in is.
-     * Undefined when the wallet's account is not waiting for a sign-up (any more).
-     */
-    async joinPlanAtSignUp(
-      address: string,
-      plan: Pick<AccountRecord, "plan" | "dailyLimit" | "monthlyLimit" | "burstPerSecond">,
-      at: string,
-      andThen: (a: AccountRecord) => Promise<void>,
-    ): Promise<AccountRecord | undefined> {
-      return transact(async (tx) => {
-        await sql`select pg_advisory_xact_lock(hashtext(${`wallet:${address}`}))`.execute(tx);
-        const row = await tx
-          .updateTable("accounts")
-          .set({
-            plan: plan.plan,
-            daily_limit: plan.dailyLimit,
-            monthly_limit: plan.monthlyLimit,
-            burst_per_second: plan.burstPerSecond,
-            credits_only: false,
-            sign_up_pending: false,
-            updated_at: at,
-          })
-          .where("sign_up_pending", "=", true)
-          .where("id", "in", (eb) =>
-            eb.selectFrom("account_wallets").select("account_id").where("address", "=", address),
-          )
-          .returningAll()
-          .executeTakeFirst();
-        if (!row) return undefined;
-        const joined = account(row as AccountRow);
-        await andThen(joined);
-        return joined;
       });
     },
 
