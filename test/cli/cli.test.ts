@@ -86,7 +86,10 @@ describe("pnpm tollgate (operator CLI)", () => {
     });
 
     const shown = await tollgate(["account", "show", id]);
-    expect(JSON.parse(shown.stdout)).toEqual(created);
+    expect(JSON.parse(shown.stdout)).toEqual({
+      ...created,
+      credits: { balance: 0, balance_usdc: "0", ledger_balance: 0, open_leases: [] },
+    });
 
     const updated = await tollgate(["account", "update", id, "--status", "suspended", "--burst", "10"]);
     expect(JSON.parse(updated.stdout).account).toMatchObject({ status: "suspended", burst_per_second: 10 });
@@ -176,4 +179,42 @@ describe("pnpm tollgate (operator CLI)", () => {
     expect(help.stdout).toContain("quickstart");
     // About twenty CLI processes, each loading its sources: minutes on a loaded 2-core machine.
   }, 180_000);
+
+  it("account show lists the credit leases open on the account and what they still hold", async () => {
+    const id = JSON.parse(
+      (await tollgate(["account", "create", "--name", "Leases", "--credits-only", "yes"])).stdout,
+    ).account.id;
+    const granted = await tollgate([
+      "credits",
+      "adjust",
+      id,
+      "+1",
+      "--reason",
+      "test grant",
+      "--operator",
+      "ci",
+    ]);
+    expect(granted.code, granted.stderr).toBe(0);
+    const apiKey = JSON.parse((await tollgate(["key", "create", id])).stdout).api_key;
+    // A gateway's Authorize of a lease of 10 calls at 0.001: a credit lease of 10,000 atomic units.
+    const lease = await qm.meter.raw.call("Authorize", {
+      requestId: "req-lease",
+      apiKey,
+      endpoint: "/api/chain/block-number",
+      network: "ethereum",
+      leaseUnits: 10,
+      authorizationId: "lease-cli-1",
+      priceAtomic: 1_000,
+    });
+    expect(lease).toMatchObject({ decision: "DECISION_ALLOW" });
+    const shown = JSON.parse((await tollgate(["account", "show", id])).stdout);
+    const held = lease.credits?.drawn ?? 0;
+    expect(held).toBeGreaterThan(0);
+    expect(shown.credits).toEqual({
+      balance: 1_000_000,
+      balance_usdc: "1",
+      ledger_balance: 1_000_000,
+      open_leases: [{ id: "lease-cli-1", amount: held, used: 0, held }],
+    });
+  });
 });

@@ -1,5 +1,8 @@
+import { randomUUID } from "node:crypto";
+import { contracts, createClient } from "@tollgate/platform";
 import { createSiweMessage } from "viem/siwe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GATEWAY_TOKEN } from "../support/mesh.ts";
 import { startTestDashboard, type TestDashboard, Wallet } from "./support.ts";
 
 // The dashboard's JSON API against a real quota-meter, Redis and PostgreSQL: wallets sign in
@@ -273,6 +276,69 @@ describe("sign-up rate limit", () => {
       expect(elsewhere.status).toBe(200);
       expect(elsewhere.body.data.created).toBe(true);
     } finally {
+      await limited.stop();
+    }
+  });
+
+  it("a wallet whose account a credits top-up made signs in at any time, but joins the free plan only as a sign-up the allowance has room for (issue 40)", async () => {
+    const limited = await dash.another({
+      signUpsPerHour: 1,
+      trustProxy: 1,
+      redisPrefix: `${dash.prefix}su2:`,
+    });
+    // The gateway's CreditTopUp for a wallet without an account (a stand-in for a settled payment:
+    // buying for real is credits-top-up-sign-up.test.ts, on the mesh).
+    const credits = createClient(
+      contracts.quotaMeter().CreditService,
+      `127.0.0.1:${dash.meter.handle.grpcPort}`,
+      {
+        service: "quota-meter",
+        token: GATEWAY_TOKEN,
+        defaultDeadlineMs: 10_000,
+      },
+    );
+    try {
+      const from = (ip: string, wallet: Wallet) => {
+        wallet.headers = { "x-forwarded-for": ip };
+        return wallet;
+      };
+      const buyer = new Wallet(limited.url);
+      const topUp = await credits.call("CreditTopUp", {
+        apiKey: "",
+        wallet: buyer.account.address,
+        amount: 1_000_000,
+        cause: `test-settlement:${randomUUID()}`,
+        scheme: "exact",
+        paymentNetwork: "eip155:84532",
+        transaction: "",
+      });
+      expect(topUp).toMatchObject({ accountCreated: true, credited: true });
+      // 203.0.113.70 spends its one sign-up of the hour on a new wallet.
+      expect((await from("203.0.113.70", new Wallet(limited.url)).signIn()).body.data.created).toBe(true);
+      // The buyer signs in from there: its account exists, so no refusal; no room for a sign-up,
+      // so it stays credits only.
+      const held = from("203.0.113.70", buyer);
+      const signedIn = await held.signIn();
+      expect(signedIn.status).toBe(200);
+      expect(signedIn.headers.get("retry-after")).toBeNull();
+      expect(signedIn.body.data).toMatchObject({ account: { id: topUp.accountId }, created: false });
+      expect((await held.call("GET", "/credits")).body.data).toMatchObject({
+        credits_only: true,
+        balance_usdc: "1",
+      });
+      // From an address with room: this sign-in is its sign-up (counted), and the account joins the
+      // free plan with its credits.
+      const joined = from("198.51.100.70", new Wallet(limited.url, buyer.account));
+      expect((await joined.signIn()).status).toBe(200);
+      expect((await joined.call("GET", "/credits")).body.data).toMatchObject({
+        credits_only: false,
+        balance_usdc: "1",
+      });
+      expect((await joined.call("GET", "/usage")).body.data.plan.name).toBe("free");
+      // That address's one sign-up of the hour is spent by it: a new wallet from there is refused.
+      expect((await from("198.51.100.70", new Wallet(limited.url)).signIn()).status).toBe(429);
+    } finally {
+      credits.close();
       await limited.stop();
     }
   });

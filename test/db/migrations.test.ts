@@ -98,6 +98,7 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
         "0002_wallets",
         "0003_account_plans",
         "0004_credits",
+        "0005_credit_adjustments",
       ]);
       expect(await migrate(database.db, LEDGER)).toEqual(["0001_ledger", "0002_released_calls"]);
       // Replicas starting together, and the operator's `pnpm migrate`, find nothing to do.
@@ -196,6 +197,50 @@ describe.each([["embedded PGlite (pglite-socket)"], ["PostgreSQL 15 (the machine
       // A top-up after it is owed to g2.
       const later = await records.topUp({ ...topUp, cause: `${topUp.cause}-2` });
       expect(later?.entry.generation).toBe(g2);
+
+      // An operator's deduct (0005): once per id, owed to g2, in the balance, the seed and the movements.
+      const adjustment = {
+        accountId: account.id,
+        amount: -2_000,
+        cause: `adj_${randomBytes(16).toString("hex")}`,
+        operator: "ops",
+        reason: "incident",
+      };
+      const adjusted = await records.adjust(adjustment, async () => 1_992_000);
+      expect(adjusted).toMatchObject({
+        row: { entry: { delta: -2_000, generation: g2 }, operator: "ops", reason: "incident" },
+        fresh: true,
+        owed: true,
+      });
+      expect(await records.adjust(adjustment, async () => 0)).toMatchObject({ fresh: false });
+      expect(await records.adjust({ ...adjustment, amount: -1 }, async () => 1e9)).toEqual({
+        refused: "id_used",
+      });
+      expect(
+        await records.adjust(
+          { ...adjustment, cause: `${adjustment.cause.slice(0, -1)}0`, amount: -5 },
+          async () => 4,
+        ),
+      ).toEqual({
+        refused: "short",
+        balance: 4,
+      });
+      expect(await records.owedCredits(100)).toContainEqual({
+        cause: adjustment.cause,
+        accountId: account.id,
+        delta: -2_000,
+        generation: g2,
+      });
+      expect(await records.creditBalance(account.id)).toBe(1_990_000);
+      const kinds = (await records.creditMovements(account.id, day)).map((m) => [m.kind, m.amount]);
+      expect(kinds.sort()).toEqual(
+        [
+          ["adjustment", -2_000],
+          ["draws", -8_000],
+          ["top_up", 1_000_000],
+          ["top_up", 1_000_000],
+        ].sort(),
+      );
     });
 
     it("runs the services' own queries: records, rollups folded once, the ledger once", async () => {

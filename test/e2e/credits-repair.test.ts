@@ -168,7 +168,8 @@ describe("a settled top-up the gateway could not credit (stand-in: its link to q
         .catch(() => undefined);
       return found && (await creditsOf(found.id)) > 0n ? found : undefined;
     });
-    expect(account.plan).toBe("free");
+    // Made by the top-up: credits only, no plan volume (issue 40).
+    expect(account).toMatchObject({ creditsOnly: true });
     expect(await creditsOf(account.id)).toBe(ONE);
     expect(await repaired()).toBe(before + 1);
     // Redelivered or not, the stream credits it once: the balance stays.

@@ -206,7 +206,7 @@ describe("a top-up paid with a channel's credential", () => {
 });
 
 describe("topping up 1 USDC with x402 exact (official @x402/fetch)", () => {
-  it("a new wallet: payTo +1,000,000 exactly, an account made on the free plan holding exactly 1,000,000; the same payment again is refused and credits nothing", async () => {
+  it("a new wallet: payTo +1,000,000 exactly, a credits-only account made holding exactly 1,000,000 (no plan volume); the same payment again is refused and credits nothing", async () => {
     const payer = await freshWallet("payer3", 3n * ONE);
     expect(await walletAccount(payer.address)).toBeUndefined();
     const payTo = await usdcBalance(chain, devnet, PAY_TO);
@@ -230,7 +230,7 @@ describe("topping up 1 USDC with x402 exact (official @x402/fetch)", () => {
     expect(await usdcBalance(chain, devnet, PAY_TO)).toBe(payTo + ONE);
     expect(await usdcBalance(chain, devnet, payer.address)).toBe(2n * ONE);
     const account = await walletAccount(payer.address);
-    expect(account).toMatchObject({ id: a.body.data.account_id, plan: "free" });
+    expect(account).toMatchObject({ id: a.body.data.account_id, creditsOnly: true });
     expect(await creditsOf(a.body.data.account_id)).toBe(ONE);
 
     // The client's own PAYMENT-SIGNATURE sent again: used, refused, nothing credited or moved.

@@ -203,7 +203,7 @@ describe("sign-in-with-x through the gateway", () => {
 
   it("draws a credits-only account's credits, shows the balance left, and answers 402 insufficient_credits when they run out", async () => {
     // A wallet of its own buys 1 USDC of credits with the official @x402/fetch client, no key: the
-    // top-up makes the wallet's account, which is then put on credits only.
+    // top-up makes the wallet's account, credits only (buying credits gives no plan volume).
     const key = await fundedWallet(1_000_000n);
     const account = privateKeyToAccount(key);
     const bought = await x402PayerOfKey(devnet, key).fetch(`${mesh.gatewayUrl}/api/credits?amount=1`, {
@@ -214,7 +214,7 @@ describe("sign-in-with-x through the gateway", () => {
     expect(topUp).toMatchObject({ credit: "credited", balance_usdc: "1", account_created: true });
     expect(await usdcBalance(chain, devnet, account.address)).toBe(0n);
     const accountId = topUp.account_id;
-    await updateAccount(accountId, { creditsOnly: true, burst: SUITE_BURST });
+    await updateAccount(accountId, { burst: SUITE_BURST });
     const at = { stateDir: mesh.stateDir, quotaMeterAddr: mesh.quotaMeterAddr };
 
     // A key of the same account spends all but two calls' worth (998 calls at 0.001).

@@ -7,8 +7,8 @@
  *    (`POST /api/credits?amount=1`, the key sent beside the payment).
  * 3. The key's first call of the day is on the plan; the next ones are paid from the credits
  *    (X-Credits-Remaining counts down).
- * 4. payer2 buys 1 USDC of credits for its own wallet (no key: the top-up makes it an account), the
- *    operator makes that account credits-only, and payer2 spends them with sign-in-with-x: each call
+ * 4. payer2 buys 1 USDC of credits for its own wallet (no key: the top-up makes it an account, credits
+ *    only: buying credits gives no plan volume), and payer2 spends them with sign-in-with-x: each call
  *    signs a fresh proof of the 402's challenge (official @x402/extensions client), no key, no payment.
  */
 import { readFileSync } from "node:fs";
@@ -72,8 +72,8 @@ const toppedUp = await wrapFetchWithPayment(fetch, own)(`${gateway}/api/credits?
 });
 const topUp = ((await toppedUp.json()) as { data: { account_id: string | null } }).data;
 console.log("wallet top-up", toppedUp.status, JSON.stringify(topUp));
-// Its account is on the free plan; credits-only, its calls draw the credits (as the operator may set).
-if (topUp.account_id) await admin.updateAccount({ accountId: topUp.account_id, creditsOnly: true });
+// The account its top-up made is credits only (no plan volume until a dashboard sign-up): its calls
+// draw the credits from the first.
 admin.close();
 const signedIn = wrapFetchWithSIWx(fetch, wallet);
 for (let i = 0; i < 2; i++) {

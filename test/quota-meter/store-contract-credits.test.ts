@@ -60,10 +60,13 @@ describe.each(stores)("credits contract: %s", (_name, open) => {
     });
     await credit(a.accountId, PRICE);
     const paid = await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE));
+    // No plan windows apply: none is reported (the gateway sends no X-Quota-* for it).
     expect(paid).toMatchObject({
       decision: "allow",
       units: 1,
       dayUsed: 0,
+      dayLimit: 0,
+      monthLimit: 0,
       credits: { drawn: PRICE, remaining: 0 },
     });
     expect(await store.authorize(at(now, a.keyHash, 50, 1, "", PRICE))).toMatchObject({
@@ -183,8 +186,11 @@ describe.each(stores)("credits contract: %s", (_name, open) => {
     // Shown: the balance with what the lease still holds (10 drawn, 3 used).
     expect(await store.readCredits(a.accountId)).toBe(90 * PRICE);
     expect(await store.readShownCredits(a.accountId)).toBe(97 * PRICE);
+    // The operator's account show lists it open; returned, it is gone.
+    expect(await store.openCreditLeases(a.accountId)).toEqual([{ id, amount: 10 * PRICE, used: 3 * PRICE }]);
     expect(await store.returnCreditLease(id, 7 * PRICE)).toBe(true);
     expect(await store.returnCreditLease(id, 7 * PRICE)).toBe(false);
+    expect(await store.openCreditLeases(a.accountId)).toEqual([]);
     expect(await store.readCredits(a.accountId)).toBe(97 * PRICE);
     // A return claiming more than the lease has left after its use gets only what is left.
     const over = randomUUID();

@@ -54,13 +54,13 @@ export async function creditBalance(mesh: MeshAt, accountId: string): Promise<nu
   }
 }
 
-/** An account's balance as the ledger in PostgreSQL holds it (top-ups − draws + refunds, atomic units). */
+/** An account's balance as the ledger in PostgreSQL holds it (top-ups − draws + refunds ± adjustments, atomic units). */
 export async function ledgerBalance(databaseUrl: string, accountId: string): Promise<number> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
     const r = await db.query(
-      "select coalesce(sum(case when kind = 'draw' then -amount else amount end), 0)::bigint as b from credit_ledger where account_id = $1",
+      "select coalesce(sum(case when kind in ('draw', 'deduct') then -amount else amount end), 0)::bigint as b from credit_ledger where account_id = $1",
       [accountId],
     );
     return Number(r.rows[0].b);

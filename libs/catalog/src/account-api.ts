@@ -233,7 +233,7 @@ export const ACCOUNT_API = {
     path: path("/sign-in"),
     summary: "Finish a wallet sign-in",
     description:
-      "Verifies the signed message (EOA signatures, and EIP-1271 / ERC-6492 smart wallets against the chain), uses up its nonce, and starts a session (HttpOnly, SameSite=Strict cookie). The first sign-in of an address creates its account on the free plan (see plans) while sign-up is open; each client address may make a limited number of accounts an hour (the dashboard's `SIGN_UPS_PER_HOUR`; past it, 429 `rate_limited` with `Retry-After`). A wallet that already has an account is never held back.",
+      "Verifies the signed message (EOA signatures, and EIP-1271 / ERC-6492 smart wallets against the chain), uses up its nonce, and starts a session (HttpOnly, SameSite=Strict cookie). The first sign-in of an address creates its account on the free plan (see plans) while sign-up is open; each client address may make a limited number of accounts an hour (the dashboard's `SIGN_UPS_PER_HOUR`; past it, 429 `rate_limited` with `Retry-After`). A wallet that already has an account is never held back; one whose account a credits top-up made (credits only) joins the free plan at its first sign-in sign-up allows (counted as a sign-up), else stays credits only.",
     session: false,
     body: z.object({
       message: z.string().min(1).max(4096).describe("The message exactly as returned by nonce."),

@@ -60,9 +60,10 @@ const topUpData = z.object({
   balance_usdc: usdc
     .nullable()
     .meta({ description: "The account's balance after the top-up; null while pending." }),
-  account_created: z
-    .boolean()
-    .meta({ description: "The paying wallet had no account: this top-up made one, on the free plan." }),
+  account_created: z.boolean().meta({
+    description:
+      "The paying wallet had no account: this top-up made one, credits only (no plan volume; a dashboard sign-up moves it to the free plan).",
+  }),
 });
 
 const topUpQuery = z.strictObject({
@@ -85,7 +86,7 @@ export const CREDITS_ENDPOINT = {
   path: CREDITS_PATH,
   price: CREDIT_TOP_UPS[0],
   summary: "Buy prepaid credits",
-  description: `Answers 402 with offers for \`amount\` USDC (x402 \`exact\`, MPP \`charge\`); paid, the settled amount is credited to the account bound to the paying wallet (made on the free plan when new) or, with an API key (\`Authorization: Bearer\`, or \`X-Api-Key\` beside an MPP credential), to that key's account. API-key calls draw their price from the credits once the plan's windows are spent. No node call.`,
+  description: `Answers 402 with offers for \`amount\` USDC (x402 \`exact\`, MPP \`charge\`); paid, the settled amount is credited to the account bound to the paying wallet (made when new, credits only: a dashboard sign-up gives the free plan) or, with an API key (\`Authorization: Bearer\`, or \`X-Api-Key\` beside an MPP credential), to that key's account. API-key calls draw their price from the credits once the plan's windows are spent. No node call.`,
   networks: [],
   params: { query: topUpQuery },
   data: topUpData,

@@ -196,10 +196,19 @@ export function accountRouter(deps: ApiDeps): express.Router {
     }
   };
 
+  /** Counts a sign-up of this client address: the seconds to wait past SIGN_UPS_PER_HOUR, else 0. */
+  const signUpWait = async (ip: string) => {
+    if (deps.signUpsPerHour <= 0) return 0;
+    const { count, resetMs } = await deps.kv.hit(`rate:signup:${clientKey(ip)}`, HOUR_MS);
+    return count <= deps.signUpsPerHour ? 0 : Math.max(1, Math.ceil(resetMs / 1000));
+  };
+
   /**
    * The wallet's account. A returning wallet is one call and never limited. A new one needs sign-up
    * open and room in its client address's allowance of new accounts an hour: a wallet costs nothing
-   * to make, and each new account gets the free plan (issue 34).
+   * to make, and each new account gets the free plan (issue 34). A wallet whose account a credits
+   * top-up made (credits only, issue 40) signs in at any time; its first sign-in the policy allows
+   * is its sign-up, counted as one, and moves it to the free plan; until then it stays credits only.
    */
   const accountOf = async (address: string, ip: string, res: Response) => {
     const found = await quota.resolve(address, false).catch((err: unknown) => {
@@ -207,16 +216,17 @@ export function accountRouter(deps: ApiDeps): express.Router {
       if (e.code === "not_found") return undefined;
       throw e;
     });
-    if (found) return found;
+    if (found) {
+      if (!found.signUpPending || !deps.signUpOpen || (await signUpWait(ip)) > 0) return found;
+      return quota.resolve(address, true);
+    }
     if (!deps.signUpOpen)
       throw new ApiError("sign_up_closed", "sign-up is closed: this address has no account");
-    if (deps.signUpsPerHour > 0) {
-      await limitRate(
-        "signup",
-        ip,
-        HOUR_MS,
-        deps.signUpsPerHour,
-        res,
+    const wait = await signUpWait(ip);
+    if (wait > 0) {
+      res.setHeader("Retry-After", String(wait));
+      throw new ApiError(
+        "rate_limited",
         `at most ${deps.signUpsPerHour} new accounts an hour from one address: retry after the Retry-After seconds (a wallet that already has an account signs in at any time)`,
       );
     }

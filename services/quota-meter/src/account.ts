@@ -93,7 +93,24 @@ export function createAccountHandlers(deps: AccountDeps): Record<string, UnaryHa
           { accountId: found.account.id, plan: found.account.plan },
           "account created at sign-in",
         );
-      return { account: toAccount(found.account), created: found.created, address };
+      // A top-up made this wallet's account credits only; its sign-up (the caller applied the
+      // sign-up policy) moves it to the free plan, once.
+      const joined =
+        req.create && found.account.signUpPending
+          ? await records.joinPlanAtSignUp(address, { ...deps.plans.free, plan: "free" }, ops.nowIso(), (a) =>
+              store.createAccount(a),
+            )
+          : undefined;
+      if (joined)
+        deps.logger.info({ accountId: joined.id }, "top-up account joined the free plan at sign-up");
+      const account = joined ?? found.account;
+      return {
+        account: toAccount(account),
+        created: found.created,
+        address,
+        signUpPending: account.signUpPending === true,
+        joinedFreePlan: joined !== undefined,
+      };
     },
 
     async ListOwnKeys(req: ListOwnKeysRequest__Output) {

@@ -1,11 +1,14 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: gRPC call objects are untyped at this boundary
 import { checkOperator, grpc, type UnaryHandler } from "@tollgate/platform";
+import type { AdjustCreditsRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/AdjustCreditsRequest";
 import type { CreateAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/CreateAccountRequest";
 import type { CreateKeyRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/CreateKeyRequest";
 import type { GetAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/GetAccountRequest";
+import type { ListCreditMovementsRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ListCreditMovementsRequest";
 import type { ListKeysRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/ListKeysRequest";
 import type { RevokeKeyRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/RevokeKeyRequest";
 import type { UpdateAccountRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/UpdateAccountRequest";
+import type { Credits } from "./credits.ts";
 import { createKeyOps, fail, type KeyOpsDeps, requireId, toAccount, toApiKey } from "./key-ops.ts";
 import { newAccountId } from "./keys.ts";
 import { type PlanBook, planOf } from "./plans.ts";
@@ -15,6 +18,7 @@ export interface AdminDeps extends KeyOpsDeps {
   operatorToken: string | undefined;
   /** What each plan gives; an account made here joins the standard plan unless told otherwise. */
   plans: PlanBook;
+  credits: Credits;
 }
 
 const MAX_LIMIT = 1e12;
@@ -80,7 +84,19 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
     },
 
     async GetAccount(req: GetAccountRequest__Output) {
-      return { account: toAccount(await mustGetAccount(req.accountId)) };
+      const account = await mustGetAccount(req.accountId);
+      const credits = await deps.credits.accountCredits(account.id);
+      return { account: { ...toAccount(account), credits: Math.max(0, credits.balance) }, credits };
+    },
+
+    async AdjustCredits(req: AdjustCreditsRequest__Output) {
+      const account = await mustGetAccount(req.accountId);
+      return deps.credits.adjust({ ...req, accountId: account.id, amount: Number(req.amount) });
+    },
+
+    async ListCreditMovements(req: ListCreditMovementsRequest__Output) {
+      const account = await mustGetAccount(req.accountId);
+      return deps.credits.movements(account.id, req.days);
     },
 
     async UpdateAccount(req: UpdateAccountRequest__Output) {
@@ -100,6 +116,8 @@ export function createAdminHandlers(deps: AdminDeps): Record<string, UnaryHandle
       if (status !== undefined) patch.status = status;
       const creditsOnly = optional<boolean>(r, "creditsOnly");
       if (creditsOnly !== undefined) patch.creditsOnly = creditsOnly;
+      // The operator set how it pays: a top-up's account no longer waits for a sign-up's free plan.
+      if (plan !== undefined || creditsOnly !== undefined) patch.signUpPending = false;
       const account = await records.updateAccount(
         requireId(req.accountId, "account_id"),
         patch,

@@ -3,7 +3,8 @@
 // written first, then applied to the copy once (store.applyCredits: only to the copy generation
 // the row was written in, once per cause), then marked applied; the sweep applies what a crash or
 // a Redis blip left owed. Draws reach the ledger from the usage stream (rollups.ts, one row per
-// batch and account); top-ups from CreditService.CreditTopUp, once per settlement.
+// batch and account); top-ups from CreditService.CreditTopUp, once per settlement; operators'
+// adjustments from QuotaAdminService.AdjustCredits, once per adjustment id, the same way.
 import type { Logger } from "@tollgate/platform";
 import { grpc } from "@tollgate/platform";
 import type { CreditTopUpRequest__Output } from "@tollgate/platform/generated/tollgate/quota/v1/CreditTopUpRequest";
@@ -26,6 +27,12 @@ const SWEEP_PAGE = 500;
 const WALLET = /^0x[0-9a-fA-F]{40}$/;
 /** A settlement id as the mesh makes them (payment-verifier's): printable, bounded. */
 const CAUSE = /^[\x21-\x7e]{8,200}$/;
+/** An adjustment id as the operator's client makes it (tools/cli: adj_ and 16 random bytes). */
+const ADJUSTMENT_ID = /^adj_[0-9a-f]{32}$/;
+const TEXT = /^\P{Cc}{1,500}$/u;
+const NAME = /^\P{Cc}{1,100}$/u;
+/** 1,000,000 USDC: an adjustment beyond it is a typo (atomic units for USDC), not a correction. */
+const MAX_ADJUSTMENT = 1_000_000_000_000;
 const DEFAULT_DAYS = 30;
 const MAX_DAYS = 366;
 
@@ -63,7 +70,11 @@ export function createCredits(deps: CreditsDeps) {
     }
   }
 
-  /** The account a top-up is for: the key's, or the wallet's (made on the free plan when new). */
+  /**
+   * The account a top-up is for: the key's, or the wallet's. A wallet's new account is credits only
+   * and waits for a sign-up: buying credits gives no plan volume (the free plan comes from a
+   * dashboard sign-up, which applies the sign-up policy: account.ts ResolveWalletAccount).
+   */
   async function creditedAccount(req: Pick<CreditTopUpRequest__Output, "apiKey" | "wallet">) {
     if (req.apiKey) {
       if (!isWellFormedKey(req.apiKey))
@@ -87,6 +98,8 @@ export function createCredits(deps: CreditsDeps) {
       ...deps.plans.free,
       plan: "free" as const,
       createdAt: new Date(deps.now()).toISOString(),
+      creditsOnly: true,
+      signUpPending: true,
     };
     const found = await records.walletAccount(address, fresh, async (a) => {
       await store.createAccount(a);
@@ -122,7 +135,24 @@ export function createCredits(deps: CreditsDeps) {
     return { accountId, balance, credited: recorded.fresh, accountCreated: created };
   }
 
+  /** The balance an account is shown (the copy's with its leases, else the ledger's), its leases. */
+  async function accountCredits(accountId: string) {
+    const ledgerBalance = await records.creditBalance(accountId);
+    const hot = store.isReady()
+      ? await Promise.all([store.readShownCredits(accountId), store.openCreditLeases(accountId)]).catch(
+          () => undefined,
+        )
+      : undefined;
+    return {
+      balance: hot?.[0] ?? ledgerBalance,
+      ledgerBalance,
+      openLeases: hot?.[1] ?? [],
+    };
+  }
+
   return {
+    accountCredits,
+
     async topUp(req: CreditTopUpRequest__Output): Promise<CreditTopUpResponse> {
       if (!(req.amount > 0 && Number.isSafeInteger(req.amount))) {
         fail(
@@ -185,6 +215,99 @@ export function createCredits(deps: CreditsDeps) {
           draws: byDay.get(day)?.draws ?? 0,
           refunds: byDay.get(day)?.refunds ?? 0,
         })),
+      };
+    },
+
+    /**
+     * An operator's adjustment: recorded in the ledger once per id (a deduct only while the shown
+     * balance covers it), then applied to the copy as a top-up is (once, to the generation the row
+     * was written in; the sweep applies it if the copy could not take it now).
+     */
+    async adjust(req: {
+      accountId: string;
+      amount: number;
+      reason: string;
+      operator: string;
+      adjustmentId: string;
+    }) {
+      if (!Number.isSafeInteger(req.amount) || req.amount === 0 || Math.abs(req.amount) > MAX_ADJUSTMENT) {
+        fail(
+          grpc.status.INVALID_ARGUMENT,
+          "invalid_argument",
+          `amount: expected a non-zero number of atomic units, at most ${MAX_ADJUSTMENT} either way`,
+        );
+      }
+      if (!ADJUSTMENT_ID.test(req.adjustmentId))
+        fail(
+          grpc.status.INVALID_ARGUMENT,
+          "invalid_argument",
+          "adjustment_id: expected adj_ and 32 hex digits",
+        );
+      const reason = req.reason.trim();
+      if (!TEXT.test(reason))
+        fail(
+          grpc.status.INVALID_ARGUMENT,
+          "invalid_argument",
+          "reason: expected 1 to 500 printable characters",
+        );
+      const operator = req.operator.trim();
+      if (!NAME.test(operator))
+        fail(
+          grpc.status.INVALID_ARGUMENT,
+          "invalid_argument",
+          "operator: expected 1 to 100 printable characters",
+        );
+      const outcome = await records.adjust(
+        { accountId: req.accountId, amount: req.amount, cause: req.adjustmentId, operator, reason },
+        async () => (await accountCredits(req.accountId)).balance,
+      );
+      if ("refused" in outcome) {
+        if (outcome.refused === "id_used")
+          fail(
+            grpc.status.FAILED_PRECONDITION,
+            "adjustment_id_used",
+            `adjustment ${req.adjustmentId} was made for another account or amount`,
+          );
+        fail(
+          grpc.status.FAILED_PRECONDITION,
+          "insufficient_credits",
+          `the balance is ${outcome.balance} atomic units: taking back ${-req.amount} would leave it below zero`,
+        );
+      }
+      const { row, fresh, owed } = outcome;
+      if (fresh) {
+        logger.info(
+          { accountId: req.accountId, amount: req.amount, operator, reason, adjustmentId: req.adjustmentId },
+          "credits adjusted",
+        );
+      }
+      if (owed) await apply([row.entry]);
+      return {
+        adjustment: {
+          kind: "adjustment",
+          amount: req.amount,
+          at: row.at.toISOString(),
+          day: row.at.toISOString().slice(0, 10),
+          id: req.adjustmentId,
+          operator: row.operator,
+          reason: row.reason,
+        },
+        balance: (await accountCredits(req.accountId)).balance,
+        applied: fresh,
+      };
+    },
+
+    /** The ledger's movements of an account over the last `days` UTC days, newest first. */
+    async movements(accountId: string, days: number) {
+      const count = days > 0 ? Math.min(days, MAX_DAYS) : DEFAULT_DAYS;
+      const from = recentDays(deps.now(), count)[0] ?? "";
+      const [rows, ledgerBalance] = await Promise.all([
+        records.creditMovements(accountId, from),
+        records.creditBalance(accountId),
+      ]);
+      return {
+        movements: rows.map((r) => ({ ...r, at: r.at.toISOString() })),
+        ledgerBalance,
       };
     },
 

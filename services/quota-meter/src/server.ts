@@ -296,6 +296,7 @@ export async function startQuotaMeter(
             logger,
             operatorToken: config.operatorToken,
             plans,
+            credits,
           }),
         },
       ],

@@ -19,10 +19,25 @@ type Flags = {
   cursor?: string;
   "from-block"?: string;
   "to-block"?: string;
+  account?: string;
+  days?: string;
+  reason?: string;
+  operator?: string;
+  id?: string;
 };
 type FlagName = keyof Flags;
 
+/** A negative amount (`credits adjust ID -0.5`) is an argument, not a short option. */
+const NEGATIVE = /^-[0-9]/;
+const HIDDEN = "\u0000";
+
 export function parse(argv: string[]) {
+  const parsed = parseOptions(argv.map((a) => (NEGATIVE.test(a) ? `${HIDDEN}${a}` : a)));
+  const positionals = parsed.positionals.map((a) => (a.startsWith(HIDDEN) ? a.slice(1) : a));
+  return { ...parsed, positionals };
+}
+
+function parseOptions(argv: string[]) {
   try {
     return parseArgs({
       args: argv,
@@ -44,6 +59,11 @@ export function parse(argv: string[]) {
         cursor: { type: "string" },
         "from-block": { type: "string" },
         "to-block": { type: "string" },
+        account: { type: "string" },
+        days: { type: "string" },
+        reason: { type: "string" },
+        operator: { type: "string" },
+        id: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });

@@ -4,6 +4,7 @@
 import { isPlanName, PLAN_NAMES } from "@tollgate/catalog";
 import { type Command, count, parse } from "./args.ts";
 import { accountCommands } from "./commands/accounts.ts";
+import { creditCommands } from "./commands/credits.ts";
 import { keyCommands } from "./commands/keys.ts";
 import { ledgerCommands } from "./commands/ledger.ts";
 import { UsageError } from "./errors.ts";
@@ -12,7 +13,7 @@ const USAGE = `Usage: pnpm tollgate <command>
 
   account create --name NAME [--plan standard|free] [--daily N] [--monthly N] [--burst N]
                  [--credits-only yes|no]
-  account show ACCOUNT_ID
+  account show ACCOUNT_ID        the account, its credit balance and open credit leases
   account update ACCOUNT_ID [--status active|past_due|canceled|suspended] [--plan standard|free]
                  [--daily N] [--monthly N] [--burst N] [--credits-only yes|no]
   key create ACCOUNT_ID          prints the key once; it is never shown again
@@ -20,8 +21,15 @@ const USAGE = `Usage: pnpm tollgate <command>
   key revoke ACCOUNT_ID KEY_ID
   quickstart [--name NAME] [--daily N] [--monthly N] [--burst N]
                                  an account and a key in one go
+  credits adjust ACCOUNT_ID ±AMOUNT --reason TEXT [--operator NAME] [--id ADJ_ID]
+                                 grants (+) or takes back (-) USDC of credits, never below zero:
+                                 an audited ledger entry (who, why, when) under an id made here;
+                                 --id sends a printed id again (applied once)
   ledger list [--payer ADDRESS] [--day YYYY-MM-DD] [--channel ID] [--outcome O] [--limit N] [--cursor C]
                                  settlements, newest first (at least one of payer, day, channel)
+  ledger list --account ACCOUNT_ID [--days N]
+                                 the account's credit movements, newest first: top-ups and
+                                 adjustments one by one, draws by UTC day (default 30 days)
   ledger reconcile --from-block N --to-block N
                                  the ledger against the settlement chain's transfers to the receiver
 
@@ -30,14 +38,21 @@ default 200000 a day, 2000000 a month); a first dashboard sign-in makes one on t
 --plan moves an account to a plan and gives it the plan's figures, but for limits named beside it.
 Limits: 0 means uncapped; omitted limits take the plan's figures.
 Credits: an account whose plan is spent pays from its prepaid credits (POST /api/credits buys them);
---credits-only yes makes it pay every call from them.
+--credits-only yes makes it pay every call from them. A wallet's account made by a top-up is credits
+only until its wallet signs up on the dashboard.
 Environment: QUOTA_METER_ADDR (default 127.0.0.1:50051), SETTLEMENT_WORKER_ADDR (default
 127.0.0.1:50054), OPERATOR_TOKEN or OPERATOR_TOKEN_FILE (default: the file .tollgate/operator-token
-that \`pnpm start\` writes), GATEWAY_URL (for quickstart's example).
+that \`pnpm start\` writes), GATEWAY_URL (for quickstart's example), TOLLGATE_OPERATOR (credits
+adjust's --operator).
 Migrations: \`pnpm migrate\` (each service's own, against DATABASE_URL or the embedded database).
 Output is JSON. Exit codes: 0 ok, 1 failure (or differences found by reconcile), 2 usage.`;
 
-const COMMANDS: Record<string, Command> = { ...accountCommands, ...keyCommands, ...ledgerCommands };
+const COMMANDS: Record<string, Command> = {
+  ...accountCommands,
+  ...keyCommands,
+  ...creditCommands,
+  ...ledgerCommands,
+};
 
 /** Commands of one word; the others are `<group> <action>`. */
 const SINGLE = new Set(["quickstart"]);

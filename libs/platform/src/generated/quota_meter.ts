@@ -2,7 +2,10 @@ import type * as grpc from '@grpc/grpc-js';
 import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { Account as _tollgate_quota_v1_Account, Account__Output as _tollgate_quota_v1_Account__Output } from './tollgate/quota/v1/Account.ts';
+import type { AccountCredits as _tollgate_quota_v1_AccountCredits, AccountCredits__Output as _tollgate_quota_v1_AccountCredits__Output } from './tollgate/quota/v1/AccountCredits.ts';
 import type { AccountServiceClient as _tollgate_quota_v1_AccountServiceClient, AccountServiceDefinition as _tollgate_quota_v1_AccountServiceDefinition } from './tollgate/quota/v1/AccountService.ts';
+import type { AdjustCreditsRequest as _tollgate_quota_v1_AdjustCreditsRequest, AdjustCreditsRequest__Output as _tollgate_quota_v1_AdjustCreditsRequest__Output } from './tollgate/quota/v1/AdjustCreditsRequest.ts';
+import type { AdjustCreditsResponse as _tollgate_quota_v1_AdjustCreditsResponse, AdjustCreditsResponse__Output as _tollgate_quota_v1_AdjustCreditsResponse__Output } from './tollgate/quota/v1/AdjustCreditsResponse.ts';
 import type { ApiKey as _tollgate_quota_v1_ApiKey, ApiKey__Output as _tollgate_quota_v1_ApiKey__Output } from './tollgate/quota/v1/ApiKey.ts';
 import type { AuthorizeRequest as _tollgate_quota_v1_AuthorizeRequest, AuthorizeRequest__Output as _tollgate_quota_v1_AuthorizeRequest__Output } from './tollgate/quota/v1/AuthorizeRequest.ts';
 import type { AuthorizeResponse as _tollgate_quota_v1_AuthorizeResponse, AuthorizeResponse__Output as _tollgate_quota_v1_AuthorizeResponse__Output } from './tollgate/quota/v1/AuthorizeResponse.ts';
@@ -14,6 +17,7 @@ import type { CreateOwnKeyRequest as _tollgate_quota_v1_CreateOwnKeyRequest, Cre
 import type { CreateOwnKeyResponse as _tollgate_quota_v1_CreateOwnKeyResponse, CreateOwnKeyResponse__Output as _tollgate_quota_v1_CreateOwnKeyResponse__Output } from './tollgate/quota/v1/CreateOwnKeyResponse.ts';
 import type { CreditDay as _tollgate_quota_v1_CreditDay, CreditDay__Output as _tollgate_quota_v1_CreditDay__Output } from './tollgate/quota/v1/CreditDay.ts';
 import type { CreditDraw as _tollgate_quota_v1_CreditDraw, CreditDraw__Output as _tollgate_quota_v1_CreditDraw__Output } from './tollgate/quota/v1/CreditDraw.ts';
+import type { CreditMovement as _tollgate_quota_v1_CreditMovement, CreditMovement__Output as _tollgate_quota_v1_CreditMovement__Output } from './tollgate/quota/v1/CreditMovement.ts';
 import type { CreditServiceClient as _tollgate_quota_v1_CreditServiceClient, CreditServiceDefinition as _tollgate_quota_v1_CreditServiceDefinition } from './tollgate/quota/v1/CreditService.ts';
 import type { CreditTopUpRequest as _tollgate_quota_v1_CreditTopUpRequest, CreditTopUpRequest__Output as _tollgate_quota_v1_CreditTopUpRequest__Output } from './tollgate/quota/v1/CreditTopUpRequest.ts';
 import type { CreditTopUpResponse as _tollgate_quota_v1_CreditTopUpResponse, CreditTopUpResponse__Output as _tollgate_quota_v1_CreditTopUpResponse__Output } from './tollgate/quota/v1/CreditTopUpResponse.ts';
@@ -30,10 +34,13 @@ import type { GetUsageRequest as _tollgate_quota_v1_GetUsageRequest, GetUsageReq
 import type { GetUsageResponse as _tollgate_quota_v1_GetUsageResponse, GetUsageResponse__Output as _tollgate_quota_v1_GetUsageResponse__Output } from './tollgate/quota/v1/GetUsageResponse.ts';
 import type { Lease as _tollgate_quota_v1_Lease, Lease__Output as _tollgate_quota_v1_Lease__Output } from './tollgate/quota/v1/Lease.ts';
 import type { LeaseReturn as _tollgate_quota_v1_LeaseReturn, LeaseReturn__Output as _tollgate_quota_v1_LeaseReturn__Output } from './tollgate/quota/v1/LeaseReturn.ts';
+import type { ListCreditMovementsRequest as _tollgate_quota_v1_ListCreditMovementsRequest, ListCreditMovementsRequest__Output as _tollgate_quota_v1_ListCreditMovementsRequest__Output } from './tollgate/quota/v1/ListCreditMovementsRequest.ts';
+import type { ListCreditMovementsResponse as _tollgate_quota_v1_ListCreditMovementsResponse, ListCreditMovementsResponse__Output as _tollgate_quota_v1_ListCreditMovementsResponse__Output } from './tollgate/quota/v1/ListCreditMovementsResponse.ts';
 import type { ListKeysRequest as _tollgate_quota_v1_ListKeysRequest, ListKeysRequest__Output as _tollgate_quota_v1_ListKeysRequest__Output } from './tollgate/quota/v1/ListKeysRequest.ts';
 import type { ListKeysResponse as _tollgate_quota_v1_ListKeysResponse, ListKeysResponse__Output as _tollgate_quota_v1_ListKeysResponse__Output } from './tollgate/quota/v1/ListKeysResponse.ts';
 import type { ListOwnKeysRequest as _tollgate_quota_v1_ListOwnKeysRequest, ListOwnKeysRequest__Output as _tollgate_quota_v1_ListOwnKeysRequest__Output } from './tollgate/quota/v1/ListOwnKeysRequest.ts';
 import type { ListOwnKeysResponse as _tollgate_quota_v1_ListOwnKeysResponse, ListOwnKeysResponse__Output as _tollgate_quota_v1_ListOwnKeysResponse__Output } from './tollgate/quota/v1/ListOwnKeysResponse.ts';
+import type { OpenCreditLease as _tollgate_quota_v1_OpenCreditLease, OpenCreditLease__Output as _tollgate_quota_v1_OpenCreditLease__Output } from './tollgate/quota/v1/OpenCreditLease.ts';
 import type { Plan as _tollgate_quota_v1_Plan, Plan__Output as _tollgate_quota_v1_Plan__Output } from './tollgate/quota/v1/Plan.ts';
 import type { Quota as _tollgate_quota_v1_Quota, Quota__Output as _tollgate_quota_v1_Quota__Output } from './tollgate/quota/v1/Quota.ts';
 import type { QuotaAdminServiceClient as _tollgate_quota_v1_QuotaAdminServiceClient, QuotaAdminServiceDefinition as _tollgate_quota_v1_QuotaAdminServiceDefinition } from './tollgate/quota/v1/QuotaAdminService.ts';
@@ -61,6 +68,7 @@ export interface ProtoGrpcType {
     quota: {
       v1: {
         Account: MessageTypeDefinition<_tollgate_quota_v1_Account, _tollgate_quota_v1_Account__Output>
+        AccountCredits: MessageTypeDefinition<_tollgate_quota_v1_AccountCredits, _tollgate_quota_v1_AccountCredits__Output>
         /**
          * AccountService is what a signed-in user may do to their own account, called by the dashboard
          * (mesh caller "dashboard") after it verified the user's wallet signature (EIP-4361). Every
@@ -69,6 +77,8 @@ export interface ProtoGrpcType {
          * never involved.
          */
         AccountService: SubtypeConstructor<typeof grpc.Client, _tollgate_quota_v1_AccountServiceClient> & { service: _tollgate_quota_v1_AccountServiceDefinition }
+        AdjustCreditsRequest: MessageTypeDefinition<_tollgate_quota_v1_AdjustCreditsRequest, _tollgate_quota_v1_AdjustCreditsRequest__Output>
+        AdjustCreditsResponse: MessageTypeDefinition<_tollgate_quota_v1_AdjustCreditsResponse, _tollgate_quota_v1_AdjustCreditsResponse__Output>
         ApiKey: MessageTypeDefinition<_tollgate_quota_v1_ApiKey, _tollgate_quota_v1_ApiKey__Output>
         AuthorizeRequest: MessageTypeDefinition<_tollgate_quota_v1_AuthorizeRequest, _tollgate_quota_v1_AuthorizeRequest__Output>
         AuthorizeResponse: MessageTypeDefinition<_tollgate_quota_v1_AuthorizeResponse, _tollgate_quota_v1_AuthorizeResponse__Output>
@@ -80,6 +90,7 @@ export interface ProtoGrpcType {
         CreateOwnKeyResponse: MessageTypeDefinition<_tollgate_quota_v1_CreateOwnKeyResponse, _tollgate_quota_v1_CreateOwnKeyResponse__Output>
         CreditDay: MessageTypeDefinition<_tollgate_quota_v1_CreditDay, _tollgate_quota_v1_CreditDay__Output>
         CreditDraw: MessageTypeDefinition<_tollgate_quota_v1_CreditDraw, _tollgate_quota_v1_CreditDraw__Output>
+        CreditMovement: MessageTypeDefinition<_tollgate_quota_v1_CreditMovement, _tollgate_quota_v1_CreditMovement__Output>
         /**
          * CreditService adds prepaid credits to an account, called by the gateway (mesh caller "gateway")
          * after payment-verifier settled a top-up payment. Credits are USDC atomic units; the ledger in
@@ -102,10 +113,13 @@ export interface ProtoGrpcType {
         GetUsageResponse: MessageTypeDefinition<_tollgate_quota_v1_GetUsageResponse, _tollgate_quota_v1_GetUsageResponse__Output>
         Lease: MessageTypeDefinition<_tollgate_quota_v1_Lease, _tollgate_quota_v1_Lease__Output>
         LeaseReturn: MessageTypeDefinition<_tollgate_quota_v1_LeaseReturn, _tollgate_quota_v1_LeaseReturn__Output>
+        ListCreditMovementsRequest: MessageTypeDefinition<_tollgate_quota_v1_ListCreditMovementsRequest, _tollgate_quota_v1_ListCreditMovementsRequest__Output>
+        ListCreditMovementsResponse: MessageTypeDefinition<_tollgate_quota_v1_ListCreditMovementsResponse, _tollgate_quota_v1_ListCreditMovementsResponse__Output>
         ListKeysRequest: MessageTypeDefinition<_tollgate_quota_v1_ListKeysRequest, _tollgate_quota_v1_ListKeysRequest__Output>
         ListKeysResponse: MessageTypeDefinition<_tollgate_quota_v1_ListKeysResponse, _tollgate_quota_v1_ListKeysResponse__Output>
         ListOwnKeysRequest: MessageTypeDefinition<_tollgate_quota_v1_ListOwnKeysRequest, _tollgate_quota_v1_ListOwnKeysRequest__Output>
         ListOwnKeysResponse: MessageTypeDefinition<_tollgate_quota_v1_ListOwnKeysResponse, _tollgate_quota_v1_ListOwnKeysResponse__Output>
+        OpenCreditLease: MessageTypeDefinition<_tollgate_quota_v1_OpenCreditLease, _tollgate_quota_v1_OpenCreditLease__Output>
         Plan: MessageTypeDefinition<_tollgate_quota_v1_Plan, _tollgate_quota_v1_Plan__Output>
         Quota: MessageTypeDefinition<_tollgate_quota_v1_Quota, _tollgate_quota_v1_Quota__Output>
         /**

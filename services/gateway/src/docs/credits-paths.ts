@@ -41,7 +41,7 @@ export function topUpRequiredMessage(methods: readonly PaymentMethod[], amount: 
  */
 export function creditsPricing(methods: readonly PaymentMethod[]): Json {
   return {
-    buy: `POST ${CREDITS_PATH}?amount=<one of top_ups_usdc>, paid with ${topUpMethodsText(methods) || "no method right now"}: credited to the paying wallet's account (made on the free plan when new), or to the account of the API key sent with it`,
+    buy: `POST ${CREDITS_PATH}?amount=<one of top_ups_usdc>, paid with ${topUpMethodsText(methods) || "no method right now"}: credited to the paying wallet's account (made credits only when new: buying credits gives no plan volume), or to the account of the API key sent with it`,
     top_ups_usdc: CREDIT_TOP_UPS,
     spend: `an API-key call whose plan window is spent (or whose account is credits-only) pays its price from the account's credits: exactly the calls the node answered, as every way to pay; its answer carries ${CREDIT_HEADERS.remaining.name} (the balance after it, USDC) and meta.cost_usdc`,
     top_ups: TOP_UP_PRODUCTS.map((p) => ({
@@ -180,7 +180,7 @@ export function creditsLlms(methods: readonly PaymentMethod[], base: string): st
   return [
     "## Buy prepaid credits",
     `- \`POST ${base}${CREDITS_PATH}?amount=${CREDIT_TOP_UPS.join("|")}\` (USDC; default ${CREDIT_TOP_UPS[0]}) answers 402 with offers for that amount; pay it with ${text} through the official client (\`wrapFetchWithPayment(fetch, client)(url, { method: "POST" })\`${mpp ? ", or mppx's `fetch`" : ""}). 200: the receipt and \`data.balance_usdc\`; 202: paid, credit pending (applied within a minute, once): do not pay again.`,
-    `- Credited to the paying wallet's account (made on the free plan when new), or to your API key's account when you send the key (\`Authorization: Bearer <key>\`${mpp ? `, or \`${TOP_UP_KEY_HEADER}: <key>\` beside an MPP credential` : ""}).`,
+    `- Credited to the paying wallet's account (made credits only when new: a dashboard sign-up gives the free plan), or to your API key's account when you send the key (\`Authorization: Bearer <key>\`${mpp ? `, or \`${TOP_UP_KEY_HEADER}: <key>\` beside an MPP credential` : ""}).`,
     "",
   ];
 }

@@ -34,8 +34,45 @@ export interface TopUp {
   transaction: string;
 }
 
-/** Ledger rows' kinds summed into a balance: draws take, the rest give. */
-const signedAmount = sql<number>`sum(case when kind = 'draw' then -amount else amount end)`;
+/** An operator's adjustment (0005): a grant gives, a deduct takes back; `cause` is its id. */
+export interface Adjustment {
+  accountId: string;
+  /** Signed atomic units, never 0. */
+  amount: number;
+  cause: string;
+  operator: string;
+  reason: string;
+}
+
+/** An adjustment as recorded: the entry to apply to the copy, and who, why and when. */
+export interface AdjustmentRow {
+  entry: CreditEntry;
+  operator: string;
+  reason: string;
+  at: Date;
+}
+
+/** One row of an account's credit movements (draws summed by day). */
+export interface CreditMovementRow {
+  kind: "top_up" | "draws" | "refund" | "adjustment";
+  amount: number;
+  at: Date;
+  day: string;
+  id: string;
+  operator: string;
+  reason: string;
+  scheme: string;
+  paymentNetwork: string;
+  transaction: string;
+  count: number;
+}
+
+/** The kinds that take from the balance: draws, and operators' deducts. */
+const TAKES = ["draw", "deduct"] as const;
+const takes = (kind: string) => (TAKES as readonly string[]).includes(kind);
+/** Ledger rows' kinds summed into a balance: draws and deducts take, the rest give. */
+const signedAmount = sql<number>`sum(case when kind in ('draw', 'deduct') then -amount else amount end)`;
+const utcDay = sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`;
 
 /** The latest seed generation of the hot copy ('' before the first), inside a transaction. */
 const latestGeneration = (tx: Transaction<QuotaTables>) =>
@@ -199,6 +236,158 @@ export function creditLedger(db: Db) {
       });
     },
 
+    /**
+     * Records an operator's adjustment once per id: serialized per account, the balance `available`
+     * reads (after the lock) must cover a deduct. An id recorded before answers its first recording
+     * (`fresh` false) without checking again; an id used for another account or amount is refused.
+     */
+    async adjust(
+      a: Adjustment,
+      available: () => Promise<number>,
+    ): Promise<
+      | { row: AdjustmentRow; fresh: boolean; owed: boolean }
+      | { refused: "id_used" }
+      | { refused: "short"; balance: number }
+    > {
+      return transact(async (tx) => {
+        await sql`select pg_advisory_xact_lock(hashtext(${`credits:${a.accountId}`}))`.execute(tx);
+        const recorded = () =>
+          tx
+            .selectFrom("credit_ledger")
+            .select([
+              "account_id",
+              "kind",
+              "amount",
+              "generation",
+              "unapplied",
+              "operator",
+              "reason",
+              "created_at",
+            ])
+            .where("cause", "=", a.cause)
+            .where("kind", "in", ["grant", "deduct"])
+            .executeTakeFirst();
+        const answer = (r: NonNullable<Awaited<ReturnType<typeof recorded>>>, fresh: boolean) => {
+          const amount = r.kind === "deduct" ? -r.amount : r.amount;
+          if (r.account_id !== a.accountId || amount !== a.amount) return { refused: "id_used" as const };
+          return {
+            row: {
+              entry: { cause: a.cause, accountId: a.accountId, delta: amount, generation: r.generation },
+              operator: r.operator ?? "",
+              reason: r.reason ?? "",
+              at: r.created_at,
+            },
+            fresh,
+            owed: r.unapplied > 0,
+          };
+        };
+        const before = await recorded();
+        if (before) return answer(before, false);
+        if (a.amount < 0) {
+          const balance = await available();
+          if (balance + a.amount < 0) return { refused: "short" as const, balance };
+        }
+        // Locked before the generation is read: a seed cannot commit between the two.
+        await sql`lock table credit_ledger in row exclusive mode`.execute(tx);
+        const generation = await latestGeneration(tx);
+        const inserted = await tx
+          .insertInto("credit_ledger")
+          .values({
+            account_id: a.accountId,
+            kind: a.amount < 0 ? "deduct" : "grant",
+            amount: Math.abs(a.amount),
+            cause: a.cause,
+            operator: a.operator,
+            reason: a.reason,
+            generation,
+            unapplied: Math.abs(a.amount),
+          })
+          .onConflict((oc) => oc.column("cause").where("kind", "in", ["grant", "deduct"]).doNothing())
+          .returning("id")
+          .executeTakeFirst();
+        const row = await recorded();
+        if (!row) throw new Error("the adjustment was neither recorded nor found");
+        return answer(row, inserted !== undefined);
+      });
+    },
+
+    /**
+     * An account's credit movements from `fromDay` on (inclusive), newest first: top-ups, refunds
+     * and adjustments one by one, draws summed per UTC day.
+     */
+    async creditMovements(accountId: string, fromDay: string): Promise<CreditMovementRow[]> {
+      const since = new Date(`${fromDay}T00:00:00Z`);
+      const [rows, draws] = await Promise.all([
+        db
+          .selectFrom("credit_ledger")
+          .select([
+            "kind",
+            "amount",
+            "cause",
+            "operator",
+            "reason",
+            "scheme",
+            "payment_network",
+            "transaction",
+            "created_at",
+            utcDay.as("day"),
+          ])
+          .where("account_id", "=", accountId)
+          .where("kind", "!=", "draw")
+          .where("created_at", ">=", since)
+          .execute(),
+        db
+          .selectFrom("credit_ledger")
+          .select([
+            utcDay.as("day"),
+            sql<number>`sum(amount)`.as("amount"),
+            sql<number>`count(*)`.as("count"),
+            sql<Date>`max(created_at)`.as("at"),
+          ])
+          .where("account_id", "=", accountId)
+          .where("kind", "=", "draw")
+          .where("created_at", ">=", since)
+          .groupBy(utcDay)
+          .execute(),
+      ]);
+      const none = {
+        id: "",
+        operator: "",
+        reason: "",
+        scheme: "",
+        paymentNetwork: "",
+        transaction: "",
+        count: 0,
+      };
+      const movements: CreditMovementRow[] = [
+        ...rows.map((r) => ({
+          ...none,
+          kind:
+            r.kind === "grant" || r.kind === "deduct"
+              ? ("adjustment" as const)
+              : (r.kind as "top_up" | "refund"),
+          amount: takes(r.kind) ? -r.amount : r.amount,
+          at: r.created_at,
+          day: r.day,
+          id: r.cause,
+          operator: r.operator ?? "",
+          reason: r.reason ?? "",
+          scheme: r.scheme ?? "",
+          paymentNetwork: r.payment_network ?? "",
+          transaction: r.transaction ?? "",
+        })),
+        ...draws.map((d) => ({
+          ...none,
+          kind: "draws" as const,
+          amount: -Number(d.amount),
+          at: new Date(d.at),
+          day: d.day,
+          count: Number(d.count),
+        })),
+      ];
+      return movements.sort((x, y) => y.at.getTime() - x.at.getTime());
+    },
+
     /** Ledger entries applied to the copy: nothing of them is owed to it any more. */
     async markApplied(entries: readonly CreditEntry[]): Promise<void> {
       if (entries.length === 0) return;
@@ -223,7 +412,7 @@ export function creditLedger(db: Db) {
       return rows.map((r) => ({
         cause: r.cause,
         accountId: r.account_id,
-        delta: r.kind === "draw" ? -r.unapplied : r.unapplied,
+        delta: takes(r.kind) ? -r.unapplied : r.unapplied,
         generation: r.generation,
       }));
     },

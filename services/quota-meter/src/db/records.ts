@@ -16,12 +16,14 @@ import {
 } from "../store/types.ts";
 import { type CreditDraws, creditLedger, foldDraws } from "./credit-ledger.ts";
 import type { QuotaTables } from "./schema.ts";
+import { signUps } from "./sign-ups.ts";
 
 type Db = Kysely<QuotaTables>;
-type AccountRow = Omit<QuotaTables["accounts"], "credits_only"> & {
+type AccountRow = Omit<QuotaTables["accounts"], "credits_only" | "sign_up_pending"> & {
   created_at: Date;
   updated_at: Date;
   credits_only: boolean;
+  sign_up_pending: boolean;
 };
 
 const iso = (d: Date | null | undefined): string => (d ? d.toISOString() : "");
@@ -38,6 +40,7 @@ function account(row: Pick<AccountRow, keyof AccountRow>): AccountRecord {
     plan: isPlanName(row.plan) ? row.plan : "standard",
     createdAt: iso(row.created_at),
     creditsOnly: row.credits_only === true,
+    signUpPending: row.sign_up_pending === true,
   };
 }
 
@@ -52,6 +55,7 @@ function accountRow(a: AccountRecord) {
     burst_per_second: a.burstPerSecond,
     plan: a.plan,
     credits_only: a.creditsOnly === true,
+    sign_up_pending: a.signUpPending === true,
     created_at: a.createdAt,
     updated_at: a.createdAt,
   };
@@ -107,6 +111,7 @@ export function createRecords(db: Db) {
 
   return {
     ...creditLedger(db),
+    ...signUps(db, (row) => account(row as AccountRow)),
     async createAccount(a: AccountRecord, andThen: () => Promise<void>): Promise<void> {
       await transact(async (tx) => {
         await tx.insertInto("accounts").values(accountRow(a)).execute();
@@ -181,6 +186,7 @@ export function createRecords(db: Db) {
             ...(patch.burstPerSecond !== undefined ? { burst_per_second: patch.burstPerSecond } : {}),
             ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
             ...(patch.creditsOnly !== undefined ? { credits_only: patch.creditsOnly } : {}),
+            ...(patch.signUpPending !== undefined ? { sign_up_pending: patch.signUpPending } : {}),
           })
           .where("id", "=", id)
           .returningAll()

@@ -16,6 +16,8 @@ export interface QuotaTables {
     plan: string;
     /** 0004_credits.sql: calls paid from credits only. */
     credits_only: ColumnType<boolean, boolean | undefined, boolean>;
+    /** 0005_credit_adjustments.sql: a top-up's account, credits only until its wallet signs up. */
+    sign_up_pending: ColumnType<boolean, boolean | undefined, boolean>;
     created_at: Timestamp;
     updated_at: Timestamp;
   };
@@ -43,12 +45,15 @@ export interface QuotaTables {
   credit_ledger: {
     id: Generated<number>;
     account_id: string;
-    kind: "top_up" | "draw" | "refund";
+    /** 0005: "grant" and "deduct" are operators' adjustments (`operator`, `reason`). */
+    kind: "top_up" | "draw" | "refund" | "grant" | "deduct";
     amount: number;
     cause: string;
     scheme: string | null;
     payment_network: string | null;
     transaction: string | null;
+    operator: string | null;
+    reason: string | null;
     generation: Generated<string>;
     unapplied: Generated<number>;
     created_at: ColumnType<Date, Date | string | undefined, Date | string>;

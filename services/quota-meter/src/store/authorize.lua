@@ -88,6 +88,8 @@ local function fromCredits(code)
 end
 
 if creditsOnly then
+  -- No plan windows apply: the answer carries no window values (no X-Quota-* headers).
+  daily, monthly = 0, 0
   if burstGrant(p, acct, burst, tonumber(ARGV[3]), calls, calls) < 1 then
     return {5, keyId, acct, 'active', storedHash, d, m, daily, monthly, 0}
   end

@@ -12,6 +12,7 @@ import {
   type Decision,
   type KeyRecord,
   type LeaseReturn,
+  type OpenCreditLease,
   type QuotaStore,
   type Refund,
   type UsageOutcome,
@@ -221,6 +222,9 @@ export class MemoryStore implements QuotaStore {
       return { ...base, ...counts, units, decision: "allow", credits };
     };
     if (account.creditsOnly) {
+      // No plan windows apply: the answer carries no window values (no X-Quota-* headers).
+      counts.dayLimit = 0;
+      counts.monthLimit = 0;
       if (this.#burstGrant(account, q.defaultBurst, now, calls, calls) < 1) {
         return { ...base, ...counts, units: 0, decision: "rate_limited" };
       }
@@ -388,6 +392,14 @@ export class MemoryStore implements QuotaStore {
     for (const l of this.#creditLeases.values())
       if (l.accountId === accountId) held += Math.max(0, l.amount - l.used);
     return (this.#credits.get(accountId) ?? 0) + held;
+  }
+
+  /** RedisStore.openCreditLeases's twin. */
+  async openCreditLeases(accountId: string): Promise<OpenCreditLease[]> {
+    return [...this.#creditLeases]
+      .filter(([, l]) => l.accountId === accountId)
+      .map(([id, l]) => ({ id, amount: l.amount, used: l.used }))
+      .sort((a, b) => a.id.localeCompare(b.id));
   }
 
   /** usage-max.lua's twin. */

@@ -12,6 +12,7 @@ import {
   type CreditLeaseUse,
   type KeyRecord,
   type LeaseReturn,
+  type OpenCreditLease,
   type QuotaStore,
   type Refund,
   USAGE_RETENTION_MS,
@@ -268,6 +269,19 @@ export class RedisStore implements QuotaStore {
 
   async readShownCredits(accountId: string): Promise<number> {
     return num(await this.#eval(READ_CREDITS, [this.#p, accountId]));
+  }
+
+  /** The leases in the account's set whose hash is still there (read-credits.lua's reading). */
+  async openCreditLeases(accountId: string): Promise<OpenCreditLease[]> {
+    const ids = (await this.#client.sMembers(`${this.#p}cla:${accountId}`)).sort();
+    if (ids.length === 0) return [];
+    const multi = this.#client.multi();
+    for (const id of ids) multi.hmGet(`${this.#p}cl:${id}`, ["amount", "used"]);
+    const rows = (await multi.exec()) as unknown as Array<Array<string | null>>;
+    return ids.flatMap((id, i) => {
+      const [amount, used] = rows[i] ?? [];
+      return amount == null ? [] : [{ id, amount: num(amount), used: num(used) }];
+    });
   }
 
   async createAccount(a: AccountRecord): Promise<void> {

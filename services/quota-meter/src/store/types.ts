@@ -22,10 +22,18 @@ export interface AccountRecord {
   createdAt: string;
   /** Calls are paid from credits only (no plan windows); unset = false. */
   creditsOnly?: boolean;
+  /**
+   * Made by a credits top-up for a wallet without an account: credits only until the wallet signs
+   * up on the dashboard (the sign-up policy applied), which moves it to the free plan. Unset = false.
+   */
+  signUpPending?: boolean;
 }
 
 export type AccountPatch = Partial<
-  Pick<AccountRecord, "status" | "dailyLimit" | "monthlyLimit" | "burstPerSecond" | "plan" | "creditsOnly">
+  Pick<
+    AccountRecord,
+    "status" | "dailyLimit" | "monthlyLimit" | "burstPerSecond" | "plan" | "creditsOnly" | "signUpPending"
+  >
 >;
 
 export interface KeyRecord {
@@ -112,6 +120,13 @@ export interface AuthorizeOutcome {
   credits?: CreditDraw;
   /** The account's credit balance as the refusal found it (refusals by a window or no credits). */
   balance?: number;
+}
+
+/** A credit lease still open: drawn from the balance, `used` of it reported used by answered calls. */
+export interface OpenCreditLease {
+  id: string;
+  amount: number;
+  used: number;
 }
 
 /** A credit lease: a block of the account's credits drawn for the key's next calls. */
@@ -282,6 +297,8 @@ export interface QuotaStore {
   readCredits(accountId: string): Promise<number>;
   /** The balance the account is shown: the copy's with what its open credit leases still hold. */
   readShownCredits(accountId: string): Promise<number>;
+  /** The account's open credit leases (what the operator's `account show` lists), by lease id. */
+  openCreditLeases(accountId: string): Promise<OpenCreditLease[]>;
 
   /** Per-day usage totals from the rollups, merged as maxima (totals only grow, in any order). */
   mergeUsage(totals: UsageTotal[]): Promise<void>;

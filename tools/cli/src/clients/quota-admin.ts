@@ -1,6 +1,7 @@
 // The operator's client of QuotaAdminService: the one typed adapter the CLI, the local stack
 // (deploy/local), the benchmark and the tests all use, each call carrying the operator token.
 import { contracts, createClient, operatorCall } from "@tollgate/platform";
+import type { AdjustCreditsRequest } from "@tollgate/platform/generated/tollgate/quota/v1/AdjustCreditsRequest";
 import type { CreateAccountRequest } from "@tollgate/platform/generated/tollgate/quota/v1/CreateAccountRequest";
 import type { UpdateAccountRequest } from "@tollgate/platform/generated/tollgate/quota/v1/UpdateAccountRequest";
 
@@ -41,6 +42,9 @@ export function createAdminClient(address: string, token: string | undefined, de
     listKeys: (accountId: string) => client.call("ListKeys", { accountId }, options()),
     revokeKey: (accountId: string, keyId: string) =>
       client.call("RevokeKey", { accountId, keyId }, options()),
+    adjustCredits: (req: AdjustCreditsRequest) => client.call("AdjustCredits", req, options()),
+    creditMovements: (accountId: string, days = 0) =>
+      client.call("ListCreditMovements", { accountId, days }, options()),
     /** An account on `plan` and its first key; the secret is in `secret`, shown this once. */
     async quickstart(name: string, plan: Plan = {}) {
       const { account } = await createAccount({ name, ...planFields(plan) });

@@ -2,7 +2,7 @@
 import { type Command, defined, only, positionals, yesNo } from "../args.ts";
 import { withQuotaAdmin } from "../connect.ts";
 import { UsageError } from "../errors.ts";
-import { accountJson, keyJson } from "../output.ts";
+import { accountJson, creditsJson, keyJson } from "../output.ts";
 
 export const accountCommands: Record<string, Command> = {
   "account create": ({ command, flags, args, limits }) => {
@@ -19,9 +19,10 @@ export const accountCommands: Record<string, Command> = {
     only(flags, [], command);
     const [accountId = ""] = positionals(args, ["ACCOUNT_ID"], command);
     return () =>
-      withQuotaAdmin(async (admin) => ({
-        account: accountJson((await admin.getAccount(accountId)).account),
-      }));
+      withQuotaAdmin(async (admin) => {
+        const { account, credits } = await admin.getAccount(accountId);
+        return { account: accountJson(account), credits: creditsJson(credits) };
+      });
   },
 
   "account update": ({ command, flags, args, limits }) => {

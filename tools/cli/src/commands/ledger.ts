@@ -1,8 +1,10 @@
 // `ledger list|reconcile`: the settlement worker's payment ledger, through its admin API.
+
+import { usdcOfAtomic } from "@tollgate/catalog";
 import { type Command, count, only, positionals } from "../args.ts";
-import { withLedger } from "../connect.ts";
+import { withLedger, withQuotaAdmin } from "../connect.ts";
 import { UsageError } from "../errors.ts";
-import { reconcileJson, settlementJson } from "../output.ts";
+import { movementJson, reconcileJson, settlementJson } from "../output.ts";
 
 const DAY_FLAG = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -14,10 +16,26 @@ function blockNumber(value: string | undefined, flag: string): number {
 
 export const ledgerCommands: Record<string, Command> = {
   "ledger list": ({ command, flags, args }) => {
-    only(flags, ["payer", "day", "channel", "outcome", "limit", "cursor"], command);
     positionals(args, [], command);
+    // --account: the account's credit movements, from quota-meter's credit ledger.
+    if (flags.account !== undefined) {
+      only(flags, ["account", "days"], command);
+      const accountId = flags.account;
+      const days = count(flags.days, "days") ?? 0;
+      return () =>
+        withQuotaAdmin(async (admin) => {
+          const listed = await admin.creditMovements(accountId, days);
+          return {
+            account_id: accountId,
+            ledger_balance: listed.ledgerBalance,
+            ledger_balance_usdc: usdcOfAtomic(listed.ledgerBalance),
+            movements: listed.movements.map(movementJson),
+          };
+        });
+    }
+    only(flags, ["payer", "day", "channel", "outcome", "limit", "cursor"], command);
     if (!flags.payer && !flags.day && !flags.channel)
-      throw new UsageError("ledger list needs at least one of --payer, --day, --channel");
+      throw new UsageError("ledger list needs at least one of --payer, --day, --channel (or --account)");
     if (flags.day !== undefined && !DAY_FLAG.test(flags.day))
       throw new UsageError("--day must be YYYY-MM-DD");
     const request = {

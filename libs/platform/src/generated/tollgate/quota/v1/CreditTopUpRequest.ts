@@ -5,7 +5,7 @@ import type { Long } from '@grpc/proto-loader';
 export interface CreditTopUpRequest {
   /**
    * The account credited: the one of this API key when set, else the one bound to `wallet`
-   * (created on the free plan when the wallet has none).
+   * (created credits-only when the wallet has none: buying credits gives no plan volume).
    */
   'apiKey'?: (string);
   'wallet'?: (string);
@@ -29,7 +29,7 @@ export interface CreditTopUpRequest {
 export interface CreditTopUpRequest__Output {
   /**
    * The account credited: the one of this API key when set, else the one bound to `wallet`
-   * (created on the free plan when the wallet has none).
+   * (created credits-only when the wallet has none: buying credits gives no plan volume).
    */
   'apiKey': (string);
   'wallet': (string);

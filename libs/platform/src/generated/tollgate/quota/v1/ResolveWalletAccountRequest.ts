@@ -7,7 +7,8 @@ export interface ResolveWalletAccountRequest {
    */
   'address'?: (string);
   /**
-   * Create the account when the address has none (sign-up open).
+   * A sign-up (the caller applied its sign-up policy): create the account on the free plan when the
+   * address has none, or move the credits-only account a top-up made to the free plan.
    */
   'create'?: (boolean);
 }
@@ -18,7 +19,8 @@ export interface ResolveWalletAccountRequest__Output {
    */
   'address': (string);
   /**
-   * Create the account when the address has none (sign-up open).
+   * A sign-up (the caller applied its sign-up policy): create the account on the free plan when the
+   * address has none, or move the credits-only account a top-up made to the free plan.
    */
   'create': (boolean);
 }

@@ -12,6 +12,15 @@ export interface ResolveWalletAccountResponse {
    * The address as bound (lower case).
    */
   'address'?: (string);
+  /**
+   * The account was made by a credits top-up and has not signed up: credits only, no plan volume
+   * until a sign-up (create) moves it to the free plan.
+   */
+  'signUpPending'?: (boolean);
+  /**
+   * This call moved the top-up's account to the free plan (a sign-up, as `created` is).
+   */
+  'joinedFreePlan'?: (boolean);
 }
 
 export interface ResolveWalletAccountResponse__Output {
@@ -24,4 +33,13 @@ export interface ResolveWalletAccountResponse__Output {
    * The address as bound (lower case).
    */
   'address': (string);
+  /**
+   * The account was made by a credits top-up and has not signed up: credits only, no plan volume
+   * until a sign-up (create) moves it to the free plan.
+   */
+  'signUpPending': (boolean);
+  /**
+   * This call moved the top-up's account to the free plan (a sign-up, as `created` is).
+   */
+  'joinedFreePlan': (boolean);
 }
