@@ -73,11 +73,12 @@ const measured: Record<string, number> = {};
 
 describe("JSON-RPC batches on an account: every call counted, whole, once", () => {
   it("a signed-in wallet's three 100-call batches count 300 plan units (not 3); from credits, 100 calls' price each", async () => {
-    // The attack of issue 40: a fresh wallet buys 1 USDC of credits (a free-plan account), signs
-    // in and sends batches. Its burst guard is raised so 100 calls at once fit (a free plan's 5 per
-    // second refuses them, see the burst test below).
+    // The attack of issue 40: a fresh wallet buys 1 USDC of credits, signs in and sends batches.
+    // A top-up's account is credits-only until its dashboard sign-up; here the operator gives it
+    // plan windows (free-plan figures) and a burst guard 100 calls at once fit in (a free plan's 5
+    // per second refuses them, see the burst test below).
     const { account, accountId } = await walletWithCredits(1_000_000);
-    await updateAccount(accountId, { burst: SUITE_BURST });
+    await updateAccount(accountId, { burst: SUITE_BURST, creditsOnly: false, daily: 1_000, monthly: 10_000 });
     const signedIn = wrapFetchWithSIWx(fetch, account) as Fetch;
     const first = await signedIn(URL_ONE);
     expect(first.status).toBe(200);
