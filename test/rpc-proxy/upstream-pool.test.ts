@@ -4,6 +4,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type AnvilNode, startAnvil } from "@tollgate/devnet/anvil";
 import { grpc } from "@tollgate/platform";
+import { createPublicClient, type Hex, http, keccak256, parseGwei } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   CountingProxy,
@@ -366,4 +368,59 @@ describe("rpc-proxy upstream pool", () => {
     const { networks } = await svc.listNetworks();
     expect(networks.find((n) => n.name === "sepolia")!.upstreams[0]!.healthy).toBe(false);
   });
+
+  it("sends eth_sendRawTransaction to one node once: a node that takes it and never answers is upstream_timeout, not tried again here or elsewhere", async () => {
+    // Both nodes take what they are sent and withhold the answer: any retry would reach one of them.
+    const first = await proxy();
+    const second = await proxy();
+    const svc = await service({
+      upstreams: { ethereum: [first.url(), second.url()] },
+      upstream: { timeoutMs: 300, maxAttempts: 3, headPollMs: 60_000 },
+    });
+    first.mode = "swallow";
+    second.mode = "swallow";
+    const signed = await signedTransfer();
+    const marks = [first.requests.length, second.requests.length];
+    const failure = await svc.fail(
+      "jsonRpc",
+      { calls: [{ method: "eth_sendRawTransaction", params: [signed] }] },
+      { deadlineMs: 5_000 },
+    );
+    expect(failure.code).toBe("upstream_timeout");
+    expect(failure.grpcCode).toBe(grpc.status.DEADLINE_EXCEEDED);
+    const sends = [...first.since(marks[0]!), ...second.since(marks[1]!)].filter((r) =>
+      r.methods.includes("eth_sendRawTransaction"),
+    );
+    expect(sends).toHaveLength(1);
+    // The one node that got it took it: it is in the pool, so the client checks by hash, not resends.
+    const node = createPublicClient({ transport: http(anvil.rpcUrl, { retryCount: 0 }) });
+    expect(
+      await node.request({ method: "eth_getTransactionByHash", params: [keccak256(signed)] }),
+    ).not.toBeNull();
+    // The nodes answer again: a read through the same pool is served in one round trip.
+    first.mode = "forward";
+    second.mode = "forward";
+    const read = await svc.execute("jsonRpc", { calls: [{ method: "eth_blockNumber", params: [] }] });
+    expect(read.roundTrips).toBe(1);
+  });
 });
+
+/** A signed 1-wei transfer from a fresh wallet funded on the test's anvil (the node's own test method). */
+async function signedTransfer(): Promise<Hex> {
+  const wallet = privateKeyToAccount(generatePrivateKey());
+  const node = createPublicClient({ transport: http(anvil.rpcUrl, { retryCount: 0 }) });
+  await node.request({
+    method: "anvil_setBalance" as never,
+    params: [wallet.address, "0xde0b6b3a7640000"] as never,
+  });
+  return wallet.signTransaction({
+    chainId: 1,
+    to: wallet.address,
+    value: 1n,
+    nonce: 0,
+    gas: 21_000n,
+    maxFeePerGas: parseGwei("100"),
+    maxPriorityFeePerGas: 1n,
+    type: "eip1559",
+  });
+}

@@ -14,12 +14,13 @@ export interface Recorded {
  * An HTTP server in front of a real node that records every request it forwards, so a
  * test can count upstream round trips. `mode = "hang"` accepts requests and never
  * answers (a hung node), `mode = "throttle"` answers like a rate-limiting provider, `mode = "hold"`
- * keeps each request until `release()` (calls a test wants in flight); `close()` makes its port refuse
+ * keeps each request until `release()` (calls a test wants in flight), `mode = "swallow"` forwards each
+ * request to the node and withholds the answer (a node that times out after accepting); `close()` makes its port refuse
  * connections, `reopen()` brings it back on the same port.
  */
 export class CountingProxy {
   readonly requests: Recorded[] = [];
-  mode: "forward" | "hang" | "throttle" | "hold" = "forward";
+  mode: "forward" | "hang" | "throttle" | "hold" | "swallow" = "forward";
   /** In "hold" mode, only requests carrying one of these JSON-RPC methods are held (all when unset). */
   holdOnly: readonly string[] | undefined;
   /**
@@ -92,13 +93,16 @@ export class CountingProxy {
       res.end(JSON.stringify({ jsonrpc: "2.0", id: single.id ?? null, error: refused }));
       return;
     }
+    const swallow = this.mode === "swallow";
     const upstream = await fetch(this.#target, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: text,
     });
+    const answer = await upstream.text();
+    if (swallow) return; // the node took it; its answer never comes back
     res.writeHead(upstream.status, { "content-type": "application/json" });
-    res.end(await upstream.text());
+    res.end(answer);
   }
 
   /** Forwards every held request and what comes next. */

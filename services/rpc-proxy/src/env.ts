@@ -31,7 +31,7 @@ export const ENV = envTable([
     name: "UPSTREAM_MAX_ATTEMPTS",
     default: "3",
     description:
-      "Attempts per operation, spread over the healthy upstreams (failover first, then retries with exponential backoff and full jitter).",
+      "Attempts per read operation, spread over the healthy upstreams (failover first, then retries with exponential backoff and full jitter). A write is sent once, to one node (Writes, below).",
   },
   {
     name: "UPSTREAM_BACKOFF_BASE_MS",

@@ -1,3 +1,4 @@
+import { RPC_WRITE_METHODS } from "@tollgate/catalog";
 import { grpc, ServiceError } from "@tollgate/platform";
 import type { NetworkConfig, UpstreamPolicyConfig } from "../config.ts";
 import type { Metrics } from "../metrics.ts";
@@ -18,12 +19,17 @@ const MIN_ATTEMPT_MS = 10;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** A call that changes the chain (eth_sendRawTransaction): sent to one node, at most once. */
+const isWrite = (call: RpcCall): boolean => Object.hasOwn(RPC_WRITE_METHODS, call.method);
+
 /**
  * The upstream nodes of one network. Every request picks the best admitted upstream
  * (healthy and in sync first, round-robin among equals), and on a transport failure
  * fails over to the next one; an upstream already tried in this request is retried only
  * after an exponential backoff with full jitter. All of it stays inside the caller's
- * deadline. Every operation is a read, so retrying is always safe.
+ * deadline. Retrying is safe for reads only: a request carrying a write (RPC_WRITE_METHODS) goes
+ * to one node, once; it moves to another node only when it never left this process (a refused
+ * connection, an open breaker), and any failure after it was sent ends the call (README, Writes).
  */
 export class NetworkPool {
   readonly name: string;
@@ -89,6 +95,7 @@ export class NetworkPool {
       );
     }
     const end = ctx.deadline - DEADLINE_MARGIN_MS;
+    const write = calls.some(isWrite);
     const tried: Upstream[] = [];
     let last: TransportError | undefined;
     let sawTimeout = false;
@@ -128,6 +135,9 @@ export class NetworkPool {
         if (err.sent) ctx.roundTrips++;
         if (err.kind === "timeout") sawTimeout = true;
         last = err;
+        // The node may have taken the write (a timeout after it arrived, a reset mid-answer):
+        // sending it again, here or elsewhere, could broadcast it twice. The client decides.
+        if (write && err.sent) break;
       }
     }
     // Slowness reads as a timeout (so does a deadline too short for any attempt); refused
