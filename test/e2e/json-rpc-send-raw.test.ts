@@ -11,8 +11,9 @@ import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { metricSumAt } from "../support/gateway.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
-import { SETTLED_READS, settledDayUsed } from "../support/quota.ts";
+import { SETTLED_READS, SUITE_BURST, settledDayUsed } from "../support/quota.ts";
 import { x402Payer } from "../support/x402.ts";
 
 const shared = inject("mesh");
@@ -45,7 +46,9 @@ beforeAll(async () => {
   });
   const admin = meshAdmin(mesh);
   try {
-    apiKey = (await admin.quickstart(`sendraw-${process.pid}`)).secret;
+    // Room for the hedging test's sequential reads (the default burst guard would refuse them).
+    apiKey = (await admin.quickstart(`sendraw-${process.pid}`, { burst: SUITE_BURST, daily: 100_000 }))
+      .secret;
   } finally {
     admin.close();
   }
@@ -189,5 +192,29 @@ describe("eth_sendRawTransaction, turned on", () => {
     expect(
       nodes.flatMap((n, i) => n.since(marks[i]!)).filter((r) => r.methods.includes("eth_sendRawTransaction")),
     ).toHaveLength(1);
+  });
+
+  it("charges a hedged read once: one node slow now and then, every read counts one unit however many nodes answered", async () => {
+    const hedges = (outcome: string) =>
+      metricSumAt(`http://127.0.0.1:${mesh.ports["rpc-proxy"].metrics}/metrics`, "rpc_proxy_hedges_total", {
+        network: "ethereum",
+        outcome,
+      });
+    const wonBefore = await hedges("won");
+    const before = await settledDayUsed(apiKey, mesh.gatewayUrl);
+    // One answer in 10 from the first node comes 300 ms late: the reads it holds are hedged.
+    nodes[0]!.slowEvery = 10;
+    const READS = 200;
+    try {
+      for (let i = 0; i < READS; i++) {
+        const read = await rpc({ jsonrpc: "2.0", id: i, method: "eth_blockNumber", params: [] });
+        expect(read.status).toBe(200);
+        expect(read.body.result).toMatch(/^0x[0-9a-f]+$/);
+      }
+    } finally {
+      nodes[0]!.slowEvery = 0;
+    }
+    expect(await hedges("won")).toBeGreaterThan(wonBefore);
+    expect(await settledDayUsed(apiKey, mesh.gatewayUrl)).toBe(before + READS + SETTLED_READS);
   });
 });

@@ -30,8 +30,16 @@ export class CountingProxy {
   refuse:
     | ((call: { method: string; params: unknown[] }) => { code: number; message: string } | undefined)
     | undefined;
+  /** Every `slowEvery`-th request forwarded (0: none) is held `slowMs` first: a node slow now and then. */
+  slowEvery = 0;
+  slowMs = 300;
+  /** Requests held so (slowEvery). */
+  slowed = 0;
+  /** Requests whose client went away before the answer was written (a cancelled hedge's loser). */
+  abandoned = 0;
   port = 0;
   readonly #target: string;
+  #forwarded = 0;
   #server: Server | undefined;
   #held: Array<() => void> = [];
 
@@ -94,6 +102,14 @@ export class CountingProxy {
       return;
     }
     const swallow = this.mode === "swallow";
+    if (this.slowEvery > 0 && ++this.#forwarded % this.slowEvery === 0) {
+      this.slowed++;
+      res.once("close", () => {
+        if (!res.writableFinished) this.abandoned++;
+      });
+      await new Promise((resolve) => setTimeout(resolve, this.slowMs));
+      if (res.destroyed) return;
+    }
     const upstream = await fetch(this.#target, {
       method: "POST",
       headers: { "content-type": "application/json" },

@@ -40,6 +40,18 @@ export const ENV = envTable([
   },
   { name: "UPSTREAM_BACKOFF_MAX_MS", default: "1000", description: "… and its cap." },
   {
+    name: "UPSTREAM_HEDGE_BUDGET_PERCENT",
+    default: "10",
+    description:
+      "Hedged reads: a read still unanswered after its upstream's recent quantile (below) is also sent to another healthy upstream, the first answer served and the other attempt cancelled. Extra node calls stay within this share of reads (each read earns the share of a hedge, a hedge spends one); `0` turns hedging off. Writes are never hedged.",
+  },
+  {
+    name: "UPSTREAM_HEDGE_QUANTILE",
+    default: "90",
+    description:
+      "The percentile of the serving upstream's own last 64 answers of the same method class (plain read, eth_call, eth_getLogs, batch) after which a read is hedged; none before 16 answers.",
+  },
+  {
     name: "UPSTREAM_BREAKER_THRESHOLD",
     default: "3",
     description:
