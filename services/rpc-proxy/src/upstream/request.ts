@@ -52,7 +52,7 @@ export interface InFlightAttempt {
 }
 
 /** The rejection of a cancelled attempt: one object, not one per cancel. */
-export const CANCELLED = new TransportError("cancelled", "the read was answered by another upstream", {
+const CANCELLED = new TransportError("cancelled", "the read was answered by another upstream", {
   sent: true,
 });
 
