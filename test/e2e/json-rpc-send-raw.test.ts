@@ -1,15 +1,19 @@
 // eth_sendRawTransaction on POST /rpc/{network} where the operator turned it on
 // (RPC_SEND_RAW_TRANSACTION=true, a mesh of its own): a signed transaction is relayed, mined and
-// charged its catalog price; /api/pricing lists it. Off (the default, the shared mesh) it is -32601,
-// free: test/e2e/json-rpc.test.ts.
+// charged its catalog price; /api/pricing lists it; a node that takes it and never answers gets it
+// once, and the client a 504, not charged. Off (the default, the shared mesh) it is -32601, free:
+// test/e2e/json-rpc.test.ts.
 import { readFileSync } from "node:fs";
 import { RPC_WRITE_METHODS } from "@tollgate/catalog";
 import { type Mesh, meshAdmin } from "@tollgate/local";
 import { createPublicClient, type Hex, http, keccak256, parseEther } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { metricSumAt } from "../support/gateway.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
+import { SETTLED_READS, SUITE_BURST, settledDayUsed } from "../support/quota.ts";
 import { x402Payer } from "../support/x402.ts";
 
 const shared = inject("mesh");
@@ -19,25 +23,32 @@ const node = createPublicClient({ transport: http(NODE, { retryCount: 0 }) });
 
 let mesh: Mesh;
 let apiKey: string;
+/** The mesh's two ethereum nodes: HTTP proxies in front of the devnet's node, counting what they get. */
+let nodes: CountingProxy[] = [];
 
 beforeAll(async () => {
+  nodes = await Promise.all([new CountingProxy(NODE).listen(), new CountingProxy(NODE).listen()]);
   mesh = await startOwnMesh({
     stateDir: shared.stateDir,
     namespace: `sendraw${process.pid}`,
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),
     env: {
       LOG_LEVEL: "warn",
-      UPSTREAMS_ETHEREUM: NODE,
+      UPSTREAMS_ETHEREUM: nodes.map((n) => n.url()).join(","),
       UPSTREAMS_SEPOLIA: devnet.chains.sepolia.rpcUrl,
     },
     serviceEnv: {
       gateway: { RPC_SEND_RAW_TRANSACTION: "true" },
+      // Short attempts, several of them: a read would be tried again on the other node.
+      "rpc-proxy": { UPSTREAM_TIMEOUT_MS: "1000", UPSTREAM_MAX_ATTEMPTS: "3" },
       "payment-verifier": sharedSettlementEnv("spare2"),
     },
   });
   const admin = meshAdmin(mesh);
   try {
-    apiKey = (await admin.quickstart(`sendraw-${process.pid}`)).secret;
+    // Room for the hedging test's sequential reads (the default burst guard would refuse them).
+    apiKey = (await admin.quickstart(`sendraw-${process.pid}`, { burst: SUITE_BURST, daily: 100_000 }))
+      .secret;
   } finally {
     admin.close();
   }
@@ -45,6 +56,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mesh?.stop();
+  await Promise.all(nodes.map((n) => n.close()));
 });
 
 async function rpc(body: unknown) {
@@ -150,5 +162,59 @@ describe("eth_sendRawTransaction, turned on", () => {
     expect(count.body.result).toBe("0x1");
     expect(await node.getTransactionCount({ address: wallet.address, blockTag: "pending" })).toBe(1);
     expect(await node.request({ method: "eth_getTransactionByHash", params: [keccak256(next)] })).toBeNull();
+  });
+
+  it("sends a transaction to one node once: a node that takes it and never answers is a 504, not charged, not sent again", async () => {
+    const wallet = await fundedWallet();
+    const signed = await transfer(wallet, 0);
+    const before = await settledDayUsed(apiKey, mesh.gatewayUrl);
+    const marks = nodes.map((n) => n.requests.length);
+    // Both nodes forward what they get to the devnet's node and withhold its answer.
+    for (const n of nodes) n.mode = "swallow";
+    let sent: Awaited<ReturnType<typeof rpc>>;
+    try {
+      sent = await rpc({ jsonrpc: "2.0", id: 7, method: "eth_sendRawTransaction", params: [signed] });
+    } finally {
+      for (const n of nodes) n.mode = "forward";
+    }
+    expect(sent.status, JSON.stringify(sent.body)).toBe(504);
+    expect(sent.body).toMatchObject({ id: 7, error: { data: { code: "upstream_timeout" } } });
+    const sends = nodes
+      .flatMap((n, i) => n.since(marks[i]!))
+      .filter((r) => r.methods.includes("eth_sendRawTransaction"));
+    expect(sends).toHaveLength(1);
+    // It reached the node: mined once, from the one send.
+    const receipt = await node.waitForTransactionReceipt({ hash: keccak256(signed), timeout: 30_000 });
+    expect(receipt.status).toBe("success");
+    // Not charged: the day's count moved only by the reads that measure it.
+    expect(await settledDayUsed(apiKey, mesh.gatewayUrl)).toBe(before + SETTLED_READS);
+    // And not sent again later either.
+    expect(
+      nodes.flatMap((n, i) => n.since(marks[i]!)).filter((r) => r.methods.includes("eth_sendRawTransaction")),
+    ).toHaveLength(1);
+  });
+
+  it("charges a hedged read once: one node slow now and then, every read counts one unit however many nodes answered", async () => {
+    const hedges = (outcome: string) =>
+      metricSumAt(`http://127.0.0.1:${mesh.ports["rpc-proxy"].metrics}/metrics`, "rpc_proxy_hedges_total", {
+        network: "ethereum",
+        outcome,
+      });
+    const wonBefore = await hedges("won");
+    const before = await settledDayUsed(apiKey, mesh.gatewayUrl);
+    // One answer in 10 from the first node comes 300 ms late: the reads it holds are hedged.
+    nodes[0]!.slowEvery = 10;
+    const READS = 200;
+    try {
+      for (let i = 0; i < READS; i++) {
+        const read = await rpc({ jsonrpc: "2.0", id: i, method: "eth_blockNumber", params: [] });
+        expect(read.status).toBe(200);
+        expect(read.body.result).toMatch(/^0x[0-9a-f]+$/);
+      }
+    } finally {
+      nodes[0]!.slowEvery = 0;
+    }
+    expect(await hedges("won")).toBeGreaterThan(wonBefore);
+    expect(await settledDayUsed(apiKey, mesh.gatewayUrl)).toBe(before + READS + SETTLED_READS);
   });
 });

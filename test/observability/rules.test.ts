@@ -65,6 +65,7 @@ describe("Prometheus rules (real promtool)", () => {
         "TollgateUpstreamDown",
         "TollgateUpstreamLagging",
         "TollgateUpstreamBreakerOpen",
+        "TollgateHedgeBudgetExhausted",
         "TollgateQuotaFailOpen",
         "TollgateQuotaMeterUnreachable",
         "TollgateSettlementFailures",

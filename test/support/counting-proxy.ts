@@ -14,12 +14,13 @@ export interface Recorded {
  * An HTTP server in front of a real node that records every request it forwards, so a
  * test can count upstream round trips. `mode = "hang"` accepts requests and never
  * answers (a hung node), `mode = "throttle"` answers like a rate-limiting provider, `mode = "hold"`
- * keeps each request until `release()` (calls a test wants in flight); `close()` makes its port refuse
+ * keeps each request until `release()` (calls a test wants in flight), `mode = "swallow"` forwards each
+ * request to the node and withholds the answer (a node that times out after accepting); `close()` makes its port refuse
  * connections, `reopen()` brings it back on the same port.
  */
 export class CountingProxy {
   readonly requests: Recorded[] = [];
-  mode: "forward" | "hang" | "throttle" | "hold" = "forward";
+  mode: "forward" | "hang" | "throttle" | "hold" | "swallow" = "forward";
   /** In "hold" mode, only requests carrying one of these JSON-RPC methods are held (all when unset). */
   holdOnly: readonly string[] | undefined;
   /**
@@ -29,8 +30,16 @@ export class CountingProxy {
   refuse:
     | ((call: { method: string; params: unknown[] }) => { code: number; message: string } | undefined)
     | undefined;
+  /** Every `slowEvery`-th request forwarded (0: none) is held `slowMs` first: a node slow now and then. */
+  slowEvery = 0;
+  slowMs = 300;
+  /** Requests held so (slowEvery). */
+  slowed = 0;
+  /** Requests whose client went away before the answer was written (a cancelled hedge's loser). */
+  abandoned = 0;
   port = 0;
   readonly #target: string;
+  #forwarded = 0;
   #server: Server | undefined;
   #held: Array<() => void> = [];
 
@@ -92,13 +101,24 @@ export class CountingProxy {
       res.end(JSON.stringify({ jsonrpc: "2.0", id: single.id ?? null, error: refused }));
       return;
     }
+    const swallow = this.mode === "swallow";
+    if (this.slowEvery > 0 && ++this.#forwarded % this.slowEvery === 0) {
+      this.slowed++;
+      res.once("close", () => {
+        if (!res.writableFinished) this.abandoned++;
+      });
+      await new Promise((resolve) => setTimeout(resolve, this.slowMs));
+      if (res.destroyed) return;
+    }
     const upstream = await fetch(this.#target, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: text,
     });
+    const answer = await upstream.text();
+    if (swallow) return; // the node took it; its answer never comes back
     res.writeHead(upstream.status, { "content-type": "application/json" });
-    res.end(await upstream.text());
+    res.end(answer);
   }
 
   /** Forwards every held request and what comes next. */

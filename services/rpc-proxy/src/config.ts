@@ -35,6 +35,10 @@ export interface UpstreamPolicyConfig {
   /** Exponential backoff with full jitter before re-trying an upstream already tried. */
   backoffBaseMs: number;
   backoffMaxMs: number;
+  /** Hedged reads: at most this share of reads (in percent) gets a second node call; 0: off. */
+  hedgeBudgetPercent: number;
+  /** The percentile of an upstream's recent answers after which a read is hedged. */
+  hedgeQuantile: number;
   /** Consecutive failures that open an upstream's circuit breaker. */
   breakerThreshold: number;
   /** How long an open breaker rejects calls before letting one probe through (half-open). */
@@ -84,6 +88,8 @@ export function loadConfig(): RpcProxyConfig {
       maxAttempts: Math.max(1, ENV.int("UPSTREAM_MAX_ATTEMPTS")),
       backoffBaseMs: ENV.int("UPSTREAM_BACKOFF_BASE_MS"),
       backoffMaxMs: ENV.int("UPSTREAM_BACKOFF_MAX_MS"),
+      hedgeBudgetPercent: Math.min(100, Math.max(0, ENV.int("UPSTREAM_HEDGE_BUDGET_PERCENT"))),
+      hedgeQuantile: Math.min(99, Math.max(1, ENV.int("UPSTREAM_HEDGE_QUANTILE"))),
       breakerThreshold: Math.max(1, ENV.int("UPSTREAM_BREAKER_THRESHOLD")),
       breakerCooldownMs: ENV.int("UPSTREAM_BREAKER_COOLDOWN_MS"),
       headPollMs: Math.max(100, ENV.int("UPSTREAM_HEAD_POLL_MS")),

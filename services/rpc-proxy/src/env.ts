@@ -31,7 +31,7 @@ export const ENV = envTable([
     name: "UPSTREAM_MAX_ATTEMPTS",
     default: "3",
     description:
-      "Attempts per operation, spread over the healthy upstreams (failover first, then retries with exponential backoff and full jitter).",
+      "Attempts per read operation, spread over the healthy upstreams (failover first, then retries with exponential backoff and full jitter). A write is sent once, to one node (Writes, below).",
   },
   {
     name: "UPSTREAM_BACKOFF_BASE_MS",
@@ -39,6 +39,18 @@ export const ENV = envTable([
     description: "Backoff before re-trying an upstream already tried in the same operation…",
   },
   { name: "UPSTREAM_BACKOFF_MAX_MS", default: "1000", description: "… and its cap." },
+  {
+    name: "UPSTREAM_HEDGE_BUDGET_PERCENT",
+    default: "10",
+    description:
+      "Hedged reads: a read still unanswered after its upstream's recent quantile (below) is also sent to another healthy upstream, the first answer served and the other attempt cancelled. Extra node calls stay within this share of reads (each read earns the share of a hedge, a hedge spends one); `0` turns hedging off. Writes are never hedged.",
+  },
+  {
+    name: "UPSTREAM_HEDGE_QUANTILE",
+    default: "90",
+    description:
+      "The percentile of the serving upstream's own last 64 answers of the same method class (plain read, eth_call, eth_getLogs, batch) after which a read is hedged; none before 16 answers.",
+  },
   {
     name: "UPSTREAM_BREAKER_THRESHOLD",
     default: "3",

@@ -44,6 +44,12 @@ export function createMetrics(registry: Registry) {
       labelNames: upstreamLabels,
       registers: [registry],
     }),
+    hedges: new prom.Counter({
+      name: "rpc_proxy_hedges_total",
+      help: "Hedged reads: 'sent' (a second upstream asked), 'won' (its answer served, the first attempt cancelled), 'suppressed' (slow, but over the hedge budget)",
+      labelNames: ["network", "outcome"],
+      registers: [registry],
+    }),
     operations: new prom.Counter({
       name: "rpc_proxy_operations_total",
       help: "Operations executed, by operation, network and result code ('ok' or a catalog error code)",
@@ -63,6 +69,7 @@ export function createMetrics(registry: Registry) {
     // The series each call touches, found without prom-client hashing a label object per call.
     upstreamLatencyOf: seriesOf(metrics.upstreamLatency, upstreamCall),
     upstreamErrorsOf: seriesOf(metrics.upstreamErrors, upstreamCall),
+    hedgesOf: seriesOf(metrics.hedges, ["network", "outcome"] as const),
     operationsOf: seriesOf(metrics.operations, ["operation", "network", "code"] as const),
     roundTripsOf: seriesOf(metrics.roundTrips, ["operation", "network"] as const),
   };

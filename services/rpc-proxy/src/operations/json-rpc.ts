@@ -1,5 +1,6 @@
 // The JSON-RPC relay (POST /rpc/{network}): the calls the gateway checked, sent to the node as
-// they are in one round trip (failover, breaker and head tracking as for every operation), and
+// they are in one round trip (failover, breaker and head tracking as for every operation; a write
+// goes to one node, once: README, Writes), and
 // the node's answers returned as they are, a JSON-RPC error included. Only the catalog's methods are
 // relayed, checked again here (eth_sendRawTransaction only reaches here where the gateway serves it); an eth_getLogs range is held to the cap of
 // /api/events before anything is sent.

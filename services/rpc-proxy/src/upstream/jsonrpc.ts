@@ -38,7 +38,9 @@ export type TransportFailureKind =
   | "http_error"
   | "bad_response"
   | "rate_limited"
-  | "breaker_open";
+  | "breaker_open"
+  // A hedged read's other attempt answered first: not the node's failure.
+  | "cancelled";
 
 export class TransportError extends Error {
   readonly kind: TransportFailureKind;

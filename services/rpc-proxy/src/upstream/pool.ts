@@ -1,7 +1,10 @@
+import { RPC_WRITE_METHODS } from "@tollgate/catalog";
 import { grpc, ServiceError } from "@tollgate/platform";
 import type { NetworkConfig, UpstreamPolicyConfig } from "../config.ts";
 import type { Metrics } from "../metrics.ts";
 import { type RpcCall, type RpcOutcome, TransportError } from "./jsonrpc.ts";
+import { HedgeBudget, methodClass } from "./latency.ts";
+import type { AttemptWatcher, InFlightAttempt } from "./request.ts";
 import { Upstream } from "./upstream.ts";
 
 /** Per-operation state: the caller's deadline and the round trips spent so far. */
@@ -18,12 +21,18 @@ const MIN_ATTEMPT_MS = 10;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** A call that changes the chain (eth_sendRawTransaction): sent to one node, at most once. */
+const isWrite = (call: RpcCall): boolean => Object.hasOwn(RPC_WRITE_METHODS, call.method);
+
 /**
  * The upstream nodes of one network. Every request picks the best admitted upstream
  * (healthy and in sync first, round-robin among equals), and on a transport failure
  * fails over to the next one; an upstream already tried in this request is retried only
  * after an exponential backoff with full jitter. All of it stays inside the caller's
- * deadline. Every operation is a read, so retrying is always safe.
+ * deadline. Retrying is safe for reads only: a request carrying a write (RPC_WRITE_METHODS) goes
+ * to one node, once; it moves to another node only when it never left this process (a refused
+ * connection, an open breaker), and any failure after it was sent ends the call (README, Writes).
+ * A read still unanswered after its upstream's recent quantile is hedged (HedgedRead, below).
  */
 export class NetworkPool {
   readonly name: string;
@@ -31,6 +40,8 @@ export class NetworkPool {
   readonly upstreams: Upstream[];
   readonly #policy: UpstreamPolicyConfig;
   readonly #maxLag: bigint;
+  readonly #budget: HedgeBudget;
+  readonly #hedges: { sent: Counted; won: Counted; suppressed: Counted };
   #next = 0;
 
   constructor(network: NetworkConfig, policy: UpstreamPolicyConfig, metrics: Metrics) {
@@ -48,9 +59,14 @@ export class NetworkPool {
           breakerThreshold: policy.breakerThreshold,
           breakerCooldownMs: policy.breakerCooldownMs,
           maxBodyBytes: policy.maxBodyBytes,
+          hedgeQuantile: policy.hedgeQuantile / 100,
           metrics,
         }),
     );
+    this.#budget = new HedgeBudget(policy.hedgeBudgetPercent);
+    const hedge = (outcome: string) => metrics.hedgesOf({ network: network.name, outcome });
+    this.#hedges = { sent: hedge("sent"), won: hedge("won"), suppressed: hedge("suppressed") };
+    for (const counter of Object.values(this.#hedges)) counter.inc(0);
   }
 
   /** Best head among upstreams that answer their polls (undefined before any answer). */
@@ -89,6 +105,10 @@ export class NetworkPool {
       );
     }
     const end = ctx.deadline - DEADLINE_MARGIN_MS;
+    const write = calls.some(isWrite);
+    const hedging = !write && this.#budget.enabled && this.upstreams.length > 1;
+    if (hedging) this.#budget.earn();
+    const kind = methodClass(calls);
     const tried: Upstream[] = [];
     let last: TransportError | undefined;
     let sawTimeout = false;
@@ -115,7 +135,12 @@ export class NetworkPool {
       tried.push(upstream);
       try {
         const timeout = Math.min(this.#policy.timeoutMs, remaining);
-        const outcomes = await upstream.send(calls, timeout);
+        // Hedged when the upstream's quantile leaves a second attempt time to answer.
+        const slowAt = hedging ? Date.now() + upstream.latency[kind]!.quantile : Number.POSITIVE_INFINITY;
+        const outcomes =
+          slowAt + MIN_ATTEMPT_MS < Date.now() + timeout
+            ? await new HedgedRead(this, calls, tried, ctx, end, slowAt).run(upstream, timeout)
+            : await upstream.send(calls, timeout);
         ctx.roundTrips++;
         return outcomes;
       } catch (err) {
@@ -128,11 +153,34 @@ export class NetworkPool {
         if (err.sent) ctx.roundTrips++;
         if (err.kind === "timeout") sawTimeout = true;
         last = err;
+        // The node may have taken the write (a timeout after it arrived, a reset mid-answer):
+        // sending it again, here or elsewhere, could broadcast it twice. The client decides.
+        if (write && err.sent) break;
       }
     }
     // Slowness reads as a timeout (so does a deadline too short for any attempt); refused
     // connections, throttling and open breakers everywhere read as unavailable.
     throw failure(this.name, last, sawTimeout || (outOfTime && last === undefined));
+  }
+
+  /**
+   * The second upstream of a slow read: healthy, not tried in this request, and only within the
+   * hedge budget (refused over it, counted as suppressed).
+   */
+  hedgeTarget(tried: readonly Upstream[]): Upstream | undefined {
+    const u = this.#pick(tried);
+    if (u === undefined || tried.includes(u) || !this.healthy(u)) return undefined;
+    if (!this.#budget.spend()) {
+      this.#hedges.suppressed.inc();
+      return undefined;
+    }
+    this.#hedges.sent.inc();
+    return u;
+  }
+
+  /** A hedge answered first: its answer is served. */
+  hedgeWon(): void {
+    this.#hedges.won.inc();
   }
 
   /**
@@ -166,6 +214,119 @@ export class NetworkPool {
 
   async close(): Promise<void> {
     await Promise.all(this.upstreams.map((u) => u.close()));
+  }
+}
+
+type Counted = { inc(value?: number): void };
+
+/**
+ * One read attempt that may be hedged: the first upstream is asked; if it is still unanswered at
+ * `slowAt` (told by the request sweep, request.ts: no timer of its own) and the budget allows, a
+ * second healthy upstream is asked too. The first answer (a JSON-RPC error included) is served and
+ * the other attempt cancelled (undici abort). The attempt fails only when both failed, with the
+ * first upstream's error (the pool's retry loop reads it as for any attempt); a result_too_large
+ * from either ends it at once (as large anywhere). The hedge is a node call of its own
+ * (ctx.roundTrips), the call is still one call to the caller: charged once, or not at all.
+ */
+class HedgedRead implements AttemptWatcher {
+  slowAt: number;
+  readonly #pool: NetworkPool;
+  readonly #calls: readonly RpcCall[];
+  readonly #tried: Upstream[];
+  readonly #ctx: CallContext;
+  readonly #end: number;
+  #timeout = 0;
+  #first: InFlightAttempt | undefined;
+  #second: InFlightAttempt | undefined;
+  #pending = 1;
+  #settled = false;
+  #firstError: unknown;
+  #resolve!: (outcomes: RpcOutcome[]) => void;
+  #reject!: (err: unknown) => void;
+
+  constructor(
+    pool: NetworkPool,
+    calls: readonly RpcCall[],
+    tried: Upstream[],
+    ctx: CallContext,
+    end: number,
+    slowAt: number,
+  ) {
+    this.#pool = pool;
+    this.#calls = calls;
+    this.#tried = tried;
+    this.#ctx = ctx;
+    this.#end = end;
+    this.slowAt = slowAt;
+  }
+
+  run(upstream: Upstream, timeout: number): Promise<RpcOutcome[]> {
+    this.#timeout = timeout;
+    const answer = new Promise<RpcOutcome[]>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    upstream.send(this.#calls, timeout, this).then(this.#firstAnswered, this.#firstFailed);
+    return answer;
+  }
+
+  started(attempt: InFlightAttempt): void {
+    if (this.#first === undefined) this.#first = attempt;
+    else this.#second = attempt;
+  }
+
+  slow(): void {
+    // The second attempt is never slow itself: one hedge per attempt.
+    this.slowAt = Number.POSITIVE_INFINITY;
+    if (this.#settled) return;
+    const remaining = this.#end - Date.now();
+    if (remaining < MIN_ATTEMPT_MS) return;
+    const second = this.#pool.hedgeTarget(this.#tried);
+    if (second === undefined) return;
+    this.#tried.push(second);
+    this.#pending++;
+    this.#ctx.roundTrips++;
+    second
+      .send(this.#calls, Math.min(this.#timeout, remaining), this)
+      .then(this.#secondAnswered, this.#secondFailed);
+  }
+
+  readonly #firstAnswered = (outcomes: RpcOutcome[]): void => {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#second?.cancel();
+    this.#resolve(outcomes);
+  };
+
+  readonly #secondAnswered = (outcomes: RpcOutcome[]): void => {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#first?.cancel();
+    this.#pool.hedgeWon();
+    this.#resolve(outcomes);
+  };
+
+  readonly #firstFailed = (err: unknown): void => {
+    this.#firstError = err;
+    this.#failed(err);
+  };
+
+  readonly #secondFailed = (err: unknown): void => {
+    this.#failed(err);
+  };
+
+  #failed(err: unknown): void {
+    if (this.#settled) return;
+    if (!(err instanceof TransportError)) {
+      this.#settled = true;
+      this.#first?.cancel();
+      this.#second?.cancel();
+      this.#reject(err);
+      return;
+    }
+    if (--this.#pending > 0) return;
+    this.#settled = true;
+    this.#reject(this.#firstError ?? err);
   }
 }
 

@@ -1,6 +1,7 @@
 // One HTTP request to a node, as an undici dispatch handler: the body is gathered from its chunks
 // under the byte cap, with no Readable stream, async iterator, AbortController or timer of its own
-// per request. Attempt timeouts are kept by one sweep every SWEEP_MS over the requests in flight.
+// per request. Attempt timeouts, and the moment a hedged read's first attempt counts as slow, are
+// kept by one sweep every SWEEP_MS over the requests in flight.
 import { grpc, ServiceError } from "@tollgate/platform";
 import type { Dispatcher } from "undici";
 import { TransportError } from "./jsonrpc.ts";
@@ -33,6 +34,28 @@ function tooLarge(limit: number): ServiceError {
   );
 }
 
+/**
+ * Who follows an attempt (a hedged read, pool.ts): handed the attempt when it starts, so it can
+ * cancel it, and told once when it is still unanswered at `slowAt`.
+ */
+export interface AttemptWatcher {
+  /** Epoch milliseconds; Infinity: never slow. Read when the attempt starts. */
+  readonly slowAt: number;
+  started(attempt: InFlightAttempt): void;
+  slow(): void;
+}
+
+/** An attempt in flight, as its watcher sees it. */
+export interface InFlightAttempt {
+  /** Drops the attempt (undici abort): its promise rejects with CANCELLED, its answer is never read. */
+  cancel(): void;
+}
+
+/** The rejection of a cancelled attempt: one object, not one per cancel. */
+const CANCELLED = new TransportError("cancelled", "the read was answered by another upstream", {
+  sent: true,
+});
+
 const inFlight = new Set<NodeRequest>();
 let sweeper: NodeJS.Timeout | undefined;
 
@@ -43,7 +66,10 @@ function sweep(): void {
     return;
   }
   const now = Date.now();
-  for (const request of inFlight) if (request.deadline <= now) request.expire();
+  for (const request of inFlight) {
+    if (request.deadline <= now) request.expire();
+    else if (request.slowAt <= now) request.slow();
+  }
 }
 
 /**
@@ -55,6 +81,7 @@ export function postJson(
   options: Dispatcher.DispatchOptions,
   timeoutMs: number,
   maxBytes: number,
+  watcher?: AttemptWatcher,
 ): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     const request = new NodeRequest(
@@ -63,15 +90,20 @@ export function postJson(
       maxBytes,
       resolve,
       reject,
+      watcher,
     );
     inFlight.add(request);
+    watcher?.started(request);
     sweeper ??= setInterval(sweep, SWEEP_MS).unref();
     pool.dispatch(options, request);
   });
 }
 
-class NodeRequest implements Dispatcher.DispatchHandler {
+class NodeRequest implements Dispatcher.DispatchHandler, InFlightAttempt {
   readonly deadline: number;
+  /** When the watcher is told the attempt is slow (Infinity: never, or told already). */
+  slowAt: number;
+  readonly #watcher: AttemptWatcher | undefined;
   readonly #timeoutMs: number;
   readonly #maxBytes: number;
   readonly #resolve: (text: string) => void;
@@ -91,8 +123,11 @@ class NodeRequest implements Dispatcher.DispatchHandler {
     maxBytes: number,
     resolve: (text: string) => void,
     reject: (err: Error) => void,
+    watcher: AttemptWatcher | undefined,
   ) {
     this.deadline = deadline;
+    this.#watcher = watcher;
+    this.slowAt = watcher ? watcher.slowAt : Number.POSITIVE_INFINITY;
     this.#timeoutMs = timeoutMs;
     this.#maxBytes = maxBytes;
     this.#resolve = resolve;
@@ -107,9 +142,21 @@ class NodeRequest implements Dispatcher.DispatchHandler {
     this.#controller?.abort(new Error("attempt timed out"));
   }
 
+  slow(): void {
+    this.slowAt = Number.POSITIVE_INFINITY;
+    if (!this.#done) this.#watcher?.slow();
+  }
+
+  cancel(): void {
+    if (this.#done) return;
+    this.#fail(CANCELLED);
+    this.#controller?.abort(CANCELLED);
+  }
+
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
-    if (this.#done) controller.abort(new Error("attempt timed out"));
+    // Timed out or cancelled while queued for a connection.
+    if (this.#done) controller.abort(this.#timedOut ? new Error("attempt timed out") : CANCELLED);
   }
 
   onResponseStart(

@@ -10,7 +10,8 @@ import {
   type RpcOutcome,
   TransportError,
 } from "./jsonrpc.ts";
-import { postJson } from "./request.ts";
+import { LatencyWindow, METHOD_CLASSES, methodClass } from "./latency.ts";
+import { type AttemptWatcher, postJson } from "./request.ts";
 
 export interface UpstreamOptions {
   network: string;
@@ -21,6 +22,8 @@ export interface UpstreamOptions {
   breakerCooldownMs: number;
   /** Largest response body read from the node; more is result_too_large. */
   maxBodyBytes: number;
+  /** 0..1: the quantile of recent answers a hedged read waits for (latency.ts). */
+  hedgeQuantile: number;
   metrics: Metrics;
 }
 
@@ -42,6 +45,8 @@ export class Upstream {
   );
   readonly #maxBodyBytes: number;
   readonly breaker: Breaker;
+  /** Recent answer latencies, one window per method class (latency.ts): a hedged read's delay. */
+  readonly latency: LatencyWindow[];
   /** Last head block seen by the head tracker. */
   head: bigint | undefined;
   /** Whether the last head poll got an answer. */
@@ -56,6 +61,7 @@ export class Upstream {
     this.label = `${opts.network}-${opts.index}`;
     this.#metrics = opts.metrics;
     this.#maxBodyBytes = opts.maxBodyBytes;
+    this.latency = Array.from({ length: METHOD_CLASSES }, () => new LatencyWindow(opts.hedgeQuantile));
     const url = new URL(opts.url);
     const headers: Record<string, string> = {
       "content-type": "application/json",
@@ -85,8 +91,9 @@ export class Upstream {
    * Sends one HTTP request carrying `calls` (a batch when more than one) through the
    * breaker. Resolves with one outcome per call; rejects with a TransportError, or with
    * result_too_large when the answer is over the byte cap (the node is fine: no breaker count).
+   * A hedged read passes its watcher (pool.ts), which may cancel the attempt.
    */
-  async send(calls: readonly RpcCall[], timeoutMs: number): Promise<RpcOutcome[]> {
+  async send(calls: readonly RpcCall[], timeoutMs: number, watcher?: AttemptWatcher): Promise<RpcOutcome[]> {
     const method = calls.length === 1 ? calls[0]!.method : "batch";
     const ticket = this.breaker.enter();
     if (ticket === undefined) {
@@ -101,6 +108,7 @@ export class Upstream {
         { ...this.#request, body: encodeRequest(calls) },
         timeoutMs,
         this.#maxBodyBytes,
+        watcher,
       );
       outcomes = decodeResponse(text, calls.length);
     } catch (err) {
@@ -117,13 +125,20 @@ export class Upstream {
       outcome = "rpc_error";
     }
     this.breaker.succeeded(ticket);
-    const seconds = (performance.now() - started) / 1000;
+    const ms = performance.now() - started;
+    this.latency[methodClass(calls)]!.record(ms);
+    const seconds = ms / 1000;
     if (outcome === "ok") this.#answered(method).observe(seconds);
     else this.#observe(method, outcome, seconds);
     return outcomes;
   }
 
   #failed(err: unknown, ticket: BreakerTicket, method: string, started: number): never {
+    if (err instanceof TransportError && err.kind === "cancelled") {
+      // The other attempt of a hedged read answered: no verdict on this node (a probe's reopens).
+      if (ticket === "probe") this.breaker.failed(ticket);
+      throw err;
+    }
     const seconds = (performance.now() - started) / 1000;
     if (err instanceof ServiceError) {
       // Over the byte cap: the node answered; not its failure.
