@@ -2,6 +2,7 @@
 // (accounts, keys) and the settlement worker's (the ledger). It speaks only gRPC to them and imports
 // nothing of theirs; migrations are each service's own entry (`pnpm migrate`).
 import { isPlanName, PLAN_NAMES } from "@tollgate/catalog";
+import { defaultGrpcAddr } from "@tollgate/platform";
 import { type Command, count, parse } from "./args.ts";
 import { accountCommands } from "./commands/accounts.ts";
 import { keyCommands } from "./commands/keys.ts";
@@ -31,8 +32,8 @@ default 200000 a day, 2000000 a month); a first dashboard sign-in makes one on t
 Limits: 0 means uncapped; omitted limits take the plan's figures.
 Credits: an account whose plan is spent pays from its prepaid credits (POST /api/credits buys them);
 --credits-only yes makes it pay every call from them.
-Environment: QUOTA_METER_ADDR (default 127.0.0.1:50051), SETTLEMENT_WORKER_ADDR (default
-127.0.0.1:50054), OPERATOR_TOKEN or OPERATOR_TOKEN_FILE (default: the file .tollgate/operator-token
+Environment: QUOTA_METER_ADDR (default ${defaultGrpcAddr("quota-meter")}), SETTLEMENT_WORKER_ADDR (default
+${defaultGrpcAddr("settlement-worker")}), OPERATOR_TOKEN or OPERATOR_TOKEN_FILE (default: the file .tollgate/operator-token
 that \`pnpm start\` writes), GATEWAY_URL (for quickstart's example).
 Migrations: \`pnpm migrate\` (each service's own, against DATABASE_URL or the embedded database).
 Output is JSON. Exit codes: 0 ok, 1 failure (or differences found by reconcile), 2 usage.`;
