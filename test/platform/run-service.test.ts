@@ -76,12 +76,13 @@ describe("runService", () => {
   });
 
   it("exits 1 when the drain outlasts SHUTDOWN_TIMEOUT_MS", async () => {
-    const service = start({ FIXTURE_STOP_MS: "10000", SHUTDOWN_TIMEOUT_MS: "300" });
+    const service = start({ FIXTURE_STOP_MS: "120000", SHUTDOWN_TIMEOUT_MS: "300" });
     await service.line("ready");
     const signalled = Date.now();
     service.child.kill("SIGTERM");
     expect(await service.exit).toBe(1);
-    expect(Date.now() - signalled).toBeLessThan(5_000);
+    // Ended by the deadline, not by the stop (two minutes): a bound far from any machine's speed.
+    expect(Date.now() - signalled).toBeLessThan(60_000);
     expect((await service.line("drain did not finish in SHUTDOWN_TIMEOUT_MS; exiting")).level).toBe(50);
   });
 
