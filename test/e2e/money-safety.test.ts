@@ -166,6 +166,7 @@ describe("one price in a wallet pays for one settlement, however many payments i
       expect(await usdcBalance(chain, devnet, wallet.address)).toBe(0n);
     }
     expect(nodeCalls("eth_getBalance") - calls).toBe(rounds);
+    // A window for a transaction that must NOT be sent (one per round only): nothing to wait for.
     await sleep(500);
     expect((await facilitatorSent()) - sent).toBe(rounds);
     const metrics = mesh.ports["payment-verifier"].metrics;
@@ -214,6 +215,7 @@ describe("one price in a wallet pays for one settlement, however many payments i
       expect(await usdcBalance(chain, devnet, wallet.address)).toBe(0n);
     }
     expect(nodeCalls("eth_getBalance") - calls).toBe(rounds);
+    // A window for a transaction that must NOT be sent (one per round only): nothing to wait for.
     await sleep(500);
     expect((await facilitatorSent()) - sent).toBe(rounds);
     expect(await metric(mesh.ports["payment-verifier"].metrics, "payment_settlements_reverted_total")).toBe(

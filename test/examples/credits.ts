@@ -26,7 +26,7 @@ const network = devnet.demo.settlement.network as Network;
 
 // 1. An account on a plan of 1 call a day, and its key.
 const admin = createAdminClient(
-  process.env.QUOTA_METER_ADDR ?? "127.0.0.1:50051",
+  process.env.QUOTA_METER_ADDR ?? "127.0.0.1:9451",
   readFileSync(new URL("operator-token", root), "utf8").trim(),
 );
 const { account, secret } = await admin.quickstart(`credits example ${new Date().toISOString()}`, {

@@ -25,7 +25,7 @@ const holder = devnet.accounts.find((a: { role: string }) => a.role === "A").add
 
 // 1. An account and its key (a plan of 1,000 calls a day).
 const admin = createAdminClient(
-  process.env.QUOTA_METER_ADDR ?? "127.0.0.1:50051",
+  process.env.QUOTA_METER_ADDR ?? "127.0.0.1:9451",
   process.env.OPERATOR_TOKEN ?? readFileSync(new URL("operator-token", root), "utf8").trim(),
 );
 const { secret } = await admin.quickstart(`viem example ${new Date().toISOString()}`, {

@@ -94,6 +94,8 @@ describe("SIGTERM to a gateway under load", () => {
 
     const exit = exited(service);
     service.child.kill("SIGTERM");
+    // A window after the signal in which the process must stay up (its calls are held); the
+    // refusal of new connections below does not depend on how long it is.
     await new Promise((r) => setTimeout(r, 300));
     // Draining: the process is still up (its calls are held), but takes no new connection.
     expect(service.child.exitCode).toBeNull();

@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
+import { DEFAULT_PORTS } from "@tollgate/platform";
 import { Deployment, type IDeployment } from "kubernetes-models/apps/v1/Deployment";
 import { type IStatefulSet, StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
@@ -43,36 +44,36 @@ interface ServiceSpec {
 export const SERVICES: Record<string, ServiceSpec> = {
   gateway: {
     protocol: "http",
-    port: 8080,
-    metricsPort: 9460,
+    port: DEFAULT_PORTS.gateway.http,
+    metricsPort: DEFAULT_PORTS.gateway.metrics,
   },
   "quota-meter": {
     protocol: "grpc",
     calledByGateway: true,
-    port: 50051,
-    metricsPort: 9461,
+    port: DEFAULT_PORTS["quota-meter"].grpc,
+    metricsPort: DEFAULT_PORTS["quota-meter"].metrics,
   },
   "payment-verifier": {
     protocol: "grpc",
     calledByGateway: true,
-    port: 50052,
-    metricsPort: 9462,
+    port: DEFAULT_PORTS["payment-verifier"].grpc,
+    metricsPort: DEFAULT_PORTS["payment-verifier"].metrics,
   },
   "rpc-proxy": {
     protocol: "grpc",
     calledByGateway: true,
-    port: 50053,
-    metricsPort: 9463,
+    port: DEFAULT_PORTS["rpc-proxy"].grpc,
+    metricsPort: DEFAULT_PORTS["rpc-proxy"].metrics,
   },
   "settlement-worker": {
     protocol: "grpc",
-    port: 50054,
-    metricsPort: 9464,
+    port: DEFAULT_PORTS["settlement-worker"].grpc,
+    metricsPort: DEFAULT_PORTS["settlement-worker"].metrics,
   },
   dashboard: {
     protocol: "http",
-    port: 8090,
-    metricsPort: 9465,
+    port: DEFAULT_PORTS.dashboard.http,
+    metricsPort: DEFAULT_PORTS.dashboard.metrics,
   },
 };
 export const SERVICE_NAMES = Object.keys(SERVICES);

@@ -129,7 +129,9 @@ describe.each(mppxStates)(
     });
 
     it("lists written channels for the settlement loop until forgotten; values expire, finished ones sooner", async () => {
-      const state = make({ activeMs: 600, finishedMs: 150 });
+      // Retentions far apart, and each expiry waited for (a poll with a generous deadline), not
+      // slept for: on a loaded machine a 600 ms retention lapsed before a 300 ms sleep ended.
+      const state = make({ activeMs: 120_000, finishedMs: 200 });
       const [open, closed] = [channelId(), channelId()];
       await state.channels.update(open, () => ({
         op: "set" as const,
@@ -145,11 +147,17 @@ describe.each(mppxStates)(
       await state.forgetChannel(closed);
       expect(await state.channelIds()).not.toContain(closed);
       expect(await state.channelIds()).toContain(open);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(await state.channels.get(closed)).toBeNull();
+      await expect.poll(() => state.channels.get(closed), { timeout: 20_000, interval: 50 }).toBeNull();
       expect(await state.channels.get(open)).toEqual({ finalized: false });
-      await new Promise((r) => setTimeout(r, 400));
-      expect(await state.channels.get(open)).toBeNull();
+      // An open channel's value expires too, after its own (here short) retention.
+      const brief = make({ activeMs: 200, finishedMs: 200 });
+      const other = channelId();
+      await brief.channels.update(other, () => ({
+        op: "set" as const,
+        value: { finalized: false },
+        result: null,
+      }));
+      await expect.poll(() => brief.channels.get(other), { timeout: 20_000, interval: 50 }).toBeNull();
     });
   },
 );

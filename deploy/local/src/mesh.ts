@@ -1,14 +1,14 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Devnet, startDevnet } from "@tollgate/devnet";
-import { checkHealth, meshCallerEnv, meshTokenDigest } from "@tollgate/platform";
+import { checkHealth, DEFAULT_PORTS, meshCallerEnv, meshTokenDigest } from "@tollgate/platform";
 import { freePort } from "./ports.ts";
 import { EMBEDDED_POSTGRES_PORT, startEmbeddedPostgres } from "./postgres.ts";
 import { localSecret } from "./secrets.ts";
 import { REPO_ROOT, type RunningService, type ServiceName, spawnService } from "./services.ts";
 
 export interface MeshOptions {
-  /** Use the documented default ports (gateway 8080, ...) instead of free ones. */
+  /** Use the documented default ports (libs/platform/src/ports.ts) instead of free ones. */
   defaultPorts?: boolean;
   /** Where local state lives (devnet.json, secrets, outbox). Default <repo>/.tollgate. */
   stateDir?: string;
@@ -76,14 +76,6 @@ export interface Mesh {
 
 type BackEnd = Exclude<ServiceName, "gateway" | "dashboard">;
 
-const DEFAULT_PORTS: Record<ServiceName, { main: number; metrics: number }> = {
-  gateway: { main: 8080, metrics: 9460 },
-  "quota-meter": { main: 50051, metrics: 9461 },
-  "payment-verifier": { main: 50052, metrics: 9462 },
-  "rpc-proxy": { main: 50053, metrics: 9463 },
-  "settlement-worker": { main: 50054, metrics: 9464 },
-  dashboard: { main: 8090, metrics: 9465 },
-};
 function hasUpstreams(env: Record<string, string | undefined>): boolean {
   return Object.keys(env).some((k) => k.startsWith("UPSTREAMS_") && env[k]);
 }
@@ -99,16 +91,12 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
 
   const ports = {} as Record<ServiceName, { main: number; metrics: number }>;
   for (const name of Object.keys(DEFAULT_PORTS) as ServiceName[]) {
+    const own: { http?: number; grpc?: number; metrics: number } = DEFAULT_PORTS[name];
+    // PORT and DASHBOARD_PORT move the two HTTP edges; the back ends keep theirs.
+    const edgePort =
+      name === "gateway" ? baseEnv.PORT : name === "dashboard" ? baseEnv.DASHBOARD_PORT : undefined;
     ports[name] = opts.defaultPorts
-      ? {
-          ...DEFAULT_PORTS[name],
-          main:
-            name === "gateway"
-              ? Number(baseEnv.PORT ?? 8080)
-              : name === "dashboard"
-                ? Number(baseEnv.DASHBOARD_PORT ?? 8090)
-                : DEFAULT_PORTS[name].main,
-        }
+      ? { main: Number(edgePort ?? own.http ?? own.grpc), metrics: own.metrics }
       : { main: await freePort(), metrics: await freePort() };
   }
 

@@ -2,7 +2,7 @@ import { reachable } from "./ports.ts";
 import { type RunningService, spawnService } from "./services.ts";
 
 /** The embedded PostgreSQL's port under `pnpm start` (a free one for other meshes). */
-export const EMBEDDED_POSTGRES_PORT = 54329;
+export const EMBEDDED_POSTGRES_PORT = 9432;
 
 /**
  * PGlite behind pglite-socket, its own process on loopback, its data under the state dir: the

@@ -10,8 +10,15 @@ const logger = createLogger("launcher");
 readSecret("DATABASE_URL");
 const mesh = await startMesh({
   defaultPorts: true,
+  // Where local state lives: .tollgate in the repository unless TOLLGATE_STATE_DIR says (a test's
+  // own folder, so it never touches the developer's chains and database).
+  stateDir: process.env.TOLLGATE_STATE_DIR || undefined,
   log: (line) => logger.info(line),
   onLine: (_service, line) => process.stdout.write(`${line}\n`),
+}).catch((err: Error) => {
+  // The service's own lines above say why (a taken port names its holder): no launcher stack.
+  logger.fatal(err.message.split("\n")[0] ?? "the mesh did not start");
+  process.exit(1);
 });
 if (mesh.devnet) logger.info(`devnet: ${mesh.devnet.file}`);
 logger.info(

@@ -5,6 +5,7 @@ export * from "./logger.ts";
 export * from "./mesh-auth.ts";
 export * from "./metrics.ts";
 export * from "./operator.ts";
+export * from "./ports.ts";
 export * from "./redact.ts";
 export * from "./redis.ts";
 export * from "./reply-watch.ts";

@@ -1,7 +1,10 @@
 // The one front door of every service process: configuration, start, readiness, signals, drain.
+import { format } from "node:util";
+import * as grpc from "@grpc/grpc-js";
 import { ConfigError } from "./env.ts";
 import { envTable, SHUTDOWN_ENV } from "./env-table.ts";
 import { createLogger, type Logger, scrubConsole } from "./logger.ts";
+import { addressInUse, portTakenMessage } from "./port-holder.ts";
 
 /** What a started service hands to runService. */
 export interface RunningHandle {
@@ -44,6 +47,15 @@ function shutdownTimings(): { delayMs: number; timeoutMs: number } {
 export async function runService<C, H extends RunningHandle>(def: ServiceDefinition<C, H>): Promise<void> {
   const logger = createLogger(def.name);
   scrubConsole();
+  // grpc-js's own lines as this service's JSON lines. Its "No address added" is dropped: the bind's
+  // error says the same with the cause, so a taken port is one line.
+  const grpcLine =
+    (level: "error" | "info" | "debug") =>
+    (message?: unknown, ...rest: unknown[]) => {
+      const text = format(message, ...rest);
+      if (!text.startsWith("No address added")) logger[level]({ source: "grpc-js" }, text);
+    };
+  grpc.setLogger({ error: grpcLine("error"), info: grpcLine("info"), debug: grpcLine("debug") });
   // A library promise nobody awaited must not take every in-flight call down with the process.
   process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled promise rejection"));
 
@@ -70,7 +82,10 @@ export async function runService<C, H extends RunningHandle>(def: ServiceDefinit
     config = def.loadConfig();
     handle = await def.start(config, logger);
   } catch (err) {
+    const taken = addressInUse(err);
     if (err instanceof ConfigError) logger.fatal(`configuration error: ${err.message}`);
+    // Not a bug to debug but a port to free: who holds it, in one line, no stack.
+    else if (taken) logger.fatal({ port: taken.port }, portTakenMessage(taken.host, taken.port));
     else logger.fatal({ err }, "could not start");
     process.exit(1);
   }

@@ -1,9 +1,9 @@
 // The dashboard's environment, declared once: config.ts reads through it, the README table is
 // rendered from it (pnpm gen:env) and the Kubernetes manifests are checked against it (test/k8s).
-import { envTable, REDIS_ENV, serviceEnv } from "@tollgate/platform";
+import { DEFAULT_PORTS, defaultGrpcAddr, envTable, REDIS_ENV, serviceEnv } from "@tollgate/platform";
 
 export const ENV = envTable([
-  ...serviceEnv({ http: 8090, metrics: 9465 }),
+  ...serviceEnv(DEFAULT_PORTS.dashboard),
   {
     name: "DASHBOARD_PUBLIC_URL",
     description:
@@ -21,11 +21,15 @@ export const ENV = envTable([
     description:
       "accounts first sign-ins from one client address may create an hour (more: 429 `rate_limited` with `Retry-After`; returning wallets are never held back; 0 = no limit)",
   },
-  { name: "QUOTA_METER_ADDR", default: "127.0.0.1:50051", description: "quota-meter's gRPC address" },
+  {
+    name: "QUOTA_METER_ADDR",
+    default: defaultGrpcAddr("quota-meter"),
+    description: "quota-meter's gRPC address",
+  },
   { name: "QUOTA_METER_DEADLINE_MS", default: "3000", description: "deadline of every gRPC call" },
   {
     name: "SETTLEMENT_WORKER_ADDR",
-    default: "127.0.0.1:50054",
+    default: defaultGrpcAddr("settlement-worker"),
     description:
       "settlement-worker's gRPC address: the payments page lists the signed-in wallet's own payments (`SettlementAccountService`, which accepts this token by `MESH_CALLER_DASHBOARD_SHA256` on the worker)",
   },

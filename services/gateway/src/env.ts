@@ -1,9 +1,9 @@
 // The gateway's environment, declared once: config.ts reads through it, the README table is rendered
 // from it (pnpm gen:env) and the Kubernetes manifests are checked against it (test/k8s).
-import { envTable, serviceEnv } from "@tollgate/platform";
+import { DEFAULT_PORTS, defaultGrpcAddr, envTable, serviceEnv } from "@tollgate/platform";
 
 export const ENV = envTable([
-  ...serviceEnv({ http: 8080, metrics: 9460 }),
+  ...serviceEnv(DEFAULT_PORTS.gateway),
   {
     name: "MESH_TOKEN",
     required: true,
@@ -13,16 +13,16 @@ export const ENV = envTable([
   },
   {
     name: "QUOTA_METER_ADDR",
-    default: "127.0.0.1:50051",
+    default: defaultGrpcAddr("quota-meter"),
     description:
       "quota-meter's gRPC address; `dns:///<service>:<port>` spreads calls over every pod behind a headless Service",
   },
   {
     name: "PAYMENT_VERIFIER_ADDR",
-    default: "127.0.0.1:50052",
+    default: defaultGrpcAddr("payment-verifier"),
     description: "payment-verifier's gRPC address",
   },
-  { name: "RPC_PROXY_ADDR", default: "127.0.0.1:50053", description: "rpc-proxy's gRPC address" },
+  { name: "RPC_PROXY_ADDR", default: defaultGrpcAddr("rpc-proxy"), description: "rpc-proxy's gRPC address" },
   {
     name: "AUTHORIZE_DEADLINE_MS",
     default: "1000",

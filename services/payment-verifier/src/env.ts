@@ -6,7 +6,15 @@ import {
   X402_FACILITATOR_ENV,
   X402_SETTLEMENT_RPC_ENV,
 } from "@tollgate/payment-rails";
-import { envTable, meshCallerRows, NATS_ENV, outboxEnv, REDIS_ENV, serviceEnv } from "@tollgate/platform";
+import {
+  DEFAULT_PORTS,
+  envTable,
+  meshCallerRows,
+  NATS_ENV,
+  outboxEnv,
+  REDIS_ENV,
+  serviceEnv,
+} from "@tollgate/platform";
 
 /** Where the x402 money goes: read by payment-verifier and (for reconciliation) the settlement worker. */
 const X402_CHAIN_ENV = [
@@ -29,7 +37,7 @@ const X402_CHAIN_ENV = [
 ] as const;
 
 export const ENV = envTable([
-  ...serviceEnv({ grpc: 50052, metrics: 9462 }),
+  ...serviceEnv(DEFAULT_PORTS["payment-verifier"]),
   ...REDIS_ENV.map((v) =>
     v.name === "REDIS_STANDIN"
       ? {

@@ -3,6 +3,7 @@
 import { FREE_PLAN_DEFAULTS, PLAN_DEFAULTS } from "@tollgate/catalog";
 import {
   DATABASE_ENV,
+  DEFAULT_PORTS,
   envTable,
   meshCallerRows,
   NATS_ENV,
@@ -13,7 +14,7 @@ import {
 } from "@tollgate/platform";
 
 export const ENV = envTable([
-  ...serviceEnv({ grpc: 50051, metrics: 9461 }),
+  ...serviceEnv(DEFAULT_PORTS["quota-meter"]),
   ...REDIS_ENV,
   {
     name: "REDIS_BUDGET_MS",

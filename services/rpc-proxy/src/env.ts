@@ -1,7 +1,7 @@
 // rpc-proxy's environment, declared once: config.ts reads through it, the README table is rendered
 // from it (pnpm gen:env) and the Kubernetes manifests are checked against it (test/k8s).
 import { NETWORKS } from "@tollgate/catalog";
-import { envTable, meshCallerRows, serviceEnv } from "@tollgate/platform";
+import { DEFAULT_PORTS, envTable, meshCallerRows, serviceEnv } from "@tollgate/platform";
 
 /** `UPSTREAMS_<NETWORK>`: the network name upper-cased, non-alphanumerics as `_`. */
 export function upstreamsEnvName(network: string): string {
@@ -9,7 +9,7 @@ export function upstreamsEnvName(network: string): string {
 }
 
 export const ENV = envTable([
-  ...serviceEnv({ grpc: 50053, metrics: 9463 }),
+  ...serviceEnv(DEFAULT_PORTS["rpc-proxy"]),
   {
     name: "UPSTREAMS_<NETWORK>",
     names: NETWORKS.map((n) => upstreamsEnvName(n.name)),

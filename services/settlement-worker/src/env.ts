@@ -3,6 +3,7 @@
 import { mppChainEnv, X402_BATCH_TERMS_ENV, X402_FACILITATOR_ENV } from "@tollgate/payment-rails";
 import {
   DATABASE_ENV,
+  DEFAULT_PORTS,
   envTable,
   meshCallerRows,
   NATS_ENV,
@@ -16,7 +17,7 @@ const RECONCILIATION =
   "the chain payment-verifier settles on, for reconciliation: all four or none (none: `Reconcile` answers `FAILED_PRECONDITION`)";
 
 export const ENV = envTable([
-  ...serviceEnv({ grpc: 50054, metrics: 9464 }),
+  ...serviceEnv(DEFAULT_PORTS["settlement-worker"]),
   ...DATABASE_ENV,
   ...NATS_ENV,
   ...outboxEnv("settlement-worker"),

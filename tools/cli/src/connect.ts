@@ -2,7 +2,7 @@
 // operator token, and gRPC failures told as what the operator should check.
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { CallError, grpc, readSecret } from "@tollgate/platform";
+import { CallError, defaultGrpcAddr, grpc, readSecret } from "@tollgate/platform";
 import { type AdminClient, createAdminClient } from "./clients/quota-admin.ts";
 import { createLedgerClient, type LedgerClient } from "./clients/settlement-admin.ts";
 import { Failure } from "./errors.ts";
@@ -39,7 +39,7 @@ function explain(err: unknown, addr: string, service: string, env: string): Fail
 
 /** Runs `fn` against quota-meter's admin API (accounts, keys). */
 export async function withQuotaAdmin(fn: (admin: AdminClient) => Promise<unknown>): Promise<unknown> {
-  const addr = process.env.QUOTA_METER_ADDR || "127.0.0.1:50051";
+  const addr = process.env.QUOTA_METER_ADDR || defaultGrpcAddr("quota-meter");
   const admin = createAdminClient(addr, operatorToken(), 5_000);
   try {
     return await fn(admin);
@@ -52,7 +52,7 @@ export async function withQuotaAdmin(fn: (admin: AdminClient) => Promise<unknown
 
 /** Runs `fn` against the settlement worker's admin API (the ledger). */
 export async function withLedger(fn: (ledger: LedgerClient) => Promise<unknown>): Promise<unknown> {
-  const addr = process.env.SETTLEMENT_WORKER_ADDR || "127.0.0.1:50054";
+  const addr = process.env.SETTLEMENT_WORKER_ADDR || defaultGrpcAddr("settlement-worker");
   const ledger = createLedgerClient(addr, operatorToken());
   try {
     return await fn(ledger);

@@ -2,6 +2,7 @@
 // (accounts, keys) and the settlement worker's (the ledger). It speaks only gRPC to them and imports
 // nothing of theirs; migrations are each service's own entry (`pnpm migrate`).
 import { isPlanName, PLAN_NAMES } from "@tollgate/catalog";
+import { defaultGrpcAddr } from "@tollgate/platform";
 import { type Command, count, parse } from "./args.ts";
 import { accountCommands } from "./commands/accounts.ts";
 import { creditCommands } from "./commands/credits.ts";
@@ -40,8 +41,8 @@ Limits: 0 means uncapped; omitted limits take the plan's figures.
 Credits: an account whose plan is spent pays from its prepaid credits (POST /api/credits buys them);
 --credits-only yes makes it pay every call from them. A wallet's account made by a top-up is credits
 only until its wallet signs up on the dashboard.
-Environment: QUOTA_METER_ADDR (default 127.0.0.1:50051), SETTLEMENT_WORKER_ADDR (default
-127.0.0.1:50054), OPERATOR_TOKEN or OPERATOR_TOKEN_FILE (default: the file .tollgate/operator-token
+Environment: QUOTA_METER_ADDR (default ${defaultGrpcAddr("quota-meter")}), SETTLEMENT_WORKER_ADDR (default
+${defaultGrpcAddr("settlement-worker")}), OPERATOR_TOKEN or OPERATOR_TOKEN_FILE (default: the file .tollgate/operator-token
 that \`pnpm start\` writes), GATEWAY_URL (for quickstart's example), TOLLGATE_OPERATOR (credits
 adjust's --operator).
 Migrations: \`pnpm migrate\` (each service's own, against DATABASE_URL or the embedded database).

@@ -31,9 +31,24 @@ export class RetryQueue {
     this.#now = now;
   }
 
-  /** Whether any clean-up waits (a Verify runs them first: it may re-use what they free). */
+  /**
+   * Whether any clean-up waits or is being tried (a Verify runs them first: it may re-use what they
+   * free). A round in flight counts: its jobs are out of the list while it runs.
+   */
   get pending(): boolean {
-    return this.#deferred.length > 0;
+    return this.#deferred.length > 0 || this.#retrying !== undefined;
+  }
+
+  /**
+   * Runs every clean-up waiting now, after the round in flight, if any: that round may have started
+   * while the store was still down (the timer's), and its jobs then wait again. Resolves once each
+   * landed or was refused again. Without this, a Verify arriving while the timer's round ran found
+   * nothing pending and took the channel before the lock of a call that died with Redis was let go:
+   * the payer's first call after the outage was refused busy.
+   */
+  async drain(): Promise<void> {
+    if (this.#retrying) await this.#retrying;
+    if (this.#deferred.length > 0) await this.retry();
   }
 
   /** Keeps `run` to try again for `ttlMs`; `over` is told once it landed, lapsed or was dropped. */

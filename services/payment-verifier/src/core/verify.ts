@@ -113,7 +113,7 @@ async function verifyDetected(
     };
   }
   // Clean-ups left over from a store outage come first: this call may re-use what they free.
-  if (core.queue.pending) await core.queue.retry();
+  if (core.queue.pending) await core.queue.drain();
   const now = core.now();
   const print = fingerprint(credentials);
   const remembered = o.refusals.recall(print, now);
