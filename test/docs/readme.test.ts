@@ -22,6 +22,10 @@ describe("README matches behaviour", () => {
     }
   });
 
+  it("stays a guide read in ten minutes: at most 450 lines (detail lives in docs/ and the service READMEs)", () => {
+    expect(readme.trimEnd().split("\n").length).toBeLessThanOrEqual(450);
+  });
+
   it("gives the two set-up commands that .ci/run runs", () => {
     const ci = readFileSync(new URL("../../.ci/run", import.meta.url), "utf8");
     const testCommand = "npx -y pnpm@10.34.9 install --frozen-lockfile && npx -y pnpm@10.34.9 test";
