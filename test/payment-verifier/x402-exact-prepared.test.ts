@@ -6,6 +6,7 @@
 // payloads from the official x402 client).
 import { dirname } from "node:path";
 import type { Devnet } from "@tollgate/devnet";
+import { resetAssetContractCache } from "@x402/evm";
 import type { PublicClient } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PREPARED_FEES_TTL_MS } from "../../libs/payment-rails/src/facilitator/prepared-fees.ts";
@@ -44,6 +45,10 @@ const namespace = uniqueId("pvprep");
 const PREPARING = ["eth_fillTransaction", "eth_estimateGas", "eth_maxPriorityFeePerGas", "eth_feeHistory"];
 
 beforeAll(async () => {
+  // @x402/evm remembers, process-wide for 15 minutes, which tokens it found to be contracts; the
+  // component files of a worker share one process, so an earlier file's verify would hide the token's
+  // code read this file counts.
+  resetAssetContractCache();
   devnet = await startSettlementDevnet();
   proxy = await new CountingProxy(devnet.chains.settlement?.rpcUrl ?? "").listen();
   const base = devnetConfig(devnet, { schemes: ["exact"] });
