@@ -34,8 +34,11 @@ export function imageTags(service: Service): string[] {
   return [`${PREFIX}/${service}:${VERSION}`, imageTag(service)];
 }
 
+/** The checkout's commit, read once: a commit made while a run is under way does not rename its images. */
+let head: string | undefined;
 function commit(): string {
-  return execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
+  head ??= execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
+  return head;
 }
 
 /** Docker's daemon answering and the base image present (each made only when missing). */
