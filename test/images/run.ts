@@ -9,7 +9,7 @@
 //   4. removes what `pnpm images` built (the images, the build cache; the base image stays, it is
 //      remade only when missing) unless KEEP_IMAGES=1, and reports the disk used.
 // Prints one line "test:images: PASS" or "test:images: FAIL (...)"; exits non-zero on failure.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -148,12 +148,18 @@ try {
       ports: started.ports,
     }),
   );
-  const vitest = spawnSync(
+  // Not spawnSync: this process serves the devnet (its anvils' output, the Tempo shim) meanwhile.
+  const vitest = spawn(
     process.execPath,
     [join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--project", "images"],
-    { cwd: ROOT, stdio: "inherit", env: { ...process.env, TOLLGATE_IMAGES_MESH: info } },
+    {
+      cwd: ROOT,
+      stdio: "inherit",
+      env: { ...process.env, TOLLGATE_IMAGES_MESH: info },
+    },
   );
-  if (vitest.status !== 0) fail(`the images suites failed (vitest exit ${vitest.status})`);
+  const status = await new Promise<number | null>((resolve) => vitest.once("exit", (code) => resolve(code)));
+  if (status !== 0) fail(`the images suites failed (vitest exit ${status})`);
 
   // Graceful stop: SIGTERM reaches each container's Node process (docker run passes it on), which
   // drains and exits 0. Edges first, as a rollout would.
