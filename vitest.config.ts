@@ -38,11 +38,34 @@ export default defineConfig({
         test: {
           name: "components",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/gateway/**", "test/e2e/**", "test/chaos/chaos.test.ts", "**/node_modules/**"],
+          exclude: [
+            "test/gateway/**",
+            "test/e2e/**",
+            "test/images/**",
+            "test/chaos/chaos.test.ts",
+            "**/node_modules/**",
+          ],
           // Files of a worker share its module graph: viem, mppx, the x402 clients and the gRPC stubs
           // are evaluated once per worker, not once per file (isolated, the lane spent most of its
           // wall time importing). Each file starts and stops what it owns, as in the mesh project.
           isolate: false,
+          ...shared,
+        },
+      },
+      {
+        // `pnpm test:images` (test/images/run.ts) starts the mesh from the service images and runs
+        // this project against it: its own suites, and test/e2e's examples and dashboard sign-in.
+        test: {
+          name: "images",
+          include: [
+            "test/images/**/*.test.ts",
+            "test/e2e/examples.test.ts",
+            "test/e2e/dashboard-browser.test.ts",
+          ],
+          globalSetup: ["test/images/provide-mesh.ts"],
+          fileParallelism: false,
+          isolate: false,
+          sequence: { groupOrder: 3 },
           ...shared,
         },
       },

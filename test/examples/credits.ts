@@ -20,14 +20,14 @@ import { privateKeyToAccount } from "viem/accounts";
 
 const root = new URL("../../.tollgate/", import.meta.url);
 const gateway = `http://127.0.0.1:${process.env.PORT ?? 8080}`;
-const devnet = JSON.parse(readFileSync(new URL("devnet.json", root), "utf8"));
+const devnet = JSON.parse(readFileSync(process.env.DEVNET_FILE ?? new URL("devnet.json", root), "utf8"));
 const payer = devnet.accounts.find((a: { role: string }) => a.role === "payer1");
 const network = devnet.demo.settlement.network as Network;
 
 // 1. An account on a plan of 1 call a day, and its key.
 const admin = createAdminClient(
   process.env.QUOTA_METER_ADDR ?? "127.0.0.1:9451",
-  readFileSync(new URL("operator-token", root), "utf8").trim(),
+  process.env.OPERATOR_TOKEN ?? readFileSync(new URL("operator-token", root), "utf8").trim(),
 );
 const { account, secret } = await admin.quickstart(`credits example ${new Date().toISOString()}`, {
   daily: 1,

@@ -9,7 +9,9 @@ import { createClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { tempo as tempoChain } from "viem/tempo/chains";
 
-const devnet = JSON.parse(readFileSync(new URL("../../.tollgate/devnet.json", import.meta.url), "utf8"));
+const devnet = JSON.parse(
+  readFileSync(process.env.DEVNET_FILE ?? new URL("../../.tollgate/devnet.json", import.meta.url), "utf8"),
+);
 const payer = devnet.accounts.find((a: { role: string }) => a.role === "payer1");
 const account = privateKeyToAccount(payer.privateKey);
 const getClient = () => createClient({ chain: tempoChain, transport: http(devnet.chains.tempo.anvilRpcUrl) });

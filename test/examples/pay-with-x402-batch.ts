@@ -14,7 +14,9 @@ import { decodePaymentResponseHeader, type Network, wrapFetchWithPayment, x402Cl
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-const devnet = JSON.parse(readFileSync(new URL("../../.tollgate/devnet.json", import.meta.url), "utf8"));
+const devnet = JSON.parse(
+  readFileSync(process.env.DEVNET_FILE ?? new URL("../../.tollgate/devnet.json", import.meta.url), "utf8"),
+);
 const payer = devnet.accounts.find((a: { role: string }) => a.role === "payer2");
 const network = devnet.demo.settlement.network as Network; // "eip155:84532"
 const chain = createPublicClient({ transport: http(devnet.chains.settlement.rpcUrl) }); // reads the channel

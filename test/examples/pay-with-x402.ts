@@ -8,7 +8,9 @@ import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { type Network, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 
-const devnet = JSON.parse(readFileSync(new URL("../../.tollgate/devnet.json", import.meta.url), "utf8"));
+const devnet = JSON.parse(
+  readFileSync(process.env.DEVNET_FILE ?? new URL("../../.tollgate/devnet.json", import.meta.url), "utf8"),
+);
 const payer = devnet.accounts.find((a: { role: string }) => a.role === "payer1");
 const network = devnet.demo.settlement.network as Network; // "eip155:84532"
 

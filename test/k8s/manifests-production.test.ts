@@ -29,6 +29,7 @@ import {
   SERVICE_NAMES,
   SERVICES,
   secretExamples,
+  UID,
   useRenders,
 } from "./manifests.support.ts";
 
@@ -224,39 +225,60 @@ describe("deploy/docker/Dockerfile", () => {
   const dockerfile = readFileSync(join(ROOT, "deploy", "docker", "Dockerfile"), "utf8");
   const stages = dockerfile.split(/^FROM /m).slice(1);
   const runtime = stages.at(-1) ?? "";
+  const stage = (name: string) => stages.find((s) => new RegExp(`^\\S+ AS ${name}$`, "m").test(s)) ?? "";
 
   it("builds on Node 24 with the repo's pnpm and a frozen, production-only, filtered install", () => {
-    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=(node:24-slim|gcr\.io\/distroless\/nodejs24-debian\d+)$/m);
+    // The base deploy/docker/machine.sh makes from Debian's packages and the pinned node package.
+    const node = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).devDependencies.node as string;
+    expect(dockerfile).toMatch(
+      new RegExp(`^ARG NODE_IMAGE=tollgate/node-base:${node.replaceAll(".", "\\.")}-bookworm$`, "m"),
+    );
     const packageManager = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
       .packageManager as string;
-    expect(dockerfile).toContain(`npm i -g ${packageManager}`);
+    expect(stage("pnpm")).toContain(`ARG PNPM_VERSION=${packageManager.replace("pnpm@", "")}`);
     expect(dockerfile).not.toMatch(/^RUN .*corepack/im);
-    expect(dockerfile).toMatch(
-      /pnpm install --frozen-lockfile --prod .*--filter "@tollgate\/\$\{SERVICE\}\.\.\."/,
+    // No frontend image to fetch: the daemon's built-in BuildKit.
+    expect(dockerfile).not.toMatch(/^# *syntax=/m);
+    expect(stage("files")).toMatch(
+      /pnpm install --frozen-lockfile --prod .*\n.*--filter "@tollgate\/\$\{SERVICE\}\.\.\."/,
     );
   });
 
-  it("copies only the workspace manifests, proto/, libs/, the bundler and the one service", () => {
+  it("gives the proxy's CA to the downloading steps as a secret only, never as a layer", () => {
+    const instructions = dockerfile.replace(/^#.*\n/gm, "");
+    const runs = instructions.split(/^(?=RUN |COPY |ADD |ENV |ARG |FROM )/m);
+    for (const step of runs.filter((r) => /NODE_EXTRA_CA_CERTS/.test(r))) {
+      expect(step).toMatch(/^RUN --mount=type=secret,id=ca /);
+    }
+    expect(runs.filter((r) => /NODE_EXTRA_CA_CERTS/.test(r)).length).toBeGreaterThan(0);
+    expect(instructions).not.toMatch(/^(ENV|ARG|COPY|ADD) .*(NODE_EXTRA_CA_CERTS|\.crt|\.pem)/m);
+  });
+
+  it("copies only the workspace manifests, proto/, libs/, services/ and the bundler", () => {
     const sources = [...dockerfile.matchAll(/^COPY (?!--)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(" "));
     expect(sources.length).toBeGreaterThan(0);
     for (const src of sources) {
       expect(src).toMatch(
-        /^(package\.json|pnpm-lock\.yaml|pnpm-workspace\.yaml|proto\/|libs\/|tools\/build\/|services\/\$\{SERVICE\}\/)/,
+        /^(package\.json|pnpm-lock\.yaml|pnpm-workspace\.yaml|proto\/|libs\/|tools\/build\/|services\/(\$\{SERVICE\}\/)?$)/,
       );
     }
-    // Every workspace lib a service may depend on is in the install stage.
-    expect(dockerfile).toMatch(/^COPY libs\/ libs\/$/m);
+    // Every workspace lib a service may depend on is in the image's install.
+    expect(stage("files")).toMatch(/^COPY libs\/ libs\/$/m);
   });
 
-  it("runs as uid 65532 with node and the service's bundle, built in a stage of its own", () => {
-    expect(runtime).toMatch(/^USER 65532:65532$/m);
+  it("runs as the manifests' uid with node and the service's bundle, built once for all six", () => {
+    expect(runtime).toMatch(new RegExp(`^USER ${UID}:${UID}$`, "m"));
     const cmd = /^CMD (\[.*\])$/m.exec(runtime);
     expect(JSON.parse(cmd![1]!)).toEqual(["node", "dist/main.mjs"]);
-    const build = stages.find((s) => /^install AS build$/m.test(s)) ?? "";
-    expect(build).toContain(`RUN node tools/build/bundle.ts "${SERVICE_ARG}"`);
-    expect(runtime).toContain(
-      `COPY --from=build /app/services/${SERVICE_ARG}/dist/ /app/services/${SERVICE_ARG}/dist/`,
+    // The build stage knows no SERVICE: BuildKit builds it once and every image reuses it.
+    expect(stage("build")).not.toMatch(/ARG SERVICE|\$\{SERVICE\}/);
+    expect(stage("build")).toMatch(/node tools\/build\/bundle\.ts$/m);
+    expect(stage("files")).toContain(
+      `COPY --from=build /app/services/${SERVICE_ARG}/dist/ services/${SERVICE_ARG}/dist/`,
     );
+    // The runtime stage is the base and one layer of files: no package manager, no store.
+    expect(runtime).toMatch(/^COPY --from=files \/out\/ \/$/m);
+    expect(runtime).not.toMatch(/^(RUN|ADD) /m);
   });
 
   it.each(SERVICE_NAMES)(

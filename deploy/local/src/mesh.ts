@@ -41,6 +41,14 @@ export interface MeshOptions {
    * images do, instead of from its TypeScript sources.
    */
   bundles?: boolean;
+  /**
+   * Starts each service some other way than `node <entry>` on this host: the command (run in the
+   * foreground until the service exits; SIGTERM stops it) given the service's own environment, e.g.
+   * `docker run` of its image (test/images). The environment is then the command's to pass on.
+   */
+  launcher?: (name: ServiceName, env: Record<string, string>) => { command: string; args: string[] };
+  /** How long a service may take to answer its health check (default: spawnService's). */
+  readyTimeoutMs?: number;
   log?: (line: string) => void;
 }
 
@@ -238,8 +246,15 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   };
   const entry = (name: ServiceName) =>
     opts.bundles ? `services/${name}/dist/main.mjs` : `services/${name}/src/main.ts`;
-  /** How a service's process starts: inside its cgroup when one is given, else `node <entry>`. */
-  const launch = (name: ServiceName): [string[], string | undefined] => {
+  /**
+   * How a service's process starts: by the launcher when one is given, inside its cgroup when one
+   * is given, else `node <entry>`.
+   */
+  const launch = (name: ServiceName, env: Record<string, string>): [string[], string | undefined] => {
+    if (opts.launcher) {
+      const { command, args } = opts.launcher(name, env);
+      return [args, command];
+    }
     const cgroup = opts.cgroups?.[name];
     if (!cgroup) return [[entry(name)], undefined];
     const script = 'echo $$ > "$0/cgroup.procs" && exec "$@"';
@@ -248,24 +263,27 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   /** One more gateway replica in front of the same back ends (its own ports). */
   const spawnGateway = async (env: Record<string, string> = {}) => {
     const port = await freePort();
+    const gatewayEnv = {
+      ...common,
+      METRICS_PORT: String(await freePort()),
+      ...envFor.gateway,
+      PORT: String(port),
+      ...opts.serviceEnv?.gateway,
+      ...env,
+    };
     const gateway = await spawnService(
       "gateway",
-      {
-        ...common,
-        METRICS_PORT: String(await freePort()),
-        ...envFor.gateway,
-        PORT: String(port),
-        ...opts.serviceEnv?.gateway,
-        ...env,
-      },
+      gatewayEnv,
       onLine,
       () =>
         fetch(`http://127.0.0.1:${port}/health`).then(
           (r) => r.ok,
           () => false,
         ),
-      undefined,
-      [entry("gateway")],
+      opts.readyTimeoutMs,
+      ...(opts.launcher
+        ? launch("gateway", gatewayEnv)
+        : ([[entry("gateway")], undefined] as [string[], undefined])),
     );
     extraGateways.push(gateway);
     return { url: `http://127.0.0.1:${port}`, service: gateway };
@@ -274,22 +292,24 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     name: BackEnd,
     own: { main: number; metrics: number },
     env: Record<string, string> = {},
-  ) =>
-    spawnService(
+  ) => {
+    const serviceEnv = {
+      ...common,
+      GRPC_PORT: String(own.main),
+      METRICS_PORT: String(own.metrics),
+      ...envFor[name],
+      ...opts.serviceEnv?.[name],
+      ...env,
+    };
+    return spawnService(
       name,
-      {
-        ...common,
-        GRPC_PORT: String(own.main),
-        METRICS_PORT: String(own.metrics),
-        ...envFor[name],
-        ...opts.serviceEnv?.[name],
-        ...env,
-      },
+      serviceEnv,
       onLine,
       () => checkHealth(`127.0.0.1:${own.main}`),
-      undefined,
-      ...launch(name),
+      opts.readyTimeoutMs,
+      ...launch(name, serviceEnv),
     );
+  };
   const spawnBackEnd = async (name: BackEnd) => {
     services[name] = await startBackEnd(name, ports[name]);
   };
@@ -305,21 +325,28 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     return { service, ports: own };
   };
   // The HTTP edges (the gateway and the dashboard) on their ports, ready when /health answers.
-  const edge = (name: "gateway" | "dashboard") =>
-    spawnService(
+  const edge = (name: "gateway" | "dashboard") => {
+    const serviceEnv = {
+      ...common,
+      METRICS_PORT: String(ports[name].metrics),
+      ...envFor[name],
+      ...opts.serviceEnv?.[name],
+    };
+    return spawnService(
       name,
-      { ...common, METRICS_PORT: String(ports[name].metrics), ...envFor[name], ...opts.serviceEnv?.[name] },
+      serviceEnv,
       onLine,
       () =>
         fetch(`http://127.0.0.1:${ports[name].main}/health`).then(
           (r) => r.ok,
           () => false,
         ),
-      undefined,
-      ...launch(name),
+      opts.readyTimeoutMs,
+      ...launch(name, serviceEnv),
     ).then((service) => {
       services[name] = service;
     });
+  };
   try {
     // Back ends first, so the gateway never serves a request it cannot route.
     await Promise.all(
