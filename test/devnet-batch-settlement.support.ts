@@ -70,7 +70,8 @@ export let facilitator: InProcessFacilitator;
 let server: Server;
 export let base: string;
 const file = join(tmpdir(), `tollgate-devnet-batch-${process.pid}.json`);
-const keyPrefix = uniqueId("test:x402-batch:");
+// Per file (set in useBatchDevnet): the files of a worker share this module, not its state.
+let keyPrefix = uniqueId("test:x402-batch:");
 export const authorizer = privateKeyToAccount(generatePrivateKey());
 /** Responses the resource handler delivered (status 200), per path. */
 export const delivered = new Map<string, number>();
@@ -186,6 +187,8 @@ function serve(http402: x402HTTPResourceServer) {
 /** Starts the devnet, the replicas and the resource server before the describe's tests; stops them after. */
 export function useBatchDevnet() {
   beforeAll(async () => {
+    keyPrefix = uniqueId("test:x402-batch:");
+    delivered.clear();
     devnet = await startDevnet({ file });
     chain = createPublicClient({ transport: http(devnet.chains.settlement?.rpcUrl, { retryCount: 0 }) });
     const { artifacts } = await loadArtifacts(DEFAULT_STATE_DIR);

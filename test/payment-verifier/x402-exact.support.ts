@@ -33,7 +33,8 @@ export let verifier: PaymentVerifierHandle;
 export let client: VerifierClient;
 export let chain: PublicClient;
 export let payers: Payer[];
-const namespace = uniqueId("pvtest");
+// Per file (set in useExactVerifier): the files of a worker share this module, not its state.
+let namespace = uniqueId("pvtest");
 
 /** Settlement outcomes this suite caused, to find in the stream: `${request id}:${outcome}` → outcome. */
 export const expectedEvents = new Map<string, SettlementEventV2["outcome"]>();
@@ -41,6 +42,9 @@ export const expectedEvents = new Map<string, SettlementEventV2["outcome"]>();
 /** Starts the devnet and the verifier before the file's tests, and stops them after. */
 export function useExactVerifier() {
   beforeAll(async () => {
+    // Component files share their worker's modules: what an earlier file expected is not this one's.
+    namespace = uniqueId("pvtest");
+    expectedEvents.clear();
     devnet = await startSettlementDevnet();
     // This suite is about exact alone (x402-batch has its own): one offer, one method.
     config = devnetConfig(devnet, { schemes: ["exact"] });
