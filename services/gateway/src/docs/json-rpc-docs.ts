@@ -41,7 +41,7 @@ export function jsonRpcLlms(base: string): string[] {
       .join(
         ", ",
       )}. Any other method: error -32601, free; bad params: -32602, free. \`eth_sendRawTransaction\` ${RPC_WRITE_METHODS.eth_sendRawTransaction.price} only where the operator turned it on (then listed in /api/pricing).`,
-    "- Pay as for every endpoint: `Authorization: Bearer <API key>` (one plan unit per call in a batch, or its price from credits), or without credentials: the 402 offers the body's own price (x402, MPP). Refusals keep their HTTP status and headers (402 `PAYMENT-REQUIRED`, 401, 429 `X-Quota-*`) with a JSON-RPC error body whose `error.data.code` is the API's code.",
+    "- Pay as for every endpoint: `Authorization: Bearer <API key>` (one plan unit per call in a batch, all at once or none, or its whole price from credits; a signed-in wallet the same), or without credentials: the 402 offers the body's own price (x402, MPP). Refusals keep their HTTP status and headers (402 `PAYMENT-REQUIRED`, 401, 429 `X-Quota-*`) with a JSON-RPC error body whose `error.data.code` is the API's code.",
     `- viem: \`createPublicClient({ transport: http("${base}/rpc/ethereum", { fetchOptions: { headers: { Authorization: "Bearer <key>" } } }) })\`, or \`http(url, { fetchFn: wrapFetchWithPayment(fetch, x402Client) })\` to pay per call.`,
     "",
   ];
@@ -68,7 +68,7 @@ export function jsonRpcPaths(pay: PayDocs): Json {
           .map(([name, m]) => `${name} ${m.price}`)
           .join(
             ", ",
-          )}. A batch (at most ${RPC_BATCH_MAX} calls) costs the sum of its relayed calls; a method not served (-32601) or bad params (-32602) are answered free. An API key counts one plan unit per call. Without credentials the 402 offers the body's own price. Refusals keep their HTTP status and headers, with a JSON-RPC error body (error.data.code: the API's code).`,
+          )}. A batch (at most ${RPC_BATCH_MAX} calls) costs the sum of its relayed calls; a method not served (-32601) or bad params (-32602) are answered free. An API key or a signed-in wallet counts one plan unit per call, all at once or none. Without credentials the 402 offers the body's own price. Refusals keep their HTTP status and headers, with a JSON-RPC error body (error.data.code: the API's code).`,
         tags: ["json-rpc"],
         "x-price-usd": e.price,
         parameters: parameters(e.params.path, "path"),
