@@ -9,6 +9,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { ledgerBalance } from "../support/credits.ts";
 import { devnet } from "../support/devnet.ts";
+import { eventually } from "../support/eventually.ts";
 import { mesh } from "../support/gateway.ts";
 import { runProcess } from "../support/run-process.ts";
 import { sendUsdc, x402PayerOfKey } from "../support/x402.ts";
@@ -36,17 +37,6 @@ async function json(args: string[], env: Record<string, string | undefined> = {}
   const out = await tollgate(args, env);
   expect(out.code, out.stderr).toBe(0);
   return JSON.parse(out.stdout);
-}
-
-/** `read()` once `ok` holds of it, or its last answer after a generous deadline. */
-async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const until = Date.now() + ms;
-  let got = await read();
-  while (!ok(got) && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 300));
-    got = await read();
-  }
-  return got;
 }
 
 interface Movement {

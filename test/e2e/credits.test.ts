@@ -13,6 +13,7 @@ import { toFunctionSelector } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { creditBalance, ledgerBalance as ledgerBalanceIn } from "../support/credits.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { eventually } from "../support/eventually.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { x402Payer } from "../support/x402.ts";
 
@@ -95,17 +96,6 @@ const call = (key: string, path = "/api/chain/block-number", init: RequestInit =
     ...init,
     headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string>) },
   });
-
-/** Polls until `read` gives `want` (the usage stream folds within a second or two). */
-async function eventually(read: () => Promise<number>, want: number, ms = 15_000): Promise<number> {
-  const until = Date.now() + ms;
-  let got = await read();
-  while (got !== want && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 250));
-    got = await read();
-  }
-  return got;
-}
 
 /** block-number's price in USDC atomic units, from the catalog. */
 const BLOCK_NUMBER = Number(priceAtomic(endpointById("blockNumber")?.price ?? "0"));

@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { createAccountWithKey, createKey, updateAccount } from "../support/accounts.ts";
 import { creditBalance, ownDayUsed } from "../support/credits.ts";
 import { devnet } from "../support/devnet.ts";
+import { eventually } from "../support/eventually.ts";
 import { mesh } from "../support/gateway.ts";
 import { SUITE_BURST } from "../support/quota.ts";
 import { sendUsdc, x402PayerOfKey } from "../support/x402.ts";
@@ -42,17 +43,6 @@ async function batch(send: Fetch = fetch, headers: Record<string, string> = {}) 
   const body = (await res.json()) as unknown;
   const answered = Array.isArray(body) ? body.filter((a) => a && "result" in a).length : 0;
   return { status: res.status, headers: res.headers, body, answered };
-}
-
-/** `read()` once it gives `want`, or its last answer after `ms`. */
-async function eventually(read: () => Promise<number>, want: number, ms = 20_000): Promise<number> {
-  const until = Date.now() + ms;
-  let got = await read();
-  while (got !== want && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 250));
-    got = await read();
-  }
-  return got;
 }
 
 /** A fresh wallet holding `usdc` atomic units (sent by the devnet's payer8) that buys as much credit. */

@@ -27,6 +27,7 @@ import { Wallet } from "../dashboard/support.ts";
 import { createKey, updateAccount } from "../support/accounts.ts";
 import { creditBalance, ledgerBalance as ledgerBalanceIn } from "../support/credits.ts";
 import { devnet } from "../support/devnet.ts";
+import { eventually } from "../support/eventually.ts";
 import { get, mesh } from "../support/gateway.ts";
 import { SUITE_BURST } from "../support/quota.ts";
 import { sendUsdc, settlementClient, usdcBalance, x402PayerOfKey } from "../support/x402.ts";
@@ -90,17 +91,6 @@ async function fundedWallet(usdcAtomic: bigint): Promise<Hex> {
 
 /** An account's credit balance as the ledger in PostgreSQL holds it. */
 const ledgerBalance = (accountId: string) => ledgerBalanceIn(mesh.databaseUrl, accountId);
-
-/** `read()` once it gives `want`, or its last answer after `ms`. */
-async function eventually(read: () => Promise<number>, want: number, ms = 15_000): Promise<number> {
-  const until = Date.now() + ms;
-  let got = await read();
-  while (got !== want && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 250));
-    got = await read();
-  }
-  return got;
-}
 
 describe("sign-in-with-x through the gateway", () => {
   it("the 402 advertises it, bound to this deployment's origin, with a fresh nonce on the settlement chain", async () => {
