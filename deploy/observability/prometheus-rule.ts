@@ -1,5 +1,5 @@
 // Writes the Kubernetes PrometheusRule (prometheus-rule.yaml, beside this file) from the one rules
-// file, prometheus/tollgate.rules.yml, which the compose Prometheus loads as it is: `pnpm gen:rules`.
+// file, prometheus/tollgate.rules.yml, which a plain Prometheus loads as it is: `pnpm gen:rules`.
 // A test renders it again and fails when the committed file differs.
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";

@@ -24,23 +24,6 @@ describe("environment tables", () => {
     },
   );
 
-  it.each(Object.keys(ENV_TABLES))(
-    "%s: deploy/compose sets only variables of the service's table",
-    (service) => {
-      const compose = readFileSync(new URL("../../deploy/compose/compose.yaml", import.meta.url), "utf8");
-      const block = new RegExp(`^  ${service}:\\n([\\s\\S]*?)(?=^  [a-z])`, "m").exec(compose)?.[1] ?? "";
-      const environment = /^ {4}environment:\n((?: {6}.*\n)*)/m.exec(block)?.[1] ?? "";
-      const names = [...environment.matchAll(/^ {6}([A-Z][A-Z0-9_]*):/gm)].map((m) => m[1]!);
-      expect(names.length, `${service}'s environment in compose.yaml`).toBeGreaterThan(2);
-      const table = ENV_TABLES[service]!;
-      const unknown = names.filter(
-        (n) =>
-          !table.some((v) => v.name === n || v.names?.includes(n) || (v.secret && `${v.name}_FILE` === n)),
-      );
-      expect(unknown).toEqual([]);
-    },
-  );
-
   it("reads defaults from the table, refuses a bad integer naming the variable, and only names in the table", () => {
     const env = envTable([
       { name: "WIDGETS", default: "3", description: "how many widgets there are" },

@@ -1,6 +1,6 @@
 // The production side of the manifests: the production overlay's network policies, ServiceMonitor,
 // mesh token and fixed replicas, every component on top of base, the secret examples, the one
-// Dockerfile every service image is built from, and the compose stack. Fixture in
+// Dockerfile every service image is built from. Fixture in
 // manifests.support.ts (kustomize, the real kubectl).
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -293,16 +293,4 @@ describe("deploy/docker/Dockerfile", () => {
       expect(existsSync(join(ROOT, "services", name, "src", "main.ts"))).toBe(true);
     },
   );
-});
-
-describe("deploy/compose", () => {
-  it("builds every service from the one Dockerfile and Prometheus scrapes every metrics port", () => {
-    const compose = readFileSync(join(ROOT, "deploy", "compose", "compose.yaml"), "utf8");
-    const prometheus = readFileSync(join(ROOT, "deploy", "compose", "prometheus.yml"), "utf8");
-    for (const [name, spec] of Object.entries(SERVICES)) {
-      expect(compose).toContain(`SERVICE: ${name}`);
-      expect(prometheus).toContain(`${name}:${spec.metricsPort}`);
-    }
-    expect(compose).toContain("dockerfile: deploy/docker/Dockerfile");
-  });
 });
