@@ -5,8 +5,10 @@
 //   1. each container's idle memory, read inside it (its cgroup's usage and the process's RSS);
 //   2. the vitest project "images" against that mesh: test/images/*.test.ts (posture, health, an
 //      API-key call, the paid examples, Prometheus) and test/e2e's examples and dashboard suites;
-//   3. a graceful stop: SIGTERM to every container, each must log its drain and exit 0;
-//   4. removes what `pnpm images` built (the images, the build cache; the base image stays, it is
+//   3. throughput inside the limits: the same API-key load on the containers, then (after the stop)
+//      on the same bundles as plain processes (test/images/throughput.ts); no container OOM-killed;
+//   4. a graceful stop: SIGTERM to every container, each must log its drain and exit 0;
+//   5. removes what `pnpm images` built (the images, the build cache; the base image stays, it is
 //      remade only when missing) unless KEEP_IMAGES=1, and reports the disk used.
 // Prints one line "test:images: PASS" or "test:images: FAIL (...)"; exits non-zero on failure.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
@@ -25,6 +27,7 @@ import {
 } from "../../deploy/docker/images.ts";
 import { createTestDatabase } from "../support/postgres.ts";
 import { containerLauncher, manifestOf } from "./containers.ts";
+import { apiKeyThroughput, startBundlesMesh } from "./throughput.ts";
 
 const began = Date.now();
 const failures: string[] = [];
@@ -76,18 +79,20 @@ const database = await createTestDatabase(namespace);
 let mesh: Mesh | undefined;
 const memory: Record<string, { cgroupMiB: number; rssMiB: number; limit: string }> = {};
 const exits: Record<string, number | null> = {};
+const throughput: { images?: number; bundles?: number } = {};
+const meshEnv = {
+  // info: the drain's "draining" and "stopped" lines are checked at the end.
+  LOG_LEVEL: "info",
+  REDIS_BUDGET_MS: "2000",
+  SIGN_UPS_PER_HOUR: "1000",
+  DATABASE_URL: database.url,
+};
 try {
   console.log(`test:images: starting the mesh from ${SERVICES.map(imageTag).join(", ")}`);
   mesh = await startMesh({
     stateDir,
     namespace,
-    env: {
-      // info: the drain's "draining" and "stopped" lines are checked at the end.
-      LOG_LEVEL: "info",
-      REDIS_BUDGET_MS: "2000",
-      SIGN_UPS_PER_HOUR: "1000",
-      DATABASE_URL: database.url,
-    },
+    env: meshEnv,
     launcher: launcher.launch,
     // vfs copies an image's whole filesystem for each new container: minutes on a loaded machine.
     readyTimeoutMs: 300_000,
@@ -161,6 +166,18 @@ try {
   const status = await new Promise<number | null>((resolve) => vitest.once("exit", (code) => resolve(code)));
   if (status !== 0) fail(`the images suites failed (vitest exit ${status})`);
 
+  throughput.images = await apiKeyThroughput(started, "images-load");
+  // The load ran inside the manifests' limits: none of the containers may have been killed for it.
+  for (const service of SERVICES) {
+    const state = docker(
+      ["inspect", "-f", "{{.State.Running}} {{.State.OOMKilled}}", containers[service] ?? ""],
+      {
+        quiet: true,
+      },
+    ).trim();
+    if (state !== "true false") fail(`${service}'s container after the load: running/OOM-killed = ${state}`);
+  }
+
   // Graceful stop: SIGTERM reaches each container's Node process (docker run passes it on), which
   // drains and exits 0. Edges first, as a rollout would.
   const order: ServiceName[] = [
@@ -204,6 +221,27 @@ try {
   await database.drop().catch(() => {});
 }
 
+// The same load on the same bundles as plain processes, for the ratio (only after a clean run).
+if (!failures.length) {
+  const bundlesDir = mkdtempSync(join(tmpdir(), "tollgate-bundles-"));
+  const bundlesDatabase = await createTestDatabase(`${namespace}b`);
+  let bundles: Mesh | undefined;
+  try {
+    bundles = await startBundlesMesh({
+      stateDir: bundlesDir,
+      namespace: `${namespace}b`,
+      env: { ...meshEnv, DATABASE_URL: bundlesDatabase.url },
+    });
+    throughput.bundles = await apiKeyThroughput(bundles, "bundles-load");
+  } catch (err) {
+    fail(`the bundles mesh for the throughput ratio: ${err instanceof Error ? err.stack : err}`);
+  } finally {
+    await bundles?.stop().catch(() => {});
+    await bundlesDatabase.drop().catch(() => {});
+    rmSync(bundlesDir, { recursive: true, force: true });
+  }
+}
+
 const diskBeforeCleanup = dataRootBytes(dataRoot);
 if (!process.env.KEEP_IMAGES) {
   docker(["rmi", ...SERVICES.flatMap(imageTags)], { quiet: true });
@@ -220,6 +258,12 @@ for (const service of SERVICES) {
     `| ${service} | ${(Number(sizes[service]) / 1e6).toFixed(0)} MB | ${m ? `${m.cgroupMiB.toFixed(0)} MiB` : "-"} | ${m ? `${m.rssMiB.toFixed(0)} MiB` : "-"} | ${manifestOf(service).memory} | ${exits[service] ?? "-"} |`,
   );
 }
+if (throughput.images && throughput.bundles)
+  console.log(
+    `test:images: API-key block-number, 32 connections, 10 s: ${throughput.images.toFixed(0)} req/s from the images ` +
+      `inside their limits, ${throughput.bundles.toFixed(0)} req/s from the same bundles as processes: ` +
+      `${(throughput.images / throughput.bundles).toFixed(2)}× (goal ≥ 0.95×)`,
+  );
 console.log(
   `test:images: disk: Docker's data (${dataRoot}) ${gb(diskAtStart)} at the start (images, build cache, base), ` +
     `${gb(diskBeforeCleanup)} after the run, ${gb(diskAfter)} after ${process.env.KEEP_IMAGES ? "(KEEP_IMAGES: nothing removed)" : "removing the images and the build cache"}; ` +

@@ -6,7 +6,7 @@
 // the manifests, event outboxes on volumes that outlive the pod, and a Dockerfile whose entry point
 // exists for each service.
 // This file: each render's objects. The production overlay, components, secret examples, the
-// Dockerfile and compose are in manifests-production.test.ts; the fixture in manifests.support.ts.
+// The Dockerfile is in manifests-production.test.ts; the fixture in manifests.support.ts.
 import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
