@@ -9,7 +9,8 @@
 //      on the same bundles as plain processes (test/images/throughput.ts); no container OOM-killed;
 //   4. a graceful stop: SIGTERM to every container, each must log its drain and exit 0;
 //   5. removes what `pnpm images` built (the images, the build cache; the base image stays, it is
-//      remade only when missing) unless KEEP_IMAGES=1, and reports the disk used.
+//      remade only when missing) unless KEEP_IMAGES=1, and reports the disk used; then stops dockerd
+//      if deploy/docker/machine.sh started it.
 // Prints one line "test:images: PASS" or "test:images: FAIL (...)"; exits non-zero on failure.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
@@ -21,6 +22,7 @@ import {
   docker,
   imageTag,
   imageTags,
+  MACHINE,
   prepareDocker,
   ROOT,
   SERVICES,
@@ -83,6 +85,9 @@ const throughput: { images?: number; bundles?: number } = {};
 const meshEnv = {
   // info: the drain's "draining" and "stopped" lines are checked at the end.
   LOG_LEVEL: "info",
+  // No line per call, as in `pnpm bench`: the throughput step compares serving, and here every line
+  // a container writes crosses dockerd's attach stream (a pod's runtime appends it to a file).
+  ACCESS_LOG: "false",
   REDIS_BUDGET_MS: "2000",
   SIGN_UPS_PER_HOUR: "1000",
   DATABASE_URL: database.url,
@@ -248,6 +253,8 @@ if (!process.env.KEEP_IMAGES) {
   docker(["builder", "prune", "-af"], { quiet: true });
 }
 const diskAfter = dataRootBytes(dataRoot);
+// The daemon stops here only if this run's machine.sh started it (it keeps the base image).
+if (!process.env.KEEP_IMAGES) execFileSync("bash", [MACHINE, "stop"], { stdio: "inherit" });
 
 console.log("\ntest:images: image sizes and idle memory inside each container (limit = the manifest's)");
 console.log("| service | image | idle cgroup memory | idle RSS | limit | exit on SIGTERM |");
