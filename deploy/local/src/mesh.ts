@@ -53,6 +53,8 @@ export interface MeshOptions {
 }
 
 export interface Mesh {
+  /** When each part was ready, in ms since this process started (devnet, postgres, each service). */
+  timings: Record<string, number>;
   gatewayUrl: string;
   /** The account dashboard (sign in with a wallet, API keys, usage). */
   dashboardUrl: string;
@@ -108,14 +110,50 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       : { main: await freePort(), metrics: await freePort() };
   }
 
-  let devnet: Devnet | undefined;
+  const onLine = opts.onLine ?? (() => {});
+  const timings: Mesh["timings"] = {};
+  const done = (part: string) => {
+    timings[part] = Math.round(performance.now());
+  };
+  // The chains and the embedded PostgreSQL boot side by side: neither needs the other.
+  const [chainsUp, databaseUp] = await Promise.allSettled([
+    hasUpstreams({ ...baseEnv, ...opts.serviceEnv?.["rpc-proxy"] })
+      ? undefined
+      : startDevnet({
+          stateDir,
+          // A namespaced mesh keeps its own devnet.json, so meshes sharing a state dir never
+          // overwrite each other's chain addresses.
+          file: join(stateDir, opts.namespace ? `devnet-${opts.namespace}.json` : "devnet.json"),
+          log,
+          quiet: opts.quietNodes,
+        }).finally(() => done("devnet")),
+    baseEnv.DATABASE_URL
+      ? undefined
+      : (async () => {
+          const dataDir = join(stateDir, opts.namespace ? `pglite-${opts.namespace}` : "pglite");
+          const port = opts.defaultPorts
+            ? Number(baseEnv.PGLITE_PORT ?? EMBEDDED_POSTGRES_PORT)
+            : await freePort();
+          return startEmbeddedPostgres(dataDir, port, onLine).finally(() => done("postgres"));
+        })(),
+  ]);
+  const devnet = chainsUp.status === "fulfilled" ? chainsUp.value : undefined;
+  const embedded = databaseUp.status === "fulfilled" ? databaseUp.value : undefined;
+  const postgres = embedded?.process;
+  for (const up of [chainsUp, databaseUp]) {
+    if (up.status === "fulfilled") continue;
+    await Promise.all([devnet?.stop(), postgres?.stop()]);
+    throw up.reason;
+  }
+  const databaseUrl = embedded?.url ?? baseEnv.DATABASE_URL ?? "";
+  // `pnpm migrate` (each service's src/migrate.ts) finds the running embedded database here.
+  if (embedded && !opts.namespace) {
+    writeFileSync(join(stateDir, "database-url"), `${databaseUrl}\n`, { mode: 0o600 });
+  }
+
   const upstreamEnv: Record<string, string> = {};
   const paymentEnv: Record<string, string> = {};
-  if (!hasUpstreams({ ...baseEnv, ...opts.serviceEnv?.["rpc-proxy"] })) {
-    // A namespaced mesh keeps its own devnet.json, so meshes sharing a state dir never
-    // overwrite each other's chain addresses.
-    const file = join(stateDir, opts.namespace ? `devnet-${opts.namespace}.json` : "devnet.json");
-    devnet = await startDevnet({ stateDir, file, log, quiet: opts.quietNodes });
+  if (devnet) {
     for (const [name, chain] of Object.entries(devnet.chains)) {
       if (name === "settlement" || name === "tempo") continue; // payment chains, not served networks
       upstreamEnv[`UPSTREAMS_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`] = opts.upstreams
@@ -131,19 +169,6 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     );
     // MPP's challenge-id HMAC key: one for every replica, kept across restarts like the others.
     paymentEnv.MPP_SECRET_KEY_FILE = localSecret(stateDir, "mpp-secret-key");
-  }
-
-  const onLine = opts.onLine ?? (() => {});
-  let postgres: RunningService | undefined;
-  let databaseUrl = baseEnv.DATABASE_URL ?? "";
-  if (!databaseUrl) {
-    const dataDir = join(stateDir, opts.namespace ? `pglite-${opts.namespace}` : "pglite");
-    const port = opts.defaultPorts ? Number(baseEnv.PGLITE_PORT ?? EMBEDDED_POSTGRES_PORT) : await freePort();
-    const embedded = await startEmbeddedPostgres(dataDir, port, onLine);
-    postgres = embedded.process;
-    databaseUrl = embedded.url;
-    // `pnpm migrate` (each service's src/migrate.ts) finds the running embedded database here.
-    if (!opts.namespace) writeFileSync(join(stateDir, "database-url"), `${databaseUrl}\n`, { mode: 0o600 });
   }
 
   const operatorTokenFile = localSecret(stateDir, "operator-token");
@@ -228,21 +253,17 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   const services = {} as Record<ServiceName, RunningService>;
   const extraGateways: RunningService[] = [];
   const replicas: Mesh["replicas"] = [];
+  // Stopped from the edges in: what takes requests drains first, then what it calls, then what they
+  // store to. Each stage stops at once (SIGTERM to all of it), so a stop costs the slowest drain of
+  // each stage, not their sum.
   const stopAll = async () => {
-    for (const g of extraGateways) await g.stop();
-    for (const r of replicas) await r.service.stop();
-    for (const name of [
-      "dashboard",
-      "gateway",
-      "payment-verifier",
-      "settlement-worker",
-      "quota-meter",
-      "rpc-proxy",
-    ] as const) {
-      await services[name]?.stop();
-    }
-    await postgres?.stop();
-    await devnet?.stop();
+    const stages: (RunningService | Devnet | undefined)[][] = [
+      [...extraGateways, services.dashboard, services.gateway],
+      [...replicas.map((r) => r.service), services["payment-verifier"], services["settlement-worker"]],
+      [services["quota-meter"], services["rpc-proxy"]],
+      [postgres, devnet],
+    ];
+    for (const stage of stages) await Promise.all(stage.map((s) => s?.stop()));
   };
   const entry = (name: ServiceName) =>
     opts.bundles ? `services/${name}/dist/main.mjs` : `services/${name}/src/main.ts`;
@@ -312,6 +333,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   };
   const spawnBackEnd = async (name: BackEnd) => {
     services[name] = await startBackEnd(name, ports[name]);
+    done(name);
   };
   /** Another replica of a back end on `own` ports, journalling its events in an outbox of its own. */
   const startReplica = async (
@@ -345,6 +367,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
       ...launch(name, serviceEnv),
     ).then((service) => {
       services[name] = service;
+      done(name);
     });
   };
   try {
@@ -363,6 +386,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
   }
 
   return {
+    timings,
     gatewayUrl: `http://127.0.0.1:${ports.gateway.main}`,
     dashboardUrl,
     ports,
