@@ -8,7 +8,9 @@ import { type AnvilNode, startAnvil } from "@tollgate/devnet/anvil";
 import { type CallFailure, contracts, createClient, type Logger } from "@tollgate/platform";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import {
+  consensusEnvName,
   loadConfig,
+  parseConsensus,
   type RpcProxyConfig,
   type RpcProxyHandle,
   startRpcProxy,
@@ -109,6 +111,8 @@ export function memoryLogger(lines: LogLine[]): Logger {
 
 export type ConfigPatch = {
   upstreams?: Record<string, string[]>;
+  /** CONSENSUS_<NETWORK> values by network name. */
+  consensus?: Record<string, string | undefined>;
   upstream?: Partial<RpcProxyConfig["upstream"]>;
   logs?: Partial<RpcProxyConfig["logs"]>;
   maxResultBytes?: number;
@@ -149,7 +153,11 @@ export async function startService(patch: ConfigPatch, logger?: Logger): Promise
     host: "127.0.0.1",
     grpcPort: 0,
     metricsPort: 0,
-    networks: base.networks.map((n) => ({ ...n, upstreams: patch.upstreams?.[n.name] ?? [] })),
+    networks: base.networks.map((n) => {
+      const upstreams = patch.upstreams?.[n.name] ?? [];
+      const consensus = parseConsensus(patch.consensus?.[n.name], consensusEnvName(n.name), upstreams.length);
+      return { name: n.name, chainId: n.chainId, upstreams, ...(consensus ? { consensus } : {}) };
+    }),
     upstream: { ...base.upstream, ...patch.upstream },
     logs: { ...base.logs, ...patch.logs },
     maxResultBytes: patch.maxResultBytes ?? base.maxResultBytes,
