@@ -25,7 +25,7 @@ interface Answer {
 }
 
 /** `upstream_disagreement`: no k answers alike. Never names the block or the answers (a free refusal). */
-export function disagreement(network: string, k: number, asked: number): ServiceError {
+function disagreement(network: string, k: number, asked: number): ServiceError {
   return new ServiceError(
     grpc.status.UNKNOWN,
     "upstream_disagreement",
