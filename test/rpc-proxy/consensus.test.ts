@@ -139,11 +139,22 @@ describe("rpc-proxy quorum reads (CONSENSUS_<NETWORK>)", () => {
     expect((await svc.execute("chainId", {})).data.chain_id).toBe("0x1");
   });
 
-  it("refuses a quorum over more nodes than are configured, at start", async () => {
+  it("refuses at start a quorum it could not keep: more nodes than configured, no majority, a write, eth_blockNumber", async () => {
     const node = await suite.proxy();
-    await expect(
-      suite.service({ upstreams: { ethereum: [node.url()] }, consensus: { ethereum: "eth_call:2of3" } }),
-    ).rejects.toThrow(/CONSENSUS_ETHEREUM.*3 upstreams/);
+    const upstreams = { ethereum: [node.url(), node.url(), node.url()] };
+    for (const [value, refusal] of [
+      ["eth_call:4of5", /CONSENSUS_ETHEREUM.*5 upstreams/],
+      ["eth_call:2of4", /more than half/],
+      ["eth_call:1of2", /more than half/],
+      ["eth_call:1of1", /more than half/],
+      ["eth_sendRawTransaction:2of3", /not a read method/],
+      ["eth_blockNumber:2of3", /consistent head/],
+      ["eth_call 2of3", /must read/],
+    ] as const) {
+      await expect(suite.service({ upstreams, consensus: { ethereum: value } }), value).rejects.toThrow(
+        refusal,
+      );
+    }
   });
 });
 

@@ -69,7 +69,7 @@ export interface UpstreamPolicyConfig {
 
 /**
  * `<method>[,<method>…]:<k>of<n>`: read methods of the catalog (a write is sent once, never to a
- * quorum), 1 <= k <= n, n at most the network's upstreams.
+ * quorum; eth_blockNumber answers the consistent head), n/2 < k <= n, 2 <= n <= the network's upstreams.
  */
 export function parseConsensus(
   value: string | undefined,
@@ -88,9 +88,14 @@ export function parseConsensus(
   for (const method of methods) {
     if (!Object.hasOwn(RPC_METHODS, method))
       throw new ConfigError(`${name}: ${method} is not a read method rpc-proxy serves`);
+    // It answers the consistent head (README, Consistent head): nodes at other heights never agree.
+    if (method === "eth_blockNumber")
+      throw new ConfigError(`${name}: eth_blockNumber answers the consistent head, it takes no quorum`);
   }
   if (methods.length === 0) throw new ConfigError(`${name} names no method`);
-  if (k < 1 || k > n) throw new ConfigError(`${name}: k must be from 1 to n, got ${k}of${n}`);
+  // More than half: two different answers can never both have k.
+  if (n < 2 || k * 2 <= n || k > n)
+    throw new ConfigError(`${name}: k must be more than half of n (n at least 2), got ${k}of${n}`);
   if (n > upstreams)
     throw new ConfigError(`${name}: a ${k}of${n} quorum needs ${n} upstreams, ${upstreams} configured`);
   return { methods, k, n };

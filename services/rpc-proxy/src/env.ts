@@ -27,7 +27,7 @@ export const ENV = envTable([
   {
     name: "CONSENSUS_<NETWORK>",
     names: NETWORKS.map((n) => consensusEnvName(n.name)),
-    description: `Quorum reads per network: \`<method>[,<method>…]:<k>of<n>\` (e.g. \`CONSENSUS_ETHEREUM=eth_call,eth_getBalance,eth_getLogs:2of3\`). A call of those node methods, from a REST endpoint or \`/rpc\`, is sent to n upstreams in rotation at the same pinned block and answered only when k answers are the same; an upstream that disagrees with the k is cordoned (\`UPSTREAM_CORDON_MS\`); no k alike is 502 \`upstream_disagreement\`, not charged. Unset: one upstream answers. Write methods cannot be listed; n is at most the network's upstreams.`,
+    description: `Quorum reads per network: \`<method>[,<method>…]:<k>of<n>\` (e.g. \`CONSENSUS_ETHEREUM=eth_call,eth_getBalance,eth_getLogs:2of3\`). A call of those node methods, from a REST endpoint or \`/rpc\`, is sent to n upstreams in rotation at the same pinned block and answered only when k answers are the same; an upstream that disagrees with the k is cordoned (\`UPSTREAM_CORDON_MS\`); no k alike is 502 \`upstream_disagreement\`, not charged. Unset: one upstream answers. k is more than half of n (two answers can never both have k), n from 2 to the network's upstreams; write methods and \`eth_blockNumber\` (it answers the consistent head) cannot be listed.`,
   },
   {
     name: "UPSTREAM_TIMEOUT_MS",

@@ -171,16 +171,38 @@ export class NetworkPool implements HedgeSource {
         `no upstream node is configured for ${this.name}`,
       );
     }
-    if (!this.#pinning || this.#head === undefined) return this.#send(calls, ctx, undefined);
-    const head = this.#head;
+    const head = this.#pinning ? this.#head : undefined;
+    const quorum = this.#quorum !== undefined && this.#needsQuorum(calls);
+    if (head === undefined) {
+      // A quorum compares answers at one pinned block: none before a head is known.
+      if (quorum) {
+        this.#quorum!.hooks.outcome("unavailable");
+        throw new ServiceError(
+          grpc.status.UNAVAILABLE,
+          "upstream_unavailable",
+          `no ${this.name} node has reported its head block yet; retry shortly`,
+        );
+      }
+      return this.#send(calls, ctx, undefined);
+    }
     const headHex = this.#headHex;
     const pinned = pinLatest(calls, headHex);
-    const outcomes =
-      this.#quorum !== undefined && pinned.some((c) => this.#quorum!.methods.has(c.method))
-        ? await this.#quorumSend(pinned, ctx, head)
-        : await this.#send(pinned, ctx, pinned === calls ? undefined : head);
+    const outcomes = quorum
+      ? await this.#quorumSend(pinned, ctx, head)
+      : await this.#send(pinned, ctx, pinned === calls ? undefined : head);
     answerHead(calls, outcomes, headHex);
     return outcomes;
+  }
+
+  #needsQuorum(calls: readonly RpcCall[]): boolean {
+    const methods = this.#quorum!.methods;
+    for (const call of calls) if (methods.has(call.method)) return true;
+    return false;
+  }
+
+  /** In rotation and, for a read pinned to `minHead`, at or past that block. */
+  #serves(u: Upstream, minHead: bigint | undefined, now: number): boolean {
+    return (minHead === undefined || (u.head !== undefined && u.head >= minHead)) && this.healthy(u, now);
   }
 
   /** The failover loop; `minHead`: a pinned read, for nodes at or past that block first. */
@@ -254,7 +276,7 @@ export class NetworkPool implements HedgeSource {
    */
   hedgeTarget(tried: readonly Upstream[], minHead: bigint | undefined): Upstream | undefined {
     const u = this.#pick(tried, minHead);
-    if (u === undefined || tried.includes(u) || !this.healthy(u)) return undefined;
+    if (u === undefined || tried.includes(u) || !this.#serves(u, minHead, Date.now())) return undefined;
     if (!this.#budget.spend()) {
       this.#hedges.suppressed.inc();
       return undefined;
@@ -286,8 +308,7 @@ export class NetworkPool implements HedgeSource {
       if (u.wrongChain || u.cordonedUntil > now) continue;
       const admits = u.breaker.admits(now);
       if (admits === "no") continue;
-      const reached = minHead === undefined || (u.head !== undefined && u.head >= minHead);
-      const tier = admits === "probe" ? 2 : reached && this.healthy(u, now) ? 0 : 1;
+      const tier = admits === "probe" ? 2 : this.#serves(u, minHead, now) ? 0 : 1;
       const rank = (tried.includes(u) ? 3 : 0) + tier;
       const lag = this.lag(u);
       if (rank < bestRank || (rank === bestRank && tier === 1 && lag < bestLag)) {
@@ -313,7 +334,7 @@ export class NetworkPool implements HedgeSource {
     const start = this.#next++ % count;
     for (let i = 0; i < count && chosen.length < n; i++) {
       const u = this.upstreams[(start + i) % count]!;
-      if (u.head !== undefined && u.head >= head && this.healthy(u, now)) chosen.push(u);
+      if (this.#serves(u, head, now)) chosen.push(u);
     }
     if (chosen.length < k) {
       hooks.outcome("unavailable");
