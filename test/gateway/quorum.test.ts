@@ -2,6 +2,7 @@
 // three real anvil nodes with CONSENSUS_ETHEREUM=eth_getBalance:2of3. One node made to disagree
 // (anvil_setBalance on it alone): the majority's answer is served and charged once. Two disagreeing:
 // 502 upstream_disagreement, REST and /rpc alike, and the API key's window counts nothing for them.
+// /api/pricing says which methods take a quorum.
 import { type AnvilNode, startAnvil } from "@tollgate/devnet/anvil";
 import { freePort, type Mesh, meshAdmin } from "@tollgate/local";
 import { consensusEnvName, upstreamsEnvName } from "@tollgate/rpc-proxy";
@@ -87,6 +88,15 @@ const rpcBalance = (account: string) =>
     .send({ jsonrpc: "2.0", id: 7, method: "eth_getBalance", params: [account, "latest"] });
 
 describe("quorum reads through the mesh (CONSENSUS_ETHEREUM=eth_getBalance:2of3)", () => {
+  it("/api/pricing lists the network's quorum methods (rpc-proxy's setting), free", async () => {
+    const res = await request(mesh.gatewayUrl).get("/api/pricing");
+    expect(res.status).toBe(200);
+    expect(res.body.data.quorum_reads).toEqual([
+      { network: "ethereum", methods: ["eth_getBalance"], agree: 2, asked: 3 },
+    ]);
+    await assertConforms("get", "/api/pricing", res);
+  });
+
   it("one node disagreeing: the majority's balance is served, REST and /rpc, each charged once", async () => {
     const account = "0x000000000000000000000000000000000000a001";
     await setBalances(account, [5_000n, 5_000n, 7n]);

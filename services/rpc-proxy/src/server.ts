@@ -221,6 +221,7 @@ export async function startRpcProxy(
           headBlock: Number(u.head ?? 0n),
           lagBlocks: Number(pool.lag(u)),
         })),
+        quorum: pool.quorum ?? null,
       })),
     };
   }

@@ -14,6 +14,7 @@ import { type Request, type Response, Router } from "express";
 import { readCredentials } from "../auth/credentials.ts";
 import type { PaymentVerifierClient } from "../clients/payment-verifier.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
+import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
 import { creditsPricing } from "../docs/credits-paths.ts";
 import { jsonRpcPricing } from "../docs/json-rpc-docs.ts";
 import { buildLlmsTxt } from "../docs/llms.ts";
@@ -26,6 +27,8 @@ import { FREE_PATHS } from "./table.ts";
 
 export interface FreeDeps {
   quota: QuotaMeterClient;
+  /** Each network's quorum reads (rpc-proxy's configuration), listed in /api/pricing. */
+  rpc: Pick<RpcProxyClient, "quorums">;
   /** The offers of each paid resource, for the x402 discovery list. */
   payments: Pick<PaymentVerifierClient, "challenge">;
   methods: AcceptedMethods;
@@ -115,8 +118,9 @@ export function freeRouter(deps: FreeDeps): Router {
     res.type("application/json").send(json);
   });
 
+  const quorums = quorumSource(deps);
   get(FREE_PATHS.pricing, async (_req, res) => {
-    const { standard, free } = await currentPlans();
+    const [{ standard, free }, quorumReads] = await Promise.all([currentPlans(), quorums.get()]);
     sendData(res, {
       currency: "USD",
       endpoints: ENDPOINTS.map((e) => ({
@@ -158,6 +162,7 @@ export function freeRouter(deps: FreeDeps): Router {
       },
       credits: creditsPricing(deps.methods.list()),
       json_rpc: jsonRpcPricing(deps.rpcSendRawTransaction),
+      quorum_reads: quorumReads,
     });
   });
 
@@ -220,4 +225,44 @@ export function freeRouter(deps: FreeDeps): Router {
     }
   });
   return router;
+}
+
+type QuorumRead = { network: string; methods: string[]; agree: number; asked: number };
+
+/**
+ * The quorum reads of /api/pricing: rpc-proxy's configuration (CONSENSUS_<NETWORK>, ListNetworks),
+ * asked when the document is read and at most once a minute (again after 5 s while it fails, logged
+ * once per outage); none listed until rpc-proxy first answers.
+ */
+function quorumSource(deps: Pick<FreeDeps, "rpc" | "logger">) {
+  let known: QuorumRead[] = [];
+  let nextAt = 0;
+  let failing = false;
+  let pending: Promise<void> | undefined;
+  return {
+    async get(): Promise<QuorumRead[]> {
+      if (Date.now() >= nextAt) {
+        pending ??= deps.rpc.quorums().then(
+          (list) => {
+            known = list.map((q) => ({ network: q.network, methods: q.methods, agree: q.k, asked: q.n }));
+            failing = false;
+            nextAt = Date.now() + 60_000;
+            pending = undefined;
+          },
+          (err: unknown) => {
+            if (!failing)
+              deps.logger.warn(
+                { err: err instanceof Error ? err.message : String(err) },
+                "quorum reads unavailable from rpc-proxy; /api/pricing keeps the last known",
+              );
+            failing = true;
+            nextAt = Date.now() + 5_000;
+            pending = undefined;
+          },
+        );
+        await pending;
+      }
+      return known;
+    },
+  };
 }

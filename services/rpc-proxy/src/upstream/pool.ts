@@ -105,6 +105,12 @@ export class NetworkPool implements HedgeSource {
     for (const counter of Object.values(this.#hedges)) counter.inc(0);
   }
 
+  /** The quorum policy (CONSENSUS_<NETWORK>) as configured, for ListNetworks. */
+  get quorum(): { methods: string[]; k: number; n: number } | undefined {
+    const q = this.#quorum;
+    return q && { methods: [...q.methods], k: q.k, n: q.n };
+  }
+
   /**
    * The consistent head (undefined before any poll answered): the highest block that at least half
    * (rounded up) of the upstreams answering their polls on the right chain, not cordoned, reached;
