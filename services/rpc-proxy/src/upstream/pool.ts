@@ -1,5 +1,5 @@
 import { RPC_WRITE_METHODS } from "@tollgate/catalog";
-import { grpc, type Logger, ServiceError } from "@tollgate/platform";
+import { grpc, type Logger, once, ServiceError } from "@tollgate/platform";
 import type { NetworkConfig, UpstreamPolicyConfig } from "../config.ts";
 import type { Metrics } from "../metrics.ts";
 import { answerHash, answerHead, majorityHead, pinLatest } from "./consensus.ts";
@@ -78,13 +78,6 @@ export class NetworkPool implements HedgeSource {
     this.#logger = logger;
     this.#maxLag = BigInt(policy.maxLagBlocks);
     this.#pinning = network.upstreams.length > 1;
-    const consensus = network.consensus;
-    this.#quorum = consensus && {
-      methods: new Set(consensus.methods),
-      k: consensus.k,
-      n: consensus.n,
-      hooks: this.#quorumHooks(),
-    };
     this.upstreams = network.upstreams.map(
       (url, index) =>
         new Upstream({
@@ -103,6 +96,14 @@ export class NetworkPool implements HedgeSource {
     const hedge = (outcome: string) => metrics.hedgesOf({ network: network.name, outcome });
     this.#hedges = { sent: hedge("sent"), won: hedge("won"), suppressed: hedge("suppressed") };
     for (const counter of Object.values(this.#hedges)) counter.inc(0);
+    const consensus = network.consensus;
+    const hooks = this.#quorumHooks();
+    this.#quorum = consensus && {
+      methods: new Set(consensus.methods),
+      k: consensus.k,
+      n: consensus.n,
+      hooks,
+    };
   }
 
   /** The quorum policy (CONSENSUS_<NETWORK>) as configured, for ListNetworks. */
@@ -368,13 +369,16 @@ export class NetworkPool implements HedgeSource {
       disagreement: this.#metrics.quorumOf({ network, outcome: "disagreement" }),
       unavailable: this.#metrics.quorumOf({ network, outcome: "unavailable" }),
     };
+    // Every series from the start (0), quorum or not: dashboards and alerts read them as rates.
     for (const counter of Object.values(outcomes)) counter.inc(0);
+    const disagreed = once((label) => this.#metrics.disagreementsOf({ network, upstream: label }));
+    for (const u of this.upstreams) disagreed(u.label).inc(0);
     return {
       outcome: (outcome) => outcomes[outcome].inc(),
       noAnswer: (last, timedOut) => failure(network, last, timedOut),
       disagreed: (u, key, quorum, agreed) => {
         u.cordonedUntil = Date.now() + this.#policy.cordonMs;
-        this.#metrics.disagreementsOf({ network, upstream: u.label }).inc();
+        disagreed(u.label).inc();
         this.#metrics.cordoned.set({ network, upstream: u.label, reason: "disagreed" }, 1);
         this.#logger.warn(
           {
