@@ -8,6 +8,7 @@ import {
   type Plans,
   planSource,
   priceAtomic,
+  statedSource,
 } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import { type Request, type Response, Router } from "express";
@@ -231,38 +232,28 @@ type QuorumRead = { network: string; methods: string[]; agree: number; asked: nu
 
 /**
  * The quorum reads of /api/pricing: rpc-proxy's configuration (CONSENSUS_<NETWORK>, ListNetworks),
- * asked when the document is read and at most once a minute (again after 5 s while it fails, logged
- * once per outage); none listed until rpc-proxy first answers.
+ * asked when the document is read and at most once a minute (statedSource); none listed until
+ * rpc-proxy first answers.
  */
 function quorumSource(deps: Pick<FreeDeps, "rpc" | "logger">) {
-  let known: QuorumRead[] = [];
-  let nextAt = 0;
-  let failing = false;
-  let pending: Promise<void> | undefined;
-  return {
-    async get(): Promise<QuorumRead[]> {
-      if (Date.now() >= nextAt) {
-        pending ??= deps.rpc.quorums().then(
-          (list) => {
-            known = list.map((q) => ({ network: q.network, methods: q.methods, agree: q.k, asked: q.n }));
-            failing = false;
-            nextAt = Date.now() + 60_000;
-            pending = undefined;
-          },
-          (err: unknown) => {
-            if (!failing)
-              deps.logger.warn(
-                { err: err instanceof Error ? err.message : String(err) },
-                "quorum reads unavailable from rpc-proxy; /api/pricing keeps the last known",
-              );
-            failing = true;
-            nextAt = Date.now() + 5_000;
-            pending = undefined;
-          },
-        );
-        await pending;
-      }
-      return known;
+  return statedSource(
+    async (): Promise<QuorumRead[]> =>
+      (await deps.rpc.quorums()).map((q) => ({
+        network: q.network,
+        methods: q.methods,
+        agree: q.k,
+        asked: q.n,
+      })),
+    {
+      initial: [],
+      same: (a, b) => JSON.stringify(a) === JSON.stringify(b),
+      ttlMs: 60_000,
+      retryMs: 5_000,
+      onError: (err) =>
+        deps.logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          "quorum reads unavailable from rpc-proxy; /api/pricing keeps the last known",
+        ),
     },
-  };
+  );
 }
