@@ -25,10 +25,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 const isWrite = (call: RpcCall): boolean => Object.hasOwn(RPC_WRITE_METHODS, call.method);
 
 /**
- * Why an upstream is out of rotation, one policy (README, Rotation): it serves another chain, does
- * not answer its head polls, its breaker is open, it disagreed with a quorum (cordoned for
- * UPSTREAM_CORDON_MS), it is over UPSTREAM_MAX_LAG_BLOCKS behind the consistent head, or its head
- * has not moved for UPSTREAM_STALL_MS while behind it.
+ * Why an upstream is out of rotation, one policy (README, Consistent head and rotation): it serves
+ * another chain, does not answer its head polls, its breaker is open, it disagreed with a quorum
+ * (cordoned for UPSTREAM_CORDON_MS), it is over UPSTREAM_MAX_LAG_BLOCKS behind the consistent head,
+ * or its head has not moved for UPSTREAM_STALL_MS while behind it.
  */
 export const OUT_OF_ROTATION = [
   "wrong_chain",
@@ -50,7 +50,9 @@ const toQuantity = (n: bigint) => `0x${n.toString(16)}`;
  * deadline. Retrying is safe for reads only: a request carrying a write (RPC_WRITE_METHODS) goes
  * to one node, once; it moves to another node only when it never left this process (a refused
  * connection, an open breaker), and any failure after it was sent ends the call (README, Writes).
- * A read still unanswered after its upstream's recent quantile is hedged (HedgedRead, below).
+ * A read still unanswered after its upstream's recent quantile is hedged (hedged-read.ts). Where
+ * several nodes could answer, `latest` is pinned to the consistent head, and a quorum method
+ * (CONSENSUS_<NETWORK>) is sent to n of them and served when k agree (quorum.ts).
  */
 export class NetworkPool implements HedgeSource {
   readonly name: string;
