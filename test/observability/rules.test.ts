@@ -87,6 +87,8 @@ describe("Prometheus rules (real promtool)", () => {
         "TollgateUpstreamLagging",
         "TollgateUpstreamBreakerOpen",
         "TollgateHedgeBudgetExhausted",
+        "TollgateUpstreamDisagreeing",
+        "TollgateQuorumFailing",
         "TollgateQuotaFailOpen",
         "TollgateQuotaMeterUnreachable",
         "TollgateSettlementFailures",

@@ -1,19 +1,78 @@
-// Shared pieces for the rpc-proxy tests: a counting HTTP proxy in front of a real node
-// (it can also play dead or hung), closed ports, the service behind its gRPC interface,
-// and /metrics reading.
+// Shared pieces for the rpc-proxy tests: a suite's set-up (upstreamSuite: a real anvil, counting
+// proxies in front of it, the service, all stopped after each test), a counting HTTP proxy in front
+// of a real node (it can also play dead or hung), closed ports, the service behind its gRPC
+// interface, and /metrics reading.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type AnvilNode, startAnvil } from "@tollgate/devnet/anvil";
 import { type CallFailure, contracts, createClient, type Logger } from "@tollgate/platform";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import {
+  consensusEnvName,
   loadConfig,
+  parseConsensus,
   type RpcProxyConfig,
   type RpcProxyHandle,
   startRpcProxy,
 } from "../../services/rpc-proxy/src/index.ts";
 
+import { CountingProxy } from "../support/counting-proxy.ts";
 import { GATEWAY_TOKEN, MESH_CALLERS, MESH_CALLERS_ENV, withEnv } from "../support/mesh.ts";
 
 export { CountingProxy, type Recorded } from "../support/counting-proxy.ts";
+
+/** What a suite's tests start, each stopped after its test (the service last, as the suites did). */
+export interface UpstreamSuite {
+  /** The suite's anvil (chain 1), started once for the file. */
+  readonly anvil: AnvilNode;
+  /** A counting proxy in front of `target` (the suite's anvil by default). */
+  proxy(target?: string): Promise<CountingProxy>;
+  /** rpc-proxy on free ports (startService). */
+  service(...args: Parameters<typeof startService>): Promise<Service>;
+  /** Another anvil of chain 1, stopped after the test. */
+  node(): Promise<AnvilNode>;
+  /** Anything else to stop after the test. */
+  cleanup(stop: () => Promise<void>): void;
+}
+
+/** The set-up of an rpc-proxy suite (call at the top of its file): see UpstreamSuite. */
+export function upstreamSuite(): UpstreamSuite {
+  let anvil: AnvilNode | undefined;
+  const cleanups: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    anvil = await startAnvil({ chainId: 1, host: "127.0.0.1", accounts: 1 });
+  });
+  afterAll(async () => {
+    await anvil?.stop();
+  });
+  afterEach(async () => {
+    while (cleanups.length > 0) await cleanups.pop()!();
+  });
+  return {
+    get anvil() {
+      if (!anvil) throw new Error("the suite's anvil starts in beforeAll");
+      return anvil;
+    },
+    async proxy(target) {
+      const p = await new CountingProxy(target ?? this.anvil.rpcUrl).listen();
+      cleanups.push(() => p.close());
+      return p;
+    },
+    async service(...args) {
+      const s = await startService(...args);
+      cleanups.unshift(() => s.stop());
+      return s;
+    },
+    async node() {
+      const node = await startAnvil({ chainId: 1, host: "127.0.0.1", accounts: 1 });
+      cleanups.push(() => node.stop());
+      return node;
+    },
+    cleanup(stop) {
+      cleanups.push(stop);
+    },
+  };
+}
 
 /** A port nothing listens on (bound, then released). */
 export async function closedPort(): Promise<number> {
@@ -52,6 +111,8 @@ export function memoryLogger(lines: LogLine[]): Logger {
 
 export type ConfigPatch = {
   upstreams?: Record<string, string[]>;
+  /** CONSENSUS_<NETWORK> values by network name. */
+  consensus?: Record<string, string | undefined>;
   upstream?: Partial<RpcProxyConfig["upstream"]>;
   logs?: Partial<RpcProxyConfig["logs"]>;
   maxResultBytes?: number;
@@ -92,7 +153,11 @@ export async function startService(patch: ConfigPatch, logger?: Logger): Promise
     host: "127.0.0.1",
     grpcPort: 0,
     metricsPort: 0,
-    networks: base.networks.map((n) => ({ ...n, upstreams: patch.upstreams?.[n.name] ?? [] })),
+    networks: base.networks.map((n) => {
+      const upstreams = patch.upstreams?.[n.name] ?? [];
+      const consensus = parseConsensus(patch.consensus?.[n.name], consensusEnvName(n.name), upstreams.length);
+      return { name: n.name, chainId: n.chainId, upstreams, ...(consensus ? { consensus } : {}) };
+    }),
     upstream: { ...base.upstream, ...patch.upstream },
     logs: { ...base.logs, ...patch.logs },
     maxResultBytes: patch.maxResultBytes ?? base.maxResultBytes,

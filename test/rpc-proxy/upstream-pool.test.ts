@@ -2,47 +2,21 @@
 // health, against a real anvil node behind local HTTP proxies that can die or hang.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type AnvilNode, startAnvil } from "@tollgate/devnet/anvil";
 import { grpc } from "@tollgate/platform";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  CountingProxy,
   closedPort,
   eventually,
   type LogLine,
   memoryLogger,
   metricSum,
   metricValue,
-  type Service,
-  startService,
+  upstreamSuite,
 } from "./helpers.ts";
 
-let anvil: AnvilNode;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  anvil = await startAnvil({ chainId: 1, host: "127.0.0.1", accounts: 1 });
-});
-
-afterAll(async () => {
-  await anvil.stop();
-});
-
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
-
-async function proxy(): Promise<CountingProxy> {
-  const p = await new CountingProxy(anvil.rpcUrl).listen();
-  cleanups.push(() => p.close());
-  return p;
-}
-
-async function service(...args: Parameters<typeof startService>): Promise<Service> {
-  const s = await startService(...args);
-  cleanups.unshift(() => s.stop());
-  return s;
-}
+const suite = upstreamSuite();
+const proxy = () => suite.proxy();
+const service = suite.service.bind(suite);
 
 const deadUrl = async () => `http://127.0.0.1:${await closedPort()}/v3/SECRET-KEY-dead`;
 
@@ -255,16 +229,14 @@ describe("rpc-proxy upstream pool", () => {
   });
 
   it("prefers the least-lagging upstream and reports the lagging one as unhealthy", async () => {
-    const behind = await startAnvil({ chainId: 1, host: "127.0.0.1", accounts: 1 });
-    cleanups.push(() => behind.stop());
-    await fetch(anvil.rpcUrl, {
+    const behind = await suite.node();
+    await fetch(suite.anvil.rpcUrl, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "anvil_mine", params: ["0x14"] }),
     });
     const ahead = await proxy();
-    const lagging = await new CountingProxy(behind.rpcUrl).listen();
-    cleanups.push(() => lagging.close());
+    const lagging = await suite.proxy(behind.rpcUrl);
     const svc = await service({
       upstreams: { ethereum: [lagging.url(), ahead.url()] },
       upstream: { maxLagBlocks: 5, headPollMs: 60_000 },
@@ -297,7 +269,7 @@ describe("rpc-proxy upstream pool", () => {
       for await (const chunk of req) chunks.push(chunk as Buffer);
       const text = Buffer.concat(chunks).toString("utf8");
       if (!text.includes("eth_getLogs")) {
-        const answer = await fetch(anvil.rpcUrl, {
+        const answer = await fetch(suite.anvil.rpcUrl, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: text,
@@ -321,7 +293,7 @@ describe("rpc-proxy upstream pool", () => {
       }
     });
     await new Promise<void>((resolve) => node.listen(0, "127.0.0.1", () => resolve()));
-    cleanups.push(
+    suite.cleanup(
       () =>
         new Promise((resolve) => {
           node.closeAllConnections();

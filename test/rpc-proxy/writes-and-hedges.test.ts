@@ -1,39 +1,15 @@
 // rpc-proxy's writes and hedged reads, against a real anvil node behind local HTTP proxies that can
 // take a call and withhold the answer (a node that times out after accepting) or answer late now and
 // then: a write reaches one node once; a slow read is hedged to the other node within the budget.
-import { type AnvilNode, startAnvil } from "@tollgate/devnet/anvil";
 import { grpc } from "@tollgate/platform";
 import { createPublicClient, type Hex, http, keccak256, parseGwei } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CountingProxy, eventually, metricValue, type Service, startService } from "./helpers.ts";
+import { describe, expect, it } from "vitest";
+import { eventually, metricValue, type Service, upstreamSuite } from "./helpers.ts";
 
-let anvil: AnvilNode;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  anvil = await startAnvil({ chainId: 1, host: "127.0.0.1", accounts: 1 });
-});
-
-afterAll(async () => {
-  await anvil.stop();
-});
-
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
-
-async function proxy(): Promise<CountingProxy> {
-  const p = await new CountingProxy(anvil.rpcUrl).listen();
-  cleanups.push(() => p.close());
-  return p;
-}
-
-async function service(...args: Parameters<typeof startService>): Promise<Service> {
-  const s = await startService(...args);
-  cleanups.unshift(() => s.stop());
-  return s;
-}
+const suite = upstreamSuite();
+const proxy = () => suite.proxy();
+const service = suite.service.bind(suite);
 
 describe("rpc-proxy writes and hedged reads", () => {
   it("sends eth_sendRawTransaction to one node once: a node that takes it and never answers is upstream_timeout, not tried again here or elsewhere", async () => {
@@ -60,7 +36,7 @@ describe("rpc-proxy writes and hedged reads", () => {
     );
     expect(sends).toHaveLength(1);
     // The one node that got it took it: it is in the pool, so the client checks by hash, not resends.
-    const node = createPublicClient({ transport: http(anvil.rpcUrl, { retryCount: 0 }) });
+    const node = createPublicClient({ transport: http(suite.anvil.rpcUrl, { retryCount: 0 }) });
     expect(
       await node.request({ method: "eth_getTransactionByHash", params: [keccak256(signed)] }),
     ).not.toBeNull();
@@ -139,7 +115,7 @@ describe("rpc-proxy writes and hedged reads", () => {
 /** A signed 1-wei transfer from a fresh wallet funded on the test's anvil (the node's own test method). */
 async function signedTransfer(): Promise<Hex> {
   const wallet = privateKeyToAccount(generatePrivateKey());
-  const node = createPublicClient({ transport: http(anvil.rpcUrl, { retryCount: 0 }) });
+  const node = createPublicClient({ transport: http(suite.anvil.rpcUrl, { retryCount: 0 }) });
   await node.request({
     method: "anvil_setBalance" as never,
     params: [wallet.address, "0xde0b6b3a7640000"] as never,

@@ -99,6 +99,11 @@ export const ERRORS = {
     status: 502,
     description: "The node answered with an error. Retry with backoff and jitter.",
   },
+  upstream_disagreement: {
+    status: 502,
+    description:
+      "The operator asks several nodes for this network's answer (a quorum read) and too few gave the same answer at the same block: no answer is served rather than one the nodes dispute. Nothing was charged; retry with backoff.",
+  },
   upstream_unavailable: {
     status: 503,
     description: "No healthy node for the network. Retry with backoff and jitter.",

@@ -55,18 +55,24 @@ const sameFigures = (a: PlanFigures, b: PlanFigures) =>
   a.dailyLimit === b.dailyLimit && a.monthlyLimit === b.monthlyLimit && a.burstPerSecond === b.burstPerSecond;
 
 /**
- * The plans as quota-meter states them, for a process that shows them: asked on first use and again
- * when older than `ttlMs` (after a failure, `retryMs`), with no timer, so a process that stops asking
- * stops calling. Until quota-meter has answered once, or while it cannot be reached, the last plans
- * known stand (at first: DEFAULT_PLANS). Only the first use waits for an answer; the object returned
- * changes only when the figures do (a reader may rebuild what it derived on a new object).
- * `onError` hears the first failure of each outage.
+ * A value another service states (quota-meter's plans, rpc-proxy's quorum reads), for a process that
+ * shows it: asked on first use and again when older than `ttlMs` (after a failure, `retryMs`), with
+ * no timer, so a process that stops asking stops calling. Until the service has answered once, or
+ * while it cannot be reached, the last value known stands (at first: `initial`). Only the first use
+ * waits for an answer; the object returned changes only when `same` says the value did (a reader may
+ * rebuild what it derived on a new object). `onError` hears the first failure of each outage.
  */
-export function planSource(
-  load: () => Promise<Plans>,
-  opts: { ttlMs: number; retryMs: number; onError(err: unknown): void },
+export function statedSource<T>(
+  load: () => Promise<T>,
+  opts: {
+    initial: T;
+    same(a: T, b: T): boolean;
+    ttlMs: number;
+    retryMs: number;
+    onError(err: unknown): void;
+  },
 ) {
-  let plans: Plans = DEFAULT_PLANS;
+  let value = opts.initial;
   let nextAt = 0;
   let answered = false;
   let failing = false;
@@ -74,7 +80,7 @@ export function planSource(
   const refresh = () => {
     pending ??= load().then(
       (next) => {
-        if (!(sameFigures(next.standard, plans.standard) && sameFigures(next.free, plans.free))) plans = next;
+        if (!opts.same(next, value)) value = next;
         answered = true;
         failing = false;
         nextAt = Date.now() + opts.ttlMs;
@@ -91,14 +97,26 @@ export function planSource(
     return pending;
   };
   return {
-    async get(): Promise<Plans> {
+    async get(): Promise<T> {
       if (Date.now() >= nextAt) {
         const asked = refresh();
         if (!answered) await asked;
       }
-      return plans;
+      return value;
     },
   };
+}
+
+/** The plans as quota-meter states them (statedSource; at first: DEFAULT_PLANS). */
+export function planSource(
+  load: () => Promise<Plans>,
+  opts: { ttlMs: number; retryMs: number; onError(err: unknown): void },
+) {
+  return statedSource(load, {
+    ...opts,
+    initial: DEFAULT_PLANS,
+    same: (a, b) => sameFigures(a.standard, b.standard) && sameFigures(a.free, b.free),
+  });
 }
 
 /** Plans from quota-meter's DescribePlans answer (its figures only). */

@@ -1,13 +1,21 @@
-import { NETWORKS } from "@tollgate/catalog";
+import { NETWORKS, RPC_METHODS } from "@tollgate/catalog";
 import { ConfigError, type MeshCallers, readMeshCallers, readSecret } from "@tollgate/platform";
 import { getAddress } from "viem";
-import { ENV, upstreamsEnvName } from "./env.ts";
+import { consensusEnvName, ENV, upstreamsEnvName } from "./env.ts";
 
 /** One network's upstream node URLs, in the operator's order of preference. */
 export interface NetworkConfig {
   name: string;
   chainId: number;
   upstreams: string[];
+  /** Quorum reads (CONSENSUS_<NETWORK>): these node methods are answered only when k of n agree. */
+  consensus?: ConsensusConfig;
+}
+
+export interface ConsensusConfig {
+  methods: string[];
+  k: number;
+  n: number;
 }
 
 export interface RpcProxyConfig {
@@ -45,7 +53,7 @@ export interface UpstreamPolicyConfig {
   breakerCooldownMs: number;
   /** Head-block polling interval (eth_blockNumber), which also probes open breakers. */
   headPollMs: number;
-  /** Blocks behind the best upstream after which an upstream counts as unhealthy. */
+  /** Blocks behind the consistent head after which an upstream leaves the rotation. */
   maxLagBlocks: number;
   /** Keep-alive connections per upstream URL. */
   connections: number;
@@ -53,6 +61,44 @@ export interface UpstreamPolicyConfig {
   maxBodyBytes: number;
   /** Refuse upstreams whose eth_chainId differs from the catalog's chain id. */
   verifyChainId: boolean;
+  /** A head unmoved this long while behind the consistent head: the upstream is stalled. */
+  stallMs: number;
+  /** How long an upstream that disagreed with a quorum stays out of rotation. */
+  cordonMs: number;
+}
+
+/**
+ * `<method>[,<method>…]:<k>of<n>`: read methods of the catalog (a write is sent once, never to a
+ * quorum; eth_blockNumber answers the consistent head), n/2 < k <= n, 2 <= n <= the network's upstreams.
+ */
+export function parseConsensus(
+  value: string | undefined,
+  name: string,
+  upstreams: number,
+): ConsensusConfig | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  const match = /^\s*([a-zA-Z0-9_,\s]+):\s*(\d+)\s*of\s*(\d+)\s*$/.exec(value);
+  if (!match) throw new ConfigError(`${name} must read <method>[,<method>…]:<k>of<n>, got "${value}"`);
+  const methods = match[1]!
+    .split(",")
+    .map((m) => m.trim())
+    .filter((m) => m !== "");
+  const k = Number(match[2]);
+  const n = Number(match[3]);
+  for (const method of methods) {
+    if (!Object.hasOwn(RPC_METHODS, method))
+      throw new ConfigError(`${name}: ${method} is not a read method rpc-proxy serves`);
+    // It answers the consistent head (README, Consistent head): nodes at other heights never agree.
+    if (method === "eth_blockNumber")
+      throw new ConfigError(`${name}: eth_blockNumber answers the consistent head, it takes no quorum`);
+  }
+  if (methods.length === 0) throw new ConfigError(`${name} names no method`);
+  // More than half: two different answers can never both have k.
+  if (n < 2 || k * 2 <= n || k > n)
+    throw new ConfigError(`${name}: k must be more than half of n (n at least 2), got ${k}of${n}`);
+  if (n > upstreams)
+    throw new ConfigError(`${name}: a ${k}of${n} quorum needs ${n} upstreams, ${upstreams} configured`);
+  return { methods, k, n };
 }
 
 function parseUrls(value: string | undefined, name: string): string[] {
@@ -76,12 +122,13 @@ export function loadConfig(): RpcProxyConfig {
     host: ENV.string("BIND_HOST"),
     grpcPort: ENV.int("GRPC_PORT"),
     metricsPort: ENV.int("METRICS_PORT"),
-    networks: NETWORKS.map((n) => ({
-      name: n.name,
-      chainId: n.chainId,
+    networks: NETWORKS.map((n) => {
       // Node URLs often carry a provider key: read as secrets (also from UPSTREAMS_<NETWORK>_FILE).
-      upstreams: parseUrls(readSecret(upstreamsEnvName(n.name)), upstreamsEnvName(n.name)),
-    })),
+      const upstreams = parseUrls(readSecret(upstreamsEnvName(n.name)), upstreamsEnvName(n.name));
+      const consensusName = consensusEnvName(n.name);
+      const consensus = parseConsensus(process.env[consensusName], consensusName, upstreams.length);
+      return { name: n.name, chainId: n.chainId, upstreams, ...(consensus ? { consensus } : {}) };
+    }),
     upstream: {
       timeoutMs: ENV.int("UPSTREAM_TIMEOUT_MS"),
       requestTimeoutMs: ENV.int("UPSTREAM_REQUEST_TIMEOUT_MS"),
@@ -97,6 +144,8 @@ export function loadConfig(): RpcProxyConfig {
       connections: Math.max(1, ENV.int("UPSTREAM_CONNECTIONS")),
       maxBodyBytes: Math.max(1024, ENV.int("UPSTREAM_MAX_BODY_BYTES")),
       verifyChainId: ENV.bool("UPSTREAM_VERIFY_CHAIN_ID"),
+      stallMs: ENV.int("UPSTREAM_STALL_MS"),
+      cordonMs: ENV.int("UPSTREAM_CORDON_MS"),
     },
     logs: {
       maxBlockRange: Math.max(1, ENV.int("LOGS_MAX_BLOCK_RANGE")),

@@ -3,9 +3,17 @@
 import { NETWORKS } from "@tollgate/catalog";
 import { DEFAULT_PORTS, envTable, meshCallerRows, serviceEnv } from "@tollgate/platform";
 
-/** `UPSTREAMS_<NETWORK>`: the network name upper-cased, non-alphanumerics as `_`. */
+/** `<NETWORK>` of a per-network name: the network name upper-cased, non-alphanumerics as `_`. */
+const networkSuffix = (network: string) => network.toUpperCase().replace(/[^A-Z0-9]/g, "_");
+
+/** `UPSTREAMS_<NETWORK>`. */
 export function upstreamsEnvName(network: string): string {
-  return `UPSTREAMS_${network.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
+  return `UPSTREAMS_${networkSuffix(network)}`;
+}
+
+/** `CONSENSUS_<NETWORK>`. */
+export function consensusEnvName(network: string): string {
+  return `CONSENSUS_${networkSuffix(network)}`;
 }
 
 export const ENV = envTable([
@@ -15,6 +23,11 @@ export const ENV = envTable([
     names: NETWORKS.map((n) => upstreamsEnvName(n.name)),
     secret: true,
     description: `Comma-separated node URLs per network, in order of preference; the name is upper-cased with non-alphanumerics as \`_\` (${NETWORKS.map((n) => `\`${upstreamsEnvName(n.name)}\``).join(", ")}). Upstreams are labelled \`<network>-<index>\` in logs, metrics and ListNetworks; URLs (which may hold a key) are never shown. \`user:pass@\` in a URL becomes Basic auth.`,
+  },
+  {
+    name: "CONSENSUS_<NETWORK>",
+    names: NETWORKS.map((n) => consensusEnvName(n.name)),
+    description: `Quorum reads per network: \`<method>[,<method>…]:<k>of<n>\` (e.g. \`CONSENSUS_ETHEREUM=eth_call,eth_getBalance,eth_getLogs:2of3\`). A call of those node methods, from a REST endpoint or \`/rpc\`, is sent to n upstreams in rotation at the same pinned block and answered only when k answers are the same; an upstream that disagrees with the k is cordoned (\`UPSTREAM_CORDON_MS\`); no k alike is 502 \`upstream_disagreement\`, not charged. Unset: one upstream answers. k is more than half of n (two answers can never both have k), n from 2 to the network's upstreams; write methods and \`eth_blockNumber\` (it answers the consistent head) cannot be listed.`,
   },
   {
     name: "UPSTREAM_TIMEOUT_MS",
@@ -71,7 +84,20 @@ export const ENV = envTable([
   {
     name: "UPSTREAM_MAX_LAG_BLOCKS",
     default: "5",
-    description: "Blocks behind the best upstream before an upstream counts as unhealthy.",
+    description:
+      "Blocks behind the consistent head (the highest block a majority of the upstreams in rotation reached) before an upstream leaves the rotation.",
+  },
+  {
+    name: "UPSTREAM_STALL_MS",
+    default: "30000",
+    description:
+      "An upstream whose head has not moved for this long while it is behind the consistent head is stalled: out of rotation until its head moves.",
+  },
+  {
+    name: "UPSTREAM_CORDON_MS",
+    default: "60000",
+    description:
+      "How long an upstream that disagreed with a quorum (`CONSENSUS_<NETWORK>`) stays out of rotation: it serves nothing and counts in no quorum meanwhile.",
   },
   {
     name: "UPSTREAM_CONNECTIONS",

@@ -22,7 +22,7 @@ export function createMetrics(registry: Registry) {
     }),
     upstreamHealthy: new prom.Gauge({
       name: "rpc_proxy_upstream_healthy",
-      help: "1 when the upstream answers head polls, its breaker is closed and it is within the lag limit",
+      help: "1 when the upstream is in rotation (rpc_proxy_upstream_cordoned says why not)",
       labelNames: upstreamLabels,
       registers: [registry],
     }),
@@ -40,8 +40,32 @@ export function createMetrics(registry: Registry) {
     }),
     lagBlocks: new prom.Gauge({
       name: "rpc_proxy_upstream_lag_blocks",
-      help: "Blocks the upstream is behind the network's best upstream",
+      help: "Blocks the upstream is behind the network's consistent head",
       labelNames: upstreamLabels,
+      registers: [registry],
+    }),
+    consensusHead: new prom.Gauge({
+      name: "rpc_proxy_consensus_head",
+      help: "The network's consistent head: the highest block at least half (rounded up) of its polled upstreams reached, never lowered; `latest` reads are pinned to it",
+      labelNames: ["network"],
+      registers: [registry],
+    }),
+    cordoned: new prom.Gauge({
+      name: "rpc_proxy_upstream_cordoned",
+      help: "1 when the upstream is out of rotation for this reason: wrong_chain, unreachable, breaker_open, disagreed (with a quorum), lagging, stalled",
+      labelNames: ["network", "upstream", "reason"],
+      registers: [registry],
+    }),
+    quorum: new prom.Counter({
+      name: "rpc_proxy_quorum_total",
+      help: "Quorum reads (CONSENSUS_<NETWORK>) by outcome: agreed (served), disagreement (502 upstream_disagreement), unavailable (too few upstreams in rotation or answering)",
+      labelNames: ["network", "outcome"],
+      registers: [registry],
+    }),
+    disagreements: new prom.Counter({
+      name: "rpc_proxy_upstream_disagreements_total",
+      help: "Quorum answers of the upstream that differed from the k agreeing ones (each cordons it for UPSTREAM_CORDON_MS)",
+      labelNames: ["network", "upstream"],
       registers: [registry],
     }),
     hedges: new prom.Counter({
@@ -70,6 +94,8 @@ export function createMetrics(registry: Registry) {
     upstreamLatencyOf: seriesOf(metrics.upstreamLatency, upstreamCall),
     upstreamErrorsOf: seriesOf(metrics.upstreamErrors, upstreamCall),
     hedgesOf: seriesOf(metrics.hedges, ["network", "outcome"] as const),
+    quorumOf: seriesOf(metrics.quorum, ["network", "outcome"] as const),
+    disagreementsOf: seriesOf(metrics.disagreements, ["network", "upstream"] as const),
     operationsOf: seriesOf(metrics.operations, ["operation", "network", "code"] as const),
     roundTripsOf: seriesOf(metrics.roundTrips, ["operation", "network"] as const),
   };

@@ -130,7 +130,9 @@ export async function startRpcProxy(
   const logger = deps.logger ?? createLogger("rpc-proxy");
   const registry = deps.registry ?? createRegistry("rpc-proxy");
   const metrics = createMetrics(registry);
-  const pools = new Map(config.networks.map((n) => [n.name, new NetworkPool(n, config.upstream, metrics)]));
+  const pools = new Map(
+    config.networks.map((n) => [n.name, new NetworkPool(n, config.upstream, metrics, logger)]),
+  );
   const tracker = new HeadTracker([...pools.values()], config.upstream, metrics, logger);
   await tracker.start();
 
@@ -219,6 +221,7 @@ export async function startRpcProxy(
           headBlock: Number(u.head ?? 0n),
           lagBlocks: Number(pool.lag(u)),
         })),
+        quorum: pool.quorum ?? null,
       })),
     };
   }

@@ -9,6 +9,7 @@ import type { ExecuteResponse as _tollgate_rpc_v1_ExecuteResponse, ExecuteRespon
 import type { ListNetworksRequest as _tollgate_rpc_v1_ListNetworksRequest, ListNetworksRequest__Output as _tollgate_rpc_v1_ListNetworksRequest__Output } from './tollgate/rpc/v1/ListNetworksRequest.ts';
 import type { ListNetworksResponse as _tollgate_rpc_v1_ListNetworksResponse, ListNetworksResponse__Output as _tollgate_rpc_v1_ListNetworksResponse__Output } from './tollgate/rpc/v1/ListNetworksResponse.ts';
 import type { NetworkStatus as _tollgate_rpc_v1_NetworkStatus, NetworkStatus__Output as _tollgate_rpc_v1_NetworkStatus__Output } from './tollgate/rpc/v1/NetworkStatus.ts';
+import type { QuorumPolicy as _tollgate_rpc_v1_QuorumPolicy, QuorumPolicy__Output as _tollgate_rpc_v1_QuorumPolicy__Output } from './tollgate/rpc/v1/QuorumPolicy.ts';
 import type { RpcProxyServiceClient as _tollgate_rpc_v1_RpcProxyServiceClient, RpcProxyServiceDefinition as _tollgate_rpc_v1_RpcProxyServiceDefinition } from './tollgate/rpc/v1/RpcProxyService.ts';
 import type { UpstreamStatus as _tollgate_rpc_v1_UpstreamStatus, UpstreamStatus__Output as _tollgate_rpc_v1_UpstreamStatus__Output } from './tollgate/rpc/v1/UpstreamStatus.ts';
 
@@ -32,6 +33,7 @@ export interface ProtoGrpcType {
         ListNetworksRequest: MessageTypeDefinition<_tollgate_rpc_v1_ListNetworksRequest, _tollgate_rpc_v1_ListNetworksRequest__Output>
         ListNetworksResponse: MessageTypeDefinition<_tollgate_rpc_v1_ListNetworksResponse, _tollgate_rpc_v1_ListNetworksResponse__Output>
         NetworkStatus: MessageTypeDefinition<_tollgate_rpc_v1_NetworkStatus, _tollgate_rpc_v1_NetworkStatus__Output>
+        QuorumPolicy: MessageTypeDefinition<_tollgate_rpc_v1_QuorumPolicy, _tollgate_rpc_v1_QuorumPolicy__Output>
         /**
          * RpcProxyService runs read-only chain operations against the operator's upstream
          * nodes. An operation is one endpoint of the public catalog (libs/catalog): its

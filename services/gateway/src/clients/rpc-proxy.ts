@@ -20,6 +20,15 @@ export function createRpcProxyClient(address: string, mesh: MeshClientOptions, d
       // Passed on as it came (envelope.ts sendDataJson): rpc-proxy wrote it with JSON.stringify.
       return { dataJson: res.dataJson, roundTrips: res.upstreamRoundTrips };
     },
+    /** Each network's quorum reads (rpc-proxy's CONSENSUS_<NETWORK>), for /api/pricing. */
+    async quorums(): Promise<{ network: string; methods: string[]; k: number; n: number }[]> {
+      const res = await client.call("ListNetworks", {}, { deadlineMs: 2_000 });
+      return res.networks.flatMap((n) =>
+        n.quorum && n.quorum.methods.length > 0
+          ? [{ network: n.name, methods: n.quorum.methods, k: n.quorum.k, n: n.quorum.n }]
+          : [],
+      );
+    },
     close: () => client.close(),
   };
 }

@@ -79,6 +79,21 @@ export function freeApiPaths(plans: Plans, pay: PayDocs): Json {
           `The free plan a first dashboard sign-in gives: ${describePlan(plans.free)}. ${moreThanFree(pay.text)}`,
         ),
         credits: creditsPricingSchema,
+        quorum_reads: {
+          type: "array",
+          description:
+            "Networks whose operator asks several nodes for some methods' answers (a quorum read): a call of those methods, from a REST endpoint or /rpc, is answered only when `agree` of the `asked` nodes give the same answer at the same block; when they do not, 502 `upstream_disagreement`, not charged. The extra node calls are Tollgate's: the price is the endpoint's or the method's own. Empty: every answer comes from one node.",
+          items: {
+            type: "object",
+            required: ["network", "methods", "agree", "asked"],
+            properties: {
+              network: { type: "string" },
+              methods: { type: "array", items: { type: "string" }, description: "JSON-RPC node methods." },
+              agree: { type: "integer", minimum: 2 },
+              asked: { type: "integer", minimum: 2 },
+            },
+          },
+        },
       },
     }),
   );

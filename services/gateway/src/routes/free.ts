@@ -8,12 +8,14 @@ import {
   type Plans,
   planSource,
   priceAtomic,
+  statedSource,
 } from "@tollgate/catalog";
 import type { Logger } from "@tollgate/platform";
 import { type Request, type Response, Router } from "express";
 import { readCredentials } from "../auth/credentials.ts";
 import type { PaymentVerifierClient } from "../clients/payment-verifier.ts";
 import type { QuotaMeterClient } from "../clients/quota-meter.ts";
+import type { RpcProxyClient } from "../clients/rpc-proxy.ts";
 import { creditsPricing } from "../docs/credits-paths.ts";
 import { jsonRpcPricing } from "../docs/json-rpc-docs.ts";
 import { buildLlmsTxt } from "../docs/llms.ts";
@@ -26,6 +28,8 @@ import { FREE_PATHS } from "./table.ts";
 
 export interface FreeDeps {
   quota: QuotaMeterClient;
+  /** Each network's quorum reads (rpc-proxy's configuration), listed in /api/pricing. */
+  rpc: Pick<RpcProxyClient, "quorums">;
   /** The offers of each paid resource, for the x402 discovery list. */
   payments: Pick<PaymentVerifierClient, "challenge">;
   methods: AcceptedMethods;
@@ -115,8 +119,9 @@ export function freeRouter(deps: FreeDeps): Router {
     res.type("application/json").send(json);
   });
 
+  const quorums = quorumSource(deps);
   get(FREE_PATHS.pricing, async (_req, res) => {
-    const { standard, free } = await currentPlans();
+    const [{ standard, free }, quorumReads] = await Promise.all([currentPlans(), quorums.get()]);
     sendData(res, {
       currency: "USD",
       endpoints: ENDPOINTS.map((e) => ({
@@ -158,6 +163,7 @@ export function freeRouter(deps: FreeDeps): Router {
       },
       credits: creditsPricing(deps.methods.list()),
       json_rpc: jsonRpcPricing(deps.rpcSendRawTransaction),
+      quorum_reads: quorumReads,
     });
   });
 
@@ -220,4 +226,34 @@ export function freeRouter(deps: FreeDeps): Router {
     }
   });
   return router;
+}
+
+type QuorumRead = { network: string; methods: string[]; agree: number; asked: number };
+
+/**
+ * The quorum reads of /api/pricing: rpc-proxy's configuration (CONSENSUS_<NETWORK>, ListNetworks),
+ * asked when the document is read and at most once a minute (statedSource); none listed until
+ * rpc-proxy first answers.
+ */
+function quorumSource(deps: Pick<FreeDeps, "rpc" | "logger">) {
+  return statedSource(
+    async (): Promise<QuorumRead[]> =>
+      (await deps.rpc.quorums()).map((q) => ({
+        network: q.network,
+        methods: q.methods,
+        agree: q.k,
+        asked: q.n,
+      })),
+    {
+      initial: [],
+      same: (a, b) => JSON.stringify(a) === JSON.stringify(b),
+      ttlMs: 60_000,
+      retryMs: 5_000,
+      onError: (err) =>
+        deps.logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          "quorum reads unavailable from rpc-proxy; /api/pricing keeps the last known",
+        ),
+    },
+  );
 }

@@ -2,7 +2,7 @@ import type { Logger } from "@tollgate/platform";
 import type { UpstreamPolicyConfig } from "../config.ts";
 import type { Metrics } from "../metrics.ts";
 import { TransportError } from "./jsonrpc.ts";
-import type { NetworkPool } from "./pool.ts";
+import { type NetworkPool, OUT_OF_ROTATION } from "./pool.ts";
 import type { Upstream } from "./upstream.ts";
 
 /**
@@ -96,7 +96,9 @@ export class HeadTracker {
       }
       const head = outcomes[outcomes.length - 1]!;
       if (head.ok && typeof head.result === "string" && /^0x[0-9a-fA-F]+$/.test(head.result)) {
-        u.head = BigInt(head.result);
+        const polled = BigInt(head.result);
+        if (polled !== u.head) u.headChangedAt = Date.now();
+        u.head = polled;
         u.lastPollOk = true;
       } else {
         u.lastPollOk = false;
@@ -114,12 +116,32 @@ export class HeadTracker {
       this.#logger.info({ upstream: u.label, head: String(u.head) }, "upstream answering");
   }
 
+  /**
+   * After a poll: the consistent head again, then each upstream's place in the rotation (one
+   * policy: NetworkPool.outOfRotation), with a log line when it leaves or comes back.
+   */
   #publish(pool: NetworkPool): void {
+    const now = Date.now();
+    pool.updateHead(now);
+    const head = pool.head();
+    if (head !== undefined) this.#metrics.consensusHead.set({ network: pool.name }, Number(head));
     for (const u of pool.upstreams) {
       const labels = { network: pool.name, upstream: u.label };
-      this.#metrics.upstreamHealthy.set(labels, pool.healthy(u) ? 1 : 0);
+      const reason = pool.outOfRotation(u, now);
+      this.#metrics.upstreamHealthy.set(labels, reason === undefined ? 1 : 0);
+      for (const r of OUT_OF_ROTATION)
+        this.#metrics.cordoned.set({ ...labels, reason: r }, r === reason ? 1 : 0);
       if (u.head !== undefined) this.#metrics.headBlock.set(labels, Number(u.head));
       this.#metrics.lagBlocks.set(labels, Number(pool.lag(u)));
+      if (reason !== u.published) {
+        if (reason === undefined) this.#logger.info({ upstream: u.label }, "upstream back in rotation");
+        else
+          this.#logger.warn(
+            { upstream: u.label, reason, head: String(u.head), consensusHead: String(head) },
+            "upstream out of rotation",
+          );
+        u.published = reason;
+      }
     }
   }
 }

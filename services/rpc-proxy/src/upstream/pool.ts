@@ -1,10 +1,12 @@
 import { RPC_WRITE_METHODS } from "@tollgate/catalog";
-import { grpc, ServiceError } from "@tollgate/platform";
+import { grpc, type Logger, once, ServiceError } from "@tollgate/platform";
 import type { NetworkConfig, UpstreamPolicyConfig } from "../config.ts";
 import type { Metrics } from "../metrics.ts";
+import { answerHash, answerHead, majorityHead, pinLatest } from "./consensus.ts";
+import { HedgedRead, type HedgeSource, MIN_ATTEMPT_MS } from "./hedged-read.ts";
 import { type RpcCall, type RpcOutcome, TransportError } from "./jsonrpc.ts";
 import { HedgeBudget, methodClass } from "./latency.ts";
-import type { AttemptWatcher, InFlightAttempt } from "./request.ts";
+import { type QuorumHooks, QuorumRead } from "./quorum.ts";
 import { Upstream } from "./upstream.ts";
 
 /** Per-operation state: the caller's deadline and the round trips spent so far. */
@@ -16,13 +18,29 @@ export interface CallContext {
 
 // Answer this long before the caller's deadline, so our own error reaches it first.
 const DEADLINE_MARGIN_MS = 50;
-// Not worth starting an attempt with less time than this left.
-const MIN_ATTEMPT_MS = 10;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** A call that changes the chain (eth_sendRawTransaction): sent to one node, at most once. */
 const isWrite = (call: RpcCall): boolean => Object.hasOwn(RPC_WRITE_METHODS, call.method);
+
+/**
+ * Why an upstream is out of rotation, one policy (README, Consistent head and rotation): it serves
+ * another chain, does not answer its head polls, its breaker is open, it disagreed with a quorum
+ * (cordoned for UPSTREAM_CORDON_MS), it is over UPSTREAM_MAX_LAG_BLOCKS behind the consistent head,
+ * or its head has not moved for UPSTREAM_STALL_MS while behind it.
+ */
+export const OUT_OF_ROTATION = [
+  "wrong_chain",
+  "unreachable",
+  "breaker_open",
+  "disagreed",
+  "lagging",
+  "stalled",
+] as const;
+export type OutOfRotation = (typeof OUT_OF_ROTATION)[number];
+
+const toQuantity = (n: bigint) => `0x${n.toString(16)}`;
 
 /**
  * The upstream nodes of one network. Every request picks the best admitted upstream
@@ -32,9 +50,11 @@ const isWrite = (call: RpcCall): boolean => Object.hasOwn(RPC_WRITE_METHODS, cal
  * deadline. Retrying is safe for reads only: a request carrying a write (RPC_WRITE_METHODS) goes
  * to one node, once; it moves to another node only when it never left this process (a refused
  * connection, an open breaker), and any failure after it was sent ends the call (README, Writes).
- * A read still unanswered after its upstream's recent quantile is hedged (HedgedRead, below).
+ * A read still unanswered after its upstream's recent quantile is hedged (hedged-read.ts). Where
+ * several nodes could answer, `latest` is pinned to the consistent head, and a quorum method
+ * (CONSENSUS_<NETWORK>) is sent to n of them and served when k agree (quorum.ts).
  */
-export class NetworkPool {
+export class NetworkPool implements HedgeSource {
   readonly name: string;
   readonly chainId: number;
   readonly upstreams: Upstream[];
@@ -42,13 +62,24 @@ export class NetworkPool {
   readonly #maxLag: bigint;
   readonly #budget: HedgeBudget;
   readonly #hedges: { sent: Counted; won: Counted; suppressed: Counted };
+  /** `latest` is pinned to the consistent head where more than one node could answer. */
+  readonly #pinning: boolean;
+  readonly #quorum: { methods: ReadonlySet<string>; k: number; n: number; hooks: QuorumHooks } | undefined;
+  readonly #metrics: Metrics;
+  readonly #logger: Logger;
+  /** The consistent head: the highest block a majority in rotation reached, never lowered. */
+  #head: bigint | undefined;
+  #headHex = "";
   #next = 0;
 
-  constructor(network: NetworkConfig, policy: UpstreamPolicyConfig, metrics: Metrics) {
+  constructor(network: NetworkConfig, policy: UpstreamPolicyConfig, metrics: Metrics, logger: Logger) {
     this.name = network.name;
     this.chainId = network.chainId;
     this.#policy = policy;
+    this.#metrics = metrics;
+    this.#logger = logger;
     this.#maxLag = BigInt(policy.maxLagBlocks);
+    this.#pinning = network.upstreams.length > 1;
     this.upstreams = network.upstreams.map(
       (url, index) =>
         new Upstream({
@@ -67,25 +98,65 @@ export class NetworkPool {
     const hedge = (outcome: string) => metrics.hedgesOf({ network: network.name, outcome });
     this.#hedges = { sent: hedge("sent"), won: hedge("won"), suppressed: hedge("suppressed") };
     for (const counter of Object.values(this.#hedges)) counter.inc(0);
+    const consensus = network.consensus;
+    const hooks = this.#quorumHooks();
+    this.#quorum = consensus && {
+      methods: new Set(consensus.methods),
+      k: consensus.k,
+      n: consensus.n,
+      hooks,
+    };
   }
 
-  /** Best head among upstreams that answer their polls (undefined before any answer). */
+  /** The quorum policy (CONSENSUS_<NETWORK>) as configured, for ListNetworks. */
+  get quorum(): { methods: string[]; k: number; n: number } | undefined {
+    const q = this.#quorum;
+    return q && { methods: [...q.methods], k: q.k, n: q.n };
+  }
+
+  /**
+   * The consistent head (undefined before any poll answered): the highest block that at least half
+   * (rounded up) of the upstreams answering their polls on the right chain, not cordoned, reached;
+   * with one upstream, its head. It never goes down: a majority that falls behind, or leaves,
+   * leaves it where it was. `latest` reads are pinned to it, log ranges read against it.
+   */
   head(): bigint | undefined {
-    let best: bigint | undefined;
+    return this.#head;
+  }
+
+  /** Recomputes the consistent head from the heads last polled (the head tracker, after each poll). */
+  updateHead(now = Date.now()): void {
+    const heads: bigint[] = [];
     for (const u of this.upstreams) {
-      if (u.lastPollOk && !u.wrongChain && u.head !== undefined && (best === undefined || u.head > best))
-        best = u.head;
+      if (!u.wrongChain && u.lastPollOk && u.head !== undefined && u.cordonedUntil <= now) heads.push(u.head);
     }
-    return best;
+    const reached = majorityHead(heads);
+    if (reached !== undefined && (this.#head === undefined || reached > this.#head)) {
+      this.#head = reached;
+      this.#headHex = toQuantity(reached);
+    }
   }
 
+  /** Blocks behind the consistent head (0 at or ahead of it). */
   lag(u: Upstream): bigint {
-    const best = this.head();
-    return best === undefined || u.head === undefined ? 0n : best - u.head;
+    const head = this.#head;
+    return head === undefined || u.head === undefined || u.head >= head ? 0n : head - u.head;
   }
 
-  healthy(u: Upstream): boolean {
-    return !u.wrongChain && u.lastPollOk && u.breaker.state === "closed" && this.lag(u) <= this.#maxLag;
+  /** Why `u` is out of rotation (OUT_OF_ROTATION), or undefined: in rotation. */
+  outOfRotation(u: Upstream, now = Date.now()): OutOfRotation | undefined {
+    if (u.wrongChain) return "wrong_chain";
+    if (!u.lastPollOk) return "unreachable";
+    if (u.breaker.state !== "closed") return "breaker_open";
+    if (u.cordonedUntil > now) return "disagreed";
+    const lag = this.lag(u);
+    if (lag > this.#maxLag) return "lagging";
+    if (lag > 0n && now - u.headChangedAt > this.#policy.stallMs) return "stalled";
+    return undefined;
+  }
+
+  healthy(u: Upstream, now = Date.now()): boolean {
+    return this.outOfRotation(u, now) === undefined;
   }
 
   /** Calls one method; a JSON-RPC error comes back as a rejected RpcError. */
@@ -95,7 +166,12 @@ export class NetworkPool {
     return outcome.result;
   }
 
-  /** One HTTP round trip carrying `calls` (batched when several), with failover and retries. */
+  /**
+   * One HTTP round trip carrying `calls` (batched when several), with failover and retries; or, for
+   * a quorum method (CONSENSUS_<NETWORK>), one to each of n upstreams. Where `latest` is pinned, the
+   * calls read the consistent head, only nodes that reached it are asked, and eth_blockNumber
+   * answers it.
+   */
   async send(calls: readonly RpcCall[], ctx: CallContext): Promise<RpcOutcome[]> {
     if (this.upstreams.length === 0) {
       throw new ServiceError(
@@ -104,6 +180,46 @@ export class NetworkPool {
         `no upstream node is configured for ${this.name}`,
       );
     }
+    const head = this.#pinning ? this.#head : undefined;
+    const quorum = this.#quorum !== undefined && this.#needsQuorum(calls);
+    if (head === undefined) {
+      // A quorum compares answers at one pinned block: none before a head is known.
+      if (quorum) {
+        this.#quorum!.hooks.outcome("unavailable");
+        throw new ServiceError(
+          grpc.status.UNAVAILABLE,
+          "upstream_unavailable",
+          `no ${this.name} node has reported its head block yet; retry shortly`,
+        );
+      }
+      return this.#send(calls, ctx, undefined);
+    }
+    const headHex = this.#headHex;
+    const pinned = pinLatest(calls, headHex);
+    const outcomes = quorum
+      ? await this.#quorumSend(pinned, ctx, head)
+      : await this.#send(pinned, ctx, pinned === calls ? undefined : head);
+    answerHead(calls, outcomes, headHex);
+    return outcomes;
+  }
+
+  #needsQuorum(calls: readonly RpcCall[]): boolean {
+    const methods = this.#quorum!.methods;
+    for (const call of calls) if (methods.has(call.method)) return true;
+    return false;
+  }
+
+  /** In rotation and, for a read pinned to `minHead`, at or past that block. */
+  #serves(u: Upstream, minHead: bigint | undefined, now: number): boolean {
+    return (minHead === undefined || (u.head !== undefined && u.head >= minHead)) && this.healthy(u, now);
+  }
+
+  /** The failover loop; `minHead`: a pinned read, for nodes at or past that block first. */
+  async #send(
+    calls: readonly RpcCall[],
+    ctx: CallContext,
+    minHead: bigint | undefined,
+  ): Promise<RpcOutcome[]> {
     const end = ctx.deadline - DEADLINE_MARGIN_MS;
     const write = calls.some(isWrite);
     const hedging = !write && this.#budget.enabled && this.upstreams.length > 1;
@@ -114,7 +230,7 @@ export class NetworkPool {
     let sawTimeout = false;
     let outOfTime = false;
     for (let attempt = 0; attempt < this.#policy.maxAttempts; attempt++) {
-      let upstream = this.#pick(tried);
+      let upstream = this.#pick(tried, minHead);
       if (upstream && tried.includes(upstream)) {
         // Every admitted upstream already failed once in this request: back off first.
         const ceiling = Math.min(this.#policy.backoffMaxMs, this.#policy.backoffBaseMs * 2 ** (attempt - 1));
@@ -124,7 +240,7 @@ export class NetworkPool {
           break;
         }
         await sleep(delay);
-        upstream = this.#pick(tried);
+        upstream = this.#pick(tried, minHead);
       }
       if (!upstream) break;
       const remaining = end - Date.now();
@@ -139,7 +255,7 @@ export class NetworkPool {
         const slowAt = hedging ? Date.now() + upstream.latency[kind]!.quantile : Number.POSITIVE_INFINITY;
         const outcomes =
           slowAt + MIN_ATTEMPT_MS < Date.now() + timeout
-            ? await new HedgedRead(this, calls, tried, ctx, end, slowAt).run(upstream, timeout)
+            ? await new HedgedRead(this, calls, tried, minHead, ctx, end, slowAt).run(upstream, timeout)
             : await upstream.send(calls, timeout);
         ctx.roundTrips++;
         return outcomes;
@@ -167,9 +283,9 @@ export class NetworkPool {
    * The second upstream of a slow read: healthy, not tried in this request, and only within the
    * hedge budget (refused over it, counted as suppressed).
    */
-  hedgeTarget(tried: readonly Upstream[]): Upstream | undefined {
-    const u = this.#pick(tried);
-    if (u === undefined || tried.includes(u) || !this.healthy(u)) return undefined;
+  hedgeTarget(tried: readonly Upstream[], minHead: bigint | undefined): Upstream | undefined {
+    const u = this.#pick(tried, minHead);
+    if (u === undefined || tried.includes(u) || !this.#serves(u, minHead, Date.now())) return undefined;
     if (!this.#budget.spend()) {
       this.#hedges.suppressed.inc();
       return undefined;
@@ -184,11 +300,12 @@ export class NetworkPool {
   }
 
   /**
-   * The upstream to try next: untried before tried; then closed and healthy (rotating,
-   * so load spreads), closed but unhealthy or lagging (least lag first), and last an open
-   * breaker whose cooldown is over (the call becomes its half-open probe).
+   * The upstream to try next: untried before tried; then in rotation and, for a pinned read, at or
+   * past `minHead` (rotating, so load spreads), closed but out of rotation or behind (least lag
+   * first), and last an open breaker whose cooldown is over (the call becomes its half-open probe).
+   * An upstream on another chain, or cordoned for disagreeing with a quorum, is never picked.
    */
-  #pick(tried: readonly Upstream[]): Upstream | undefined {
+  #pick(tried: readonly Upstream[], minHead: bigint | undefined): Upstream | undefined {
     const now = Date.now();
     let best: Upstream | undefined;
     let bestRank = Number.POSITIVE_INFINITY;
@@ -197,10 +314,10 @@ export class NetworkPool {
     const start = this.#next++ % n;
     for (let i = 0; i < n; i++) {
       const u = this.upstreams[(start + i) % n]!;
-      if (u.wrongChain) continue;
+      if (u.wrongChain || u.cordonedUntil > now) continue;
       const admits = u.breaker.admits(now);
       if (admits === "no") continue;
-      const tier = admits === "probe" ? 2 : this.healthy(u) ? 0 : 1;
+      const tier = admits === "probe" ? 2 : this.#serves(u, minHead, now) ? 0 : 1;
       const rank = (tried.includes(u) ? 3 : 0) + tier;
       const lag = this.lag(u);
       if (rank < bestRank || (rank === bestRank && tier === 1 && lag < bestLag)) {
@@ -212,123 +329,94 @@ export class NetworkPool {
     return best;
   }
 
+  /**
+   * A quorum read: the pinned calls go to up to n upstreams in rotation that reached `head`
+   * (rotating, so load spreads), at once; fewer than k such upstreams is upstream_unavailable. Each
+   * is a node call of Tollgate's own (ctx.roundTrips); the caller's call is one call, charged only
+   * when served.
+   */
+  #quorumSend(calls: readonly RpcCall[], ctx: CallContext, head: bigint): Promise<RpcOutcome[]> {
+    const { k, n, hooks } = this.#quorum!;
+    const now = Date.now();
+    const chosen: Upstream[] = [];
+    const count = this.upstreams.length;
+    const start = this.#next++ % count;
+    for (let i = 0; i < count && chosen.length < n; i++) {
+      const u = this.upstreams[(start + i) % count]!;
+      if (this.#serves(u, head, now)) chosen.push(u);
+    }
+    if (chosen.length < k) {
+      hooks.outcome("unavailable");
+      throw new ServiceError(
+        grpc.status.UNAVAILABLE,
+        "upstream_unavailable",
+        `a quorum of ${k} ${this.name} nodes is needed and fewer are in rotation right now`,
+      );
+    }
+    const remaining = ctx.deadline - DEADLINE_MARGIN_MS - now;
+    if (remaining < MIN_ATTEMPT_MS) throw failure(this.name, undefined, true);
+    ctx.roundTrips += chosen.length;
+    return new QuorumRead(this.name, k, hooks).run(
+      chosen,
+      calls,
+      Math.min(this.#policy.timeoutMs, remaining),
+    );
+  }
+
+  /** Out of rotation for UPSTREAM_CORDON_MS: it gave an answer the quorum did not. */
+  #quorumHooks(): QuorumHooks {
+    const network = this.name;
+    const outcomes = {
+      agreed: this.#metrics.quorumOf({ network, outcome: "agreed" }),
+      disagreement: this.#metrics.quorumOf({ network, outcome: "disagreement" }),
+      unavailable: this.#metrics.quorumOf({ network, outcome: "unavailable" }),
+    };
+    // Every series from the start (0), quorum or not: dashboards and alerts read them as rates.
+    for (const counter of Object.values(outcomes)) counter.inc(0);
+    const disagreed = once((label) => this.#metrics.disagreementsOf({ network, upstream: label }));
+    for (const u of this.upstreams) disagreed(u.label).inc(0);
+    return {
+      outcome: (outcome) => outcomes[outcome].inc(),
+      noAnswer: (last, timedOut) => failure(network, last, timedOut),
+      disagreed: (u, key, quorum, agreed) => {
+        u.cordonedUntil = Date.now() + this.#policy.cordonMs;
+        disagreed(u.label).inc();
+        this.#metrics.cordoned.set({ network, upstream: u.label, reason: "disagreed" }, 1);
+        this.#logger.warn(
+          {
+            network,
+            upstream: u.label,
+            answer: answerHash(key),
+            quorum: answerHash(quorum),
+            agreed: agreed.map((a) => a.label),
+            block: this.#headHex,
+            cordonMs: this.#policy.cordonMs,
+          },
+          "upstream disagreed with the quorum; cordoned",
+        );
+      },
+      split: (answers) => {
+        this.#logger.warn(
+          {
+            network,
+            block: this.#headHex,
+            answers: answers.map((a) => ({
+              answer: answerHash(a.key),
+              upstreams: a.upstreams.map((u) => u.label),
+            })),
+          },
+          "no quorum: the upstreams disagree (upstream_disagreement)",
+        );
+      },
+    };
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.upstreams.map((u) => u.close()));
   }
 }
 
 type Counted = { inc(value?: number): void };
-
-/**
- * One read attempt that may be hedged: the first upstream is asked; if it is still unanswered at
- * `slowAt` (told by the request sweep, request.ts: no timer of its own) and the budget allows, a
- * second healthy upstream is asked too. The first answer (a JSON-RPC error included) is served and
- * the other attempt cancelled (undici abort). The attempt fails only when both failed, with the
- * first upstream's error (the pool's retry loop reads it as for any attempt); a result_too_large
- * from either ends it at once (as large anywhere). The hedge is a node call of its own
- * (ctx.roundTrips), the call is still one call to the caller: charged once, or not at all.
- */
-class HedgedRead implements AttemptWatcher {
-  slowAt: number;
-  readonly #pool: NetworkPool;
-  readonly #calls: readonly RpcCall[];
-  readonly #tried: Upstream[];
-  readonly #ctx: CallContext;
-  readonly #end: number;
-  #timeout = 0;
-  #first: InFlightAttempt | undefined;
-  #second: InFlightAttempt | undefined;
-  #pending = 1;
-  #settled = false;
-  #firstError: unknown;
-  #resolve!: (outcomes: RpcOutcome[]) => void;
-  #reject!: (err: unknown) => void;
-
-  constructor(
-    pool: NetworkPool,
-    calls: readonly RpcCall[],
-    tried: Upstream[],
-    ctx: CallContext,
-    end: number,
-    slowAt: number,
-  ) {
-    this.#pool = pool;
-    this.#calls = calls;
-    this.#tried = tried;
-    this.#ctx = ctx;
-    this.#end = end;
-    this.slowAt = slowAt;
-  }
-
-  run(upstream: Upstream, timeout: number): Promise<RpcOutcome[]> {
-    this.#timeout = timeout;
-    const answer = new Promise<RpcOutcome[]>((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-    });
-    upstream.send(this.#calls, timeout, this).then(this.#firstAnswered, this.#firstFailed);
-    return answer;
-  }
-
-  started(attempt: InFlightAttempt): void {
-    if (this.#first === undefined) this.#first = attempt;
-    else this.#second = attempt;
-  }
-
-  slow(): void {
-    // The second attempt is never slow itself: one hedge per attempt.
-    this.slowAt = Number.POSITIVE_INFINITY;
-    if (this.#settled) return;
-    const remaining = this.#end - Date.now();
-    if (remaining < MIN_ATTEMPT_MS) return;
-    const second = this.#pool.hedgeTarget(this.#tried);
-    if (second === undefined) return;
-    this.#tried.push(second);
-    this.#pending++;
-    this.#ctx.roundTrips++;
-    second
-      .send(this.#calls, Math.min(this.#timeout, remaining), this)
-      .then(this.#secondAnswered, this.#secondFailed);
-  }
-
-  readonly #firstAnswered = (outcomes: RpcOutcome[]): void => {
-    if (this.#settled) return;
-    this.#settled = true;
-    this.#second?.cancel();
-    this.#resolve(outcomes);
-  };
-
-  readonly #secondAnswered = (outcomes: RpcOutcome[]): void => {
-    if (this.#settled) return;
-    this.#settled = true;
-    this.#first?.cancel();
-    this.#pool.hedgeWon();
-    this.#resolve(outcomes);
-  };
-
-  readonly #firstFailed = (err: unknown): void => {
-    this.#firstError = err;
-    this.#failed(err);
-  };
-
-  readonly #secondFailed = (err: unknown): void => {
-    this.#failed(err);
-  };
-
-  #failed(err: unknown): void {
-    if (this.#settled) return;
-    if (!(err instanceof TransportError)) {
-      this.#settled = true;
-      this.#first?.cancel();
-      this.#second?.cancel();
-      this.#reject(err);
-      return;
-    }
-    if (--this.#pending > 0) return;
-    this.#settled = true;
-    this.#reject(this.#firstError ?? err);
-  }
-}
 
 function failure(network: string, last: TransportError | undefined, timedOut: boolean): ServiceError {
   if (timedOut) {

@@ -49,6 +49,12 @@ export class Upstream {
   readonly latency: LatencyWindow[];
   /** Last head block seen by the head tracker. */
   head: bigint | undefined;
+  /** When the tracker last saw the head move (epoch ms): a head unmoved behind the others is stalled. */
+  headChangedAt = 0;
+  /** Out of rotation until then (epoch ms): it disagreed with a quorum (pool.ts). */
+  cordonedUntil = 0;
+  /** Why it was out of rotation at the last publish (head-tracker.ts), undefined: in rotation. */
+  published: string | undefined;
   /** Whether the last head poll got an answer. */
   lastPollOk = false;
   /** eth_chainId disagreed with the catalog: never selected. */

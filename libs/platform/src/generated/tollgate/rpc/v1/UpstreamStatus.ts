@@ -17,7 +17,7 @@ export interface UpstreamStatus {
    */
   'headBlock'?: (number | string | Long);
   /**
-   * Blocks behind the best upstream of the network.
+   * Blocks behind the network's consistent head (the highest block a majority of its upstreams reached).
    */
   'lagBlocks'?: (number | string | Long);
 }
@@ -37,7 +37,7 @@ export interface UpstreamStatus__Output {
    */
   'headBlock': (number);
   /**
-   * Blocks behind the best upstream of the network.
+   * Blocks behind the network's consistent head (the highest block a majority of its upstreams reached).
    */
   'lagBlocks': (number);
 }
