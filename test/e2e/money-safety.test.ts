@@ -332,7 +332,7 @@ describe("forged payments cannot lock a payer out (finding 4)", () => {
 
   it("credentials that do not decode are counted against their client: a flood is answered 429", async () => {
     const ip = clientIp();
-    const answers = [];
+    const answers: Awaited<ReturnType<typeof get>>[] = [];
     // Waves of 50 until the client's bucket (50 a second, a burst of 100) runs dry: how many that
     // takes depends on how fast this machine sends them, so the bound is generous, not the count.
     for (let i = 0; i < attempts(4_000) / 50 && !answers.some((a) => a.status === 429); i++) {
