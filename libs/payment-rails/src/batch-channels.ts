@@ -10,7 +10,7 @@
 // update that creates the record is fenced the same way. (Past the mark's life only the SDK's own
 // compare-and-set guards a delivery later still, as before; the mppx store's marks live as long.)
 import type { Redis } from "@tollgate/platform";
-import { answerLost } from "@tollgate/platform/redis";
+import { answerLost, scanEveryMaster } from "@tollgate/platform/redis";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
 import { markedWrite, WRITE_MARK_MS, writeIds } from "./read-back.ts";
 
@@ -37,7 +37,7 @@ export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChann
     get: (key: string) => redis.get(key),
     set: (key: string, value: string, options?: { NX?: true; PX?: number }) => redis.set(key, value, options),
     del: (key: string) => redis.del(key),
-    scanIterator: (options: { MATCH?: string; COUNT?: number }) => redis.scanIterator(options),
+    scanIterator: (options: { MATCH?: string; COUNT?: number }) => scanEveryMaster(redis, options),
     async eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown> {
       const [key] = options.keys;
       let wrapped = scripts.get(script);

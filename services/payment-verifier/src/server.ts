@@ -73,6 +73,7 @@ export interface PaymentVerifierHandle {
 async function openRedis(config: PaymentVerifierConfig, logger: Logger): Promise<Redis | undefined> {
   const redis = await connectRedis({
     url: config.redisUrl,
+    clusterNodes: config.redisClusterNodes,
     logger,
     // Without the stand-in, not serving (no gRPC server yet, so probes fail) beats serving without
     // the shared replay guard.

@@ -75,6 +75,8 @@ type Client = Redis;
 
 export interface RedisStoreOptions {
   url: string;
+  /** A Redis Cluster's nodes instead of `url`'s Redis (REDIS_CLUSTER_NODES). */
+  clusterNodes?: readonly string[];
   /** Prefix of every key (`<REDIS_PREFIX>quota:`). */
   prefix: string;
   logger: Logger;
@@ -93,6 +95,7 @@ export async function openRedisStore(
 ): Promise<RedisStore | undefined> {
   const client = await connectRedis({
     url: opts.url,
+    ...(opts.clusterNodes ? { clusterNodes: opts.clusterNodes } : {}),
     logger: opts.logger,
     connectTimeoutMs: opts.connectTimeoutMs,
     unreachable: opts.giveUp ? "give-up" : "background",
