@@ -90,6 +90,17 @@ export function slotTag(kind: string, id: string): string {
   return `{${kind}:${id.replace(/[{}]/g, "_")}}`;
 }
 
+/**
+ * The hash tags of `client`'s keys: slotTag on a Redis Cluster; none on a single Redis, whose key
+ * names stay what they were before clusters were supported (a running deployment's keys are found
+ * again after an upgrade).
+ */
+export function slotTags(client: Redis): (kind: string, id: string) => string {
+  return isCluster(client) ? slotTag : noTag;
+}
+
+const noTag = (_kind: string, _id: string) => "";
+
 /** Whether `client` is a Redis Cluster's. */
 export function isCluster(client: Redis): client is RedisCluster {
   return "masters" in client;
