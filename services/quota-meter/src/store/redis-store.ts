@@ -1,6 +1,15 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { closeRedis, connectRedis, type Logger, type prom, type Redis } from "@tollgate/platform";
+import {
+  closeRedis,
+  connectRedis,
+  isCluster,
+  type Logger,
+  onEveryMaster,
+  type prom,
+  type Redis,
+  slotTags,
+} from "@tollgate/platform";
 import type { Windows } from "../windows.ts";
 import {
   type AccountRecord,
@@ -99,10 +108,13 @@ export async function openRedisStore(
     logger: opts.logger,
     connectTimeoutMs: opts.connectTimeoutMs,
     unreachable: opts.giveUp ? "give-up" : "background",
-    // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
+    // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart); on a cluster
+    // on every master (a failover's new master loads them at its first NOSCRIPT).
     onReady: (c) => {
-      for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, RELEASE, USAGE_MAX, CREDIT_APPLY])
-        c.scriptLoad(s.source).catch(() => undefined);
+      void onEveryMaster(c, async (node) => {
+        for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, RELEASE, USAGE_MAX, CREDIT_APPLY])
+          await node.scriptLoad(s.source);
+      }).catch(() => undefined);
     },
   });
   return client ? new RedisStore(client, opts) : undefined;
@@ -116,11 +128,17 @@ export class RedisStore implements QuotaStore {
   readonly #client: Client;
   readonly #p: string;
   readonly #latency: prom.Histogram<string> | undefined;
+  /** A key of the scripts' slot, sent as KEYS[1] so a Redis Cluster routes each script there. */
+  readonly #route: string[];
   #held = false;
 
   constructor(client: Client, opts: RedisStoreOptions) {
     this.#client = client;
-    this.#p = opts.prefix;
+    // The scripts derive their key names (from the API key's hash: its account, its windows, its
+    // credit leases): on a Redis Cluster every quota key carries one hash tag, `{quota}`, so each
+    // script's keys are in one slot (docs/architecture.md, Redis keys); on a single Redis none.
+    this.#p = `${opts.prefix}${isCluster(client) ? `${slotTags(client)("quota", "hot-copy")}:` : ""}`;
+    this.#route = [`${this.#p}seeded`];
     this.#latency = opts.latency;
   }
 
@@ -132,10 +150,10 @@ export class RedisStore implements QuotaStore {
   async #eval(s: Script, args: string[]): Promise<unknown> {
     const end = this.#latency?.startTimer({ op: s.name });
     try {
-      return await this.#client.evalSha(s.sha, { arguments: args });
+      return await this.#client.evalSha(s.sha, { keys: this.#route, arguments: args });
     } catch (err) {
       if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
-      return await this.#client.eval(s.source, { arguments: args });
+      return await this.#client.eval(s.source, { keys: this.#route, arguments: args });
     } finally {
       end?.();
     }
