@@ -175,6 +175,19 @@ export async function runAgainIfLost<T>(run: () => Promise<T>, withinMs: number)
   }
 }
 
+/** What `settled` resolves, or false should it take longer than `ms`. */
+async function trueWithin(settled: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const answer = await Promise.race([
+    settled,
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  return answer;
+}
+
 /**
  * Closes a client at shutdown: its pending commands may finish, for at most `withinMs` (on a link
  * gone silent they would wait for minutes, and the watch no longer runs on a closing client), then
@@ -182,32 +195,13 @@ export async function runAgainIfLost<T>(run: () => Promise<T>, withinMs: number)
  */
 export async function closeRedis(client: Redis, withinMs = 2_000): Promise<void> {
   if (!client.isOpen) return;
-  if (isCluster(client)) {
-    let timer: NodeJS.Timeout | undefined;
-    const closed = await Promise.race([
-      client.close().then(
-        () => true,
-        () => false,
-      ),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), withinMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (!closed) client.destroy();
-    return;
-  }
-  let timer: NodeJS.Timeout | undefined;
-  const closed = await Promise.race([
+  const closed = await trueWithin(
     client.close().then(
       () => true,
       () => false,
     ),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), withinMs);
-    }),
-  ]);
-  clearTimeout(timer);
+    withinMs,
+  );
   if (!closed) client.destroy();
 }
 
@@ -434,14 +428,7 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
     () => true,
     () => false,
   );
-  let timer: NodeJS.Timeout | undefined;
-  const connected = await Promise.race([
-    connecting,
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    }),
-  ]);
-  clearTimeout(timer);
+  const connected = await trueWithin(connecting, timeoutMs);
   const watched = (): Redis => {
     let slowSaid = 0;
     const watch = opts.replyWatch ?? { everyMs: 500, silentMs: 3_000 };
@@ -523,14 +510,7 @@ async function connectCluster(
       () => false,
     );
   let connecting = attempt();
-  let timer: NodeJS.Timeout | undefined;
-  const connected = await Promise.race([
-    connecting,
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    }),
-  ]);
-  clearTimeout(timer);
+  const connected = await trueWithin(connecting, timeoutMs);
   if (connected) return cluster;
   if (opts.unreachable === "give-up") {
     void connecting.then((late) => late && cluster.destroy());
