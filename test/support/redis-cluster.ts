@@ -8,7 +8,7 @@ import { afterAll, beforeAll, inject } from "vitest";
 export const clusterNodes = (): string[] => inject("redisClusterNodes");
 
 /** Deletes every key under `prefix`, on every master (keys of many slots: one DEL each). */
-export async function cleanPrefix(redis: Redis, prefix: string): Promise<void> {
+async function cleanPrefix(redis: Redis, prefix: string): Promise<void> {
   for await (const keys of scanEveryMaster(redis, { MATCH: `${prefix}*`, COUNT: 1000 }))
     await Promise.all(keys.map((k) => redis.del(k)));
 }

@@ -266,12 +266,12 @@ export function redisAtomicStore(
   const tagOf = index
     ? (key: string) => tags("mpp-channels", String(shardOf(key)))
     : (key: string) => tags("mpp", key);
-  const valueOf = (key: string) => `${prefix}${tagOf(key)}${key}`;
+  const nameOf = (key: string) => `${prefix}${tagOf(key)}${key}`;
   const indexOf = (key: string) => `${index}${tagOf(key)}`;
   const markOf = (key: string, id: string) => `${prefix}~write:${tagOf(key)}${id}`;
   async function update<result>(key: string, fn: (current: unknown) => Change): Promise<result> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const raw = await redis.get(valueOf(key));
+      const raw = await redis.get(nameOf(key));
       const current = raw === null ? null : decodeValue(raw);
       const change = settleable(current, decided(fn, current));
       if (change.op === "noop") return change.result as result;
@@ -280,7 +280,7 @@ export function redisAtomicStore(
       let won: unknown;
       try {
         won = await redis.eval(COMPARE_AND_SET, {
-          keys: [valueOf(key), index ? indexOf(key) : valueOf(key), markOf(key, id)],
+          keys: [nameOf(key), index ? indexOf(key) : nameOf(key), markOf(key, id)],
           arguments: [
             raw === null ? "1" : "0",
             raw ?? "",
@@ -347,18 +347,18 @@ export function redisAtomicStore(
   return Store.from({
     get: (key: string) =>
       noted(async () => {
-        const raw = await redis.get(valueOf(key));
+        const raw = await redis.get(nameOf(key));
         return raw === null ? null : decodeValue(raw);
       }),
     put: (key: string, written: unknown) =>
       noted(async () => {
         const value = keepSettleable(null, written);
-        await redis.set(valueOf(key), encodeValue(value), { PX: Number(ttl(value)) });
+        await redis.set(nameOf(key), encodeValue(value), { PX: Number(ttl(value)) });
         if (index) await redis.sAdd(indexOf(key), key);
       }),
     delete: (key: string) =>
       noted(async () => {
-        await redis.del(valueOf(key));
+        await redis.del(nameOf(key));
       }),
     update: (key: string, fn: (current: unknown) => Change) => noted(() => update(key, fn)),
     async tryClaim(key: string, expires: number) {
@@ -366,7 +366,7 @@ export function redisAtomicStore(
       const at = Math.max(expires, Date.now() + 1_000);
       const claim = nextWrite();
       const claimIt = async () =>
-        (await redis.set(valueOf(key), encodeValue({ expires, type: "mppx:replay", claim }), {
+        (await redis.set(nameOf(key), encodeValue({ expires, type: "mppx:replay", claim }), {
           NX: true,
           PXAT: at,
         })) === "OK";
@@ -374,7 +374,7 @@ export function redisAtomicStore(
         return await claimIt();
       } catch (err) {
         if (!answerLost(err)) throw err;
-        const found = await readBack(() => redis.get(valueOf(key)), READ_BACK_MS);
+        const found = await readBack(() => redis.get(nameOf(key)), READ_BACK_MS);
         if (!found) throw err;
         if (found.value === null) return claimIt();
         return (decodeValue(found.value) as { claim?: unknown }).claim === claim;
