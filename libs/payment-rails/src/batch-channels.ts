@@ -81,7 +81,7 @@ export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChann
         options.arguments.length !== 4
       )
         return redis.eval(script, options);
-      const mark = `${keyPrefix}:~write:${tagOf(key)}${nextWrite()}`;
+      const mark = `${keyPrefix}:~write:${cluster ? tagOf(key) : ""}${nextWrite()}`;
       const sentAt = performance.now();
       try {
         return await redis.eval(wrapped, { keys: [key, mark], arguments: options.arguments });

@@ -6,6 +6,7 @@
 // under the request's id so no voucher, deposit or other refund runs meanwhile), and the outcome is
 // written under the request's id for payment-verifier to answer with. A channel is refunded once per
 // deposit (RefundMark), whatever amounts are asked.
+import { noSlotTag } from "@tollgate/platform/redis";
 
 /** How long a submitted refund holds its channel at most: the worker runs it within a pass or two. */
 export const REFUND_HOLD_MS = 10 * 60_000;
@@ -80,15 +81,16 @@ export type RefundOutcome = {
 );
 
 type Tag = (kind: string, id: string) => string;
-const noTag: Tag = () => "";
 
 /**
  * The SDK's channel record of `channelId` (RedisChannelStorage's `<channelsPrefix>:server:channel:<id>`),
  * on a Redis Cluster under the channel's hash tag (`tag`: the platform's slotTags), which every key a
  * script uses with the record carries too (refundKeys, the write marks of batch-channels.ts).
  */
-export function channelRecordKey(channelsPrefix: string, tag: Tag = noTag) {
+export function channelRecordKey(channelsPrefix: string, tag: Tag = noSlotTag) {
   const records = `${channelsPrefix}:server:channel:`;
+  // (On a single Redis, on a voucher's path: nothing more than the name.)
+  if (tag === noSlotTag) return (channelId: string) => `${records}${channelId}`;
   return (channelId: string) => `${records}${tag("channel", channelId.toLowerCase())}${channelId}`;
 }
 
@@ -96,7 +98,7 @@ export function channelRecordKey(channelsPrefix: string, tag: Tag = noTag) {
  * The Redis keys, under the payment prefix both services use (`<REDIS_PREFIX>payment:`); on a Redis
  * Cluster a channel's in its slot (`tag`: the platform's slotTags), none on a single Redis.
  */
-export function refundKeys(paymentPrefix: string, tag: Tag = noTag) {
+export function refundKeys(paymentPrefix: string, tag: Tag = noSlotTag) {
   const t = (channelId: string) => tag("channel", channelId.toLowerCase());
   return {
     /** The outcome of one request (for `channelId`). */

@@ -26,7 +26,7 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Redis } from "@tollgate/platform";
-import { answerLost, isCluster, readBack, slotTags } from "@tollgate/platform/redis";
+import { answerLost, isCluster, noSlotTag, readBack, slotTags } from "@tollgate/platform/redis";
 import { Store } from "mppx/server";
 import { LANDED, markedWrite, READ_BACK_MS, WRITE_MARK_MS, writeIds } from "./read-back.ts";
 
@@ -263,9 +263,12 @@ export function redisAtomicStore(
   const nextWrite = writeIds();
   const tags = slotTags(redis);
   // A key's hash tag (none on a single Redis): its index shard's when indexed, else its own.
-  const tagOf = index
-    ? (key: string) => tags("mpp-channels", String(shardOf(key)))
-    : (key: string) => tags("mpp", key);
+  const tagOf =
+    tags === noSlotTag
+      ? () => ""
+      : index
+        ? (key: string) => tags("mpp-channels", String(shardOf(key)))
+        : (key: string) => tags("mpp", key);
   const nameOf = (key: string) => `${prefix}${tagOf(key)}${key}`;
   const indexOf = (key: string) => `${index}${tagOf(key)}`;
   const markOf = (key: string, id: string) => `${prefix}~write:${tagOf(key)}${id}`;

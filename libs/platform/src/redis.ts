@@ -96,10 +96,11 @@ export function slotTag(kind: string, id: string): string {
  * again after an upgrade).
  */
 export function slotTags(client: Redis): (kind: string, id: string) => string {
-  return isCluster(client) ? slotTag : noTag;
+  return isCluster(client) ? slotTag : noSlotTag;
 }
 
-const noTag = (_kind: string, _id: string) => "";
+/** slotTags on a single Redis: no tag (a hot path may skip what it would tag: `tag === noSlotTag`). */
+export const noSlotTag = (_kind: string, _id: string) => "";
 
 /** Whether `client` is a Redis Cluster's. */
 export function isCluster(client: Redis): client is RedisCluster {

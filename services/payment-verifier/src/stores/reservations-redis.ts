@@ -154,7 +154,9 @@ export class RedisReservationStore implements ReservationStore {
     const apart = this.#cluster && checks.length < all.length ? all.filter((c) => c.scope !== "payer") : [];
     const penalty = attempt?.penalty ? [this.#penaltyKey(attempt.penalty)] : [];
     const draws = draw
-      ? [`${this.#drawsPrefix}${this.#tag("payer", facts.payer.toLowerCase())}${draw.account.toLowerCase()}`]
+      ? [
+          `${this.#drawsPrefix}${this.#cluster ? this.#tag("payer", facts.payer.toLowerCase()) : ""}${draw.account.toLowerCase()}`,
+        ]
       : [];
     if (apart.length > 0) {
       const [counted, reserved] = await Promise.all([
@@ -347,7 +349,8 @@ export class RedisReservationStore implements ReservationStore {
   }
 
   #penaltyKey(penalty: string): string {
-    return `${this.#servicePrefix}penalty:${this.#tag("payer", penaltyPayer(penalty))}${penalty.toLowerCase()}`;
+    const tag = this.#cluster ? this.#tag("payer", penaltyPayer(penalty)) : "";
+    return `${this.#servicePrefix}penalty:${tag}${penalty.toLowerCase()}`;
   }
 
   async close(): Promise<void> {
