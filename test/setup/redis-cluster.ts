@@ -1,7 +1,8 @@
 // The contract suites' Redis Cluster: six redis-server processes on loopback (three masters, three
 // replicas; libs/platform/src/ports.ts TEST_REDIS_CLUSTER_PORTS), each in a temp dir of its own,
-// started once per vitest run of the components project (globalSetup) and torn down after. The
-// suites reach it by `inject("redisClusterNodes")` (test/support/redis-cluster.ts).
+// started once per vitest run of the components project (globalSetup) and torn down after. It starts
+// in the background (about 4 s, while the workers load): the suites reach it by
+// `inject("redisClusterNodes")` once `clusterReady` says every node is ok (test/support/redis-cluster.ts).
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -66,14 +67,32 @@ async function answers(port: number, command: string[], ok: (reply: string) => b
   }
 }
 
-export interface TestCluster {
+interface TestCluster {
   nodes: string[];
   stop(): Promise<void>;
 }
 
-/** Starts the six nodes, joins them into a cluster and waits until every node says it is ok. */
-export async function startTestCluster(): Promise<TestCluster> {
-  const ports = await freeBlock();
+/** Whether every node of `nodes` says cluster_state:ok with all 16384 slots served, within `ms`. */
+export function clusterReady(nodes: readonly string[], ms = 20_000): Promise<void> {
+  return Promise.all(
+    nodes.map((node) => {
+      const port = Number(node.slice(node.lastIndexOf(":") + 1));
+      return until(
+        `node ${port} says cluster_state:ok`,
+        () =>
+          answers(
+            port,
+            ["CLUSTER", "INFO"],
+            (r) => r.includes("cluster_state:ok") && r.includes("cluster_slots_ok:16384"),
+          ),
+        ms,
+      );
+    }),
+  ).then(() => undefined);
+}
+
+/** Starts the six nodes on `ports`, joins them into a cluster and waits until every node says it is ok. */
+async function startOn(ports: number[]): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), "tollgate-redis-cluster-"));
   const children: ChildProcess[] = [];
   const stop = async () => {
@@ -120,14 +139,7 @@ export async function startTestCluster(): Promise<TestCluster> {
       await until(`node ${port} answers`, () => answers(port, ["PING"], (r) => r === "PONG"));
     const nodes = ports.map((p) => `127.0.0.1:${p}`);
     await run("redis-cli", ["--cluster", "create", ...nodes, "--cluster-replicas", "1", "--cluster-yes"]);
-    for (const port of ports)
-      await until(`node ${port} says cluster_state:ok`, () =>
-        answers(
-          port,
-          ["CLUSTER", "INFO"],
-          (r) => r.includes("cluster_state:ok") && r.includes("cluster_slots_ok:16384"),
-        ),
-      );
+    await clusterReady(nodes);
     return { nodes, stop };
   } catch (err) {
     await stop();
@@ -135,9 +147,22 @@ export async function startTestCluster(): Promise<TestCluster> {
   }
 }
 
-/** globalSetup of the components project: one cluster for the run. */
+/**
+ * globalSetup of the components project: one cluster for the run, started in the background (a run
+ * of files that do not use it waits for nothing), stopped after.
+ */
 export default async function setup(project: TestProject) {
-  const cluster = await startTestCluster();
-  project.provide("redisClusterNodes", cluster.nodes);
-  return () => cluster.stop();
+  const ports = await freeBlock();
+  const starting = startOn(ports).then(
+    (cluster) => ({ cluster }),
+    (err: unknown) => ({ err }),
+  );
+  project.provide(
+    "redisClusterNodes",
+    ports.map((p) => `127.0.0.1:${p}`),
+  );
+  return async () => {
+    const started = await starting;
+    if ("cluster" in started) await started.cluster.stop();
+  };
 }

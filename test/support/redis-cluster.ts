@@ -3,8 +3,9 @@
 // file's own prefix deleted from every master after them.
 import { connectRedis, createLogger, type Redis, scanEveryMaster } from "@tollgate/platform";
 import { afterAll, beforeAll, inject } from "vitest";
+import { clusterReady } from "../setup/redis-cluster.ts";
 
-/** The fixture cluster's nodes (REDIS_CLUSTER_NODES). */
+/** The fixture cluster's nodes (REDIS_CLUSTER_NODES); ready once a testCluster's beforeAll ran. */
 export const clusterNodes = (): string[] => inject("redisClusterNodes");
 
 /** Deletes every key under `prefix`, on every master (keys of many slots: one DEL each). */
@@ -13,10 +14,15 @@ async function cleanPrefix(redis: Redis, prefix: string): Promise<void> {
     await Promise.all(keys.map((k) => redis.del(k)));
 }
 
-/** A cluster client for the file (`redis()` once its beforeAll ran), its keys under `prefix` cleaned after. */
+/**
+ * A cluster client for the file (`redis()` once its beforeAll ran: it waits for the fixture cluster,
+ * started in the background, to be ok), its keys under `prefix` cleaned after. Called before a
+ * file's other hooks that use `clusterNodes()`.
+ */
 export function testCluster(prefix: string): () => Redis {
   let redis: Redis | undefined;
   beforeAll(async () => {
+    await clusterReady(clusterNodes(), 60_000);
     const logger = createLogger("test");
     logger.level = "silent";
     redis = await connectRedis({ url: "", clusterNodes: clusterNodes(), logger, unreachable: "give-up" });
