@@ -2,8 +2,10 @@
 // loopback, test/setup/redis-cluster.ts) reached by the same client every service uses.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { createLogger } from "../../libs/platform/src/logger.ts";
 import {
   clusterNodesOf,
+  connectRedis,
   isCluster,
   onEveryMaster,
   type Redis,
@@ -53,5 +55,21 @@ describe("REDIS_CLUSTER_NODES", () => {
     await expect(
       redis.eval("return 1", { keys: [`${prefix}{a}x`, `${prefix}{b}y`], arguments: [] }),
     ).rejects.toThrow(/CROSSSLOT/);
+  });
+
+  it("no node answering at start-up: a service with the stand-in allowed is told at once, not after retries", async () => {
+    const logger = createLogger("test");
+    logger.level = "silent";
+    const started = performance.now();
+    // Port 1 on loopback: nothing listens (refused at once).
+    const client = await connectRedis({
+      url: "",
+      clusterNodes: ["127.0.0.1:1"],
+      logger,
+      connectTimeoutMs: 1_000,
+      unreachable: "give-up",
+    });
+    expect(client).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(1_500);
   });
 });
