@@ -91,6 +91,11 @@ export function clusterReady(nodes: readonly string[], ms = 20_000): Promise<voi
   ).then(() => undefined);
 }
 
+/** A cluster of its own, on the first free block of ports (a suite that starts its own mesh on it). */
+export async function startTestCluster(): Promise<TestCluster> {
+  return startOn(await freeBlock());
+}
+
 /** Starts the six nodes on `ports`, joins them into a cluster and waits until every node says it is ok. */
 async function startOn(ports: number[]): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), "tollgate-redis-cluster-"));
