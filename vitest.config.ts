@@ -45,6 +45,8 @@ export default defineConfig({
             "test/chaos/chaos.test.ts",
             "**/node_modules/**",
           ],
+          // The store contract suites' Redis Cluster (6 nodes on loopback), once for the run.
+          globalSetup: ["test/setup/redis-cluster.ts"],
           // Files of a worker share its module graph: viem, mppx, the x402 clients and the gRPC stubs
           // are evaluated once per worker, not once per file (isolated, the lane spent most of its
           // wall time importing). Each file starts and stops what it owns, as in the mesh project.

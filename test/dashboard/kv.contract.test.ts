@@ -2,9 +2,10 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Kv, MemoryKv, openKv } from "../../services/dashboard/src/kv.ts";
 import { capturingLogger, cleanRedis } from "../quota-meter/helpers.ts";
+import { clusterNodes, testCluster } from "../support/redis-cluster.ts";
 
 // The dashboard's store written twice (Redis, and the in-memory stand-in of `pnpm start` without
-// Redis): one contract for both.
+// Redis): one contract for both, and the Redis one on a single Redis and on a Redis Cluster.
 
 const prefix = `test:dashkv${randomBytes(4).toString("hex")}:`;
 const stores: Array<[string, () => Promise<Kv>]> = [
@@ -20,7 +21,21 @@ const stores: Array<[string, () => Promise<Kv>]> = [
         logger: capturingLogger("dashboard").logger,
       }),
   ],
+  [
+    "redis",
+    () =>
+      openKv({
+        url: "",
+        clusterNodes: clusterNodes(),
+        prefix,
+        connectTimeoutMs: 1500,
+        standIn: false,
+        logger: capturingLogger("dashboard").logger,
+      }),
+  ],
 ];
+// The cluster's keys under the prefix, cleaned after the file.
+testCluster(prefix);
 
 describe.each(stores)("dashboard store contract: %s", (kind, open) => {
   let kv: Kv;

@@ -47,6 +47,7 @@ export async function startTestDashboard(
     metricsPort: 0,
     quotaMeterAddr: `127.0.0.1:${meter.handle.grpcPort}`,
     redisUrl: "redis://127.0.0.1:6379",
+    redisClusterNodes: [],
     redisPrefix: prefix,
     chainRpcUrl: undefined,
     // Every suite signs in many wallets from 127.0.0.1; the limits have tests of their own.

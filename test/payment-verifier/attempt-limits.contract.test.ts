@@ -3,7 +3,10 @@
 // (stores.contract.support.ts). Also the in-process refusal memory beside them.
 import { beforeAll, describe, expect, it } from "vitest";
 import { RefusalMemory } from "../../services/payment-verifier/src/stores/attempt-limits.ts";
-import type { ReservationStore } from "../../services/payment-verifier/src/stores/reservations.ts";
+import {
+  penaltyPayer,
+  type ReservationStore,
+} from "../../services/payment-verifier/src/stores/reservations.ts";
 import { useContractStores } from "./stores.contract.support.ts";
 import { paymentFacts as facts, uniqueId } from "./support.ts";
 
@@ -11,16 +14,29 @@ const { stores } = useContractStores();
 
 type Check = { scope: string; id: string; limit: { perSecond: number; burst: number } };
 
+/**
+ * A fresh payment of `payer` (the suite's by default): its key as Verify makes it (on a Redis Cluster
+ * under the payer's hash tag: the payer's bucket shares its slot) and facts naming the payer.
+ */
+const paymentIn =
+  (store: ReservationStore) =>
+  (payer: string = facts().payer) => ({
+    key: store.keyOf(payer, uniqueId("k-")),
+    facts: facts({ payer }),
+  });
 // The attempt limits are counted by the reserve, in the same round trip (one Lua script in Redis).
 describe.each(stores)("attempt limit contract (counted by reserve): %s", (_name, make) => {
   let store: ReservationStore;
+  let paymentOf: ReturnType<typeof paymentIn>;
   beforeAll(() => {
     store = make();
+    paymentOf = paymentIn(store);
   });
   const limit = { perSecond: 10, burst: 5 };
   /** One attempt, reserving a fresh payment: the scope of the limit that refused it, if any. */
   const take = async (checks: Check[], nowMs: number) => {
-    const r = await store.reserve(uniqueId("k-"), uniqueId("t-"), facts(), 60_000, { checks, nowMs });
+    const p = paymentOf(checks.find((c) => c.scope === "payer")?.id);
+    const r = await store.reserve(p.key, uniqueId("t-"), p.facts, 60_000, { checks, nowMs });
     if (!r.ok && !r.limited) throw new Error("a fresh payment was refused without a limit");
     return r.ok ? undefined : r.limited;
   };
@@ -79,7 +95,7 @@ describe.each(stores)("attempt limit contract (counted by reserve): %s", (_name,
     const client = uniqueId("ip-");
     const now = 4_000_000;
     const checks = [{ scope: "client", id: client, limit }];
-    const held = uniqueId("k-");
+    const held = paymentOf().key;
     expect((await store.reserve(held, "holder", facts(), 60_000, { checks, nowMs: now })).ok).toBe(true);
     // Replays of the held payment are refused as held, and each one counts against the client.
     for (let i = 0; i < 4; i++) {
@@ -87,7 +103,7 @@ describe.each(stores)("attempt limit contract (counted by reserve): %s", (_name,
       expect(replay).toMatchObject({ ok: false, current: { token: "holder" } });
       expect(replay.ok || replay.limited).toBeFalsy();
     }
-    const key = uniqueId("k-");
+    const key = paymentOf().key;
     expect(await store.reserve(key, "late", facts(), 60_000, { checks, nowMs: now })).toEqual({
       ok: false,
       current: undefined,
@@ -117,32 +133,36 @@ describe.each(stores)("attempt limit contract (counted by reserve): %s", (_name,
 // A payer penalized by its scheme is refused by the reserve, in the same round trip, before anything is counted.
 describe.each(stores)("payer penalty contract (checked by reserve): %s", (_name, make) => {
   let store: ReservationStore;
+  let paymentOf: ReturnType<typeof paymentIn>;
   beforeAll(() => {
     store = make();
+    paymentOf = paymentIn(store);
   });
 
   it("refuses the penalized name until it lapses, counting and reserving nothing; another name passes", async () => {
     const name = uniqueId("exact:0xPayer");
     const limit = { perSecond: 10, burst: 1 };
     const attempt = (penalty: string) => ({
-      checks: [{ scope: "payer", id: name, limit }],
+      checks: [{ scope: "payer", id: penaltyPayer(name), limit }],
       nowMs: Date.now(),
       penalty,
     });
     await store.penalize(name, 300);
-    const key = uniqueId("k-");
-    const refused = await store.reserve(key, "t1", facts(), 60_000, attempt(name.toUpperCase()));
+    // Verify's payments name the penalized payer (payerPenalty): its slot on a Redis Cluster.
+    const { key, facts: f } = paymentOf(penaltyPayer(name));
+    const refused = await store.reserve(key, "t1", f, 60_000, attempt(name.toUpperCase()));
     expect(refused).toMatchObject({ ok: false, current: undefined });
     const left = refused.ok ? 0 : (refused.penalizedMs ?? 0);
     expect(left).toBeGreaterThan(0);
     expect(left).toBeLessThanOrEqual(300);
     expect(await store.get(key)).toBeUndefined();
     // Another name is not refused, and the burst of one was not spent by the refusal above.
-    expect((await store.reserve(uniqueId("k-"), "t2", facts(), 60_000, attempt(uniqueId("exact:")))).ok).toBe(
-      true,
-    );
+    // (The same payer in another scheme: another name.)
+    expect(
+      (await store.reserve(paymentOf(f.payer).key, "t2", f, 60_000, attempt(`upto:${f.payer}`))).ok,
+    ).toBe(true);
     await new Promise((r) => setTimeout(r, 320));
-    expect((await store.reserve(key, "t3", facts(), 60_000, attempt(name))).ok).toBe(true);
+    expect((await store.reserve(key, "t3", f, 60_000, attempt(name))).ok).toBe(true);
   });
 });
 

@@ -17,9 +17,11 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   beforeAll(() => {
     store = make();
   });
+  /** A payment's key of the suite's payer, as Verify makes it (on a Redis Cluster under its hash tag). */
+  const payKey = (label = "k-") => store.keyOf(facts().payer, uniqueId(label));
 
   it("lets one of many concurrent reserves of a payment take it", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) => store.reserve(key, `t${i}`, facts(), 60_000)),
     );
@@ -31,7 +33,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 
   it("gives a retried Verify of the same request its token, and nothing to another request or another call", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     const f = facts();
     expect(await store.reserve(key, "first", f, 60_000)).toEqual({
       ok: true,
@@ -58,7 +60,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 
   it("settles only for the token and request that hold the payment, and remembers the receipt", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     const f = facts();
     await store.reserve(key, "tok", f, 60_000);
     await store.heartbeat("replica-a", 60_000);
@@ -84,7 +86,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 
   it("runs one Settle of a call at a time: the same call again is busy while its owner lives, taken over once it died", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     const f = facts();
     const [a, b, c] = [uniqueId("replica-a-"), uniqueId("replica-b-"), uniqueId("replica-c-")];
     await store.reserve(key, "tok", f, 60_000);
@@ -125,7 +127,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 
   it("takes over a settling record of the caller's own at once when the caller runs nothing of that call (an orphan); busy otherwise", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     const f = facts();
     const [a, b] = [uniqueId("replica-a-"), uniqueId("replica-b-")];
     await store.reserve(key, "tok", f, 60_000);
@@ -156,7 +158,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     const [a, b] = [uniqueId("replica-a-"), uniqueId("replica-b-")];
     await store.heartbeat(b, 60_000);
     // A fresh begin whose answer was lost ran nothing: abandoned for that owner and attempt only.
-    const lost = uniqueId("k-");
+    const lost = payKey();
     await store.reserve(lost, "tok", f, 60_000);
     expect(await store.abandon(lost, "tok", a, "a:1")).toBeUndefined(); // still reserved
     expect((await store.beginSettle(lost, "tok", f.requestId, 60_000, a, false, "a:1")).ok).toBe(true);
@@ -172,7 +174,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     expect(await store.get(lost)).toBeUndefined();
     expect((await store.reserve(lost, "tok2", facts(), 60_000)).ok).toBe(true);
     // A takeover (here of its own orphan) may run what was sent before: marked, never abandoned.
-    const taken = uniqueId("k-");
+    const taken = payKey();
     await store.reserve(taken, "tok", f, 60_000);
     expect((await store.beginSettle(taken, "tok", f.requestId, 60_000, a, false, "a:2")).ok).toBe(true);
     expect(await store.beginSettle(taken, "tok", f.requestId, 60_000, a, true, "a:3")).toMatchObject({
@@ -194,7 +196,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 
   it("releases only for the holder, and a released payment can be reserved again", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     const f = facts();
     await store.reserve(key, "tok", f, 60_000);
     expect(await store.release(key, "wrong", f.requestId)).toBeUndefined();
@@ -204,7 +206,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 
   it("answers a release run again under its own release id what it freed; any other release gets nothing", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     const f = facts();
     const a = { id: uniqueId("replica-a:"), keepMs: 60_000 };
     await store.reserve(key, "tok", f, 60_000);
@@ -228,7 +230,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 
   it("forgets a release's answer after the time it was asked to keep it", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     const f = facts();
     const mark = { id: uniqueId("replica-a:"), keepMs: 50 };
     await store.reserve(key, "tok", f, 60_000);
@@ -238,7 +240,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 
   it("drops a settling payment whose settlement moved nothing, for its holder only", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     const f = facts();
     await store.reserve(key, "tok", f, 60_000);
     await store.beginSettle(key, "tok", f.requestId, 60_000, "replica-a");
@@ -249,7 +251,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 
   it("records the verdict (money that already moved, the scheme's hold) on the holder's reservation only", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     const f = facts();
     await store.reserve(key, "tok", f, 60_000);
     await store.markVerified(key, "wrong", { collected: "0xbad", hold: "theirs" });
@@ -268,7 +270,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   it("sums a payer's draws in flight at each reserve, until each is settled, dropped, released or found collected", async () => {
     const account = uniqueId("eip155:1|0xtoken|0xPayer");
     const draw = (amount: string) => ({ account, amount, ttlMs: 60_000 });
-    const [a, b, c, d, e] = ["a", "b", "c", "d", "e"].map((x) => uniqueId(`k-${x}-`)) as string[] as [
+    const [a, b, c, d, e] = ["a", "b", "c", "d", "e"].map((x) => payKey(`k-${x}-`)) as string[] as [
       string,
       string,
       string,
@@ -284,7 +286,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     expect(await drawn(b, "2000")).toBe(3000n);
     // A retried Verify of the same request is not counted twice; another payer's draws are apart.
     expect(await drawn(a, "1000", "again", f)).toBe(3000n);
-    const other = await store.reserve(uniqueId("k-"), "tok", facts(), 60_000, undefined, {
+    const other = await store.reserve(payKey(), "tok", facts(), 60_000, undefined, {
       account: uniqueId("eip155:1|0xtoken|0xother"),
       amount: "7",
       ttlMs: 60_000,
@@ -309,20 +311,20 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     const ce = await store.get(e);
     await store.beginSettle(e, "tok", ce?.requestId ?? "", 60_000, "replica-a");
     await store.drop(e, "tok");
-    expect(await drawn(uniqueId("k-"), "10")).toBe(11n); // d and the new one
+    expect(await drawn(payKey(), "10")).toBe(11n); // d and the new one
   });
 
   it("keeps counting the draw of a payment dropped with its transfer broadcast, until the same payment takes its place", async () => {
     const account = uniqueId("acct-");
     const draw = (amount: string) => ({ account, amount, ttlMs: 60_000 });
-    const key = uniqueId("k-");
+    const key = payKey();
     const f = facts();
     await store.reserve(key, "tok", f, 60_000, undefined, draw("5"));
     await store.heartbeat("replica-a", 60_000);
     await store.beginSettle(key, "tok", f.requestId, 60_000, "replica-a");
     expect(await store.drop(key, "tok", undefined, true)).toBe(true);
     // Its transfer may still land: the payer's next payment still sees it drawn.
-    const next = await store.reserve(uniqueId("k-"), "tok", facts(), 60_000, undefined, draw("3"));
+    const next = await store.reserve(payKey(), "tok", facts(), 60_000, undefined, draw("3"));
     expect(next.ok && next.drawn).toBe(8n);
     // The client retries the same payment: one draw for it, not two.
     const again = await store.reserve(key, "tok2", facts(), 60_000, undefined, draw("5"));
@@ -331,13 +333,13 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
 
   it("stops counting a draw after its TTL (a holder that died)", async () => {
     const account = uniqueId("acct-");
-    await store.reserve(uniqueId("k-"), "tok", facts(), 60_000, undefined, {
+    await store.reserve(payKey(), "tok", facts(), 60_000, undefined, {
       account,
       amount: "5",
       ttlMs: 50,
     });
     await new Promise((r) => setTimeout(r, 120));
-    const next = await store.reserve(uniqueId("k-"), "tok", facts(), 60_000, undefined, {
+    const next = await store.reserve(payKey(), "tok", facts(), 60_000, undefined, {
       account,
       amount: "3",
       ttlMs: 60_000,
@@ -346,7 +348,7 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
   });
 
   it("forgets a reservation after its time to live", async () => {
-    const key = uniqueId("k-");
+    const key = payKey();
     await store.reserve(key, "tok", facts(), 50);
     await new Promise((r) => setTimeout(r, 120));
     expect(await store.get(key)).toBeUndefined();

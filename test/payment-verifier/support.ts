@@ -83,6 +83,7 @@ export function devnetConfig(
     grpcPort: 0,
     metricsPort: 0,
     redisUrl: "redis://127.0.0.1:6379",
+    redisClusterNodes: [],
     natsUrl: "nats://127.0.0.1:4222",
     redisPrefix: `${uniqueId("test:pv:")}:`,
     redisStandIn: true,

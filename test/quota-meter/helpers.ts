@@ -91,6 +91,7 @@ export async function startTestMeter(
     metricsPort: 0,
     host: "127.0.0.1",
     redisUrl: `redis://127.0.0.1:${REDIS_PORT}`,
+    redisClusterNodes: [],
     natsUrl: `nats://127.0.0.1:${NATS_PORT}`,
     redisPrefix: `test:${id}:`,
     eventsNamespace: id,

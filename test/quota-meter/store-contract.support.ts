@@ -6,29 +6,38 @@ import { MemoryStore } from "../../services/quota-meter/src/store/memory-store.t
 import { openRedisStore, type RedisStore } from "../../services/quota-meter/src/store/redis-store.ts";
 import type { AccountRecord, QuotaStore } from "../../services/quota-meter/src/store/types.ts";
 import { windowsAt } from "../../services/quota-meter/src/windows.ts";
+import { clusterNodes, testCluster } from "../support/redis-cluster.ts";
 import { cleanRedis, REDIS_PORT, silentLogger, uniqueId } from "./helpers.ts";
 
-/** Opens a Redis store under a prefix of this file's own (cleaned after) beside a fresh memory twin. */
+/**
+ * Opens a Redis store under a prefix of this file's own (cleaned after) on the machine's Redis and
+ * one on the fixture Redis Cluster, beside a fresh memory twin.
+ */
 export function contractStores(label: string) {
   const prefix = `test:${uniqueId(label)}:`;
   let redisStore: RedisStore;
+  let clusterStore: RedisStore;
+  testCluster(prefix);
   beforeAll(async () => {
-    const store = await openRedisStore({
-      url: `redis://127.0.0.1:${REDIS_PORT}`,
-      prefix,
-      logger: silentLogger(),
-      connectTimeoutMs: 2_000,
-      giveUp: true,
-    });
-    if (!store) throw new Error("the contract suite needs the Redis server on 127.0.0.1:6379");
-    redisStore = store;
+    const open = (where: { url: string; clusterNodes?: string[] }) =>
+      openRedisStore({ ...where, prefix, logger: silentLogger(), connectTimeoutMs: 2_000, giveUp: true });
+    const [single, cluster] = await Promise.all([
+      open({ url: `redis://127.0.0.1:${REDIS_PORT}` }),
+      open({ url: "", clusterNodes: clusterNodes() }),
+    ]);
+    if (!single) throw new Error("the contract suite needs the Redis server on 127.0.0.1:6379");
+    if (!cluster) throw new Error("the contract suite needs the fixture Redis Cluster");
+    redisStore = single;
+    clusterStore = cluster;
   });
   afterAll(async () => {
     await redisStore?.close();
+    await clusterStore?.close();
     await cleanRedis(prefix);
   });
   const stores: [string, () => QuotaStore][] = [
     ["redis (Lua scripts)", () => redisStore],
+    ["redis cluster (Lua scripts)", () => clusterStore],
     ["memory (the stand-in)", () => new MemoryStore()],
   ];
   return { prefix, stores, redisStore: () => redisStore };

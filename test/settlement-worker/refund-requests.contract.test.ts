@@ -5,13 +5,15 @@
 // the mark and its balance not grown: refused), and a send that moved nothing lets its mark go.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { RefundOutcome } from "../../libs/payment-rails/src/batch-refunds.ts";
+import { channelRecordKey, type RefundOutcome } from "../../libs/payment-rails/src/batch-refunds.ts";
+import { type Redis, slotTags } from "../../libs/platform/src/redis.ts";
 import {
   type RefundRequests,
   redisRefundRequests,
 } from "../../services/settlement-worker/src/adapters/x402-batch-refunds.ts";
 import type { ChannelRecord } from "../../services/settlement-worker/src/core/x402-batch-claims.ts";
 import { testRedis } from "../support/redis.ts";
+import { testCluster } from "../support/redis-cluster.ts";
 import { NOW, record, world } from "../support/x402-batch-claimer.ts";
 
 interface Subject {
@@ -21,20 +23,22 @@ interface Subject {
 }
 
 const prefix = `test:refund-contract${randomBytes(4).toString("hex")}:`;
-const redis = testRedis(prefix);
+const single = testRedis(prefix);
+const cluster = testCluster(prefix);
+
+/** The scripts on `redis`, the SDK's records written and read where they store them. */
+function onRedis(redis: Redis): Subject {
+  const key = channelRecordKey(`${prefix}channels:`, slotTags(redis));
+  return {
+    refunds: redisRefundRequests(redis, `${prefix}channels:`, prefix),
+    put: async (r) => void (await redis.set(key(r.channelId), JSON.stringify(r))),
+    get: async (id) => JSON.parse((await redis.get(key(id))) ?? "null") ?? undefined,
+  };
+}
 
 const subjects: [string, () => Subject][] = [
-  [
-    "Redis scripts",
-    () => {
-      const key = (id: string) => `${prefix}channels::server:channel:${id}`;
-      return {
-        refunds: redisRefundRequests(redis, `${prefix}channels:`, prefix),
-        put: async (r) => void (await redis.set(key(r.channelId), JSON.stringify(r))),
-        get: async (id) => JSON.parse((await redis.get(key(id))) ?? "null") ?? undefined,
-      };
-    },
-  ],
+  ["Redis scripts", () => onRedis(single)],
+  ["Redis Cluster scripts", () => onRedis(cluster())],
   [
     "plain objects",
     () => {

@@ -1,13 +1,13 @@
 // The machine's Redis for one test file: a client connected before its tests, and every key under
 // the file's own prefix deleted after them (the server is shared: never FLUSHALL).
 
-import { connectRedis, createLogger, type Redis } from "@tollgate/platform";
+import { connectRedis, createLogger, type RedisSingle } from "@tollgate/platform";
 import { createClient } from "redis";
 import { afterAll, beforeAll } from "vitest";
 import { tcpProxy } from "./tcp-proxy.ts";
 
-export function testRedis(prefix: string): Redis {
-  const redis = createClient({ url: "redis://127.0.0.1:6379" }) as unknown as Redis;
+export function testRedis(prefix: string): RedisSingle {
+  const redis = createClient({ url: "redis://127.0.0.1:6379" }) as unknown as RedisSingle;
   beforeAll(async () => {
     await redis.connect();
   });
@@ -28,7 +28,7 @@ export async function redisViaProxy() {
     url: proxy.url("redis"),
     logger,
     unreachable: "wait",
-  })) as Redis;
+  })) as RedisSingle;
   const close = async () => {
     viaProxy.destroy();
     await proxy.close();

@@ -193,8 +193,10 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
     : addr("payment-verifier");
   const common: Record<string, string> = {
     BIND_HOST: "127.0.0.1",
-    // One node of each service: the in-memory stand-ins may replace an unreachable Redis.
-    REDIS_STANDIN: "true",
+    // One node of each service: the in-memory stand-ins may replace an unreachable Redis; not a
+    // Redis Cluster asked for by name (REDIS_CLUSTER_NODES): every service uses it, or waits.
+    REDIS_STANDIN: baseEnv.REDIS_CLUSTER_NODES ? "false" : "true",
+    ...(baseEnv.REDIS_CLUSTER_NODES ? { REDIS_CLUSTER_NODES: baseEnv.REDIS_CLUSTER_NODES } : {}),
     [meshCallerEnv("gateway")]: gatewayDigest,
     OUTBOX_DIR: join(stateDir, "outbox", opts.namespace ?? ""),
     ...(opts.namespace

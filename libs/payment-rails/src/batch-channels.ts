@@ -10,8 +10,9 @@
 // update that creates the record is fenced the same way. (Past the mark's life only the SDK's own
 // compare-and-set guards a delivery later still, as before; the mppx store's marks live as long.)
 import type { Redis } from "@tollgate/platform";
-import { answerLost } from "@tollgate/platform/redis";
+import { answerLost, isCluster, scanEveryMaster, slotTags } from "@tollgate/platform/redis";
 import { RedisChannelStorage } from "@x402/evm/batch-settlement/server/redis-storage";
+import { channelRecordKey } from "./batch-refunds.ts";
 import { markedWrite, WRITE_MARK_MS, writeIds } from "./read-back.ts";
 
 /**
@@ -28,17 +29,42 @@ if type(result) == 'table' and result[1] == 1 then redis.call('SET', KEYS[2], '1
 return result`;
 }
 
-/** The SDK's channel storage on `redis`, its keys `<keyPrefix>:server:channel:<id>`. */
+/**
+ * The SDK's channel storage on `redis`, its keys `<keyPrefix>:server:channel:<id>`. On a Redis Cluster
+ * a record's name carries its channel's hash tag (channelRecordKey), and so do its writes' marks: the
+ * SDK's names are mapped to those here, in and out (a name it lists is already one).
+ */
 export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChannelStorage {
   const nextWrite = writeIds();
+  const cluster = isCluster(redis);
+  const tags = slotTags(redis);
+  const records = `${keyPrefix}:server:channel:`;
+  const recordKey = channelRecordKey(keyPrefix, tags);
+  // The SDK's name of a record, as stored (a listed name is stored already: it carries a tag).
+  const named = (key: string) =>
+    cluster && key.startsWith(records) && !key.includes("{", records.length)
+      ? recordKey(key.slice(records.length))
+      : key;
+  const tagOf = (key: string) =>
+    key.startsWith(records)
+      ? tags(
+          "channel",
+          key
+            .slice(records.length)
+            .replace(/^\{[^}]*\}/, "")
+            .toLowerCase(),
+        )
+      : "";
   // Each script the SDK sends, wrapped (its update) or not (null): decided once per script text.
   const scripts = new Map<string, string | null>();
   const client = {
-    get: (key: string) => redis.get(key),
-    set: (key: string, value: string, options?: { NX?: true; PX?: number }) => redis.set(key, value, options),
-    del: (key: string) => redis.del(key),
-    scanIterator: (options: { MATCH?: string; COUNT?: number }) => redis.scanIterator(options),
-    async eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown> {
+    get: (key: string) => redis.get(named(key)),
+    set: (key: string, value: string, options?: { NX?: true; PX?: number }) =>
+      redis.set(named(key), value, options),
+    del: (key: string) => redis.del(named(key)),
+    scanIterator: (options: { MATCH?: string; COUNT?: number }) => scanEveryMaster(redis, options),
+    async eval(script: string, given: { keys: string[]; arguments: string[] }): Promise<unknown> {
+      const options = cluster ? { keys: given.keys.map(named), arguments: given.arguments } : given;
       const [key] = options.keys;
       let wrapped = scripts.get(script);
       if (wrapped === undefined) {
@@ -55,7 +81,7 @@ export function batchChannelStorage(redis: Redis, keyPrefix: string): RedisChann
         options.arguments.length !== 4
       )
         return redis.eval(script, options);
-      const mark = `${keyPrefix}:~write:${nextWrite()}`;
+      const mark = `${keyPrefix}:~write:${cluster ? tagOf(key) : ""}${nextWrite()}`;
       const sentAt = performance.now();
       try {
         return await redis.eval(wrapped, { keys: [key, mark], arguments: options.arguments });

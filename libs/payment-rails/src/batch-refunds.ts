@@ -6,6 +6,7 @@
 // under the request's id so no voucher, deposit or other refund runs meanwhile), and the outcome is
 // written under the request's id for payment-verifier to answer with. A channel is refunded once per
 // deposit (RefundMark), whatever amounts are asked.
+import { noSlotTag } from "@tollgate/platform/redis";
 
 /** How long a submitted refund holds its channel at most: the worker runs it within a pass or two. */
 export const REFUND_HOLD_MS = 10 * 60_000;
@@ -79,16 +80,39 @@ export type RefundOutcome = {
     }
 );
 
-/** The Redis keys, under the payment prefix both services use (`<REDIS_PREFIX>payment:`). */
-export function refundKeys(paymentPrefix: string) {
+type Tag = (kind: string, id: string) => string;
+
+/**
+ * The SDK's channel record of `channelId` (RedisChannelStorage's `<channelsPrefix>:server:channel:<id>`),
+ * on a Redis Cluster under the channel's hash tag (`tag`: the platform's slotTags), which every key a
+ * script uses with the record carries too (refundKeys, the write marks of batch-channels.ts).
+ */
+export function channelRecordKey(channelsPrefix: string, tag: Tag = noSlotTag) {
+  const records = `${channelsPrefix}:server:channel:`;
+  // (On a single Redis, on a voucher's path: nothing more than the name.)
+  if (tag === noSlotTag) return (channelId: string) => `${records}${channelId}`;
+  return (channelId: string) => `${records}${tag("channel", channelId.toLowerCase())}${channelId}`;
+}
+
+/**
+ * The Redis keys, under the payment prefix both services use (`<REDIS_PREFIX>payment:`); on a Redis
+ * Cluster a channel's in its slot (`tag`: the platform's slotTags), none on a single Redis.
+ */
+export function refundKeys(paymentPrefix: string, tag: Tag = noSlotTag) {
+  const t = (channelId: string) => tag("channel", channelId.toLowerCase());
   return {
-    /** The outcome of one request. */
-    outcome: (id: string) => `${paymentPrefix}x402-batch:refund:${id}`,
+    /** The outcome of one request (for `channelId`). */
+    outcome: (channelId: string, id: string) => `${paymentPrefix}x402-batch:refund:${t(channelId)}${id}`,
     /** The channel's refund mark (RefundMark): one refund per deposit. */
-    mark: (channelId: string) => `${paymentPrefix}x402-batch:refunded:${channelId.toLowerCase()}`,
+    mark: (channelId: string) =>
+      `${paymentPrefix}x402-batch:refunded:${t(channelId)}${channelId.toLowerCase()}`,
     /** A payer's refund-rate bucket (GCRA, as the attempt limits): refunds per payer per hour. */
     payerRate: (payer: string) => `${paymentPrefix}x402-batch:refund-rate:${payer.toLowerCase()}`,
-    /** The claimer's lease: held while a settlement worker claims (and so refunds) channels. */
+    /**
+     * The claimer's lease: held while a settlement worker claims (and so refunds) channels (on a Redis
+     * Cluster under its own tag, as redisLease names it: `claimLeaseKey`).
+     */
     claimLease: `${paymentPrefix}x402-batch:claim-lease`,
+    claimLeaseKey: `${paymentPrefix}x402-batch:claim-lease${tag("lease", `${paymentPrefix}x402-batch:claim-lease`)}`,
   };
 }

@@ -2,6 +2,7 @@
 // the Tempo chain client, the channel and mppx state in Redis, and the settings that name them.
 export { batchChannelStorage } from "./batch-channels.ts";
 export {
+  channelRecordKey,
   REFUND_HOLD_MS,
   REFUND_MARK_MS,
   REFUND_OUTCOME_MS,

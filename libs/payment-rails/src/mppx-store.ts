@@ -16,12 +16,17 @@
 // Redis still away fails; its caller may have it settled once Redis answers: fenced off, or given
 // back (Undoing, StoreScope).
 //
+// On a Redis Cluster a script's keys share one slot: a channel, its write marks and its share of the
+// index (the index is split in INDEX_SHARDS sets, a channel's by a hash of its id) carry the hash
+// tag `{mpp-channels:<shard>}`; a replay claim and its marks `{mpp:<key>}`. On a single Redis the
+// names are untagged and the index one set, as before clusters were supported.
+//
 // The in-memory twin (the single-node stand-in when Redis is unreachable at start) keeps the same
 // rules; test/payment-verifier/stores.contract.test.ts runs one suite against both.
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Redis } from "@tollgate/platform";
-import { answerLost, readBack } from "@tollgate/platform/redis";
+import { answerLost, isCluster, noSlotTag, readBack, slotTags } from "@tollgate/platform/redis";
 import { Store } from "mppx/server";
 import { LANDED, markedWrite, READ_BACK_MS, WRITE_MARK_MS, writeIds } from "./read-back.ts";
 
@@ -234,9 +239,18 @@ async function noted<T>(run: () => Promise<T>): Promise<T> {
 /** How often a failed update's outcome is asked again while Redis is away. */
 const UNDO_POLL_MS = 500;
 
+/** The sets the channel index is split in on a Redis Cluster (a channel's: a hash of its id). */
+const INDEX_SHARDS = 16;
+
+function shardOf(key: string): number {
+  let h = 0;
+  for (let i = 0; i < key.length; i++) h = (h * 31 + key.charCodeAt(i)) | 0;
+  return (h >>> 0) % INDEX_SHARDS;
+}
+
 /**
  * An mppx AtomicStore in Redis under `prefix`: Lua compare-and-set updates, `SET NX PXAT` claims,
- * TTLs; writes of a key also add it to the set `index`, when given.
+ * TTLs; writes of a key also add it to the set `index` (its shard of it on a Redis Cluster), when given.
  */
 export function redisAtomicStore(
   redis: Redis,
@@ -247,10 +261,20 @@ export function redisAtomicStore(
 ): Store.AtomicStore {
   const ttl = (value: unknown) => String(isFinished(value) ? retention.finishedMs : retention.activeMs);
   const nextWrite = writeIds();
-  const markOf = (id: string) => `${prefix}~write:${id}`;
+  const tags = slotTags(redis);
+  // A key's hash tag (none on a single Redis): its index shard's when indexed, else its own.
+  const tagOf =
+    tags === noSlotTag
+      ? () => ""
+      : index
+        ? (key: string) => tags("mpp-channels", String(shardOf(key)))
+        : (key: string) => tags("mpp", key);
+  const nameOf = (key: string) => `${prefix}${tagOf(key)}${key}`;
+  const indexOf = (key: string) => `${index}${tagOf(key)}`;
+  const markOf = (key: string, id: string) => `${prefix}~write:${tagOf(key)}${id}`;
   async function update<result>(key: string, fn: (current: unknown) => Change): Promise<result> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const raw = await redis.get(`${prefix}${key}`);
+      const raw = await redis.get(nameOf(key));
       const current = raw === null ? null : decodeValue(raw);
       const change = settleable(current, decided(fn, current));
       if (change.op === "noop") return change.result as result;
@@ -259,7 +283,7 @@ export function redisAtomicStore(
       let won: unknown;
       try {
         won = await redis.eval(COMPARE_AND_SET, {
-          keys: [`${prefix}${key}`, index ?? `${prefix}${key}`, markOf(id)],
+          keys: [nameOf(key), index ? indexOf(key) : nameOf(key), markOf(key, id)],
           arguments: [
             raw === null ? "1" : "0",
             raw ?? "",
@@ -271,7 +295,7 @@ export function redisAtomicStore(
         });
       } catch (err) {
         if (!answerLost(err)) throw err;
-        const outcome = await markedWrite(redis, markOf(id), sentAt);
+        const outcome = await markedWrite(redis, markOf(key, id), sentAt);
         if (outcome === "landed") return change.result as result;
         if (outcome === "unknown") {
           // Told failed: should it have landed, its caller may have it undone once Redis answers
@@ -300,7 +324,7 @@ export function redisAtomicStore(
       await new Promise((r) => setTimeout(r, UNDO_POLL_MS).unref());
       let landed: unknown;
       try {
-        landed = await redis.eval(LANDED, { keys: [markOf(id)], arguments: [] });
+        landed = await redis.eval(LANDED, { keys: [markOf(key, id)], arguments: [] });
       } catch {
         continue;
       }
@@ -326,18 +350,18 @@ export function redisAtomicStore(
   return Store.from({
     get: (key: string) =>
       noted(async () => {
-        const raw = await redis.get(`${prefix}${key}`);
+        const raw = await redis.get(nameOf(key));
         return raw === null ? null : decodeValue(raw);
       }),
     put: (key: string, written: unknown) =>
       noted(async () => {
         const value = keepSettleable(null, written);
-        await redis.set(`${prefix}${key}`, encodeValue(value), { PX: Number(ttl(value)) });
-        if (index) await redis.sAdd(index, key);
+        await redis.set(nameOf(key), encodeValue(value), { PX: Number(ttl(value)) });
+        if (index) await redis.sAdd(indexOf(key), key);
       }),
     delete: (key: string) =>
       noted(async () => {
-        await redis.del(`${prefix}${key}`);
+        await redis.del(nameOf(key));
       }),
     update: (key: string, fn: (current: unknown) => Change) => noted(() => update(key, fn)),
     async tryClaim(key: string, expires: number) {
@@ -345,7 +369,7 @@ export function redisAtomicStore(
       const at = Math.max(expires, Date.now() + 1_000);
       const claim = nextWrite();
       const claimIt = async () =>
-        (await redis.set(`${prefix}${key}`, encodeValue({ expires, type: "mppx:replay", claim }), {
+        (await redis.set(nameOf(key), encodeValue({ expires, type: "mppx:replay", claim }), {
           NX: true,
           PXAT: at,
         })) === "OK";
@@ -353,7 +377,7 @@ export function redisAtomicStore(
         return await claimIt();
       } catch (err) {
         if (!answerLost(err)) throw err;
-        const found = await readBack(() => redis.get(`${prefix}${key}`), READ_BACK_MS);
+        const found = await readBack(() => redis.get(nameOf(key)), READ_BACK_MS);
         if (!found) throw err;
         if (found.value === null) return claimIt();
         return (decodeValue(found.value) as { claim?: unknown }).claim === claim;
@@ -370,13 +394,18 @@ export function redisMppxState(
   undoing?: Undoing,
 ): MppxState {
   const index = `${prefix}channel-ids`;
+  // On a cluster the index is INDEX_SHARDS sets, `<index>{mpp-channels:<n>}`; one set otherwise.
+  const tags = slotTags(redis);
+  const shards = isCluster(redis)
+    ? Array.from({ length: INDEX_SHARDS }, (_, n) => `${index}${tags("mpp-channels", String(n))}`)
+    : [index];
   return {
     kind: "redis",
     charges: redisAtomicStore(redis, `${prefix}replay:`, undefined, retention),
     channels: redisAtomicStore(redis, `${prefix}channel:`, index, retention, undoing),
-    channelIds: () => redis.sMembers(index),
+    channelIds: async () => (await Promise.all(shards.map((s) => redis.sMembers(s)))).flat(),
     async forgetChannel(id) {
-      await redis.sRem(index, id);
+      await redis.sRem(`${index}${tags("mpp-channels", String(shardOf(id)))}`, id);
     },
   };
 }

@@ -182,7 +182,13 @@ export const REDIS_ENV = [
     default: "redis://127.0.0.1:6379",
     secret: true,
     description:
-      "standalone, replicated or sentinel Redis, not Redis Cluster (quota-meter's scripts derive key names); may carry a password: never logged",
+      "standalone, replicated or sentinel Redis; may carry a password (and `rediss:`), which a Redis Cluster's nodes then use too: never logged",
+  },
+  {
+    name: "REDIS_CLUSTER_NODES",
+    default: "",
+    description:
+      "a Redis Cluster instead of REDIS_URL's Redis: some of its nodes, `host:port,…` (the rest are discovered); every script's keys share one slot (docs/architecture.md, Redis keys)",
   },
   {
     name: "REDIS_PREFIX",

@@ -23,3 +23,11 @@ type GrpcService = {
 export function defaultGrpcAddr(service: GrpcService): string {
   return `127.0.0.1:${DEFAULT_PORTS[service].grpc}`;
 }
+
+/**
+ * The test fixture's Redis Cluster on loopback (test/setup/redis-cluster.ts): six nodes (three
+ * masters, three replicas) on `base + i`, each with its cluster bus on `+ 10000` (17100-17165),
+ * below the ephemeral range as the services' ports. A block in use (another checkout's run on the
+ * same machine) is skipped for the next one, `blocks` at most.
+ */
+export const TEST_REDIS_CLUSTER_PORTS = { base: 7100, nodes: 6, blockSize: 10, blocks: 6 } as const;

@@ -1,18 +1,27 @@
 // The one Redis connector of every service: the same client options, reconnect strategy, logging
-// and start-up decision everywhere. Settings: REDIS_URL (or REDIS_URL_FILE), REDIS_PREFIX (the
-// deployment's key namespace; each service adds its own fixed part) and REDIS_STANDIN.
-import { connect as netConnect } from "node:net";
+// and start-up decision everywhere, on a single Redis or a Redis Cluster. Settings: REDIS_URL (or
+// REDIS_URL_FILE), REDIS_CLUSTER_NODES (a Redis Cluster instead: its nodes, `host:port,…`),
+// REDIS_PREFIX (the deployment's key namespace; each service adds its own fixed part) and
+// REDIS_STANDIN. The stores take either client (`Redis`) and care not which: each script's keys
+// share one hash slot (`slotTag`; docs/architecture.md "Redis keys"), which a single Redis ignores.
 // The client alone: the `redis` package also loads and attaches to every client the Bloom, JSON,
 // Search and TimeSeries modules (~170 more modules loaded), which no service uses.
-import { ClientClosedError, ClientOfflineError, createClient, ErrorReply } from "@redis/client";
+import {
+  ClientClosedError,
+  ClientOfflineError,
+  createClient,
+  createCluster,
+  ErrorReply,
+} from "@redis/client";
+import { ConfigError } from "./env.ts";
 import { envTable, REDIS_ENV } from "./env-table.ts";
 import type { Logger } from "./logger.ts";
 import { redactUrl } from "./redact.ts";
-import { type ReplyWatchOptions, replyWatch } from "./reply-watch.ts";
+import { watchReplies } from "./redis-link-watch.ts";
+import type { ReplyWatchOptions } from "./reply-watch.ts";
 
-function newClient(url: string, connectTimeoutMs: number, idleMs: number, giveUpBeforeFirst: () => boolean) {
-  return createClient({
-    url,
+function clientOptions(connectTimeoutMs: number, idleMs: number, giveUpBeforeFirst: () => boolean) {
+  return {
     // Commands fail at once while the connection is down instead of queueing: the hot paths decide
     // (fail open, refuse a payment) rather than wait on a reconnect.
     disableOfflineQueue: true,
@@ -29,10 +38,88 @@ function newClient(url: string, connectTimeoutMs: number, idleMs: number, giveUp
       reconnectStrategy: (retries: number, cause: Error) =>
         giveUpBeforeFirst() ? cause : Math.min(50 * 2 ** retries, 2_000),
     },
+  };
+}
+
+function newClient(url: string, connectTimeoutMs: number, idleMs: number, giveUpBeforeFirst: () => boolean) {
+  return createClient({ url, ...clientOptions(connectTimeoutMs, idleMs, giveUpBeforeFirst) });
+}
+
+/**
+ * A Redis Cluster client: its nodes (`host:port`) to discover the slots from, each node's link set
+ * up as a single client's (no offline queue, the same reconnects), and the credentials and TLS of
+ * `url` (REDIS_URL: `rediss://user:password@…`) on every node. Commands go to the master of their
+ * keys' slot; a script is routed by its first key.
+ */
+function newCluster(
+  nodes: readonly string[],
+  url: string,
+  connectTimeoutMs: number,
+  idleMs: number,
+  giveUpBeforeFirst: () => boolean,
+) {
+  const auth = URL.parse(url);
+  const scheme = auth?.protocol === "rediss:" ? "rediss" : "redis";
+  const options = clientOptions(connectTimeoutMs, idleMs, giveUpBeforeFirst);
+  return createCluster({
+    rootNodes: nodes.map((node) => ({ url: `${scheme}://${node}` })),
+    defaults: {
+      ...options,
+      ...(auth?.username ? { username: decodeURIComponent(auth.username) } : {}),
+      ...(auth?.password ? { password: decodeURIComponent(auth.password) } : {}),
+    },
+    // A master lost: its slots are asked for again (at most every 2 s) until a replica took them.
+    topologyRefreshOnReconnectionAttemptStrategy: 2_000,
   });
 }
 
-export type Redis = ReturnType<typeof newClient>;
+/** A single Redis client. */
+export type RedisSingle = ReturnType<typeof newClient>;
+/** A Redis Cluster client. */
+export type RedisCluster = ReturnType<typeof newCluster>;
+/** Either: what every store takes (REDIS_URL, or REDIS_CLUSTER_NODES). */
+export type Redis = RedisSingle | RedisCluster;
+
+/**
+ * A hash tag: the keys of one entity (an account, a payer, a channel, a payment) that a script uses
+ * together carry the same `{…}`, so they share one slot of a Redis Cluster (a single Redis ignores
+ * it). `}` and `{` in `id` would end the tag early: never in the ids tagged (hex, uuids, addresses),
+ * replaced all the same.
+ */
+export function slotTag(kind: string, id: string): string {
+  return `{${kind}:${id.replace(/[{}]/g, "_")}}`;
+}
+
+/**
+ * The hash tags of `client`'s keys: slotTag on a Redis Cluster; none on a single Redis, whose key
+ * names stay what they were before clusters were supported (a running deployment's keys are found
+ * again after an upgrade).
+ */
+export function slotTags(client: Redis): (kind: string, id: string) => string {
+  return isCluster(client) ? slotTag : noSlotTag;
+}
+
+/** slotTags on a single Redis: no tag (a hot path may skip what it would tag: `tag === noSlotTag`). */
+export const noSlotTag = (_kind: string, _id: string) => "";
+
+/** Whether `client` is a Redis Cluster's. */
+export function isCluster(client: Redis): client is RedisCluster {
+  return "masters" in client;
+}
+
+/**
+ * One command run on every master of a cluster (SCRIPT LOAD, a SCAN of its keys), or on the single
+ * Redis: what a command without keys must do on a cluster.
+ */
+export async function onEveryMaster<T>(client: Redis, run: (node: RedisSingle) => Promise<T>): Promise<T[]> {
+  if (!isCluster(client)) return [await run(client)];
+  const out: T[] = [];
+  for (const master of client.masters) {
+    const node = await client.nodeClient(master);
+    out.push(await run(node as unknown as RedisSingle));
+  }
+  return out;
+}
 
 /**
  * Whether a failed command may have run all the same: false when it was never sent (the client was
@@ -89,6 +176,19 @@ export async function runAgainIfLost<T>(run: () => Promise<T>, withinMs: number)
   }
 }
 
+/** What `settled` resolves, or false should it take longer than `ms`. */
+async function trueWithin(settled: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const answer = await Promise.race([
+    settled,
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  return answer;
+}
+
 /**
  * Closes a client at shutdown: its pending commands may finish, for at most `withinMs` (on a link
  * gone silent they would wait for minutes, and the watch no longer runs on a closing client), then
@@ -96,23 +196,21 @@ export async function runAgainIfLost<T>(run: () => Promise<T>, withinMs: number)
  */
 export async function closeRedis(client: Redis, withinMs = 2_000): Promise<void> {
   if (!client.isOpen) return;
-  let timer: NodeJS.Timeout | undefined;
-  const closed = await Promise.race([
+  const closed = await trueWithin(
     client.close().then(
       () => true,
       () => false,
     ),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), withinMs);
-    }),
-  ]);
-  clearTimeout(timer);
+    withinMs,
+  );
   if (!closed) client.destroy();
 }
 
 /** The shared Redis settings, spelled the same in every service. */
 export interface RedisSettings {
   url: string;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster's nodes (`host:port`) to start from; empty: REDIS_URL's single Redis. */
+  clusterNodes: string[];
   /** The deployment's key namespace (`tollgate:`); a service's keys live under `<prefix><service part>`. */
   prefix: string;
   /**
@@ -126,13 +224,28 @@ export function readRedisSettings(): RedisSettings {
   const env = envTable(REDIS_ENV);
   return {
     url: env.secret("REDIS_URL") ?? "",
+    clusterNodes: clusterNodesOf(env.string("REDIS_CLUSTER_NODES")),
     prefix: env.string("REDIS_PREFIX"),
     standIn: env.bool("REDIS_STANDIN"),
   };
 }
 
+/** REDIS_CLUSTER_NODES parsed: `host:port` entries, comma-separated. */
+export function clusterNodesOf(value: string): string[] {
+  const nodes = value
+    .split(",")
+    .map((n) => n.trim())
+    .filter((n) => n !== "");
+  for (const n of nodes)
+    if (!/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$/.test(n))
+      throw new ConfigError(`REDIS_CLUSTER_NODES: "${n}" is not host:port`);
+  return nodes;
+}
+
 export interface ConnectRedisOptions {
   url: string;
+  /** A Redis Cluster's nodes (RedisSettings.clusterNodes): connect to it instead of `url`'s Redis. */
+  clusterNodes?: readonly string[];
   logger: Logger;
   /** How long start-up waits for the first connection. */
   connectTimeoutMs?: number;
@@ -142,7 +255,7 @@ export interface ConnectRedisOptions {
    * open meanwhile), "wait" keeps trying until Redis answers.
    */
   unreachable: "give-up" | "background" | "wait";
-  /** Runs on every (re)connection, e.g. to load scripts. */
+  /** Runs on every (re)connection (on a cluster: once connected), e.g. to load scripts. */
   onReady?: (client: Redis) => void;
   /** A link with nothing read or written this long is dropped (a handshake gone silent). Default 30 s. */
   idleMs?: number;
@@ -151,123 +264,29 @@ export interface ConnectRedisOptions {
 }
 
 /**
- * Gives up a link that no longer answers. node-redis puts no deadline on a sent command: on a link
- * that goes silent without a reset (a partition, a dropped NAT entry, a lost node) every command
- * sent waits for the kernel to give the connection up, minutes later. A PING goes out every 0.5 s;
- * one unanswered for 3 s (by default; noticed within 3.5 s) makes the link suspect, and a PING on a
- * link of its own (`askAnew`, at most 1.5 s) tells why: answered, this link alone is silent; no
- * connection at all, Redis is unreachable. Either way the client is destroyed, which fails every
- * command waiting on it as sent (DisconnectsClientError: `answerLost`, so the writers read back what
- * landed), and connected anew. Connected but unanswered, Redis itself is slow (a stall, a long
- * fsync): the link is kept, its commands still to be answered, and looked at again 3 s later.
- * Stops once the service itself closes the client.
+ * SCAN of every master (a cluster's keys are spread over them) or of the single Redis: batches of
+ * keys matching `options.MATCH`, as the single client's scanIterator yields them.
  */
-function watchReplies(
+export async function* scanEveryMaster(
   client: Redis,
-  url: string,
-  opts: ReplyWatchOptions,
-  say: (verdict: "silent" | "unreachable" | "slow") => void,
-): void {
-  const watch = replyWatch(opts);
-  const timer = setInterval(() => {
-    if (!client.isOpen) {
-      clearInterval(timer);
-      return;
-    }
-    const step = watch.tick(performance.now(), client.isReady);
-    if (step === "probe") {
-      const token = watch.sent(performance.now());
-      const settled = () => watch.settled(token);
-      client.ping().then(settled, settled);
-    } else if (step === "silent") {
-      void askAnew(url, ASK_ANEW_MS).then(
-        (verdict) => {
-          // Still unanswered (a Redis that was only slow answers this link's commands first), and
-          // ready: no reconnect of node-redis's own is under way, which a second connect would race.
-          const stillWaiting = watch.waiting();
-          const giveUp = verdict !== "slow" && stillWaiting && client.isOpen && client.isReady;
-          watch.decided(performance.now(), !giveUp);
-          if ((verdict === "slow" && stillWaiting) || giveUp) say(verdict);
-          if (!giveUp) return;
-          client.destroy();
-          client.connect().catch(() => undefined);
-        },
-        // No verdict: keep the link and look again later, as for a slow Redis.
-        () => watch.decided(performance.now(), true),
-      );
-    }
-  }, opts.everyMs);
-  timer.unref();
+  options: { MATCH?: string; COUNT?: number },
+): AsyncGenerator<string[]> {
+  if (!isCluster(client)) {
+    yield* client.scanIterator(options);
+    return;
+  }
+  for (const master of client.masters) {
+    const node = (await client.nodeClient(master)) as unknown as RedisSingle;
+    yield* node.scanIterator(options);
+  }
 }
 
 /** How a service's log says it gave up a silent Redis link (the chaos run counts these lines). */
 export const REDIS_LINK_SILENT = "Redis link silent";
 
-/** How long a suspect link's second opinion (askAnew) may take. */
-const ASK_ANEW_MS = 1_500;
-
-/**
- * Whether Redis answers a PING on a new link within `withinMs`: "silent" if it does (so the link in
- * question alone is silent), "unreachable" if no connection is made, "slow" if one is made and the
- * PING waits (Redis itself stalled).
- */
-async function askAnew(url: string, withinMs: number): Promise<"silent" | "unreachable" | "slow"> {
-  const probe = createClient({
-    url,
-    disableOfflineQueue: true,
-    socket: { connectTimeout: withinMs, reconnectStrategy: false },
-  });
-  probe.on("error", () => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const [answered, reachable] = await Promise.all([
-      Promise.race([
-        probe
-          .connect()
-          .then(() => probe.ping())
-          .then(
-            () => true,
-            // An error reply (a refused password, too many clients) is an answer all the same.
-            (err: unknown) => err instanceof ErrorReply,
-          ),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(false), withinMs);
-          timer.unref();
-        }),
-      ]),
-      // Reachable at all: a TCP connection, made by the kernel even when Redis (or its TLS) stalls.
-      tcpConnects(url, withinMs),
-    ]);
-    if (answered) return "silent";
-    return reachable ? "slow" : "unreachable";
-  } finally {
-    clearTimeout(timer);
-    probe.destroy();
-  }
-}
-
-/** Whether a TCP connection to the URL's host and port is made within `withinMs`. */
-function tcpConnects(url: string, withinMs: number): Promise<boolean> {
-  const target = URL.parse(url);
-  if (!target) return Promise.resolve(false);
-  const port = Number(target.port || 6379);
-  const host = target.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1";
-  return new Promise((resolve) => {
-    const socket = netConnect({ host, port });
-    const done = (ok: boolean) => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(ok);
-    };
-    const timer = setTimeout(() => done(false), withinMs);
-    timer.unref();
-    socket.once("connect", () => done(true));
-    socket.once("error", () => done(false));
-  });
-}
-
 /** Connects to Redis (see ConnectRedisOptions.unreachable for what happens when it cannot). */
 export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | undefined> {
+  if (opts.clusterNodes?.length) return connectCluster(opts, opts.clusterNodes);
   const timeoutMs = opts.connectTimeoutMs ?? 2_000;
   const where = redactUrl(opts.url);
   let connectedOnce = false;
@@ -297,14 +316,7 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
     () => true,
     () => false,
   );
-  let timer: NodeJS.Timeout | undefined;
-  const connected = await Promise.race([
-    connecting,
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    }),
-  ]);
-  clearTimeout(timer);
+  const connected = await trueWithin(connecting, timeoutMs);
   const watched = (): Redis => {
     let slowSaid = 0;
     const watch = opts.replyWatch ?? { everyMs: 500, silentMs: 3_000 };
@@ -347,4 +359,65 @@ export async function connectRedis(opts: ConnectRedisOptions): Promise<Redis | u
   }
   opts.logger.info({ url: where }, "Redis reachable");
   return watched();
+}
+
+/**
+ * connectRedis on a Redis Cluster: the same start-up decision (give up, connect in the background,
+ * wait). node-redis keeps one link per node and follows the slots as they move (MOVED, a failover:
+ * topology asked again while a node reconnects). The silent-link watch (watchReplies) is the single
+ * client's; on a cluster a link gone silent is noticed by its socket's idle timeout (`idleMs`).
+ */
+async function connectCluster(
+  opts: ConnectRedisOptions,
+  nodes: readonly string[],
+): Promise<Redis | undefined> {
+  const timeoutMs = opts.connectTimeoutMs ?? 2_000;
+  const where = nodes.join(",");
+  let connectedOnce = false;
+  let lastErrorLog = 0;
+  const giveUp = () => !connectedOnce && opts.unreachable === "give-up";
+  const cluster = newCluster(
+    nodes,
+    opts.url,
+    Math.max(200, Math.min(timeoutMs, 2_000)),
+    opts.idleMs ?? 30_000,
+    giveUp,
+  );
+  cluster.on("error", (err: Error) => {
+    if (!connectedOnce || Date.now() - lastErrorLog < 60_000) return;
+    lastErrorLog = Date.now();
+    opts.logger.warn({ nodes: where, err: err.message }, "Redis Cluster error; reconnecting");
+  });
+  const attempt = (): Promise<boolean> =>
+    cluster.connect().then(
+      () => {
+        connectedOnce = true;
+        opts.onReady?.(cluster);
+        return true;
+      },
+      () => false,
+    );
+  let connecting = attempt();
+  const connected = await trueWithin(connecting, timeoutMs);
+  if (connected) return cluster;
+  if (opts.unreachable === "give-up") {
+    void connecting.then((late) => late && cluster.destroy());
+    if (cluster.isOpen) cluster.destroy();
+    return undefined;
+  }
+  const keepTrying = async () => {
+    while (!(await connecting)) {
+      await new Promise((r) => setTimeout(r, 1_000));
+      connecting = attempt();
+    }
+  };
+  if (opts.unreachable === "background") {
+    opts.logger.warn({ nodes: where }, "Redis Cluster is unreachable; connecting in the background");
+    void keepTrying();
+    return cluster;
+  }
+  opts.logger.warn({ nodes: where }, "Redis Cluster is unreachable: waiting for it (REDIS_STANDIN=false)");
+  await keepTrying();
+  opts.logger.info({ nodes: where }, "Redis Cluster reachable");
+  return cluster;
 }

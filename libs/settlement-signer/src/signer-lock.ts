@@ -72,6 +72,11 @@ export interface RedisSignerLockOptions {
   waitMs?: number;
   /** The error thrown when the wait is over (a service's own "unavailable" error); SignerBusyError by default. */
   busy?: (message: string) => Error;
+  /**
+   * The hash tag of a signer's keys (its lock and next nonce, one slot of a Redis Cluster: the
+   * platform's slotTags); none by default.
+   */
+  tag?: (kind: string, id: string) => string;
 }
 
 /** Two round trips per transaction (the sender waits for one): take the lock with the next nonce, then record it and let go. */
@@ -83,6 +88,7 @@ export function redisSignerLock(
   const holdMs = String(opts.holdMs ?? 60_000);
   const waitMs = opts.waitMs ?? 15_000;
   const busy = opts.busy ?? ((message: string) => new SignerBusyError(message));
+  const tag = opts.tag ?? (() => "");
   // The locks this process may hold but could not let go, let go once Redis answers again: an
   // unlock that failed (Redis went away mid-send), and a lock whose taking got no answer (Redis ran
   // the script, then went away before its reply: its append-only file keeps the lock across the
@@ -95,7 +101,7 @@ export function redisSignerLock(
     later(token, { keys, token, next }, until);
   return {
     async withNonce(signer, pending, send) {
-      const base = `${prefix}signer:${signer.toLowerCase()}:`;
+      const base = `${prefix}signer:${tag("signer", signer.toLowerCase())}${signer.toLowerCase()}:`;
       const keys = [`${base}lock`, `${base}nonce`];
       const token = randomUUID();
       const deadline = Date.now() + waitMs;

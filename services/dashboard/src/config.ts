@@ -1,4 +1,4 @@
-import { ConfigError, parseTrustProxy, readMeshToken } from "@tollgate/platform";
+import { ConfigError, clusterNodesOf, parseTrustProxy, readMeshToken } from "@tollgate/platform";
 import { ENV } from "./env.ts";
 
 export const SERVICE = "dashboard";
@@ -25,6 +25,8 @@ export interface DashboardConfig {
   /** The dashboard's mesh token (quota-meter accepts it by its digest, for AccountService only). */
   meshToken: string;
   redisUrl: string;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster instead of REDIS_URL's Redis. */
+  redisClusterNodes: string[];
   /** Prefix of every Redis key written (nonces, sessions). */
   redisPrefix: string;
   /** Use an in-memory store when Redis is unreachable at start (single replica; `pnpm start`). */
@@ -101,6 +103,7 @@ export function loadConfig(): DashboardConfig {
     localChains: localChains(ENV.raw("LOCAL_CHAINS")),
     meshToken: readMeshToken(),
     redisUrl: ENV.secret("REDIS_URL") ?? "",
+    redisClusterNodes: clusterNodesOf(ENV.string("REDIS_CLUSTER_NODES")),
     // The deployment's one namespace; the dashboard's keys under its own part of it.
     redisPrefix: `${ENV.string("REDIS_PREFIX")}dashboard:`,
     redisStandIn: ENV.bool("REDIS_STANDIN"),

@@ -60,6 +60,7 @@ export class MemoryKv implements Kv {
 
 export async function openKv(opts: {
   url: string;
+  clusterNodes?: readonly string[];
   prefix: string;
   connectTimeoutMs: number;
   standIn: boolean;
@@ -70,6 +71,7 @@ export async function openKv(opts: {
   // allowed: in-memory, else keep connecting in the background (sign-in answers 503 meanwhile).
   const client = await connectRedis({
     url: opts.url,
+    ...(opts.clusterNodes ? { clusterNodes: opts.clusterNodes } : {}),
     logger: opts.logger,
     connectTimeoutMs: opts.connectTimeoutMs,
     unreachable: opts.standIn ? "give-up" : "background",

@@ -77,6 +77,7 @@ export async function startDashboard(config: DashboardConfig, deps: DashboardDep
     deps.kv ??
     (await openKv({
       url: config.redisUrl,
+      clusterNodes: config.redisClusterNodes,
       prefix: config.redisPrefix,
       connectTimeoutMs: config.redisConnectTimeoutMs,
       standIn: config.redisStandIn,

@@ -97,6 +97,8 @@ export interface PaymentVerifierConfig {
   grpcPort: number;
   metricsPort: number;
   redisUrl: string;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster instead of REDIS_URL's Redis. */
+  redisClusterNodes: string[];
   natsUrl: string;
   /** Prefix of every Redis key this service writes: `<REDIS_PREFIX>payment:` (tests use their own). */
   redisPrefix: string;
@@ -263,6 +265,7 @@ export function loadConfig(): PaymentVerifierConfig {
     grpcPort: ENV.int("GRPC_PORT"),
     metricsPort: ENV.int("METRICS_PORT"),
     redisUrl: redis.url,
+    redisClusterNodes: redis.clusterNodes,
     natsUrl: ENV.secret("NATS_URL") ?? "",
     redisPrefix: paymentRedisPrefix(redis.prefix),
     redisStandIn: redis.standIn,

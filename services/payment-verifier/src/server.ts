@@ -18,6 +18,7 @@ import {
   type Registry,
   redactUrl,
   serveMetrics,
+  slotTags,
   startGrpcServer,
 } from "@tollgate/platform";
 import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
@@ -73,6 +74,7 @@ export interface PaymentVerifierHandle {
 async function openRedis(config: PaymentVerifierConfig, logger: Logger): Promise<Redis | undefined> {
   const redis = await connectRedis({
     url: config.redisUrl,
+    clusterNodes: config.redisClusterNodes,
     logger,
     // Without the stand-in, not serving (no gRPC server yet, so probes fail) beats serving without
     // the shared replay guard.
@@ -118,7 +120,10 @@ export async function startPaymentVerifier(
     onWithheld: (scheme, reason) => metrics.settlementsWithheld.inc({ scheme: schemeLabel(scheme), reason }),
     ...(redis ? { pendingSettlementStore: new RedisPendingSettlementStore(redis, config.redisPrefix) } : {}),
     signerLock: redis
-      ? redisSignerLock(redis, config.redisPrefix, { busy: (m) => new FacilitatorUnavailableError(m) })
+      ? redisSignerLock(redis, config.redisPrefix, {
+          busy: (m) => new FacilitatorUnavailableError(m),
+          tag: slotTags(redis),
+        })
       : localSignerLock(),
   });
   const settlementChain = x402.settlementRpcUrl

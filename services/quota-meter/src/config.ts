@@ -12,6 +12,8 @@ export interface QuotaMeterConfig {
   metricsPort: number;
 
   redisUrl: string;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster instead of REDIS_URL's Redis. */
+  redisClusterNodes: string[];
   /** Prefix of every Redis key this service writes: `<REDIS_PREFIX>quota:` (isolates tests and tenants). */
   redisPrefix: string;
   /** Hot-path budget for the one Authorize round trip; past it the call fails open. */
@@ -98,6 +100,7 @@ export function loadConfig(): QuotaMeterConfig {
     grpcPort: ENV.int("GRPC_PORT"),
     metricsPort: ENV.int("METRICS_PORT"),
     redisUrl: redis.url,
+    redisClusterNodes: redis.clusterNodes,
     redisPrefix: `${redis.prefix}quota:`,
     redisBudgetMs: ENV.int("REDIS_BUDGET_MS"),
     redisMaxWaitMs: ENV.int("REDIS_MAX_WAIT_MS"),

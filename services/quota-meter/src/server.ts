@@ -57,6 +57,7 @@ async function openStore(
 ): Promise<QuotaStore> {
   const redis = await openRedisStore({
     url: config.redisUrl,
+    clusterNodes: config.redisClusterNodes,
     prefix: config.redisPrefix,
     logger,
     latency: metrics.redisLatency,

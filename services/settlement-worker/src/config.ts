@@ -48,6 +48,8 @@ export interface SettlementWorkerConfig {
   chain: ChainConfig | undefined;
   /** payment-verifier's Redis (REDIS_URL), where the channel state of both channel schemes lives. */
   redisUrl: string;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster instead of REDIS_URL's Redis. */
+  redisClusterNodes: string[];
   /** payment-verifier's key prefix (`<REDIS_PREFIX>payment:`): its channels and the signer lock are under it. */
   redisPrefix: string;
   /** The channel operations' events' outbox journal (OUTBOX_DIR/settlement-worker). */
@@ -188,6 +190,7 @@ export function loadConfig(): SettlementWorkerConfig {
     released: released(),
     chain: settlementChain,
     redisUrl: redis.url,
+    redisClusterNodes: redis.clusterNodes,
     redisPrefix: paymentRedisPrefix(redis.prefix),
     outboxDir: resolve(ENV.string("OUTBOX_DIR"), SERVICE),
     sessions: sessions(),

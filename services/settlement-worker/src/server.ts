@@ -114,7 +114,7 @@ export async function startSettlementWorker(
   consumeSettlements(consumer, ledger, metrics, migrations.ready);
   const pruning = pruneReleasedHourly(ledger, migrations.ready, logger);
   const channels = config.sessions || config.x402Batch;
-  const redis = channels ? backgroundRedis(config.redisUrl, logger) : undefined;
+  const redis = channels ? backgroundRedis(config.redisUrl, logger, config.redisClusterNodes) : undefined;
   const events = channels
     ? createEventPublisher({
         natsUrl: config.natsUrl,

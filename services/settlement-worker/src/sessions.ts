@@ -3,7 +3,7 @@
 // operator key, a lease so one replica settles, and the worker's settlement events.
 import type { SettlementEventV2 } from "@tollgate/events";
 import { redisMppxState, tempoClient } from "@tollgate/payment-rails";
-import type { Logger } from "@tollgate/platform";
+import { type Logger, slotTags } from "@tollgate/platform";
 import { privateKeyToAccount } from "viem/accounts";
 import type { BackgroundRedis } from "./adapters/background-redis.ts";
 import { redisLease } from "./adapters/lease.ts";
@@ -43,7 +43,7 @@ export function startSessions(
       account,
       feeToken: config.feeToken,
       schedule: config.settle,
-      lease: redisLease(redis, `${prefix}settlement-lease`, config.leaseMs),
+      lease: redisLease(redis, `${prefix}settlement-lease`, config.leaseMs, slotTags(redis)),
       publish: deps.publish,
       logger: deps.logger,
       metrics: deps.metrics,

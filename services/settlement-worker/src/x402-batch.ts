@@ -13,7 +13,7 @@ import {
   FacilitatorUnavailableError,
   refundKeys,
 } from "@tollgate/payment-rails";
-import type { Logger, Redis } from "@tollgate/platform";
+import { type Logger, type Redis, slotTags } from "@tollgate/platform";
 import { redisSignerLock } from "@tollgate/settlement-signer";
 import { BatchSettlementEvmScheme, type Channel } from "@x402/evm/batch-settlement/server";
 import { privateKeyToAccount } from "viem/accounts";
@@ -132,6 +132,7 @@ export function startX402Batch(
     const facilitator = createFacilitator(config.facilitator, network as Caip2, {
       logger: log,
       signerLock: redisSignerLock(redis, deps.redisPrefix, {
+        tag: slotTags(redis),
         busy: (m) => new FacilitatorUnavailableError(m),
       }),
     });
@@ -179,7 +180,7 @@ export function startX402Batch(
         },
         refunds: redisRefundRequests(redis, channelsPrefix, deps.redisPrefix),
         // payment-verifier takes refund requests only while this lease is held.
-        lease: redisLease(redis, refundKeys(deps.redisPrefix).claimLease, config.leaseMs),
+        lease: redisLease(redis, refundKeys(deps.redisPrefix).claimLease, config.leaseMs, slotTags(redis)),
         intents: redisIntents(redis, `${deps.redisPrefix}x402-batch:intents`),
         publish: deps.publish,
       },

@@ -159,6 +159,9 @@ export function detect(core: Core, credentials: readonly Header[]): Detected {
       if (claim.kind === "invalid")
         return { kind: "invalid", scheme: scheme.name, reason: claim.reason, protocol };
       if (claim.kind === "payment") {
+        // The key under its payer's hash tag (a claim's payment is its own, made for this call):
+        // what the reserve counts for the payer shares its slot on a Redis Cluster.
+        claim.payment.key = core.opts.reservations.keyOf(claim.payment.payer, claim.payment.key);
         const identity = protocol.identify?.(decoded.credential);
         if (identity?.kind === "invalid")
           return { kind: "invalid", scheme: scheme.name, reason: identity.reason, protocol };

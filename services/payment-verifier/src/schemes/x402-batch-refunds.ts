@@ -131,7 +131,7 @@ export function batchRefunds(d: RefundDeps): BatchRefunds {
       case "refunded": {
         // One refund per deposit: the same request again (its answer lost) is answered with its
         // receipt; any other amount is refused with the first one's transaction, nothing sent.
-        const first = await d.refunds.outcome(admitted.id);
+        const first = await d.refunds.outcome(payment.channelId, admitted.id);
         if (
           first?.ok &&
           first.requested === payment.refundAmount &&
@@ -199,7 +199,7 @@ export function batchRefunds(d: RefundDeps): BatchRefunds {
       t + DEFAULT_WAIT_MS,
     );
     for (;;) {
-      const outcome = await d.refunds.outcome(hold);
+      const outcome = await d.refunds.outcome(payment.channelId, hold);
       if (outcome) return answer(network, payment, outcome);
       if (now() + POLL_MS > until) break;
       await sleep(POLL_MS);

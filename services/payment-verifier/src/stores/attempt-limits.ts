@@ -53,9 +53,18 @@ export function activeChecks(checks: readonly AttemptCheck[]): AttemptCheck[] {
 /** A bucket's interval (ms between sustained attempts). */
 export const intervalOf = (limit: Limit) => 1000 / limit.perSecond;
 
-/** The Redis key of a check's bucket under a service's prefix (payer addresses in any casing are one). */
-export const attemptKey = (prefix: string, check: AttemptCheck) =>
-  `${prefix}attempts:${check.scope}:${check.id.toLowerCase()}`;
+/**
+ * The Redis key of a check's bucket under a service's prefix (payer addresses in any casing are
+ * one), on a Redis Cluster under the hash tag of whom it counts (`tag`: `{payer:<address>}`).
+ */
+export const attemptKey = (
+  prefix: string,
+  check: AttemptCheck,
+  tag: (kind: string, id: string) => string,
+) => {
+  const id = check.id.toLowerCase();
+  return `${prefix}attempts:${check.scope}:${tag(check.scope, id)}${id}`;
+};
 
 /** Single-node stand-in: the same rule, in this process. Entries expire once their bucket is full again. */
 export class MemoryAttemptLimiter {

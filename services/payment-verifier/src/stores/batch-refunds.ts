@@ -7,8 +7,8 @@
 // the channel busy: nothing is served or charged on it between the request and the refund. Admit
 // also holds the bounds on our gas: the channel's refund mark (one refund per deposit), the minimum
 // refund, and the payer's refund-rate bucket (GCRA, attempt-limits.ts's rule), in the same script.
-import { type RefundOutcome, refundKeys } from "@tollgate/payment-rails";
-import type { Redis } from "@tollgate/platform";
+import { channelRecordKey, type RefundOutcome, refundKeys } from "@tollgate/payment-rails";
+import { isCluster, type Redis, slotTags } from "@tollgate/platform";
 import { TAKE_ATTEMPTS_LUA } from "./attempt-limits.ts";
 
 export type RefundAdmitted =
@@ -76,8 +76,10 @@ local function add(a, b)
   return r
 end`;
 
-// KEYS: record, the channel's refund mark, the claim lease, the payer's refund-rate bucket.
-// ARGV: id, cumulative, amount, requestId, now, expiresAt, minimum, rate interval ms (0: none), burst.
+// KEYS: record, the channel's refund mark, the claim lease, the payer's refund-rate bucket (the last
+// two on a single Redis only). ARGV: id, cumulative, amount, requestId, now, expiresAt, minimum,
+// rate interval ms (0: none, or counted apart on a cluster: TAKE_RATE), burst, whether the claim
+// lease is held ("1"/"0", read apart on a cluster; "" = read KEYS[3]).
 // The mark comes first: once this deposit's refund went out, any request (any amount) is answered
 // with it until the balance grows (a deposit); one the worker is still sending joins or is busy.
 const ADMIT = `${DECIMALS}
@@ -107,7 +109,7 @@ if not gt(ch.balance, ch.chargedCumulativeAmount) then return {'no_balance'} end
 if (ARGV[3] ~= '' and gt(ARGV[7], ARGV[3])) or gt(add(ch.chargedCumulativeAmount, ARGV[7]), ch.balance) then
   return {'too_small', ch.balance, ch.chargedCumulativeAmount}
 end
-if redis.call('EXISTS', KEYS[3]) == 0 then return {'no_claimer'} end
+if ARGV[10] == '0' or (ARGV[10] == '' and redis.call('EXISTS', KEYS[3]) == 0) then return {'no_claimer'} end
 if tonumber(ARGV[8]) > 0 and take_attempts({KEYS[4]}, {ARGV[8], ARGV[9]}, now) ~= 0 then
   return {'rate_limited'}
 end
@@ -115,6 +117,10 @@ ch.pendingRequest = {pendingId = ARGV[1], signedMaxClaimable = ARGV[2], expiresA
 ch.refundRequest = {id = ARGV[1], requestId = ARGV[4], amount = ARGV[3], cumulative = ARGV[2], at = now, submitted = false}
 redis.call('SET', KEYS[1], cjson.encode(ch))
 return {'reserved', ARGV[1]}`;
+
+// KEYS: the payer's refund-rate bucket. ARGV: now, interval ms, burst. 0, or 1 when full (nothing counted).
+const TAKE_RATE = `${TAKE_ATTEMPTS_LUA}
+return take_attempts(KEYS, {ARGV[2], ARGV[3]}, tonumber(ARGV[1]))`;
 
 // KEYS: record, the request's outcome. ARGV: id, now, holdUntil.
 const SUBMIT = `
@@ -147,7 +153,13 @@ return 1`;
 
 export class BatchRefundStore {
   readonly #redis: Redis;
-  readonly #records: string;
+  readonly #record: (channelId: string) => string;
+  /**
+   * On a Redis Cluster the claim lease and the payer's refund-rate bucket are in slots of their own:
+   * admit reads the lease first and takes the bucket after the channel's lock (a refund request is
+   * not the paid path: two round trips more there, none on a single Redis).
+   */
+  readonly #cluster: boolean;
   readonly #keys: ReturnType<typeof refundKeys>;
   readonly #policy: RefundPolicy;
 
@@ -158,8 +170,9 @@ export class BatchRefundStore {
   constructor(redis: Redis, channelsPrefix: string, paymentPrefix: string, policy: RefundPolicy) {
     this.#redis = redis;
     this.#policy = policy;
-    this.#records = `${channelsPrefix}:server:channel:`;
-    this.#keys = refundKeys(paymentPrefix);
+    this.#cluster = isCluster(redis);
+    this.#record = channelRecordKey(channelsPrefix, slotTags(redis));
+    this.#keys = refundKeys(paymentPrefix, slotTags(redis));
   }
 
   async admit(a: RefundAdmission): Promise<RefundAdmitted> {
@@ -167,13 +180,20 @@ export class BatchRefundStore {
     const { minimum, perPayerPerHour } = this.#policy;
     // A GCRA bucket of `perPayerPerHour` refunds, refilled evenly over the hour.
     const interval = perPayerPerHour > 0 ? 3_600_000 / perPayerPerHour : 0;
+    const claimer = this.#cluster
+      ? (await this.#redis.exists(this.#keys.claimLeaseKey)) === 1
+        ? "1"
+        : "0"
+      : "";
     const [kind, value, other] = (await this.#redis.eval(ADMIT, {
-      keys: [
-        this.#records + channel,
-        this.#keys.mark(channel),
-        this.#keys.claimLease,
-        this.#keys.payerRate(a.payer),
-      ],
+      keys: this.#cluster
+        ? [this.#record(channel), this.#keys.mark(channel)]
+        : [
+            this.#record(channel),
+            this.#keys.mark(channel),
+            this.#keys.claimLease,
+            this.#keys.payerRate(a.payer),
+          ],
       arguments: [
         a.id,
         a.cumulative,
@@ -182,10 +202,21 @@ export class BatchRefundStore {
         String(a.now),
         String(a.expiresAt),
         minimum,
-        String(interval),
+        this.#cluster ? "0" : String(interval),
         String(perPayerPerHour),
+        claimer,
       ],
     })) as [RefundAdmitted["kind"], string?, string?];
+    if (this.#cluster && kind === "reserved" && interval > 0) {
+      const full = await this.#redis.eval(TAKE_RATE, {
+        keys: [this.#keys.payerRate(a.payer)],
+        arguments: [String(a.now), String(interval), String(perPayerPerHour)],
+      });
+      if (full !== 0) {
+        await this.release(channel, a.id);
+        return { kind: "rate_limited" };
+      }
+    }
     if (kind === "reserved" || kind === "joined" || kind === "refunded") return { kind, id: value ?? "" };
     if (kind === "mismatch") return { kind, record: value ?? "" };
     if (kind === "too_small") return { kind, balance: value ?? "0", charged: other ?? "0" };
@@ -200,21 +231,21 @@ export class BatchRefundStore {
     holdUntil: number,
   ): Promise<"submitted" | "done" | "lost"> {
     return (await this.#redis.eval(SUBMIT, {
-      keys: [this.#records + channelId.toLowerCase(), this.#keys.outcome(id)],
+      keys: [this.#record(channelId.toLowerCase()), this.#keys.outcome(channelId, id)],
       arguments: [id, String(now), String(holdUntil)],
     })) as "submitted" | "done" | "lost";
   }
 
   async release(channelId: string, id: string): Promise<boolean> {
     const freed = await this.#redis.eval(RELEASE, {
-      keys: [this.#records + channelId.toLowerCase()],
+      keys: [this.#record(channelId.toLowerCase())],
       arguments: [id],
     });
     return freed === 1;
   }
 
-  async outcome(id: string): Promise<RefundOutcome | undefined> {
-    const raw = await this.#redis.get(this.#keys.outcome(id));
+  async outcome(channelId: string, id: string): Promise<RefundOutcome | undefined> {
+    const raw = await this.#redis.get(this.#keys.outcome(channelId, id));
     return raw ? (JSON.parse(raw) as RefundOutcome) : undefined;
   }
 }

@@ -11,9 +11,9 @@
 // them as strings (length, then digits) and never as doubles. There is no in-memory twin: without
 // Redis, x402-batch is not offered at all.
 import { createHash } from "node:crypto";
-import { READ_BACK_MS } from "@tollgate/payment-rails";
+import { channelRecordKey, READ_BACK_MS } from "@tollgate/payment-rails";
 import type { Redis } from "@tollgate/platform";
-import { runAgainIfLost } from "@tollgate/platform/redis";
+import { runAgainIfLost, slotTags } from "@tollgate/platform/redis";
 
 /** What the official SDK keeps per channel (its `Channel`), as far as these scripts read it. */
 export interface ChannelRecord {
@@ -151,16 +151,19 @@ return 1`);
 
 export class BatchVoucherStore {
   readonly #redis: Redis;
-  readonly #prefix: string;
+  readonly #record: (channelId: string) => string;
 
-  /** `keyPrefix`: the one given to the SDK's RedisChannelStorage (its keys are `<keyPrefix>:server:channel:<id>`). */
+  /**
+   * `keyPrefix`: the one given to the SDK's RedisChannelStorage (its keys are
+   * `<keyPrefix>:server:channel:<id>`, on a Redis Cluster under the channel's tag: channelRecordKey).
+   */
   constructor(redis: Redis, keyPrefix: string) {
     this.#redis = redis;
-    this.#prefix = `${keyPrefix}:server:channel:`;
+    this.#record = channelRecordKey(keyPrefix, slotTags(redis));
   }
 
   async #run(s: Script, key: string, args: string[]): Promise<unknown> {
-    const options = { keys: [this.#prefix + key], arguments: args };
+    const options = { keys: [this.#record(key)], arguments: args };
     try {
       return await this.#redis.evalSha(s.sha, options);
     } catch (err) {

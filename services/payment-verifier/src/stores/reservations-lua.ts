@@ -82,16 +82,17 @@ if ARGV[2] ~= '' then forget_draw(KEYS[1]) end
 redis.call('HSET', KEYS[1], 'collected', ARGV[2], 'transaction', ARGV[2], 'hold', ARGV[3])
 return 1`;
 // KEYS[1] reservation; ARGV[1] token; ARGV[2] request id; ARGV[3] ttl ms; ARGV[4] owner (this
-// replica); ARGV[5] the prefix of the replicas' liveness keys; ARGV[6] "1" when this replica runs
-// no Settle of this call (a settling record of its own is then an orphan: taken over); ARGV[7]
-// this begin's attempt id.
+// replica); ARGV[5] an owner whose liveness key the caller found lapsed ('' = none yet); ARGV[6]
+// "1" when this replica runs no Settle of this call (a settling record of its own is then an
+// orphan: taken over); ARGV[7] this begin's attempt id.
 // Reply: {1, fields...} now settling, owned by ARGV[4] | {2, fields...} taken over from a dead
-// owner (or an orphan of ARGV[4]'s own) | {3, fields...} the same call is settling under a live owner (busy) | {0, fields...}
-// refused, with what is there (maybe nothing).
+// owner (or an orphan of ARGV[4]'s own) | {3, fields...} the same call is settling under ARGV[4]
+// (busy) | {4, fields...} settling under another owner: the caller looks at its liveness key (a key
+// of its own, in another slot of a Redis Cluster) and, lapsed, runs this again naming it in ARGV[5]
+// | {0, fields...} refused, with what is there (maybe nothing).
 // One Settle of a call at a time: a second one (the gateway's retry after a lost answer, on this or
 // another replica) waits for the owner's outcome, and runs the settlement itself only once the
 // owner's liveness key lapsed (its process died); the scheme then finds what the owner sent.
-// The liveness key is read by name (not in KEYS): a single Redis, as every store here assumes.
 export const BEGIN_SETTLE = `
 local cur = redis.call('HMGET', KEYS[1], 'state', 'token', 'request_id', 'owner')
 if (cur[1] ~= 'reserved' and cur[1] ~= 'settling') or cur[2] ~= ARGV[1] or cur[3] ~= ARGV[2] then
@@ -101,9 +102,8 @@ local reply = 1
 if cur[1] == 'settling' then
   local owner = cur[4] or ''
   local idle = owner == ARGV[4] and ARGV[6] == '1'
-  if not idle and (owner == ARGV[4] or (owner ~= '' and redis.call('EXISTS', ARGV[5] .. owner) == 1)) then
-    return {3, redis.call('HGETALL', KEYS[1])}
-  end
+  if not idle and owner == ARGV[4] then return {3, redis.call('HGETALL', KEYS[1])} end
+  if not idle and owner ~= '' and owner ~= ARGV[5] then return {4, redis.call('HGETALL', KEYS[1])} end
   reply = 2
 end
 local attempt = ARGV[7]

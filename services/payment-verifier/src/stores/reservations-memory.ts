@@ -33,6 +33,10 @@ function isRetryOf(current: Reservation, facts: PaymentFacts): boolean {
 /** Single-node stand-in used when Redis is unreachable at startup: the same state machine, one process. */
 export class MemoryReservationStore implements ReservationStore {
   readonly kind = "memory" as const;
+
+  keyOf(_payer: string, raw: string): string {
+    return raw;
+  }
   readonly #entries = new Map<string, { reservation: Reservation; expiresAt: number }>();
   /** Liveness of the owners (replica ids) seen here: until when each is alive. */
   readonly #alive = new Map<string, number>();

@@ -4,14 +4,15 @@
 
 import { READ_BACK_MS } from "@tollgate/payment-rails";
 import type { Redis } from "@tollgate/platform";
-import { closeRedis, runAgainIfLost } from "@tollgate/platform/redis";
-import { activeChecks, attemptKey, intervalOf } from "./attempt-limits.ts";
+import { closeRedis, isCluster, runAgainIfLost, slotTags } from "@tollgate/platform/redis";
+import { type AttemptCheck, activeChecks, attemptKey, intervalOf } from "./attempt-limits.ts";
 import {
   type Attempt,
   type BeginSettle,
   type Draw,
   isTakeover,
   type PaymentFacts,
+  penaltyPayer,
   type ReleaseMark,
   type Reservation,
   type ReservationState,
@@ -116,14 +117,23 @@ export class RedisReservationStore implements ReservationStore {
   readonly #alivePrefix: string;
   readonly #releasedPrefix: string;
   readonly #drawsPrefix: string;
+  /** On a Redis Cluster the client's bucket (another slot than the payer's) is counted apart. */
+  readonly #cluster: boolean;
+  readonly #tag: (kind: string, id: string) => string;
 
   constructor(redis: Redis, prefix: string) {
     this.#redis = redis;
+    this.#cluster = isCluster(redis);
+    this.#tag = slotTags(redis);
     this.#servicePrefix = prefix;
     this.#prefix = `${prefix}reservation:`;
     this.#releasedPrefix = `${prefix}released:`;
     this.#drawsPrefix = `${prefix}draws:`;
     this.#alivePrefix = `${prefix}alive:`;
+  }
+
+  keyOf(payer: string, raw: string): string {
+    return this.#cluster ? `${this.#tag("payer", payer.toLowerCase())}${raw}` : raw;
   }
 
   async get(key: string): Promise<Reservation | undefined> {
@@ -138,19 +148,61 @@ export class RedisReservationStore implements ReservationStore {
     attempt?: Attempt,
     draw?: Draw,
   ): Promise<ReserveResult> {
-    const checks = attempt ? activeChecks(attempt.checks) : [];
+    const all = attempt ? activeChecks(attempt.checks) : [];
+    // On a cluster the buckets of others than the payer go apart, at the same time (see below).
+    const checks = this.#cluster ? all.filter((c) => c.scope === "payer") : all;
+    const apart = this.#cluster && checks.length < all.length ? all.filter((c) => c.scope !== "payer") : [];
     const penalty = attempt?.penalty ? [this.#penaltyKey(attempt.penalty)] : [];
-    const draws = draw ? [`${this.#drawsPrefix}${draw.account.toLowerCase()}`] : [];
+    const draws = draw
+      ? [
+          `${this.#drawsPrefix}${this.#cluster ? this.#tag("payer", facts.payer.toLowerCase()) : ""}${draw.account.toLowerCase()}`,
+        ]
+      : [];
+    if (apart.length > 0) {
+      const [counted, reserved] = await Promise.all([
+        this.#countApart(apart, attempt?.nowMs ?? Date.now()),
+        this.#reserve(key, token, facts, ttlMs, checks, penalty, draws, attempt?.nowMs, draw),
+      ]);
+      // The penalty is looked at first, as in one script; then a full bucket of the others refuses
+      // (their order first, as take_attempts's), and frees what the reserve took meanwhile.
+      if (counted === undefined || (!reserved.ok && reserved.penalizedMs)) return reserved;
+      if (reserved.ok && !reserved.retried)
+        await this.#redis.eval(DELETE_IF, {
+          keys: [this.#prefix + key],
+          arguments: [token, "reserved", "", "0"],
+        });
+      return { ok: false, current: undefined, limited: counted };
+    }
+    return this.#reserve(key, token, facts, ttlMs, checks, penalty, draws, attempt?.nowMs, draw);
+  }
+
+  /** COUNT_ATTEMPT on each bucket (each its own slot): the scope of the first that is full, if any. */
+  async #countApart(checks: AttemptCheck[], nowMs: number): Promise<string | undefined> {
+    const full = await Promise.all(checks.map((c) => this.countAttempt({ checks: [c], nowMs })));
+    return full.find((scope) => scope !== undefined);
+  }
+
+  async #reserve(
+    key: string,
+    token: string,
+    facts: PaymentFacts,
+    ttlMs: number,
+    checks: AttemptCheck[],
+    penalty: string[],
+    draws: string[],
+    nowMs: number | undefined,
+    draw: Draw | undefined,
+  ): Promise<ReserveResult> {
     const reply = (await this.#redis.eval(RESERVE, {
       keys: [
         this.#prefix + key,
-        ...checks.map((c) => attemptKey(this.#servicePrefix, c)),
+        ...checks.map((c) => attemptKey(this.#servicePrefix, c, this.#tag)),
         ...penalty,
         ...draws,
       ],
       arguments: [
         String(ttlMs),
-        String(attempt?.nowMs ?? Date.now()),
+        String(nowMs ?? Date.now()),
         String(checks.length),
         penalty.length > 0 ? "1" : "0",
         draw?.amount ?? "",
@@ -173,7 +225,7 @@ export class RedisReservationStore implements ReservationStore {
     const checks = activeChecks(attempt.checks);
     if (checks.length === 0) return undefined;
     const full = (await this.#redis.eval(COUNT_ATTEMPT, {
-      keys: checks.map((c) => attemptKey(this.#servicePrefix, c)),
+      keys: checks.map((c) => attemptKey(this.#servicePrefix, c, this.#tag)),
       arguments: [
         String(attempt.nowMs),
         ...checks.flatMap((c) => [String(intervalOf(c.limit)), String(c.limit.burst)]),
@@ -202,14 +254,23 @@ export class RedisReservationStore implements ReservationStore {
     idleHere = false,
     attempt = "",
   ): Promise<BeginSettle> {
-    const [begun, fields] = (await this.#redis.eval(BEGIN_SETTLE, {
-      keys: [this.#prefix + key],
-      arguments: [token, requestId, String(ttlMs), owner, this.#alivePrefix, idleHere ? "1" : "0", attempt],
-    })) as [number, unknown];
+    const begin = (dead: string) =>
+      this.#redis.eval(BEGIN_SETTLE, {
+        keys: [this.#prefix + key],
+        arguments: [token, requestId, String(ttlMs), owner, dead, idleHere ? "1" : "0", attempt],
+      }) as Promise<[number, unknown]>;
+    let [begun, fields] = await begin("");
+    // Settling under another owner (a retried Settle): taken over only once its liveness lapsed.
+    // Never on a first Settle: one round trip there.
+    for (let asked = 0; begun === 4 && asked < 3; asked++) {
+      const other = pairsToHash(fields).owner ?? "";
+      if ((await this.#redis.exists(this.#alivePrefix + other)) === 1) break;
+      [begun, fields] = await begin(other);
+    }
     const current = fromHash(pairsToHash(fields));
     if ((begun === 1 || begun === 2) && current)
       return { ok: true, reservation: current, takenOver: begun === 2 };
-    return { ok: false, current, busy: begun === 3 };
+    return { ok: false, current, busy: begun === 3 || begun === 4 };
   }
 
   async heartbeat(owner: string, ttlMs: number): Promise<void> {
@@ -288,7 +349,8 @@ export class RedisReservationStore implements ReservationStore {
   }
 
   #penaltyKey(penalty: string): string {
-    return `${this.#servicePrefix}penalty:${penalty.toLowerCase()}`;
+    const tag = this.#cluster ? this.#tag("payer", penaltyPayer(penalty)) : "";
+    return `${this.#servicePrefix}penalty:${tag}${penalty.toLowerCase()}`;
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,17 @@
 // reservations-lua.ts, atomic per key) and the in-memory stand-in (reservations-memory.ts)
 // implement the same state machine; test/payment-verifier/stores.contract.test.ts runs one suite
 // against both.
+//
+// On a Redis Cluster every key a reserve touches shares its payer's slot (the hash tag
+// `{payer:<address>}`): the reservation (its key carries the tag: keyOf), the payer's attempt
+// bucket, its penalty and its draws in flight. The client's attempt bucket is another entity's:
+// there it is counted beside the reserve, sent at the same time (no round trip more).
 import type { AttemptCheck } from "./attempt-limits.ts";
+
+/** The payer named by a penalty (payerPenalty: `<scheme>:<payer>`). */
+export function penaltyPayer(penalty: string): string {
+  return penalty.slice(penalty.lastIndexOf(":") + 1).toLowerCase();
+}
 
 export type ReservationState = "reserved" | "settling" | "settled";
 
@@ -101,6 +111,11 @@ export type BeginSettle =
 
 export interface ReservationStore {
   readonly kind: "redis" | "memory";
+  /**
+   * A payment's key in this store: its key where it is collected (`raw`), on a Redis Cluster under
+   * its payer's hash tag (one slot with what its reserve counts for that payer); `raw` elsewhere.
+   */
+  keyOf(payer: string, raw: string): string;
   get(key: string): Promise<Reservation | undefined>;
   /**
    * Counts the attempt (a full limit refuses it, and nothing else happens), then takes the payment
@@ -187,7 +202,11 @@ export interface ReservationStore {
    * (a takeover's marked, so never this one).
    */
   abandon(key: string, token: string, owner: string, attempt: string): Promise<Reservation | undefined>;
-  /** Refuses every reserve whose attempt names `penalty` for the next `ms` (replicas share it). */
+  /**
+   * Refuses every reserve whose attempt names `penalty` for the next `ms` (replicas share it). A
+   * penalty names its payer last (`<scheme>:<payer>`, payerPenalty): the payer of the payments it
+   * refuses (its slot on a Redis Cluster).
+   */
   penalize(penalty: string, ms: number): Promise<void>;
   close(): Promise<void>;
 }

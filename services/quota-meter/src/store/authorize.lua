@@ -12,8 +12,8 @@
 -- the gateway's calls each take their own price from it and it returns the rest
 -- (credit-lease-return.lua). Each credit lease is recorded (`cl:<id>`, its use counted from the
 -- usage reports) so one the gateway never returns is settled by credit-lease-expire.lua. Key
--- names derive from the account found, so this runs on a standalone (or replicated / sentinel)
--- Redis, not Redis Cluster.
+-- names derive from the account found: on a Redis Cluster every quota key carries one hash tag
+-- (the prefix ARGV[1] ends with it: redis-store.ts), so they share the slot KEYS[1] routes to.
 --
 -- ARGV: 1 prefix, 2 key hash (hex), 3 now (ms), 4 day id, 5 month id,
 --       6 day counter TTL (ms), 7 month counter TTL (ms), 8 default burst per second,

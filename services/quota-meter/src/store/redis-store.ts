@@ -1,6 +1,15 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { closeRedis, connectRedis, type Logger, type prom, type Redis } from "@tollgate/platform";
+import {
+  closeRedis,
+  connectRedis,
+  isCluster,
+  type Logger,
+  onEveryMaster,
+  type prom,
+  type Redis,
+  slotTags,
+} from "@tollgate/platform";
 import type { Windows } from "../windows.ts";
 import {
   type AccountRecord,
@@ -75,6 +84,8 @@ type Client = Redis;
 
 export interface RedisStoreOptions {
   url: string;
+  /** A Redis Cluster's nodes instead of `url`'s Redis (REDIS_CLUSTER_NODES). */
+  clusterNodes?: readonly string[];
   /** Prefix of every key (`<REDIS_PREFIX>quota:`). */
   prefix: string;
   logger: Logger;
@@ -93,13 +104,17 @@ export async function openRedisStore(
 ): Promise<RedisStore | undefined> {
   const client = await connectRedis({
     url: opts.url,
+    ...(opts.clusterNodes ? { clusterNodes: opts.clusterNodes } : {}),
     logger: opts.logger,
     connectTimeoutMs: opts.connectTimeoutMs,
     unreachable: opts.giveUp ? "give-up" : "background",
-    // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart).
+    // Load the scripts so the hot path's EVALSHA hits (e.g. after a Redis restart); on a cluster
+    // on every master (a failover's new master loads them at its first NOSCRIPT).
     onReady: (c) => {
-      for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, RELEASE, USAGE_MAX, CREDIT_APPLY])
-        c.scriptLoad(s.source).catch(() => undefined);
+      void onEveryMaster(c, async (node) => {
+        for (const s of [AUTHORIZE, READ_USAGE, REFUND, LEASE_RETURN, RELEASE, USAGE_MAX, CREDIT_APPLY])
+          await node.scriptLoad(s.source);
+      }).catch(() => undefined);
     },
   });
   return client ? new RedisStore(client, opts) : undefined;
@@ -113,11 +128,17 @@ export class RedisStore implements QuotaStore {
   readonly #client: Client;
   readonly #p: string;
   readonly #latency: prom.Histogram<string> | undefined;
+  /** A key of the scripts' slot, sent as KEYS[1] so a Redis Cluster routes each script there. */
+  readonly #route: string[];
   #held = false;
 
   constructor(client: Client, opts: RedisStoreOptions) {
     this.#client = client;
-    this.#p = opts.prefix;
+    // The scripts derive their key names (from the API key's hash: its account, its windows, its
+    // credit leases): on a Redis Cluster every quota key carries one hash tag, `{quota}`, so each
+    // script's keys are in one slot (docs/architecture.md, Redis keys); on a single Redis none.
+    this.#p = `${opts.prefix}${isCluster(client) ? `${slotTags(client)("quota", "hot-copy")}:` : ""}`;
+    this.#route = [`${this.#p}seeded`];
     this.#latency = opts.latency;
   }
 
@@ -129,10 +150,10 @@ export class RedisStore implements QuotaStore {
   async #eval(s: Script, args: string[]): Promise<unknown> {
     const end = this.#latency?.startTimer({ op: s.name });
     try {
-      return await this.#client.evalSha(s.sha, { arguments: args });
+      return await this.#client.evalSha(s.sha, { keys: this.#route, arguments: args });
     } catch (err) {
       if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
-      return await this.#client.eval(s.source, { arguments: args });
+      return await this.#client.eval(s.source, { keys: this.#route, arguments: args });
     } finally {
       end?.();
     }

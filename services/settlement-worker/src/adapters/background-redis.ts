@@ -9,14 +9,19 @@ export interface BackgroundRedis {
   close(): void;
 }
 
-export function backgroundRedis(url: string, logger: Logger, retryMs = 5_000): BackgroundRedis {
+export function backgroundRedis(
+  url: string,
+  logger: Logger,
+  clusterNodes: readonly string[] = [],
+  retryMs = 5_000,
+): BackgroundRedis {
   const waiting: ((redis: Redis) => void)[] = [];
   let redis: Redis | undefined;
   let stopped = false;
   let warned = false;
   let retry: NodeJS.Timeout | undefined;
   const connect = async () => {
-    const client = await connectRedis({ url, logger, unreachable: "give-up" });
+    const client = await connectRedis({ url, clusterNodes, logger, unreachable: "give-up" });
     if (stopped) return client?.destroy();
     if (!client) {
       if (!warned)

@@ -37,9 +37,19 @@ export interface Lease {
   letGo(): Promise<void>;
 }
 
-export function redisLease(redis: ScriptRunner, key: string, ttlMs: number): Lease {
+/**
+ * The lease `key` (its epoch beside it: `<key>:epoch`). `tag`: their hash tag, so both share one slot
+ * of a Redis Cluster (the platform's slotTags; none on a single Redis).
+ */
+export function redisLease(
+  redis: ScriptRunner,
+  key: string,
+  ttlMs: number,
+  tag: (kind: string, id: string) => string = () => "",
+): Lease {
   const token = randomUUID();
-  const keys = [key, `${key}:epoch`];
+  const tagged = `${key}${tag("lease", key)}`;
+  const keys = [tagged, `${tagged}:epoch`];
   let epoch = 0;
   return {
     async hold() {
@@ -53,7 +63,7 @@ export function redisLease(redis: ScriptRunner, key: string, ttlMs: number): Lea
     },
     async letGo() {
       epoch = 0;
-      await redis.eval(LET_GO, { keys: [key], arguments: [token] });
+      await redis.eval(LET_GO, { keys: [tagged], arguments: [token] });
     },
   };
 }

@@ -9,6 +9,7 @@
 import {
   type Caip2,
   chainIdOf,
+  channelRecordKey,
   type Facilitator,
   REFUND_MARK_MS,
   REFUND_OUTCOME_MS,
@@ -17,7 +18,7 @@ import {
   type RefundOutcome,
   refundKeys,
 } from "@tollgate/payment-rails";
-import type { Redis } from "@tollgate/platform";
+import { type Redis, slotTags } from "@tollgate/platform";
 import { BATCH_SETTLEMENT_ADDRESS, claimBatchTypes, refundTypes } from "@x402/evm";
 import { getAddress, type Hex } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
@@ -130,13 +131,13 @@ export function redisRefundRequests(
   channelsPrefix: string,
   paymentPrefix: string,
 ): RefundRequests {
-  const records = `${channelsPrefix}:server:channel:`;
-  const keys = refundKeys(paymentPrefix);
+  const record = channelRecordKey(channelsPrefix, slotTags(redis));
+  const keys = refundKeys(paymentPrefix, slotTags(redis));
   return {
     async take(channelId, id, now, chain, amount) {
       const channel = channelId.toLowerCase();
       const [kind, raw] = (await redis.eval(TAKE, {
-        keys: [records + channel, keys.mark(channel)],
+        keys: [record(channel), keys.mark(channel)],
         arguments: [
           id,
           String(now),
@@ -156,7 +157,7 @@ export function redisRefundRequests(
       const channel = channelId.toLowerCase();
       const state = after.kind === "update" ? after : undefined;
       await redis.eval(COMPLETE, {
-        keys: [records + channel, keys.outcome(outcome.id), keys.mark(channel)],
+        keys: [record(channel), keys.outcome(channel, outcome.id), keys.mark(channel)],
         arguments: [
           outcome.id,
           JSON.stringify(outcome),
