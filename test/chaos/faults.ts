@@ -3,9 +3,10 @@
 // payment-verifier replica killed mid-settlement, quota-meter killed, the gateway stopped.
 // Each is one phase of the run (chaos.ts): inject, hold, lift, watch recovery, reconcile.
 import type { Mesh } from "@tollgate/local";
+import { sleep } from "../support/eventually.ts";
 import { nodeRpc as anvil } from "../support/node-rpc.ts";
 import type { tcpProxy } from "../support/tcp-proxy.ts";
-import { now, sleep } from "./load.ts";
+import { now } from "./load.ts";
 import type { OwnServer, Upstream } from "./servers.ts";
 
 /** What the faults strike, and the run's phase runner. */

@@ -5,6 +5,7 @@ import { priceAtomic } from "@tollgate/catalog";
 import type { Mesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { Receipt } from "mppx";
+import { sleep } from "../support/eventually.ts";
 import type { mppChargePayer, mppSessionPayer } from "../support/mppx.ts";
 import type { x402Payer } from "../support/x402.ts";
 import type { batchPayer } from "../support/x402-batch.ts";
@@ -31,7 +32,6 @@ export function sessionDeposit(soakMs = 0): string {
   return String(Math.ceil(((soakMs / 1000 + 600) * 5 * Number(PRICE)) / 1e6));
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const now = () => performance.now();
 
 function emptyStats(): ClassStats {

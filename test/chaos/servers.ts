@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { connect, createServer as createTcpServer, type Socket, type Server as TcpServer } from "node:net";
 import { freePort } from "@tollgate/local";
+import { sleep } from "../support/eventually.ts";
 
 /** A server binary run by the chaos run: started, stopped (SIGTERM or SIGKILL) and started again on one port. */
 export class OwnServer {
@@ -55,8 +56,6 @@ export class OwnServer {
     });
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function tcpOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -17,6 +17,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { metricSumAt } from "../support/gateway.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
@@ -27,7 +28,6 @@ const devnet = readDevnetFile(shared.devnetFile);
 const chain = settlementClient(devnet);
 const PAY_TO = devnet.demo.settlement.payTo;
 const ONE = 1_000_000n;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let mesh: Mesh;
 let settlementNode: CountingProxy;

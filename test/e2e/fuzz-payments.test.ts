@@ -10,6 +10,7 @@ import fc from "fast-check";
 import { Challenge, Credential } from "mppx";
 import { describe, expect, it } from "vitest";
 import { devnet } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { type Answer, answerOf, expectWellRefused, hostileJson, hostileString } from "../support/fuzz.ts";
 import { mesh } from "../support/gateway.ts";
 import { mppChargePayer, tempoChain, tip20Balance } from "../support/mppx.ts";
@@ -19,7 +20,6 @@ import { batchPayer } from "../support/x402-batch.ts";
 const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
 const PATH = "/api/chain/chain-id";
 const PRICE = priceAtomic("0.001");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Json = Record<string, unknown>;
 

@@ -27,6 +27,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { type Address, settlementClient, usdcBalance } from "../support/x402.ts";
 
@@ -40,7 +41,6 @@ const account = (role: string) =>
   privateKeyToAccount(devnet.accounts.find((a) => a.role === role)?.privateKey ?? "0x");
 const FACILITATOR = account("spare1").address;
 const BLOCK_NUMBER = "/api/chain/block-number";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * Hostile attempts of each kind: the default keeps the suite short; HOSTILE_ATTEMPTS=1000 is the
  * measurement the README's security section quotes (printed per kind at the end).

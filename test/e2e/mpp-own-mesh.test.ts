@@ -23,6 +23,7 @@ import { Abis, Transaction } from "viem/tempo";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { redisMppxState } from "../../libs/payment-rails/src/mppx-store.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import {
   devnetAccount,
   mppChargePayer,
@@ -41,7 +42,6 @@ const PATH_USD = devnet.demo.tempo.pathUsd.address;
 const USDC_E = devnet.demo.tempo.usdce.address;
 const balance = (token: `0x${string}`, owner: `0x${string}`) => tip20Balance(tempo.anvilRpcUrl, token, owner);
 const price = priceAtomic("0.001");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let mesh: Mesh;
 
 const paymentEnv = sharedSettlementEnv("spare3");

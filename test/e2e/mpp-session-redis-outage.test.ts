@@ -20,6 +20,7 @@ import { type OwnServer, ownRedis } from "../chaos/servers.ts";
 import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { mppSessionPayer } from "../support/mppx.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
@@ -27,7 +28,6 @@ import { tcpProxy } from "../support/tcp-proxy.ts";
 const shared = inject("mesh");
 const devnet = readDevnetFile(shared.devnetFile);
 const PRICE = priceAtomic("0.001");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let redis: OwnServer;
 let redisLink: Awaited<ReturnType<typeof tcpProxy>>;

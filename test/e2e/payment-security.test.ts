@@ -10,6 +10,7 @@ import { decodePaymentResponseHeader } from "@x402/fetch";
 import { toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import {
@@ -62,8 +63,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await mesh?.stop();
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Answer {
   status: number;

@@ -16,6 +16,7 @@ import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type OwnServer, ownRedis } from "../chaos/servers.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { batchPayer } from "../support/x402-batch.ts";
@@ -27,7 +28,6 @@ const PRICE = priceAtomic("0.001");
 // This suite's own receiver: a channel of its own, whatever other suites did with the payer.
 const PAY_TO = privateKeyToAddress(generatePrivateKey());
 const NAMESPACE = `xbredis${process.pid}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The ethereum node's front door: forwards to the devnet's anvil, and while `held` keeps each

@@ -13,6 +13,7 @@ import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402
 import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { sleep } from "../support/eventually.ts";
 import { type Address, settlementClient, settlementNetwork, usdcBalance } from "../support/x402.ts";
 import { type BatchPayer, batchPayer, hundredCalls } from "../support/x402-batch.ts";
 import { ESCROW_ABI, startBatchMesh } from "../support/x402-batch-mesh.ts";
@@ -30,7 +31,6 @@ const PAY_TO = privateKeyToAddress(generatePrivateKey());
 const transferEvent = parseAbi([
   "event Transfer(address indexed from, address indexed to, uint256 value)",
 ])[0];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** 100 calls at four prices (0.18 USDC in all). */
 const CALLS = hundredCalls(devnet);

@@ -11,6 +11,7 @@ import { decodePaymentSignatureHeader } from "@x402/core/http";
 import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { sleep } from "../support/eventually.ts";
 import { nodeRpc } from "../support/node-rpc.ts";
 import { type Address, settlementClient, usdcBalance } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
@@ -30,7 +31,6 @@ const PAY_TO = privateKeyToAddress(generatePrivateKey());
 const settledEvent = parseAbi([
   "event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount)",
 ])[0];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const FACILITATOR = privateKeyToAddress(batchMeshEnv(PAY_TO).base.X402_FACILITATOR_PRIVATE_KEY as Hex);
 let mesh: Mesh;

@@ -4,6 +4,7 @@
 import { ENDPOINTS, priceAtomic } from "@tollgate/catalog";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { describe, expect, it } from "vitest";
+import { sleep } from "../support/eventually.ts";
 import { get, mesh, post } from "../support/gateway.ts";
 import { x402Payer } from "../support/x402.ts";
 import {
@@ -16,7 +17,6 @@ import {
   PAY_TO,
   role,
   signPayment,
-  sleep,
   USDC,
 } from "./x402.support.ts";
 

@@ -22,6 +22,7 @@ import { decodePaymentResponseHeader } from "@x402/fetch";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { metricSumAt } from "../support/gateway.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
@@ -51,7 +52,6 @@ let mesh: Mesh;
 let node: CountingProxy;
 const chain = settlementClient(devnet);
 const balance = (owner: Address) => usdcBalance(chain, devnet, owner);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   const target = devnet.chains.ethereum?.rpcUrl;

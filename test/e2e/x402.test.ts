@@ -17,6 +17,7 @@ import { createWalletClient, defineChain, erc20Abi, http, pad, toFunctionSelecto
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lower } from "../support/addresses.ts";
+import { sleep } from "../support/eventually.ts";
 import { get, mesh, metricSum, post } from "../support/gateway.ts";
 import { x402Payer } from "../support/x402.ts";
 import {
@@ -37,7 +38,6 @@ import {
   settledHere,
   settlement,
   signPayment,
-  sleep,
   thirdNetwork,
   USDC,
 } from "./x402.support.ts";

@@ -2,13 +2,13 @@ import { readFileSync } from "node:fs";
 import { toFunctionSelector } from "viem";
 import { describe, expect, inject, it } from "vitest";
 import { createAccountWithKey, createKey, revokeKey, updateAccount } from "../support/accounts.ts";
+import { sleep } from "../support/eventually.ts";
 import { get, post } from "../support/gateway.ts";
 
 const devnet = JSON.parse(readFileSync(inject("mesh").devnetFile, "utf8"));
 const reverter = devnet.chains.ethereum.contracts.reverter as string;
 const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
 const QUOTA_HEADERS = ["x-quota-day-limit", "x-quota-day-used", "x-quota-month-limit", "x-quota-month-used"];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("API-key plan through the gateway (spec 5, 7, 8)", () => {
   it("carries the four X-Quota headers, used counting this request", async () => {

@@ -2,6 +2,7 @@ import { freePort, type Mesh, meshAdmin } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { devnet, sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 
@@ -14,7 +15,6 @@ import { startOwnMesh } from "../support/own-mesh.ts";
 
 let mesh: Mesh;
 const gatewayLines: string[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   const ethereum = devnet.chains.ethereum?.rpcUrl;

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
@@ -23,7 +24,6 @@ const blockNumber = endpointById("blockNumber");
 if (!blockNumber) throw new Error("no endpoint blockNumber");
 const PRICE = priceAtomic(blockNumber.price, devnet.demo.settlement.usdc.decimals);
 const SETTLE_DEADLINE_MS = 8_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let mesh: Mesh;
 let settlementNode: CountingProxy;

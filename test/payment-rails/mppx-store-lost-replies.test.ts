@@ -12,11 +12,11 @@ import {
   undoDeduction,
 } from "../../libs/payment-rails/src/mppx-store.ts";
 import { uniqueId } from "../payment-verifier/support.ts";
+import { sleep } from "../support/eventually.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
 
 const prefix = `${uniqueId("test:mppx-lost:")}:`;
 const redis = testRedis(prefix);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits until the machine's Redis (read beside the proxy) shows `done`. */
 async function until(done: () => Promise<boolean>): Promise<void> {

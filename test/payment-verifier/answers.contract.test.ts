@@ -3,6 +3,7 @@
 // payment_id; only its holder keeps an answer under it or forgets it; every record lapses.
 import { beforeAll, describe, expect, it } from "vitest";
 import type { AnswerStore, KeptAnswer } from "../../services/payment-verifier/src/stores/answers.ts";
+import { sleep } from "../support/eventually.ts";
 import { useContractStores } from "./stores.contract.support.ts";
 import { uniqueId } from "./support.ts";
 
@@ -13,7 +14,6 @@ const answer: KeptAnswer = {
   headers: [{ name: "PAYMENT-RESPONSE", value: "eyJzdWNjZXNzIjp0cnVlfQ==" }],
   body: '{"data":{"block_number":"0x2a"},"error":null,"meta":{"endpoint":"/api/chain/block-number"}}',
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(answerStores)("answer store contract: %s", (_name, make) => {
   let store: AnswerStore;

@@ -6,12 +6,12 @@
 // path that drops).
 import { describe, expect, it } from "vitest";
 import { RedisReservationStore } from "../../services/payment-verifier/src/stores/reservations-redis.ts";
+import { sleep } from "../support/eventually.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
 import { paymentFacts, uniqueId } from "./support.ts";
 
 const prefix = `${uniqueId("test:reservations-lost:")}:`;
 const redis = testRedis(prefix);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("reservation store: a release whose answer was lost (replies held, then the link cut by a TCP proxy in front of the machine's Redis)", () => {
   it("is answered what it freed once Redis answers again, and frees nothing twice", async () => {

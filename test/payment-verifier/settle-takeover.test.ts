@@ -16,6 +16,7 @@ import { createClient as createRedis } from "redis";
 import { type Address, isAddressEqual } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sleep } from "../support/eventually.ts";
 import { MESH_CALLERS_ENV } from "../support/mesh.ts";
 import { paymentRequiredResponse, tempoClient, tip20Balance } from "../support/mppx.ts";
 import { nodeRpc as node } from "../support/node-rpc.ts";
@@ -39,7 +40,6 @@ import {
 } from "./support.ts";
 
 const USDC_E = "0x20C000000000000000000000b9537d11c60E8b50" as Address;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const account = (role: string) => {
   const found = devnet.accounts.find((x) => x.role === role);
   if (!found) throw new Error(`no devnet account ${role}`);

@@ -5,12 +5,12 @@
 
 import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
 import { describe, expect, it } from "vitest";
+import { sleep } from "../support/eventually.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
 import { uniqueId } from "./support.ts";
 
 const prefix = `${uniqueId("test:signerlock:")}:`;
 const redis = testRedis(prefix);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A node that accepts nonce n only when n is its next one, like a real node with no gaps. */
 function node(start: number) {
