@@ -230,9 +230,11 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       log(`fault: ${fault}`);
       const t0 = now();
       await inject();
+      // time-based: the fault is held for its duration (the chaos run's subject).
       await sleep(heldMs);
       await lift();
       const liftedAt = now();
+      // time-based: a window to observe the mesh after the fault is lifted.
       await sleep(observe);
       // A quiet mesh for the books: no call in flight while each side is read.
       await load.pause();
@@ -289,6 +291,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         );
         load.resume();
       };
+      // time-based: warm-up before measuring: JIT, pools and caches settle first.
       await sleep(short ? 5_000 : 20_000); // warm-up: JIT, pools and caches settle first
       await snapshot();
       const t0 = Date.now();
@@ -316,6 +319,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
           midTaken = true;
           await snapshot();
         }
+        // time-based: paces the run: one look at the mesh every 10 s while the load runs.
         await sleep(10_000);
       }
       await snapshot();

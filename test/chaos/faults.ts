@@ -39,6 +39,7 @@ export async function runFaults(targets: FaultTargets): Promise<void> {
   const { phase, note, hold, short, mesh, redis, redisLink, nats, upstreams, settlementUrl, silentGivenUp } =
     targets;
   const none = async () => {};
+  // time-based: the pause between faults.
   await sleep(hold(10, 4));
   await phase("baseline (no fault)", none, none, 0);
   await phase(
@@ -54,6 +55,7 @@ export async function runFaults(targets: FaultTargets): Promise<void> {
       // grants) but its replies are held, then every link is dropped with them: state written that
       // no caller knows it holds, to be cleaned up once Redis answers again.
       redisLink.holdReplies();
+      // time-based: writes run with their replies held for a while (the fault's shape).
       await sleep(300);
       await redisLink.cut();
     },
@@ -68,6 +70,7 @@ export async function runFaults(targets: FaultTargets): Promise<void> {
       // own (a PING unanswered 3 s) and connect anew; new links flow at once.
       silentGivenUp.clear();
       redisLink.holdReplies();
+      // time-based: writes run with their replies held for a while (the fault's shape).
       await sleep(300);
       redisLink.silence();
       await redisLink.restore();

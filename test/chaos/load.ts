@@ -155,7 +155,9 @@ export function startLoad(
         reason = errorText(err);
       }
       tally.record("key", status, reason);
+      // time-based: paces the client: it backs off after a failed call.
       if (status === 0) await sleep(100);
+      // time-based: paces the client: one call every 60 ms.
       await sleep(60);
     }
   };
@@ -181,6 +183,7 @@ export function startLoad(
         reason = errorText(err);
       }
       tally.record("x402", status, reason);
+      // time-based: paces the client between calls.
       await sleep(status === 0 ? 300 : 150);
     }
   };
@@ -215,6 +218,7 @@ export function startLoad(
         reason = errorText(err);
       }
       tally.record("batch", status, reason);
+      // time-based: paces the client between calls.
       await sleep(status === 0 ? 300 : 200);
     }
   };
@@ -243,6 +247,7 @@ export function startLoad(
         reason = errorText(err);
       }
       tally.record("mpp", status, reason);
+      // time-based: paces the client between calls.
       await sleep(status === 0 ? 300 : 200);
     }
   };
@@ -267,6 +272,7 @@ export function startLoad(
         reason = errorText(err);
       }
       tally.record("session", status, reason);
+      // time-based: paces the client between calls.
       await sleep(status === 0 ? 300 : 200);
     }
   };

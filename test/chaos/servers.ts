@@ -47,6 +47,7 @@ export class OwnServer {
     const child = this.#child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     await new Promise<void>((resolve) => {
+      // time-based: the deadline after which a process that ignores SIGTERM is killed.
       const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
       child.once("exit", () => {
         clearTimeout(timer);
