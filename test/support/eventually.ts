@@ -32,3 +32,19 @@ export async function until(what: string, check: () => Promise<boolean> | boolea
  * open, a window in which something must not happen): each call carries a `// time-based:` comment.
  */
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** `read()`'s first answer that satisfies `done`; throws, naming `what` and its last answer, after `ms`. */
+export async function awaitValue<T>(
+  what: string,
+  read: () => Promise<T> | T,
+  done: (value: T) => boolean,
+  ms = 30_000,
+  every = 250,
+): Promise<T> {
+  const got = await eventually(read, done, ms, every);
+  if (!done(got)) {
+    const shown = JSON.stringify(got, (_, x) => (typeof x === "bigint" ? String(x) : x));
+    throw new Error(`${what}: still ${shown} after ${ms} ms`);
+  }
+  return got;
+}
