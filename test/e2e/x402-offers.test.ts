@@ -165,6 +165,7 @@ describe("x402 exact through the gateway, paid with the official client librarie
     const validBefore = Number(
       JSON.parse(Buffer.from(expired, "base64").toString()).payload.authorization.validBefore,
     );
+    // time-based: the authorization's validBefore must pass (the expiry under test, set by the chain's clock).
     await sleep(Math.max(0, validBefore * 1000 - Date.now()) + 1100);
     expectRefused(await get(blockNumber, { "PAYMENT-SIGNATURE": expired }), /expired/);
 
