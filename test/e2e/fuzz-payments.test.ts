@@ -163,7 +163,9 @@ describe("x402 exact: altered and garbage PAYMENT-SIGNATURE headers", () => {
           const answer = await send({ "PAYMENT-SIGNATURE": header });
           expectServedOrRefused(answer, `exact #${which} ${JSON.stringify(a).slice(0, 300)}`);
           if (answer.status === 200) servedBy.set(which, (servedBy.get(which) ?? 0) + 1);
-          await sleep(15); // under the per-client attempt limit, so the refusals are the payment's own
+          // time-based: paces the client under the per-client attempt limit, so the refusals are the payment's own.
+          // time-based: paces the client under the per-client attempt limit.
+          await sleep(15);
         }),
         { numRuns: RUNS },
       )
@@ -176,6 +178,7 @@ describe("x402 exact: altered and garbage PAYMENT-SIGNATURE headers", () => {
           const answer = await send({ "PAYMENT-SIGNATURE": header });
           expectServedOrRefused(answer, `garbage ${header.slice(0, 200)}`);
           expect(answer.status).not.toBe(200);
+          // time-based: paces the client under the per-client attempt limit.
           await sleep(15);
         }),
         { numRuns: RUNS },
@@ -209,6 +212,7 @@ describe("x402-batch: altered and garbage vouchers", () => {
           const where = JSON.stringify(places[a.place % places.length]);
           expectServedOrRefused(answer, `batch ${where} ${JSON.stringify(a).slice(0, 300)}`);
           if (answer.status === 200) served++;
+          // time-based: paces the client under the per-client attempt limit.
           await sleep(15);
         }),
         { numRuns: RUNS },
@@ -373,6 +377,7 @@ describe("MPP: altered charge credentials and hostile session credentials", () =
           const answer = await send({ Authorization: `Payment ${header}` });
           expectServedOrRefused(answer, `charge #${which} ${JSON.stringify(a).slice(0, 300)}`);
           if (answer.status === 200) servedBy.set(which, (servedBy.get(which) ?? 0) + 1);
+          // time-based: paces the client under the per-client attempt limit.
           await sleep(15);
         }),
         { numRuns: RUNS },
@@ -415,6 +420,7 @@ describe("MPP: altered charge credentials and hostile session credentials", () =
           const answer = await send({ Authorization: `Payment ${header}` });
           expectServedOrRefused(answer, `session ${JSON.stringify(p).slice(0, 300)}`);
           expect(answer.status).not.toBe(200);
+          // time-based: paces the client under the per-client attempt limit.
           await sleep(15);
         }),
         { numRuns: RUNS },
