@@ -229,6 +229,7 @@ try {
   // take ~20 s and a transient 20 MB; after them it settles lower than at ready).
   const resident = { ...services, dashboard: pid(mesh.ports.dashboard.main) };
   const readyRss = residentMb(resident);
+  // time-based: memory is measured after 30 s of idling (the measurement's definition).
   await new Promise((r) => setTimeout(r, 30_000));
   const idleRss = residentMb(resident);
 

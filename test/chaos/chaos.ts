@@ -14,6 +14,7 @@ import type { DevnetFile } from "@tollgate/devnet";
 import { type Mesh, meshAdmin, type RunningService, type ServiceName, startMesh } from "@tollgate/local";
 import { REDIS_LINK_SILENT } from "@tollgate/platform";
 import { buildBundles } from "../support/bundles.ts";
+import { sleep } from "../support/eventually.ts";
 import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
 import { manifestNodeOptions, podCgroups } from "../support/pod-limits.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
@@ -21,7 +22,7 @@ import { tcpProxy } from "../support/tcp-proxy.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 import { runFaults } from "./faults.ts";
-import { type Account, now, sessionDeposit, sleep, startLoad, Tally } from "./load.ts";
+import { type Account, now, sessionDeposit, startLoad, Tally } from "./load.ts";
 import { reconcile } from "./reconcile.ts";
 import { type ChaosReport, CLASSES, type PhaseReport, round, summaryLine } from "./report.ts";
 import { type OwnServer, ownNats, ownRedis, Upstream } from "./servers.ts";
@@ -229,9 +230,11 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       log(`fault: ${fault}`);
       const t0 = now();
       await inject();
+      // time-based: the fault is held for its duration (the chaos run's subject).
       await sleep(heldMs);
       await lift();
       const liftedAt = now();
+      // time-based: a window to observe the mesh after the fault is lifted.
       await sleep(observe);
       // A quiet mesh for the books: no call in flight while each side is read.
       await load.pause();
@@ -288,6 +291,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         );
         load.resume();
       };
+      // time-based: warm-up before measuring: JIT, pools and caches settle first.
       await sleep(short ? 5_000 : 20_000); // warm-up: JIT, pools and caches settle first
       await snapshot();
       const t0 = Date.now();
@@ -315,6 +319,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
           midTaken = true;
           await snapshot();
         }
+        // time-based: paces the run: one look at the mesh every 10 s while the load runs.
         await sleep(10_000);
       }
       await snapshot();

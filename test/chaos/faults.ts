@@ -3,9 +3,10 @@
 // payment-verifier replica killed mid-settlement, quota-meter killed, the gateway stopped.
 // Each is one phase of the run (chaos.ts): inject, hold, lift, watch recovery, reconcile.
 import type { Mesh } from "@tollgate/local";
+import { sleep } from "../support/eventually.ts";
 import { nodeRpc as anvil } from "../support/node-rpc.ts";
 import type { tcpProxy } from "../support/tcp-proxy.ts";
-import { now, sleep } from "./load.ts";
+import { now } from "./load.ts";
 import type { OwnServer, Upstream } from "./servers.ts";
 
 /** What the faults strike, and the run's phase runner. */
@@ -38,6 +39,7 @@ export async function runFaults(targets: FaultTargets): Promise<void> {
   const { phase, note, hold, short, mesh, redis, redisLink, nats, upstreams, settlementUrl, silentGivenUp } =
     targets;
   const none = async () => {};
+  // time-based: the pause between faults.
   await sleep(hold(10, 4));
   await phase("baseline (no fault)", none, none, 0);
   await phase(
@@ -53,6 +55,7 @@ export async function runFaults(targets: FaultTargets): Promise<void> {
       // grants) but its replies are held, then every link is dropped with them: state written that
       // no caller knows it holds, to be cleaned up once Redis answers again.
       redisLink.holdReplies();
+      // time-based: writes run with their replies held for a while (the fault's shape).
       await sleep(300);
       await redisLink.cut();
     },
@@ -67,6 +70,7 @@ export async function runFaults(targets: FaultTargets): Promise<void> {
       // own (a PING unanswered 3 s) and connect anew; new links flow at once.
       silentGivenUp.clear();
       redisLink.holdReplies();
+      // time-based: writes run with their replies held for a while (the fault's shape).
       await sleep(300);
       redisLink.silence();
       await redisLink.restore();

@@ -5,6 +5,7 @@ import { priceAtomic } from "@tollgate/catalog";
 import type { Mesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { Receipt } from "mppx";
+import { sleep } from "../support/eventually.ts";
 import type { mppChargePayer, mppSessionPayer } from "../support/mppx.ts";
 import type { x402Payer } from "../support/x402.ts";
 import type { batchPayer } from "../support/x402-batch.ts";
@@ -31,7 +32,6 @@ export function sessionDeposit(soakMs = 0): string {
   return String(Math.ceil(((soakMs / 1000 + 600) * 5 * Number(PRICE)) / 1e6));
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const now = () => performance.now();
 
 function emptyStats(): ClassStats {
@@ -155,7 +155,9 @@ export function startLoad(
         reason = errorText(err);
       }
       tally.record("key", status, reason);
+      // time-based: paces the client: it backs off after a failed call.
       if (status === 0) await sleep(100);
+      // time-based: paces the client: one call every 60 ms.
       await sleep(60);
     }
   };
@@ -181,6 +183,7 @@ export function startLoad(
         reason = errorText(err);
       }
       tally.record("x402", status, reason);
+      // time-based: paces the client between calls.
       await sleep(status === 0 ? 300 : 150);
     }
   };
@@ -215,6 +218,7 @@ export function startLoad(
         reason = errorText(err);
       }
       tally.record("batch", status, reason);
+      // time-based: paces the client between calls.
       await sleep(status === 0 ? 300 : 200);
     }
   };
@@ -243,6 +247,7 @@ export function startLoad(
         reason = errorText(err);
       }
       tally.record("mpp", status, reason);
+      // time-based: paces the client between calls.
       await sleep(status === 0 ? 300 : 200);
     }
   };
@@ -267,6 +272,7 @@ export function startLoad(
         reason = errorText(err);
       }
       tally.record("session", status, reason);
+      // time-based: paces the client between calls.
       await sleep(status === 0 ? 300 : 200);
     }
   };

@@ -2,9 +2,10 @@
 // the payment ledger and the chain are read and checked against the load's tally.
 import type { DevnetFile } from "@tollgate/devnet";
 import type { Mesh } from "@tollgate/local";
+import { sleep } from "../support/eventually.ts";
 import type { TestDatabase } from "../support/postgres.ts";
 import { type Address, type settlementClient, usdcBalance, type x402Payer } from "../support/x402.ts";
-import { type Account, now, PRICE, sleep, type Tally } from "./load.ts";
+import { type Account, now, PRICE, type Tally } from "./load.ts";
 import { type Reconciliation, round } from "./report.ts";
 
 /**

@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { connect, createServer as createTcpServer, type Socket, type Server as TcpServer } from "node:net";
 import { freePort } from "@tollgate/local";
+import { sleep } from "../support/eventually.ts";
 
 /** A server binary run by the chaos run: started, stopped (SIGTERM or SIGKILL) and started again on one port. */
 export class OwnServer {
@@ -46,6 +47,7 @@ export class OwnServer {
     const child = this.#child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     await new Promise<void>((resolve) => {
+      // time-based: the deadline after which a process that ignores SIGTERM is killed.
       const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
       child.once("exit", () => {
         clearTimeout(timer);
@@ -55,8 +57,6 @@ export class OwnServer {
     });
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function tcpOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createAdminClient } from "@tollgate/cli/clients/quota-admin";
 import { readDevnetFile } from "@tollgate/devnet";
+import { SETTLEMENT_V2 } from "@tollgate/events";
 import { freePort, type Mesh } from "@tollgate/local";
 import { contracts, createClient } from "@tollgate/platform";
 import { decodePaymentResponseHeader } from "@x402/fetch";
@@ -17,8 +18,10 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { eventually, until } from "../support/eventually.ts";
 import { metricSumAt } from "../support/gateway.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
+import { consumerCaughtUp } from "../support/streams.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { settlementClient, usdcBalance, type X402Payer, x402Payer } from "../support/x402.ts";
 
@@ -27,7 +30,6 @@ const devnet = readDevnetFile(shared.devnetFile);
 const chain = settlementClient(devnet);
 const PAY_TO = devnet.demo.settlement.payTo;
 const ONE = 1_000_000n;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let mesh: Mesh;
 let settlementNode: CountingProxy;
@@ -86,13 +88,16 @@ const repaired = () =>
     "quota_top_ups_repaired_total",
   );
 
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 40_000) {
-  for (const started = Date.now(); ; await sleep(250)) {
-    const got = await probe();
-    if (got !== undefined) return got;
-    if (Date.now() - started > ms) throw new Error(`timed out waiting until ${what}`);
-  }
+/** `probe()`'s first answer that is not undefined; throws, naming `what`, after `ms`. */
+async function found<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 40_000) {
+  const got = await eventually(probe, (v) => v !== undefined, ms);
+  if (got === undefined) throw new Error(`timed out waiting until ${what}`);
+  return got;
 }
+
+/** quota-meter's top-up repair has acked every settlement event: none is pending or to come again. */
+const repairCaughtUp = () =>
+  consumerCaughtUp(SETTLEMENT_V2, "quota-meter-top-ups", `credrepair${process.pid}`);
 
 /** A wallet of its own, funded with 2 USDC by payer8. */
 async function freshPayer(): Promise<X402Payer> {
@@ -128,7 +133,7 @@ async function topUpWithTheCreditCallCut(payer: X402Payer, headers: Record<strin
   settlementNode.holdOnly = ["eth_sendRawTransaction"];
   settlementNode.mode = "hold";
   const answer = payer.fetch(`${gateway}/api/credits?amount=1`, { method: "POST", headers });
-  await until("the settlement's transfer reached the chain", () =>
+  await found("the settlement's transfer reached the chain", () =>
     settlementNode.since(mark).some((r) => r.methods.includes("eth_sendRawTransaction")) ? true : undefined,
   );
   await link.cut();
@@ -161,7 +166,7 @@ describe("a settled top-up the gateway could not credit (stand-in: its link to q
     });
     expect(await usdcBalance(chain, devnet, PAY_TO)).toBe(payTo + ONE);
 
-    const account = await until("the wallet's account is credited", async () => {
+    const account = await found("the wallet's account is credited", async () => {
       const found = await accounts
         .call("ResolveWalletAccount", { address: payer.address, create: false })
         .then((r) => r.account ?? undefined)
@@ -172,8 +177,9 @@ describe("a settled top-up the gateway could not credit (stand-in: its link to q
     expect(account).toMatchObject({ creditsOnly: true });
     expect(await creditsOf(account.id)).toBe(ONE);
     expect(await repaired()).toBe(before + 1);
-    // Redelivered or not, the stream credits it once: the balance stays.
-    await sleep(6_000);
+    // Redelivered or not, the stream credits it once: once the repair has acked every event (none
+    // is left to come again), the balance stays.
+    await until("the repair consumer acked every event", repairCaughtUp, 40_000, 250);
     expect(await creditsOf(account.id)).toBe(ONE);
   }, 90_000);
 
@@ -186,7 +192,7 @@ describe("a settled top-up the gateway could not credit (stand-in: its link to q
     const before = await repaired();
     // The link back, and the gateway's channel to quota-meter with it (a key is looked up first).
     await link.restore();
-    await until("the gateway reaches quota-meter again", async () =>
+    await found("the gateway reaches quota-meter again", async () =>
       (await fetch(`${gateway}/api/account/usage`, { headers: { authorization: `Bearer ${secret}` } }))
         .status === 200
         ? true
@@ -196,12 +202,12 @@ describe("a settled top-up the gateway could not credit (stand-in: its link to q
     expect(res.status, JSON.stringify(body)).toBe(202);
     expect(body.data).toMatchObject({ credit: "pending", account_id: account.id, balance_usdc: null });
     expect(await usdcBalance(chain, devnet, PAY_TO)).toBe(payTo + ONE);
-    await until("the key's account is credited", async () =>
+    await found("the key's account is credited", async () =>
       (await creditsOf(account.id)) > 0n ? true : undefined,
     );
     expect(await creditsOf(account.id)).toBe(ONE);
     expect(await repaired()).toBe(before + 1);
-    await sleep(6_000);
+    await until("the repair consumer acked every event", repairCaughtUp, 40_000, 250);
     expect(await creditsOf(account.id)).toBe(ONE);
   }, 90_000);
 });

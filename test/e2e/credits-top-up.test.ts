@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CREDIT_TOP_UPS, priceAtomic } from "@tollgate/catalog";
 import { readDevnetFile } from "@tollgate/devnet";
+import { SETTLEMENT_V2 } from "@tollgate/events";
 import { contracts, createClient } from "@tollgate/platform";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { decodePaymentResponseHeader } from "@x402/fetch";
@@ -15,10 +16,12 @@ import { createWalletClient, erc20Abi, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.ts";
+import { eventually } from "../support/eventually.ts";
 import { get, mesh, metricSum, post } from "../support/gateway.ts";
 import { mppChargePayer, tempoChain, tip20Balance } from "../support/mppx.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { SUITE_BURST } from "../support/quota.ts";
+import { consumerCaughtUp } from "../support/streams.ts";
 import { settlementClient, settlementNetwork, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 
@@ -31,6 +34,9 @@ const tempo = tempoChain(devnet);
 const USDC_E = devnet.demo.tempo.usdce.address;
 const TEMPO_PAY_TO = devnet.demo.tempo.payTo;
 const ONE = 1_000_000n;
+/** quota-meter's top-up repair: the settlement stream's durable consumer that credits what the gateway did not. */
+const REPAIR = "quota-meter-top-ups";
+const repairCaughtUp = () => consumerCaughtUp(SETTLEMENT_V2, REPAIR, mesh.eventsNamespace);
 const url = (amount = "1") => `${mesh.gatewayUrl}/api/credits?amount=${amount}`;
 
 /** quota-meter's AccountService as the dashboard calls it (its mesh token from the mesh's state dir). */
@@ -342,19 +348,31 @@ describe("the settlement stream's repair does not credit what the gateway credit
   it("past the repair's wait, every top-up above is still credited once (quota_top_ups_repaired_total 0)", async () => {
     const { accountId, apiKey } = await createAccountWithKey({ burst: SUITE_BURST });
     const payer = x402Payer(devnet, "payer7");
+    // Every event of the tests above handled first, so the next one the repair acks is this top-up's.
+    expect(await eventually(repairCaughtUp, true, 40_000)).toBe(true);
+    const handled = () =>
+      metricSum("quota-meter", "events_consumed_total", { consumer: REPAIR, result: "ok" });
+    const handledBefore = await handled();
     const a = await answer(
       await payer.fetch(url("1"), { method: "POST", headers: { authorization: `Bearer ${apiKey}` } }),
     );
     expect(a.status).toBe(200);
-    // quota-meter reads the top-up's settlement event once it is 10 s old (retried every 5 s).
-    await new Promise((r) => setTimeout(r, 17_000));
+    // quota-meter reads the top-up's settlement event once it is 10 s old (retried every 5 s): wait
+    // until it has acked it and every other.
+    expect(
+      await eventually(
+        async () => (await handled()) > handledBefore && (await repairCaughtUp()),
+        true,
+        40_000,
+      ),
+    ).toBe(true);
     expect(await creditsOf(accountId)).toBe(ONE);
     expect(await metricSum("quota-meter", "quota_top_ups_repaired_total")).toBe(0);
     expect(
       await metricSum("quota-meter", "events_consumed_total", {
-        consumer: "quota-meter-top-ups",
+        consumer: REPAIR,
         result: "ok",
       }),
     ).toBeGreaterThan(0);
-  }, 40_000);
+  }, 90_000);
 });

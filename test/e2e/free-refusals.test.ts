@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { RELEASED_PER_PAYER_PER_HOUR } from "../../services/payment-verifier/src/core/events.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { until } from "../support/eventually.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 import { type DevnetInfo, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
@@ -132,11 +133,12 @@ describe("refusals after Verify cost nothing lasting and show nothing secret", (
     // Every release payment-verifier published (at most RELEASED_PER_PAYER_PER_HOUR of this payer's
     // in the hour: the rest only counted there) reached the ledger's consumer, kept or only counted.
     const published = Math.min(ATTEMPTS, RELEASED_PER_PAYER_PER_HOUR);
-    const deadline = Date.now() + 30_000;
-    while ((await ledgerEvents("released")) - before < published) {
-      if (Date.now() > deadline) throw new Error("the released events did not reach the ledger");
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await until(
+      "the released events reached the ledger",
+      async () => (await ledgerEvents("released")) - before >= published,
+      30_000,
+      200,
+    );
     const hours = Math.floor(Date.now() / 3_600_000) - startHour + 1;
     // At most the kept samples and one counter row per hour, not one row per attempt.
     expect(await rowsOf(payer.address)).toBeLessThanOrEqual((PER_HOUR + 1) * hours);

@@ -10,6 +10,7 @@ import fc from "fast-check";
 import { Challenge, Credential } from "mppx";
 import { describe, expect, it } from "vitest";
 import { devnet } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { type Answer, answerOf, expectWellRefused, hostileJson, hostileString } from "../support/fuzz.ts";
 import { mesh } from "../support/gateway.ts";
 import { mppChargePayer, tempoChain, tip20Balance } from "../support/mppx.ts";
@@ -19,7 +20,6 @@ import { batchPayer } from "../support/x402-batch.ts";
 const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
 const PATH = "/api/chain/chain-id";
 const PRICE = priceAtomic("0.001");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Json = Record<string, unknown>;
 
@@ -163,7 +163,9 @@ describe("x402 exact: altered and garbage PAYMENT-SIGNATURE headers", () => {
           const answer = await send({ "PAYMENT-SIGNATURE": header });
           expectServedOrRefused(answer, `exact #${which} ${JSON.stringify(a).slice(0, 300)}`);
           if (answer.status === 200) servedBy.set(which, (servedBy.get(which) ?? 0) + 1);
-          await sleep(15); // under the per-client attempt limit, so the refusals are the payment's own
+          // time-based: paces the client under the per-client attempt limit, so the refusals are the payment's own.
+          // time-based: paces the client under the per-client attempt limit.
+          await sleep(15);
         }),
         { numRuns: RUNS },
       )
@@ -176,6 +178,7 @@ describe("x402 exact: altered and garbage PAYMENT-SIGNATURE headers", () => {
           const answer = await send({ "PAYMENT-SIGNATURE": header });
           expectServedOrRefused(answer, `garbage ${header.slice(0, 200)}`);
           expect(answer.status).not.toBe(200);
+          // time-based: paces the client under the per-client attempt limit.
           await sleep(15);
         }),
         { numRuns: RUNS },
@@ -209,6 +212,7 @@ describe("x402-batch: altered and garbage vouchers", () => {
           const where = JSON.stringify(places[a.place % places.length]);
           expectServedOrRefused(answer, `batch ${where} ${JSON.stringify(a).slice(0, 300)}`);
           if (answer.status === 200) served++;
+          // time-based: paces the client under the per-client attempt limit.
           await sleep(15);
         }),
         { numRuns: RUNS },
@@ -373,6 +377,7 @@ describe("MPP: altered charge credentials and hostile session credentials", () =
           const answer = await send({ Authorization: `Payment ${header}` });
           expectServedOrRefused(answer, `charge #${which} ${JSON.stringify(a).slice(0, 300)}`);
           if (answer.status === 200) servedBy.set(which, (servedBy.get(which) ?? 0) + 1);
+          // time-based: paces the client under the per-client attempt limit.
           await sleep(15);
         }),
         { numRuns: RUNS },
@@ -415,6 +420,7 @@ describe("MPP: altered charge credentials and hostile session credentials", () =
           const answer = await send({ Authorization: `Payment ${header}` });
           expectServedOrRefused(answer, `session ${JSON.stringify(p).slice(0, 300)}`);
           expect(answer.status).not.toBe(200);
+          // time-based: paces the client under the per-client attempt limit.
           await sleep(15);
         }),
         { numRuns: RUNS },

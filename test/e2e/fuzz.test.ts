@@ -331,6 +331,7 @@ function raw(chunks: (string | Buffer)[], gapMs = 0): Promise<Answer> {
       for (const chunk of chunks) {
         if (socket.destroyed) return;
         socket.write(chunk);
+        // time-based: a slow client: its chunks come gapMs apart (the case under test).
         if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
       }
     });

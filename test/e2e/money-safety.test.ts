@@ -27,6 +27,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep, until } from "../support/eventually.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { type Address, settlementClient, usdcBalance } from "../support/x402.ts";
 
@@ -40,7 +41,6 @@ const account = (role: string) =>
   privateKeyToAccount(devnet.accounts.find((a) => a.role === role)?.privateKey ?? "0x");
 const FACILITATOR = account("spare1").address;
 const BLOCK_NUMBER = "/api/chain/block-number";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * Hostile attempts of each kind: the default keeps the suite short; HOSTILE_ATTEMPTS=1000 is the
  * measurement the README's security section quotes (printed per kind at the end).
@@ -166,7 +166,7 @@ describe("one price in a wallet pays for one settlement, however many payments i
       expect(await usdcBalance(chain, devnet, wallet.address)).toBe(0n);
     }
     expect(nodeCalls("eth_getBalance") - calls).toBe(rounds);
-    // A window for a transaction that must NOT be sent (one per round only): nothing to wait for.
+    // time-based: a window for a transaction that must NOT be sent (one per round only): nothing to wait for.
     await sleep(500);
     expect((await facilitatorSent()) - sent).toBe(rounds);
     const metrics = mesh.ports["payment-verifier"].metrics;
@@ -215,7 +215,7 @@ describe("one price in a wallet pays for one settlement, however many payments i
       expect(await usdcBalance(chain, devnet, wallet.address)).toBe(0n);
     }
     expect(nodeCalls("eth_getBalance") - calls).toBe(rounds);
-    // A window for a transaction that must NOT be sent (one per round only): nothing to wait for.
+    // time-based: a window for a transaction that must NOT be sent (one per round only): nothing to wait for.
     await sleep(500);
     expect((await facilitatorSent()) - sent).toBe(rounds);
     expect(await metric(mesh.ports["payment-verifier"].metrics, "payment_settlements_reverted_total")).toBe(
@@ -243,7 +243,12 @@ describe("an authorization its payer cancels after Verify is never sent (finding
     node.mode = "hold";
     const mark = node.requests.length;
     const answer = get(path, { "PAYMENT-SIGNATURE": signature ?? "", "X-Forwarded-For": ip });
-    while (!node.requests.slice(mark).some((r) => r.methods.includes("eth_getBalance"))) await sleep(20);
+    await until(
+      "the call reached the node",
+      () => node.requests.slice(mark).some((r) => r.methods.includes("eth_getBalance")),
+      30_000,
+      20,
+    );
     const cancel = await wallet.signTypedData({
       domain: {
         name: devnet.demo.settlement.usdc.domain.name,

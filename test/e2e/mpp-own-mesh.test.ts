@@ -23,6 +23,7 @@ import { Abis, Transaction } from "viem/tempo";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { redisMppxState } from "../../libs/payment-rails/src/mppx-store.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { eventually, sleep } from "../support/eventually.ts";
 import {
   devnetAccount,
   mppChargePayer,
@@ -41,7 +42,6 @@ const PATH_USD = devnet.demo.tempo.pathUsd.address;
 const USDC_E = devnet.demo.tempo.usdce.address;
 const balance = (token: `0x${string}`, owner: `0x${string}`) => tip20Balance(tempo.anvilRpcUrl, token, owner);
 const price = priceAtomic("0.001");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let mesh: Mesh;
 
 const paymentEnv = sharedSettlementEnv("spare3");
@@ -85,13 +85,13 @@ const at = (path: string, authorization?: string) =>
 
 /** The same credential again, once the gateway has released it after its failed call. */
 async function retry(path: string, authorization: string): Promise<Response> {
-  for (let i = 0; ; i++) {
+  const attempt = async () => {
     const res = await at(path, authorization);
-    if (res.status !== 402 || i === 20) return res;
+    if (res.status !== 402) return { res, inUse: false };
     const body = (await res.clone().json()) as { error: { message: string } };
-    if (!/in use/.test(body.error.message)) return res;
-    await sleep(100);
-  }
+    return { res, inUse: /in use/.test(body.error.message) };
+  };
+  return (await eventually(attempt, (a) => !a.inUse, 30_000, 100)).res;
 }
 
 describe("an MPP call that gets no answer costs nothing (the charging rule) — stand-ins: the devnet's RPC shim, and for sessions the channel reserve contract of ours for the TIP-1034 precompile", () => {
@@ -130,6 +130,8 @@ describe("an MPP call that gets no answer costs nothing (the charging rule) — 
       // The same credential again while the transfer waits in the mempool; the chain mines it a
       // moment later.
       const retried = retry("/api/chain/chain-id", credential);
+      // time-based: the transfer is held in the mempool a while, so the credential comes again while
+      // it waits there (the case under test); mining it is the condition the retry then waits for.
       await sleep(1_000);
       await chain.request({ method: "evm_mine", params: [] } as never);
       served = await retried;
@@ -195,11 +197,12 @@ describe("a payment-verifier restart mid-session — channel reserve: a contract
     // A 402 issued before the restart: its challenges are still honoured after it.
     const issuedBefore = await at("/api/chain/chain-id");
     await mesh.restart("payment-verifier");
-    for (let i = 0; i < 50; i++) {
-      const probe = await at("/api/chain/chain-id");
-      if (probe.headers.get("www-authenticate")) break;
-      await sleep(100);
-    }
+    await eventually(
+      async () => (await at("/api/chain/chain-id")).headers.get("www-authenticate"),
+      (challenge) => !!challenge,
+      30_000,
+      100,
+    );
     for (let i = 6; i <= 10; i++) {
       const res = await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id`);
       expect(res.status).toBe(200);
@@ -237,8 +240,7 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
       channelId = res.receipt?.channelId;
     }
     const settled = () => settledOnChain(channelId);
-    for (let i = 0; i < 100 && (await settled()) < 3n * price; i++) await sleep(100);
-    expect(await settled()).toBe(3n * price);
+    expect(await eventually(settled, 3n * price, 30_000, 100)).toBe(3n * price);
     expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 3n * price);
 
     const ledger = createLedgerClient(
@@ -246,12 +248,12 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
       readFileSync(mesh.operatorTokenFile, "utf8").trim(),
     );
     try {
-      let entries: { outcome: string; amount: string; transaction: string; channel: string }[] = [];
-      for (let i = 0; i < 100; i++) {
-        entries = (await ledger.list({ channel: channelId ?? "", limit: 100 })).settlements;
-        if (entries.some((e) => e.outcome === "channel_settled")) break;
-        await sleep(100);
-      }
+      const entries = await eventually(
+        async () => (await ledger.list({ channel: channelId ?? "", limit: 100 })).settlements,
+        (listed) => listed.some((e) => e.outcome === "channel_settled"),
+        30_000,
+        100,
+      );
       const schedule = entries.filter((e) => e.outcome === "channel_settled");
       expect(schedule).toHaveLength(1);
       expect(schedule[0]).toMatchObject({ amount: String(3n * price), channel: channelId });
@@ -306,13 +308,13 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
     const settled = () => settledOnChain(channelId);
     // The highest voucher is due (0.003 USDC.e) but a price above what was spent: the worker (a
     // pass every second) leaves it; what was spent (0.002) is not due yet.
+    // time-based: proves the worker does NOT settle it: three of its passes go by.
     await sleep(3_000);
     expect(await settled()).toBe(0n);
     // The next call spends from that voucher; now it is within what was spent, and due.
     const third = await call();
     expect(third.receipt).toMatchObject({ spent: String(3n * price) });
-    for (let i = 0; i < 100 && (await settled()) < 3n * price; i++) await sleep(100);
-    expect(await settled()).toBe(3n * price);
+    expect(await eventually(settled, 3n * price, 30_000, 100)).toBe(3n * price);
     const closed = await manager.close();
     expect(closed).toMatchObject({ spent: String(3n * price) });
     expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 3n * price);
@@ -357,6 +359,7 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
     const settled = () => settledOnChain(channelId);
     // Staying, it is not settled beyond what it spent (0.003 due at 0.003; the voucher within what
     // it spent is 0.001).
+    // time-based: proves the worker does NOT settle it: two of its passes (one a second) go by.
     await sleep(2_000);
     expect(await settled()).toBe(0n);
     // It asks the reserve to close, to withdraw its deposit once the grace period ends.
@@ -390,8 +393,7 @@ describe("scheduled settles of sessions — by the settlement worker, in one pla
     // The worker settles the lowest voucher it signed above what it spent (0.004, not its highest,
     // 0.005): the three served calls are paid, and one price it signed ahead; the voucher within
     // what it spent would have paid one call.
-    for (let i = 0; i < 100 && (await settled()) < 4n * price; i++) await sleep(100);
-    expect(await settled()).toBe(4n * price);
+    expect(await eventually(settled, 4n * price, 30_000, 100)).toBe(4n * price);
     expect(await balance(USDC_E, PAY_TO)).toBe(payToBefore + 4n * price);
   });
 });

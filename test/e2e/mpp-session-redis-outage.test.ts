@@ -20,6 +20,7 @@ import { type OwnServer, ownRedis } from "../chaos/servers.ts";
 import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { eventually, until } from "../support/eventually.ts";
 import { mppSessionPayer } from "../support/mppx.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
@@ -27,7 +28,6 @@ import { tcpProxy } from "../support/tcp-proxy.ts";
 const shared = inject("mesh");
 const devnet = readDevnetFile(shared.devnetFile);
 const PRICE = priceAtomic("0.001");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let redis: OwnServer;
 let redisLink: Awaited<ReturnType<typeof tcpProxy>>;
@@ -86,11 +86,6 @@ async function channel(id: string): Promise<{ spent: bigint; units: number } | u
   return { spent: BigInt(record.spent.replace("#__bigint", "")), units: record.units };
 }
 
-async function until(what: string, done: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  for (const started = Date.now(); !(await done()); await sleep(50))
-    if (Date.now() - started > ms) throw new Error(`timed out waiting until ${what}`);
-}
-
 describe("MPP session across a lost deduction (private redis-server; its replies held, then the link cut by a TCP proxy)", () => {
   it("a call whose deduction Redis ran, with Redis away past the read-back, is answered 503 and not charged: once Redis answers the channel spent only the calls served", async () => {
     const { manager } = mppSessionPayer(devnet, "payer2", "0.05");
@@ -103,24 +98,20 @@ describe("MPP session across a lost deduction (private redis-server; its replies
     // The second call's deduction (units 1 → 2) runs in Redis; its reply, and all after it, held.
     redisLink.holdRepliesTo('"units":2');
     const lost = call().then((res) => ({ status: res.status, receipt: res.receipt }));
-    await until("Redis ran the deduction", async () => (await channel(id))?.units === 2);
+    await until("Redis ran the deduction", async () => (await channel(id))?.units === 2, 20_000, 50);
     await redisLink.cut();
-    // Past payment-verifier's 5 s read-back: the write's outcome stays unknown to it.
-    await sleep(6_500);
-    await redisLink.restore();
+    // Cut until the call is answered: past payment-verifier's 5 s read-back, the write's outcome
+    // stays unknown to it.
     const answered = await lost;
+    await redisLink.restore();
     expect(answered.status).toBe(503);
     expect(answered.receipt).toBeNull();
 
     // Once Redis answers, the deduction is found landed and given back.
-    await until("the deduction was given back", async () => (await channel(id))?.spent === PRICE);
+    await until("the deduction was given back", async () => (await channel(id))?.spent === PRICE, 20_000, 50);
     expect((await channel(id))?.units).toBe(1);
     // The payer's next call spends the voucher it signed for the call answered 503: charged once.
-    let next = await call();
-    for (let i = 0; next.status === 503 && i < 50; i++) {
-      await sleep(200);
-      next = await call();
-    }
+    const next = await eventually(call, (res) => res.status !== 503, 20_000, 200);
     expect(next.status).toBe(200);
     expect(next.receipt).toMatchObject({ spent: String(2n * PRICE), units: 2 });
   }, 120_000);

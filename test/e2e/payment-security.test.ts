@@ -10,6 +10,7 @@ import { decodePaymentResponseHeader } from "@x402/fetch";
 import { toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { eventually, sleep } from "../support/eventually.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import {
@@ -63,8 +64,6 @@ afterAll(async () => {
   await mesh?.stop();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 interface Answer {
   status: number;
   headers: Headers;
@@ -117,7 +116,8 @@ describe("one x402 payment serves one call (finding 1)", () => {
   ])(
     "round %#: one signature for %s sent 40 times with one X-Request-Id, 0-2 ms apart, is served once",
     async (which, who) => {
-      await sleep(3_000); // each round starts with the client's whole attempt budget (40/s, burst 120)
+      // time-based: paces the client: each round starts with its whole attempt budget (40/s, burst 120).
+      await sleep(3_000);
       const payer = x402Payer(devnet, who);
       const path = which === "block-number" ? blockNumber : erc721;
       const signature = await sign(payer, path);
@@ -128,6 +128,7 @@ describe("one x402 payment serves one call (finding 1)", () => {
         inFlight.push(send(path, headers));
         // The cheap signature is also tried on the pricier endpoint in between.
         if (which === "block-number" && i % 8 === 0) inFlight.push(send(erc721, headers));
+        // time-based: paces the client: sends 0-2 ms apart (the case under test).
         await sleep(Math.random() * 2);
       }
       const results = await Promise.all(inFlight);
@@ -163,13 +164,13 @@ describe("a call that gets no answer costs nothing (the charging rule)", () => {
     expect(dead.headers.get("payment-response")).toBeNull();
     expect(await balances(payer.address)).toEqual(before);
 
-    let served: Answer | undefined;
-    for (let i = 0; i < 20; i++) {
-      served = await send("/api/chain/chain-id", { "PAYMENT-SIGNATURE": signature });
-      // The gateway releases after answering; until then the payment reads as in use.
-      if (served.status !== 402 || !/in use/.test(served.body.error?.message)) break;
-      await sleep(100);
-    }
+    // The gateway releases after answering; until then the payment reads as in use.
+    const served: Answer | undefined = await eventually(
+      () => send("/api/chain/chain-id", { "PAYMENT-SIGNATURE": signature }),
+      (a) => a.status !== 402 || !/in use/.test(a.body.error?.message),
+      30_000,
+      100,
+    );
     expect(served?.status, JSON.stringify(served?.body)).toBe(200);
     expect(decodePaymentResponseHeader(served?.headers.get("payment-response") ?? "").success).toBe(true);
     const after = await balances(payer.address);

@@ -13,6 +13,7 @@ import { LEDGER_DURABLE } from "../../services/settlement-worker/src/adapters/ev
 import { RELEASED_DEFAULTS } from "../../services/settlement-worker/src/adapters/ledger-store.ts";
 import { hourOf } from "../../services/settlement-worker/src/core/ledger.ts";
 import { createAccountWithKey } from "../support/accounts.ts";
+import { eventually } from "../support/eventually.ts";
 import { runProcess } from "../support/run-process.ts";
 import { type DevnetInfo, settlementClient, x402Payer } from "../support/x402.ts";
 
@@ -55,13 +56,9 @@ async function tollgate(args: string[]) {
 const rows = async <R>(text: string, values: unknown[] = []) => (await db.query(text, values)).rows as R[];
 
 async function until<T>(fn: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const v = await eventually(fn, (x) => !!x, ms, 100);
+  if (!v) throw new Error(`not within ${ms} ms`);
+  return v;
 }
 
 /** The durable has delivered and had acked everything its stream holds. */

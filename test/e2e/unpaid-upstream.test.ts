@@ -11,6 +11,7 @@ import { upstreamsEnvName } from "@tollgate/rpc-proxy";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep } from "../support/eventually.ts";
 import { metricSumAt, quotaMeterCalls } from "../support/gateway.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { signPayment, type X402Payer, x402Payer } from "../support/x402.ts";
@@ -68,8 +69,6 @@ afterAll(async () => {
   await mesh?.stop();
   await node?.close();
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Answer {
   status: number;

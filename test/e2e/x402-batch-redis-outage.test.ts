@@ -16,6 +16,7 @@ import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type OwnServer, ownRedis } from "../chaos/servers.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep, until } from "../support/eventually.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { batchPayer } from "../support/x402-batch.ts";
@@ -27,7 +28,6 @@ const PRICE = priceAtomic("0.001");
 // This suite's own receiver: a channel of its own, whatever other suites did with the payer.
 const PAY_TO = privateKeyToAddress(generatePrivateKey());
 const NAMESPACE = `xbredis${process.pid}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The ethereum node's front door: forwards to the devnet's anvil, and while `held` keeps each
@@ -94,13 +94,16 @@ async function channelHeld(): Promise<void> {
   const watcher = createClient({ url: `redis://127.0.0.1:${redis.port}` });
   await watcher.connect();
   try {
-    for (let i = 0; ; i++) {
-      if (i > 400) throw new Error("the paid call never held its channel");
-      const [key] = (await watcher.keys("*:server:channel:*")).filter((k) => !k.endsWith(":lock"));
-      const record = JSON.parse((key && (await watcher.get(key))) || "{}") as { pendingRequest?: unknown };
-      if (record.pendingRequest) return;
-      await sleep(25);
-    }
+    await until(
+      "the paid call held its channel",
+      async () => {
+        const [key] = (await watcher.keys("*:server:channel:*")).filter((k) => !k.endsWith(":lock"));
+        const record = JSON.parse((key && (await watcher.get(key))) || "{}") as { pendingRequest?: unknown };
+        return !!record.pendingRequest;
+      },
+      30_000,
+      25,
+    );
   } finally {
     await watcher.quit();
   }
@@ -176,10 +179,7 @@ describe("x402-batch across a Redis outage (private redis-server stopped and sta
       async (res) => ({ status: res.status, body: await res.text() }),
       (err: unknown) => ({ status: 0, body: String(err) }),
     );
-    for (let i = 0; upstream.waiting === 0; i++) {
-      if (i > 400) throw new Error("the paid call never reached the node");
-      await sleep(25);
-    }
+    await until("the paid call reached the node", () => upstream.waiting > 0, 30_000, 25);
     // A paying client's node call starts beside Verify (see the gateway's README): Redis stops only
     // once Verify holds the channel (its lock in the channel's record), so the call in flight is a
     // verified one.
@@ -223,6 +223,7 @@ describe("x402-batch across a Redis outage (private redis-server stopped and sta
     );
     await channelHeld();
     await redisLink.cut();
+    // time-based: the link stays cut a while: the outage the lost call lives through.
     setTimeout(() => void redisLink.restore(), 300);
     const lost = await lostCall;
     expect(lost.status, lost.body).toBe(503);

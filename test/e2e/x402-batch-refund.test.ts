@@ -23,6 +23,7 @@ import { voucherTypes } from "@x402/evm";
 import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { awaitValue } from "../support/eventually.ts";
 import { type Address, sendUsdc, settlementClient, usdcBalance } from "../support/x402.ts";
 import { type BatchPayer, batchPayer, batchPayerOfKey, hundredCalls } from "../support/x402-batch.ts";
 import { startBatchMesh } from "../support/x402-batch-mesh.ts";
@@ -43,7 +44,6 @@ const escrow = parseAbi([
   "event Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed)",
   "event Refunded(bytes32 indexed channelId, address indexed sender, uint128 amount)",
 ]);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** 24 calls at four prices (0.046 USDC in all): a tenth of hundredCalls, each kind of call. */
 const CALLS = hundredCalls(devnet).filter((_, i) => i % 10 < 2 || i >= 96);
@@ -139,15 +139,8 @@ async function refundMetrics() {
   };
 }
 
-async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${String(v)} after ${ms} ms`);
-    await sleep(250);
-  }
-}
+const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 60_000) =>
+  awaitValue(what, read, done, ms, 250);
 
 /** Every transaction the settlement key sent since `fromBlock`, with its receipt's status. */
 async function sentSince(fromBlock: bigint) {

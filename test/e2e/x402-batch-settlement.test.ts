@@ -13,6 +13,7 @@ import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402
 import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { awaitValue } from "../support/eventually.ts";
 import { type Address, settlementClient, settlementNetwork, usdcBalance } from "../support/x402.ts";
 import { type BatchPayer, batchPayer, hundredCalls } from "../support/x402-batch.ts";
 import { ESCROW_ABI, startBatchMesh } from "../support/x402-batch-mesh.ts";
@@ -30,7 +31,6 @@ const PAY_TO = privateKeyToAddress(generatePrivateKey());
 const transferEvent = parseAbi([
   "event Transfer(address indexed from, address indexed to, uint256 value)",
 ])[0];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** 100 calls at four prices (0.18 USDC in all). */
 const CALLS = hundredCalls(devnet);
@@ -77,15 +77,8 @@ async function channelOf(payer: BatchPayer): Promise<Hex> {
 const onchain = async (channelId: Hex) =>
   chain.readContract({ address: ESCROW, abi: ESCROW_ABI, functionName: "channels", args: [channelId] });
 
-async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 90_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${String(v)} after ${ms} ms`);
-    await sleep(500);
-  }
-}
+const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 90_000) =>
+  awaitValue(what, read, done, ms, 500);
 
 /** Every claim of a channel on chain: [transaction, amount]. */
 async function claimsOf(channelId: Hex, fromBlock: bigint) {

@@ -11,6 +11,7 @@ import { decodePaymentSignatureHeader } from "@x402/core/http";
 import { type Hex, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { awaitValue, eventually } from "../support/eventually.ts";
 import { nodeRpc } from "../support/node-rpc.ts";
 import { type Address, settlementClient, usdcBalance } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
@@ -30,7 +31,6 @@ const PAY_TO = privateKeyToAddress(generatePrivateKey());
 const settledEvent = parseAbi([
   "event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount)",
 ])[0];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const FACILITATOR = privateKeyToAddress(batchMeshEnv(PAY_TO).base.X402_FACILITATOR_PRIVATE_KEY as Hex);
 let mesh: Mesh;
@@ -54,18 +54,8 @@ afterAll(async () => {
 
 const anvil = (method: string, params: unknown[] = []) => nodeRpc(RPC, method, params);
 
-async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 90_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline)
-      throw new Error(
-        `${what}: still ${JSON.stringify(v, (_, x) => (typeof x === "bigint" ? String(x) : x))} after ${ms} ms`,
-      );
-    await sleep(250);
-  }
-}
+const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 90_000) =>
+  awaitValue(what, read, done, ms, 250);
 
 describe("x402-batch settlement events survive a worker crash (SIGKILL between a mined claim and its event)", () => {
   it("the claim mined while the worker was dead is journaled after the restart: one ledger event per claim, settle and refund; claimed == served", async () => {
@@ -102,8 +92,9 @@ describe("x402-batch settlement events survive a worker crash (SIGKILL between a
         (pending) => pending > 0,
         30_000,
       );
-      mesh.services["settlement-worker"].child.kill("SIGKILL");
-      await sleep(200);
+      const worker = mesh.services["settlement-worker"].child;
+      worker.kill("SIGKILL");
+      await eventually(() => worker.signalCode !== null || worker.exitCode !== null, true, 10_000, 10);
       await anvil("evm_mine");
     } finally {
       await anvil("evm_setAutomine", [true]);

@@ -8,11 +8,11 @@ import { freePort, type Mesh } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { devnet, sharedSettlementEnv } from "../support/devnet.ts";
+import { eventually } from "../support/eventually.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 
 let mesh: Mesh;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   const ethereum = devnet.chains.ethereum?.rpcUrl;
@@ -49,11 +49,7 @@ describe("the x402 discovery list through a payment-verifier outage", () => {
     expect(away.body).toMatchObject({ data: null, error: { code: "service_unavailable" } });
 
     await mesh.restart("payment-verifier");
-    let back = await list();
-    for (let i = 0; i < 50 && back.status !== 200; i++) {
-      await sleep(200);
-      back = await list();
-    }
+    const back = await eventually(list, (res) => res.status === 200, 30_000, 200);
     expect(back.status).toBe(200);
     expect(back.body.items).toHaveLength(PAID_RESOURCES.length);
     for (const item of back.body.items) expect(item.accepts.length).toBeGreaterThan(0);

@@ -4,6 +4,7 @@
 import { ENDPOINTS, priceAtomic } from "@tollgate/catalog";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { describe, expect, it } from "vitest";
+import { sleep } from "../support/eventually.ts";
 import { get, mesh, post } from "../support/gateway.ts";
 import { x402Payer } from "../support/x402.ts";
 import {
@@ -16,7 +17,6 @@ import {
   PAY_TO,
   role,
   signPayment,
-  sleep,
   USDC,
 } from "./x402.support.ts";
 
@@ -165,6 +165,7 @@ describe("x402 exact through the gateway, paid with the official client librarie
     const validBefore = Number(
       JSON.parse(Buffer.from(expired, "base64").toString()).payload.authorization.validBefore,
     );
+    // time-based: the authorization's validBefore must pass (the expiry under test, set by the chain's clock).
     await sleep(Math.max(0, validBefore * 1000 - Date.now()) + 1100);
     expectRefused(await get(blockNumber, { "PAYMENT-SIGNATURE": expired }), /expired/);
 

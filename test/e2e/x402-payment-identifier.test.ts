@@ -22,6 +22,7 @@ import { decodePaymentResponseHeader } from "@x402/fetch";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { eventually, sleep, until } from "../support/eventually.ts";
 import { metricSumAt } from "../support/gateway.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
@@ -51,7 +52,6 @@ let mesh: Mesh;
 let node: CountingProxy;
 const chain = settlementClient(devnet);
 const balance = (owner: Address) => usdcBalance(chain, devnet, owner);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   const target = devnet.chains.ethereum?.rpcUrl;
@@ -111,6 +111,7 @@ async function againAfterProgress(path: string, signature: string): Promise<Answ
   for (let i = 0; i < 20; i++) {
     const answer = await again(path, signature);
     if (answer.status !== 409 || !answer.text.includes("payment_identifier_in_progress")) return answer;
+    // time-based: paces the client by the answer's Retry-After (scaled down), as a client does.
     await sleep(Number(answer.headers.get("retry-after")) * 100);
   }
   throw new Error("the first answer was never kept");
@@ -223,11 +224,12 @@ describe("x402 payment-identifier: a paid retry is answered once, charged once",
     const calls = nodeCalls("eth_getBalance");
 
     // The same payment and identifier with body B: a conflict, not body A's answer.
-    let other = await post(b, signature);
-    for (let i = 0; i < 20 && other.text.includes("payment_identifier_in_progress"); i++) {
-      await sleep(100);
-      other = await post(b, signature);
-    }
+    const other = await eventually(
+      () => post(b, signature),
+      (a) => !a.text.includes("payment_identifier_in_progress"),
+      30_000,
+      100,
+    );
     expect(other.status, other.text).toBe(409);
     expect(JSON.parse(other.text)).toMatchObject({
       id: 7,
@@ -254,7 +256,7 @@ describe("x402 payment-identifier: a paid retry is answered once, charged once",
     const calls = nodeCalls("eth_call");
     const sent = again(BALANCE, signature);
     try {
-      while (nodeCalls("eth_call") === calls) await sleep(20);
+      await until("the call reached the node", () => nodeCalls("eth_call") !== calls, 30_000, 20);
       const during = await again(BALANCE, signature);
       expect(during.status, during.text).toBe(409);
       expect(during.headers.get("retry-after")).toBe("1");
@@ -315,7 +317,12 @@ describe("x402 payment-identifier: a paid retry is answered once, charged once",
     expect(Buffer.byteLength(first.text)).toBeGreaterThan(MAX_ANSWER_BYTES);
     const afterFirst = await balance(PAY_TO);
     expect(afterFirst - before).toBe(priceAtomic("0.005", devnet.demo.settlement.usdc.decimals));
-    while ((await pvMetric("too_large")) === tooLarge) await sleep(20);
+    await until(
+      "payment-verifier counted the answer too large",
+      async () => (await pvMetric("too_large")) !== tooLarge,
+      30_000,
+      20,
+    );
 
     const calls = nodeCalls("eth_getLogs");
     const retry = await again(TRANSFERS, first.signature);

@@ -141,5 +141,3 @@ export async function balances(payer: Address): Promise<{ payer: bigint; payTo: 
   const [p, t] = await Promise.all([balance(payer), balance(PAY_TO)]);
   return { payer: p, payTo: t };
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -17,6 +17,7 @@ import { createWalletClient, defineChain, erc20Abi, http, pad, toFunctionSelecto
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lower } from "../support/addresses.ts";
+import { eventually } from "../support/eventually.ts";
 import { get, mesh, metricSum, post } from "../support/gateway.ts";
 import { x402Payer } from "../support/x402.ts";
 import {
@@ -37,7 +38,6 @@ import {
   settledHere,
   settlement,
   signPayment,
-  sleep,
   thirdNetwork,
   USDC,
 } from "./x402.support.ts";
@@ -370,11 +370,7 @@ describe("x402 exact through the gateway, paid with the official client librarie
         events.some((e) => e.request_id === id && e.outcome === "settled"),
       ) &&
       [...releasedHere].every((id) => events.some((e) => e.request_id === id && e.outcome === "released"));
-    let events: SettlementEventV2[] = [];
-    for (let i = 0; i < 50 && !wanted(events); i++) {
-      if (i > 0) await sleep(200);
-      events = await readSettlements(firstSeq);
-    }
+    const events = await eventually(() => readSettlements(firstSeq), wanted, 30_000, 200);
     const ours = events.filter((e) => {
       const id = e.request_id ?? "";
       return settledHere.has(id) || releasedHere.has(id);

@@ -173,6 +173,7 @@ describe("@tollgate/events publisher", () => {
         const e = usageEvent();
         publisher.publish(USAGE_V1, e);
         published.push(e.id);
+        // time-based: yields a turn every 25 publishes, so the publisher's sends go out meanwhile.
         if (i % 25 === 0) await new Promise((resolve) => setImmediate(resolve));
       }
     };
@@ -183,7 +184,7 @@ describe("@tollgate/events publisher", () => {
       await waitFor(async () => publisher.pending() < 300, 10_000, 1);
       await proxy.cut();
       await publishSome(300);
-      // A window, not a wait for a result: the publisher must keep holding them (and say so once)
+      // time-based: a window, not a wait for a result: the publisher must keep holding them (and say so once)
       // through several reconnect attempts; nothing would mark "none were sent" sooner.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(publisher.pending()).toBeGreaterThanOrEqual(300);
@@ -219,7 +220,7 @@ describe("@tollgate/events publisher", () => {
       const events = Array.from({ length: 50 }, () => usageEvent());
       for (const e of events) publisher.publish(USAGE_V1, e);
       expect(publisher.pending()).toBe(50);
-      // Several reconnect attempts go by; the log says it once (a window in which a second line
+      // time-based: several reconnect attempts go by; the log says it once (a window in which a second line
       // must not appear: nothing to wait for instead).
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       const held = log.lines().filter((l) => String(l.msg).includes("held locally"));

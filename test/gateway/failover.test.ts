@@ -3,6 +3,7 @@ import { freePort, type Mesh, meshAdmin } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { eventually } from "../support/eventually.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 
@@ -80,12 +81,12 @@ describe("rpc-proxy failover through the whole mesh", () => {
       await mesh.restart("payment-verifier");
     }
     // The gateway reaches the restarted payment-verifier again within a few seconds.
-    const deadline = Date.now() + 5_000;
-    let offered = await request(mesh.gatewayUrl).get("/api/chain/block-number");
-    while (offered.status === 503 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 200));
-      offered = await request(mesh.gatewayUrl).get("/api/chain/block-number");
-    }
+    const offered = await eventually(
+      () => request(mesh.gatewayUrl).get("/api/chain/block-number"),
+      (res) => res.status !== 503,
+      5_000,
+      200,
+    );
     expect(offered.status).toBe(402);
     expect(offered.headers["payment-required"]).toMatch(/^[A-Za-z0-9+/=]+$/);
   });

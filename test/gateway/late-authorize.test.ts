@@ -68,7 +68,7 @@ describe("an Authorize answered after the gateway's deadline (stand-in: a TCP pr
     expect(late.status).toBe(503);
     expect(((await late.json()) as { error: { code: string } }).error.code).toBe("service_unavailable");
     // Redis gets the script only now, well after the gateway answered: it counts, then gives back.
-    // (A fixed pause on purpose: it is the lateness under test, not a wait for a result.)
+    // time-based: a fixed pause on purpose: it is the lateness under test, not a wait for a result.
     await new Promise((r) => setTimeout(r, 1_000));
     await proxy.restore();
     // The gateway's release of that Authorize reaches quota-meter with its next usage batch.

@@ -8,6 +8,7 @@ import { type Mesh, meshAdmin } from "@tollgate/local";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { eventually } from "../support/eventually.ts";
 import { quotaMeterCalls } from "../support/gateway.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 
@@ -157,9 +158,7 @@ describe("quota leases across two gateways", () => {
             [created.account.id],
           )
         ).rows[0];
-      const deadline = Date.now() + 20_000;
-      while ((await rollup())?.requests !== served + failed && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 200));
+      await eventually(rollup, (r) => r?.requests === served + failed, 30_000, 200);
       // Every call reported once; only the served ones counted (before: a failed call's unit was
       // counted for it and again for the call that reused it).
       expect(await rollup()).toEqual({ requests: served + failed, counted: served });
@@ -203,9 +202,7 @@ describe("quota leases across two gateways", () => {
             [created.account.id],
           )
         ).rows[0];
-      const deadline = Date.now() + 20_000;
-      while ((await rollup())?.requests !== 100 && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 200));
+      await eventually(rollup, (r) => r?.requests === 100, 30_000, 200);
       // Each call reported once (its own record), only the served batch's counted.
       expect(await rollup()).toEqual({ requests: 100, counted: 50 });
     } finally {

@@ -2,6 +2,7 @@ import { freePort, type Mesh, meshAdmin } from "@tollgate/local";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { devnet, sharedSettlementEnv } from "../support/devnet.ts";
+import { eventually, sleep } from "../support/eventually.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 
@@ -14,7 +15,6 @@ import { startOwnMesh } from "../support/own-mesh.ts";
 
 let mesh: Mesh;
 const gatewayLines: string[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   const ethereum = devnet.chains.ethereum?.rpcUrl;
@@ -76,10 +76,12 @@ describe("request ids are the mesh's, never the caller's", () => {
       ids.add(String(res.headers["x-request-id"]));
     }
     expect(ids.size).toBe(4);
-    await sleep(200);
-    const access = gatewayLines
-      .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .filter((l) => l.msg === "request" && ids.has(String(l.request_id)));
+    const accessLines = () =>
+      gatewayLines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.msg === "request" && ids.has(String(l.request_id)));
+    // The access lines may trail the answers on the pipe.
+    const access = await eventually(accessLines, (lines) => lines.length >= 4, 10_000, 20);
     expect(access).toHaveLength(4);
     for (const line of access) expect(line.client_request_id).toBe(sent);
   });
@@ -114,13 +116,16 @@ describe("request ids are the mesh's, never the caller's", () => {
         (await call("/api/chain/chain-id", { ...auth, "X-Request-Id": "same-id-for-all-three" })).status,
       ).toBe(200);
     }
-    let requests = 0;
-    for (let i = 0; i < 100 && requests < 4; i++) {
-      await sleep(100);
-      const usage = await call("/api/account/usage?days=1", auth);
-      expect(usage.status).toBe(200);
-      requests = usage.body.data.days.at(-1).requests;
-    }
+    const requests = await eventually(
+      async () => {
+        const usage = await call("/api/account/usage?days=1", auth);
+        expect(usage.status).toBe(200);
+        return Number(usage.body.data.days.at(-1).requests);
+      },
+      (n) => n >= 4,
+      30_000,
+      100,
+    );
     expect(requests).toBe(4);
   });
 });

@@ -19,6 +19,7 @@ import {
   urlOf,
   validRequests,
 } from "../support/devnet.ts";
+import { until } from "../support/eventually.ts";
 import { assertConforms } from "../support/openapi.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { SUITE_BURST } from "../support/quota.ts";
@@ -40,13 +41,8 @@ let expectedRequests = 0;
 
 const total = () => [...proxies.values()].reduce((n, p) => n + p.requests.length, 0);
 
-/** Resolves once `done()` holds; fails the test after 5 s. */
-async function waitFor(done: () => boolean): Promise<void> {
-  for (let i = 0; !done(); i++) {
-    if (i > 500) throw new Error("waited 5 s in vain");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** Resolves once `done()` holds; fails the test after 10 s. */
+const waitFor = (done: () => boolean) => until("the round trips", done, 10_000, 10);
 
 beforeAll(async () => {
   // Metering round trips get room on a loaded machine, as in the shared mesh.

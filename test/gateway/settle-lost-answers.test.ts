@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { metric } from "../quota-meter/helpers.ts";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
+import { sleep, until } from "../support/eventually.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
@@ -23,7 +24,6 @@ const blockNumber = endpointById("blockNumber");
 if (!blockNumber) throw new Error("no endpoint blockNumber");
 const PRICE = priceAtomic(blockNumber.price, devnet.demo.settlement.usdc.decimals);
 const SETTLE_DEADLINE_MS = 8_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let mesh: Mesh;
 let settlementNode: CountingProxy;
@@ -79,11 +79,6 @@ afterAll(async () => {
 const transfersSince = (mark: number) =>
   settlementNode.since(mark).filter((r) => r.methods.includes("eth_sendRawTransaction")).length;
 
-async function until(what: string, done: () => boolean, ms = 15_000): Promise<void> {
-  for (const started = Date.now(); !done(); await sleep(20))
-    if (Date.now() - started > ms) throw new Error(`timed out waiting until ${what}`);
-}
-
 /** Pays for one block-number call and holds its transfer at the chain; resolves once it is held. */
 async function paidCallHeldAtTheChain(role: string) {
   const payer = x402Payer(devnet, role);
@@ -93,7 +88,7 @@ async function paidCallHeldAtTheChain(role: string) {
   settlementNode.mode = "hold";
   const started = Date.now();
   const answer = payer.fetch(`${gateway}/api/chain/block-number`);
-  await until("the Settle's transfer reached the chain", () => transfersSince(mark) === 1);
+  await until("the Settle's transfer reached the chain", () => transfersSince(mark) === 1, 15_000, 20);
   // The Settle began before this: the deadline payment-verifier was sent ends by held + the deadline.
   return { payer, before, mark, started, held: Date.now(), answer };
 }
@@ -105,7 +100,8 @@ describe("a Settle whose connection to payment-verifier drops while it settles (
       const links = link.accepted;
       link.reset();
       // The gateway's next attempt reaches payment-verifier on a new link and waits there.
-      await until(`attempt ${drop + 1} reached payment-verifier`, () => link.accepted > links);
+      await until(`attempt ${drop + 1} reached payment-verifier`, () => link.accepted > links, 15_000, 20);
+      // time-based: the attempt waits at payment-verifier a while before its link is dropped.
       await sleep(300);
     }
     settlementNode.release();
@@ -141,12 +137,13 @@ describe("a Settle whose connection to payment-verifier drops while it settles (
     expect(await metric(gatewayMetrics, "payment_settle_unanswered_total")).toBe(1);
     // The gateway gives up just before its deadline (no time for another attempt): the transfer is
     // let through once that deadline, the one payment-verifier was sent, has passed.
+    // time-based: the deadline itself is the subject: the transfer goes through only after it.
     await sleep(held + SETTLE_DEADLINE_MS + 300 - Date.now());
     settlementNode.release();
     await link.restore();
     const late = () =>
       logged.find((l) => l.service === "payment-verifier" && l.line.requestId === requestId)?.line;
-    await until("payment-verifier logged the late settlement", () => late() !== undefined);
+    await until("payment-verifier logged the late settlement", () => late() !== undefined, 15_000, 20);
     expect(late()).toMatchObject({ level: 50, scheme: "exact", what: "collected_late" });
     expect(String(late()?.payer).toLowerCase()).toBe(payer.address.toLowerCase());
     const mined = await chain.waitForTransactionReceipt({ hash: late()?.reference as `0x${string}` });

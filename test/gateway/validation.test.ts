@@ -294,6 +294,7 @@ async function withoutExecute(label: string, batch: () => Promise<void>): Promis
     await batch();
     moved = (await executes()) - before;
     if (moved === 0) return;
+    // time-based: paces the retries with jitter, so another suite's traffic falls between them.
     await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 80));
   }
   throw new Error(`${label}: rpc-proxy Execute moved by ${moved} in every attempt`);

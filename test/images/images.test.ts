@@ -8,6 +8,7 @@ import { checkHealth } from "@tollgate/platform";
 import { afterAll, describe, expect, it } from "vitest";
 import { DOCKER } from "../../deploy/docker/images.ts";
 import { createAccountWithKey } from "../support/accounts.ts";
+import { eventually } from "../support/eventually.ts";
 import { mesh } from "../support/gateway.ts";
 import { type Prometheus, startPrometheus } from "../support/prometheus.ts";
 import { runProcess } from "../support/run-process.ts";
@@ -153,13 +154,12 @@ describe("observability", () => {
       ruleFiles: [],
     });
     const p = prometheus;
-    const deadline = Date.now() + 60_000;
-    let up: string[] = [];
-    while (Date.now() < deadline) {
-      up = (await p.query("up == 1")).map((s) => s.metric.job ?? "").sort();
-      if (up.length === SERVICES.length) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    const up = await eventually(
+      async () => (await p.query("up == 1")).map((s) => s.metric.job ?? "").sort(),
+      (jobs) => jobs.length === SERVICES.length,
+      60_000,
+      500,
+    );
     expect(up).toEqual([...SERVICES].sort());
     // Each service's own process metrics, read from inside its container.
     const resident = await p.query("process_resident_memory_bytes");

@@ -201,6 +201,7 @@ try {
     });
     child.kill("SIGTERM");
     // The manifests' longest grace period; a drain that needs more is a failure.
+    // time-based: the deadline of a race that fails the run ("timeout").
     const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 90_000).unref());
     const code = await Promise.race([exited, timeout]);
     exits[service] = code === "timeout" ? null : code;

@@ -5,6 +5,10 @@ import { describe, expect, it } from "vitest";
 import type { Authorization } from "../../services/gateway/src/clients/quota-meter.ts";
 import { createLeaseBook, createUnknownKeyLimiter } from "../../services/gateway/src/leases.ts";
 
+/** The fake meter answers a turn of the event loop later, as a round trip does. */
+// time-based: not a wait for anything: the fakes' answer is async, so concurrent asks interleave.
+const aTurnLater = () => new Promise((r) => setImmediate(r));
+
 let clock = 1_000;
 const now = () => clock;
 
@@ -14,7 +18,7 @@ function meter(opts: { cap?: number; decision?: Authorization["decision"]; meter
   const asked: number[] = [];
   const authorize = async (want: number): Promise<Authorization> => {
     asked.push(want);
-    await new Promise((r) => setImmediate(r));
+    await aTurnLater();
     const units = Math.min(want, opts.cap ?? want);
     used += units;
     return {
@@ -84,7 +88,7 @@ describe("lease book (quota-meter's answers made in the test)", () => {
       (price: number) =>
       async (want: number): Promise<Authorization> => {
         asked.push([want, price]);
-        await new Promise((r) => setImmediate(r));
+        await aTurnLater();
         balance -= want * price;
         return {
           decision: "DECISION_ALLOW",
@@ -153,7 +157,7 @@ describe("lease book (quota-meter's answers made in the test)", () => {
     const asked: number[] = [];
     const authorize = async (want: number): Promise<Authorization> => {
       asked.push(want);
-      await new Promise((r) => setImmediate(r));
+      await aTurnLater();
       return {
         decision: asked.length === 1 ? "DECISION_ALLOW" : "DECISION_DAILY_LIMIT_EXCEEDED",
         accountId: "acct",
@@ -184,7 +188,7 @@ describe("lease book (quota-meter's answers made in the test)", () => {
     let left = 5;
     const authorize = async (want: number): Promise<Authorization> => {
       asked.push(want);
-      await new Promise((r) => setImmediate(r));
+      await aTurnLater();
       const ok = want <= left;
       if (ok) left -= want;
       return {
@@ -226,7 +230,7 @@ describe("lease book (quota-meter's answers made in the test)", () => {
 
 /** quota-meter for made-up keys: every key is unknown. */
 const unknown = async (): Promise<Authorization> => {
-  await new Promise((r) => setImmediate(r));
+  await aTurnLater();
   return { decision: "DECISION_INVALID_KEY", accountId: "", keyId: "", metered: false } as Authorization;
 };
 

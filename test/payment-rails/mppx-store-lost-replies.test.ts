@@ -12,19 +12,11 @@ import {
   undoDeduction,
 } from "../../libs/payment-rails/src/mppx-store.ts";
 import { uniqueId } from "../payment-verifier/support.ts";
+import { until } from "../support/eventually.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
 
 const prefix = `${uniqueId("test:mppx-lost:")}:`;
 const redis = testRedis(prefix);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Waits until the machine's Redis (read beside the proxy) shows `done`. */
-async function until(done: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; !(await done()); i++) {
-    if (i > 200) throw new Error("Redis never ran the write");
-    await sleep(10);
-  }
-}
 
 /**
  * A channel's deduction, as mppx's session server writes it: spent raised by the price, units by one. `meanwhile`
@@ -90,8 +82,10 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
     await deductThrough(
       (proxy) => proxy.holdReplies(),
       async ({ proxy, update, spent }) => {
-        await until(async () => (await spent()) === "6000#__bigint");
+        await until("Redis ran the write", async () => (await spent()) === "6000#__bigint", 10_000, 10);
         await proxy.cut();
+        // time-based: the link stays cut a while: the outage the lost reply lives through.
+        // time-based: the link stays cut a while: the outage the lost reply lives through.
         setTimeout(() => void proxy.restore(), 300);
         await expect(update).resolves.toBe("charged");
         // Charged exactly once: not taken as failed, and not run a second time.
@@ -105,7 +99,7 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
     await deductThrough(
       (proxy) => proxy.holdReplies(),
       async ({ proxy, update, spent, key }) => {
-        await until(async () => (await spent()) === "6000#__bigint");
+        await until("Redis ran the write", async () => (await spent()) === "6000#__bigint", 10_000, 10);
         await proxy.cut();
         // Other replicas go on charging the channel while this one waits for Redis.
         for (let i = 0; i < 20; i++)
@@ -113,6 +107,8 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
             key,
             deduct(() => {}),
           );
+        // time-based: the link stays cut a while: the outage the lost reply lives through.
+        // time-based: the link stays cut a while: the outage the lost reply lives through.
         setTimeout(() => void proxy.restore(), 300);
         await expect(update).resolves.toBe("charged");
         expect(await spent()).toBe("26000#__bigint");
@@ -125,9 +121,11 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
     await deductThrough(
       (proxy) => proxy.stall(),
       async ({ proxy, update, spent }) => {
-        await sleep(100);
+        await until("the update reached the stalled link", () => proxy.held > 0, 10_000, 5);
         await proxy.cut();
         expect(await spent()).toBe("5000#__bigint");
+        // time-based: the link stays cut a while: the outage the lost reply lives through.
+        // time-based: the link stays cut a while: the outage the lost reply lives through.
         setTimeout(() => void proxy.restore(), 300);
         await expect(update).resolves.toBe("charged");
         expect(await spent()).toBe("6000#__bigint");
@@ -144,8 +142,14 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
       const expires = Date.now() + 60_000;
       proxy.holdReplies();
       const claim = store.tryClaim?.(key, expires);
-      await until(async () => (await redis.exists(`${prefix}replay:${key}`)) === 1);
+      await until(
+        "Redis ran the write",
+        async () => (await redis.exists(`${prefix}replay:${key}`)) === 1,
+        10_000,
+        10,
+      );
       await proxy.cut();
+      // time-based: the link stays cut a while: the outage the lost reply lives through.
       setTimeout(() => void proxy.restore(), 300);
       await expect(claim).resolves.toBe(true);
       await expect(other.tryClaim?.(key, expires)).resolves.toBe(false);
@@ -158,7 +162,7 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
     await deductThrough(
       (proxy) => proxy.holdReplies(),
       async ({ proxy, update, spent }) => {
-        await until(async () => (await spent()) === "6000#__bigint");
+        await until("Redis ran the write", async () => (await spent()) === "6000#__bigint", 10_000, 10);
         await proxy.cut();
         await expect(update).rejects.toThrow();
       },
@@ -170,12 +174,13 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
     await deductThrough(
       (proxy) => proxy.holdReplies(),
       async ({ proxy, update, spent, scope }) => {
-        await until(async () => (await spent()) === "6000#__bigint");
+        await until("Redis ran the write", async () => (await spent()) === "6000#__bigint", 10_000, 10);
         await proxy.cut();
         await expect(update).rejects.toThrow();
         expect(await spent()).toBe("6000#__bigint");
         const undo = scope.undo;
         expect(undo).toBeDefined();
+        // time-based: Redis stays away a while; the undo waits for it.
         setTimeout(() => void proxy.restore(), 1_000);
         // Run by its caller (the core, once no takeover can serve the call); it waits for Redis.
         await undo?.();
@@ -198,7 +203,7 @@ describe("mppx store: a write whose answer was lost (replies held, then the link
     await deductThrough(
       (proxy) => proxy.stall(),
       async ({ proxy, update, spent, scope }) => {
-        await sleep(100);
+        await until("the update reached the stalled link", () => proxy.held > 0, 10_000, 5);
         await proxy.cut();
         await expect(update).rejects.toThrow();
         expect(await fenced()).toBe(0);

@@ -3,6 +3,7 @@
 // payment_id; only its holder keeps an answer under it or forgets it; every record lapses.
 import { beforeAll, describe, expect, it } from "vitest";
 import type { AnswerStore, KeptAnswer } from "../../services/payment-verifier/src/stores/answers.ts";
+import { eventually } from "../support/eventually.ts";
 import { useContractStores } from "./stores.contract.support.ts";
 import { uniqueId } from "./support.ts";
 
@@ -13,7 +14,6 @@ const answer: KeptAnswer = {
   headers: [{ name: "PAYMENT-RESPONSE", value: "eyJzdWNjZXNzIjp0cnVlfQ==" }],
   body: '{"data":{"block_number":"0x2a"},"error":null,"meta":{"endpoint":"/api/chain/block-number"}}',
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(answerStores)("answer store contract: %s", (_name, make) => {
   let store: AnswerStore;
@@ -95,9 +95,8 @@ describe.each(answerStores)("answer store contract: %s", (_name, make) => {
     await store.claim(pending, "p", "h", "r-h", 150);
     await store.claim(answered, "p", "h", "r-h", 60_000);
     expect(await store.keep(answered, "h", answer, 150)).toBe(true);
-    await sleep(300);
-    expect(await store.find(pending)).toBeUndefined();
-    expect(await store.find(answered)).toBeUndefined();
+    expect(await eventually(() => store.find(pending), undefined, 10_000, 20)).toBeUndefined();
+    expect(await eventually(() => store.find(answered), undefined, 10_000, 20)).toBeUndefined();
     // A lapsed claim keeps nothing: its answer came too late.
     expect(await store.keep(pending, "h", answer, 60_000)).toBe(false);
   });

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { batchChannelStorage } from "../../libs/payment-rails/src/batch-channels.ts";
 import { BatchVoucherStore } from "../../services/payment-verifier/src/stores/batch-vouchers.ts";
+import { until } from "../support/eventually.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
 
 // The x402-batch voucher scripts on the real Redis: a charge whose answer was lost is run again once
@@ -131,11 +132,9 @@ describe("x402-batch voucher store: a charge whose answer was lost (replies held
         voucher,
         now,
       );
-      for (let i = 0; (await chargedOf(id)) !== "6000"; i++) {
-        if (i > 200) throw new Error("Redis never ran the commit");
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await until("Redis ran the commit", async () => (await chargedOf(id)) === "6000", 10_000, 10);
       await proxy.cut();
+      // time-based: the link stays cut a while: the outage the lost reply lives through.
       setTimeout(() => void proxy.restore(), 300);
       expect((await committed).kind).toBe("already");
       expect(await chargedOf(id)).toBe("6000");
@@ -165,10 +164,7 @@ describe("x402-batch channel records through the official SDK's storage, an upda
   let struck = false;
   /** Waits until the fault struck, and the compare-and-set had a moment to be written. */
   const afterFault = async () => {
-    for (let i = 0; !struck; i++) {
-      if (i > 500) throw new Error("the SDK never ran its update");
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await until("the SDK ran its update", () => struck, 10_000, 10);
     await new Promise((r) => setTimeout(r, 50));
   };
 
@@ -186,6 +182,7 @@ describe("x402-batch channel records through the official SDK's storage, an upda
         );
       await afterFault();
       await proxy.cut();
+      // time-based: the link stays cut a while: the outage the lost reply lives through.
       setTimeout(() => void proxy.restore(), 300);
       return { status: await updated, charged: await chargedOf(id) };
     } finally {
@@ -249,6 +246,7 @@ describe("x402-batch channel records through the official SDK's storage, an upda
       const updated = batchChannelStorage(recording, prefix).updateChannel(id, create as never);
       await afterFault();
       await proxy.cut();
+      // time-based: the link stays cut a while: the outage the lost reply lives through.
       setTimeout(() => void proxy.restore(), 300);
       return { status: (await updated).status, replayed, id };
     } finally {

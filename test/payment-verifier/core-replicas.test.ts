@@ -7,6 +7,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import type { Payments } from "../../services/payment-verifier/src/core/payments.ts";
 import type { Header } from "../../services/payment-verifier/src/core/types.ts";
 import { MemoryReservationStore } from "../../services/payment-verifier/src/stores/reservations-memory.ts";
+import { eventually, sleep, until } from "../support/eventually.ts";
 import { alpha, call, events, outageStore, pay, REVERTED, replica, resetCore } from "./core.support.ts";
 
 beforeEach(resetCore);
@@ -38,7 +39,9 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
     const first = a.settle(c, id, credentials);
     const again = a.settle(c, id, credentials);
     const elsewhere = b.settle(c, id, credentials);
-    await new Promise((r) => setTimeout(r, 200));
+    await until("the owner's settlement reached the scheme", () => alpha.settles === 1, 10_000, 5);
+    // time-based: proves the two others do NOT reach the scheme while the first holds it.
+    await sleep(100);
     expect(alpha.settles).toBe(1); // the others wait
     open();
     const outcomes = await Promise.all([first, again, elsewhere]);
@@ -128,7 +131,7 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
     const first = a.settle(c, id, credentials);
     open();
     expect(await first).toMatchObject({ settled: false, code: "payment_invalid" });
-    await new Promise((r) => setTimeout(r, 20));
+    await until("the reverted settlement was undone", () => undone === 1, 10_000, 5);
     expect(undone).toBe(1);
     // The call is not served by anyone after: a retry of it finds the payment gone.
     expect(await b.settle(c, id, credentials)).toMatchObject({ settled: false });
@@ -149,13 +152,14 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
       return { ...REVERTED, undo: async () => void undone++ };
     };
     const first = a.settle(c, id, credentials);
-    await new Promise((r) => setTimeout(r, 50));
+    await until("the owner's settlement reached the scheme", () => alpha.settles === 1, 10_000, 5);
     a.close(); // cut off: no more heartbeats, its liveness lapses within 2 s
     const taken = await b.settle(c, id, credentials);
     expect(taken.settled).toBe(true);
     open(); // the cut-off owner's settlement ends failed, its charge unknown
     expect(await first).toMatchObject({ settled: false });
-    await new Promise((r) => setTimeout(r, 20));
+    // time-based: proves the failed settlement is NOT undone in the moments after it ended.
+    await sleep(20);
     expect(undone).toBe(0);
     b.close();
   });
@@ -163,7 +167,7 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
   it("takes the settlement over once its owner died (liveness lapsed), telling the scheme; not before", async () => {
     const { c, id, credentials } = await verified("orphan");
     void a.settle(c, id, credentials); // never answers: its process dies
-    await new Promise((r) => setTimeout(r, 50));
+    await until("the owner's settlement reached the scheme", () => alpha.settles === 1, 10_000, 5);
     a.close(); // no more heartbeats: the owner's liveness lapses within 2 s
     const started = Date.now();
     alpha.gate = undefined;
@@ -188,7 +192,7 @@ describe("payment core: a takeover whose answer was lost (replicas sharing a sto
     const v = await a.verify(c, credentials);
     if (!v.valid) throw new Error(v.reason);
     void a.settle(c, v.paymentId, credentials);
-    await new Promise((r) => setTimeout(r, 50));
+    await until("the owner's settlement reached the scheme", () => alpha.settles === 1, 10_000, 5);
     a.close(); // no more heartbeats: its liveness lapses within 2 s
     await new Promise((r) => setTimeout(r, 2_300));
     shared.repliesLost = true;
@@ -198,7 +202,8 @@ describe("payment core: a takeover whose answer was lost (replicas sharing a sto
     });
     shared.repliesLost = false;
     // Its deferred clean-up ran (every 0.5 s): the record is as the takeover left it.
-    await new Promise((r) => setTimeout(r, 1_200));
+    // time-based: proves the clean-up does NOT undo the record: two of its passes go by.
+    await sleep(1_200);
     expect(await shared.get("alpha:lost-takeover")).toMatchObject({ state: "settling" });
     alpha.gate = undefined;
     const again = await b.settle(c, v.paymentId, credentials, Date.now() + 3_000);
@@ -241,6 +246,7 @@ describe("payment core: Settle answers without waiting for its `settled` record"
     return { c, id: v.paymentId, credentials: pay("alpha", key) };
   }
   const within = <T>(p: Promise<T>, ms: number) =>
+    // time-based: the deadline of a race the test fails on ("late").
     Promise.race([p, new Promise<"late">((r) => setTimeout(() => r("late"), ms))]);
   /** What the store says of a payment, as a Verify of it for another call reads it. */
   async function used(key: string) {
@@ -288,8 +294,7 @@ describe("payment core: Settle answers without waiting for its `settled` record"
     expect(await a.settle(c, id, credentials)).toEqual(first);
     expect(store.marks).toBe(1);
     // The deferred clean-ups are tried every 0.5 s (on a loaded machine, a little later).
-    for (let i = 0; i < 30 && store.marks < 2; i++) await new Promise((r) => setTimeout(r, 100));
-    expect(store.marks).toBe(2);
+    expect(await eventually(() => store.marks, 2, 30_000, 100)).toBe(2);
     expect(await used("outage")).toBe(
       "this payment was already used (settled in tx-alpha:outage); sign a new payment",
     );

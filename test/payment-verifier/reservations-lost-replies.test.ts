@@ -6,12 +6,12 @@
 // path that drops).
 import { describe, expect, it } from "vitest";
 import { RedisReservationStore } from "../../services/payment-verifier/src/stores/reservations-redis.ts";
+import { until } from "../support/eventually.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
 import { paymentFacts, uniqueId } from "./support.ts";
 
 const prefix = `${uniqueId("test:reservations-lost:")}:`;
 const redis = testRedis(prefix);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("reservation store: a release whose answer was lost (replies held, then the link cut by a TCP proxy in front of the machine's Redis)", () => {
   it("is answered what it freed once Redis answers again, and frees nothing twice", async () => {
@@ -27,11 +27,14 @@ describe("reservation store: a release whose answer was lost (replies held, then
       proxy.holdReplies();
       const released = store.release(key, "tok", requestId, { id: "replica-a:1", keepMs: 60_000 });
       // Redis ran it: the reservation is gone (read beside the proxy); its answer is held.
-      for (let i = 0; (await redis.exists(`${prefix}reservation:${key}`)) === 1; i++) {
-        if (i > 200) throw new Error("Redis never ran the release");
-        await sleep(10);
-      }
+      await until(
+        "Redis ran the release",
+        async () => (await redis.exists(`${prefix}reservation:${key}`)) === 0,
+        10_000,
+        10,
+      );
       await proxy.cut();
+      // time-based: the link stays cut a while: the outage the lost reply lives through.
       setTimeout(() => void proxy.restore(), 300);
       // What it freed, the scheme's hold with it: the core's undo runs on this.
       await expect(released).resolves.toMatchObject({ token: "tok", requestId, hold: "channel-lock-token" });

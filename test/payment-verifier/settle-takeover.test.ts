@@ -16,6 +16,7 @@ import { createClient as createRedis } from "redis";
 import { type Address, isAddressEqual } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, until } from "../support/eventually.ts";
 import { MESH_CALLERS_ENV } from "../support/mesh.ts";
 import { paymentRequiredResponse, tempoClient, tip20Balance } from "../support/mppx.ts";
 import { nodeRpc as node } from "../support/node-rpc.ts";
@@ -39,7 +40,6 @@ import {
 } from "./support.ts";
 
 const USDC_E = "0x20C000000000000000000000b9537d11c60E8b50" as Address;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const account = (role: string) => {
   const found = devnet.accounts.find((x) => x.role === role);
   if (!found) throw new Error(`no devnet account ${role}`);
@@ -128,8 +128,8 @@ async function untilSignerLocksFree() {
   const redis = createRedis({ url: "redis://127.0.0.1:6379" });
   await redis.connect();
   try {
-    for (let i = 0; i < 200 && (await redis.keys(`${prefix}*signer:*:lock`)).length > 0; i++) await sleep(10);
-    expect(await redis.keys(`${prefix}*signer:*:lock`)).toEqual([]);
+    const locks = () => redis.keys(`${prefix}*signer:*:lock`);
+    expect(await eventually(locks, (held) => held.length === 0, 10_000, 10)).toEqual([]);
   } finally {
     await redis.close();
   }
@@ -168,12 +168,12 @@ async function killOwnerMidSettlement(chain: Chain, credentials: Header[]) {
       // gRPC status 14, UNAVAILABLE: what the gateway sends its Settle once more on.
       (err: CallError) => (err.failure?.grpcCode === 14 ? "UNAVAILABLE" : err.message),
     );
-    const t0 = Date.now();
-    let pending = 0;
-    while (pending < 1 && !answer && Date.now() - t0 < 20_000) {
-      pending = Number((await node<{ pending: string }>(chain.url, "txpool_status")).pending);
-      await sleep(10);
-    }
+    const pending = await eventually(
+      async () => Number((await node<{ pending: string }>(chain.url, "txpool_status")).pending),
+      (n) => n >= 1 || !!answer,
+      20_000,
+      10,
+    );
     expect(pending, `the owner's transfer reached the mempool ${answer}`).toBe(1);
     // Killed once its send has let go of the settlement key (the transfer in the mempool, its
     // receipt not yet read): a kill inside that one round trip is the signer lock's own case,
@@ -184,7 +184,12 @@ async function killOwnerMidSettlement(chain: Chain, credentials: Header[]) {
     const taken = lines.length;
     const retried = settle(b);
     // The dead owner's liveness lapses (2 s), then b takes over: the transfer is still pending.
-    await sleep(3_000);
+    await until(
+      "b took the settlement over",
+      () => lines.slice(taken).some((l) => l.includes("took over")),
+      30_000,
+      50,
+    );
     await resume();
     await node(chain.url, "evm_mine");
     const s = await retried;
@@ -240,8 +245,7 @@ async function settledByOwnerThatDied(credentials: Header[]) {
     expect(first.settled, first.reason).toBe(true);
     // Settle answers before it records the settlement: wait for that record (on a loaded machine it
     // trailed the answer, and overwrote the state written below).
-    for (let i = 0; i < 100 && (await redis.hGet(reservation, "state")) !== "settled"; i++) await sleep(50);
-    expect(await redis.hGet(reservation, "state")).toBe("settled");
+    expect(await eventually(() => redis.hGet(reservation, "state"), "settled", 10_000, 50)).toBe("settled");
     await redis.hSet(reservation, { ...verified, state: "settling", owner: uniqueId("dead-replica-") });
     await redis.pExpire(reservation, 60_000);
   } finally {
@@ -251,7 +255,7 @@ async function settledByOwnerThatDied(credentials: Header[]) {
   const again = await settle();
   expect(again.settled, again.reason).toBe(true);
   // The replica's log line may trail its answer on the pipe.
-  for (let i = 0; i < 100 && !lines.slice(taken).some((l) => l.includes("took over")); i++) await sleep(50);
+  await eventually(() => lines.slice(taken).some((l) => l.includes("took over")), true, 10_000, 50);
   expect(lines.slice(taken).join("\n")).toContain("took over a settlement whose replica died running it");
   return { first, again };
 }

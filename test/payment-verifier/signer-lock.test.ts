@@ -5,12 +5,12 @@
 
 import { localSignerLock, redisSignerLock } from "@tollgate/settlement-signer";
 import { describe, expect, it } from "vitest";
+import { eventually } from "../support/eventually.ts";
 import { redisViaProxy, testRedis } from "../support/redis.ts";
 import { uniqueId } from "./support.ts";
 
 const prefix = `${uniqueId("test:signerlock:")}:`;
 const redis = testRedis(prefix);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A node that accepts nonce n only when n is its next one, like a real node with no gaps. */
 function node(start: number) {
@@ -20,6 +20,7 @@ function node(start: number) {
     used,
     pending: async () => next,
     send: async (nonce: number) => {
+      // time-based: a node's reply time, jittered so concurrent senders interleave.
       await new Promise((r) => setTimeout(r, Math.random() * 2));
       if (nonce !== next) throw new Error(`nonce too low or gapped: sent ${nonce}, node expects ${next}`);
       used.push(nonce);
@@ -99,8 +100,14 @@ describe("settlement key lock whose taking got no answer (Redis ran the script, 
       proxy.holdReplies();
       const attempt = lostReply.withNonce(signer, chain.pending, chain.send);
       const lockKey = `${prefix}signer:${signer.toLowerCase()}:lock`;
-      for (let i = 0; i < 100 && (await redis.get(lockKey)) === null; i++) await sleep(10);
-      expect(await redis.get(lockKey)).not.toBeNull(); // taken in Redis; its reply held
+      expect(
+        await eventually(
+          () => redis.get(lockKey),
+          (v) => v !== null,
+          10_000,
+          10,
+        ),
+      ).not.toBeNull(); // taken in Redis; its reply held
       await proxy.cut();
       await expect(attempt).rejects.toThrow();
       expect(chain.used).toEqual([]); // nothing sent by the sender that lost the reply

@@ -9,6 +9,7 @@ import { createWalletClient, erc20Abi, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { PAYER_PENALTY_MS } from "../../services/payment-verifier/src/schemes/x402-exact.ts";
+import { until } from "../support/eventually.ts";
 import { metricSumAt } from "../support/gateway.ts";
 import {
   BLOCK_NUMBER,
@@ -273,8 +274,13 @@ describe("a settlement that reverts all the same", () => {
         devnet.accounts.find((a) => a.role === "facilitator")?.privateKey ?? "0x",
       ).address;
       const pending = await chain.getTransactionCount({ address: facilitator, blockTag: "pending" });
-      while ((await chain.getTransactionCount({ address: facilitator, blockTag: "pending" })) === pending)
-        await new Promise((r) => setTimeout(r, 20));
+      await until(
+        "the facilitator's transfer is pending",
+        async () =>
+          (await chain.getTransactionCount({ address: facilitator, blockTag: "pending" })) !== pending,
+        30_000,
+        20,
+      );
       await chain.request({ method: "evm_mine" as never, params: [] as never });
       const s = await settling;
       expect(s).toMatchObject({ settled: false, errorCode: "payment_invalid" });

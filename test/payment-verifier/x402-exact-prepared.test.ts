@@ -154,6 +154,8 @@ describe("a paid call's settlement-chain round trips", () => {
     const before = await payTo();
     const v = await verify(client, BLOCK_NUMBER, credentials);
     expect(v.valid).toBe(true);
+    // time-based: the prepared fees' time to live must pass (the case under test); they live in the
+    // verifier's memory with no clock to inject and nothing to read.
     await new Promise((r) => setTimeout(r, PREPARED_FEES_TTL_MS + 200));
     const settled = await methodsDuring(() =>
       settle(client, BLOCK_NUMBER, credentials, v.paymentId, v.requestId),

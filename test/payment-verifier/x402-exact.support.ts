@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { SETTLEMENT_V2, type SettlementEventV2, streamSpecFor } from "../../libs/events/src/index.ts";
 import type { PaymentVerifierConfig } from "../../services/payment-verifier/src/config.ts";
 import type { PaymentVerifierHandle } from "../../services/payment-verifier/src/server.ts";
+import { eventually } from "../support/eventually.ts";
 import {
   cleanUp,
   devnetConfig,
@@ -84,9 +85,7 @@ export async function payVerifySettle(p: Payer, endpoint: string) {
  * settlement and release the suite caused is in it exactly once, under an id the mesh generated.
  */
 export async function expectEachSettlementOnce(): Promise<SettlementEventV2[]> {
-  const deadline = Date.now() + 15_000;
-  while (verifier.pendingEvents() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  expect(verifier.pendingEvents()).toBe(0);
+  expect(await eventually(() => verifier.pendingEvents(), 0, 15_000, 50)).toBe(0);
 
   const nc = await connect({ servers: config.natsUrl });
   try {

@@ -12,6 +12,7 @@ import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { PaymentVerifierConfig, X402Config } from "../../services/payment-verifier/src/config.ts";
+import { eventually } from "../support/eventually.ts";
 import {
   BLOCK_NUMBER,
   CALL,
@@ -172,8 +173,12 @@ describe("outages", () => {
 
     // The facilitator comes back on the same address: the next calls find it.
     await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
-    await new Promise((r) => setTimeout(r, 1_100));
-    const ok = await verify(client, CALL, credentials);
+    const ok = await eventually(
+      () => verify(client, CALL, credentials),
+      (r) => r.valid,
+      30_000,
+      100,
+    );
     expect(ok.valid, ok.reason).toBe(true);
     await client.call("Release", { requestId: ok.requestId, paymentId: ok.paymentId, reason: "test" });
   });
@@ -220,6 +225,7 @@ describe("Redis required (REDIS_STANDIN=false, production)", () => {
       started = true;
       return s;
     });
+    // time-based: proves it does NOT start without its Redis: 2.5 s of trying.
     await new Promise((r) => setTimeout(r, 2_500));
     expect(started).toBe(false);
 

@@ -49,6 +49,7 @@ function handlers(seen: Seen[]) {
       note("Settle", call);
       const wait = Number(req.resource?.url ?? 0);
       if (wait < 0) return new Promise<never>(() => undefined); // never answers
+      // time-based: the handler's work takes `wait` ms, as a slow settlement does (the suite's subject).
       await new Promise((r) => setTimeout(r, wait));
       const deadline = call.getDeadline();
       return {

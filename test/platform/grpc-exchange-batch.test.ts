@@ -6,6 +6,7 @@
 // older caller or an older server.
 import { EXCHANGE_BATCH_KEY, grpc, MESH_TOKEN_KEY } from "@tollgate/platform";
 import { describe, expect, it } from "vitest";
+import { eventually } from "../support/eventually.ts";
 import { client, definition, failure, gatewayToken, resource, server } from "./exchange.support.ts";
 
 const exchange = definition.service.Exchange as unknown as grpc.MethodDefinition<object, Envelope>;
@@ -43,7 +44,7 @@ function rawStream(address: string, announce: boolean) {
     announced: () => serverAnnounced,
     /** Until `n` answers are in (or 5 s). */
     async waitFor(n: number) {
-      for (let i = 0; i < 500 && answers().length < n; i++) await new Promise((r) => setTimeout(r, 10));
+      await eventually(() => answers().length >= n, true, 5_000, 10);
     },
     close() {
       call.end();
@@ -89,8 +90,8 @@ describe("batches on Exchange streams", () => {
   it("an answer that cannot be encoded fails its own call in a batch; the batch's other calls are answered", async () => {
     const { address } = await server();
     const c = client(address);
+    // Answered, so the stream's announcement (its initial metadata, sent before any answer) is in.
     await c.call("Verify", { requestId: "warm", resource: resource(), credentials: [], client: "w" });
-    await new Promise((r) => setTimeout(r, 50));
     // Made in one turn: they travel, and are answered, together.
     const calls = Array.from({ length: 12 }, (_, i) =>
       c.call("Verify", {
@@ -148,7 +149,6 @@ describe("batches on Exchange streams", () => {
     const c = client(address);
     for (let i = 0; i < 4; i++)
       await c.call("Verify", { requestId: `warm${i}`, resource: resource(), credentials: [], client: "w" });
-    await new Promise((r) => setTimeout(r, 50));
     return Promise.all(
       Array.from({ length: 100 }, (_, i) =>
         c.call("Verify", { requestId: `o${i}`, resource: resource(), credentials: [], client: `q${i}` }),

@@ -6,6 +6,7 @@
 // gateway sends again), and a server without Exchange is called unary.
 import { type CallError, connectionGraceMs, createClient, generateMeshToken, grpc } from "@tollgate/platform";
 import { describe, expect, it } from "vitest";
+import { sleep, until } from "../support/eventually.ts";
 import {
   client,
   clients,
@@ -152,7 +153,8 @@ describe("calls carried on Exchange streams (payment-verifier's contract, handle
   });
 
   it("a replica that goes away mid-call fails the call UNAVAILABLE, the failure the gateway sends a call again on", async () => {
-    const first = await server();
+    const seen: Seen[] = [];
+    const first = await server({ seen });
     const c = client(first.address);
     const pending = c.call("Settle", {
       requestId: "r",
@@ -160,13 +162,14 @@ describe("calls carried on Exchange streams (payment-verifier's contract, handle
       resource: resource("-1"),
       credentials: [],
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await until("the call reached the server", () => seen.length === 1, 5_000, 5);
     first.handle.server.forceShutdown();
     expect((await failure(pending)).grpcCode).toBe(grpc.status.UNAVAILABLE);
   });
 
   it("a draining server answers the calls it holds, ends its streams, and shuts down without waiting them out", async () => {
-    const { handle, address } = await server();
+    const seen: Seen[] = [];
+    const { handle, address } = await server({ seen });
     const c = client(address);
     const held = c.call("Settle", {
       requestId: "held",
@@ -174,7 +177,7 @@ describe("calls carried on Exchange streams (payment-verifier's contract, handle
       resource: resource("400"),
       credentials: [],
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await until("the call reached the server", () => seen.length === 1, 5_000, 5);
     const started = Date.now();
     await Promise.all([expect(held).resolves.toMatchObject({ reason: "held" }), handle.shutdown()]);
     // Not the 20 s a stream left open would hold the shutdown.
@@ -196,19 +199,26 @@ describe("calls carried on Exchange streams (payment-verifier's contract, handle
       c.call("Settle", { requestId, paymentId: "p", resource: resource(String(ms)), credentials: [] });
     for (let i = 0; i < 30 && !(seenA.length && seenB.length); i++) {
       await settle(`warm${i}`, 0);
-      await new Promise((r) => setTimeout(r, 30));
+      // time-based: paces the warm-up calls so the client's stream rotation (100 ms) spreads them.
+      await sleep(30);
     }
     expect(seenA.length).toBeGreaterThan(0);
     expect(seenB.length).toBeGreaterThan(0);
     const warm = seenA.length + seenB.length;
     // Streams to both replicas, each with a call in flight when A starts to drain.
     const held = Array.from({ length: 8 }, (_, i) => settle(`held${i}`, 300));
-    await new Promise((r) => setTimeout(r, 50));
+    await until(
+      "the held calls reached the replicas",
+      () => seenA.length + seenB.length === warm + 8,
+      5_000,
+      5,
+    );
     const shutdown = a.handle.shutdown();
     const during: Promise<{ reason: string }>[] = [];
     for (let i = 0; i < 40; i++) {
       during.push(settle(`during${i}`, 0));
-      await new Promise((r) => setTimeout(r, 10));
+      // time-based: paces the calls made while A drains, so they span its drain.
+      await sleep(10);
     }
     const answers = await Promise.all([...held, ...during]);
     expect(answers.map((x) => x.reason)).toEqual([
@@ -236,7 +246,8 @@ describe("calls carried on Exchange streams (payment-verifier's contract, handle
         ),
       );
       expect(answers.map((a) => a.reason)).toEqual([0, 1, 2, 3, 4].map((i) => `r${round}.${i}`));
-      await new Promise((r) => setTimeout(r, 250));
+      // time-based: each round starts past the streams' time (rotateMs 200), which is the subject.
+      await sleep(250);
     }
     expect(seen.filter((s) => !s.unary)).toHaveLength(20);
     // Each round after the first opened streams anew (4 at most per round).
@@ -298,7 +309,8 @@ describe("calls carried on Exchange streams (payment-verifier's contract, handle
   });
 
   it("an answer that cannot be encoded fails its own call INTERNAL; the calls beside it on its stream are answered", async () => {
-    const { address } = await server();
+    const seen: Seen[] = [];
+    const { address } = await server({ seen });
     const c = client(address);
     // Calls in flight on each of the client's four streams (round robin) when the bad answer is
     // written, held long enough that a slow machine writes it while they are.
@@ -310,7 +322,7 @@ describe("calls carried on Exchange streams (payment-verifier's contract, handle
         credentials: [],
       }),
     );
-    await new Promise((r) => setTimeout(r, 50));
+    await until("the held calls reached the server", () => seen.length === 8, 5_000, 5);
     const bad = await failure(
       c.call("Verify", { requestId: "v", resource: resource(), credentials: [], client: "unencodable" }),
     );

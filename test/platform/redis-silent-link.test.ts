@@ -11,6 +11,7 @@ import {
   replyWatch,
 } from "@tollgate/platform";
 import { afterAll, describe, expect, it } from "vitest";
+import { until } from "../support/eventually.ts";
 import { redisViaProxy } from "../support/redis.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 
@@ -89,7 +90,7 @@ describe("a service's Redis client on a link that goes silent (stand-in: TCP pro
     // Redis runs this one; its answer never comes back.
     proxy.holdReplies();
     const lost = viaProxy.incr(key);
-    await new Promise((r) => setTimeout(r, 200));
+    await until("Redis ran it (its answer held at the proxy)", () => proxy.held > 0, 10_000, 5);
     proxy.silence();
     await proxy.restore(); // new links flow; the silenced one stays silent
     const started = Date.now();
@@ -113,6 +114,7 @@ describe("a service's Redis client on a link that goes silent (stand-in: TCP pro
       proxy.stall(); // every byte held, on this link and on any new one: a Redis that stalls
       const started = Date.now();
       const answered = viaProxy.incr(key);
+      // time-based: Redis stalls 5 s, the outage a link must outlive (the case under test).
       setTimeout(() => void proxy.restore(), 5_000);
       // A link given up would fail it (answer lost) with Redis never having run it.
       await expect(answered).resolves.toBe(11);
@@ -128,7 +130,7 @@ describe("a service's Redis client on a link that goes silent (stand-in: TCP pro
     try {
       proxy.holdReplies();
       const waiting = viaProxy.get(key).catch((e: unknown) => e);
-      await new Promise((r) => setTimeout(r, 100));
+      await until("Redis answered (its answer held at the proxy)", () => proxy.held > 0, 10_000, 5);
       proxy.silence();
       const started = Date.now();
       await closeRedis(viaProxy);

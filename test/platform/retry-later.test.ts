@@ -3,8 +3,7 @@
 // and a long outage keeps only the newest.
 import { retryLater } from "@tollgate/platform/retry-later";
 import { describe, expect, it } from "vitest";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { eventually, sleep } from "../support/eventually.ts";
 
 /** A store that refuses every attempt while `down`, and records what landed. */
 function store() {
@@ -12,8 +11,12 @@ function store() {
   const s = {
     down: true,
     landed,
+    refused: 0,
     attempt: async (item: string) => {
-      if (s.down) throw new Error("store unreachable");
+      if (s.down) {
+        s.refused++;
+        throw new Error("store unreachable");
+      }
       landed.push(item);
     },
   };
@@ -28,11 +31,17 @@ describe("retryLater", () => {
     later("a", "a1", until);
     later("b", "b", until);
     later("a", "a2", until); // the same key again: the newer item replaces it
-    await sleep(50);
+    await eventually(
+      () => s.refused,
+      (n) => n >= 4,
+      5_000,
+      5,
+    ); // retried while down
     expect(s.landed).toEqual([]);
     s.down = false;
-    await sleep(50);
+    await eventually(() => s.landed.length, 2, 5_000, 5);
     expect(s.landed).toEqual(["a2", "b"]);
+    // time-based: nothing lands twice: five retry periods in which no attempt may land again.
     await sleep(50);
     expect(s.landed).toEqual(["a2", "b"]);
   });
@@ -40,10 +49,21 @@ describe("retryLater", () => {
   it("gives up an item past its deadline", async () => {
     const s = store();
     const later = retryLater(s.attempt, { everyMs: 10 });
-    later("lapsing", "lapsing", Date.now() + 20);
+    const lapses = Date.now() + 20;
+    later("lapsing", "lapsing", lapses);
     later("kept", "kept", Date.now() + 60_000);
-    await sleep(60);
+    // Down until the deadline has passed and the loop has tried again after it.
+    await eventually(() => Date.now() > lapses && s.refused >= 4, true, 5_000, 5);
+    const refused = s.refused;
+    await eventually(
+      () => s.refused,
+      (n) => n > refused,
+      5_000,
+      5,
+    );
     s.down = false;
+    await eventually(() => s.landed.length, 1, 5_000, 5);
+    // time-based: the lapsed item must not land in the retry periods after the kept one did.
     await sleep(50);
     expect(s.landed).toEqual(["kept"]);
   });
@@ -53,6 +73,8 @@ describe("retryLater", () => {
     const later = retryLater(s.attempt, { everyMs: 10, max: 2 });
     for (const k of ["x", "y", "z"]) later(k, k, Date.now() + 60_000);
     s.down = false;
+    await eventually(() => s.landed.length, 2, 5_000, 5);
+    // time-based: the dropped oldest must not land in the retry periods after.
     await sleep(50);
     expect(s.landed).toEqual(["y", "z"]);
   });

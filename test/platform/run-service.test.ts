@@ -7,6 +7,7 @@ import { type AddressInfo, createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { freePort } from "@tollgate/local";
 import { describe, expect, it } from "vitest";
+import { eventually } from "../support/eventually.ts";
 
 interface Line {
   level: number;
@@ -21,7 +22,6 @@ function start(env: Record<string, string>) {
   });
   const lines: Line[] = [];
   const raw: string[] = [];
-  const waiters: Array<() => void> = [];
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on("line", (text) => {
       raw.push(text);
@@ -30,21 +30,18 @@ function start(env: Record<string, string>) {
       } catch {
         lines.push({ level: 0, msg: text });
       }
-      for (const w of waiters.splice(0)) w();
     });
   }
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const line = async (msg: string, timeoutMs = 10_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const found = lines.find((l) => l.msg === msg);
-      if (found) return found;
-      if (Date.now() > deadline) throw new Error(`no "${msg}" line in:\n${raw.join("\n")}`);
-      await new Promise<void>((r) => {
-        waiters.push(r);
-        setTimeout(r, 100);
-      });
-    }
+    const found = await eventually(
+      () => lines.find((l) => l.msg === msg),
+      (l) => !!l,
+      timeoutMs,
+      20,
+    );
+    if (!found) throw new Error(`no "${msg}" line in:\n${raw.join("\n")}`);
+    return found;
   };
   return { child: child as ChildProcess, lines, raw, exit, line };
 }

@@ -16,6 +16,7 @@ import {
   type QuotaMeterHandle,
   startQuotaMeter,
 } from "../../services/quota-meter/src/server.ts";
+import { eventually } from "../support/eventually.ts";
 import { GATEWAY_TOKEN, MESH_CALLERS, MESH_CALLERS_ENV, withEnv } from "../support/mesh.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 
@@ -243,11 +244,7 @@ export async function waitFor<T>(
   timeoutMs = 10_000,
   everyMs = 50,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
+  const value = await eventually(fn, (v) => !!v, timeoutMs, everyMs);
+  if (!value) throw new Error(`condition not met within ${timeoutMs} ms`);
+  return value;
 }

@@ -44,6 +44,7 @@ describe("stand-ins on a machine without Redis or NATS", () => {
 
   it("starts on the in-memory store and says so in one plain line", async () => {
     expect(qm.handle.storeKind).toBe("memory");
+    // time-based: proves the line is NOT said again: 1.5 s of the service running on.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const lines = log.lines().map((l) => String(l.msg));
     const redisLines = lines.filter((m) => m.includes("in-memory"));

@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { RedisStore } from "../../services/quota-meter/src/store/redis-store.ts";
 import type { AccountRecord, QuotaStore } from "../../services/quota-meter/src/store/types.ts";
 import { recentDays, windowsAt } from "../../services/quota-meter/src/windows.ts";
+import { eventually, sleep } from "../support/eventually.ts";
 import { redis } from "./helpers.ts";
 import { authorizeAt, contractStores, newAccount } from "./store-contract.support.ts";
 
@@ -356,7 +357,14 @@ describe("Redis round trips", () => {
     try {
       const usage = await redisStore.readUsage(query);
       expect(usage.days).toHaveLength(366);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await eventually(
+        () => seen.length,
+        (n) => n >= 1,
+        10_000,
+        10,
+      );
+      // time-based: proves no second command follows the first (MONITOR's lines come a moment late).
+      await sleep(200);
       expect(seen).toHaveLength(1);
       expect(seen[0]).toMatch(/"evalsha"/i);
     } finally {

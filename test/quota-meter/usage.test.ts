@@ -167,6 +167,7 @@ describe("usage events and GetUsage", () => {
     await js.publish(subject, JSON.stringify(e), { msgID: `${e.id}-a` });
     await js.publish(subject, JSON.stringify(e), { msgID: `${e.id}-b` });
     await waitFor(async () => (await qm.meter.usage(apiKey, 1)).days[0]?.requests === 1);
+    // time-based: proves the duplicate is NOT counted: a moment for it to be folded if it were.
     await new Promise((r) => setTimeout(r, 300));
     expect((await qm.meter.usage(apiKey, 1)).days).toEqual([{ day: "2026-06-10", requests: 1, errors: 0 }]);
   });
@@ -184,7 +185,7 @@ describe("usage events and GetUsage", () => {
     await proxy.cut();
     // The hot path is untouched by the outage, and reports are still accepted.
     for (let i = 0; i < 5; i++) await reportBatch(20);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await waitFor(async () => (await metric(qm.handle.metricsPort, "events_outbox_depth")) > 0, 30_000);
     expect(await metric(qm.handle.metricsPort, "events_outbox_depth")).toBeGreaterThan(0);
     await proxy.restore();
     await reportBatch(50);

@@ -15,8 +15,8 @@ import {
   type RpcProxyHandle,
   startRpcProxy,
 } from "../../services/rpc-proxy/src/index.ts";
-
 import { CountingProxy } from "../support/counting-proxy.ts";
+import { until } from "../support/eventually.ts";
 import { GATEWAY_TOKEN, MESH_CALLERS, MESH_CALLERS_ENV, withEnv } from "../support/mesh.ts";
 
 export { CountingProxy, type Recorded } from "../support/counting-proxy.ts";
@@ -231,11 +231,5 @@ export function metricSum(text: string, name: string, labels: Record<string, str
 }
 
 /** Polls `check` until it returns true or the time is up. */
-export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error("condition not met in time");
-}
+export const eventually = (check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> =>
+  until("the condition", check, timeoutMs, 25);

@@ -85,6 +85,7 @@ function run(service: string, env: Record<string, string>) {
     child.stderr.on("data", (d) => {
       output += d;
     });
+    // time-based: the deadline by which the service must have refused to start, failing the test.
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
       reject(new Error(`${service} kept running:\n${output}`));

@@ -14,6 +14,7 @@ import {
   defaultClaimIntervalSeconds,
   planClaims,
 } from "../../services/settlement-worker/src/core/x402-batch-claims.ts";
+import { eventually, sleep } from "../support/eventually.ts";
 import { testRedis } from "../support/redis.ts";
 import {
   chain,
@@ -269,10 +270,16 @@ describe("one pass of the x402-batch claimer (createClaimer)", () => {
     const w = world(records, new Map([[id(1), chain()]]));
     const claimer = createClaimer(w.ports, settings, recorder());
     claimer.accrued(6_000n);
-    await new Promise((r) => setTimeout(r, 20));
+    // time-based: proves no pass runs below the minimum: a moment in which it would have started.
+    await sleep(20);
     expect(w.sent).toEqual([]);
     claimer.accrued(4_000n);
-    for (let i = 0; i < 50 && w.sent.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await eventually(
+      () => w.sent.length,
+      (n) => n >= 2,
+      10_000,
+      10,
+    );
     expect(w.sent).toEqual(["claim 1", "settle"]);
     await claimer.stop();
   });
@@ -287,8 +294,8 @@ describe("the claim lease (Redis): an epoch per take, a fence checked before act
     expect(await a.fence()).toBe(true);
     expect(await b.hold()).toBe(false);
     expect(await b.fence()).toBe(false);
-    await new Promise((r) => setTimeout(r, 150)); // a stalled past its lease
-    expect(await b.hold()).toBe(true);
+    // a stalled past its lease: b holds it once a's lapses.
+    expect(await eventually(() => b.hold(), true, 10_000, 20)).toBe(true);
     expect(b.epoch()).toBe(first + 1);
     expect(await a.fence()).toBe(false);
     await b.letGo();

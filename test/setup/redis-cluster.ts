@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { TEST_REDIS_CLUSTER_PORTS } from "@tollgate/platform";
 import { createClient } from "redis";
 import type { TestProject } from "vitest/node";
+import { eventually } from "../support/eventually.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -41,19 +42,20 @@ async function freeBlock(): Promise<number[]> {
   throw new Error(`no free block of Redis Cluster test ports from ${base}`);
 }
 
-/** `read` until it holds, every 50 ms, for at most `ms`; the last error or answer otherwise. */
+/** `read` until it holds, every 50 ms, for at most `ms`; the last error otherwise. */
 async function until(what: string, read: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
   let last: unknown;
-  for (;;) {
-    try {
-      if (await read()) return;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`Redis Cluster fixture: ${what} (last: ${String(last)})`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const held = await eventually(
+    () =>
+      read().catch((err: unknown) => {
+        last = err;
+        return false;
+      }),
+    true,
+    ms,
+    50,
+  );
+  if (!held) throw new Error(`Redis Cluster fixture: ${what} (last: ${String(last)})`);
 }
 
 async function answers(port: number, command: string[], ok: (reply: string) => boolean): Promise<boolean> {

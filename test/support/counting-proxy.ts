@@ -107,6 +107,7 @@ export class CountingProxy {
       res.once("close", () => {
         if (!res.writableFinished) this.abandoned++;
       });
+      // time-based: a slow upstream answers after slowMs (the case under test).
       await new Promise((resolve) => setTimeout(resolve, this.slowMs));
       if (res.destroyed) return;
     }

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "@tollgate/local";
+import { eventually } from "./eventually.ts";
 
 interface PromSample {
   metric: Record<string, string>;
@@ -76,22 +77,24 @@ export async function startPrometheus(opts: {
     await exited;
     rmSync(dir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    if (child.exitCode !== null) {
-      await stop();
-      throw new Error(`prometheus exited: ${output.join("")}`);
-    }
-    const ready = await fetch(`${url}/-/ready`).then(
-      (r) => r.ok,
-      () => false,
+  const state = await eventually(
+    async () => {
+      if (child.exitCode !== null) return "exited";
+      const ready = await fetch(`${url}/-/ready`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      return ready ? "ready" : "starting";
+    },
+    (s) => s !== "starting",
+    15_000,
+    100,
+  );
+  if (state !== "ready") {
+    await stop();
+    throw new Error(
+      `prometheus ${state === "exited" ? "exited" : "did not become ready"}: ${output.join("")}`,
     );
-    if (ready) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`prometheus did not become ready: ${output.join("")}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
   }
 
   return {

@@ -83,6 +83,10 @@ export async function tcpProxy(targetPort: number) {
     get accepted() {
       return accepted;
     },
+    /** Chunks held back now (stalled, or replies held): a write has reached the proxy. */
+    get held() {
+      return held.length;
+    },
     /** Drops every connection open now (both ends see it end); new ones flow. */
     reset() {
       dropAll();
