@@ -14,6 +14,7 @@ import { RELEASED_PER_PAYER_PER_HOUR } from "../../services/payment-verifier/src
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
 import { until } from "../support/eventually.ts";
+import { TEST_MESH_ENV } from "../support/own-mesh.ts";
 import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 import { type DevnetInfo, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
@@ -43,6 +44,7 @@ beforeAll(async () => {
     namespace: `freerefusals${process.pid}`,
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),
     env: {
+      ...TEST_MESH_ENV,
       LOG_LEVEL: "warn",
       DATABASE_URL: database.url,
       UPSTREAMS_ETHEREUM: devnet.chains.ethereum!.rpcUrl,

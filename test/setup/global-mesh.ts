@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startMesh } from "@tollgate/local";
 import type { TestProject } from "vitest/node";
+import { TEST_MESH_ENV } from "../support/own-mesh.ts";
 import { createTestDatabase } from "../support/postgres.ts";
 
 interface MeshInfo {
@@ -36,11 +37,9 @@ export default async function setup(project: TestProject) {
   const mesh = await startMesh({
     stateDir,
     namespace,
-    // The whole suite shares two cores with Redis, NATS and anvil: give the metering
-    // round trip room, so tests see metering rather than the fail-open path.
     env: {
+      ...TEST_MESH_ENV,
       LOG_LEVEL: process.env.MESH_LOG_LEVEL ?? "warn",
-      REDIS_BUDGET_MS: "2000",
       // Suites sign up several wallets from 127.0.0.1; the sign-up limit has a test of its own.
       SIGN_UPS_PER_HOUR: "1000",
       DATABASE_URL: database.url,

@@ -54,7 +54,6 @@ export function startBatchMesh(opts: {
     onLine: (s, l) => process.env.MESH_LOGS && process.stderr.write(`[${s}] ${l}\n`),
     env: {
       LOG_LEVEL: "warn",
-      REDIS_BUDGET_MS: "2000",
       // Redis is on this machine: no replica may fall back to a stand-in.
       REDIS_STANDIN: "false",
       UPSTREAMS_ETHEREUM: opts.upstreams.ethereum,
