@@ -187,6 +187,8 @@ export function outageStore(): OutageStore {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (typeof value !== "function" || prop === "close") return value;
+      // A pure function of its arguments (no store call): it stays synchronous.
+      if (prop === "keyOf") return value.bind(target);
       return async (...args: unknown[]) => {
         if (target.down || prop === target.failing) throw new Error("store unreachable");
         const result = await value.apply(target, args);
