@@ -33,8 +33,6 @@ interface PaymentState extends PaymentAuthDeps {
   paying: PayingClients;
   /** Paid calls answered 503 because their Settle failed at the gRPC level (see settleOrRefuse). */
   settleUnanswered: prom.Counter;
-  /** Node calls started beside Verify (the early call): at most one at a time per client address. */
-  earlyCalls: prom.Counter;
   /** Whether to log a failed Verify now (see verifyUnavailable). */
   verifyFailureLine: () => number | undefined;
 }
@@ -46,15 +44,17 @@ interface PaymentState extends PaymentAuthDeps {
 export function paymentAuth(deps: PaymentAuthDeps) {
   const state: PaymentState = {
     ...deps,
-    paying: new PayingClients(deps.earlyCallTrustMs),
+    paying: new PayingClients(
+      deps.earlyCallTrustMs,
+      new prom.Counter({
+        name: "payment_early_calls_total",
+        help: "Paid calls whose node call started beside Verify, before it answered (a settled payment's trust, docs/limits.md)",
+        registers: [deps.registry],
+      }),
+    ),
     settleUnanswered: new prom.Counter({
       name: "payment_settle_unanswered_total",
       help: "Paid calls answered 503 because their Settle failed at the gRPC level: whether the payer was charged is in the ledger (docs/runbook.md)",
-      registers: [deps.registry],
-    }),
-    earlyCalls: new prom.Counter({
-      name: "payment_early_calls_total",
-      help: "Paid calls whose node call started beside Verify, before it answered (a settled payment's trust, docs/limits.md)",
       registers: [deps.registry],
     }),
     verifyFailureLine: logSampler(1_000),
@@ -405,7 +405,6 @@ async function serveWithPayment(
   // wait for Verify, so a burst of forged payments after a genuine one costs at most this one
   // upstream request, worth at most what was genuinely paid (docs/limits.md).
   const trust = writes ? undefined : deps.paying.claim(client, priceMicro);
-  if (trust) deps.earlyCalls.inc();
   const early = trust ? execute() : undefined;
   early?.catch(() => undefined); // awaited below, unless Verify refuses
   let verified: Awaited<ReturnType<PaymentVerifierClient["verify"]>>;
