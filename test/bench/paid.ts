@@ -16,6 +16,7 @@ import type { Mesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { Receipt } from "mppx";
 import { formatUnits, type PublicClient, toEventSelector } from "viem";
+import { eventually } from "../support/eventually.ts";
 import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
@@ -272,12 +273,8 @@ async function measureBatchOnChain(
     await res.arrayBuffer();
   }
   const expected = before + BigInt(calls) * price;
-  const deadline = Date.now() + 120_000;
-  while ((await payTo()) !== expected) {
-    if (Date.now() > deadline)
-      throw new Error(`the worker did not settle ${calls} x402-batch calls in 2 minutes`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  if ((await eventually(payTo, expected, 120_000, 500)) !== expected)
+    throw new Error(`the worker did not settle ${calls} x402-batch calls in 2 minutes`);
   const last = await chain.getBlockNumber({ cacheTime: 0 });
   let transactions = 0;
   const kinds: Record<string, number> = {};

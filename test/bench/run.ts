@@ -43,6 +43,7 @@ import { formatUnits } from "viem";
 import { ENV as WORKER_ENV } from "../../services/settlement-worker/src/env.ts";
 import { buildBundles } from "../support/bundles.ts";
 import { creditAsGateway } from "../support/credits.ts";
+import { until } from "../support/eventually.ts";
 import { manifestNodeOptions, POD_SERVICES } from "../support/pod-limits.ts";
 import { load as loadFromOwnProcess } from "./loader.ts";
 import { measurePaidCalls, UNLIMITED_ATTEMPTS } from "./paid.ts";
@@ -81,19 +82,21 @@ async function quietAnvil(): Promise<{ url: string; pid: number }> {
   });
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    const ok = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-    }).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return { url, pid: child.pid ?? -1 };
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("the floor's anvil did not start");
+  await until(
+    "the floor's anvil started",
+    () =>
+      fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+      }).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    30_000,
+    50,
+  );
+  return { url, pid: child.pid ?? -1 };
 }
 
 async function startFloor(nodeUrl: string, client: "agent" | "fetch"): Promise<{ url: string; pid: number }> {

@@ -3,10 +3,9 @@
 // payment-verifier replica killed mid-settlement, quota-meter killed, the gateway stopped.
 // Each is one phase of the run (chaos.ts): inject, hold, lift, watch recovery, reconcile.
 import type { Mesh } from "@tollgate/local";
-import { sleep } from "../support/eventually.ts";
+import { eventually, sleep } from "../support/eventually.ts";
 import { nodeRpc as anvil } from "../support/node-rpc.ts";
 import type { tcpProxy } from "../support/tcp-proxy.ts";
-import { now } from "./load.ts";
 import type { OwnServer, Upstream } from "./servers.ts";
 
 /** What the faults strike, and the run's phase runner. */
@@ -105,14 +104,16 @@ export async function runFaults(targets: FaultTargets): Promise<void> {
       // Mid-settlement for certain: the settlement chain stops mining, so each replica's
       // settlement transfer waits in the mempool; one replica is killed while they wait.
       await anvil(settlementUrl, "evm_setAutomine", [false]);
-      const t0 = now();
-      let pending = 0;
-      while (pending < 2 && now() - t0 < 5_000) {
-        pending = Number((await anvil<{ pending: string }>(settlementUrl, "txpool_status", [])).pending);
-        await sleep(10);
-      }
+      const pending = await eventually(
+        async () => Number((await anvil<{ pending: string }>(settlementUrl, "txpool_status", [])).pending),
+        (n) => n >= 2,
+        5_000,
+        10,
+      );
       note(`${pending} settlement transfers were waiting in the mempool at the kill`);
       mesh.services["payment-verifier"].child.kill("SIGKILL");
+      // time-based: holds the fault: the dead replica's transfers wait unmined a while before the
+      // chain mines again (what the takeover must live through).
       await sleep(500);
       await anvil(settlementUrl, "evm_setAutomine", [true]);
       await anvil(settlementUrl, "evm_mine", []);

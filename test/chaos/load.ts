@@ -5,7 +5,7 @@ import { priceAtomic } from "@tollgate/catalog";
 import type { Mesh } from "@tollgate/local";
 import { decodePaymentResponseHeader } from "@x402/fetch";
 import { Receipt } from "mppx";
-import { sleep } from "../support/eventually.ts";
+import { sleep, until } from "../support/eventually.ts";
 import type { mppChargePayer, mppSessionPayer } from "../support/mppx.ts";
 import type { x402Payer } from "../support/x402.ts";
 import type { batchPayer } from "../support/x402-batch.ts";
@@ -289,7 +289,7 @@ export function startLoad(
       paused = new Promise<void>((r) => {
         resume = r;
       });
-      while (inFlight > 0) await sleep(20);
+      await until("every loop is between calls", () => inFlight === 0, 60_000, 20);
     },
     resume() {
       paused = undefined;

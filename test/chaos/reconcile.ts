@@ -2,7 +2,7 @@
 // the payment ledger and the chain are read and checked against the load's tally.
 import type { DevnetFile } from "@tollgate/devnet";
 import type { Mesh } from "@tollgate/local";
-import { sleep } from "../support/eventually.ts";
+import { eventually, sleep } from "../support/eventually.ts";
 import type { TestDatabase } from "../support/postgres.ts";
 import { type Address, type settlementClient, usdcBalance, type x402Payer } from "../support/x402.ts";
 import { type Account, now, PRICE, type Tally } from "./load.ts";
@@ -33,10 +33,8 @@ export async function reconcile(
   };
   const t0 = now();
   const addresses = payers.map((p) => p.address.toLowerCase());
-  let usage = { requests: 0, counted: 0 };
-  let ledger = { settled: 0, transactions: 0 };
   const ids = accounts.map((a) => a.id);
-  for (;;) {
+  const read = async () => {
     const [u] = await database.query<{ requests: string | null; counted: string | null }>(
       "SELECT sum(requests) AS requests, sum(counted) AS counted FROM usage_daily WHERE account_id = ANY($1)",
       [ids],
@@ -46,19 +44,27 @@ export async function reconcile(
        WHERE outcome = 'settled' AND scheme = 'exact' AND lower(payer) = ANY($1)`,
       [addresses],
     );
-    usage = { requests: Number(u?.requests ?? 0), counted: Number(u?.counted ?? 0) };
-    ledger = { settled: Number(l?.settled ?? 0), transactions: Number(l?.transactions ?? 0) };
-    const caughtUp =
-      usage.counted === snapshot.counted &&
-      usage.requests === snapshot.reported &&
-      ledger.settled === snapshot.x402;
-    if (caughtUp || now() - t0 > 30_000) break;
-    await sleep(250);
-  }
+    return {
+      usage: { requests: Number(u?.requests ?? 0), counted: Number(u?.counted ?? 0) },
+      ledger: { settled: Number(l?.settled ?? 0), transactions: Number(l?.transactions ?? 0) },
+    };
+  };
+  // Caught up, or what it reached in 30 s (the report says which).
+  const { usage, ledger } = await eventually(
+    read,
+    (r) =>
+      r.usage.counted === snapshot.counted &&
+      r.usage.requests === snapshot.reported &&
+      r.ledger.settled === snapshot.x402,
+    30_000,
+    250,
+  );
   const convergeS = round((now() - t0) / 1000);
 
   // Windows: once every lease has ended and given back its unused units (1 s TTL, 250 ms sweep),
   // one more metered call per account, recorded in the tally like any other.
+  // time-based: outwaits the lease TTL and its sweep; a read of the window before it would be one
+  // more metered call (counted, starting a lease of its own), so there is no condition to poll.
   await sleep(1_500);
   const windows: Reconciliation["windows"] = [];
   for (const a of accounts) {
@@ -74,6 +80,8 @@ export async function reconcile(
       const used = res.headers.get("x-quota-day-used");
       if (used === null) {
         tally.phase.key.failOpen++;
+        // time-based: paces the retries of a call served fail-open (quota-meter's store away): each
+        // retry is itself a metered call, recorded in the tally.
         await sleep(200);
         continue;
       }

@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { connect, createServer as createTcpServer, type Socket, type Server as TcpServer } from "node:net";
 import { freePort } from "@tollgate/local";
-import { sleep } from "../support/eventually.ts";
+import { eventually } from "../support/eventually.ts";
 
 /** A server binary run by the chaos run: started, stopped (SIGTERM or SIGKILL) and started again on one port. */
 export class OwnServer {
@@ -34,13 +34,16 @@ export class OwnServer {
     process.once("exit", reap);
     child.once("exit", () => process.off("exit", reap));
     this.#child = child;
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`${this.#cmd} exited: ${stderr.join("")}`);
-      if (await this.#ready()) return;
-      await sleep(50);
-    }
-    throw new Error(`${this.#cmd} did not start on ${this.port}: ${stderr.join("")}`);
+    const up = await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`${this.#cmd} exited: ${stderr.join("")}`);
+        return this.#ready();
+      },
+      true,
+      20_000,
+      50,
+    );
+    if (!up) throw new Error(`${this.#cmd} did not start on ${this.port}: ${stderr.join("")}`);
   }
 
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {

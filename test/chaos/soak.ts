@@ -8,6 +8,7 @@
 // (`--heap-snapshots dir`) at start, middle and end, compared by constructor, name what grows.
 import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { eventually } from "../support/eventually.ts";
 
 export interface SoakTarget {
   process: string;
@@ -94,17 +95,23 @@ export async function probeLiveHeap(targets: SoakTarget[], dir: string): Promise
     }
   }
   const live = new Map<string, number>();
-  while (waiting.size > 0 && Date.now() - sent < 10_000) {
-    await new Promise((r) => setTimeout(r, 200));
-    for (const [name, pid] of waiting) {
-      const file = join(dir, `${pid}.json`);
-      if (!existsSync(file)) continue;
-      const probe = JSON.parse(readFileSync(file, "utf8")) as { at: number; heapUsed: number };
-      if (probe.at < sent) continue;
-      live.set(name, Math.round(probe.heapUsed / 1024));
-      waiting.delete(name);
-    }
-  }
+  // Every target answered, or the 10 s are over (those left out).
+  await eventually(
+    () => {
+      for (const [name, pid] of waiting) {
+        const file = join(dir, `${pid}.json`);
+        if (!existsSync(file)) continue;
+        const probe = JSON.parse(readFileSync(file, "utf8")) as { at: number; heapUsed: number };
+        if (probe.at < sent) continue;
+        live.set(name, Math.round(probe.heapUsed / 1024));
+        waiting.delete(name);
+      }
+      return waiting.size;
+    },
+    0,
+    10_000,
+    200,
+  );
   return live;
 }
 
@@ -232,17 +239,20 @@ export async function takeHeapSnapshots(targets: SoakTarget[], dir: string): Pro
       continue;
     }
     // One at a time: each snapshot takes a core and doubles the process's memory while written.
-    const deadline = Date.now() + 120_000;
-    while (Date.now() < deadline) {
-      const file = readdirSync(dir).find(
-        (f) => !before.has(f) && f.endsWith(".heapsnapshot") && f.includes(`.${target.pid}.`),
-      );
-      if (file && (await settled(join(dir, file)))) {
-        files.set(target.process, join(dir, file));
-        before.add(file);
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 500));
+    const written = await eventually(
+      async () => {
+        const file = readdirSync(dir).find(
+          (f) => !before.has(f) && f.endsWith(".heapsnapshot") && f.includes(`.${target.pid}.`),
+        );
+        return file && (await settled(join(dir, file))) ? file : undefined;
+      },
+      (file) => file !== undefined,
+      120_000,
+      500,
+    );
+    if (written) {
+      files.set(target.process, join(dir, written));
+      before.add(written);
     }
   }
   return files;
@@ -251,6 +261,8 @@ export async function takeHeapSnapshots(targets: SoakTarget[], dir: string): Pro
 /** A file whose size stopped changing (V8 writes a snapshot in chunks) and ends a JSON object. */
 async function settled(path: string): Promise<boolean> {
   const a = statSync(path).size;
+  // time-based: V8 gives no sign that a snapshot is complete; a size unchanged for 1 s (and a
+  // closed JSON object, below) is the test of it.
   await new Promise((r) => setTimeout(r, 1_000));
   const b = statSync(path).size;
   if (a !== b || b === 0) return false;

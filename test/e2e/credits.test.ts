@@ -13,7 +13,7 @@ import { toFunctionSelector } from "viem";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { creditBalance, ledgerBalance as ledgerBalanceIn } from "../support/credits.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
-import { eventually } from "../support/eventually.ts";
+import { eventually, until } from "../support/eventually.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { x402Payer } from "../support/x402.ts";
 
@@ -199,7 +199,8 @@ describe("prepaid credits", () => {
       }
     };
     const running = Promise.all([client(150), client(150)]);
-    await new Promise((r) => setTimeout(r, 300));
+    // Mid-run: once calls have been served and drawn.
+    await until("calls were served and drawn", () => drawn > 0);
     await emptyRedis();
     await running;
     expect(drawn).toBeGreaterThan(0);

@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { Challenge, Credential } from "mppx";
 import { describe, expect, it } from "vitest";
 import { devnet } from "../support/devnet.ts";
-import { sleep } from "../support/eventually.ts";
+import { eventually, sleep } from "../support/eventually.ts";
 import { type Answer, answerOf, expectWellRefused, hostileJson, hostileString } from "../support/fuzz.ts";
 import { mesh } from "../support/gateway.ts";
 import { mppChargePayer, tempoChain, tip20Balance } from "../support/mppx.ts";
@@ -164,7 +164,6 @@ describe("x402 exact: altered and garbage PAYMENT-SIGNATURE headers", () => {
           expectServedOrRefused(answer, `exact #${which} ${JSON.stringify(a).slice(0, 300)}`);
           if (answer.status === 200) servedBy.set(which, (servedBy.get(which) ?? 0) + 1);
           // time-based: paces the client under the per-client attempt limit, so the refusals are the payment's own.
-          // time-based: paces the client under the per-client attempt limit.
           await sleep(15);
         }),
         { numRuns: RUNS },
@@ -223,8 +222,14 @@ describe("x402-batch: altered and garbage vouchers", () => {
     // One altered voucher at most can be served (they all carry one cumulative amount); the
     // payer's own next call then shows what the channel was charged in all.
     expect(served).toBeLessThanOrEqual(1);
-    await sleep(200);
-    const own = await payer.fetch(`${mesh.gatewayUrl}${PATH}`);
+    // The channel is free again once the last voucher's call is done with it: until then the payer's
+    // call is refused (402, another request in progress) and charged nothing, so it is sent again.
+    const own = await eventually(
+      () => payer.fetch(`${mesh.gatewayUrl}${PATH}`),
+      (r) => r.status === 200,
+      30_000,
+      100,
+    );
     expect(own.status, await own.clone().text()).toBe(200);
     const receipt = decodePaymentResponseHeader(own.headers.get("payment-response") ?? "");
     const state = (receipt.extra as { channelState: { chargedCumulativeAmount: string } }).channelState;

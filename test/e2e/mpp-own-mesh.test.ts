@@ -23,7 +23,8 @@ import { Abis, Transaction } from "viem/tempo";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { redisMppxState } from "../../libs/payment-rails/src/mppx-store.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
-import { eventually, sleep } from "../support/eventually.ts";
+import { eventually, sleep, until } from "../support/eventually.ts";
+import { paymentReleases } from "../support/gateway.ts";
 import {
   devnetAccount,
   mppChargePayer,
@@ -169,10 +170,12 @@ describe("an MPP call that gets no answer costs nothing (the charging rule) — 
     const payToBefore = await balance(USDC_E, PAY_TO);
     const first = await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id`);
     expect(first.status).toBe(200);
+    const released = await paymentReleases(mesh);
     const dead = await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id?network=sepolia`);
     expect(dead.status).toBe(503);
     expect(dead.receipt).toBeNull();
-    await sleep(200);
+    // The gateway releases the session's voucher after answering.
+    await until("the dead call's voucher was released", async () => (await paymentReleases(mesh)) > released);
     const second = await manager.fetch(`${mesh.gatewayUrl}/api/chain/chain-id`);
     expect(second.status).toBe(200);
     expect(second.receipt).toMatchObject({ spent: String(2n * price), units: 2 });

@@ -11,7 +11,7 @@ import { upstreamsEnvName } from "@tollgate/rpc-proxy";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CountingProxy } from "../support/counting-proxy.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
-import { sleep } from "../support/eventually.ts";
+import { eventually, sleep } from "../support/eventually.ts";
 import { metricSumAt, quotaMeterCalls } from "../support/gateway.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { signPayment, type X402Payer, x402Payer } from "../support/x402.ts";
@@ -30,6 +30,8 @@ let mesh: Mesh;
 let node: CountingProxy;
 /** A second gateway in front of the same back ends, trusting a settled payment for SHORT_TRUST_MS. */
 let shortTrust: string;
+/** Each gateway's /metrics, by its base URL. */
+const metricsOf = new Map<string, string>();
 let apiKey: string;
 
 beforeAll(async () => {
@@ -56,7 +58,15 @@ beforeAll(async () => {
       },
     },
   });
-  shortTrust = (await mesh.spawnGateway({ EARLY_CALL_TRUST_MS: String(SHORT_TRUST_MS) })).url;
+  const shortTrustMetrics = await freePort();
+  shortTrust = (
+    await mesh.spawnGateway({
+      EARLY_CALL_TRUST_MS: String(SHORT_TRUST_MS),
+      METRICS_PORT: String(shortTrustMetrics),
+    })
+  ).url;
+  metricsOf.set(mesh.gatewayUrl, `http://127.0.0.1:${mesh.ports.gateway.metrics}/metrics`);
+  metricsOf.set(shortTrust, `http://127.0.0.1:${shortTrustMetrics}/metrics`);
   const admin = meshAdmin(mesh);
   try {
     apiKey = (await admin.quickstart("unpaid-upstream")).secret;
@@ -106,13 +116,27 @@ async function pay(base: string, payer: X402Payer, client: string, path = CHAIN_
 const getLogsSince = (mark: number) =>
   node.since(mark).filter((r) => r.methods.includes("eth_getLogs")).length;
 
+/** Node calls `base`'s gateway started beside Verify so far (payment_early_calls_total). */
+const earlyCalls = (base: string) => metricSumAt(metricsOf.get(base) ?? "", "payment_early_calls_total");
+
 /**
  * `count` forged payments for EVENTS from `client`, all at once: half a fresh authorization of
- * `payer`'s with its signature altered, half the genuine payment just settled, copied. Returns the
- * node calls they started (after every answer is in, and time for a late request to arrive).
+ * `payer`'s with its signature altered, half the genuine payment just settled, copied. Each is
+ * refused without data: 402 payment_invalid, or (`overload`: a burst large enough to overload the
+ * mesh) 503 service_unavailable when the gateway's deadline on Verify passed. Returns the node calls
+ * they started: the gateway counts an early call before Verify answers, so once every answer is in
+ * its count is final, and the node has received that many (or more, the test's finding).
  */
-async function forgedBurst(base: string, payer: X402Payer, client: string, settled: string, count: number) {
+async function forgedBurst(
+  base: string,
+  payer: X402Payer,
+  client: string,
+  settled: string,
+  count: number,
+  overload = false,
+) {
   const mark = node.requests.length;
+  const earlyBefore = await earlyCalls(base);
   const fresh = await sign(payer, EVENTS);
   const answers = await Promise.all(
     Array.from({ length: count }, (_, i) =>
@@ -122,13 +146,22 @@ async function forgedBurst(base: string, payer: X402Payer, client: string, settl
       }),
     ),
   );
+  const refusals = overload
+    ? [
+        [402, "payment_invalid"],
+        [503, "service_unavailable"],
+      ]
+    : [[402, "payment_invalid"]];
   for (const a of answers) {
-    expect(a.status, JSON.stringify(a.body)).toBe(402);
+    expect(refusals, JSON.stringify(a.body)).toContainEqual([a.status, a.body.error?.code]);
     expect(a.body.data).toBeNull();
-    expect(a.body.error.code).toBe("payment_invalid");
+    expect(a.headers.get("payment-response")).toBeNull();
   }
-  await sleep(300);
-  return getLogsSince(mark);
+  const started = (await earlyCalls(base)) - earlyBefore;
+  return eventually(
+    () => getLogsSince(mark),
+    (n) => n >= started,
+  );
 }
 
 describe("the early node call is earned by a settled payment, one at a time (finding 3)", () => {
@@ -137,7 +170,8 @@ describe("the early node call is earned by a settled payment, one at a time (fin
     const client = "198.51.100.30";
     // Paid as much as a forged one asks (EVENTS): its early call is allowed, one at a time.
     const settled = await pay(mesh.gatewayUrl, payer, client, EVENTS);
-    const started = await forgedBurst(mesh.gatewayUrl, payer, client, settled, 1_000);
+    // A burst this large may overload a loaded machine's mesh: some refusals are then 503s.
+    const started = await forgedBurst(mesh.gatewayUrl, payer, client, settled, 1_000, true);
     console.log(`node calls started by 1,000 forged payments after a genuine one: ${started}`);
     expect(started).toBeLessThanOrEqual(1);
   });
@@ -186,6 +220,8 @@ describe("the early node call is earned by a settled payment, one at a time (fin
       // A 402 here (the payment still in use) would be a refusal, which ends the trust by itself.
       expect(dead.status, JSON.stringify(dead.body)).toBe(503);
       expect(dead.headers.get("payment-response")).toBeNull();
+      // time-based: paces the reuses over the trust time (SHORT_TRUST_MS): that time lapsing, with
+      // no settlement renewing it, is the subject.
       await sleep(250);
     }
     // The settled payment's trust has lapsed: a forged payment waits for Verify, costing no node call.

@@ -16,7 +16,7 @@ import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type OwnServer, ownRedis } from "../chaos/servers.ts";
 import { sharedSettlementEnv } from "../support/devnet.ts";
-import { sleep, until } from "../support/eventually.ts";
+import { eventually, until } from "../support/eventually.ts";
 import { startOwnMesh } from "../support/own-mesh.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { batchPayer } from "../support/x402-batch.ts";
@@ -112,16 +112,18 @@ async function channelHeld(): Promise<void> {
 /** Calls until the first answer that is not 503 (Redis unreachable while the mesh reconnects). */
 async function firstAnswerBack(): Promise<{ status: number; body: string; before: number[] }> {
   const before: number[] = [];
-  for (let i = 0; ; i++) {
-    const res = await call();
-    const body = await res.text();
-    if (res.status === 503 && i < 100) {
-      before.push(res.status);
-      await sleep(200);
-      continue;
-    }
-    return { status: res.status, body, before };
-  }
+  const answer = await eventually(
+    async () => {
+      const res = await call();
+      const got = { status: res.status, body: await res.text() };
+      if (got.status === 503) before.push(got.status);
+      return got;
+    },
+    (got) => got.status !== 503,
+    30_000,
+    200,
+  );
+  return { ...answer, before };
 }
 
 beforeAll(async () => {

@@ -162,10 +162,13 @@ describe("x402-batch channel records through the official SDK's storage, an upda
 
   /** Set once the charge's update function ran (the fault struck, its compare-and-set about to go). */
   let struck = false;
-  /** Waits until the fault struck, and the compare-and-set had a moment to be written. */
-  const afterFault = async () => {
+  /**
+   * Waits until the fault struck and the compare-and-set is held at the proxy: its bytes (stalled),
+   * or Redis' reply to it (replies held).
+   */
+  const afterFault = async (proxy: { held: number }) => {
     await until("the SDK ran its update", () => struck, 10_000, 10);
-    await new Promise((r) => setTimeout(r, 50));
+    await until("the compare-and-set (or its reply) is held at the proxy", () => proxy.held > 0, 10_000, 10);
   };
 
   /** The SDK's charge of one more call on a channel at 5,000, through the proxy, `fault` struck between its read and its write. */
@@ -180,7 +183,7 @@ describe("x402-batch channel records through the official SDK's storage, an upda
           (u) => u.status,
           () => "failed",
         );
-      await afterFault();
+      await afterFault(proxy);
       await proxy.cut();
       // time-based: the link stays cut a while: the outage the lost reply lives through.
       setTimeout(() => void proxy.restore(), 300);
@@ -244,7 +247,7 @@ describe("x402-batch channel records through the official SDK's storage, an upda
             };
       };
       const updated = batchChannelStorage(recording, prefix).updateChannel(id, create as never);
-      await afterFault();
+      await afterFault(proxy);
       await proxy.cut();
       // time-based: the link stays cut a while: the outage the lost reply lives through.
       setTimeout(() => void proxy.restore(), 300);

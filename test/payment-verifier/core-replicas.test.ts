@@ -9,6 +9,7 @@ import type { Header } from "../../services/payment-verifier/src/core/types.ts";
 import { MemoryReservationStore } from "../../services/payment-verifier/src/stores/reservations-memory.ts";
 import { eventually, sleep, until } from "../support/eventually.ts";
 import { alpha, call, events, outageStore, pay, REVERTED, replica, resetCore } from "./core.support.ts";
+import { paymentFacts } from "./support.ts";
 
 beforeEach(resetCore);
 
@@ -26,6 +27,18 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
       open = r;
     });
   });
+
+  /** The store's beginSettle answers that found a call busy (a second Settle waiting), counted. */
+  function countBusy(s: MemoryReservationStore) {
+    const seen = { count: 0 };
+    const begin = s.beginSettle.bind(s);
+    s.beginSettle = (async (...args: Parameters<typeof begin>) => {
+      const r = await begin(...args);
+      if (!r.ok && r.busy) seen.count++;
+      return r;
+    }) as typeof begin;
+    return seen;
+  }
 
   async function verified(key: string) {
     const c = call();
@@ -62,10 +75,12 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
       transaction: "",
       receipt: [],
     };
+    const busy = countBusy(store);
     const { c, id, credentials } = await verified("nothing");
     const first = a.settle(c, id, credentials);
     const waiting = b.settle(c, id, credentials);
-    await new Promise((r) => setTimeout(r, 100));
+    await until("the owner's settlement reached the scheme", () => alpha.settles === 1, 10_000, 5);
+    await until("the other Settle found the call busy and waits", () => busy.count > 0, 10_000, 5);
     open();
     expect(await first).toMatchObject({ settled: false, code: "payment_invalid" });
     expect(await waiting).toMatchObject({ settled: false, code: "service_unavailable" });
@@ -92,12 +107,14 @@ describe("payment core: one Settle of a call at a time, across replicas sharing 
     await y.start();
     // Collected after the deadline the caller sent (it has answered by then).
     const late = await verified("late");
-    const settling = x.settle(late.c, late.id, late.credentials, Date.now() + 200);
+    const lateDeadline = Date.now() + 200;
+    const settling = x.settle(late.c, late.id, late.credentials, lateDeadline);
     // Another Settle of the call meets it still settling at its own deadline: 503, outcome unknown.
     const waiting = await y.settle(late.c, late.id, late.credentials, Date.now() + 700);
     expect(waiting).toMatchObject({ settled: false, code: "service_unavailable" });
     expect(await counted(ry, "payment_settle_outcome_unknown_total")).toBe(1);
-    await new Promise((r) => setTimeout(r, 50));
+    // The settlement is collected after its caller's deadline: the condition is the clock's.
+    await until("the caller's deadline passed", () => Date.now() > lateDeadline, 10_000, 5);
     open();
     expect(await settling).toMatchObject({ settled: true });
     expect(await counted(rx, "payment_settled_after_deadline_total")).toBe(1);
@@ -194,7 +211,17 @@ describe("payment core: a takeover whose answer was lost (replicas sharing a sto
     void a.settle(c, v.paymentId, credentials);
     await until("the owner's settlement reached the scheme", () => alpha.settles === 1, 10_000, 5);
     a.close(); // no more heartbeats: its liveness lapses within 2 s
-    await new Promise((r) => setTimeout(r, 2_300));
+    // A probe: a record whose owner is marked alive after a's last beat, for as long as a replica
+    // is (ALIVE_TTL_MS, 2 s): once another replica takes it over, a's liveness has lapsed too.
+    const probe = paymentFacts();
+    const probeKey = shared.keyOf(probe.payer, "probe-lost-takeover");
+    await shared.reserve(probeKey, "tok", probe, 60_000);
+    await shared.heartbeat("probe-owner", 2_000);
+    expect((await shared.beginSettle(probeKey, "tok", probe.requestId, 60_000, "probe-owner")).ok).toBe(true);
+    await until(
+      "the dead owner's liveness lapsed",
+      async () => (await shared.beginSettle(probeKey, "tok", probe.requestId, 60_000, "prober")).ok,
+    );
     shared.repliesLost = true;
     expect(await b.settle(c, v.paymentId, credentials)).toMatchObject({
       settled: false,

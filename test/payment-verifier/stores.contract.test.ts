@@ -90,10 +90,15 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
     const key = payKey();
     const f = facts();
     const [a, b, c] = [uniqueId("replica-a-"), uniqueId("replica-b-"), uniqueId("replica-c-")];
+    // A probe: another call's Settle owned by `p`, whose liveness is marked after a's for as long.
+    const [probeKey, probe, p] = [payKey(), facts(), uniqueId("replica-p-")];
     await store.reserve(key, "tok", f, 60_000);
+    await store.reserve(probeKey, "tok", probe, 60_000);
     await store.heartbeat(a, 300);
+    await store.heartbeat(p, 300);
     await store.heartbeat(b, 60_000);
     expect((await store.beginSettle(key, "tok", f.requestId, 60_000, a)).ok).toBe(true);
+    expect((await store.beginSettle(probeKey, "tok", probe.requestId, 60_000, p)).ok).toBe(true);
     // The same call's Settle again (the gateway's retry after a lost answer), on the owner itself
     // or on another replica: busy while the owner is alive; the owner stays.
     for (const who of [a, b]) {
@@ -108,7 +113,14 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
       ok: false,
       busy: false,
     });
-    await new Promise((r) => setTimeout(r, 400)); // a's liveness lapsed: it died mid-settlement
+    // a dies mid-settlement: once p's liveness (marked after a's) has lapsed, so has a's.
+    const probed = await eventually(
+      () => store.beginSettle(probeKey, "tok", probe.requestId, 60_000, b),
+      (r) => r.ok,
+      10_000,
+      20,
+    );
+    expect(probed).toMatchObject({ ok: true, takenOver: true });
     const [first, second] = await Promise.all([
       store.beginSettle(key, "tok", f.requestId, 60_000, b),
       store.beginSettle(key, "tok", f.requestId, 60_000, c),
@@ -341,7 +353,15 @@ describe.each(stores)("reservation store contract: %s", (_name, make) => {
       amount: "5",
       ttlMs: 50,
     });
-    await new Promise((r) => setTimeout(r, 120));
+    // The draw's lapse, read by a payment that draws nothing.
+    const nothing = { account, amount: "0", ttlMs: 60_000 };
+    const probe = await eventually(
+      () => store.reserve(payKey(), "tok", facts(), 60_000, undefined, nothing),
+      (r) => r.ok && r.drawn === 0n,
+      10_000,
+      20,
+    );
+    expect(probe.ok && probe.drawn).toBe(0n);
     const next = await store.reserve(payKey(), "tok", facts(), 60_000, undefined, {
       account,
       amount: "3",

@@ -3,6 +3,7 @@
 // machine's real Redis through a TCP proxy this file controls (a stand-in for a slow link: it
 // holds the bytes), with a Redis budget longer than the caller's deadline (no fail-open).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sleep, until } from "../support/eventually.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { metric, REDIS_PORT, startTestMeter, type TestMeter, waitFor } from "./helpers.ts";
 
@@ -31,9 +32,14 @@ describe("an Authorize whose caller's deadline passed (stand-in: a TCP proxy hol
     expect((await authorize(5_000)).quota?.dayUsed).toBe(1);
 
     proxy.stall();
-    // No authorization id: only quota-meter itself can give these 8 units back.
-    await expect(authorize(300, 8)).rejects.toMatchObject({ failure: { grpcCode: 4 } }); // DEADLINE_EXCEEDED
-    await new Promise((r) => setTimeout(r, 700));
+    // No authorization id: only quota-meter itself can give these 8 units back. (4: DEADLINE_EXCEEDED)
+    const late = expect(authorize(1_000, 8)).rejects.toMatchObject({ failure: { grpcCode: 4 } });
+    await until("quota-meter sent the grant's Redis command", () => proxy.held > 0);
+    // time-based: holds the link past quota-meter's deadline for the call (it had the call before its
+    // Redis command reached the proxy, so its deadline passes within 1 s of that): the grant then
+    // reaches it late, the subject.
+    await sleep(1_500);
+    await late;
     await proxy.restore();
 
     // The late grant counted 8 and went straight back; the next one is unit 2.

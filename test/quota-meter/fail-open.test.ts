@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../support/eventually.ts";
 import { testRedis } from "../support/redis.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { capturingLogger, metric, REDIS_PORT, startTestMeter, type TestMeter, waitFor } from "./helpers.ts";
@@ -46,7 +47,17 @@ describe("fail-open when Redis is unreachable", () => {
       decision: "DECISION_ALLOW",
       metered: true,
     });
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    // This replica learns the keys made elsewhere from its snapshot refresh: every unrevoked key.
+    const unrevoked = async () =>
+      (
+        await qm.database!.query<{ n: number }>(
+          "select count(*)::int as n from api_keys where revoked_at is null",
+        )
+      )[0]?.n;
+    await until(
+      "the key snapshot holds every unrevoked key",
+      async () => (await metric(qm.handle.metricsPort, "quota_key_snapshot_keys")) === (await unrevoked()),
+    );
 
     await proxy.cut();
     try {

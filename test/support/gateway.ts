@@ -55,3 +55,14 @@ export const quotaMeterCalls = (
     "grpc_server_handling_seconds_count",
     { grpc_method: method },
   );
+
+/**
+ * Releases payment-verifier has answered so far in a suite's own mesh: the gateway sends one, after
+ * its answer, for a paid call that got no answer (the payment, a channel's voucher, is then free).
+ */
+export const paymentReleases = (own: { ports: Record<"payment-verifier", { metrics: number }> }) =>
+  metricSumAt(
+    `http://127.0.0.1:${own.ports["payment-verifier"].metrics}/metrics`,
+    "grpc_server_handling_seconds_count",
+    { grpc_method: "Release" },
+  );

@@ -4,13 +4,10 @@
 // `// time-based:` on the same line or in the comment right above it, saying why it cannot be a
 // wait for a condition (it paces a client, holds a fault for a while, proves that something does
 // not happen within a window, or bounds a Promise.race that fails the test).
-// PENDING (test-timing.pending) names files whose sleeps are still to be turned into waits, each with
-// how many it may still hold: the number only goes down, and a file not named there may hold none.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 
 const WAIT_HELPERS = new Set(["test/support/eventually.ts"]);
-const PENDING_FILE = "tools/checks/test-timing.pending";
 const TIMER = /\bsetTimeout\b|\bsetImmediate\b|\bsleep\(/;
 const MARK = "// time-based:";
 
@@ -43,49 +40,24 @@ function annotated(lines: string[], i: number): boolean {
   return false;
 }
 
-const pending = new Map<string, number>();
-if (existsSync(PENDING_FILE)) {
-  for (const row of readFileSync(PENDING_FILE, "utf8").split("\n")) {
-    const [file, count] = row.replace(/#.*/, "").trim().split(/\s+/);
-    if (file) pending.set(file, Number(count));
-  }
-}
-
-const bare = new Map<string, number[]>();
+const problems: string[] = [];
 let marked = 0;
 for (const file of files) {
   const lines = readFileSync(file, "utf8").split("\n");
   lines.forEach((line, i) => {
     if (!TIMER.test(line) || isComment(line)) return;
     if (annotated(lines, i)) marked++;
-    else bare.set(file, [...(bare.get(file) ?? []), i + 1]);
+    else problems.push(`  ${file}:${i + 1}`);
   });
 }
 
-const problems: string[] = [];
-for (const [file, at] of bare) {
-  const allowed = pending.get(file) ?? 0;
-  if (at.length > allowed) {
-    for (const n of at) problems.push(`  ${file}:${n}`);
-  }
-}
-const stale = [...pending].filter(([file, allowed]) => (bare.get(file)?.length ?? 0) < allowed);
-
-if (problems.length > 0 || stale.length > 0) {
-  if (problems.length > 0) {
-    process.stderr.write(
-      `check:timing: a wait for time in test/ with no \`${MARK}\` comment saying why it cannot wait for a condition (use eventually() from test/support/eventually.ts):\n${problems.join("\n")}\n`,
-    );
-  }
-  for (const [file, allowed] of stale) {
-    process.stderr.write(
-      `check:timing: ${file} holds ${bare.get(file)?.length ?? 0} bare wait(s), ${PENDING_FILE} allows ${allowed}: lower it\n`,
-    );
-  }
+if (problems.length > 0) {
+  process.stderr.write(
+    `check:timing: a wait for time in test/ with no \`${MARK}\` comment saying why it cannot wait for a condition (use eventually() from test/support/eventually.ts):\n${problems.join("\n")}\n`,
+  );
   process.exitCode = 1;
 } else {
-  const left = [...bare.values()].reduce((n, at) => n + at.length, 0);
   process.stdout.write(
-    `check:timing: ${files.length} test files; ${marked} time-based wait(s) annotated, ${left} still pending in ${bare.size} file(s)\n`,
+    `check:timing: ${files.length} test files; ${marked} time-based wait(s), each annotated\n`,
   );
 }

@@ -32,9 +32,12 @@ export function microUsd(price: string): number {
 export class PayingClients {
   readonly #clients = new Map<string, Trust>();
   readonly #ttlMs: number;
+  /** Counts the early node calls claimed (payment_early_calls_total). */
+  readonly #claimed: { inc(): void } | undefined;
 
-  constructor(ttlMs: number) {
+  constructor(ttlMs: number, claimed?: { inc(): void }) {
     this.#ttlMs = ttlMs;
+    this.#claimed = claimed;
   }
 
   /**
@@ -46,6 +49,7 @@ export class PayingClients {
     if (trust === undefined || trust.pending || trust.until <= Date.now() || priceMicro > trust.paidMicro)
       return undefined;
     trust.pending = true;
+    this.#claimed?.inc();
     return trust;
   }
 

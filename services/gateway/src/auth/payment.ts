@@ -44,7 +44,14 @@ interface PaymentState extends PaymentAuthDeps {
 export function paymentAuth(deps: PaymentAuthDeps) {
   const state: PaymentState = {
     ...deps,
-    paying: new PayingClients(deps.earlyCallTrustMs),
+    paying: new PayingClients(
+      deps.earlyCallTrustMs,
+      new prom.Counter({
+        name: "payment_early_calls_total",
+        help: "Paid calls whose node call started beside Verify, before it answered (a settled payment's trust, docs/limits.md)",
+        registers: [deps.registry],
+      }),
+    ),
     settleUnanswered: new prom.Counter({
       name: "payment_settle_unanswered_total",
       help: "Paid calls answered 503 because their Settle failed at the gRPC level: whether the payer was charged is in the ledger (docs/runbook.md)",
