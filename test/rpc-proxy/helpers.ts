@@ -9,8 +9,10 @@ import { type CallFailure, contracts, createClient, type Logger } from "@tollgat
 import { afterAll, afterEach, beforeAll } from "vitest";
 import {
   consensusEnvName,
+  limitsEnvName,
   loadConfig,
   parseConsensus,
+  parseLimits,
   type RpcProxyConfig,
   type RpcProxyHandle,
   startRpcProxy,
@@ -113,6 +115,8 @@ export type ConfigPatch = {
   upstreams?: Record<string, string[]>;
   /** CONSENSUS_<NETWORK> values by network name. */
   consensus?: Record<string, string | undefined>;
+  /** UPSTREAM_LIMITS_<NETWORK> values by network name. */
+  limits?: Record<string, string | undefined>;
   upstream?: Partial<RpcProxyConfig["upstream"]>;
   logs?: Partial<RpcProxyConfig["logs"]>;
   maxResultBytes?: number;
@@ -156,7 +160,14 @@ export async function startService(patch: ConfigPatch, logger?: Logger): Promise
     networks: base.networks.map((n) => {
       const upstreams = patch.upstreams?.[n.name] ?? [];
       const consensus = parseConsensus(patch.consensus?.[n.name], consensusEnvName(n.name), upstreams.length);
-      return { name: n.name, chainId: n.chainId, upstreams, ...(consensus ? { consensus } : {}) };
+      const limits = parseLimits(patch.limits?.[n.name], limitsEnvName(n.name), upstreams.length);
+      return {
+        name: n.name,
+        chainId: n.chainId,
+        upstreams,
+        ...(consensus ? { consensus } : {}),
+        ...(limits ? { limits } : {}),
+      };
     }),
     upstream: { ...base.upstream, ...patch.upstream },
     logs: { ...base.logs, ...patch.logs },

@@ -1,7 +1,8 @@
 import { NETWORKS, RPC_METHODS } from "@tollgate/catalog";
 import { ConfigError, type MeshCallers, readMeshCallers, readSecret } from "@tollgate/platform";
 import { getAddress } from "viem";
-import { consensusEnvName, ENV, upstreamsEnvName } from "./env.ts";
+import { consensusEnvName, ENV, limitsEnvName, upstreamsEnvName } from "./env.ts";
+import type { UpstreamLimit } from "./upstream/budget.ts";
 
 /** One network's upstream node URLs, in the operator's order of preference. */
 export interface NetworkConfig {
@@ -10,6 +11,8 @@ export interface NetworkConfig {
   upstreams: string[];
   /** Quorum reads (CONSENSUS_<NETWORK>): these node methods are answered only when k of n agree. */
   consensus?: ConsensusConfig;
+  /** Per-upstream call budgets (UPSTREAM_LIMITS_<NETWORK>), in the order of `upstreams`. */
+  limits?: (UpstreamLimit | undefined)[];
 }
 
 export interface ConsensusConfig {
@@ -101,6 +104,35 @@ export function parseConsensus(
   return { methods, k, n };
 }
 
+const ENTRY = /^(?:(\d+(?:\.\d+)?)\/s)?(?:(?:^|\+)(\d+)\/month)?$/;
+
+/**
+ * `UPSTREAM_LIMITS_<NETWORK>`: one entry per URL of `UPSTREAMS_<NETWORK>`, in its order, comma
+ * separated; an entry is `<n>/s`, `<n>/month`, `<n>/s+<n>/month`, or empty / `-` (no limit). Fewer
+ * entries than URLs leave the last URLs unlimited.
+ */
+export function parseLimits(
+  value: string | undefined,
+  name: string,
+  upstreams: number,
+): (UpstreamLimit | undefined)[] | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  const entries = value.split(",").map((e) => e.trim());
+  if (entries.length > upstreams)
+    throw new ConfigError(`${name} has ${entries.length} entries for ${upstreams} upstream URLs`);
+  return entries.map((entry, i) => {
+    if (entry === "" || entry === "-") return undefined;
+    const match = ENTRY.exec(entry.replace(/\s+/g, ""));
+    const perSecond = match?.[1] === undefined ? undefined : Number(match[1]);
+    const perMonth = match?.[2] === undefined ? undefined : Number(match[2]);
+    if (!match || (perSecond === undefined && perMonth === undefined) || perSecond === 0 || perMonth === 0)
+      throw new ConfigError(
+        `${name}: entry ${i + 1} must read <n>/s, <n>/month or <n>/s+<n>/month (n > 0), or - for none; got "${entry}"`,
+      );
+    return { ...(perSecond === undefined ? {} : { perSecond }), ...(perMonth === undefined ? {} : { perMonth }) };
+  });
+}
+
 function parseUrls(value: string | undefined, name: string): string[] {
   if (!value) return [];
   return value
@@ -127,7 +159,15 @@ export function loadConfig(): RpcProxyConfig {
       const upstreams = parseUrls(readSecret(upstreamsEnvName(n.name)), upstreamsEnvName(n.name));
       const consensusName = consensusEnvName(n.name);
       const consensus = parseConsensus(process.env[consensusName], consensusName, upstreams.length);
-      return { name: n.name, chainId: n.chainId, upstreams, ...(consensus ? { consensus } : {}) };
+      const limitsName = limitsEnvName(n.name);
+      const limits = parseLimits(process.env[limitsName], limitsName, upstreams.length);
+      return {
+        name: n.name,
+        chainId: n.chainId,
+        upstreams,
+        ...(consensus ? { consensus } : {}),
+        ...(limits ? { limits } : {}),
+      };
     }),
     upstream: {
       timeoutMs: ENV.int("UPSTREAM_TIMEOUT_MS"),
