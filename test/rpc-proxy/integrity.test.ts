@@ -51,7 +51,7 @@ async function threeOverOne(
     },
     memoryLogger(logs),
   );
-  await eventually(async () => metricValue(await svc.metrics(), "rpc_proxy_consensus_head", {}) === blocks);
+  await eventually(async () => metricValue(await svc.metrics(), "rpc_proxy_consensus_head", {}) === blocks, 15_000);
   return { node, proxies, svc };
 }
 
@@ -120,7 +120,7 @@ describe("rpc-proxy integrity checks", () => {
       upstreams: { ethereum: proxies.map((p) => p.url()) },
       upstream: { headPollMs: 50, hedgeBudgetPercent: 0 },
     });
-    await eventually(async () => metricValue(await svc.metrics(), "rpc_proxy_consensus_head", {}) === height);
+    await eventually(async () => metricValue(await svc.metrics(), "rpc_proxy_consensus_head", {}) === height, 15_000);
     const liar = proxies[1]!;
     liar.alter = (call, result) =>
       call.method === "eth_getLogs"

@@ -133,7 +133,7 @@ export class NetworkPool implements HedgeSource {
       };
       for (const counter of Object.values(series.hedges)) counter.inc(0);
       for (const counter of Object.values(series.integrity)) counter.inc(0);
-      if (u.budget) for (const counter of Object.values(series.skips)) counter.inc(0);
+      for (const counter of Object.values(series.skips)) counter.inc(0);
       return series;
     });
     const consensus = network.consensus;
