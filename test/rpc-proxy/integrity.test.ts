@@ -2,8 +2,9 @@
 // are counting proxies in front of one real anvil, so they serve the same chain (the same block
 // hashes); the lying node is one of those proxies rewriting the anvil's answer: a stand-in at the
 // node boundary (no real client lies on demand), said so in each title.
-import type { AnvilNode } from "@tollgate/devnet/anvil";
+
 import { isCharged } from "@tollgate/catalog";
+import type { AnvilNode } from "@tollgate/devnet/anvil";
 import { describe, expect, it } from "vitest";
 import {
   type CountingProxy,
@@ -51,7 +52,10 @@ async function threeOverOne(
     },
     memoryLogger(logs),
   );
-  await eventually(async () => metricValue(await svc.metrics(), "rpc_proxy_consensus_head", {}) === blocks, 15_000);
+  await eventually(
+    async () => metricValue(await svc.metrics(), "rpc_proxy_consensus_head", {}) === blocks,
+    15_000,
+  );
   return { node, proxies, svc };
 }
 
@@ -88,7 +92,9 @@ describe("rpc-proxy integrity checks", () => {
       }),
     ).toBe(1);
     expect(metricSum(text, "rpc_proxy_upstream_integrity_failures_total", {})).toBe(1);
-    expect(metricValue(text, "rpc_proxy_upstream_cordoned", { upstream: "ethereum-2", reason: "integrity" })).toBe(1);
+    expect(
+      metricValue(text, "rpc_proxy_upstream_cordoned", { upstream: "ethereum-2", reason: "integrity" }),
+    ).toBe(1);
     const line = logs.find((l) => l.msg?.startsWith("upstream failed an integrity check"));
     expect(line?.obj).toMatchObject({
       upstream: "ethereum-2",
@@ -120,7 +126,10 @@ describe("rpc-proxy integrity checks", () => {
       upstreams: { ethereum: proxies.map((p) => p.url()) },
       upstream: { headPollMs: 50, hedgeBudgetPercent: 0 },
     });
-    await eventually(async () => metricValue(await svc.metrics(), "rpc_proxy_consensus_head", {}) === height, 15_000);
+    await eventually(
+      async () => metricValue(await svc.metrics(), "rpc_proxy_consensus_head", {}) === height,
+      15_000,
+    );
     const liar = proxies[1]!;
     liar.alter = (call, result) =>
       call.method === "eth_getLogs"
@@ -144,7 +153,9 @@ describe("rpc-proxy integrity checks", () => {
         check: "log_block_hash",
       }),
     ).toBe(1);
-    expect(metricValue(text, "rpc_proxy_upstream_cordoned", { upstream: "ethereum-1", reason: "integrity" })).toBe(1);
+    expect(
+      metricValue(text, "rpc_proxy_upstream_cordoned", { upstream: "ethereum-1", reason: "integrity" }),
+    ).toBe(1);
   });
 
   it("a reorg near the head is not a lie: the new blocks are served and no node is cordoned", async () => {
@@ -179,7 +190,9 @@ describe("rpc-proxy integrity checks", () => {
       const { data } = await svc.execute("jsonRpc", {
         calls: [{ method: "eth_getTransactionReceipt", params: [tx] }],
       });
-      expect((data as unknown as [{ result: { transactionHash: string } }])[0].result.transactionHash).toBe(tx);
+      expect((data as unknown as [{ result: { transactionHash: string } }])[0].result.transactionHash).toBe(
+        tx,
+      );
     }
     for (let i = 0; i < 3; i++) {
       const { data } = await svc.execute("balance", { address: from });
@@ -232,9 +245,9 @@ describe("rpc-proxy per-upstream budgets (UPSTREAM_LIMITS_<NETWORK>)", () => {
     expect(isCharged("upstream_unavailable")).toBe(false);
     expect(a.since(marks[0]!).length + b.since(marks[1]!).length).toBe(0);
     const text = await svc.metrics();
-    expect(metricValue(text, "rpc_proxy_upstream_budget_skips_total", { upstream: "ethereum-1", limit: "month" })).toBe(
-      1,
-    );
+    expect(
+      metricValue(text, "rpc_proxy_upstream_budget_skips_total", { upstream: "ethereum-1", limit: "month" }),
+    ).toBe(1);
   });
 
   it("refuses at start limits it cannot read", async () => {

@@ -126,7 +126,10 @@ export class CountingProxy {
     if (swallow) return; // the node took it; its answer never comes back
     if (this.alter && !Array.isArray(body)) {
       const parsed = JSON.parse(answer) as { result?: unknown };
-      const lie = "result" in parsed ? this.alter({ method: String(single?.method), params: single?.params ?? [] }, parsed.result) : undefined;
+      const lie =
+        "result" in parsed
+          ? this.alter({ method: String(single?.method), params: single?.params ?? [] }, parsed.result)
+          : undefined;
       if (lie !== undefined) {
         this.altered++;
         answer = JSON.stringify({ ...parsed, result: lie });

@@ -129,7 +129,10 @@ export function parseLimits(
       throw new ConfigError(
         `${name}: entry ${i + 1} must read <n>/s, <n>/month or <n>/s+<n>/month (n > 0), or - for none; got "${entry}"`,
       );
-    return { ...(perSecond === undefined ? {} : { perSecond }), ...(perMonth === undefined ? {} : { perMonth }) };
+    return {
+      ...(perSecond === undefined ? {} : { perSecond }),
+      ...(perMonth === undefined ? {} : { perMonth }),
+    };
   });
 }
 

@@ -1,4 +1,6 @@
 import { prom, type Registry, seriesOf } from "@tollgate/platform";
+import type { BudgetLimit } from "./upstream/budget.ts";
+import { INTEGRITY_CHECKS, type IntegrityCheck } from "./upstream/integrity.ts";
 
 /** Breaker states as gauge values (rpc_proxy_upstream_breaker_state). */
 export const BREAKER_GAUGE = { closed: 0, open: 1, half_open: 2 } as const;
@@ -122,3 +124,29 @@ export function createMetrics(registry: Registry) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+type Counted = { inc(value?: number): void };
+
+/** One upstream's series that the pool's hot path may touch, found once. */
+export interface UpstreamSeries {
+  hedges: { sent: Counted; won: Counted; suppressed: Counted };
+  skips: Record<BudgetLimit, Counted>;
+  integrity: Record<IntegrityCheck, Counted>;
+}
+
+/** Every series from the start (0): dashboards and alerts read them as rates. */
+export function upstreamSeries(metrics: Metrics, network: string, upstream: string): UpstreamSeries {
+  const labels = { network, upstream };
+  const hedge = (outcome: string) => metrics.hedgesOf({ ...labels, outcome });
+  const skip = (limit: string) => metrics.budgetSkipsOf({ ...labels, limit });
+  const series: UpstreamSeries = {
+    hedges: { sent: hedge("sent"), won: hedge("won"), suppressed: hedge("suppressed") },
+    skips: { rate: skip("rate"), month: skip("month") },
+    integrity: Object.fromEntries(
+      INTEGRITY_CHECKS.map((check) => [check, metrics.integrityFailuresOf({ ...labels, check })]),
+    ) as Record<IntegrityCheck, Counted>,
+  };
+  for (const group of [series.hedges, series.skips, series.integrity])
+    for (const counter of Object.values(group)) counter.inc(0);
+  return series;
+}

@@ -23,7 +23,7 @@ export type IntegrityCheck = (typeof INTEGRITY_CHECKS)[number];
  * entry is replaced by the new answer. 64 blocks is two epochs, past which Ethereum's PoS chain is
  * final.
  */
-export const REORG_DEPTH = 64;
+const REORG_DEPTH = 64;
 /** Blocks remembered (a power of two: the slot is the number's low bits). */
 const RING = 1024;
 const MASK = RING - 1;
@@ -99,7 +99,12 @@ export class Integrity {
    * (undefined: none yet, every conflict is then a reorg). Passing answers' block hashes are recorded
    * in the ring, vouched by `index`; a failing answer records nothing (this.failure says why).
    */
-  check(calls: readonly RpcCall[], outcomes: readonly RpcOutcome[], index: number, head: bigint | undefined): boolean {
+  check(
+    calls: readonly RpcCall[],
+    outcomes: readonly RpcOutcome[],
+    index: number,
+    head: bigint | undefined,
+  ): boolean {
     this.#bit = index < 32 ? 1 << index : 0;
     this.#head = head === undefined ? Number.POSITIVE_INFINITY : Number(head);
     for (let i = 0; i < calls.length; i++) {
@@ -189,7 +194,8 @@ export class Integrity {
   #checkBlock(call: RpcCall, result: unknown): IntegrityCheck | undefined {
     // A node without the block answers null (a lagging node, a hash it never saw): no verdict.
     if (result === null) return undefined;
-    if (!isObject(result) || !Array.isArray(result.transactions) || !isHash(result.parentHash)) return "shape";
+    if (!isObject(result) || !Array.isArray(result.transactions) || !isHash(result.parentHash))
+      return "shape";
     const { hash, number } = result;
     // A pending block has neither.
     if ((hash !== null && !isHash(hash)) || (number !== null && !isQuantity(number))) return "shape";
@@ -292,7 +298,11 @@ export class Integrity {
         return;
       case "eth_getTransactionByHash":
       case "eth_getTransactionReceipt":
-        if (isObject(result) && typeof result.blockHash === "string" && typeof result.blockNumber === "string")
+        if (
+          isObject(result) &&
+          typeof result.blockHash === "string" &&
+          typeof result.blockNumber === "string"
+        )
           this.#vouch(Number(result.blockNumber), result.blockHash);
         return;
       case "eth_getLogs":
@@ -395,7 +405,9 @@ function typedTransactionHash(tx: Record<string, unknown>): string | undefined {
       );
     }
     if (!isQuantity(tx.gasPrice)) return undefined;
-    return keccak256(serializeTransaction({ ...base, type: "eip2930", gasPrice: BigInt(tx.gasPrice) }, signature));
+    return keccak256(
+      serializeTransaction({ ...base, type: "eip2930", gasPrice: BigInt(tx.gasPrice) }, signature),
+    );
   } catch {
     // Fields viem refuses (a fee over its bounds…): not checked rather than a verdict.
     return undefined;

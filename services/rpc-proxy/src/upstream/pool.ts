@@ -1,13 +1,13 @@
 import { RPC_WRITE_METHODS } from "@tollgate/catalog";
 import { grpc, type Logger, once, ServiceError } from "@tollgate/platform";
 import type { NetworkConfig, UpstreamPolicyConfig } from "../config.ts";
-import type { Metrics } from "../metrics.ts";
+import { failure } from "../errors.ts";
+import { type Metrics, type UpstreamSeries, upstreamSeries } from "../metrics.ts";
 import { answerHash, answerHead, majorityHead, pinLatest } from "./consensus.ts";
 import { HedgedRead, type HedgeSource, MIN_ATTEMPT_MS } from "./hedged-read.ts";
+import { Integrity } from "./integrity.ts";
 import { type RpcCall, type RpcOutcome, TransportError } from "./jsonrpc.ts";
 import { HedgeBudget, methodClass } from "./latency.ts";
-import type { BudgetLimit } from "./budget.ts";
-import { INTEGRITY_CHECKS, Integrity, type IntegrityCheck } from "./integrity.ts";
 import { type QuorumHooks, QuorumRead } from "./quorum.ts";
 import { Upstream } from "./upstream.ts";
 
@@ -49,14 +49,6 @@ const toQuantity = (n: bigint) => `0x${n.toString(16)}`;
 const CAUGHT_LYING = new TransportError("bad_response", "the node's answer failed an integrity check", {
   sent: true,
 });
-
-type Counted = { inc(value?: number): void };
-/** One upstream's series that the hot path may touch, found once. */
-interface UpstreamSeries {
-  hedges: { sent: Counted; won: Counted; suppressed: Counted };
-  skips: Record<BudgetLimit, Counted>;
-  integrity: Record<IntegrityCheck, Counted>;
-}
 
 /**
  * The upstream nodes of one network. Every request picks the best admitted upstream
@@ -119,23 +111,7 @@ export class NetworkPool implements HedgeSource {
     this.#budget = new HedgeBudget(policy.hedgeBudgetPercent);
     this.#integrity = new Integrity(network.chainId);
     this.#budgeted = this.upstreams.some((u) => u.budget !== undefined);
-    // Every series from the start (0): dashboards and alerts read them as rates.
-    this.#series = this.upstreams.map((u) => {
-      const labels = { network: network.name, upstream: u.label };
-      const hedge = (outcome: string) => metrics.hedgesOf({ ...labels, outcome });
-      const skip = (limit: string) => metrics.budgetSkipsOf({ ...labels, limit });
-      const series: UpstreamSeries = {
-        hedges: { sent: hedge("sent"), won: hedge("won"), suppressed: hedge("suppressed") },
-        skips: { rate: skip("rate"), month: skip("month") },
-        integrity: Object.fromEntries(
-          INTEGRITY_CHECKS.map((check) => [check, metrics.integrityFailuresOf({ ...labels, check })]),
-        ) as Record<IntegrityCheck, Counted>,
-      };
-      for (const counter of Object.values(series.hedges)) counter.inc(0);
-      for (const counter of Object.values(series.integrity)) counter.inc(0);
-      for (const counter of Object.values(series.skips)) counter.inc(0);
-      return series;
-    });
+    this.#series = this.upstreams.map((u) => upstreamSeries(metrics, network.name, u.label));
     const consensus = network.consensus;
     const hooks = this.#quorumHooks();
     this.#quorum = consensus && {
@@ -307,7 +283,6 @@ export class NetworkPool implements HedgeSource {
         // Caught lying: never served; the read goes to another node (the caller pays one answer).
         this.#caught(answeredBy);
         last = CAUGHT_LYING;
-        continue;
       } catch (err) {
         if (err instanceof ServiceError) {
           // The node answered, too much: the same query would be as large anywhere else.
@@ -503,26 +478,4 @@ export class NetworkPool implements HedgeSource {
   async close(): Promise<void> {
     await Promise.all(this.upstreams.map((u) => u.close()));
   }
-}
-
-function failure(network: string, last: TransportError | undefined, timedOut: boolean): ServiceError {
-  if (timedOut) {
-    return new ServiceError(
-      grpc.status.DEADLINE_EXCEEDED,
-      "upstream_timeout",
-      `the ${network} node did not answer in time`,
-    );
-  }
-  if (last?.kind === "bad_response") {
-    return new ServiceError(
-      grpc.status.UNKNOWN,
-      "upstream_error",
-      `the ${network} node sent an unreadable answer`,
-    );
-  }
-  return new ServiceError(
-    grpc.status.UNAVAILABLE,
-    "upstream_unavailable",
-    `no healthy ${network} node is reachable right now`,
-  );
 }
