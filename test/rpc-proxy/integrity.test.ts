@@ -13,6 +13,7 @@ import {
   memoryLogger,
   metricSum,
   metricValue,
+  nodeRpc,
   type Service,
   upstreamSuite,
 } from "./helpers.ts";
@@ -20,16 +21,7 @@ import {
 const suite = upstreamSuite();
 const FAKE_HASH = `0x${"ab".repeat(32)}`;
 
-async function rpc(node: AnvilNode, method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(node.rpcUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: unknown };
-  if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
-  return body.result;
-}
+const rpc = nodeRpc;
 
 const hex = (n: number) => `0x${n.toString(16)}`;
 const mine = (node: AnvilNode, blocks: number) => rpc(node, "anvil_mine", [hex(blocks)]);

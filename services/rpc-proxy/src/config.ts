@@ -15,7 +15,7 @@ export interface NetworkConfig {
   limits?: (UpstreamLimit | undefined)[];
 }
 
-export interface ConsensusConfig {
+interface ConsensusConfig {
   methods: string[];
   k: number;
   n: number;
@@ -74,7 +74,7 @@ export interface UpstreamPolicyConfig {
  * `<method>[,<method>…]:<k>of<n>`: read methods of the catalog (a write is sent once, never to a
  * quorum; eth_blockNumber answers the consistent head), n/2 < k <= n, 2 <= n <= the network's upstreams.
  */
-export function parseConsensus(
+function parseConsensus(
   value: string | undefined,
   name: string,
   upstreams: number,
@@ -111,7 +111,7 @@ const ENTRY = /^(?:(\d+(?:\.\d+)?)\/s)?(?:(?:^|\+)(\d+)\/month)?$/;
  * separated; an entry is `<n>/s`, `<n>/month`, `<n>/s+<n>/month`, or empty / `-` (no limit). Fewer
  * entries than URLs leave the last URLs unlimited.
  */
-export function parseLimits(
+function parseLimits(
   value: string | undefined,
   name: string,
   upstreams: number,
@@ -152,6 +152,24 @@ function parseUrls(value: string | undefined, name: string): string[] {
     });
 }
 
+/** One network's settings from its URLs and its CONSENSUS_ and UPSTREAM_LIMITS_ values (unset: none). */
+export function networkConfig(
+  network: { name: string; chainId: number },
+  upstreams: string[],
+  values: { consensus?: string | undefined; limits?: string | undefined },
+): NetworkConfig {
+  const count = upstreams.length;
+  const consensus = parseConsensus(values.consensus, consensusEnvName(network.name), count);
+  const limits = parseLimits(values.limits, limitsEnvName(network.name), count);
+  return {
+    name: network.name,
+    chainId: network.chainId,
+    upstreams,
+    ...(consensus ? { consensus } : {}),
+    ...(limits ? { limits } : {}),
+  };
+}
+
 export function loadConfig(): RpcProxyConfig {
   return {
     host: ENV.string("BIND_HOST"),
@@ -160,17 +178,10 @@ export function loadConfig(): RpcProxyConfig {
     networks: NETWORKS.map((n) => {
       // Node URLs often carry a provider key: read as secrets (also from UPSTREAMS_<NETWORK>_FILE).
       const upstreams = parseUrls(readSecret(upstreamsEnvName(n.name)), upstreamsEnvName(n.name));
-      const consensusName = consensusEnvName(n.name);
-      const consensus = parseConsensus(process.env[consensusName], consensusName, upstreams.length);
-      const limitsName = limitsEnvName(n.name);
-      const limits = parseLimits(process.env[limitsName], limitsName, upstreams.length);
-      return {
-        name: n.name,
-        chainId: n.chainId,
-        upstreams,
-        ...(consensus ? { consensus } : {}),
-        ...(limits ? { limits } : {}),
-      };
+      return networkConfig(n, upstreams, {
+        consensus: process.env[consensusEnvName(n.name)],
+        limits: process.env[limitsEnvName(n.name)],
+      });
     }),
     upstream: {
       timeoutMs: ENV.int("UPSTREAM_TIMEOUT_MS"),
