@@ -109,10 +109,15 @@ describe("rpc-proxy integrity checks", () => {
     const node = await suite.node();
     const [from] = (await rpc(node, "eth_accounts", [])) as [string];
     // A contract creation whose init code emits one LOG0 (PUSH1 0 PUSH1 0 LOG0 STOP).
-    await rpc(node, "eth_sendTransaction", [{ from, data: "0x60006000a000" }]);
-    const logged = Number(await rpc(node, "eth_blockNumber", []));
+    const sent = await rpc(node, "eth_sendTransaction", [{ from, data: "0x60006000a000" }]);
+    let receipt: { blockNumber: string } | null = null;
+    await eventually(async () => {
+      receipt = (await rpc(node, "eth_getTransactionReceipt", [sent])) as typeof receipt;
+      return receipt !== null;
+    });
+    const logged = Number(receipt!.blockNumber);
     await mine(node, 99);
-    const height = logged + 99;
+    const height = Number(await rpc(node, "eth_blockNumber", []));
     const proxies = await Promise.all([0, 1, 2].map(() => suite.proxy(node.rpcUrl)));
     const svc = await suite.service({
       upstreams: { ethereum: proxies.map((p) => p.url()) },

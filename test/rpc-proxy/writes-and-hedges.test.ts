@@ -63,6 +63,10 @@ describe("rpc-proxy writes and hedged reads", () => {
       metricSum(text, "rpc_proxy_hedges_total", { network: "ethereum", outcome });
     expect(slow.slowed).toBeGreaterThanOrEqual(5);
     expect(hedges("won")).toBeGreaterThanOrEqual(1);
+    // Counted by the upstream that was slow: the one whose reads another node beat.
+    expect(
+      metricSum(text, "rpc_proxy_hedges_total", { upstream: "ethereum-0", outcome: "won" }),
+    ).toBeGreaterThanOrEqual(1);
     // The budget: each hedge is one more node call, at most 10 % of the reads.
     expect(hedges("sent")).toBeLessThanOrEqual(40);
     // The late attempts the other node beat were cancelled: their connection closed unanswered.
