@@ -29,8 +29,9 @@ const isWrite = (call: RpcCall): boolean => Object.hasOwn(RPC_WRITE_METHODS, cal
 /**
  * Why an upstream is out of rotation, one policy (README, Consistent head and rotation): it serves
  * another chain, does not answer its head polls, its breaker is open, it disagreed with a quorum or
- * an answer of its failed an integrity check (cordoned for UPSTREAM_CORDON_MS), it is over UPSTREAM_MAX_LAG_BLOCKS behind the consistent head,
- * or its head has not moved for UPSTREAM_STALL_MS while behind it.
+ * an answer of its failed an integrity check (cordoned for UPSTREAM_CORDON_MS), it is over
+ * UPSTREAM_MAX_LAG_BLOCKS behind the consistent head, or its head has not moved for UPSTREAM_STALL_MS
+ * while behind it.
  */
 export const OUT_OF_ROTATION = [
   "wrong_chain",
