@@ -88,6 +88,7 @@ describe("Prometheus rules (real promtool)", () => {
         "TollgateUpstreamBreakerOpen",
         "TollgateHedgeBudgetExhausted",
         "TollgateUpstreamDisagreeing",
+        "TollgateUpstreamFailingIntegrity",
         "TollgateQuorumFailing",
         "TollgateQuotaFailOpen",
         "TollgateQuotaMeterUnreachable",

@@ -10,6 +10,7 @@ import {
   type LogLine,
   memoryLogger,
   metricValue,
+  nodeRpc,
   type Service,
   upstreamSuite,
 } from "./helpers.ts";
@@ -18,16 +19,7 @@ const suite = upstreamSuite();
 /** Someone whose balance the test sets on each node as it likes. */
 const ACCOUNT = "0x00000000000000000000000000000000000c0ffe";
 
-async function rpc(node: AnvilNode, method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(node.rpcUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: unknown };
-  if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
-  return body.result;
-}
+const rpc = nodeRpc;
 
 const setBalance = (node: AnvilNode, wei: bigint) =>
   rpc(node, "anvil_setBalance", [ACCOUNT, `0x${wei.toString(16)}`]);

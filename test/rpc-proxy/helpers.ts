@@ -8,9 +8,8 @@ import { type AnvilNode, startAnvil } from "@tollgate/devnet/anvil";
 import { type CallFailure, contracts, createClient, type Logger } from "@tollgate/platform";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import {
-  consensusEnvName,
   loadConfig,
-  parseConsensus,
+  networkConfig,
   type RpcProxyConfig,
   type RpcProxyHandle,
   startRpcProxy,
@@ -74,6 +73,18 @@ export function upstreamSuite(): UpstreamSuite {
   };
 }
 
+/** One JSON-RPC call straight to a node (not through rpc-proxy); its error is thrown. */
+export async function nodeRpc(node: AnvilNode, method: string, params: unknown[]): Promise<unknown> {
+  const res = await fetch(node.rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = (await res.json()) as { result?: unknown; error?: unknown };
+  if (body.error) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
+  return body.result;
+}
+
 /** A port nothing listens on (bound, then released). */
 export async function closedPort(): Promise<number> {
   const server = createServer();
@@ -113,6 +124,8 @@ export type ConfigPatch = {
   upstreams?: Record<string, string[]>;
   /** CONSENSUS_<NETWORK> values by network name. */
   consensus?: Record<string, string | undefined>;
+  /** UPSTREAM_LIMITS_<NETWORK> values by network name. */
+  limits?: Record<string, string | undefined>;
   upstream?: Partial<RpcProxyConfig["upstream"]>;
   logs?: Partial<RpcProxyConfig["logs"]>;
   maxResultBytes?: number;
@@ -153,11 +166,12 @@ export async function startService(patch: ConfigPatch, logger?: Logger): Promise
     host: "127.0.0.1",
     grpcPort: 0,
     metricsPort: 0,
-    networks: base.networks.map((n) => {
-      const upstreams = patch.upstreams?.[n.name] ?? [];
-      const consensus = parseConsensus(patch.consensus?.[n.name], consensusEnvName(n.name), upstreams.length);
-      return { name: n.name, chainId: n.chainId, upstreams, ...(consensus ? { consensus } : {}) };
-    }),
+    networks: base.networks.map((n) =>
+      networkConfig(n, patch.upstreams?.[n.name] ?? [], {
+        consensus: patch.consensus?.[n.name],
+        limits: patch.limits?.[n.name],
+      }),
+    ),
     upstream: { ...base.upstream, ...patch.upstream },
     logs: { ...base.logs, ...patch.logs },
     maxResultBytes: patch.maxResultBytes ?? base.maxResultBytes,

@@ -30,6 +30,13 @@ export class CountingProxy {
   refuse:
     | ((call: { method: string; params: unknown[] }) => { code: number; message: string } | undefined)
     | undefined;
+  /**
+   * Rewrites the node's answer to a single call before it is sent back (a node that lies); returns
+   * the result to answer instead, or undefined to leave it as the node gave it.
+   */
+  alter: ((call: { method: string; params: unknown[] }, result: unknown) => unknown) | undefined;
+  /** Answers `alter` changed. */
+  altered = 0;
   /** Every `slowEvery`-th request forwarded (0: none) is held `slowMs` first: a node slow now and then. */
   slowEvery = 0;
   slowMs = 300;
@@ -116,8 +123,19 @@ export class CountingProxy {
       headers: { "content-type": "application/json" },
       body: text,
     });
-    const answer = await upstream.text();
+    let answer = await upstream.text();
     if (swallow) return; // the node took it; its answer never comes back
+    if (this.alter && !Array.isArray(body)) {
+      const parsed = JSON.parse(answer) as { result?: unknown };
+      const lie =
+        "result" in parsed
+          ? this.alter({ method: String(single?.method), params: single?.params ?? [] }, parsed.result)
+          : undefined;
+      if (lie !== undefined) {
+        this.altered++;
+        answer = JSON.stringify({ ...parsed, result: lie });
+      }
+    }
     res.writeHead(upstream.status, { "content-type": "application/json" });
     res.end(answer);
   }

@@ -1,7 +1,8 @@
 import { NETWORKS, RPC_METHODS } from "@tollgate/catalog";
 import { ConfigError, type MeshCallers, readMeshCallers, readSecret } from "@tollgate/platform";
 import { getAddress } from "viem";
-import { consensusEnvName, ENV, upstreamsEnvName } from "./env.ts";
+import { consensusEnvName, ENV, limitsEnvName, upstreamsEnvName } from "./env.ts";
+import type { UpstreamLimit } from "./upstream/budget.ts";
 
 /** One network's upstream node URLs, in the operator's order of preference. */
 export interface NetworkConfig {
@@ -10,9 +11,11 @@ export interface NetworkConfig {
   upstreams: string[];
   /** Quorum reads (CONSENSUS_<NETWORK>): these node methods are answered only when k of n agree. */
   consensus?: ConsensusConfig;
+  /** Per-upstream call budgets (UPSTREAM_LIMITS_<NETWORK>), in the order of `upstreams`. */
+  limits?: (UpstreamLimit | undefined)[];
 }
 
-export interface ConsensusConfig {
+interface ConsensusConfig {
   methods: string[];
   k: number;
   n: number;
@@ -71,7 +74,7 @@ export interface UpstreamPolicyConfig {
  * `<method>[,<method>…]:<k>of<n>`: read methods of the catalog (a write is sent once, never to a
  * quorum; eth_blockNumber answers the consistent head), n/2 < k <= n, 2 <= n <= the network's upstreams.
  */
-export function parseConsensus(
+function parseConsensus(
   value: string | undefined,
   name: string,
   upstreams: number,
@@ -101,6 +104,38 @@ export function parseConsensus(
   return { methods, k, n };
 }
 
+const ENTRY = /^(?:(\d+(?:\.\d+)?)\/s)?(?:(?:^|\+)(\d+)\/month)?$/;
+
+/**
+ * `UPSTREAM_LIMITS_<NETWORK>`: one entry per URL of `UPSTREAMS_<NETWORK>`, in its order, comma
+ * separated; an entry is `<n>/s`, `<n>/month`, `<n>/s+<n>/month`, or empty / `-` (no limit). Fewer
+ * entries than URLs leave the last URLs unlimited.
+ */
+function parseLimits(
+  value: string | undefined,
+  name: string,
+  upstreams: number,
+): (UpstreamLimit | undefined)[] | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  const entries = value.split(",").map((e) => e.trim());
+  if (entries.length > upstreams)
+    throw new ConfigError(`${name} has ${entries.length} entries for ${upstreams} upstream URLs`);
+  return entries.map((entry, i) => {
+    if (entry === "" || entry === "-") return undefined;
+    const match = ENTRY.exec(entry.replace(/\s+/g, ""));
+    const perSecond = match?.[1] === undefined ? undefined : Number(match[1]);
+    const perMonth = match?.[2] === undefined ? undefined : Number(match[2]);
+    if (!match || (perSecond === undefined && perMonth === undefined) || perSecond === 0 || perMonth === 0)
+      throw new ConfigError(
+        `${name}: entry ${i + 1} must read <n>/s, <n>/month or <n>/s+<n>/month (n > 0), or - for none; got "${entry}"`,
+      );
+    return {
+      ...(perSecond === undefined ? {} : { perSecond }),
+      ...(perMonth === undefined ? {} : { perMonth }),
+    };
+  });
+}
+
 function parseUrls(value: string | undefined, name: string): string[] {
   if (!value) return [];
   return value
@@ -117,6 +152,24 @@ function parseUrls(value: string | undefined, name: string): string[] {
     });
 }
 
+/** One network's settings from its URLs and its CONSENSUS_ and UPSTREAM_LIMITS_ values (unset: none). */
+export function networkConfig(
+  network: { name: string; chainId: number },
+  upstreams: string[],
+  values: { consensus?: string | undefined; limits?: string | undefined },
+): NetworkConfig {
+  const count = upstreams.length;
+  const consensus = parseConsensus(values.consensus, consensusEnvName(network.name), count);
+  const limits = parseLimits(values.limits, limitsEnvName(network.name), count);
+  return {
+    name: network.name,
+    chainId: network.chainId,
+    upstreams,
+    ...(consensus ? { consensus } : {}),
+    ...(limits ? { limits } : {}),
+  };
+}
+
 export function loadConfig(): RpcProxyConfig {
   return {
     host: ENV.string("BIND_HOST"),
@@ -125,9 +178,10 @@ export function loadConfig(): RpcProxyConfig {
     networks: NETWORKS.map((n) => {
       // Node URLs often carry a provider key: read as secrets (also from UPSTREAMS_<NETWORK>_FILE).
       const upstreams = parseUrls(readSecret(upstreamsEnvName(n.name)), upstreamsEnvName(n.name));
-      const consensusName = consensusEnvName(n.name);
-      const consensus = parseConsensus(process.env[consensusName], consensusName, upstreams.length);
-      return { name: n.name, chainId: n.chainId, upstreams, ...(consensus ? { consensus } : {}) };
+      return networkConfig(n, upstreams, {
+        consensus: process.env[consensusEnvName(n.name)],
+        limits: process.env[limitsEnvName(n.name)],
+      });
     }),
     upstream: {
       timeoutMs: ENV.int("UPSTREAM_TIMEOUT_MS"),

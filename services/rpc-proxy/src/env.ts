@@ -16,6 +16,11 @@ export function consensusEnvName(network: string): string {
   return `CONSENSUS_${networkSuffix(network)}`;
 }
 
+/** `UPSTREAM_LIMITS_<NETWORK>`. */
+export function limitsEnvName(network: string): string {
+  return `UPSTREAM_LIMITS_${networkSuffix(network)}`;
+}
+
 export const ENV = envTable([
   ...serviceEnv(DEFAULT_PORTS["rpc-proxy"]),
   {
@@ -28,6 +33,11 @@ export const ENV = envTable([
     name: "CONSENSUS_<NETWORK>",
     names: NETWORKS.map((n) => consensusEnvName(n.name)),
     description: `Quorum reads per network: \`<method>[,<method>…]:<k>of<n>\` (e.g. \`CONSENSUS_ETHEREUM=eth_call,eth_getBalance,eth_getLogs:2of3\`). A call of those node methods, from a REST endpoint or \`/rpc\`, is sent to n upstreams in rotation at the same pinned block and answered only when k answers are the same; an upstream that disagrees with the k is cordoned (\`UPSTREAM_CORDON_MS\`); no k alike is 502 \`upstream_disagreement\`, not charged. Unset: one upstream answers. k is more than half of n (two answers can never both have k), n from 2 to the network's upstreams; write methods and \`eth_blockNumber\` (it answers the consistent head) cannot be listed.`,
+  },
+  {
+    name: "UPSTREAM_LIMITS_<NETWORK>",
+    names: NETWORKS.map((n) => limitsEnvName(n.name)),
+    description: `Per-upstream call budgets, one comma-separated entry per URL of \`UPSTREAMS_<NETWORK>\` in its order: \`<n>/s\` (a provider's rate limit: a token bucket of one second's calls), \`<n>/month\` (its monthly allowance, UTC month, counted per replica since it started), both as \`<n>/s+<n>/month\`, or empty / \`-\` (none; missing entries too), e.g. \`UPSTREAM_LIMITS_ETHEREUM=25/s,10/s+3000000/month,-\`. An upstream out of budget is passed over for the others (\`rpc_proxy_upstream_budget_skips_total\`); none within budget is 503 \`upstream_unavailable\`, not charged. Head polls count but are never skipped.`,
   },
   {
     name: "UPSTREAM_TIMEOUT_MS",

@@ -1,6 +1,6 @@
 import { grpc, ServiceError } from "@tollgate/platform";
 import { decodeErrorResult, type Hex, isHex } from "viem";
-import type { RpcError } from "./upstream/jsonrpc.ts";
+import type { RpcError, TransportError } from "./upstream/jsonrpc.ts";
 
 // Solidity's built-in panic codes (docs.soliditylang.org, "Panic via assert and Error via require").
 const PANIC_REASONS: Record<number, string> = {
@@ -115,4 +115,28 @@ export function invalidParameter(name: string, message: string): ServiceError {
 /** The node answered with something that does not fit the method's result. */
 export function malformedAnswer(what: string): ServiceError {
   return new ServiceError(grpc.status.UNKNOWN, "upstream_error", `the node sent a malformed ${what}`);
+}
+
+/** How a read that got no answer fails: slow reads as a timeout, an unreadable (or lying) answer as
+ * upstream_error, the rest as unavailable (none of them charged). */
+export function failure(network: string, last: TransportError | undefined, timedOut: boolean): ServiceError {
+  if (timedOut) {
+    return new ServiceError(
+      grpc.status.DEADLINE_EXCEEDED,
+      "upstream_timeout",
+      `the ${network} node did not answer in time`,
+    );
+  }
+  if (last?.kind === "bad_response") {
+    return new ServiceError(
+      grpc.status.UNKNOWN,
+      "upstream_error",
+      `the ${network} node sent an unreadable answer`,
+    );
+  }
+  return new ServiceError(
+    grpc.status.UNAVAILABLE,
+    "upstream_unavailable",
+    `no healthy ${network} node is reachable right now`,
+  );
 }

@@ -1,3 +1,3 @@
-export { loadConfig, parseConsensus, type RpcProxyConfig } from "./config.ts";
+export { loadConfig, networkConfig, type RpcProxyConfig } from "./config.ts";
 export { consensusEnvName, upstreamsEnvName } from "./env.ts";
 export { type RpcProxyHandle, startRpcProxy } from "./server.ts";

@@ -1,4 +1,6 @@
 import { prom, type Registry, seriesOf } from "@tollgate/platform";
+import type { BudgetLimit } from "./upstream/budget.ts";
+import { INTEGRITY_CHECKS, type IntegrityCheck } from "./upstream/integrity.ts";
 
 /** Breaker states as gauge values (rpc_proxy_upstream_breaker_state). */
 export const BREAKER_GAUGE = { closed: 0, open: 1, half_open: 2 } as const;
@@ -52,7 +54,7 @@ export function createMetrics(registry: Registry) {
     }),
     cordoned: new prom.Gauge({
       name: "rpc_proxy_upstream_cordoned",
-      help: "1 when the upstream is out of rotation for this reason: wrong_chain, unreachable, breaker_open, disagreed (with a quorum), lagging, stalled",
+      help: "1 when the upstream is out of rotation for this reason: wrong_chain, unreachable, breaker_open, disagreed (with a quorum), integrity (an answer failed an integrity check), lagging, stalled",
       labelNames: ["network", "upstream", "reason"],
       registers: [registry],
     }),
@@ -68,10 +70,28 @@ export function createMetrics(registry: Registry) {
       labelNames: ["network", "upstream"],
       registers: [registry],
     }),
+    integrityFailures: new prom.Counter({
+      name: "rpc_proxy_upstream_integrity_failures_total",
+      help: "Answers of the upstream that failed an integrity check (shape, answer_mismatch, block_hash, parent_hash, receipt_block_hash, log_block_hash, tx_hash): never served, the upstream cordoned for UPSTREAM_CORDON_MS, the read sent to another",
+      labelNames: ["network", "upstream", "check"],
+      registers: [registry],
+    }),
+    budgetSkips: new prom.Counter({
+      name: "rpc_proxy_upstream_budget_skips_total",
+      help: "Times the upstream was passed over for being out of its budget (UPSTREAM_LIMITS_<NETWORK>): limit 'rate' (requests/s) or 'month'",
+      labelNames: ["network", "upstream", "limit"],
+      registers: [registry],
+    }),
+    monthCalls: new prom.Gauge({
+      name: "rpc_proxy_upstream_month_calls",
+      help: "Node calls to the upstream this calendar month (UTC) by this replica, for upstreams with a budget (UPSTREAM_LIMITS_<NETWORK>)",
+      labelNames: ["network", "upstream"],
+      registers: [registry],
+    }),
     hedges: new prom.Counter({
       name: "rpc_proxy_hedges_total",
-      help: "Hedged reads: 'sent' (a second upstream asked), 'won' (its answer served, the first attempt cancelled), 'suppressed' (slow, but over the hedge budget)",
-      labelNames: ["network", "outcome"],
+      help: "Hedged reads by the upstream that was slow: 'sent' (a second upstream asked), 'won' (the second's answer served, the slow attempt cancelled), 'suppressed' (slow, but over the hedge budget)",
+      labelNames: ["network", "upstream", "outcome"],
       registers: [registry],
     }),
     operations: new prom.Counter({
@@ -93,7 +113,9 @@ export function createMetrics(registry: Registry) {
     // The series each call touches, found without prom-client hashing a label object per call.
     upstreamLatencyOf: seriesOf(metrics.upstreamLatency, upstreamCall),
     upstreamErrorsOf: seriesOf(metrics.upstreamErrors, upstreamCall),
-    hedgesOf: seriesOf(metrics.hedges, ["network", "outcome"] as const),
+    hedgesOf: seriesOf(metrics.hedges, ["network", "upstream", "outcome"] as const),
+    integrityFailuresOf: seriesOf(metrics.integrityFailures, ["network", "upstream", "check"] as const),
+    budgetSkipsOf: seriesOf(metrics.budgetSkips, ["network", "upstream", "limit"] as const),
     quorumOf: seriesOf(metrics.quorum, ["network", "outcome"] as const),
     disagreementsOf: seriesOf(metrics.disagreements, ["network", "upstream"] as const),
     operationsOf: seriesOf(metrics.operations, ["operation", "network", "code"] as const),
@@ -102,3 +124,29 @@ export function createMetrics(registry: Registry) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+type Counted = { inc(value?: number): void };
+
+/** One upstream's series that the pool's hot path may touch, found once. */
+export interface UpstreamSeries {
+  hedges: { sent: Counted; won: Counted; suppressed: Counted };
+  skips: Record<BudgetLimit, Counted>;
+  integrity: Record<IntegrityCheck, Counted>;
+}
+
+/** Every series from the start (0): dashboards and alerts read them as rates. */
+export function upstreamSeries(metrics: Metrics, network: string, upstream: string): UpstreamSeries {
+  const labels = { network, upstream };
+  const hedge = (outcome: string) => metrics.hedgesOf({ ...labels, outcome });
+  const skip = (limit: string) => metrics.budgetSkipsOf({ ...labels, limit });
+  const series: UpstreamSeries = {
+    hedges: { sent: hedge("sent"), won: hedge("won"), suppressed: hedge("suppressed") },
+    skips: { rate: skip("rate"), month: skip("month") },
+    integrity: Object.fromEntries(
+      INTEGRITY_CHECKS.map((check) => [check, metrics.integrityFailuresOf({ ...labels, check })]),
+    ) as Record<IntegrityCheck, Counted>,
+  };
+  for (const group of [series.hedges, series.skips, series.integrity])
+    for (const counter of Object.values(group)) counter.inc(0);
+  return series;
+}

@@ -78,6 +78,8 @@ export class HeadTracker {
             { method: "eth_blockNumber", params: [] },
           ]
         : [{ method: "eth_blockNumber", params: [] }];
+      // A poll counts against the upstream's budget and is never skipped for it (budget.ts).
+      u.budget?.take(Date.now());
       const outcomes = await u.send(calls, this.#policy.timeoutMs);
       if (checkChain) {
         const chain = outcomes[0]!;
@@ -133,6 +135,7 @@ export class HeadTracker {
         this.#metrics.cordoned.set({ ...labels, reason: r }, r === reason ? 1 : 0);
       if (u.head !== undefined) this.#metrics.headBlock.set(labels, Number(u.head));
       this.#metrics.lagBlocks.set(labels, Number(pool.lag(u)));
+      if (u.budget) this.#metrics.monthCalls.set(labels, u.budget.monthCalls);
       if (reason !== u.published) {
         if (reason === undefined) this.#logger.info({ upstream: u.label }, "upstream back in rotation");
         else

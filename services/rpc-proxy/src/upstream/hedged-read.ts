@@ -8,9 +8,10 @@ export const MIN_ATTEMPT_MS = 10;
 
 /** What a hedged read asks of its pool. */
 export interface HedgeSource {
-  /** The second upstream, within the hedge budget; undefined: no hedge. */
-  hedgeTarget(tried: readonly Upstream[], minHead: bigint | undefined): Upstream | undefined;
-  hedgeWon(): void;
+  /** The second upstream for a read slow on `slow`, within the hedge budget; undefined: no hedge. */
+  hedgeTarget(slow: Upstream, tried: readonly Upstream[], minHead: bigint | undefined): Upstream | undefined;
+  /** The hedge's answer was served before `slow`'s. */
+  hedgeWon(slow: Upstream): void;
 }
 
 /**
@@ -24,6 +25,8 @@ export interface HedgeSource {
  */
 export class HedgedRead implements AttemptWatcher {
   slowAt: number;
+  /** Whose answer was served (the pool checks it: integrity.ts). */
+  answeredBy: Upstream | undefined;
   readonly #pool: HedgeSource;
   readonly #calls: readonly RpcCall[];
   readonly #tried: Upstream[];
@@ -33,6 +36,8 @@ export class HedgedRead implements AttemptWatcher {
   #timeout = 0;
   #first: InFlightAttempt | undefined;
   #second: InFlightAttempt | undefined;
+  #firstUpstream: Upstream | undefined;
+  #secondUpstream: Upstream | undefined;
   #pending = 1;
   #settled = false;
   #firstError: unknown;
@@ -59,6 +64,7 @@ export class HedgedRead implements AttemptWatcher {
 
   run(upstream: Upstream, timeout: number): Promise<RpcOutcome[]> {
     this.#timeout = timeout;
+    this.#firstUpstream = upstream;
     const answer = new Promise<RpcOutcome[]>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -78,8 +84,9 @@ export class HedgedRead implements AttemptWatcher {
     if (this.#settled) return;
     const remaining = this.#end - Date.now();
     if (remaining < MIN_ATTEMPT_MS) return;
-    const second = this.#pool.hedgeTarget(this.#tried, this.#minHead);
+    const second = this.#pool.hedgeTarget(this.#firstUpstream!, this.#tried, this.#minHead);
     if (second === undefined) return;
+    this.#secondUpstream = second;
     this.#tried.push(second);
     this.#pending++;
     this.#ctx.roundTrips++;
@@ -92,6 +99,7 @@ export class HedgedRead implements AttemptWatcher {
     if (this.#settled) return;
     this.#settled = true;
     this.#second?.cancel();
+    this.answeredBy = this.#firstUpstream;
     this.#resolve(outcomes);
   };
 
@@ -99,7 +107,8 @@ export class HedgedRead implements AttemptWatcher {
     if (this.#settled) return;
     this.#settled = true;
     this.#first?.cancel();
-    this.#pool.hedgeWon();
+    this.answeredBy = this.#secondUpstream;
+    this.#pool.hedgeWon(this.#firstUpstream!);
     this.#resolve(outcomes);
   };
 

@@ -1,9 +1,11 @@
 import { RPC_WRITE_METHODS } from "@tollgate/catalog";
 import { grpc, type Logger, once, ServiceError } from "@tollgate/platform";
 import type { NetworkConfig, UpstreamPolicyConfig } from "../config.ts";
-import type { Metrics } from "../metrics.ts";
+import { failure } from "../errors.ts";
+import { type Metrics, type UpstreamSeries, upstreamSeries } from "../metrics.ts";
 import { answerHash, answerHead, majorityHead, pinLatest } from "./consensus.ts";
 import { HedgedRead, type HedgeSource, MIN_ATTEMPT_MS } from "./hedged-read.ts";
+import { Integrity } from "./integrity.ts";
 import { type RpcCall, type RpcOutcome, TransportError } from "./jsonrpc.ts";
 import { HedgeBudget, methodClass } from "./latency.ts";
 import { type QuorumHooks, QuorumRead } from "./quorum.ts";
@@ -26,21 +28,28 @@ const isWrite = (call: RpcCall): boolean => Object.hasOwn(RPC_WRITE_METHODS, cal
 
 /**
  * Why an upstream is out of rotation, one policy (README, Consistent head and rotation): it serves
- * another chain, does not answer its head polls, its breaker is open, it disagreed with a quorum
- * (cordoned for UPSTREAM_CORDON_MS), it is over UPSTREAM_MAX_LAG_BLOCKS behind the consistent head,
- * or its head has not moved for UPSTREAM_STALL_MS while behind it.
+ * another chain, does not answer its head polls, its breaker is open, it disagreed with a quorum or
+ * an answer of its failed an integrity check (cordoned for UPSTREAM_CORDON_MS), it is over
+ * UPSTREAM_MAX_LAG_BLOCKS behind the consistent head, or its head has not moved for UPSTREAM_STALL_MS
+ * while behind it.
  */
 export const OUT_OF_ROTATION = [
   "wrong_chain",
   "unreachable",
   "breaker_open",
   "disagreed",
+  "integrity",
   "lagging",
   "stalled",
 ] as const;
 export type OutOfRotation = (typeof OUT_OF_ROTATION)[number];
 
 const toQuantity = (n: bigint) => `0x${n.toString(16)}`;
+
+/** An answer that failed an integrity check, as the retry loop reads it (one object, never thrown). */
+const CAUGHT_LYING = new TransportError("bad_response", "the node's answer failed an integrity check", {
+  sent: true,
+});
 
 /**
  * The upstream nodes of one network. Every request picks the best admitted upstream
@@ -61,7 +70,12 @@ export class NetworkPool implements HedgeSource {
   readonly #policy: UpstreamPolicyConfig;
   readonly #maxLag: bigint;
   readonly #budget: HedgeBudget;
-  readonly #hedges: { sent: Counted; won: Counted; suppressed: Counted };
+  /** Each upstream's series, by index. */
+  readonly #series: UpstreamSeries[];
+  /** Integrity checks of single-node answers and the ring of recent block hashes (integrity.ts). */
+  readonly #integrity: Integrity;
+  /** Some upstream has a call budget (UPSTREAM_LIMITS_<NETWORK>). */
+  readonly #budgeted: boolean;
   /** `latest` is pinned to the consistent head where more than one node could answer. */
   readonly #pinning: boolean;
   readonly #quorum: { methods: ReadonlySet<string>; k: number; n: number; hooks: QuorumHooks } | undefined;
@@ -91,13 +105,14 @@ export class NetworkPool implements HedgeSource {
           breakerCooldownMs: policy.breakerCooldownMs,
           maxBodyBytes: policy.maxBodyBytes,
           hedgeQuantile: policy.hedgeQuantile / 100,
+          limit: network.limits?.[index],
           metrics,
         }),
     );
     this.#budget = new HedgeBudget(policy.hedgeBudgetPercent);
-    const hedge = (outcome: string) => metrics.hedgesOf({ network: network.name, outcome });
-    this.#hedges = { sent: hedge("sent"), won: hedge("won"), suppressed: hedge("suppressed") };
-    for (const counter of Object.values(this.#hedges)) counter.inc(0);
+    this.#integrity = new Integrity(network.chainId);
+    this.#budgeted = this.upstreams.some((u) => u.budget !== undefined);
+    this.#series = this.upstreams.map((u) => upstreamSeries(metrics, network.name, u.label));
     const consensus = network.consensus;
     const hooks = this.#quorumHooks();
     this.#quorum = consensus && {
@@ -148,7 +163,7 @@ export class NetworkPool implements HedgeSource {
     if (u.wrongChain) return "wrong_chain";
     if (!u.lastPollOk) return "unreachable";
     if (u.breaker.state !== "closed") return "breaker_open";
-    if (u.cordonedUntil > now) return "disagreed";
+    if (u.cordonedUntil > now) return u.cordonReason;
     const lag = this.lag(u);
     if (lag > this.#maxLag) return "lagging";
     if (lag > 0n && now - u.headChangedAt > this.#policy.stallMs) return "stalled";
@@ -249,16 +264,26 @@ export class NetworkPool implements HedgeSource {
         break;
       }
       tried.push(upstream);
+      upstream.budget?.take(Date.now());
       try {
         const timeout = Math.min(this.#policy.timeoutMs, remaining);
         // Hedged when the upstream's quantile leaves a second attempt time to answer.
         const slowAt = hedging ? Date.now() + upstream.latency[kind]!.quantile : Number.POSITIVE_INFINITY;
-        const outcomes =
-          slowAt + MIN_ATTEMPT_MS < Date.now() + timeout
-            ? await new HedgedRead(this, calls, tried, minHead, ctx, end, slowAt).run(upstream, timeout)
-            : await upstream.send(calls, timeout);
+        let outcomes: RpcOutcome[];
+        let answeredBy = upstream;
+        if (slowAt + MIN_ATTEMPT_MS < Date.now() + timeout) {
+          const read = new HedgedRead(this, calls, tried, minHead, ctx, end, slowAt);
+          outcomes = await read.run(upstream, timeout);
+          answeredBy = read.answeredBy ?? upstream;
+        } else {
+          outcomes = await upstream.send(calls, timeout);
+        }
         ctx.roundTrips++;
-        return outcomes;
+        // A write's answer is served as it came: it cannot be asked of another node.
+        if (write || this.#integrity.check(calls, outcomes, answeredBy.index, this.#head)) return outcomes;
+        // Caught lying: never served; the read goes to another node (the caller pays one answer).
+        this.#caught(answeredBy);
+        last = CAUGHT_LYING;
       } catch (err) {
         if (err instanceof ServiceError) {
           // The node answered, too much: the same query would be as large anywhere else.
@@ -283,27 +308,59 @@ export class NetworkPool implements HedgeSource {
    * The second upstream of a slow read: healthy, not tried in this request, and only within the
    * hedge budget (refused over it, counted as suppressed).
    */
-  hedgeTarget(tried: readonly Upstream[], minHead: bigint | undefined): Upstream | undefined {
+  hedgeTarget(slow: Upstream, tried: readonly Upstream[], minHead: bigint | undefined): Upstream | undefined {
     const u = this.#pick(tried, minHead);
-    if (u === undefined || tried.includes(u) || !this.#serves(u, minHead, Date.now())) return undefined;
+    const now = Date.now();
+    if (u === undefined || tried.includes(u) || !this.#serves(u, minHead, now)) return undefined;
+    const hedges = this.#series[slow.index]!.hedges;
     if (!this.#budget.spend()) {
-      this.#hedges.suppressed.inc();
+      hedges.suppressed.inc();
       return undefined;
     }
-    this.#hedges.sent.inc();
+    hedges.sent.inc();
+    u.budget?.take(now);
     return u;
   }
 
-  /** A hedge answered first: its answer is served. */
-  hedgeWon(): void {
-    this.#hedges.won.inc();
+  /** A hedge answered before `slow`: its answer is served. */
+  hedgeWon(slow: Upstream): void {
+    this.#series[slow.index]!.hedges.won.inc();
+  }
+
+  /** Out of rotation for UPSTREAM_CORDON_MS, for `reason`. */
+  #cordon(u: Upstream, reason: "disagreed" | "integrity"): void {
+    u.cordonedUntil = Date.now() + this.#policy.cordonMs;
+    u.cordonReason = reason;
+    this.#metrics.cordoned.set({ network: this.name, upstream: u.label, reason }, 1);
+  }
+
+  /** `u`'s answer failed an integrity check: cordoned, counted, logged with hashes and numbers only. */
+  #caught(u: Upstream): void {
+    const { check, method, block, expected, got } = this.#integrity.failure;
+    this.#cordon(u, "integrity");
+    this.#series[u.index]!.integrity[check].inc();
+    this.#logger.warn(
+      {
+        network: this.name,
+        upstream: u.label,
+        check,
+        method,
+        block,
+        expected,
+        got,
+        consensusHead: this.#headHex,
+        cordonMs: this.#policy.cordonMs,
+      },
+      "upstream failed an integrity check; cordoned, the read goes to another upstream",
+    );
   }
 
   /**
    * The upstream to try next: untried before tried; then in rotation and, for a pinned read, at or
    * past `minHead` (rotating, so load spreads), closed but out of rotation or behind (least lag
    * first), and last an open breaker whose cooldown is over (the call becomes its half-open probe).
-   * An upstream on another chain, or cordoned for disagreeing with a quorum, is never picked.
+   * An upstream on another chain, or cordoned, is never picked; nor one out of its call budget
+   * (UPSTREAM_LIMITS_<NETWORK>, counted as a skip).
    */
   #pick(tried: readonly Upstream[], minHead: bigint | undefined): Upstream | undefined {
     const now = Date.now();
@@ -316,7 +373,7 @@ export class NetworkPool implements HedgeSource {
       const u = this.upstreams[(start + i) % n]!;
       if (u.wrongChain || u.cordonedUntil > now) continue;
       const admits = u.breaker.admits(now);
-      if (admits === "no") continue;
+      if (admits === "no" || (this.#budgeted && this.#overBudget(u, now))) continue;
       const tier = admits === "probe" ? 2 : this.#serves(u, minHead, now) ? 0 : 1;
       const rank = (tried.includes(u) ? 3 : 0) + tier;
       const lag = this.lag(u);
@@ -327,6 +384,14 @@ export class NetworkPool implements HedgeSource {
       }
     }
     return best;
+  }
+
+  /** Out of its call budget now (counted as a skip). */
+  #overBudget(u: Upstream, now: number): boolean {
+    const refused = u.budget?.refuses(now);
+    if (refused === undefined) return false;
+    this.#series[u.index]!.skips[refused].inc();
+    return true;
   }
 
   /**
@@ -343,7 +408,7 @@ export class NetworkPool implements HedgeSource {
     const start = this.#next++ % count;
     for (let i = 0; i < count && chosen.length < n; i++) {
       const u = this.upstreams[(start + i) % count]!;
-      if (this.#serves(u, head, now)) chosen.push(u);
+      if (this.#serves(u, head, now) && !(this.#budgeted && this.#overBudget(u, now))) chosen.push(u);
     }
     if (chosen.length < k) {
       hooks.outcome("unavailable");
@@ -356,6 +421,7 @@ export class NetworkPool implements HedgeSource {
     const remaining = ctx.deadline - DEADLINE_MARGIN_MS - now;
     if (remaining < MIN_ATTEMPT_MS) throw failure(this.name, undefined, true);
     ctx.roundTrips += chosen.length;
+    for (const u of chosen) u.budget?.take(now);
     return new QuorumRead(this.name, k, hooks).run(
       chosen,
       calls,
@@ -379,9 +445,8 @@ export class NetworkPool implements HedgeSource {
       outcome: (outcome) => outcomes[outcome].inc(),
       noAnswer: (last, timedOut) => failure(network, last, timedOut),
       disagreed: (u, key, quorum, agreed) => {
-        u.cordonedUntil = Date.now() + this.#policy.cordonMs;
+        this.#cordon(u, "disagreed");
         disagreed(u.label).inc();
-        this.#metrics.cordoned.set({ network, upstream: u.label, reason: "disagreed" }, 1);
         this.#logger.warn(
           {
             network,
@@ -414,28 +479,4 @@ export class NetworkPool implements HedgeSource {
   async close(): Promise<void> {
     await Promise.all(this.upstreams.map((u) => u.close()));
   }
-}
-
-type Counted = { inc(value?: number): void };
-
-function failure(network: string, last: TransportError | undefined, timedOut: boolean): ServiceError {
-  if (timedOut) {
-    return new ServiceError(
-      grpc.status.DEADLINE_EXCEEDED,
-      "upstream_timeout",
-      `the ${network} node did not answer in time`,
-    );
-  }
-  if (last?.kind === "bad_response") {
-    return new ServiceError(
-      grpc.status.UNKNOWN,
-      "upstream_error",
-      `the ${network} node sent an unreadable answer`,
-    );
-  }
-  return new ServiceError(
-    grpc.status.UNAVAILABLE,
-    "upstream_unavailable",
-    `no healthy ${network} node is reachable right now`,
-  );
 }

@@ -2,6 +2,7 @@ import { once, ServiceError } from "@tollgate/platform";
 import { type Dispatcher, Pool } from "undici";
 import { BREAKER_GAUGE, type Metrics } from "../metrics.ts";
 import { Breaker, type BreakerState, type BreakerTicket } from "./breaker.ts";
+import { CallBudget, type UpstreamLimit } from "./budget.ts";
 import {
   decodeResponse,
   encodeRequest,
@@ -24,6 +25,8 @@ export interface UpstreamOptions {
   maxBodyBytes: number;
   /** 0..1: the quantile of recent answers a hedged read waits for (latency.ts). */
   hedgeQuantile: number;
+  /** Its call budget (UPSTREAM_LIMITS_<NETWORK>); undefined: none. */
+  limit?: UpstreamLimit | undefined;
   metrics: Metrics;
 }
 
@@ -35,6 +38,8 @@ export interface UpstreamOptions {
 export class Upstream {
   readonly label: string;
   readonly network: string;
+  /** Its place in UPSTREAMS_<NETWORK> (the label's number). */
+  readonly index: number;
   readonly #http: Pool;
   /** The dispatch options of every request but its body (undici copies what it keeps). */
   readonly #request: Dispatcher.DispatchOptions;
@@ -51,8 +56,12 @@ export class Upstream {
   head: bigint | undefined;
   /** When the tracker last saw the head move (epoch ms): a head unmoved behind the others is stalled. */
   headChangedAt = 0;
-  /** Out of rotation until then (epoch ms): it disagreed with a quorum (pool.ts). */
+  /** Out of rotation until then (epoch ms): it disagreed with a quorum or failed an integrity check (pool.ts). */
   cordonedUntil = 0;
+  /** Why it was last cordoned. */
+  cordonReason: "disagreed" | "integrity" = "disagreed";
+  /** Its call budget (budget.ts); undefined: unlimited, nothing counted. */
+  readonly budget: CallBudget | undefined;
   /** Why it was out of rotation at the last publish (head-tracker.ts), undefined: in rotation. */
   published: string | undefined;
   /** Whether the last head poll got an answer. */
@@ -64,9 +73,11 @@ export class Upstream {
 
   constructor(opts: UpstreamOptions) {
     this.network = opts.network;
+    this.index = opts.index;
     this.label = `${opts.network}-${opts.index}`;
     this.#metrics = opts.metrics;
     this.#maxBodyBytes = opts.maxBodyBytes;
+    this.budget = opts.limit ? new CallBudget(opts.limit) : undefined;
     this.latency = Array.from({ length: METHOD_CLASSES }, () => new LatencyWindow(opts.hedgeQuantile));
     const url = new URL(opts.url);
     const headers: Record<string, string> = {
