@@ -54,7 +54,7 @@ function parseRaw(answer: string) {
 
 describe("the Authorization header (RFC 9110: the scheme is case-insensitive)", () => {
   it("accepts bearer in any case, with the spaces and surrounding whitespace the RFC allows", async () => {
-    const { apiKey: key, accountId } = await createAccountWithKey({ burst: SUITE_BURST });
+    const { apiKey: key } = await createAccountWithKey({ burst: SUITE_BURST });
     const forms = [`bearer ${key}`, `BEARER ${key}`, `bEaReR ${key}`, `Bearer   ${key}`, `  Bearer ${key}  `];
     for (const [i, authorization] of forms.entries()) {
       const res = await get("/api/chain/chain-id", { Authorization: authorization });
