@@ -28,12 +28,6 @@ afterAll(async () => {
   await proxy?.close();
 });
 
-async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
-  const started = performance.now();
-  const value = await fn();
-  return { value, ms: performance.now() - started };
-}
-
 describe("fail-open when Redis is unreachable", () => {
   it("serves known keys unmetered and quickly when the link is cut, then meters again when it returns", async () => {
     const good = await qm.admin.accountWithKey({ daily: 1_000, burst: 1_000_000 });
@@ -59,11 +53,16 @@ describe("fail-open when Redis is unreachable", () => {
       async () => (await metric(qm.handle.metricsPort, "quota_key_snapshot_keys")) === (await unrevoked()),
     );
 
+    const reasons = async () => ({
+      timeout: await metric(qm.handle.metricsPort, "quota_fail_open_total", { reason: "timeout" }),
+      unavailable: await metric(qm.handle.metricsPort, "quota_fail_open_total", { reason: "unavailable" }),
+    });
+    const reasonsBefore = await reasons();
     await proxy.cut();
     try {
       const served = [];
-      for (let i = 0; i < 20; i++) served.push(await timed(() => qm.meter.authorize(good.apiKey)));
-      for (const { value } of served) {
+      for (let i = 0; i < 20; i++) served.push(await qm.meter.authorize(good.apiKey));
+      for (const value of served) {
         expect(value).toMatchObject({
           decision: "DECISION_ALLOW",
           metered: false,
@@ -71,12 +70,12 @@ describe("fail-open when Redis is unreachable", () => {
         });
         expect(value.quota).toBeNull();
       }
-      // Quick: no call waits on the reconnect, i.e. for the 50 ms Redis budget. (The first may
-      // still try the dead socket and spend the budget; a busy shared machine can add scheduling
-      // delay, hence the median under the budget and a loose bound for every call.)
-      const ms = served.map((s) => s.ms).sort((a, b) => a - b);
-      expect(ms[Math.floor(ms.length / 2)]).toBeLessThan(50);
-      expect(ms.at(-1)).toBeLessThan(1_000);
+      // Quick: no call waits on the reconnect, i.e. for the 50 ms Redis budget, told by each
+      // fail-open's reason rather than by a time a busy machine stretches. (The first may still try
+      // the dead socket and spend the budget.)
+      const after = await reasons();
+      expect(after.timeout - reasonsBefore.timeout).toBeLessThanOrEqual(1);
+      expect(after.unavailable - reasonsBefore.unavailable).toBeGreaterThanOrEqual(19);
       expect((await qm.meter.authorize(elsewhere.apiKey)).decision).toBe("DECISION_ALLOW");
       expect((await qm.meter.authorize(inactive.apiKey)).decision).toBe("DECISION_SUBSCRIPTION_INACTIVE");
       expect((await qm.meter.authorize(revokedElsewhere.apiKey)).decision).toBe("DECISION_INVALID_KEY");
@@ -106,12 +105,12 @@ describe("fail-open when Redis is unreachable", () => {
     const { apiKey } = await qm.admin.accountWithKey({ daily: 1_000, burst: 1_000_000 });
     expect((await qm.meter.authorize(apiKey)).metered).toBe(true);
 
+    const timeouts = () => metric(qm.handle.metricsPort, "quota_fail_open_total", { reason: "timeout" });
+    const timedOut = await timeouts();
     proxy.stall();
-    const slow = await timed(() => qm.meter.authorize(apiKey));
-    expect(slow.value).toMatchObject({ decision: "DECISION_ALLOW", metered: false });
-    // The 50 ms budget (loosely bounded: a busy shared machine adds scheduling delay).
-    expect(slow.ms).toBeGreaterThanOrEqual(45);
-    expect(slow.ms).toBeLessThan(600);
+    // Answered once the 50 ms budget is spent (its reason says so), not when Redis answers.
+    expect(await qm.meter.authorize(apiKey)).toMatchObject({ decision: "DECISION_ALLOW", metered: false });
+    expect(await timeouts()).toBe(timedOut + 1);
     // A few timeouts in a row open the breaker: while it cools down, calls do not even
     // wait for the budget.
     const cooling = await metric(qm.handle.metricsPort, "quota_fail_open_total", { reason: "cooldown" });
