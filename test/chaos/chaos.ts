@@ -20,6 +20,8 @@ import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
+import { OwnNatsCluster, OwnRedisCluster } from "./cluster.ts";
+import { clusterBooks, runClusterFaults } from "./cluster-faults.ts";
 import { runFaults } from "./faults.ts";
 import { type Account, now, sessionDeposit, sleep, startLoad, Tally } from "./load.ts";
 import { reconcile } from "./reconcile.ts";
@@ -51,6 +53,12 @@ export interface ChaosOptions {
    * payment-verifier replica: a group holds one pod's process.
    */
   limits?: boolean;
+  /**
+   * The cluster run (issue 43): Redis a Redis Cluster (3 masters, 3 replicas) and NATS a 3-node
+   * JetStream cluster (streams R3), a credits-only account in the load, and the cluster faults
+   * (cluster-faults.ts) instead of the single servers' ones.
+   */
+  cluster?: boolean;
   log?: (line: string) => void;
 }
 
@@ -65,6 +73,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
   /** Per service, the processes that gave up a silent Redis link (its connector's warning). */
   const silentGivenUp = new Map<string, Set<string>>();
   try {
+    if (opts.cluster && opts.soakMs) throw new Error("--cluster runs the cluster faults, not a soak");
+    const clusters = opts.cluster ? await startClusters(dir, cleanup) : undefined;
     // Own Redis and NATS, as processes of their own on free ports.
     const redis = await ownRedis(mkdir(dir, "redis"));
     cleanup.push(() => redis.stop());
@@ -132,6 +142,15 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         // The real Redis or nothing: an in-memory stand-in would hide the fail-open path.
         REDIS_STANDIN: "false",
         ...(probeDir ? { SOAK_PROBE_DIR: probeDir, NODE_OPTIONS: nodeOptions.join(" ") } : {}),
+        ...(clusters
+          ? {
+              // A closed port: a service that did not take the cluster would wait for it, and the mesh not start.
+              REDIS_URL: "redis://127.0.0.1:1",
+              REDIS_CLUSTER_NODES: clusters.redis.addresses.join(","),
+              NATS_URL: clusters.nats.url,
+              NATS_STREAM_REPLICAS: "3",
+            }
+          : {}),
       },
       serviceEnv: {
         ...(pods
@@ -211,7 +230,27 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     };
     const payeeBefore = await mpp.balances();
 
-    const load = startLoad(mesh, accounts, x402Payers, batch, mpp, tally);
+    // The cluster run: a credits-only account (every call draws its price), its credits bought with the
+    // official x402 client as a user does (POST /api/credits, the key beside the payment).
+    let credits: (Account & { bought: number }) | undefined;
+    if (clusters) {
+      const admin = meshAdmin(mesh);
+      const { account, secret } = await admin.quickstart("chaos-credits", {
+        daily: 0,
+        monthly: 0,
+        burst: 100_000,
+        creditsOnly: true,
+      });
+      admin.close();
+      const res = await x402Payer(devnet, "payer6").fetch(`${mesh.gatewayUrl}/api/credits?amount=20`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}` },
+      });
+      if (res.status !== 200) throw new Error(`buying credits: ${res.status} ${await res.text()}`);
+      credits = { id: account.id, key: secret, bought: 20_000_000 };
+    }
+
+    const load = startLoad(mesh, accounts, x402Payers, batch, mpp, tally, credits);
     cleanup.unshift(() => load.stop());
     const phases: PhaseReport[] = [];
     const hold = (fullS: number, shortS: number) => (short ? shortS : fullS) * 1000;
@@ -251,6 +290,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         },
         log,
       );
+      const books = credits ? await clusterBooks(mesh, database, credits, tally, check) : undefined;
       load.resume();
       const report: PhaseReport = {
         fault,
@@ -265,6 +305,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         notes,
         reasons: Object.fromEntries(CLASSES.map((c) => [c, stats[c].reasons])) as PhaseReport["reasons"],
         check,
+        ...(books ? { cluster: books } : {}),
       };
       phases.push(report);
       log(summaryLine(report));
@@ -343,6 +384,17 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       });
     }
 
+    if (clusters) {
+      await runClusterFaults({
+        phase,
+        note: (line) => notes.push(line),
+        hold,
+        redis: clusters.redis,
+        nats: clusters.nats,
+        log,
+      });
+      return finish(undefined);
+    }
     await runFaults({
       phase,
       note: (line) => notes.push(line),
@@ -394,6 +446,15 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     for (const fn of cleanup) await fn().catch((e) => log(`cleanup: ${e}`));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The cluster run's Redis Cluster and NATS cluster, stopped with the run. */
+async function startClusters(dir: string, cleanup: (() => Promise<void>)[]) {
+  const redis = await OwnRedisCluster.start(mkdir(dir, "redis-cluster"));
+  cleanup.push(() => redis.stop());
+  const nats = await OwnNatsCluster.start(mkdir(dir, "nats-cluster"));
+  cleanup.push(() => nats.stop());
+  return { redis, nats };
 }
 
 function mkdir(base: string, name: string): string {

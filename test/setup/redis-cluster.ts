@@ -22,7 +22,7 @@ declare module "vitest" {
 
 const run = promisify(execFile);
 
-function portFree(port: number): Promise<boolean> {
+export function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once("error", () => resolve(false));
@@ -31,7 +31,7 @@ function portFree(port: number): Promise<boolean> {
 }
 
 /** The first block whose node and bus ports are all free. */
-async function freeBlock(): Promise<number[]> {
+export async function freeBlock(): Promise<number[]> {
   const { base, nodes, blockSize, blocks } = TEST_REDIS_CLUSTER_PORTS;
   for (let b = 0; b < blocks; b++) {
     const ports = Array.from({ length: nodes }, (_, i) => base + b * blockSize + i);

@@ -1,0 +1,153 @@
+// The cluster chaos run's faults (`pnpm chaos --cluster`, issue 43): against a mesh on a Redis Cluster
+// (3 masters, 3 replicas) and a 3-node NATS JetStream cluster, a Redis master is killed with SIGKILL
+// under load (the one holding the quota windows' slot), then, once it is back as a replica and in
+// step, the master promoted in its place is killed too (the pair's second failover); then the NATS
+// node leading the streams is killed and later restarted. After each, the books (clusterBooks): what
+// asynchronous replication lost, by kind, and the money rules.
+import type { Mesh } from "@tollgate/local";
+import { creditBalance, ledgerBalance } from "../support/credits.ts";
+import type { TestDatabase } from "../support/postgres.ts";
+import { type OwnNatsCluster, type OwnRedisCluster, waitCost } from "./cluster.ts";
+import { type Account, now, PRICE, sleep, type Tally } from "./load.ts";
+import { type ClusterBooks, type Reconciliation, round } from "./report.ts";
+
+/** The hash tag of every quota window and hot-copy key (docs/architecture.md, Redis keys). */
+const QUOTA_TAG = "{quota:hot-copy}";
+
+interface ClusterFaultTargets {
+  phase: (
+    fault: string,
+    inject: () => Promise<void>,
+    lift: () => Promise<void>,
+    heldMs: number,
+  ) => Promise<void>;
+  note: (line: string) => void;
+  hold: (fullS: number, shortS: number) => number;
+  redis: OwnRedisCluster;
+  nats: OwnNatsCluster;
+  log: (line: string) => void;
+}
+
+/** Runs the cluster faults in turn, after a baseline phase with none. */
+export async function runClusterFaults(t: ClusterFaultTargets): Promise<void> {
+  const { phase, note, hold, redis, nats, log } = t;
+  const none = async () => {};
+  await sleep(hold(10, 4));
+  // What WAIT would cost each write that must survive a failover, measured under the run's load.
+  await phase(
+    "baseline (no fault)",
+    async () => {
+      const cost = await waitCost(redis, `chaos:wait-cost:${QUOTA_TAG}`);
+      log(`WAIT 1 1000 after a one-key script: ${JSON.stringify(cost)} ms per call (median)`);
+      note(`WAIT cost: script ${cost.writeMs} ms, script + WAIT 1 ${cost.writeAndWaitMs} ms (median of 300)`);
+    },
+    none,
+    0,
+  );
+
+  let killed = 0;
+  let promoted = 0;
+  const killMaster = (label: string, port: () => Promise<number>) =>
+    phase(
+      label,
+      async () => {
+        await redis.inStep();
+        killed = await port();
+        const t0 = now();
+        promoted = await redis.killMaster(killed);
+        note(
+          `killed :${killed}, :${promoted} promoted; cluster ok ${round((now() - t0) / 1000)} s after the kill`,
+        );
+      },
+      none,
+      0,
+    );
+  await killMaster("Redis master of the quota windows' slot killed (SIGKILL), replica promoted", () =>
+    redis.masterOf(QUOTA_TAG),
+  );
+  // The dead master back, as the promoted one's replica (its nodes.conf names the pair), in step.
+  await redis.node(killed).start();
+  await redis.inStep();
+  await killMaster("the promoted master killed in turn (the pair's second failover)", async () => promoted);
+  await redis.node(killed).start();
+  await redis.inStep();
+
+  const leader = await nats.streamLeader();
+  const node = nats.nodes[leader.index];
+  if (!node) throw new Error("no NATS node leads a stream");
+  await phase(
+    `NATS node n${leader.index + 1} (leading the most streams) killed (SIGKILL), restarted`,
+    async () => {
+      note(`stream replicas: ${JSON.stringify(leader.streams)}`);
+      await node.stop("SIGKILL");
+    },
+    async () => {
+      await node.start();
+      await nats.healthy();
+    },
+    hold(20, 8),
+  );
+}
+
+/**
+ * The cluster books after a phase (load paused, `check` reconciled): lost writes by kind and the
+ * money rules. The credits-only account's ledger balance is polled until it has folded every draw
+ * the load saw (or 30 s).
+ */
+export async function clusterBooks(
+  mesh: Mesh,
+  database: TestDatabase,
+  credits: Account & { bought: number },
+  tally: Tally,
+  check: Reconciliation,
+): Promise<ClusterBooks> {
+  const price = Number(PRICE);
+  const drawnForServed = tally.creditsDrawn * price;
+  let ledger = 0;
+  const t0 = now();
+  for (;;) {
+    ledger = await ledgerBalance(database.url, credits.id);
+    if (ledger === credits.bought - drawnForServed || now() - t0 > 30_000) break;
+    await sleep(250);
+  }
+  // The balance as quota-meter serves it (the hot copy in Redis, with what leases still hold).
+  const hot = await creditBalance(
+    { stateDir: mesh.stateDir, quotaMeterAddr: `127.0.0.1:${mesh.ports["quota-meter"].main}` },
+    credits.id,
+  );
+  const rows = await database.query<{ outcome: string; n: string }>(
+    "SELECT outcome, count(*) AS n FROM settlements GROUP BY outcome",
+  );
+  const outcomes = Object.fromEntries(rows.map((r) => [r.outcome, Number(r.n)]));
+  const over = (a: string, b: string) => (BigInt(a) > BigInt(b) ? BigInt(a) - BigInt(b) : 0n);
+  const under = (a: string, b: string) => Number(over(b, a)) / price;
+  const authGaveUp = check.authGaveUp;
+  const chargedUnserved =
+    over(check.charged.onChain, check.charged.forServed) +
+    over(check.mppCharged.onChain, check.mppCharged.forServed) +
+    over(check.batchCharged.channel, check.batchCharged.forServed) +
+    over(check.session.accepted, check.session.forServed) +
+    over(check.session.settled, check.session.accepted) +
+    over(String(credits.bought - ledger), String(drawnForServed));
+  return {
+    lost: {
+      quotaUnits: check.windows.reduce((n, w) => n + Math.max(0, w.tally - w.window), 0),
+      quotaOvercounted: Math.max(
+        0,
+        check.windows.reduce((n, w) => n + Math.max(0, w.window - w.tally), 0) - authGaveUp,
+      ),
+      batchVouchers: under(check.batchCharged.channel, check.batchCharged.forServed),
+      sessionVouchers: under(check.session.accepted, check.session.forServed),
+      creditDebits: Math.max(0, hot - ledger) / price,
+      events: check.lost,
+    },
+    money: {
+      settledTwice: check.ledgerSettled.duplicateTransactions + check.servedTwice,
+      chargedUnserved: String(chargedUnserved),
+      revertedSettlements: outcomes.failed ?? 0,
+      creditsBelowZero: (ledger < 0 ? 1 : 0) + (hot < 0 ? 1 : 0),
+    },
+    credits: { bought: credits.bought, drawnForServed, ledger, hot, failOpen: tally.creditsFailOpen },
+    outcomes,
+  };
+}
