@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import type { DevnetFile } from "@tollgate/devnet";
 import { type Mesh, meshAdmin, type RunningService, type ServiceName, startMesh } from "@tollgate/local";
 import { REDIS_LINK_SILENT } from "@tollgate/platform";
+import { createPublicClient, http } from "viem";
 import { buildBundles } from "../support/bundles.ts";
 import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
 import { manifestNodeOptions, podCgroups } from "../support/pod-limits.ts";
@@ -229,6 +230,15 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       }),
     };
     const payeeBefore = await mpp.balances();
+    // A settlement's transaction on the settlement chain or on Tempo: its receipt's status.
+    const tempoClient = createPublicClient({ transport: http(tempo.rpc, { retryCount: 0 }) });
+    const receipt = async (hash: `0x${string}`) => {
+      for (const client of [chain, tempoClient]) {
+        const r = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+        if (r) return r.status;
+      }
+      return undefined;
+    };
 
     // The cluster run: a credits-only account (every call draws its price), its credits bought with the
     // official x402 client as a user does (POST /api/credits, the key beside the payment).
@@ -290,7 +300,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         },
         log,
       );
-      const books = credits ? await clusterBooks(mesh, database, credits, tally, check) : undefined;
+      const books = credits ? await clusterBooks(mesh, database, credits, tally, check, receipt) : undefined;
       load.resume();
       const report: PhaseReport = {
         fault,

@@ -100,6 +100,8 @@ export async function clusterBooks(
   credits: Account & { bought: number },
   tally: Tally,
   check: Reconciliation,
+  /** A transaction's receipt status on whichever local chain has it (undefined: none has). */
+  receipt: (tx: `0x${string}`) => Promise<"success" | "reverted" | undefined>,
 ): Promise<ClusterBooks> {
   const price = Number(PRICE);
   const drawnForServed = tally.creditsDrawn * price;
@@ -119,6 +121,17 @@ export async function clusterBooks(
     "SELECT outcome, count(*) AS n FROM settlements GROUP BY outcome",
   );
   const outcomes = Object.fromEntries(rows.map((r) => [r.outcome, Number(r.n)]));
+  // A failed settlement that broadcast a transaction: reverted on chain (gas spent, nothing moved)?
+  const failed = await database.query<{ transaction: string | null; reason: string | null }>(
+    `SELECT "transaction", reason FROM settlements WHERE outcome = 'failed'`,
+  );
+  let reverted = 0;
+  const failedReasons: Record<string, number> = {};
+  for (const f of failed) {
+    const why = (f.reason ?? "").slice(0, 80);
+    failedReasons[why] = (failedReasons[why] ?? 0) + 1;
+    if (f.transaction && (await receipt(f.transaction as `0x${string}`)) === "reverted") reverted++;
+  }
   const over = (a: string, b: string) => (BigInt(a) > BigInt(b) ? BigInt(a) - BigInt(b) : 0n);
   const under = (a: string, b: string) => Number(over(b, a)) / price;
   const authGaveUp = check.authGaveUp;
@@ -144,10 +157,11 @@ export async function clusterBooks(
     money: {
       settledTwice: check.ledgerSettled.duplicateTransactions + check.servedTwice,
       chargedUnserved: String(chargedUnserved),
-      revertedSettlements: outcomes.failed ?? 0,
+      revertedSettlements: reverted,
       creditsBelowZero: (ledger < 0 ? 1 : 0) + (hot < 0 ? 1 : 0),
     },
     credits: { bought: credits.bought, drawnForServed, ledger, hot, failOpen: tally.creditsFailOpen },
     outcomes,
+    failedReasons,
   };
 }

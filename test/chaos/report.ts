@@ -56,6 +56,8 @@ export interface ClusterBooks {
   credits: { bought: number; drawnForServed: number; ledger: number; hot: number; failOpen: number };
   /** Settlement outcomes in the ledger, by kind. */
   outcomes: Record<string, number>;
+  /** The `failed` ones by reason (nothing charged; refused, or a broadcast that did not settle). */
+  failedReasons: Record<string, number>;
 }
 
 export interface Reconciliation {
