@@ -13,7 +13,6 @@ import { fileURLToPath } from "node:url";
 import type { DevnetFile } from "@tollgate/devnet";
 import { type Mesh, meshAdmin, type RunningService, type ServiceName, startMesh } from "@tollgate/local";
 import { REDIS_LINK_SILENT } from "@tollgate/platform";
-import { createPublicClient, http } from "viem";
 import { buildBundles } from "../support/bundles.ts";
 import { mppChargePayer, mppSessionPayer, tempoChain, tip20Balance } from "../support/mppx.ts";
 import { manifestNodeOptions, podCgroups } from "../support/pod-limits.ts";
@@ -22,7 +21,7 @@ import { tcpProxy } from "../support/tcp-proxy.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
 import { OwnNatsCluster, OwnRedisCluster } from "./cluster.ts";
-import { clusterBooks, runClusterFaults } from "./cluster-faults.ts";
+import { clusterBooks, creditsAccount, runClusterFaults } from "./cluster-faults.ts";
 import { runFaults } from "./faults.ts";
 import { type Account, now, sessionDeposit, sleep, startLoad, Tally } from "./load.ts";
 import { reconcile } from "./reconcile.ts";
@@ -230,35 +229,10 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       }),
     };
     const payeeBefore = await mpp.balances();
-    // A settlement's transaction on the settlement chain or on Tempo: its receipt's status.
-    const tempoClient = createPublicClient({ transport: http(tempo.rpc, { retryCount: 0 }) });
-    const receipt = async (hash: `0x${string}`) => {
-      for (const client of [chain, tempoClient]) {
-        const r = await client.getTransactionReceipt({ hash }).catch(() => undefined);
-        if (r) return r.status;
-      }
-      return undefined;
-    };
-
-    // The cluster run: a credits-only account (every call draws its price), its credits bought with the
-    // official x402 client as a user does (POST /api/credits, the key beside the payment).
-    let credits: (Account & { bought: number }) | undefined;
-    if (clusters) {
-      const admin = meshAdmin(mesh);
-      const { account, secret } = await admin.quickstart("chaos-credits", {
-        daily: 0,
-        monthly: 0,
-        burst: 100_000,
-        creditsOnly: true,
-      });
-      admin.close();
-      const res = await x402Payer(devnet, "payer6").fetch(`${mesh.gatewayUrl}/api/credits?amount=20`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${secret}` },
-      });
-      if (res.status !== 200) throw new Error(`buying credits: ${res.status} ${await res.text()}`);
-      credits = { id: account.id, key: secret, bought: 20_000_000 };
-    }
+    // The cluster run: a credits-only account in the load, and the chains' receipts for its books.
+    const clusterLoad = clusters ? await creditsAccount(mesh, devnet, [chain, tempo.rpc]) : undefined;
+    const credits = clusterLoad?.credits;
+    const receipt = clusterLoad?.receipt ?? (async () => undefined);
 
     const load = startLoad(mesh, accounts, x402Payers, batch, mpp, tally, credits);
     cleanup.unshift(() => load.stop());

@@ -4,25 +4,21 @@
 // step, the master promoted in its place is killed too (the pair's second failover); then the NATS
 // node leading the streams is killed and later restarted. After each, the books (clusterBooks): what
 // asynchronous replication lost, by kind, and the money rules.
-import type { Mesh } from "@tollgate/local";
+import type { DevnetFile } from "@tollgate/devnet";
+import { type Mesh, meshAdmin } from "@tollgate/local";
+import { createPublicClient, http, type PublicClient } from "viem";
 import { creditBalance, ledgerBalance } from "../support/credits.ts";
 import type { TestDatabase } from "../support/postgres.ts";
+import { x402Payer } from "../support/x402.ts";
 import { type OwnNatsCluster, type OwnRedisCluster, waitCost } from "./cluster.ts";
+import type { FaultTargets } from "./faults.ts";
 import { type Account, now, PRICE, sleep, type Tally } from "./load.ts";
 import { type ClusterBooks, type Reconciliation, round } from "./report.ts";
 
 /** The hash tag of every quota window and hot-copy key (docs/architecture.md, Redis keys). */
 const QUOTA_TAG = "{quota:hot-copy}";
 
-interface ClusterFaultTargets {
-  phase: (
-    fault: string,
-    inject: () => Promise<void>,
-    lift: () => Promise<void>,
-    heldMs: number,
-  ) => Promise<void>;
-  note: (line: string) => void;
-  hold: (fullS: number, shortS: number) => number;
+interface ClusterFaultTargets extends Pick<FaultTargets, "phase" | "note" | "hold"> {
   redis: OwnRedisCluster;
   nats: OwnNatsCluster;
   log: (line: string) => void;
@@ -163,5 +159,37 @@ export async function clusterBooks(
     credits: { bought: credits.bought, drawnForServed, ledger, hot, failOpen: tally.creditsFailOpen },
     outcomes,
     failedReasons,
+  };
+}
+
+/**
+ * The cluster run's credits-only account (every call draws its price), its 20 USDC of credits bought
+ * with the official x402 client as a user does (POST /api/credits, the key beside the payment); and
+ * a reader of a transaction's receipt status on the settlement chain or on Tempo (`chains`).
+ */
+export async function creditsAccount(mesh: Mesh, devnet: DevnetFile, chains: [PublicClient, string]) {
+  const admin = meshAdmin(mesh);
+  const { account, secret } = await admin.quickstart("chaos-credits", {
+    daily: 0,
+    monthly: 0,
+    burst: 100_000,
+    creditsOnly: true,
+  });
+  admin.close();
+  const res = await x402Payer(devnet, "payer6").fetch(`${mesh.gatewayUrl}/api/credits?amount=20`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${secret}` },
+  });
+  if (res.status !== 200) throw new Error(`buying credits: ${res.status} ${await res.text()}`);
+  const clients = [chains[0], createPublicClient({ transport: http(chains[1], { retryCount: 0 }) })];
+  return {
+    credits: { id: account.id, key: secret, bought: 20_000_000 },
+    receipt: async (hash: `0x${string}`) => {
+      for (const client of clients) {
+        const r = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+        if (r) return r.status;
+      }
+      return undefined;
+    },
   };
 }

@@ -9,14 +9,14 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { TEST_NATS_CLUSTER_PORTS } from "@tollgate/platform";
 import { createClient } from "redis";
-import { clusterReady, freeBlock, portFree } from "../setup/redis-cluster.ts";
+import { clusterNodeArgs, clusterReady, freeBlock, portFree } from "../setup/redis-cluster.ts";
 import { now, sleep } from "./load.ts";
 import { OwnServer } from "./servers.ts";
 
 const run = promisify(execFile);
 
 /** One redis-cli command against a node; its reply as text ("" when the node does not answer). */
-export async function redisCli(port: number, ...args: string[]): Promise<string> {
+async function redisCli(port: number, ...args: string[]): Promise<string> {
   try {
     const { stdout } = await run("redis-cli", ["-p", String(port), ...args], { timeout: 5_000 });
     return stdout;
@@ -26,7 +26,7 @@ export async function redisCli(port: number, ...args: string[]): Promise<string>
 }
 
 /** `read` until it holds, every 100 ms, for at most `ms`; fails naming what it last saw. */
-export async function until(what: string, read: () => Promise<string | true>, ms = 60_000): Promise<void> {
+async function until(what: string, read: () => Promise<string | true>, ms = 60_000): Promise<void> {
   const deadline = now() + ms;
   let last = "";
   for (;;) {
@@ -83,18 +83,7 @@ export class OwnRedisCluster {
     const nodes = ports.map((port) => {
       const nodeDir = join(dir, String(port));
       mkdirSync(nodeDir, { recursive: true });
-      const args = [
-        ...["--port", String(port), "--bind", "127.0.0.1", "--dir", nodeDir],
-        ...[
-          "--cluster-enabled",
-          "yes",
-          "--cluster-config-file",
-          "nodes.conf",
-          "--cluster-node-timeout",
-          "2000",
-        ],
-        ...["--appendonly", "yes", "--save", ""],
-      ];
+      const args = clusterNodeArgs(port, nodeDir, true);
       return new OwnServer(
         port,
         "redis-server",

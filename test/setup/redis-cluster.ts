@@ -41,6 +41,15 @@ export async function freeBlock(): Promise<number[]> {
   throw new Error(`no free block of Redis Cluster test ports from ${base}`);
 }
 
+/** A cluster node's redis-server arguments on loopback (node timeout 2 s; `aof`: an append-only file). */
+export function clusterNodeArgs(port: number, dir: string, aof: boolean): string[] {
+  return [
+    ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
+    ...["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"],
+    ...["--save", "", "--appendonly", aof ? "yes" : "no"],
+  ];
+}
+
 /** `read` until it holds, every 50 ms, for at most `ms`; the last error or answer otherwise. */
 async function until(what: string, read: () => Promise<boolean>, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -116,28 +125,7 @@ async function startOn(ports: number[]): Promise<TestCluster> {
   try {
     for (const port of ports) {
       const nodeDir = mkdtempSync(join(dir, `${port}-`));
-      const child = spawn(
-        "redis-server",
-        [
-          "--port",
-          String(port),
-          "--bind",
-          "127.0.0.1",
-          "--dir",
-          nodeDir,
-          "--cluster-enabled",
-          "yes",
-          "--cluster-config-file",
-          "nodes.conf",
-          "--cluster-node-timeout",
-          "2000",
-          "--save",
-          "",
-          "--appendonly",
-          "no",
-        ],
-        { stdio: "ignore" },
-      );
+      const child = spawn("redis-server", clusterNodeArgs(port, nodeDir, false), { stdio: "ignore" });
       children.push(child);
     }
     for (const port of ports)

@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { parse } from "yaml";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
-export const OBSERVABILITY = join(ROOT, "deploy", "observability");
+const OBSERVABILITY = join(ROOT, "deploy", "observability");
 const DASHBOARDS_DIR = join(OBSERVABILITY, "dashboards");
 export const RULES_FILE = join(OBSERVABILITY, "prometheus", "tollgate.rules.yml");
 export const RULES_TEST_FILE = join(OBSERVABILITY, "prometheus", "tollgate.rules.test.yml");
