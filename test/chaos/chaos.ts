@@ -21,6 +21,8 @@ import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 import { tcpProxy } from "../support/tcp-proxy.ts";
 import { settlementClient, usdcBalance, x402Payer } from "../support/x402.ts";
 import { batchPayer } from "../support/x402-batch.ts";
+import { OwnNatsCluster, OwnRedisCluster } from "./cluster.ts";
+import { clusterBooks, creditsAccount, runClusterFaults } from "./cluster-faults.ts";
 import { runFaults } from "./faults.ts";
 import { type Account, now, sessionDeposit, startLoad, Tally } from "./load.ts";
 import { reconcile } from "./reconcile.ts";
@@ -52,6 +54,12 @@ export interface ChaosOptions {
    * payment-verifier replica: a group holds one pod's process.
    */
   limits?: boolean;
+  /**
+   * The cluster run (issue 43): Redis a Redis Cluster (3 masters, 3 replicas) and NATS a 3-node
+   * JetStream cluster (streams R3), a credits-only account in the load, and the cluster faults
+   * (cluster-faults.ts) instead of the single servers' ones.
+   */
+  cluster?: boolean;
   log?: (line: string) => void;
 }
 
@@ -66,6 +74,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
   /** Per service, the processes that gave up a silent Redis link (its connector's warning). */
   const silentGivenUp = new Map<string, Set<string>>();
   try {
+    if (opts.cluster && opts.soakMs) throw new Error("--cluster runs the cluster faults, not a soak");
+    const clusters = opts.cluster ? await startClusters(dir, cleanup) : undefined;
     // Own Redis and NATS, as processes of their own on free ports.
     const redis = await ownRedis(mkdir(dir, "redis"));
     cleanup.push(() => redis.stop());
@@ -133,6 +143,15 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         // The real Redis or nothing: an in-memory stand-in would hide the fail-open path.
         REDIS_STANDIN: "false",
         ...(probeDir ? { SOAK_PROBE_DIR: probeDir, NODE_OPTIONS: nodeOptions.join(" ") } : {}),
+        ...(clusters
+          ? {
+              // A closed port: a service that did not take the cluster would wait for it, and the mesh not start.
+              REDIS_URL: "redis://127.0.0.1:1",
+              REDIS_CLUSTER_NODES: clusters.redis.addresses.join(","),
+              NATS_URL: clusters.nats.url,
+              NATS_STREAM_REPLICAS: "3",
+            }
+          : {}),
       },
       serviceEnv: {
         ...(pods
@@ -211,8 +230,12 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       }),
     };
     const payeeBefore = await mpp.balances();
+    // The cluster run: a credits-only account in the load, and the chains' receipts for its books.
+    const clusterLoad = clusters ? await creditsAccount(mesh, devnet, [chain, tempo.rpc]) : undefined;
+    const credits = clusterLoad?.credits;
+    const receipt = clusterLoad?.receipt ?? (async () => undefined);
 
-    const load = startLoad(mesh, accounts, x402Payers, batch, mpp, tally);
+    const load = startLoad(mesh, accounts, x402Payers, batch, mpp, tally, credits);
     cleanup.unshift(() => load.stop());
     const phases: PhaseReport[] = [];
     const hold = (fullS: number, shortS: number) => (short ? shortS : fullS) * 1000;
@@ -254,6 +277,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         },
         log,
       );
+      const books = credits ? await clusterBooks(mesh, database, credits, tally, check, receipt) : undefined;
       load.resume();
       const report: PhaseReport = {
         fault,
@@ -268,6 +292,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         notes,
         reasons: Object.fromEntries(CLASSES.map((c) => [c, stats[c].reasons])) as PhaseReport["reasons"],
         check,
+        ...(books ? { cluster: books } : {}),
       };
       phases.push(report);
       log(summaryLine(report));
@@ -348,6 +373,17 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       });
     }
 
+    if (clusters) {
+      await runClusterFaults({
+        phase,
+        note: (line) => notes.push(line),
+        hold,
+        redis: clusters.redis,
+        nats: clusters.nats,
+        log,
+      });
+      return finish(undefined);
+    }
     await runFaults({
       phase,
       note: (line) => notes.push(line),
@@ -399,6 +435,15 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     for (const fn of cleanup) await fn().catch((e) => log(`cleanup: ${e}`));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The cluster run's Redis Cluster and NATS cluster, stopped with the run. */
+async function startClusters(dir: string, cleanup: (() => Promise<void>)[]) {
+  const redis = await OwnRedisCluster.start(mkdir(dir, "redis-cluster"));
+  cleanup.push(() => redis.stop());
+  const nats = await OwnNatsCluster.start(mkdir(dir, "nats-cluster"));
+  cleanup.push(() => nats.stop());
+  return { redis, nats };
 }
 
 function mkdir(base: string, name: string): string {

@@ -9,7 +9,7 @@ import type { tcpProxy } from "../support/tcp-proxy.ts";
 import type { OwnServer, Upstream } from "./servers.ts";
 
 /** What the faults strike, and the run's phase runner. */
-interface FaultTargets {
+export interface FaultTargets {
   /** One fault: inject, hold, lift, watch recovery, then reconcile. */
   phase: (
     fault: string,

@@ -69,6 +69,9 @@ export class Tally {
   sessionSpent = 0n;
   readonly transactions = new Set<string>();
   servedTwice = 0;
+  /** The credits-only account (cluster run): calls served with a draw (X-Credits-Remaining), and without one. */
+  creditsDrawn = 0;
+  creditsFailOpen = 0;
   readonly total = { answered: perClass(() => 0), served: perClass(() => 0) };
 
   record(cls: Class, status: number, reason = "", t = now()): void {
@@ -113,6 +116,8 @@ export function startLoad(
   batch: ReturnType<typeof batchPayer>,
   mpp: { charge: ReturnType<typeof mppChargePayer>; session: ReturnType<typeof mppSessionPayer> },
   tally: Tally,
+  /** A credits-only account whose every call draws its price from credits (the cluster run's). */
+  credits?: Account,
 ) {
   let running = true;
   // Paused, each loop waits before its next call: the reconciliation reads a quiet mesh.
@@ -159,6 +164,30 @@ export function startLoad(
       if (status === 0) await sleep(100);
       // time-based: paces the client: one call every 60 ms.
       await sleep(60);
+    }
+  };
+  const creditsLoop = async (account: Account) => {
+    while (running) {
+      await gate();
+      let status = 0;
+      let reason = "";
+      try {
+        const res = await fetch(url("/api/chain/block-number"), {
+          headers: { authorization: `Bearer ${account.key}` },
+          signal: AbortSignal.timeout(15_000),
+        });
+        status = res.status;
+        const text = await res.text();
+        if (status !== 200) reason = text;
+        if (status === 200 && res.headers.get("x-credits-remaining") !== null) tally.creditsDrawn++;
+        else if (status === 200) tally.creditsFailOpen++;
+      } catch (err) {
+        status = 0;
+        reason = errorText(err);
+      }
+      tally.record("key", status, reason);
+      // time-based: paces this client's calls (a steady load, not a flood).
+      await sleep(status === 0 ? 160 : 60);
     }
   };
   const x402Loop = async (payer: ReturnType<typeof x402Payer>) => {
@@ -279,6 +308,7 @@ export function startLoad(
   for (const a of accounts) {
     loops.push(keyLoop(a, "/api/chain/block-number"), keyLoop(a, "/api/chain/chain-id"));
   }
+  if (credits) loops.push(creditsLoop(credits));
   loops.push(mppChargeLoop(), sessionLoop());
   for (const p of payers) loops.push(x402Loop(p));
   loops.push(batchLoop());

@@ -23,6 +23,41 @@ export interface PhaseReport {
   notes: string[];
   /** Reconciliation after recovery (cumulative since the start). */
   check: Reconciliation;
+  /** The cluster run's books (`--cluster`): what async replication lost, and the money rules. */
+  cluster?: ClusterBooks;
+}
+
+/**
+ * What a Redis failover (async replication) or a lost NATS node cost, cumulative since the start,
+ * and the four money rules, each a count that must stay 0.
+ */
+export interface ClusterBooks {
+  lost: {
+    /** API-key calls served with quota headers that the windows no longer count (window < tally). */
+    quotaUnits: number;
+    /** Units the windows count beyond the calls served (a give-back lost), past the Authorizes given up on. */
+    quotaOvercounted: number;
+    /** x402-batch calls served that the channel's charged amount no longer covers (price units). */
+    batchVouchers: number;
+    /** MPP session calls served that the channel's accepted amount no longer covers (price units). */
+    sessionVouchers: number;
+    /** Credit draws the hot balance (Redis) no longer holds, against the ledger (price units). */
+    creditDebits: number;
+    /** Usage and settlement events missing from PostgreSQL (rollups, ledger) after convergence. */
+    events: number;
+  };
+  money: {
+    settledTwice: number;
+    chargedUnserved: string;
+    revertedSettlements: number;
+    creditsBelowZero: number;
+  };
+  /** Credits: bought, drawn per the load's tally, the ledger's and the hot balance (atomic units). */
+  credits: { bought: number; drawnForServed: number; ledger: number; hot: number; failOpen: number };
+  /** Settlement outcomes in the ledger, by kind. */
+  outcomes: Record<string, number>;
+  /** The `failed` ones by reason (nothing charged; refused, or a broadcast that did not settle). */
+  failedReasons: Record<string, number>;
 }
 
 export interface Reconciliation {

@@ -1,5 +1,5 @@
-// `pnpm chaos [--short] [--soak 10m [--heap-snapshots dir] [--limits]] [--out file.json]`: the chaos run (see chaos.ts), its table
-// printed, its report written as JSON.
+// `pnpm chaos [--short] [--cluster] [--soak 10m [--heap-snapshots dir] [--limits]] [--out file.json]`: the chaos run (see
+// chaos.ts; --cluster: on a Redis Cluster and a NATS cluster, cluster-faults.ts), its table printed, its report written as JSON.
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -14,6 +14,7 @@ const { values } = parseArgs({
     out: { type: "string", default: "chaos-report.json" },
     "heap-snapshots": { type: "string" },
     limits: { type: "boolean", default: false },
+    cluster: { type: "boolean", default: false },
   },
 });
 
@@ -29,9 +30,12 @@ const report = await runChaos({
   ...(values.soak ? { soakMs: duration(values.soak) } : {}),
   ...(values["heap-snapshots"] ? { heapSnapshots: resolve(values["heap-snapshots"]) } : {}),
   limits: values.limits,
+  cluster: values.cluster,
 });
 writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
 process.stdout.write(`\n${table(report)}\n\n`);
 process.stdout.write(`totals: ${JSON.stringify(report.totals)}\n`);
+for (const p of report.phases)
+  if (p.cluster) process.stdout.write(`${p.fault}: ${JSON.stringify({ ...p.cluster, notes: p.notes })}\n`);
 if (report.soak) process.stdout.write(`\n${soakTable(report.soak)}\n`);
 process.stdout.write(`report: ${values.out}\n`);

@@ -30,9 +30,13 @@ export class OwnServer {
     const child = spawn(this.#cmd, this.#args, { stdio: ["ignore", "ignore", "pipe"] });
     const stderr: string[] = [];
     child.stderr?.on("data", (d) => stderr.push(String(d)));
-    const reap = () => child.kill("SIGKILL");
-    process.once("exit", reap);
-    child.once("exit", () => process.off("exit", reap));
+    // One exit hook for every server of the run (a cluster run has nine): killed with the run.
+    running.add(child);
+    if (running.size === 1) process.once("exit", reapAll);
+    child.once("exit", () => {
+      running.delete(child);
+      if (running.size === 0) process.off("exit", reapAll);
+    });
     this.#child = child;
     const up = await eventually(
       async () => {
@@ -59,6 +63,11 @@ export class OwnServer {
       child.kill(signal);
     });
   }
+}
+
+const running = new Set<ChildProcess>();
+function reapAll(): void {
+  for (const child of running) child.kill("SIGKILL");
 }
 
 function tcpOpen(port: number): Promise<boolean> {

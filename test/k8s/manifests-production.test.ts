@@ -10,6 +10,7 @@ import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import { describe, expect, it } from "vitest";
+import { clusterNodesOf } from "../../libs/platform/src/redis.ts";
 import { ruleGroups } from "../support/observability.ts";
 import {
   CUSTOM_KINDS,
@@ -26,6 +27,7 @@ import {
   ofKind,
   production,
   ROOT,
+  redisCluster,
   SERVICE_NAMES,
   SERVICES,
   secretExamples,
@@ -168,6 +170,38 @@ describe("components", () => {
       ).toEqual([...SERVICE_NAMES].sort());
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("redis-cluster: every service on Redis reads REDIS_CLUSTER_NODES from the config, host:port nodes it accepts", () => {
+    const config = ofKind(redisCluster, "ConfigMap").find((c) =>
+      c.metadata.name.startsWith("tollgate-config"),
+    ) as unknown as { metadata: { name: string }; data: Record<string, string> };
+    const nodes = clusterNodesOf(config.data.REDIS_CLUSTER_NODES ?? "");
+    expect(nodes.length).toBeGreaterThanOrEqual(3);
+    const onRedis = deployments(redisCluster)
+      .filter((d) => containerOf(d).env?.some((e) => e.name === "REDIS_URL"))
+      .map((d) => d.metadata?.name);
+    expect(onRedis.sort()).toEqual(["dashboard", "payment-verifier", "quota-meter", "settlement-worker"]);
+    // Per service, the ConfigMap and key its REDIS_CLUSTER_NODES comes from (none for the rest).
+    const refs = Object.fromEntries(
+      deployments(redisCluster).map((d) => {
+        const ref = containerOf(d).env?.find((e) => e.name === "REDIS_CLUSTER_NODES")?.valueFrom
+          ?.configMapKeyRef;
+        return [d.metadata?.name, ref ? `${ref.name}/${ref.key}` : "none"];
+      }),
+    );
+    const fromConfig = `${config.metadata.name}/REDIS_CLUSTER_NODES`;
+    expect(refs).toEqual(
+      Object.fromEntries(SERVICE_NAMES.map((n) => [n, onRedis.includes(n) ? fromConfig : "none"])),
+    );
+    // The streams are made with 3 replicas by every service that may make one (NATS cluster of 3).
+    expect(config.data.NATS_STREAM_REPLICAS).toBe("3");
+    for (const name of ["quota-meter", "payment-verifier", "settlement-worker"]) {
+      const ref = containerOf(named(deployments(production), name)).env?.find(
+        (e) => e.name === "NATS_STREAM_REPLICAS",
+      )?.valueFrom?.configMapKeyRef;
+      expect(ref?.key, name).toBe("NATS_STREAM_REPLICAS");
     }
   });
 

@@ -3,7 +3,7 @@
 // the real kubectl (offline), and `useRenders()`, which renders base, production and production with
 // the self-hosted facilitator once per file.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { DEFAULT_PORTS } from "@tollgate/platform";
@@ -155,6 +155,7 @@ export function strings(value: unknown): string[] {
 let base: Obj[];
 export let production: Obj[];
 let selfHosted: Obj[];
+export let redisCluster: Obj[];
 export let secretExamples: Obj[];
 let scratch: string;
 
@@ -163,23 +164,29 @@ export function useRenders() {
   beforeAll(() => {
     base = kustomize(join(K8S, "base"));
     production = kustomize(join(K8S, "overlays", "production"));
-    // A throwaway overlay: production plus the self-hosted facilitator component. kustomize only
-    // accepts relative paths to other kustomization roots.
+    // Throwaway overlays: production plus one component each. kustomize only accepts relative paths
+    // to other kustomization roots.
     scratch = mkdtempSync(join(tmpdir(), "tollgate-k8s-"));
-    const rel = (p: string) => relative(scratch, join(K8S, p));
-    writeFileSync(
-      join(scratch, "kustomization.yaml"),
-      [
-        "apiVersion: kustomize.config.k8s.io/v1beta1",
-        "kind: Kustomization",
-        "resources:",
-        `  - ${rel("overlays/production")}`,
-        "components:",
-        `  - ${rel("components/self-hosted-facilitator")}`,
-        "",
-      ].join("\n"),
-    );
-    selfHosted = kustomize(scratch);
+    const withComponent = (component: string) => {
+      const dir = join(scratch, component);
+      mkdirSync(dir);
+      const rel = (p: string) => relative(dir, join(K8S, p));
+      writeFileSync(
+        join(dir, "kustomization.yaml"),
+        [
+          "apiVersion: kustomize.config.k8s.io/v1beta1",
+          "kind: Kustomization",
+          "resources:",
+          `  - ${rel("overlays/production")}`,
+          "components:",
+          `  - ${rel(`components/${component}`)}`,
+          "",
+        ].join("\n"),
+      );
+      return kustomize(dir);
+    };
+    selfHosted = withComponent("self-hosted-facilitator");
+    redisCluster = withComponent("redis-cluster");
     secretExamples = parseYaml(readFileSync(join(K8S, "base", "secrets.example.yaml"), "utf8"));
   });
 
@@ -188,4 +195,9 @@ export function useRenders() {
   });
 }
 
-export const renders = () => ({ base, production, "production + self-hosted-facilitator": selfHosted });
+export const renders = () => ({
+  base,
+  production,
+  "production + self-hosted-facilitator": selfHosted,
+  "production + redis-cluster": redisCluster,
+});

@@ -23,7 +23,7 @@ declare module "vitest" {
 
 const run = promisify(execFile);
 
-function portFree(port: number): Promise<boolean> {
+export function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once("error", () => resolve(false));
@@ -32,7 +32,7 @@ function portFree(port: number): Promise<boolean> {
 }
 
 /** The first block whose node and bus ports are all free. */
-async function freeBlock(): Promise<number[]> {
+export async function freeBlock(): Promise<number[]> {
   const { base, nodes, blockSize, blocks } = TEST_REDIS_CLUSTER_PORTS;
   for (let b = 0; b < blocks; b++) {
     const ports = Array.from({ length: nodes }, (_, i) => base + b * blockSize + i);
@@ -40,6 +40,15 @@ async function freeBlock(): Promise<number[]> {
     if (free.every(Boolean)) return ports;
   }
   throw new Error(`no free block of Redis Cluster test ports from ${base}`);
+}
+
+/** A cluster node's redis-server arguments on loopback (node timeout 2 s; `aof`: an append-only file). */
+export function clusterNodeArgs(port: number, dir: string, aof: boolean): string[] {
+  return [
+    ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
+    ...["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"],
+    ...["--save", "", "--appendonly", aof ? "yes" : "no"],
+  ];
 }
 
 /** `read` until it holds, every 50 ms, for at most `ms`; the last error otherwise. */
@@ -118,28 +127,7 @@ async function startOn(ports: number[]): Promise<TestCluster> {
   try {
     for (const port of ports) {
       const nodeDir = mkdtempSync(join(dir, `${port}-`));
-      const child = spawn(
-        "redis-server",
-        [
-          "--port",
-          String(port),
-          "--bind",
-          "127.0.0.1",
-          "--dir",
-          nodeDir,
-          "--cluster-enabled",
-          "yes",
-          "--cluster-config-file",
-          "nodes.conf",
-          "--cluster-node-timeout",
-          "2000",
-          "--save",
-          "",
-          "--appendonly",
-          "no",
-        ],
-        { stdio: "ignore" },
-      );
+      const child = spawn("redis-server", clusterNodeArgs(port, nodeDir, false), { stdio: "ignore" });
       children.push(child);
     }
     for (const port of ports)

@@ -2,6 +2,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type Logger, redactUrl } from "@tollgate/platform";
 
 export interface NatsKeeperOptions {
+  /** NATS_URL: one server, or a cluster's servers separated by commas (any one of them is enough to start). */
   natsUrl: string;
   /** Connection name shown by the server (e.g. "quota-meter-events"). */
   name: string;
@@ -16,6 +17,19 @@ export interface NatsKeeperOptions {
   onConnect?: (nc: NatsConnection) => Promise<void>;
   /** Called on every (re)connect, once `current()` reports the connection. */
   onUp?: () => void;
+}
+
+/** NATS_URL's servers: `nats://a:4222,nats://b:4222` (a cluster's seeds; the client learns the rest). */
+function natsServers(natsUrl: string): string[] {
+  return natsUrl
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** NATS_URL for a log line: each server's URL without its credentials. */
+export function redactNatsUrl(natsUrl: string): string {
+  return natsServers(natsUrl).map(redactUrl).join(",");
 }
 
 /** A NATS connection kept open for the life of the process, whenever NATS is reachable. */
@@ -34,7 +48,8 @@ export interface NatsKeeper {
  */
 export function keepNatsConnection(opts: NatsKeeperOptions): NatsKeeper {
   const wait = opts.reconnectWaitMs ?? 1_000;
-  const natsUrl = redactUrl(opts.natsUrl);
+  const servers = natsServers(opts.natsUrl);
+  const natsUrl = redactNatsUrl(opts.natsUrl);
   const warn = (msg: string) => opts.logger[opts.quiet ? "debug" : "warn"]({ natsUrl }, msg);
   const info = (msg: string) => opts.logger[opts.quiet ? "debug" : "info"]({ natsUrl }, msg);
   let nc: NatsConnection | undefined;
@@ -74,7 +89,7 @@ export function keepNatsConnection(opts: NatsKeeperOptions): NatsKeeper {
       let conn: NatsConnection;
       try {
         conn = await connect({
-          servers: opts.natsUrl,
+          servers,
           name: opts.name,
           maxReconnectAttempts: -1,
           reconnectTimeWait: wait,

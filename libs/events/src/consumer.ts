@@ -1,7 +1,7 @@
 import { type ConsumerMessages, type JsMsg, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { type Logger, prom, type Registry, redactUrl } from "@tollgate/platform";
+import { type Logger, prom, type Registry } from "@tollgate/platform";
 import { type EventOf, type EventSubject, parseEvent } from "./catalog.ts";
-import { keepNatsConnection } from "./connection.ts";
+import { keepNatsConnection, redactNatsUrl } from "./connection.ts";
 import { counter, gauge } from "./metrics.ts";
 import { ensureDurableConsumer, ensureStreams } from "./streams.ts";
 
@@ -106,7 +106,7 @@ export function createEventConsumer(opts: EventConsumerOptions): EventConsumer {
     name: `${opts.service}-consumer`,
     logger,
     reconnectWaitMs: opts.reconnectWaitMs ?? 500,
-    unreachableMessage: `NATS is unreachable at ${redactUrl(opts.natsUrl)}: events will be consumed once NATS is reachable`,
+    unreachableMessage: `NATS is unreachable at ${redactNatsUrl(opts.natsUrl)}: events will be consumed once NATS is reachable`,
     quiet: opts.quiet ?? false,
   });
   let closed = false;

@@ -1,6 +1,6 @@
 import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { type Logger, prom, type Registry, redactUrl } from "@tollgate/platform";
+import { type Logger, prom, type Registry } from "@tollgate/platform";
 import {
   EVENTS,
   type EventOf,
@@ -9,7 +9,7 @@ import {
   natsSubject,
   parseEvent,
 } from "./catalog.ts";
-import { keepNatsConnection } from "./connection.ts";
+import { keepNatsConnection, redactNatsUrl } from "./connection.ts";
 import { counter, gauge } from "./metrics.ts";
 import { Outbox, type OutboxEntry } from "./outbox.ts";
 import { ensureStreams } from "./streams.ts";
@@ -133,7 +133,7 @@ export function createEventPublisher(opts: EventPublisherOptions): EventPublishe
     name: `${opts.service}-events`,
     logger,
     reconnectWaitMs: opts.reconnectWaitMs ?? 500,
-    unreachableMessage: `NATS is unreachable at ${redactUrl(opts.natsUrl)}: events are held locally in ${outbox.dir} until NATS is reachable`,
+    unreachableMessage: `NATS is unreachable at ${redactNatsUrl(opts.natsUrl)}: events are held locally in ${outbox.dir} until NATS is reachable`,
     onConnect: async (nc) => {
       retryAt = 0;
       consecutiveFailures = 0;

@@ -63,12 +63,16 @@ export async function ensureStreams(
       const same =
         have.max_age === wanted.max_age &&
         have.duplicate_window === wanted.duplicate_window &&
+        have.num_replicas >= (wanted.num_replicas ?? 1) &&
         spec.subjects.every((s) => have.subjects?.includes(s));
       if (!same) {
         await jsm.streams.update(spec.name, {
           subjects: [...new Set([...(have.subjects ?? []), ...spec.subjects])],
           max_age: wanted.max_age,
           duplicate_window: wanted.duplicate_window,
+          // A stream made by a publisher of an older release (or with R1) grows to the replicas
+          // asked for; never shrinks (another service may ask for more).
+          num_replicas: Math.max(have.num_replicas, wanted.num_replicas ?? 1),
         });
       }
     } catch (err) {

@@ -210,7 +210,8 @@ export const NATS_ENV = [
     name: "NATS_URL",
     default: "nats://127.0.0.1:4222",
     secret: true,
-    description: "NATS with JetStream (may carry credentials: never logged)",
+    description:
+      "NATS with JetStream: one server, or a cluster's servers separated by commas (may carry credentials: never logged)",
   },
   {
     name: "NATS_STREAM_REPLICAS",

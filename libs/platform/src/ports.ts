@@ -31,3 +31,17 @@ export function defaultGrpcAddr(service: GrpcService): string {
  * same machine) is skipped for the next one, `blocks` at most.
  */
 export const TEST_REDIS_CLUSTER_PORTS = { base: 7100, nodes: 6, blockSize: 10, blocks: 6 } as const;
+
+/**
+ * The cluster chaos run's NATS JetStream cluster on loopback (test/chaos/cluster.ts): three nodes,
+ * node i on `client + i` for clients, `route + i` for its cluster routes and `monitor + i` for its
+ * HTTP monitor, below the ephemeral range. A block in use is skipped for the next one.
+ */
+export const TEST_NATS_CLUSTER_PORTS = {
+  client: 14220,
+  route: 15220,
+  monitor: 16220,
+  nodes: 3,
+  blockSize: 10,
+  blocks: 6,
+} as const;

@@ -383,6 +383,20 @@ async function connectCluster(
     opts.idleMs ?? 30_000,
     giveUp,
   );
+  // A master lost: node-redis asks for the slots again only while a link that was once ready
+  // reconnects. A link made afresh to the dead master (from a topology read mid-failover, which still
+  // named it) never was ready, so nothing asked again and its slots answered "The client is offline"
+  // for good (a quota-meter failed open for minutes in the cluster chaos run). Any node link in
+  // trouble asks for the slots again, at most once a second, until the failover shows in them.
+  let lastRediscover = 0;
+  const rediscover = () => {
+    const now = Date.now();
+    if (!connectedOnce || now - lastRediscover < 1_000) return;
+    lastRediscover = now;
+    cluster._slots.rediscover().catch(() => undefined);
+  };
+  cluster.on("node-reconnecting", rediscover);
+  cluster.on("node-error", rediscover);
   cluster.on("error", (err: Error) => {
     if (!connectedOnce || Date.now() - lastErrorLog < 60_000) return;
     lastErrorLog = Date.now();

@@ -100,6 +100,8 @@ export interface PaymentVerifierConfig {
   /** REDIS_CLUSTER_NODES: a Redis Cluster instead of REDIS_URL's Redis. */
   redisClusterNodes: string[];
   natsUrl: string;
+  /** NATS_STREAM_REPLICAS: replicas of the settlement stream when this service creates it first. */
+  streamReplicas?: number;
   /** Prefix of every Redis key this service writes: `<REDIS_PREFIX>payment:` (tests use their own). */
   redisPrefix: string;
   /**
@@ -267,6 +269,7 @@ export function loadConfig(): PaymentVerifierConfig {
     redisUrl: redis.url,
     redisClusterNodes: redis.clusterNodes,
     natsUrl: ENV.secret("NATS_URL") ?? "",
+    streamReplicas: ENV.int("NATS_STREAM_REPLICAS"),
     redisPrefix: paymentRedisPrefix(redis.prefix),
     redisStandIn: redis.standIn,
     reservationTtlSeconds: ENV.int("PAYMENT_RESERVATION_TTL_SECONDS"),

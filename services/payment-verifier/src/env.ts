@@ -46,7 +46,7 @@ export const ENV = envTable([
         }
       : v,
   ),
-  ...NATS_ENV.filter((v) => v.name !== "NATS_STREAM_REPLICAS"),
+  ...NATS_ENV,
   ...outboxEnv("payment-verifier"),
   {
     name: "PAYMENT_RESERVATION_TTL_SECONDS",

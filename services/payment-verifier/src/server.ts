@@ -236,6 +236,7 @@ export async function startPaymentVerifier(
     deps.events ??
     createSettlementEvents({
       natsUrl: config.natsUrl,
+      ...(config.streamReplicas ? { streamReplicas: config.streamReplicas } : {}),
       outboxDir: config.outboxDir,
       logger,
       registry,

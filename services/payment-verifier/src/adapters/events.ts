@@ -14,6 +14,8 @@ export interface SettlementEvents extends SettlementSink {
 
 export interface SettlementEventsOptions {
   natsUrl: string;
+  /** Replicas of the settlement stream if this publisher creates it (NATS_STREAM_REPLICAS). */
+  streamReplicas?: number;
   outboxDir: string;
   logger: Logger;
   registry: Registry;
@@ -24,6 +26,7 @@ export interface SettlementEventsOptions {
 export function createSettlementEvents(opts: SettlementEventsOptions): SettlementEvents {
   const publisher: EventPublisher = createEventPublisher({
     natsUrl: opts.natsUrl,
+    ...(opts.streamReplicas ? { streamReplicas: opts.streamReplicas } : {}),
     service: "payment-verifier",
     outboxDir: opts.outboxDir,
     logger: opts.logger,
